@@ -1,0 +1,168 @@
+/*
+ * traintime.h — annotate a training program for the traintime profiler.
+ *
+ * Header-only and link-free. Include it, call the functions below, and link nothing: when the
+ * program runs under `LD_PRELOAD=libtraintime.so` the calls reach the profiler; otherwise each
+ * call is one well-predicted branch on a per-translation-unit pointer and does nothing.
+ *
+ *   tt_push("forward");            // open a region on this thread (nests: step/forward/layer3)
+ *   tt_pop();                      // close the innermost region of this thread
+ *   tt_push_category(TT_IO, "x");  // open a region with an explicit category
+ *   uint64_t r = tt_range_start("prefetch");   // a range that may end on another thread
+ *   tt_range_end(r);
+ *   tt_step(samples, tokens);      // the end of one training step (counts samples and tokens)
+ *
+ *   C++:  { TT_SCOPE("forward"); ... }   // RAII region; the name is registered once per site
+ *
+ * Categories. An explicit category wins. Otherwise the profiler matches the region's name
+ * case-insensitively on whole tokens (split on non-alphanumerics and camelCase) in this order:
+ * forward (forward, fwd), backward (backward, bwd), optimizer (optimizer, optim, adam, sgd),
+ * io (io, data, dataloader, load, h2d); otherwise the parent region's category; otherwise
+ * other. A region named exactly "step" marks a step, not the optimizer.
+ *
+ * Names. Pass names that live as long as the call (string literals are ideal). The profiler
+ * keeps its own copy the first time it sees a name.
+ *
+ * Threads. Regions nest per thread. Unbalanced tt_pop() calls are counted and reported, never
+ * fatal. GPU work launched from a thread with no open region is attributed to the region open
+ * on the thread that calls tt_step() (PyTorch's autograd engine launches backward kernels from
+ * worker threads while the training thread sits in "backward").
+ *
+ * How dispatch works. On first use in each translation unit the header asks the dynamic linker
+ * for `traintime_get_api_v1`, exported by libtraintime.so. A null answer (library absent, or
+ * TRAINTIME_DISABLE=1) turns every call into a no-op for the rest of the process. dlsym lives
+ * in libc since glibc 2.34; older glibc needs -ldl at link time.
+ */
+#ifndef TRAINTIME_TRAINTIME_H
+#define TRAINTIME_TRAINTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Category of a region. The values are part of the ABI. */
+typedef enum tt_category {
+  TT_FORWARD = 0,
+  TT_BACKWARD = 1,
+  TT_OPTIMIZER = 2,
+  TT_COMM = 3,
+  TT_IO = 4,
+  TT_OTHER = 5
+} tt_category;
+
+/* Category value meaning "derive it from the name rules". */
+#define TT_CATEGORY_AUTO (-1)
+
+/*
+ * The function table libtraintime.so hands out. Append-only: new members go at the end and
+ * callers check `size` before using them.
+ */
+typedef struct tt_api_v1 {
+  uint32_t size;    /* sizeof(tt_api_v1) as the library was built */
+  uint32_t version; /* 1 */
+  /* Registers a (name, category) once and returns its id; 0 means "could not register". */
+  uint32_t (*register_name)(const char* name, int category);
+  /* Opens the region registered under id on the calling thread. */
+  void (*push_id)(uint32_t id);
+  void (*push)(const char* name);
+  void (*push_category)(int category, const char* name);
+  void (*pop)(void);
+  uint64_t (*range_start)(const char* name);
+  void (*range_end)(uint64_t id);
+  void (*step)(uint64_t samples, uint64_t tokens);
+} tt_api_v1;
+
+/* Exported by libtraintime.so; returns NULL when the profiler is disabled. */
+typedef const tt_api_v1* (*tt_get_api_v1_fn)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#include "traintime/detail/dispatch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opens a region named `name` on the calling thread. */
+static inline void tt_push(const char* name) {
+  const tt_api_v1* api = tt_detail_api();
+  if (api) api->push(name);
+}
+
+/* Opens a region with an explicit category (overrides the name rules). */
+static inline void tt_push_category(tt_category category, const char* name) {
+  const tt_api_v1* api = tt_detail_api();
+  if (api) api->push_category((int)category, name);
+}
+
+/* Closes the innermost region open on the calling thread. */
+static inline void tt_pop(void) {
+  const tt_api_v1* api = tt_detail_api();
+  if (api) api->pop();
+}
+
+/* Starts a range that may end on another thread; returns its id (0 when not profiled). */
+static inline uint64_t tt_range_start(const char* name) {
+  const tt_api_v1* api = tt_detail_api();
+  return api ? api->range_start(name) : 0;
+}
+
+/* Ends a range started with tt_range_start. Ending id 0 or an unknown id is counted, not fatal. */
+static inline void tt_range_end(uint64_t id) {
+  const tt_api_v1* api = tt_detail_api();
+  if (api) api->range_end(id);
+}
+
+/* Marks the end of one training step that processed `samples` samples and `tokens` tokens. */
+static inline void tt_step(uint64_t samples, uint64_t tokens) {
+  const tt_api_v1* api = tt_detail_api();
+  if (api) api->step(samples, tokens);
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+namespace traintime {
+namespace detail {
+/* Registers a name once per call site (TT_SCOPE keeps the id in a function-local static). */
+inline uint32_t register_name(const char* name, int category = TT_CATEGORY_AUTO) {
+  const tt_api_v1* api = tt_detail_api();
+  return api ? api->register_name(name, category) : 0u;
+}
+
+class Scope {
+ public:
+  explicit Scope(uint32_t id) : id_(id) {
+    const tt_api_v1* api = tt_detail_api();
+    if (api && id_) api->push_id(id_);
+  }
+  ~Scope() {
+    const tt_api_v1* api = tt_detail_api();
+    if (api && id_) api->pop();
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  uint32_t id_;
+};
+} /* namespace detail */
+} /* namespace traintime */
+
+#define TT_DETAIL_CAT2(a, b) a##b
+#define TT_DETAIL_CAT(a, b) TT_DETAIL_CAT2(a, b)
+#define TT_DETAIL_SCOPE(category, name, n)                                                  \
+  static const uint32_t TT_DETAIL_CAT(tt_detail_id_, n) =                                   \
+      ::traintime::detail::register_name(name, (int)(category));                            \
+  ::traintime::detail::Scope TT_DETAIL_CAT(tt_detail_scope_, n)(TT_DETAIL_CAT(tt_detail_id_, n))
+/* RAII region for the rest of the enclosing scope: `TT_SCOPE("forward");`. */
+#define TT_SCOPE(name) TT_DETAIL_SCOPE(TT_CATEGORY_AUTO, name, __COUNTER__)
+/* RAII region with an explicit category: `TT_SCOPE_CATEGORY(TT_IO, "prefetch");`. */
+#define TT_SCOPE_CATEGORY(category, name) TT_DETAIL_SCOPE(category, name, __COUNTER__)
+#endif /* __cplusplus */
+
+#endif /* TRAINTIME_TRAINTIME_H */

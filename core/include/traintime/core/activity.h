@@ -1,0 +1,78 @@
+// The GPU side of the model: what the CUPTI adapter hands to core (DESIGN §1, §4).
+// Nothing here knows CUDA; cupti/ converts CUPTI records into these types at the boundary.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace traintime::core {
+
+// Interned region path; 0 means "no region open".
+using PathId = uint32_t;
+inline constexpr PathId kNoPath = 0;
+
+enum class ActivityKind : uint8_t { kKernel, kMemcpy, kMemset };
+
+enum class CopyKind : uint8_t { kNone, kHtoD, kDtoH, kDtoD, kPtoP, kOther };
+
+// NCCL operations, spelled in the rank file as DESIGN §6 says (comm_op_name).
+enum class CommOp : uint8_t {
+  kNone,
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+  kUnknown,
+};
+
+constexpr std::string_view comm_op_name(CommOp op) {
+  switch (op) {
+    case CommOp::kAllReduce: return "AllReduce";
+    case CommOp::kBroadcast: return "Broadcast";
+    case CommOp::kReduce: return "Reduce";
+    case CommOp::kAllGather: return "AllGather";
+    case CommOp::kReduceScatter: return "ReduceScatter";
+    case CommOp::kAlltoAll: return "AlltoAll";
+    case CommOp::kGather: return "Gather";
+    case CommOp::kScatter: return "Scatter";
+    case CommOp::kSend: return "Send";
+    case CommOp::kRecv: return "Recv";
+    case CommOp::kUnknown: return "unknown";
+    case CommOp::kNone: break;
+  }
+  return "";
+}
+
+// Captured on the launching thread inside the launch callback, stored under the callback's
+// correlation id, and joined with the activity record later.
+struct LaunchContext {
+  PathId path = kNoPath;      // innermost region of the launching thread, else the step thread's
+  uint32_t step = 0;          // number of tt_step calls the process made before the launch
+  CommOp comm_op = CommOp::kNone;  // set when launched inside an interposed NCCL call
+  uint32_t comm_id = 0;       // communicator registry index + 1 (0: none)
+  uint64_t comm_seq = 0;      // sequence number of the collective on that communicator
+  uint64_t comm_bytes = 0;    // bytes of the call per nccl-tests conventions
+};
+
+// One GPU activity, converted from a CUPTI kernel/memcpy/memset record.
+struct GpuActivity {
+  ActivityKind kind = ActivityKind::kKernel;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint32_t correlation_id = 0;
+  uint32_t graph_id = 0;       // 0 when not part of a CUDA graph
+  uint64_t graph_node_id = 0;  // 0 when not part of a CUDA graph
+  CopyKind copy_kind = CopyKind::kNone;
+  uint64_t bytes = 0;          // memcpy/memset size
+  std::string_view name;       // kernel name (mangled as CUPTI gives it); valid during ingest only
+};
+
+}  // namespace traintime::core

@@ -1,0 +1,41 @@
+// Categories of GPU time and of regions (DESIGN §3, §4).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace traintime::core {
+
+// The first six values equal tt_category in the public header; the rest exist only for GPU time.
+enum class Category : uint8_t {
+  kForward = 0,
+  kBackward = 1,
+  kOptimizer = 2,
+  kComm = 3,
+  kIo = 4,
+  kOther = 5,
+  kUnattributed = 6,  // GPU work launched with no region open anywhere
+};
+inline constexpr std::size_t kCategoryCount = 7;
+
+inline constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
+    "forward", "backward", "optimizer", "comm", "io", "other", "unattributed"};
+
+constexpr std::string_view category_name(Category c) {
+  return kCategoryNames[static_cast<std::size_t>(c)];
+}
+
+inline std::optional<Category> category_from_name(std::string_view name) {
+  for (std::size_t i = 0; i < kCategoryCount; ++i)
+    if (kCategoryNames[i] == name) return static_cast<Category>(i);
+  return std::nullopt;
+}
+
+// Compute time: every category except comm and io (DESIGN §4).
+constexpr bool is_compute(Category c) {
+  return c != Category::kComm && c != Category::kIo;
+}
+
+}  // namespace traintime::core

@@ -1,0 +1,153 @@
+// The per-rank output file, as a value (DESIGN §6, docs/schema.md). The preload fills the
+// identity and CPU parts, the attribution engine the GPU parts; rank_file_json.h turns it into
+// the "traintime/1" JSON and back. Every *_ns is nanoseconds; every *_gbps is 1e9 bytes/s.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "traintime/core/category.h"
+
+namespace traintime::core {
+
+inline constexpr const char* kSchema = "traintime/1";
+
+struct CategoryTotals {
+  uint64_t gpu_busy_ns = 0;  // measure of the union of the category's intervals, per device
+  uint64_t gpu_sum_ns = 0;   // raw sum of durations
+  uint64_t count = 0;        // activities
+};
+
+struct KernelStat {
+  std::string name;  // demangled
+  uint64_t count = 0;
+  uint64_t gpu_sum_ns = 0;
+};
+
+struct DurationStats {  // over a set of samples, in ns
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  uint64_t mean_ns = 0;
+  uint64_t p50_ns = 0;
+  uint64_t p90_ns = 0;
+};
+
+// One exclusive (self) row per region path.
+struct RegionRow {
+  std::string path;  // "step/forward/layer3"
+  Category category = Category::kOther;
+  uint64_t count = 0;       // times the region was entered
+  uint64_t cpu_ns = 0;      // total CPU wall time inside (inclusive of children)
+  uint64_t cpu_min_ns = 0;
+  uint64_t cpu_max_ns = 0;
+  uint64_t gpu_busy_ns = 0;  // union of the GPU work launched directly from this region
+  uint64_t gpu_sum_ns = 0;
+  uint64_t gpu_span_ns = 0;  // sum over entries of [first start, last end] of its GPU work
+  uint64_t kernels = 0;      // kernel count
+  std::map<std::string, CategoryTotals> by_category;
+  std::vector<KernelStat> top_kernels;
+};
+
+struct StepTotals {
+  uint64_t gpu_busy_ns = 0;
+  uint64_t compute_ns = 0;
+  uint64_t comm_ns = 0;
+  uint64_t comm_overlapped_ns = 0;
+  uint64_t exposed_comm_ns = 0;
+  uint64_t io_ns = 0;
+  uint64_t idle_ns = 0;
+};
+
+struct Steps {
+  uint64_t count = 0;   // tt_step calls, warm-up included
+  uint64_t warmup = 0;  // TRAINTIME_WARMUP_STEPS in force
+  DurationStats wall_ns;  // CPU wall time between consecutive tt_step calls, warm-up skipped
+  uint64_t samples = 0;   // summed over all steps
+  uint64_t tokens = 0;
+  double samples_per_s = 0;  // over the steps after warm-up
+  double tokens_per_s = 0;
+  StepTotals totals;      // summed over every step, warm-up included
+  bool partial_final_step = false;  // GPU work launched after the last tt_step
+  // Per-step detail for a bounded number of steps (index = step number).
+  struct Detail {
+    uint64_t index = 0;
+    uint64_t wall_ns = 0;
+    uint64_t span_ns = 0;
+    StepTotals totals;
+    std::map<std::string, uint64_t> busy_ns_by_category;
+  };
+  std::vector<Detail> detail;
+};
+
+struct SizeBucket {  // message-size histogram bucket: bytes in [lo, 2*lo)
+  uint64_t lo_bytes = 0;
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  uint64_t gpu_ns = 0;
+};
+
+struct CommRow {
+  std::string op;  // comm_op_name(): AllReduce, ..., unknown
+  uint32_t comm_size = 0;
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  bool bytes_known = true;  // false in the by-kernel-name fallback
+  uint64_t gpu_ns = 0;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  std::vector<SizeBucket> sizes;
+};
+
+struct RecentCollective {
+  uint64_t seq = 0;
+  std::string op;
+  uint64_t bytes = 0;
+  uint64_t gpu_start_ns = 0;
+  uint64_t gpu_end_ns = 0;
+};
+
+struct Communicator {
+  std::string id;  // stable id (hash of the NCCL unique id / communicator handle order)
+  uint32_t size = 0;
+  uint32_t rank = 0;
+  uint64_t ops_enqueued = 0;
+  uint64_t ops_completed = 0;
+  std::vector<RecentCollective> recent;
+};
+
+struct MemcpyStat {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t gpu_ns = 0;
+};
+
+struct RankFile {
+  std::string schema = kSchema;
+  std::string job_id;
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  std::string role = "rank";  // "rank" or "aux"
+  std::string host;
+  int64_t pid = 0;
+  bool snapshot = false;
+  std::string exit_reason;  // "exit", "signal SIGTERM", ...
+  std::string gpu_capture = "none";  // "cupti", "unavailable", "none"
+  std::string gpu_capture_reason;
+  uint64_t start_unix_ns = 0;
+  uint64_t end_unix_ns = 0;
+  std::map<std::string, CategoryTotals> categories;
+  std::vector<RegionRow> regions;
+  uint64_t unbalanced_pops = 0;
+  Steps steps;
+  std::vector<CommRow> comm;
+  std::vector<Communicator> communicators;
+  std::map<std::string, MemcpyStat> memcpy;  // HtoD, DtoH, DtoD, PtoP
+  uint64_t dropped_records = 0;
+  std::vector<std::string> warnings;
+};
+
+}  // namespace traintime::core
