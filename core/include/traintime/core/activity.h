@@ -54,6 +54,7 @@ constexpr std::string_view comm_op_name(CommOp op) {
 struct LaunchContext {
   PathId path = kNoPath;      // innermost region of the launching thread, else the step thread's
   uint32_t step = 0;          // number of tt_step calls the process made before the launch
+  uint64_t entry = 0;         // unique serial of the region entry (for per-entry gpu_span_ns)
   CommOp comm_op = CommOp::kNone;  // set when launched inside an interposed NCCL call
   uint32_t comm_id = 0;       // communicator registry index + 1 (0: none)
   uint64_t comm_seq = 0;      // sequence number of the collective on that communicator
