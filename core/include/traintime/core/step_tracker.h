@@ -1,0 +1,65 @@
+// Training steps from tt_step (DESIGN §3, §4): count, wall time per step, throughput.
+//
+// Wall time of step k is the time between tt_step call k-1 and tt_step call k. Step 0 has no
+// previous call: it is measured from the origin, which the owner sets to the first recorded
+// event of the process (the preload uses the first region push or range start; if tt_step is
+// the very first call, the time the library was loaded). Statistics and throughput skip the
+// first `warmup` steps (TRAINTIME_WARMUP_STEPS); counts and sums include every step.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "traintime/core/rank_file.h"
+
+namespace traintime::core {
+
+class StepTracker {
+ public:
+  explicit StepTracker(uint64_t warmup = 2) : warmup_(warmup) {}
+
+  // Sets the origin of step 0 unless one is set already. Thread-safe, lock-free.
+  void set_origin(uint64_t now_ns);
+
+  // Records the end of a step. Thread-safe (steps are rare: one mutex, amortised allocation).
+  void step(uint64_t now_ns, uint64_t samples, uint64_t tokens);
+
+  // tt_step calls so far. Lock-free (read by the launch callback).
+  uint32_t count() const { return count_.load(std::memory_order_relaxed); }
+
+  // Fills count, warmup, wall_ns, samples, tokens and the throughput fields of a Steps value
+  // (GPU totals and detail are the attribution engine's).
+  Steps summary() const;
+
+  uint64_t warmup() const { return warmup_; }
+
+  // Wall times kept for percentiles: exact up to this many post-warm-up steps, a uniform
+  // sample of them beyond (mean and max stay exact), so memory stays bounded on long runs.
+  static constexpr std::size_t kMaxWallSamples = std::size_t{1} << 20;
+
+ private:
+  std::atomic<uint64_t> origin_ns_{0};
+  std::atomic<bool> origin_set_{false};
+  std::atomic<uint32_t> count_{0};
+  mutable std::mutex mu_;
+  const uint64_t warmup_;
+  uint64_t last_ns_ = 0;
+  uint64_t samples_ = 0;  // all steps
+  uint64_t tokens_ = 0;
+  uint64_t measured_ = 0;  // post-warm-up steps
+  uint64_t measured_wall_ns_ = 0;
+  uint64_t measured_samples_ = 0;
+  uint64_t measured_tokens_ = 0;
+  uint64_t min_wall_ns_ = 0;
+  uint64_t max_wall_ns_ = 0;
+  uint64_t rng_ = 0x2545F4914F6CDD1Dull;
+  std::vector<uint64_t> walls_;  // post-warm-up, bounded by kMaxWallSamples
+};
+
+// Mean, min, max, p50 and p90 (nearest rank) of a set of durations.
+DurationStats duration_stats(std::vector<uint64_t> values);
+
+}  // namespace traintime::core

@@ -1,0 +1,289 @@
+#include "traintime/core/region_registry.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace traintime::core {
+
+RegionRegistry::RegionRegistry(CategoryRules rules, uint64_t warmup_steps)
+    : rules_(std::move(rules)), steps_(warmup_steps) {
+  // PathId 0 and NameId 0 are the "none" values: reserve slot 0 of both tables.
+  names_.ensure(0);
+  paths_.ensure(0);
+}
+
+ThreadState* RegionRegistry::thread_state() {
+  std::lock_guard<std::mutex> lock(mu_);
+  threads_.emplace_back(new ThreadState(threads_.size() + 1));
+  ThreadState* ts = threads_.back().get();
+  const ThreadState* none = nullptr;
+  first_thread_.compare_exchange_strong(none, ts, std::memory_order_release);
+  return ts;
+}
+
+NameId RegionRegistry::register_name(std::string_view name, int category) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return register_locked(name, category);
+}
+
+NameId RegionRegistry::register_locked(std::string_view name, int category) {
+  if (name.empty()) return kNoName;
+  if (category != kCategoryAuto &&
+      (category < 0 || category > static_cast<int>(Category::kOther))) {
+    return kNoName;
+  }
+  std::string key;
+  key.reserve(name.size() + 1);
+  key.push_back(static_cast<char>(category + 1));
+  key.append(name);
+  auto it = name_index_.find(key);
+  if (it != name_index_.end()) return it->second;
+  const uint32_t id = name_count_.load(std::memory_order_relaxed) + 1;
+  if (!names_.ensure(id)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return kNoName;
+  }
+  names_[id].text.assign(name);
+  names_[id].category = category;
+  name_index_.emplace(std::move(key), id);
+  name_count_.store(id, std::memory_order_release);
+  return id;
+}
+
+NameId RegionRegistry::name_for_pointer(ThreadState* ts, const char* name, int category) {
+  if (!name) return kNoName;
+  // Categories share the cache: the slot remembers the id, and the id its category.
+  const auto bits = reinterpret_cast<uintptr_t>(name);
+  const std::size_t slot =
+      static_cast<std::size_t>(((bits >> 3) ^ (bits >> 11) ^ static_cast<unsigned>(category + 1)) &
+                               (ThreadState::kNameCacheSize - 1));
+  ThreadState::NameSlot& s = ts->names_[slot];
+  if (s.ptr == name && s.id != kNoName) {
+    const NameEntry& e = names_[s.id];
+    if (e.category == category && std::strcmp(e.text.c_str(), name) == 0) return s.id;
+  }
+  const NameId id = register_name(name, category);
+  s.ptr = name;
+  s.id = id;
+  return id;
+}
+
+void RegionRegistry::push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
+  const NameId id = name_for_pointer(ts, name, category);
+  if (id == kNoName) {
+    // Keep push/pop balanced for the caller: an unregistrable name still occupies a frame.
+    push_id(ts, kNoName, now_ns);
+    return;
+  }
+  push_id(ts, id, now_ns);
+}
+
+PathId RegionRegistry::child_slow(ThreadState* ts, PathId parent, NameId name) {
+  if (name == kNoName) return kNoPath;
+  PathId path;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Ids come from callers (Python passes integers): never index past the registered names.
+    if (name > name_count_.load(std::memory_order_relaxed)) return kNoPath;
+    path = intern_path(parent, name);
+  }
+  if (path == kNoPath) return kNoPath;
+  ts->stats_.ensure(path);
+  // Grow at half load so probes stay short; only the owning thread reads this table.
+  if ((ts->child_count_ + 1) * 2 > ts->children_.size()) {
+    std::vector<ThreadState::ChildSlot> bigger(ts->children_.size() * 2);
+    const std::size_t mask = bigger.size() - 1;
+    for (const auto& s : ts->children_) {
+      if (s.key == 0) continue;
+      std::size_t i = child_hash(s.key, mask);
+      while (bigger[i].key != 0) i = (i + 1) & mask;
+      bigger[i] = s;
+    }
+    ts->children_.swap(bigger);
+  }
+  const uint64_t key = child_key(parent, name);
+  const std::size_t mask = ts->children_.size() - 1;
+  std::size_t i = child_hash(key, mask);
+  while (ts->children_[i].key != 0) i = (i + 1) & mask;
+  ts->children_[i] = ThreadState::ChildSlot{key, path};
+  ++ts->child_count_;
+  return path;
+}
+
+PathId RegionRegistry::intern_path(PathId parent, NameId name) {
+  const uint64_t key = child_key(parent, name);
+  auto it = path_index_.find(key);
+  if (it != path_index_.end()) return it->second;
+  const uint32_t id = path_count_.load(std::memory_order_relaxed) + 1;
+  if (id > kMaxPaths || !paths_.ensure(id)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return kNoPath;
+  }
+  const NameEntry& n = names_[name];
+  const Category parent_category = parent == kNoPath ? Category::kOther : paths_[parent].category;
+  Category category;
+  if (n.category != kCategoryAuto) {
+    category = static_cast<Category>(n.category);
+  } else if (is_step_marker(n.text)) {
+    category = parent_category;  // "step" marks a step; it never takes a rule's category
+  } else if (auto matched = rules_.match(n.text)) {
+    category = *matched;
+  } else {
+    category = parent_category;
+  }
+  PathNode& node = paths_[id];
+  node.parent = parent;
+  node.name = name;
+  node.category = category;
+  node.path = parent == kNoPath ? n.text : paths_[parent].path + "/" + n.text;
+  path_index_.emplace(key, id);
+  path_count_.store(id, std::memory_order_release);
+  return id;
+}
+
+uint64_t RegionRegistry::range_start(ThreadState* ts, const char* name, uint64_t now_ns) {
+  return range_start_id(ts, name_for_pointer(ts, name, kCategoryAuto), now_ns);
+}
+
+uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t now_ns) {
+  if (name == kNoName) return 0;
+  PathId path = lookup_child(ts, kNoPath, name);
+  if (path == kNoPath) path = child_slow(ts, kNoPath, name);
+  if (path == kNoPath) return 0;
+  PathStats& s = ts->stats_[path];
+  s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const uint64_t id = next_range_.fetch_add(1, std::memory_order_relaxed) + 1;
+  RangeSlot& slot = ranges_[id % kRangeSlots];
+  // Invalidate first so a concurrent end of the slot's previous range cannot pair with our
+  // start time; then publish path and start before the id that makes them valid.
+  slot.id.store(0, std::memory_order_relaxed);
+  slot.path.store(path, std::memory_order_relaxed);
+  slot.start_ns.store(now_ns, std::memory_order_relaxed);
+  slot.id.store(id, std::memory_order_release);
+  return id;
+}
+
+void RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns) {
+  if (range_id == 0) {
+    unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  RangeSlot& slot = ranges_[range_id % kRangeSlots];
+  if (slot.id.load(std::memory_order_acquire) != range_id) {
+    unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const PathId path = slot.path.load(std::memory_order_relaxed);
+  const uint64_t start = slot.start_ns.load(std::memory_order_relaxed);
+  uint64_t expected = range_id;
+  // Claim the slot: of two ends of one id (or an end racing a reuse) only one records.
+  if (!slot.id.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+    unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ts->stats_.ensure(path);  // only the owning thread allocates its stats chunks
+  record(ts, path, now_ns >= start ? now_ns - start : 0);
+}
+
+void RegionRegistry::step(ThreadState* ts, uint64_t now_ns, uint64_t samples, uint64_t tokens) {
+  step_thread_.store(ts, std::memory_order_release);
+  steps_.step(now_ns, samples, tokens);
+}
+
+LaunchContext RegionRegistry::launch_context(const ThreadState* ts) const {
+  LaunchContext ctx;
+  ctx.step = steps_.count();
+  if (ts) {
+    ctx.path = ts->current_path();
+    ctx.entry = ts->current_entry();
+  }
+  if (ctx.path == kNoPath) {
+    // Rule 2 of DESIGN §4: a thread with nothing open (an autograd worker) takes the training
+    // thread's innermost region. Before the first tt_step the training thread is the first
+    // thread that recorded anything.
+    const ThreadState* main = step_thread_.load(std::memory_order_acquire);
+    if (!main) main = first_thread_.load(std::memory_order_acquire);
+    if (main && main != ts) {
+      ctx.path = main->current_path();
+      ctx.entry = main->current_entry();
+    }
+  }
+  if (ctx.path == kNoPath) ctx.entry = 0;
+  return ctx;
+}
+
+Category RegionRegistry::category_of(PathId path) const {
+  if (path == kNoPath || path > path_count()) return Category::kOther;
+  return paths_[path].category;
+}
+
+std::string RegionRegistry::path_string(PathId path) const {
+  if (path == kNoPath || path > path_count()) return {};
+  return paths_[path].path;
+}
+
+std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) const {
+  std::vector<const ThreadState*> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& t : threads_) threads.push_back(t.get());
+  }
+  const uint32_t n = path_count();
+  struct Sum {
+    uint64_t count = 0, total = 0, min = 0, max = 0, closed = 0;
+  };
+  std::vector<Sum> sums(n + 1);
+  for (const ThreadState* t : threads) {
+    for (uint32_t p = 1; p <= n; ++p) {
+      const PathStats* s = t->stats_.find(p);
+      if (!s) {
+        p |= static_cast<uint32_t>(decltype(t->stats_)::kChunkSize - 1);  // skip the whole chunk
+        continue;
+      }
+      const uint64_t count = s->count.load(std::memory_order_relaxed);
+      const uint64_t closed = s->closed.load(std::memory_order_relaxed);
+      Sum& sum = sums[p];
+      sum.count += count;
+      if (closed == 0) continue;
+      const uint64_t mn = s->min_ns.load(std::memory_order_relaxed);
+      const uint64_t mx = s->max_ns.load(std::memory_order_relaxed);
+      sum.total += s->total_ns.load(std::memory_order_relaxed);
+      sum.min = sum.closed == 0 ? mn : std::min(sum.min, mn);
+      sum.max = std::max(sum.max, mx);
+      sum.closed += closed;
+    }
+  }
+  std::vector<RegionRow> rows;
+  if (ids) ids->clear();
+  for (uint32_t p = 1; p <= n; ++p) {
+    const Sum& sum = sums[p];
+    if (sum.count == 0 && sum.closed == 0) continue;
+    RegionRow row;
+    row.path = paths_[p].path;
+    row.category = paths_[p].category;
+    row.count = sum.count;
+    row.cpu_ns = sum.total;
+    row.cpu_min_ns = sum.min;
+    row.cpu_max_ns = sum.max;
+    rows.push_back(std::move(row));
+    if (ids) ids->push_back(p);
+  }
+  return rows;
+}
+
+uint64_t RegionRegistry::unbalanced_pops() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& t : threads_) n += t->unbalanced_pops_.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t RegionRegistry::depth_overflows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& t : threads_) n += t->depth_overflows_.load(std::memory_order_relaxed);
+  return n;
+}
+
+}  // namespace traintime::core

@@ -1,0 +1,93 @@
+#include "traintime/core/step_tracker.h"
+
+#include <algorithm>
+
+namespace traintime::core {
+
+void StepTracker::set_origin(uint64_t now_ns) {
+  if (origin_set_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (origin_set_.load(std::memory_order_relaxed)) return;
+  origin_ns_.store(now_ns, std::memory_order_relaxed);
+  origin_set_.store(true, std::memory_order_release);
+}
+
+void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint32_t index = count_.load(std::memory_order_relaxed);
+  uint64_t prev = last_ns_;
+  if (index == 0) {
+    prev = origin_set_.load(std::memory_order_relaxed) ? origin_ns_.load(std::memory_order_relaxed)
+                                                       : now_ns;
+  }
+  const uint64_t wall = now_ns >= prev ? now_ns - prev : 0;
+  last_ns_ = now_ns;
+  samples_ += samples;
+  tokens_ += tokens;
+  if (index >= warmup_) {
+    measured_wall_ns_ += wall;
+    measured_samples_ += samples;
+    measured_tokens_ += tokens;
+    min_wall_ns_ = measured_ == 0 ? wall : std::min(min_wall_ns_, wall);
+    max_wall_ns_ = std::max(max_wall_ns_, wall);
+    ++measured_;
+    if (walls_.size() < kMaxWallSamples) {
+      walls_.push_back(wall);
+    } else {
+      // Reservoir sampling (xorshift64): every measured step is kept with equal probability.
+      rng_ ^= rng_ << 13;
+      rng_ ^= rng_ >> 7;
+      rng_ ^= rng_ << 17;
+      const uint64_t slot = rng_ % measured_;
+      if (slot < walls_.size()) walls_[slot] = wall;
+    }
+  }
+  count_.store(index + 1, std::memory_order_relaxed);
+}
+
+Steps StepTracker::summary() const {
+  Steps s;
+  std::vector<uint64_t> walls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.count = count_.load(std::memory_order_relaxed);
+    s.warmup = warmup_;
+    s.samples = samples_;
+    s.tokens = tokens_;
+    if (measured_wall_ns_ > 0) {
+      const double secs = static_cast<double>(measured_wall_ns_) / 1e9;
+      s.samples_per_s = static_cast<double>(measured_samples_) / secs;
+      s.tokens_per_s = static_cast<double>(measured_tokens_) / secs;
+    }
+    walls = walls_;
+    s.wall_ns = duration_stats(std::move(walls));
+    // Mean, min, max and total are exact even when the percentiles come from a sample.
+    s.wall_ns.count = measured_;
+    s.wall_ns.total_ns = measured_wall_ns_;
+    s.wall_ns.min_ns = min_wall_ns_;
+    s.wall_ns.max_ns = max_wall_ns_;
+    s.wall_ns.mean_ns = measured_ ? measured_wall_ns_ / measured_ : 0;
+  }
+  return s;
+}
+
+DurationStats duration_stats(std::vector<uint64_t> values) {
+  DurationStats d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  d.count = values.size();
+  for (uint64_t v : values) d.total_ns += v;
+  d.min_ns = values.front();
+  d.max_ns = values.back();
+  d.mean_ns = d.total_ns / d.count;
+  // Nearest rank: the smallest value with at least p% of the samples at or below it.
+  auto rank = [&](unsigned pct) {
+    std::size_t r = (values.size() * pct + 99) / 100;
+    return values[r == 0 ? 0 : r - 1];
+  };
+  d.p50_ns = rank(50);
+  d.p90_ns = rank(90);
+  return d;
+}
+
+}  // namespace traintime::core

@@ -1,0 +1,331 @@
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "traintime/core/region_registry.h"
+
+using namespace traintime::core;
+
+namespace {
+
+const RegionRow* find_row(const std::vector<RegionRow>& rows, const std::string& path) {
+  for (const auto& r : rows)
+    if (r.path == path) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("regions nest per thread into slash-separated paths with CPU time", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  const NameId step = reg.register_name("step", kCategoryAuto);
+  const NameId fwd = reg.register_name("forward", kCategoryAuto);
+  const NameId layer = reg.register_name("layer3", kCategoryAuto);
+
+  for (int i = 0; i < 2; ++i) {
+    const uint64_t t = 1000 * static_cast<uint64_t>(i);
+    reg.push_id(ts, step, t + 0);
+    reg.push_id(ts, fwd, t + 10);
+    reg.push_id(ts, layer, t + 20);
+    reg.pop(ts, t + 25 + static_cast<uint64_t>(i) * 10);  // layer3: 5 then 15
+    reg.pop(ts, t + 60);                                   // forward: 50
+    reg.pop(ts, t + 100);                                  // step: 100
+  }
+  const auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == 3);
+  const RegionRow* l = find_row(rows, "step/forward/layer3");
+  REQUIRE(l);
+  CHECK(l->count == 2);
+  CHECK(l->cpu_ns == 20);
+  CHECK(l->cpu_min_ns == 5);
+  CHECK(l->cpu_max_ns == 15);
+  const RegionRow* f = find_row(rows, "step/forward");
+  REQUIRE(f);
+  CHECK(f->cpu_ns == 100);
+  CHECK(find_row(rows, "step")->cpu_ns == 200);
+  CHECK(reg.unbalanced_pops() == 0);
+}
+
+TEST_CASE("the same name under different parents gives different paths", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  reg.push(ts, "forward", kCategoryAuto, 0);
+  reg.push(ts, "attention", kCategoryAuto, 1);
+  reg.pop(ts, 2);
+  reg.pop(ts, 3);
+  reg.push(ts, "backward", kCategoryAuto, 4);
+  reg.push(ts, "attention", kCategoryAuto, 5);
+  reg.pop(ts, 6);
+  reg.pop(ts, 7);
+  std::vector<PathId> ids;
+  const auto rows = reg.snapshot_rows(&ids);
+  REQUIRE(rows.size() == 4);
+  REQUIRE(ids.size() == 4);
+  const RegionRow* fa = find_row(rows, "forward/attention");
+  const RegionRow* ba = find_row(rows, "backward/attention");
+  REQUIRE(fa);
+  REQUIRE(ba);
+  // The category of a name without a rule match comes from its parent.
+  CHECK(fa->category == Category::kForward);
+  CHECK(ba->category == Category::kBackward);
+  for (std::size_t i = 0; i < rows.size(); ++i) CHECK(reg.path_string(ids[i]) == rows[i].path);
+}
+
+TEST_CASE("category resolution: explicit, rules, parent, other; step is a marker", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  // Explicit category beats the rules: "forward_loader" would match forward by rule order.
+  reg.push(ts, "forward_loader", static_cast<int>(Category::kIo), 0);
+  reg.pop(ts, 1);
+  reg.push(ts, "unknown_thing", kCategoryAuto, 2);
+  reg.pop(ts, 3);
+  reg.push(ts, "optimizer", kCategoryAuto, 4);
+  reg.push(ts, "step", kCategoryAuto, 5);  // inherits optimizer from its parent, not a rule
+  reg.pop(ts, 6);
+  reg.pop(ts, 7);
+  reg.push(ts, "step", kCategoryAuto, 8);
+  reg.push(ts, "clip_grads", kCategoryAuto, 9);
+  reg.pop(ts, 10);
+  reg.pop(ts, 11);
+  const auto rows = reg.snapshot_rows();
+  CHECK(find_row(rows, "forward_loader")->category == Category::kIo);
+  CHECK(find_row(rows, "unknown_thing")->category == Category::kOther);
+  CHECK(find_row(rows, "optimizer/step")->category == Category::kOptimizer);
+  CHECK(find_row(rows, "step")->category == Category::kOther);
+  CHECK(find_row(rows, "step/clip_grads")->category == Category::kOther);
+}
+
+TEST_CASE("configured rules decide categories and 'step' still never takes one", "[region]") {
+  std::string err;
+  auto rules = CategoryRules::parse("optimizer=step,clip", &err);
+  REQUIRE(rules);
+  RegionRegistry reg(*rules);
+  ThreadState* ts = reg.thread_state();
+  reg.push(ts, "step", kCategoryAuto, 0);
+  reg.push(ts, "grad_clip", kCategoryAuto, 1);
+  reg.pop(ts, 2);
+  reg.pop(ts, 3);
+  const auto rows = reg.snapshot_rows();
+  CHECK(find_row(rows, "step")->category == Category::kOther);
+  CHECK(find_row(rows, "step/grad_clip")->category == Category::kOptimizer);
+}
+
+TEST_CASE("names register once; invalid names and ids are refused without crashing", "[region]") {
+  RegionRegistry reg;
+  const NameId a = reg.register_name("forward", kCategoryAuto);
+  CHECK(a != kNoName);
+  CHECK(reg.register_name("forward", kCategoryAuto) == a);
+  CHECK(reg.register_name("forward", static_cast<int>(Category::kIo)) != a);
+  CHECK(reg.register_name("", kCategoryAuto) == kNoName);
+  CHECK(reg.register_name("x", 42) == kNoName);
+  CHECK(reg.register_name("x", static_cast<int>(Category::kUnattributed)) == kNoName);
+
+  ThreadState* ts = reg.thread_state();
+  reg.push_id(ts, 999999, 0);  // never registered: a frame with no path, popped silently
+  reg.push(ts, nullptr, kCategoryAuto, 1);
+  CHECK(ts->depth() == 2);
+  reg.pop(ts, 2);
+  reg.pop(ts, 3);
+  CHECK(reg.snapshot_rows().empty());
+  CHECK(reg.unbalanced_pops() == 0);
+}
+
+TEST_CASE("a reused name buffer holding new text is not misattributed", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  char buf[32];
+  std::strcpy(buf, "forward");
+  reg.push(ts, buf, kCategoryAuto, 0);
+  reg.pop(ts, 1);
+  std::strcpy(buf, "backward");
+  reg.push(ts, buf, kCategoryAuto, 2);
+  reg.pop(ts, 3);
+  const auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == 2);
+  CHECK(find_row(rows, "forward")->count == 1);
+  CHECK(find_row(rows, "backward")->count == 1);
+  CHECK(find_row(rows, "backward")->category == Category::kBackward);
+}
+
+TEST_CASE("unbalanced pops are counted and do not disturb open regions", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  reg.pop(ts, 0);
+  reg.pop(ts, 1);
+  reg.push(ts, "forward", kCategoryAuto, 10);
+  reg.pop(ts, 30);
+  reg.pop(ts, 31);
+  CHECK(reg.unbalanced_pops() == 3);
+  const auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].cpu_ns == 20);
+}
+
+TEST_CASE("nesting deeper than the fixed stack is counted and stays balanced", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  const NameId n = reg.register_name("r", kCategoryAuto);
+  const int deep = ThreadState::kMaxDepth + 5;
+  for (int i = 0; i < deep; ++i) reg.push_id(ts, n, 0);
+  for (int i = 0; i < deep; ++i) reg.pop(ts, 1);
+  CHECK(reg.depth_overflows() == 5);
+  CHECK(reg.unbalanced_pops() == 0);
+  CHECK(ts->depth() == 0);
+  CHECK(reg.snapshot_rows().size() == static_cast<std::size_t>(ThreadState::kMaxDepth));
+}
+
+TEST_CASE("open regions are counted as entered; CPU time appears when they close", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  reg.push(ts, "forward", kCategoryAuto, 0);
+  auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].count == 1);
+  CHECK(rows[0].cpu_ns == 0);
+  reg.pop(ts, 7);
+  rows = reg.snapshot_rows();
+  CHECK(rows[0].cpu_ns == 7);
+}
+
+TEST_CASE("data of several threads is summed, including threads that exited", "[region]") {
+  RegionRegistry reg;
+  const NameId n = reg.register_name("data_load", kCategoryAuto);
+  auto work = [&](uint64_t dur) {
+    ThreadState* ts = reg.thread_state();
+    for (int i = 0; i < 1000; ++i) {
+      reg.push_id(ts, n, 0);
+      reg.pop(ts, dur);
+    }
+  };
+  std::thread a(work, 3), b(work, 5);
+  // Snapshots race with the writers: they must be safe, and they see no more than was written.
+  for (int i = 0; i < 20; ++i) {
+    auto rows = reg.snapshot_rows();
+    if (!rows.empty()) CHECK(rows[0].count <= 2000);
+  }
+  a.join();
+  b.join();
+  const auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].count == 2000);
+  CHECK(rows[0].cpu_ns == 8000);
+  CHECK(rows[0].cpu_min_ns == 3);
+  CHECK(rows[0].cpu_max_ns == 5);
+  CHECK(rows[0].category == Category::kIo);
+}
+
+TEST_CASE("ranges may end on another thread; unknown ids are counted", "[region]") {
+  RegionRegistry reg;
+  ThreadState* a = reg.thread_state();
+  ThreadState* b = reg.thread_state();
+  reg.push(a, "forward", kCategoryAuto, 0);
+  const uint64_t id = reg.range_start(a, "prefetch", 100);
+  REQUIRE(id != 0);
+  reg.range_end(b, id, 350);
+  reg.range_end(b, id, 400);  // second end of the same id
+  reg.range_end(b, 0, 400);
+  reg.range_end(b, 123456, 400);
+  reg.pop(a, 500);
+  CHECK(reg.unknown_range_ends() == 3);
+  const auto rows = reg.snapshot_rows();
+  // A range is a top-level path named after it, not nested under the open region.
+  const RegionRow* r = find_row(rows, "prefetch");
+  REQUIRE(r);
+  CHECK(r->count == 1);
+  CHECK(r->cpu_ns == 250);
+  CHECK(find_row(rows, "forward/prefetch") == nullptr);
+}
+
+TEST_CASE("a range whose slot was reused ends as unknown instead of pairing wrongly", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  const uint64_t first = reg.range_start(ts, "old", 0);
+  for (std::size_t i = 0; i < RegionRegistry::kRangeSlots; ++i) reg.range_start(ts, "new", 1);
+  reg.range_end(ts, first, 10);
+  CHECK(reg.unknown_range_ends() == 1);
+}
+
+TEST_CASE("launch context: own innermost region, else the step thread's, else none", "[region]") {
+  RegionRegistry reg;
+  ThreadState* main = reg.thread_state();
+  ThreadState* worker = reg.thread_state();
+
+  LaunchContext none = reg.launch_context(nullptr);
+  CHECK(none.path == kNoPath);
+  CHECK(none.step == 0);
+  CHECK(none.entry == 0);
+
+  reg.push(main, "step", kCategoryAuto, 0);
+  reg.step(main, 1, 0, 0);  // main becomes the step thread
+  reg.push(main, "backward", kCategoryAuto, 2);
+  LaunchContext on_main = reg.launch_context(main);
+  CHECK(reg.path_string(on_main.path) == "step/backward");
+  CHECK(on_main.step == 1);
+  CHECK(on_main.entry != 0);
+
+  // An autograd worker with nothing open inherits the step thread's innermost region.
+  LaunchContext on_worker = reg.launch_context(worker);
+  CHECK(on_worker.path == on_main.path);
+  CHECK(on_worker.entry == on_main.entry);
+  CHECK(reg.category_of(on_worker.path) == Category::kBackward);
+
+  reg.push(worker, "allreduce_hook", static_cast<int>(Category::kComm), 3);
+  LaunchContext own = reg.launch_context(worker);
+  CHECK(reg.path_string(own.path) == "allreduce_hook");
+  CHECK(reg.category_of(own.path) == Category::kComm);
+  CHECK(own.entry != on_main.entry);
+
+  reg.pop(worker, 4);
+  reg.pop(main, 5);
+  reg.pop(main, 6);
+  CHECK(reg.launch_context(worker).path == kNoPath);
+}
+
+TEST_CASE("each region entry gets a distinct serial, across threads too", "[region]") {
+  RegionRegistry reg;
+  ThreadState* a = reg.thread_state();
+  ThreadState* b = reg.thread_state();
+  const NameId n = reg.register_name("forward", kCategoryAuto);
+  reg.push_id(a, n, 0);
+  const uint64_t e1 = reg.launch_context(a).entry;
+  reg.pop(a, 1);
+  reg.push_id(a, n, 2);
+  const uint64_t e2 = reg.launch_context(a).entry;
+  reg.push_id(b, n, 2);
+  const uint64_t e3 = reg.launch_context(b).entry;
+  CHECK(e1 != e2);
+  CHECK(e2 != e3);
+  CHECK(e1 != e3);
+}
+
+TEST_CASE("category_of and path_string of unknown ids are safe", "[region]") {
+  RegionRegistry reg;
+  CHECK(reg.category_of(kNoPath) == Category::kOther);
+  CHECK(reg.category_of(12345) == Category::kOther);
+  CHECK(reg.path_string(12345).empty());
+}
+
+TEST_CASE("many distinct paths on one thread grow the per-thread lookup table", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = "layer" + std::to_string(i);
+    reg.push(ts, name.c_str(), kCategoryAuto, 0);
+    reg.pop(ts, static_cast<uint64_t>(i));
+  }
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = "layer" + std::to_string(i);
+    reg.push(ts, name.c_str(), kCategoryAuto, 0);
+    reg.pop(ts, 1);
+  }
+  const auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == 3000);
+  CHECK(reg.path_count() == 3000);
+  const RegionRow* r = find_row(rows, "layer2999");
+  REQUIRE(r);
+  CHECK(r->count == 2);
+  CHECK(r->cpu_ns == 3000);
+}

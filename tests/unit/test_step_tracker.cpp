@@ -1,0 +1,112 @@
+#include <catch2/catch.hpp>
+
+#include "traintime/core/region_registry.h"
+#include "traintime/core/step_tracker.h"
+
+using namespace traintime::core;
+
+TEST_CASE("step wall times run between tt_step calls, the first from the origin", "[steps]") {
+  StepTracker st(0);
+  st.set_origin(1000);
+  st.set_origin(5000);  // only the first origin counts
+  st.step(1100, 0, 0);  // 100
+  st.step(1300, 0, 0);  // 200
+  st.step(1600, 0, 0);  // 300
+  const Steps s = st.summary();
+  CHECK(s.count == 3);
+  CHECK(s.warmup == 0);
+  CHECK(s.wall_ns.count == 3);
+  CHECK(s.wall_ns.total_ns == 600);
+  CHECK(s.wall_ns.mean_ns == 200);
+  CHECK(s.wall_ns.min_ns == 100);
+  CHECK(s.wall_ns.max_ns == 300);
+  CHECK(s.wall_ns.p50_ns == 200);
+  CHECK(s.wall_ns.p90_ns == 300);
+}
+
+TEST_CASE("without an origin the first step has zero wall time", "[steps]") {
+  StepTracker st(0);
+  st.step(777, 0, 0);
+  st.step(800, 0, 0);
+  const Steps s = st.summary();
+  CHECK(s.wall_ns.min_ns == 0);
+  CHECK(s.wall_ns.max_ns == 23);
+}
+
+TEST_CASE("warm-up steps are counted but skipped by statistics and throughput", "[steps]") {
+  StepTracker st(2);
+  st.set_origin(0);
+  // Two slow warm-up steps (1 s each), then three steps of 0.5 s with 10 samples, 100 tokens.
+  st.step(1'000'000'000, 999, 9999);
+  st.step(2'000'000'000, 999, 9999);
+  st.step(2'500'000'000, 10, 100);
+  st.step(3'000'000'000, 10, 100);
+  st.step(3'500'000'000, 10, 100);
+  const Steps s = st.summary();
+  CHECK(s.count == 5);
+  CHECK(s.warmup == 2);
+  CHECK(s.samples == 2028);
+  CHECK(s.tokens == 20298);
+  CHECK(s.wall_ns.count == 3);
+  CHECK(s.wall_ns.mean_ns == 500'000'000);
+  CHECK(s.wall_ns.max_ns == 500'000'000);
+  CHECK(s.samples_per_s == Approx(20.0));
+  CHECK(s.tokens_per_s == Approx(200.0));
+}
+
+TEST_CASE("fewer steps than the warm-up give zero statistics, not garbage", "[steps]") {
+  StepTracker st(2);
+  st.set_origin(0);
+  st.step(10, 5, 5);
+  const Steps s = st.summary();
+  CHECK(s.count == 1);
+  CHECK(s.wall_ns.count == 0);
+  CHECK(s.wall_ns.mean_ns == 0);
+  CHECK(s.samples_per_s == 0.0);
+}
+
+TEST_CASE("percentiles use the nearest rank", "[steps]") {
+  std::vector<uint64_t> v;
+  for (uint64_t i = 1; i <= 10; ++i) v.push_back(i * 10);  // 10..100, shuffled below
+  std::swap(v[0], v[9]);
+  std::swap(v[3], v[6]);
+  const DurationStats d = duration_stats(v);
+  CHECK(d.count == 10);
+  CHECK(d.p50_ns == 50);
+  CHECK(d.p90_ns == 90);
+  CHECK(d.max_ns == 100);
+  CHECK(d.min_ns == 10);
+  CHECK(d.mean_ns == 55);
+  CHECK(duration_stats({}).count == 0);
+  CHECK(duration_stats({7}).p90_ns == 7);
+}
+
+TEST_CASE("long runs keep exact mean and max with bounded memory", "[steps]") {
+  StepTracker st(0);
+  st.set_origin(0);
+  const uint64_t n = StepTracker::kMaxWallSamples + 1000;
+  uint64_t t = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    t += (i == n - 1) ? 1000 : 10;  // the very last step is the slowest
+    st.step(t, 1, 0);
+  }
+  const Steps s = st.summary();
+  CHECK(s.count == n);
+  CHECK(s.wall_ns.count == n);
+  CHECK(s.wall_ns.max_ns == 1000);
+  CHECK(s.wall_ns.total_ns == (n - 1) * 10 + 1000);
+  CHECK(s.wall_ns.p50_ns == 10);
+}
+
+TEST_CASE("the registry counts steps for the launch context and uses its warm-up", "[steps]") {
+  RegionRegistry reg(CategoryRules::defaults(), 1);
+  ThreadState* ts = reg.thread_state();
+  reg.steps().set_origin(0);
+  reg.step(ts, 10, 1, 0);
+  reg.step(ts, 30, 1, 0);
+  CHECK(reg.launch_context(ts).step == 2);
+  const Steps s = reg.steps().summary();
+  CHECK(s.warmup == 1);
+  CHECK(s.wall_ns.count == 1);
+  CHECK(s.wall_ns.mean_ns == 20);
+}
