@@ -59,6 +59,14 @@ struct LaunchContext {
   uint32_t comm_id = 0;       // communicator registry index + 1 (0: none)
   uint64_t comm_seq = 0;      // sequence number of the collective on that communicator
   uint64_t comm_bytes = 0;    // bytes of the call per nccl-tests conventions
+  // Non-zero for the kernels of an outermost ncclGroupEnd: the process-unique group id under
+  // which the NCCL wrappers recorded the group's members (CommCallTable::record_group); the
+  // aggregator splits the kernel's time across them. comm_op/comm_id/comm_seq then describe the
+  // group's first member and comm_bytes the sum over members.
+  uint64_t comm_group = 0;
+  // The NCCL call was enqueued into a CUDA graph being captured: the CPU side did not count it,
+  // so each kernel of a replay counts as one call on the GPU side.
+  bool comm_captured = false;
 };
 
 // One GPU activity, converted from a CUPTI kernel/memcpy/memset record.

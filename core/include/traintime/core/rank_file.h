@@ -60,6 +60,11 @@ struct StepTotals {
   uint64_t exposed_comm_ns = 0;
   uint64_t io_ns = 0;
   uint64_t idle_ns = 0;
+  // Raw duration sums (no union), for comparison with the union-based figures above.
+  uint64_t gpu_sum_ns = 0;
+  uint64_t compute_sum_ns = 0;
+  uint64_t comm_sum_ns = 0;
+  uint64_t io_sum_ns = 0;
 };
 
 struct Steps {
@@ -76,7 +81,8 @@ struct Steps {
   struct Detail {
     uint64_t index = 0;
     uint64_t wall_ns = 0;
-    uint64_t span_ns = 0;
+    uint64_t span_ns = 0;   // sum over devices of [first start, last end] of the step's work
+    bool partial = false;   // the final step, launched after the last tt_step
     StepTotals totals;
     std::map<std::string, uint64_t> busy_ns_by_category;
   };
