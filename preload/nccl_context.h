@@ -6,12 +6,11 @@
 // Contract with the launch callback (cupti/):
 //  - current_nccl_call() is a thread-local read: no lock, no allocation, errno untouched,
 //    callable from any thread at any time (also before NCCL was ever called).
-//  - It returns nullptr when the thread is not inside an interposed NCCL call that launches
-//    work, and when TRAINTIME_NCCL=0 (the GPU side then finds comm kernels by name).
+//  - It returns nullptr when the thread is not inside an interposed NCCL call, and always when
+//    interposition is off (TRAINTIME_NCCL=0): the GPU side then finds comm kernels by name.
 //  - The pointee is valid until the callback returns; copy what you need, keep no pointer.
-//  - Copy op -> LaunchContext::comm_op, comm_id -> comm_id, seq -> comm_seq,
-//    bytes -> comm_bytes. group_id/group_members describe a kernel launched at ncclGroupEnd
-//    (see below); captured says the call was enqueued into a CUDA graph being captured.
+//  - Copy field for field: op -> LaunchContext::comm_op, comm_id -> comm_id, seq -> comm_seq,
+//    bytes -> comm_bytes, group_id -> comm_group, captured -> comm_captured.
 #pragma once
 
 #include <cstdint>
@@ -20,38 +19,22 @@
 
 namespace traintime::rt {
 
-// One op enqueued between ncclGroupStart and the outermost ncclGroupEnd.
-struct NcclGroupMember {
-  core::CommOp op = core::CommOp::kNone;
-  uint32_t comm_id = 0;  // communicator registry index + 1 (0: unknown communicator)
-  uint64_t seq = 0;      // sequence number of the op on its communicator (1-based; 0: captured)
-  uint64_t bytes = 0;    // nccl-tests convention (DESIGN §5)
-};
-
 struct NcclCall {
-  // For a single op: the op itself. For the ncclGroupEnd that launches a group's kernels:
-  // the group's first member (op, comm_id, seq) with bytes = the sum over all members, so a
-  // consumer that only reads these four fields still attributes the kernel to comm and to a
-  // real communicator.
+  // A single op: the op itself. Inside the outermost ncclGroupEnd (where NCCL launches the
+  // group's kernels): the group's first member (op, comm_id, seq) and bytes = the sum over all
+  // members; the members themselves are in CommCallTable::find_group(group_id).
   core::CommOp op = core::CommOp::kNone;
-  uint32_t comm_id = 0;
-  uint64_t seq = 0;
-  uint64_t bytes = 0;
-  // Non-zero while inside the outermost ncclGroupEnd: process-unique id of the group (1, 2, ...).
-  // group_members[0..group_count) lists every op of the group in call order; it is valid
-  // during the callback only. group_count == 0 for a call outside a group. A group larger
-  // than the fixed per-thread capacity lists its first kNcclGroupCapacity members and sets
-  // group_truncated (group_count then counts all of them).
+  uint32_t comm_id = 0;  // communicator registry index + 1 (0: communicator unknown)
+  uint64_t seq = 0;      // sequence number on the communicator, 1-based (0: captured)
+  uint64_t bytes = 0;    // nccl-tests convention (DESIGN §5)
+  // Non-zero only inside the outermost ncclGroupEnd: the process-unique id under which the
+  // group's members were recorded with record_group() just before the real ncclGroupEnd. (An
+  // op queued inside a group launches nothing itself and carries 0 here.)
   uint64_t group_id = 0;
-  uint32_t group_count = 0;
-  bool group_truncated = false;
-  const NcclGroupMember* group_members = nullptr;
-  // True when the op's stream was being captured into a CUDA graph: the CPU side did not count
-  // it (seq == 0, nothing enqueued); the GPU side counts one call per replay of the node.
+  // The stream was being captured into a CUDA graph: the CPU side did not count the call
+  // (seq == 0); each replayed kernel counts as one call on the GPU side.
   bool captured = false;
 };
-
-inline constexpr uint32_t kNcclGroupCapacity = 256;
 
 // The interposed NCCL call (or outermost ncclGroupEnd) this thread is inside, else nullptr.
 const NcclCall* current_nccl_call() noexcept;
