@@ -1,0 +1,50 @@
+// The profiler's configuration: one typed table, one environment prefix (TRAINTIME_), parsed and
+// validated once at start-up. A bad value never stops the program: it gets exactly one warning
+// naming the variable, the value and the default used instead. An empty value counts as unset.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace traintime::core {
+
+// Reads one environment variable; returns nullptr when it is unset. Tests pass a map; the
+// preload passes getenv.
+using EnvLookup = std::function<const char*(const char* name)>;
+
+struct Config {
+  std::string output_dir = "traintime-out";  // TRAINTIME_OUTPUT
+  bool disable = false;                        // TRAINTIME_DISABLE
+  std::string log_level = "warn";              // TRAINTIME_LOG_LEVEL: trace|debug|info|warn|error|off
+  uint32_t warmup_steps = 2;                   // TRAINTIME_WARMUP_STEPS
+  bool cupti = true;                           // TRAINTIME_CUPTI (0 turns GPU capture off)
+  std::string cupti_lib;                       // TRAINTIME_CUPTI_LIB (path to libcupti to load)
+  bool nccl = true;                            // TRAINTIME_NCCL (0: no NCCL interposition)
+  uint32_t snapshot_sec = 0;                   // TRAINTIME_SNAPSHOT_SEC (0 = off)
+  bool trace = false;                          // TRAINTIME_TRACE
+  uint64_t trace_max_events = 1000000;         // TRAINTIME_TRACE_MAX_EVENTS
+  uint32_t step_detail = 64;                   // TRAINTIME_STEP_DETAIL: per-step rows kept
+  std::string category_rules;                  // TRAINTIME_CATEGORY_RULES (raw; CategoryRules)
+  uint32_t buffer_mb = 8;                      // TRAINTIME_BUFFER_MB: CUPTI activity buffer size
+  uint32_t buffer_count = 64;                  // TRAINTIME_BUFFER_COUNT: max buffers in the pool
+};
+
+// One row of the table, for the README and `--help`-style listings.
+struct ConfigVar {
+  const char* name;          // "TRAINTIME_WARMUP_STEPS"
+  const char* default_text;  // "2" (what the variable means when unset; "" for an empty string)
+  const char* doc;           // one sentence, including the accepted values
+};
+
+// Every variable, in README order.
+const std::vector<ConfigVar>& config_vars();
+
+// Reads every variable of the table through `env`. Appends one warning per variable whose value
+// is invalid (that variable then keeps its default); never throws for a bad value.
+// Booleans: 1/0/true/false/yes/no/on/off, any case. Integers: decimal, no sign, range-checked.
+// TRAINTIME_CATEGORY_RULES is validated with CategoryRules::parse.
+Config parse_config(const EnvLookup& env, std::vector<std::string>& warnings);
+
+}  // namespace traintime::core

@@ -1,0 +1,222 @@
+#include "traintime/core/config.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string_view>
+
+#include "traintime/core/category_rules.h"
+
+namespace traintime::core {
+namespace {
+
+using BoolField = bool Config::*;
+using StringField = std::string Config::*;
+using U32Field = uint32_t Config::*;
+using U64Field = uint64_t Config::*;
+
+enum class Kind { kString, kBool, kU32, kU64, kLogLevel, kCategoryRules };
+
+// One row per variable: adding a variable is adding a row here (and the field in Config).
+struct Row {
+  ConfigVar var;
+  Kind kind;
+  StringField str = nullptr;
+  BoolField boolean = nullptr;
+  U32Field u32 = nullptr;
+  U64Field u64 = nullptr;
+  uint64_t min = 0;  // integers only
+  uint64_t max = std::numeric_limits<uint64_t>::max();
+};
+
+constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
+
+const std::vector<Row>& rows() {
+  static const std::vector<Row> table = [] {
+    std::vector<Row> t;
+    const auto str = [&](ConfigVar v, StringField f, Kind k = Kind::kString) {
+      Row r{v, k};
+      r.str = f;
+      t.push_back(r);
+    };
+    const auto boolean = [&](ConfigVar v, BoolField f) {
+      Row r{v, Kind::kBool};
+      r.boolean = f;
+      t.push_back(r);
+    };
+    const auto u32 = [&](ConfigVar v, U32Field f, uint64_t lo, uint64_t hi) {
+      Row r{v, Kind::kU32};
+      r.u32 = f;
+      r.min = lo;
+      r.max = hi;
+      t.push_back(r);
+    };
+    const auto u64 = [&](ConfigVar v, U64Field f, uint64_t lo, uint64_t hi) {
+      Row r{v, Kind::kU64};
+      r.u64 = f;
+      r.min = lo;
+      r.max = hi;
+      t.push_back(r);
+    };
+    str({"TRAINTIME_OUTPUT", "traintime-out",
+         "Directory the rank files are written to (created if missing)."},
+        &Config::output_dir);
+    boolean({"TRAINTIME_DISABLE", "0",
+             "1 turns the profiler off entirely: annotations become no-ops and nothing is written."},
+            &Config::disable);
+    str({"TRAINTIME_LOG_LEVEL", "warn",
+         "Messages printed to stderr: trace, debug, info, warn, error or off."},
+        &Config::log_level, Kind::kLogLevel);
+    u32({"TRAINTIME_WARMUP_STEPS", "2",
+         "Steps skipped before step wall-time statistics and samples/s, tokens/s are computed."},
+        &Config::warmup_steps, 0, kU32Max);
+    boolean({"TRAINTIME_CUPTI", "1", "0 turns GPU capture (CUPTI) off; CPU regions still work."},
+            &Config::cupti);
+    str({"TRAINTIME_CUPTI_LIB", "",
+         "Path of the libcupti.so to load; empty means the one already loaded, else the toolkit's."},
+        &Config::cupti_lib);
+    boolean({"TRAINTIME_NCCL", "1",
+             "0 disables NCCL interposition; communication is then found by kernel name only "
+             "(bytes unknown)."},
+            &Config::nccl);
+    u32({"TRAINTIME_SNAPSHOT_SEC", "0",
+         "Write a snapshot of the rank file every N seconds (0 = only at exit)."},
+        &Config::snapshot_sec, 0, kU32Max);
+    boolean({"TRAINTIME_TRACE", "0",
+             "1 also records a capped timeline of every kernel (for Perfetto export)."},
+            &Config::trace);
+    u64({"TRAINTIME_TRACE_MAX_EVENTS", "1000000",
+         "Maximum events kept by TRAINTIME_TRACE=1 (1 to 1000000000)."},
+        &Config::trace_max_events, 1, 1000000000);
+    u32({"TRAINTIME_STEP_DETAIL", "64",
+         "Per-step breakdown rows kept in the rank file (0 to 1000000)."},
+        &Config::step_detail, 0, 1000000);
+    str({"TRAINTIME_CATEGORY_RULES", "",
+         "Extra name rules tried before the built-in ones, e.g. "
+         "\"forward=fwd,encode;io=prefetch,loader\"."},
+        &Config::category_rules, Kind::kCategoryRules);
+    u32({"TRAINTIME_BUFFER_MB", "8", "Size of one CUPTI activity buffer in MiB (1 to 1024)."},
+        &Config::buffer_mb, 1, 1024);
+    u32({"TRAINTIME_BUFFER_COUNT", "64",
+         "Maximum number of CUPTI activity buffers in the pool (1 to 65536)."},
+        &Config::buffer_count, 1, 65536);
+    return t;
+  }();
+  return table;
+}
+
+std::string_view trim(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::optional<bool> parse_bool(std::string_view text) {
+  const std::string v = lower(trim(text));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> parse_uint(std::string_view text, uint64_t min, uint64_t max) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+std::string describe_default(const ConfigVar& var) {
+  return *var.default_text ? std::string(var.default_text) : std::string("\"\"");
+}
+
+std::string warning(const ConfigVar& var, std::string_view value, const std::string& expected) {
+  return std::string(var.name) + "=\"" + std::string(value) + "\" is not " + expected +
+         "; using the default " + describe_default(var);
+}
+
+std::string integer_expectation(const Row& row) {
+  const uint64_t type_max = row.kind == Kind::kU32 ? kU32Max : std::numeric_limits<uint64_t>::max();
+  if (row.min == 0 && row.max == type_max) return "a non-negative integer";
+  return "an integer in [" + std::to_string(row.min) + ", " + std::to_string(row.max) + "]";
+}
+
+// Returns the warning for a bad value, or "" after storing a good one in `cfg`.
+std::string apply(const Row& row, std::string_view value, Config& cfg) {
+  switch (row.kind) {
+    case Kind::kString:
+      cfg.*row.str = std::string(value);
+      return "";
+    case Kind::kBool: {
+      const std::optional<bool> b = parse_bool(value);
+      if (!b) return warning(row.var, value, "a boolean (1/0, true/false, yes/no, on/off)");
+      cfg.*row.boolean = *b;
+      return "";
+    }
+    case Kind::kU32:
+    case Kind::kU64: {
+      const std::optional<uint64_t> n = parse_uint(value, row.min, row.max);
+      if (!n) return warning(row.var, value, integer_expectation(row));
+      if (row.kind == Kind::kU32)
+        cfg.*row.u32 = static_cast<uint32_t>(*n);
+      else
+        cfg.*row.u64 = *n;
+      return "";
+    }
+    case Kind::kLogLevel: {
+      static constexpr std::string_view kLevels[] = {"trace", "debug", "info",
+                                                     "warn",  "error", "off"};
+      const std::string v = lower(trim(value));
+      if (std::find(std::begin(kLevels), std::end(kLevels), v) == std::end(kLevels))
+        return warning(row.var, value, "one of trace, debug, info, warn, error, off");
+      cfg.*row.str = v;
+      return "";
+    }
+    case Kind::kCategoryRules: {
+      std::string error;
+      if (!CategoryRules::parse(value, &error))
+        return warning(row.var, value, "a valid rule list (" + error + ")");
+      cfg.*row.str = std::string(value);
+      return "";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+const std::vector<ConfigVar>& config_vars() {
+  static const std::vector<ConfigVar> vars = [] {
+    std::vector<ConfigVar> v;
+    for (const Row& r : rows()) v.push_back(r.var);
+    return v;
+  }();
+  return vars;
+}
+
+Config parse_config(const EnvLookup& env, std::vector<std::string>& warnings) {
+  Config cfg;
+  for (const Row& row : rows()) {
+    const char* raw = env ? env(row.var.name) : nullptr;
+    if (raw == nullptr || *raw == '\0') continue;
+    std::string w = apply(row, raw, cfg);
+    if (!w.empty()) warnings.push_back(std::move(w));
+  }
+  return cfg;
+}
+
+}  // namespace traintime::core

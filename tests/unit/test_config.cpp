@@ -1,0 +1,216 @@
+// Config parsing: one typed table, good values land in the right field, each bad value gets
+// exactly one warning naming the variable, the value and the default kept.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "traintime/core/config.h"
+
+using traintime::core::Config;
+using traintime::core::config_vars;
+using traintime::core::EnvLookup;
+using traintime::core::parse_config;
+
+namespace {
+
+EnvLookup env_of(const std::map<std::string, std::string>& vars) {
+  return [vars](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+Config parse(const std::map<std::string, std::string>& vars, std::vector<std::string>& warnings) {
+  return parse_config(env_of(vars), warnings);
+}
+
+bool same(const Config& a, const Config& b) {
+  return a.output_dir == b.output_dir && a.disable == b.disable && a.log_level == b.log_level &&
+         a.warmup_steps == b.warmup_steps && a.cupti == b.cupti && a.cupti_lib == b.cupti_lib &&
+         a.nccl == b.nccl && a.snapshot_sec == b.snapshot_sec && a.trace == b.trace &&
+         a.trace_max_events == b.trace_max_events && a.step_detail == b.step_detail &&
+         a.category_rules == b.category_rules && a.buffer_mb == b.buffer_mb &&
+         a.buffer_count == b.buffer_count;
+}
+
+}  // namespace
+
+TEST_CASE("config with no variables set is all defaults and warns about nothing", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({}, warnings);
+  CHECK(warnings.empty());
+  CHECK(c.output_dir == "traintime-out");
+  CHECK_FALSE(c.disable);
+  CHECK(c.log_level == "warn");
+  CHECK(c.warmup_steps == 2);
+  CHECK(c.cupti);
+  CHECK(c.cupti_lib.empty());
+  CHECK(c.nccl);
+  CHECK(c.snapshot_sec == 0);
+  CHECK_FALSE(c.trace);
+  CHECK(c.trace_max_events == 1000000);
+  CHECK(c.step_detail == 64);
+  CHECK(c.category_rules.empty());
+  CHECK(c.buffer_mb == 8);
+  CHECK(c.buffer_count == 64);
+}
+
+TEST_CASE("config table's default texts mean the same as the struct defaults", "[config]") {
+  // Feeding every documented default back in must change nothing: the README cannot lie.
+  std::map<std::string, std::string> vars;
+  for (const auto& v : config_vars()) vars[v.name] = v.default_text;
+  std::vector<std::string> warnings;
+  CHECK(same(parse(vars, warnings), Config{}));
+  CHECK(warnings.empty());
+}
+
+TEST_CASE("config table lists every variable once, with a doc string, in README order", "[config]") {
+  const std::vector<std::string> expected = {
+      "TRAINTIME_OUTPUT",         "TRAINTIME_DISABLE",          "TRAINTIME_LOG_LEVEL",
+      "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
+      "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_TRACE",
+      "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_CATEGORY_RULES",
+      "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT"};
+  std::vector<std::string> names;
+  for (const auto& v : config_vars()) {
+    names.push_back(v.name);
+    CHECK(std::string(v.doc).size() > 10);
+  }
+  CHECK(names == expected);
+}
+
+TEST_CASE("config reads good values into their fields", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_OUTPUT", "/tmp/out dir"},
+                          {"TRAINTIME_DISABLE", "YES"},
+                          {"TRAINTIME_LOG_LEVEL", "Debug"},
+                          {"TRAINTIME_WARMUP_STEPS", "0"},
+                          {"TRAINTIME_CUPTI", "off"},
+                          {"TRAINTIME_CUPTI_LIB", "/opt/cuda/lib64/libcupti.so.13"},
+                          {"TRAINTIME_NCCL", "False"},
+                          {"TRAINTIME_SNAPSHOT_SEC", " 30 "},
+                          {"TRAINTIME_TRACE", "on"},
+                          {"TRAINTIME_TRACE_MAX_EVENTS", "5000000"},
+                          {"TRAINTIME_STEP_DETAIL", "1000"},
+                          {"TRAINTIME_CATEGORY_RULES", "io=prefetch"},
+                          {"TRAINTIME_BUFFER_MB", "32"},
+                          {"TRAINTIME_BUFFER_COUNT", "128"}},
+                         warnings);
+  CHECK(warnings.empty());
+  CHECK(c.output_dir == "/tmp/out dir");
+  CHECK(c.disable);
+  CHECK(c.log_level == "debug");
+  CHECK(c.warmup_steps == 0);
+  CHECK_FALSE(c.cupti);
+  CHECK(c.cupti_lib == "/opt/cuda/lib64/libcupti.so.13");
+  CHECK_FALSE(c.nccl);
+  CHECK(c.snapshot_sec == 30);
+  CHECK(c.trace);
+  CHECK(c.trace_max_events == 5000000);
+  CHECK(c.step_detail == 1000);
+  CHECK(c.category_rules == "io=prefetch");
+  CHECK(c.buffer_mb == 32);
+  CHECK(c.buffer_count == 128);
+}
+
+TEST_CASE("config accepts every boolean spelling in any case", "[config]") {
+  for (const char* yes : {"1", "true", "TRUE", "yes", "Yes", "on", "ON"}) {
+    std::vector<std::string> warnings;
+    CHECK(parse({{"TRAINTIME_TRACE", yes}}, warnings).trace);
+    CHECK(warnings.empty());
+  }
+  for (const char* no : {"0", "false", "False", "no", "NO", "off", "Off"}) {
+    std::vector<std::string> warnings;
+    CHECK_FALSE(parse({{"TRAINTIME_CUPTI", no}}, warnings).cupti);
+    CHECK(warnings.empty());
+  }
+}
+
+TEST_CASE("config warns once about a non-numeric integer, naming variable and default", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_WARMUP_STEPS", "abc"}}, warnings);
+  CHECK(c.warmup_steps == 2);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "TRAINTIME_WARMUP_STEPS=\"abc\" is not a non-negative integer; using the default 2");
+}
+
+TEST_CASE("config rejects negative, signed, fractional and overflowing integers", "[config]") {
+  for (const char* bad : {"-1", "+3", "2.5", "1e3", "99999999999", "0x10", "3 4"}) {
+    std::vector<std::string> warnings;
+    const Config c = parse({{"TRAINTIME_WARMUP_STEPS", bad}}, warnings);
+    INFO(bad);
+    CHECK(c.warmup_steps == 2);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("TRAINTIME_WARMUP_STEPS") != std::string::npos);
+    CHECK(warnings[0].find(std::string("\"") + bad + "\"") != std::string::npos);
+    CHECK(warnings[0].find("using the default 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("config range-checks bounded integers and says the range", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_BUFFER_MB", "0"},
+                          {"TRAINTIME_BUFFER_COUNT", "100000"},
+                          {"TRAINTIME_TRACE_MAX_EVENTS", "5000000000"}},
+                         warnings);
+  CHECK(c.buffer_mb == 8);
+  CHECK(c.buffer_count == 64);
+  CHECK(c.trace_max_events == 1000000);
+  REQUIRE(warnings.size() == 3);
+  CHECK(warnings[0] ==
+        "TRAINTIME_TRACE_MAX_EVENTS=\"5000000000\" is not an integer in [1, 1000000000]; using "
+        "the default 1000000");
+  CHECK(warnings[1] == "TRAINTIME_BUFFER_MB=\"0\" is not an integer in [1, 1024]; using the "
+                       "default 8");
+  CHECK(warnings[2].find("TRAINTIME_BUFFER_COUNT=\"100000\"") == 0);
+  CHECK(warnings[2].find("using the default 64") != std::string::npos);
+}
+
+TEST_CASE("config warns about a bad boolean and keeps its default", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_CUPTI", "maybe"}, {"TRAINTIME_DISABLE", "2"}}, warnings);
+  CHECK(c.cupti);
+  CHECK_FALSE(c.disable);
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0].find("TRAINTIME_DISABLE=\"2\" is not a boolean") == 0);
+  CHECK(warnings[0].find("using the default 0") != std::string::npos);
+  CHECK(warnings[1].find("TRAINTIME_CUPTI=\"maybe\" is not a boolean") == 0);
+  CHECK(warnings[1].find("using the default 1") != std::string::npos);
+}
+
+TEST_CASE("config warns about an unknown log level", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_LOG_LEVEL", "verbose"}}, warnings);
+  CHECK(c.log_level == "warn");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "TRAINTIME_LOG_LEVEL=\"verbose\" is not one of trace, debug, info, warn, "
+                       "error, off; using the default warn");
+}
+
+TEST_CASE("config validates category rules by parsing them", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_CATEGORY_RULES", "fwd"}}, warnings);
+  CHECK(c.category_rules.empty());
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("TRAINTIME_CATEGORY_RULES=\"fwd\" is not a valid rule list") == 0);
+  CHECK(warnings[0].find("no '='") != std::string::npos);
+  CHECK(warnings[0].find("using the default \"\"") != std::string::npos);
+}
+
+TEST_CASE("config treats an empty value as unset", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_OUTPUT", ""}, {"TRAINTIME_WARMUP_STEPS", ""}}, warnings);
+  CHECK(warnings.empty());
+  CHECK(c.output_dir == "traintime-out");
+  CHECK(c.warmup_steps == 2);
+}
+
+TEST_CASE("config gives one warning per bad variable, not one per problem", "[config]") {
+  std::vector<std::string> warnings;
+  parse({{"TRAINTIME_WARMUP_STEPS", "x"}, {"TRAINTIME_TRACE", "y"}, {"TRAINTIME_NCCL", "1"}},
+        warnings);
+  CHECK(warnings.size() == 2);
+}
