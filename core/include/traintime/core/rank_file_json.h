@@ -1,0 +1,41 @@
+// The rank file as JSON (schema "traintime/1", documented field by field in docs/schema.md) and
+// its atomic, non-clobbering write. The writer and the reader live together so they cannot drift.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "traintime/core/rank_file.h"
+
+namespace traintime::core {
+
+// Every category key is always written (zeros included), as are the four memcpy keys.
+// Non-finite rates are written as 0 so the file stays valid JSON.
+nlohmann::json rank_file_to_json(const RankFile& f);
+
+// Accepts schema "traintime/1". Throws std::runtime_error naming the field (e.g.
+// `regions[2].cpu_ns`) on a missing contract field, a wrong type or an unknown category, and
+// naming the schema on an unsupported one. Fields outside the contract may be absent (older
+// writers) and then keep their defaults; unknown extra fields are ignored.
+RankFile rank_file_from_json(const nlohmann::json& j);
+
+enum class WriteMode {
+  kCreateNew,  // fail if `path` exists: claiming a rank's file, never clobbering another's
+  kReplace,    // replace `path` atomically: the owner rewriting its own file (snapshots, exit)
+};
+
+// Writes to a hidden temporary file in the same directory, fsyncs it, then moves it into place
+// (link() for kCreateNew, so a racing writer can never be overwritten; rename() for kReplace).
+// Readers therefore see either no file or a complete one. On failure returns false, sets
+// *error (when not null) to one line naming the path and the reason, and leaves no temporary
+// file. errno is preserved: this runs inside the profiled application.
+bool write_rank_file(const std::string& path, const RankFile& f, std::string* error);  // kCreateNew
+bool write_rank_file(const std::string& path, const RankFile& f, std::string* error, WriteMode mode);
+
+// nullopt with *error = "<path>: <reason>" when the file cannot be read, is not JSON (e.g.
+// truncated) or does not follow the schema. errno is preserved.
+std::optional<RankFile> read_rank_file(const std::string& path, std::string* error);
+
+}  // namespace traintime::core

@@ -1,0 +1,589 @@
+// The rank file (schema traintime/1): field names of the contract, a field-by-field round trip of
+// a fully populated file, clear reader errors, and the atomic, non-clobbering write.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "traintime/core/rank_file_json.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace traintime::core;
+
+namespace {
+
+constexpr uint64_t kBig = std::numeric_limits<uint64_t>::max();
+
+StepTotals step_totals(uint64_t base) {
+  StepTotals t;
+  t.gpu_busy_ns = base + 1;
+  t.compute_ns = base + 2;
+  t.comm_ns = base + 3;
+  t.comm_overlapped_ns = base + 4;
+  t.exposed_comm_ns = base + 5;
+  t.io_ns = base + 6;
+  t.idle_ns = base + 7;
+  t.gpu_sum_ns = base + 8;
+  t.compute_sum_ns = base + 9;
+  t.comm_sum_ns = base + 10;
+  t.io_sum_ns = base + 11;
+  return t;
+}
+
+// Every field set to a distinct non-default value, so a field lost or swapped shows up.
+RankFile full_rank_file() {
+  RankFile f;
+  f.job_id = "123456";
+  f.rank = 3;
+  f.world_size = 8;
+  f.role = "aux";
+  f.host = "node-17";
+  f.pid = 4242;
+  f.snapshot = true;
+  f.exit_reason = "signal SIGTERM";
+  f.gpu_capture = "cupti";
+  f.gpu_capture_reason = "CUPTI 13.0.1 loaded from /usr/local/cuda/lib64";
+  f.start_unix_ns = 1763793120000000000ull;
+  f.end_unix_ns = 1763793180000000000ull;
+  uint64_t n = 10;
+  for (std::string_view name : kCategoryNames) {
+    f.categories[std::string(name)] = {n, n + 1, n + 2};
+    n += 10;
+  }
+
+  RegionRow r;
+  r.path = "step/forward/layer3";
+  r.category = Category::kForward;
+  r.count = 100;
+  r.cpu_ns = 5000000;
+  r.cpu_min_ns = 40000;
+  r.cpu_max_ns = 90000;
+  r.gpu_busy_ns = 4000000;
+  r.gpu_sum_ns = 4500000;
+  r.gpu_span_ns = 4800000;
+  r.kernels = 300;
+  r.by_category["forward"] = {3000000, 3200000, 250};
+  r.by_category["comm"] = {1000000, 1300000, 50};
+  r.top_kernels.push_back({"ampere_sgemm_128x64_tn", 200, 2500000});
+  r.top_kernels.push_back({"void at::native::vectorized_elementwise_kernel<4>", 100, 700000});
+  f.regions.push_back(r);
+  RegionRow r2;
+  r2.path = "step/backward";
+  r2.category = Category::kBackward;
+  r2.count = 1;
+  r2.cpu_ns = kBig;  // the largest *_ns must survive
+  f.regions.push_back(r2);
+  f.unbalanced_pops = 2;
+
+  f.steps.count = 12;
+  f.steps.warmup = 2;
+  f.steps.wall_ns = {10, 1000000000, 90000000, 110000000, 100000000, 99000000, 108000000};
+  f.steps.samples = 384;
+  f.steps.tokens = 786432;
+  f.steps.samples_per_s = 320.5;
+  f.steps.tokens_per_s = 656384.25;
+  f.steps.totals = step_totals(1000);
+  f.steps.partial_final_step = true;
+  Steps::Detail d;
+  d.index = 11;
+  d.wall_ns = 101000000;
+  d.span_ns = 99000000;
+  d.partial = true;
+  d.totals = step_totals(2000);
+  d.busy_ns_by_category = {{"forward", 30000000}, {"io", 1000000}};
+  f.steps.detail.push_back(d);
+
+  CommRow c;
+  c.op = "AllReduce";
+  c.comm_size = 8;
+  c.calls = 48;
+  c.bytes = 4831838208ull;
+  c.bytes_known = false;
+  c.gpu_ns = 250000000;
+  c.algbw_gbps = 19.25;
+  c.busbw_gbps = 33.6875;
+  c.sizes.push_back({67108864, 40, 4026531840ull, 200000000});
+  c.sizes.push_back({1024, 8, 8192, 50000000});
+  f.comm.push_back(c);
+
+  Communicator comm;
+  comm.id = "a1b2c3d4e5f60718";
+  comm.size = 8;
+  comm.rank = 3;
+  comm.ops_enqueued = 60;
+  comm.ops_completed = 59;
+  comm.recent.push_back({58, "AllReduce", 100663296, 1000, 2000});
+  comm.recent.push_back({59, "Broadcast", 4096, 3000, 3500});
+  f.communicators.push_back(comm);
+
+  f.memcpy["HtoD"] = {5, 500, 50};
+  f.memcpy["DtoH"] = {6, 600, 60};
+  f.memcpy["DtoD"] = {7, 700, 70};
+  f.memcpy["PtoP"] = {8, 800, 80};
+  f.dropped_records = 17;
+  f.warnings = {"TRAINTIME_WARMUP_STEPS=\"abc\" is not a non-negative integer; using the default 2",
+                "unbalanced tt_pop"};
+  return f;
+}
+
+void check_totals(const CategoryTotals& a, const CategoryTotals& b) {
+  CHECK(a.gpu_busy_ns == b.gpu_busy_ns);
+  CHECK(a.gpu_sum_ns == b.gpu_sum_ns);
+  CHECK(a.count == b.count);
+}
+
+void check_step_totals(const StepTotals& a, const StepTotals& b) {
+  CHECK(a.gpu_busy_ns == b.gpu_busy_ns);
+  CHECK(a.compute_ns == b.compute_ns);
+  CHECK(a.comm_ns == b.comm_ns);
+  CHECK(a.comm_overlapped_ns == b.comm_overlapped_ns);
+  CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
+  CHECK(a.io_ns == b.io_ns);
+  CHECK(a.idle_ns == b.idle_ns);
+  CHECK(a.gpu_sum_ns == b.gpu_sum_ns);
+  CHECK(a.compute_sum_ns == b.compute_sum_ns);
+  CHECK(a.comm_sum_ns == b.comm_sum_ns);
+  CHECK(a.io_sum_ns == b.io_sum_ns);
+}
+
+void check_same(const RankFile& a, const RankFile& b) {
+  CHECK(a.schema == b.schema);
+  CHECK(a.job_id == b.job_id);
+  CHECK(a.rank == b.rank);
+  CHECK(a.world_size == b.world_size);
+  CHECK(a.role == b.role);
+  CHECK(a.host == b.host);
+  CHECK(a.pid == b.pid);
+  CHECK(a.snapshot == b.snapshot);
+  CHECK(a.exit_reason == b.exit_reason);
+  CHECK(a.gpu_capture == b.gpu_capture);
+  CHECK(a.gpu_capture_reason == b.gpu_capture_reason);
+  CHECK(a.start_unix_ns == b.start_unix_ns);
+  CHECK(a.end_unix_ns == b.end_unix_ns);
+
+  REQUIRE(a.categories.size() == b.categories.size());
+  for (const auto& [name, t] : a.categories) {
+    INFO("category " << name);
+    REQUIRE(b.categories.count(name) == 1);
+    check_totals(t, b.categories.at(name));
+  }
+
+  REQUIRE(a.regions.size() == b.regions.size());
+  for (std::size_t i = 0; i < a.regions.size(); ++i) {
+    const RegionRow& x = a.regions[i];
+    const RegionRow& y = b.regions[i];
+    INFO("region " << x.path);
+    CHECK(x.path == y.path);
+    CHECK(x.category == y.category);
+    CHECK(x.count == y.count);
+    CHECK(x.cpu_ns == y.cpu_ns);
+    CHECK(x.cpu_min_ns == y.cpu_min_ns);
+    CHECK(x.cpu_max_ns == y.cpu_max_ns);
+    CHECK(x.gpu_busy_ns == y.gpu_busy_ns);
+    CHECK(x.gpu_sum_ns == y.gpu_sum_ns);
+    CHECK(x.gpu_span_ns == y.gpu_span_ns);
+    CHECK(x.kernels == y.kernels);
+    REQUIRE(x.by_category.size() == y.by_category.size());
+    for (const auto& [name, t] : x.by_category) {
+      REQUIRE(y.by_category.count(name) == 1);
+      check_totals(t, y.by_category.at(name));
+    }
+    REQUIRE(x.top_kernels.size() == y.top_kernels.size());
+    for (std::size_t k = 0; k < x.top_kernels.size(); ++k) {
+      CHECK(x.top_kernels[k].name == y.top_kernels[k].name);
+      CHECK(x.top_kernels[k].count == y.top_kernels[k].count);
+      CHECK(x.top_kernels[k].gpu_sum_ns == y.top_kernels[k].gpu_sum_ns);
+    }
+  }
+  CHECK(a.unbalanced_pops == b.unbalanced_pops);
+
+  const Steps& s = a.steps;
+  const Steps& t = b.steps;
+  CHECK(s.count == t.count);
+  CHECK(s.warmup == t.warmup);
+  CHECK(s.wall_ns.count == t.wall_ns.count);
+  CHECK(s.wall_ns.total_ns == t.wall_ns.total_ns);
+  CHECK(s.wall_ns.min_ns == t.wall_ns.min_ns);
+  CHECK(s.wall_ns.max_ns == t.wall_ns.max_ns);
+  CHECK(s.wall_ns.mean_ns == t.wall_ns.mean_ns);
+  CHECK(s.wall_ns.p50_ns == t.wall_ns.p50_ns);
+  CHECK(s.wall_ns.p90_ns == t.wall_ns.p90_ns);
+  CHECK(s.samples == t.samples);
+  CHECK(s.tokens == t.tokens);
+  CHECK(s.samples_per_s == t.samples_per_s);
+  CHECK(s.tokens_per_s == t.tokens_per_s);
+  check_step_totals(s.totals, t.totals);
+  CHECK(s.partial_final_step == t.partial_final_step);
+  REQUIRE(s.detail.size() == t.detail.size());
+  for (std::size_t i = 0; i < s.detail.size(); ++i) {
+    CHECK(s.detail[i].index == t.detail[i].index);
+    CHECK(s.detail[i].wall_ns == t.detail[i].wall_ns);
+    CHECK(s.detail[i].span_ns == t.detail[i].span_ns);
+    CHECK(s.detail[i].partial == t.detail[i].partial);
+    check_step_totals(s.detail[i].totals, t.detail[i].totals);
+    CHECK(s.detail[i].busy_ns_by_category == t.detail[i].busy_ns_by_category);
+  }
+
+  REQUIRE(a.comm.size() == b.comm.size());
+  for (std::size_t i = 0; i < a.comm.size(); ++i) {
+    const CommRow& x = a.comm[i];
+    const CommRow& y = b.comm[i];
+    CHECK(x.op == y.op);
+    CHECK(x.comm_size == y.comm_size);
+    CHECK(x.calls == y.calls);
+    CHECK(x.bytes == y.bytes);
+    CHECK(x.bytes_known == y.bytes_known);
+    CHECK(x.gpu_ns == y.gpu_ns);
+    CHECK(x.algbw_gbps == y.algbw_gbps);
+    CHECK(x.busbw_gbps == y.busbw_gbps);
+    REQUIRE(x.sizes.size() == y.sizes.size());
+    for (std::size_t k = 0; k < x.sizes.size(); ++k) {
+      CHECK(x.sizes[k].lo_bytes == y.sizes[k].lo_bytes);
+      CHECK(x.sizes[k].calls == y.sizes[k].calls);
+      CHECK(x.sizes[k].bytes == y.sizes[k].bytes);
+      CHECK(x.sizes[k].gpu_ns == y.sizes[k].gpu_ns);
+    }
+  }
+
+  REQUIRE(a.communicators.size() == b.communicators.size());
+  for (std::size_t i = 0; i < a.communicators.size(); ++i) {
+    const Communicator& x = a.communicators[i];
+    const Communicator& y = b.communicators[i];
+    CHECK(x.id == y.id);
+    CHECK(x.size == y.size);
+    CHECK(x.rank == y.rank);
+    CHECK(x.ops_enqueued == y.ops_enqueued);
+    CHECK(x.ops_completed == y.ops_completed);
+    REQUIRE(x.recent.size() == y.recent.size());
+    for (std::size_t k = 0; k < x.recent.size(); ++k) {
+      CHECK(x.recent[k].seq == y.recent[k].seq);
+      CHECK(x.recent[k].op == y.recent[k].op);
+      CHECK(x.recent[k].bytes == y.recent[k].bytes);
+      CHECK(x.recent[k].gpu_start_ns == y.recent[k].gpu_start_ns);
+      CHECK(x.recent[k].gpu_end_ns == y.recent[k].gpu_end_ns);
+    }
+  }
+
+  REQUIRE(a.memcpy.size() == b.memcpy.size());
+  for (const auto& [kind, m] : a.memcpy) {
+    INFO("memcpy " << kind);
+    REQUIRE(b.memcpy.count(kind) == 1);
+    CHECK(m.count == b.memcpy.at(kind).count);
+    CHECK(m.bytes == b.memcpy.at(kind).bytes);
+    CHECK(m.gpu_ns == b.memcpy.at(kind).gpu_ns);
+  }
+  CHECK(a.dropped_records == b.dropped_records);
+  CHECK(a.warnings == b.warnings);
+}
+
+// A fresh directory under /tmp, removed with everything in it at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "traintime-test-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path, ec);
+  }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+}  // namespace
+
+TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_file]") {
+  const json j = rank_file_to_json(full_rank_file());
+  CHECK(j.at("schema") == "traintime/1");
+  CHECK(j.at("job_id") == "123456");
+  CHECK(j.at("rank") == 3);
+  CHECK(j.at("world_size") == 8);
+  CHECK(j.at("role") == "aux");
+  CHECK(j.at("host") == "node-17");
+  CHECK(j.at("pid") == 4242);
+  CHECK(j.at("snapshot") == true);
+  CHECK(j.at("exit_reason") == "signal SIGTERM");
+  CHECK(j.at("gpu_capture") == "cupti");
+  CHECK(j.at("categories").at("forward").at("gpu_busy_ns") == 10);
+  CHECK(j.at("categories").at("unattributed").at("count") == 72);
+  const json& r = j.at("regions").at(0);
+  CHECK(r.at("path") == "step/forward/layer3");
+  CHECK(r.at("category") == "forward");
+  CHECK(r.at("cpu_ns") == 5000000);
+  CHECK(r.at("kernels") == 300);
+  CHECK(r.at("by_category").at("comm").at("gpu_sum_ns") == 1300000);
+  CHECK(r.at("top_kernels").at(0).at("name") == "ampere_sgemm_128x64_tn");
+  CHECK(j.at("regions").at(1).at("cpu_ns").is_number_unsigned());
+  CHECK(j.at("regions").at(1).at("cpu_ns").get<uint64_t>() == kBig);
+  const json& steps = j.at("steps");
+  CHECK(steps.at("count") == 12);
+  CHECK(steps.at("warmup") == 2);
+  CHECK(steps.at("wall_ns").at("p90_ns") == 108000000);
+  CHECK(steps.at("totals").at("exposed_comm_ns") == 1005);
+  CHECK(steps.at("totals").at("io_sum_ns") == 1011);
+  CHECK(steps.at("detail").at(0).at("index") == 11);
+  CHECK(steps.at("detail").at(0).at("partial") == true);
+  const json& c = j.at("comm").at(0);
+  CHECK(c.at("op") == "AllReduce");
+  CHECK(c.at("comm_size") == 8);
+  CHECK(c.at("busbw_gbps") == 33.6875);
+  CHECK(c.at("bytes_known") == false);
+  CHECK(j.at("communicators").at(0).at("recent").at(1).at("op") == "Broadcast");
+  CHECK(j.at("memcpy").at("PtoP").at("gpu_ns") == 80);
+  CHECK(j.at("dropped_records") == 17);
+  CHECK(j.at("unbalanced_pops") == 2);
+  CHECK(j.at("warnings").size() == 2);
+}
+
+TEST_CASE("an empty rank file still has every category and memcpy key, all zero", "[rank_file]") {
+  const json j = rank_file_to_json(RankFile{});
+  for (const char* cat :
+       {"forward", "backward", "optimizer", "comm", "io", "other", "unattributed"}) {
+    INFO(cat);
+    REQUIRE(j.at("categories").contains(cat));
+    CHECK(j.at("categories").at(cat) == json{{"gpu_busy_ns", 0}, {"gpu_sum_ns", 0}, {"count", 0}});
+  }
+  CHECK(j.at("categories").size() == 7);
+  for (const char* kind : {"HtoD", "DtoH", "DtoD", "PtoP"}) {
+    INFO(kind);
+    CHECK(j.at("memcpy").at(kind) == json{{"count", 0}, {"bytes", 0}, {"gpu_ns", 0}});
+  }
+  CHECK(j.at("memcpy").size() == 4);
+  CHECK(j.at("gpu_capture") == "none");
+  CHECK(j.at("role") == "rank");
+  CHECK(j.at("regions") == json::array());
+  CHECK(j.at("comm") == json::array());
+  CHECK(j.at("warnings") == json::array());
+}
+
+TEST_CASE("rank file round-trips every field through JSON", "[rank_file]") {
+  const RankFile original = full_rank_file();
+  check_same(rank_file_from_json(rank_file_to_json(original)), original);
+}
+
+TEST_CASE("rank file round-trips through text and through a file on disk", "[rank_file]") {
+  const RankFile original = full_rank_file();
+  check_same(rank_file_from_json(json::parse(rank_file_to_json(original).dump())), original);
+
+  TempDir dir;
+  const std::string path = (dir.path / "rank-00003.json").string();
+  std::string error;
+  REQUIRE(write_rank_file(path, original, &error));
+  const std::optional<RankFile> back = read_rank_file(path, &error);
+  INFO(error);
+  REQUIRE(back);
+  check_same(*back, original);
+}
+
+TEST_CASE("rank file reader rejects another schema with a clear message", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  j["schema"] = "traintime/2";
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("unsupported schema \"traintime/2\"") &&
+                        Catch::Contains("understands \"traintime/1\""));
+  j.erase("schema");
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("not a traintime rank file"));
+  CHECK_THROWS_WITH(rank_file_from_json(json::array()), Catch::Contains("must be an object"));
+}
+
+TEST_CASE("rank file reader names a missing or mistyped contract field", "[rank_file]") {
+  const json good = rank_file_to_json(full_rank_file());
+  json j = good;
+  j["regions"][0].erase("cpu_ns");
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("missing field \"regions[0].cpu_ns\""));
+  j = good;
+  j.erase("job_id");
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("missing field \"job_id\""));
+  j = good;
+  j["categories"].erase("unattributed");
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("missing field \"categories.unattributed\""));
+  j = good;
+  j["memcpy"].erase("PtoP");
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("missing field \"memcpy.PtoP\""));
+  j = good;
+  j["steps"]["totals"].erase("idle_ns");
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("missing field \"steps.totals.idle_ns\""));
+  j = good;
+  j["steps"]["wall_ns"]["p50_ns"] = -5;
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("\"steps.wall_ns.p50_ns\" must be an unsigned integer"));
+  j = good;
+  j["comm"][0]["gpu_ns"] = "12";
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("\"comm[0].gpu_ns\" must be an unsigned integer"));
+  j = good;
+  j["regions"][0]["category"] = "training";
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("unknown category \"training\""));
+}
+
+TEST_CASE("rank file reader accepts files without the optional fields", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  for (const char* k : {"start_unix_ns", "end_unix_ns", "unbalanced_pops"}) j.erase(k);
+  j["regions"][0].erase("top_kernels");
+  j["regions"][0].erase("cpu_min_ns");
+  j["steps"].erase("detail");
+  j["steps"].erase("samples_per_s");
+  j["steps"]["totals"].erase("compute_sum_ns");
+  j["comm"][0].erase("sizes");
+  j["comm"][0].erase("bytes_known");
+  j["communicators"][0].erase("recent");
+  j["extra_field_from_the_future"] = {1, 2, 3};
+  // top_kernels is part of the contract: required.
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("missing field \"regions[0].top_kernels\""));
+  j["regions"][0]["top_kernels"] = json::array();
+  const RankFile f = rank_file_from_json(j);
+  CHECK(f.start_unix_ns == 0);
+  CHECK(f.unbalanced_pops == 0);
+  CHECK(f.regions[0].cpu_min_ns == 0);
+  CHECK(f.regions[0].cpu_max_ns == 90000);
+  CHECK(f.steps.detail.empty());
+  CHECK(f.steps.samples_per_s == 0);
+  CHECK(f.steps.totals.compute_sum_ns == 0);
+  CHECK(f.steps.totals.comm_sum_ns == 1010);
+  CHECK(f.steps.tokens_per_s == 656384.25);
+  CHECK(f.comm[0].sizes.empty());
+  CHECK(f.comm[0].bytes_known);
+  CHECK(f.communicators[0].recent.empty());
+}
+
+TEST_CASE("reading a truncated rank file fails with a clear message", "[rank_file]") {
+  TempDir dir;
+  const fs::path path = dir.path / "rank-00000.json";
+  const std::string text = rank_file_to_json(full_rank_file()).dump(1);
+  write_text(path, text.substr(0, text.size() / 2));
+  std::string error;
+  CHECK_FALSE(read_rank_file(path.string(), &error));
+  CHECK(error.find(path.string() + ": not valid JSON (truncated or corrupt?)") == 0);
+
+  write_text(path, "");
+  CHECK_FALSE(read_rank_file(path.string(), &error));
+  CHECK(error.find("not valid JSON") != std::string::npos);
+
+  CHECK_FALSE(read_rank_file((dir.path / "missing.json").string(), &error));
+  CHECK(error.find("missing.json: cannot open") != std::string::npos);
+}
+
+TEST_CASE("reading a file of the wrong schema names the file and the schema", "[rank_file]") {
+  TempDir dir;
+  const fs::path path = dir.path / "rank-00000.json";
+  write_text(path, R"({"schema": "nsys/1"})");
+  std::string error;
+  CHECK_FALSE(read_rank_file(path.string(), &error));
+  CHECK(error == path.string() +
+                     ": rank file: unsupported schema \"nsys/1\" (this reader understands "
+                     "\"traintime/1\")");
+}
+
+TEST_CASE("writing a rank file leaves exactly that file, no temporaries", "[rank_file]") {
+  TempDir dir;
+  std::string error;
+  REQUIRE(write_rank_file((dir.path / "rank-00000.json").string(), full_rank_file(), &error));
+  REQUIRE(write_rank_file((dir.path / "rank-00001.json").string(), RankFile{}, &error));
+  CHECK(dir.entries() == std::vector<std::string>{"rank-00000.json", "rank-00001.json"});
+  const auto mode = fs::status(dir.path / "rank-00000.json").permissions();
+  CHECK((mode & fs::perms::others_read) != fs::perms::none);
+}
+
+TEST_CASE("writing never clobbers an existing rank file", "[rank_file]") {
+  TempDir dir;
+  const std::string path = (dir.path / "rank-00000.json").string();
+  write_text(path, "another process's file");
+  std::string error;
+  CHECK_FALSE(write_rank_file(path, full_rank_file(), &error));
+  CHECK(error == path + ": already exists (not overwritten)");
+  std::ifstream in(path);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(content == "another process's file");
+  CHECK(dir.entries() == std::vector<std::string>{"rank-00000.json"});
+}
+
+TEST_CASE("the owner can replace its own rank file atomically", "[rank_file]") {
+  TempDir dir;
+  const std::string path = (dir.path / "rank-00000.json").string();
+  RankFile f = full_rank_file();
+  std::string error;
+  REQUIRE(write_rank_file(path, f, &error, WriteMode::kCreateNew));
+  f.snapshot = false;
+  f.dropped_records = 99;
+  REQUIRE(write_rank_file(path, f, &error, WriteMode::kReplace));
+  const auto back = read_rank_file(path, &error);
+  REQUIRE(back);
+  CHECK_FALSE(back->snapshot);
+  CHECK(back->dropped_records == 99);
+  CHECK(dir.entries() == std::vector<std::string>{"rank-00000.json"});
+}
+
+TEST_CASE("writing into an unwritable directory fails cleanly and keeps errno", "[rank_file]") {
+  TempDir dir;
+  std::vector<std::string> bad_paths = {
+      (dir.path / "no-such-dir" / "rank-00000.json").string(),  // missing directory
+      "/proc/self/rank-00000.json",                             // a directory nobody can write
+  };
+  const fs::path locked = dir.path / "locked";
+  fs::create_directory(locked);
+  if (geteuid() != 0) {  // root ignores directory permissions
+    fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+    bad_paths.push_back((locked / "rank-00000.json").string());
+  }
+  for (const std::string& path : bad_paths) {
+    INFO(path);
+    std::string error;
+    errno = 1234;
+    CHECK_FALSE(write_rank_file(path, full_rank_file(), &error));
+    CHECK(errno == 1234);
+    CHECK(error.find(path + ": cannot create a file in ") == 0);
+  }
+  fs::permissions(locked, fs::perms::owner_all);
+  CHECK(fs::is_empty(locked));
+  CHECK(dir.entries() == std::vector<std::string>{"locked"});
+}
+
+TEST_CASE("names with invalid UTF-8 are written, not fatal", "[rank_file]") {
+  TempDir dir;
+  RankFile f;
+  RegionRow r;
+  r.path = "step/\xff\xfe-layer";
+  f.regions.push_back(r);
+  const std::string path = (dir.path / "rank-00000.json").string();
+  std::string error;
+  REQUIRE(write_rank_file(path, f, &error));
+  const auto back = read_rank_file(path, &error);
+  REQUIRE(back);
+  REQUIRE(back->regions.size() == 1);
+  CHECK(back->regions[0].path.find("-layer") != std::string::npos);
+  CHECK(back->regions[0].path.find("step/") == 0);
+}
+
+TEST_CASE("non-finite rates are written as 0", "[rank_file]") {
+  RankFile f;
+  f.steps.samples_per_s = std::numeric_limits<double>::infinity();
+  f.steps.tokens_per_s = std::numeric_limits<double>::quiet_NaN();
+  const json j = rank_file_to_json(f);
+  CHECK(j.at("steps").at("samples_per_s") == 0.0);
+  CHECK(j.at("steps").at("tokens_per_s") == 0.0);
+  CHECK_NOTHROW(rank_file_from_json(json::parse(j.dump())));
+}
