@@ -1,0 +1,63 @@
+// CUDA-event timing of single-stream regions, kept beside traintime's annotations so one run
+// yields both measurements of the same work.
+//
+// An event recorded at a region's begin and end on the region's stream brackets exactly the
+// stream work queued in between. Recording is asynchronous; READING (cudaEventElapsedTime) needs
+// both events complete, so read() is called only after the loop's work has been synchronised.
+// This check therefore synchronises where traintime does not: traintime needs no sync at all.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "check.h"
+
+namespace example {
+
+class RegionEvents {
+ public:
+  RegionEvents(std::vector<std::string> paths, int steps, cudaStream_t stream)
+      : paths_(std::move(paths)), steps_(steps), stream_(stream),
+        events_(paths_.size() * static_cast<size_t>(steps) * 2) {
+    for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~RegionEvents() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  RegionEvents(const RegionEvents&) = delete;
+  RegionEvents& operator=(const RegionEvents&) = delete;
+
+  void begin(int region, int step) { CUDA_CHECK(cudaEventRecord(at(region, step, 0), stream_)); }
+  void end(int region, int step) { CUDA_CHECK(cudaEventRecord(at(region, step, 1), stream_)); }
+
+  const std::vector<std::string>& paths() const { return paths_; }
+
+  // Milliseconds of steps [0, upto) for every region; waits for the events (a synchronisation).
+  std::vector<std::vector<double>> read(int upto) const {
+    std::vector<std::vector<double>> ms(paths_.size());
+    for (size_t r = 0; r < paths_.size(); ++r) {
+      for (int s = 0; s < upto; ++s) {
+        float v = 0.f;
+        CUDA_CHECK(cudaEventSynchronize(at(static_cast<int>(r), s, 1)));
+        CUDA_CHECK(cudaEventElapsedTime(&v, at(static_cast<int>(r), s, 0),
+                                        at(static_cast<int>(r), s, 1)));
+        ms[r].push_back(v);
+      }
+    }
+    return ms;
+  }
+
+ private:
+  cudaEvent_t at(int region, int step, int edge) const {
+    return events_[(static_cast<size_t>(region) * steps_ + step) * 2 + edge];
+  }
+
+  std::vector<std::string> paths_;
+  int steps_;
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
+};
+
+}  // namespace example

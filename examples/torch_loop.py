@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""A PyTorch training loop annotated for traintime, timing its regions with CUDA events too.
+
+    LD_PRELOAD=build/lib/libtraintime.so python3 examples/torch_loop.py --api region
+    LD_PRELOAD=build/lib/libtraintime.so python3 examples/torch_loop.py --api instrument
+    LD_PRELOAD=build/lib/libtraintime.so torchrun --nproc-per-node 2 examples/torch_loop.py
+
+An MLP (`layers` hidden x hidden Linear+ReLU, then hidden x classes, no biases, fp32 with TF32
+off) on synthetic data, one CUDA stream (PyTorch's current stream carries the copy, forward,
+backward and optimizer kernels), so each region's CUDA-event pair measures the same work as
+traintime's regions[].gpu_span_ns. scripts/compare_events.py compares the two.
+
+--api region      the plain API: `with traintime.region("io" | "forward" | "backward" |
+                  "optimizer")` and traintime.step(samples=...). The compared paths are exactly
+                  those names.
+--api instrument  traintime.torch.instrument(model, optimizer), the one-line experience, plus
+                  `with traintime.region("io")` for the copy. Events are recorded around
+                  model+loss ("forward"), loss.backward() ("backward") and optimizer.step()
+                  ("optimizer"); those paths are what instrument is expected to name, so this
+                  mode is compared for information only.
+
+Warm-up steps run inside `traintime.region("warmup")`, keeping one-time costs (cuBLAS handles,
+allocator growth) out of the compared rows. With several ranks (torchrun's RANK/WORLD_SIZE),
+gradients are averaged with torch.distributed (NCCL) inside a "comm" region within backward.
+Without CUDA it runs on the CPU with small sizes and writes no events file.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# After PYTHONPATH, so an explicitly chosen traintime package wins over the repository copy.
+sys.path.append(os.path.join(HERE, "..", "annotate", "python"))
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("torch_loop.py: PyTorch is not installed for " + sys.executable)
+try:
+    import traintime
+    import traintime.torch as traintime_torch
+except ImportError as e:
+    sys.exit(f"torch_loop.py: cannot import traintime ({e}); it lives in annotate/python")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--api", choices=["region", "instrument"], default="region")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--classes", type=int, default=1024)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--events-out", help="CUDA-event timings as JSON; %%r becomes the rank")
+    a = ap.parse_args()
+    if a.steps < 1 or a.warmup < 0:
+        ap.error("--steps must be >= 1 and --warmup >= 0")
+    return a
+
+
+class RegionEvents:
+    """A CUDA-event pair per (region, step) on the current stream. Reading them synchronises,
+    so it happens once, after the loop; traintime itself never synchronises."""
+
+    def __init__(self, paths, steps):
+        self.paths = list(paths)
+        self.ev = {p: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                       for _ in range(steps)] for p in self.paths}
+
+    def begin(self, path, step):
+        self.ev[path][step][0].record()
+
+    def end(self, path, step):
+        self.ev[path][step][1].record()
+
+    def read(self):
+        torch.cuda.synchronize()
+        return {p: [b.elapsed_time(e) for b, e in pairs] for p, pairs in self.ev.items()}
+
+
+class NoEvents:
+    def begin(self, path, step):
+        pass
+
+    def end(self, path, step):
+        pass
+
+
+def main():
+    a = parse_args()
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(local % torch.cuda.device_count())
+        dev = torch.device("cuda")
+        # fp32 matmuls keep every region well above 1 ms at the default sizes.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    else:
+        dev = torch.device("cpu")
+    batch = a.batch or (4096 if cuda else 64)
+    hidden = a.hidden or (4096 if cuda else 256)
+    layers = a.layers or (8 if cuda else 2)
+
+    if world > 1:
+        import torch.distributed as dist
+        dist.init_process_group("nccl" if cuda else "gloo")
+
+    torch.manual_seed(1234)
+    mods = []
+    for _ in range(layers):
+        mods += [torch.nn.Linear(hidden, hidden, bias=False), torch.nn.ReLU()]
+    mods.append(torch.nn.Linear(hidden, a.classes, bias=False))
+    model = torch.nn.Sequential(*mods).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    if a.api == "instrument":
+        traintime_torch.instrument(model, opt)
+
+    g = torch.Generator().manual_seed(rank)
+    pin = cuda
+    xs = [torch.randn(batch, hidden, generator=g).pin_memory() if pin else
+          torch.randn(batch, hidden, generator=g) for _ in range(2)]
+    ys = [torch.randint(0, a.classes, (batch,), generator=g) for _ in range(2)]
+    ys = [y.pin_memory() if pin else y for y in ys]
+
+    comm = world > 1
+    paths = ["io", "forward", "backward"] + (["backward/comm"] if comm else []) + ["optimizer"]
+
+    def step(i, ev):
+        slot = max(i, 0) % 2
+        with traintime.region("io"):
+            ev.begin("io", i)
+            x = xs[slot].to(dev, non_blocking=True)
+            y = ys[slot].to(dev, non_blocking=True)
+            ev.end("io", i)
+        if a.api == "region":
+            with traintime.region("forward"):
+                ev.begin("forward", i)
+                loss = F.cross_entropy(model(x), y)
+                ev.end("forward", i)
+            with traintime.region("backward"):
+                ev.begin("backward", i)
+                loss.backward()
+                ev.end("backward", i)
+                if comm:
+                    with traintime.region("comm"):
+                        ev.begin("backward/comm", i)
+                        for p in model.parameters():
+                            torch.distributed.all_reduce(p.grad)
+                            p.grad.div_(world)
+                        ev.end("backward/comm", i)
+            with traintime.region("optimizer"):
+                ev.begin("optimizer", i)
+                opt.step()
+                opt.zero_grad()
+                ev.end("optimizer", i)
+        else:
+            ev.begin("forward", i)
+            loss = F.cross_entropy(model(x), y)
+            ev.end("forward", i)
+            ev.begin("backward", i)
+            loss.backward()
+            ev.end("backward", i)
+            if comm:
+                ev.begin("backward/comm", i)
+                for p in model.parameters():
+                    torch.distributed.all_reduce(p.grad)
+                    p.grad.div_(world)
+                ev.end("backward/comm", i)
+            ev.begin("optimizer", i)
+            opt.step()
+            opt.zero_grad()
+            ev.end("optimizer", i)
+        traintime.step(samples=batch)
+        return loss
+
+    for _ in range(a.warmup):
+        with traintime.region("warmup"):
+            step(-1, NoEvents())
+    if cuda:
+        torch.cuda.synchronize()
+    ev = RegionEvents(paths, a.steps) if cuda else NoEvents()
+    t0 = time.perf_counter()
+    for i in range(a.steps):
+        loss = step(i, ev)
+    final = loss.item()  # synchronises: after the loop only
+    wall = time.perf_counter() - t0
+
+    if cuda and a.events_out:
+        ms = ev.read()
+        out = {
+            "schema": "traintime-example-events/1",
+            "program": f"torch_loop --api {a.api}",
+            "rank": rank, "world_size": world, "launcher": "torchrun" if "RANK" in os.environ
+            else "single", "device": torch.cuda.get_device_name(),
+            "timing": "torch.cuda.Event.elapsed_time read once after the loop's synchronize",
+            "steps": a.steps, "warmup_steps": a.warmup,
+            "config": {"batch": batch, "hidden": hidden, "layers": layers, "classes": a.classes,
+                       "api": a.api, "torch": torch.__version__},
+            "regions": [{"path": p, "single_stream": True, "entries": len(v),
+                         "total_ms": sum(v), "per_step_ms": v} for p, v in ms.items()],
+            "comm": [],
+            "notes": ["events bracket stream work only; reading them synchronised the stream, "
+                      "which traintime never does"],
+        }
+        if a.api == "instrument":
+            out["notes"].append("paths are the names traintime.torch.instrument is expected to "
+                                "use; compared for information only")
+        with open(a.events_out.replace("%r", str(rank)), "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=2)
+    if rank == 0:
+        print(f"torch_loop ({a.api}): {dev}, world size {world}, {a.steps} steps after "
+              f"{a.warmup} warm-up, {wall / a.steps * 1e3:.2f} ms/step wall, final loss {final:.4f}")
+        if not cuda:
+            print("torch_loop: no CUDA device, so no CUDA events were recorded")
+    if world > 1:
+        torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
