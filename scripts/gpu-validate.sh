@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# gpu-validate.sh — check traintime against CUDA events on a real GPU (DESIGN §8, docs/validation.md).
+#
+# Two halves, because the GPU machine may have no network, compilers or cmake:
+#
+#   scripts/gpu-validate.sh --build [--build-dir DIR]
+#       HERE (a machine with the CUDA toolkit, no GPU needed): configure and build the Release
+#       tree with the CUDA examples into build/ (or DIR): lib/libtraintime.so, bin/cuda_mlp,
+#       bin/nccl_sweep (and bin/*_mpi when MPI is installed). Carry DIR/lib and DIR/bin.
+#
+#   scripts/gpu-validate.sh [--tree DIR] [--steps N] [--launcher auto|mpirun|direct]
+#                           [--skip-sweep] [--skip-torch]
+#       THERE (the GPU machine), from the repository root with the carried tree (DIR defaults to
+#       build/, else build-gpu/). Runs, each under LD_PRELOAD=DIR/lib/libtraintime.so:
+#         1. cuda_mlp (cuBLAS MLP, one stream) with mpirun -np 1 when mpirun exists, else
+#            directly. World size 1: with one GPU NCCL runs at world size 1 and launches no
+#            collective kernel, so no bandwidth is claimed anywhere in this validation.
+#            scripts/compare_events.py then compares every region's regions[].gpu_span_ns in the
+#            rank file with the CUDA-event total of the same region in the same run: within 2 %
+#            on regions of >= 1 ms per entry. Disagreement fails the validation.
+#         2. nccl_sweep: AllReduce, AllGather, Broadcast, ReduceScatter from 1 KiB to 256 MiB,
+#            each call timed with CUDA events; traintime's comm rows are printed beside them
+#            and their call counts must match (times are shown, not judged: world size 1).
+#         3. examples/torch_loop.py, when python3 has torch with CUDA: once with the plain
+#            traintime.region API (judged like cuda_mlp) and once with
+#            traintime.torch.instrument (printed, not judged: its region names are its own).
+#       Prints a table per run (region, traintime ms, events ms, diff %, verdict).
+#
+# Environment:
+#   TRAINTIME_RECORD_FIXTURE  set by this script to a fresh folder per run; implemented by the
+#                             CUPTI adapter, which records the raw CUPTI callbacks and activity
+#                             buffers there. Whatever appears is collected as
+#                             tests/fixtures/gpu-<date>/<run>/ (for CI to replay).
+#   OUT                       when set (the device tool), results go there as at most 4 files:
+#                             gpu-validate.log, summary.txt, results.tar.gz (rank files, events
+#                             JSON, machine facts) and fixtures-gpu-<date>.tar.gz (extract at
+#                             the repository root). Without OUT, fixtures are copied into
+#                             tests/fixtures/gpu-<date>/ and results stay in the work folder.
+#   TT_NVIDIA_SMI             nvidia-smi to ask (default: the one on PATH).
+#   CUDA_ARCHS, JOBS          --build only: CMAKE_CUDA_ARCHITECTURES (default 90), make -j (2).
+#
+# Exit status: 0 every judged comparison agrees; 1 a disagreement; 2 missing or unusable build,
+# tools or output; 3 no usable GPU.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MODE=run
+BUILD_DIR=$ROOT/build
+TREE=
+STEPS=20
+SKIP_SWEEP=0
+SKIP_TORCH=0
+LAUNCHER=auto
+
+usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) MODE=build ;;
+    --build-dir) BUILD_DIR=$(realpath -m "${2:?--build-dir needs a folder}"); shift ;;
+    --tree) TREE=$(realpath -m "${2:?--tree needs a folder}"); shift ;;
+    --steps) STEPS=${2:?--steps needs a number}; shift ;;
+    --launcher) LAUNCHER=${2:?--launcher needs auto, mpirun or direct}; shift ;;
+    --skip-sweep) SKIP_SWEEP=1 ;;
+    --skip-torch) SKIP_TORCH=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "gpu-validate: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+die() { local code=$1; shift; echo "gpu-validate: $*" >&2; exit "$code"; }
+
+# ------------------------------------------------------------------------------------ --build
+if [ "$MODE" = build ]; then
+  command -v cmake >/dev/null || die 2 "cmake not found"
+  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+    die 2 "nvcc not found (CUDA toolkit needed to build the CUDA examples)"
+  [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+        -DTRAINTIME_BUILD_CUDA_EXAMPLES=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" ||
+    die 2 "configure failed"
+  cmake --build "$BUILD_DIR" -j "${JOBS:-2}" || die 2 "build failed"
+  for f in lib/libtraintime.so bin/cuda_mlp bin/nccl_sweep; do
+    [ -f "$BUILD_DIR/$f" ] || die 2 "the build did not produce $BUILD_DIR/$f"
+  done
+  echo "gpu-validate: built $BUILD_DIR ($(du -sh "$BUILD_DIR/lib" "$BUILD_DIR/bin" | awk '{print $1}' | paste -sd+) in lib+bin)."
+  echo "Carry $(realpath --relative-to="$ROOT" "$BUILD_DIR")/lib and $(realpath --relative-to="$ROOT" "$BUILD_DIR")/bin to the GPU machine and run scripts/gpu-validate.sh there."
+  exit 0
+fi
+
+# ---------------------------------------------------------------------------------- GPU check
+SMI=${TT_NVIDIA_SMI:-nvidia-smi}
+if ! GPU_LIST=$("$SMI" --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1) ||
+   [ -z "$GPU_LIST" ]; then
+  die 3 "no usable GPU: '$SMI' failed or found none (${GPU_LIST:-no output}). This script runs on a GPU machine; build with --build first."
+fi
+
+if [ -z "$TREE" ]; then
+  TREE=$ROOT/build
+  [ -f "$TREE/bin/cuda_mlp" ] || TREE=$ROOT/build-gpu
+fi
+LIB=$TREE/lib/libtraintime.so
+for f in "$LIB" "$TREE/bin/cuda_mlp" "$TREE/bin/nccl_sweep"; do
+  [ -f "$f" ] || die 2 "$f is missing: build with 'scripts/gpu-validate.sh --build' and carry the tree"
+done
+command -v python3 >/dev/null || die 2 "python3 is needed for scripts/compare_events.py"
+
+DATE=$(date -u +%Y%m%d)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-validate.XXXXXX")
+RESULTS=$WORK/results
+FIXTURES=$WORK/fixtures/tests/fixtures/gpu-$DATE
+mkdir -p "$RESULTS" "$FIXTURES"
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT"; LOG=$OUT/gpu-validate.log; SUMMARY=$OUT/summary.txt
+else LOG=$WORK/gpu-validate.log; SUMMARY=$WORK/summary.txt; fi
+: >"$SUMMARY"
+exec > >(tee -a "$LOG") 2>&1
+TEE_PID=$!
+
+echo "gpu-validate: $(date -u +%FT%TZ) on $(hostname), tree $TREE, work folder $WORK"
+echo "GPU(s): $GPU_LIST"
+{
+  echo "date: $(date -u +%FT%TZ)"; echo "host: $(hostname)"; echo "uname: $(uname -a)"
+  echo "gpus: $GPU_LIST"; "$SMI" 2>&1 || true
+} >"$RESULTS/machine.txt"
+
+# Toolkit libraries the examples need (libcublas.so.13, libnccl.so.2). The GPU machine may keep
+# them in the CUDA toolkit or only in PyTorch's nvidia-* wheels: find each one ldd misses.
+find_lib_dirs() {
+  ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null
+  python3 - <<'EOF' 2>/dev/null
+import glob, os, sys
+for p in sys.path:
+    for d in glob.glob(os.path.join(p, "nvidia", "*", "lib")):
+        print(d)
+EOF
+}
+missing_libs() { ldd "$1" 2>/dev/null | awk '/not found/ {print $1}'; }
+for bin in "$TREE"/bin/cuda_mlp "$TREE"/bin/nccl_sweep; do
+  for lib in $(missing_libs "$bin"); do
+    for d in $(find_lib_dirs); do
+      if [ -e "$d/$lib" ]; then
+        export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        echo "using $d/$lib"
+        break
+      fi
+    done
+  done
+  left=$(missing_libs "$bin" | tr '\n' ' ')
+  [ -z "$left" ] || die 2 "$bin cannot load: $left not found (looked in the CUDA toolkit and python's nvidia packages)"
+done
+ldd "$TREE/bin/cuda_mlp" >"$RESULTS/ldd-cuda_mlp.txt" 2>&1
+
+# mpirun -np 1 when there is one; the MPI build only when its libmpi loads here.
+LAUNCH=()
+MLP=$TREE/bin/cuda_mlp
+SWEEP=$TREE/bin/nccl_sweep
+case $LAUNCHER in
+  auto) command -v mpirun >/dev/null && LAUNCHER=mpirun || LAUNCHER=direct ;;
+  mpirun) command -v mpirun >/dev/null || die 2 "--launcher mpirun: mpirun not found" ;;
+  direct) ;;
+  *) die 2 "--launcher wants auto, mpirun or direct" ;;
+esac
+if [ "$LAUNCHER" = mpirun ]; then
+  LAUNCH=(mpirun -np 1 --oversubscribe -x LD_PRELOAD -x TRAINTIME_OUTPUT -x TRAINTIME_RECORD_FIXTURE)
+  [ -n "${LD_LIBRARY_PATH:-}" ] && LAUNCH+=(-x LD_LIBRARY_PATH)
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  if [ -f "$TREE/bin/cuda_mlp_mpi" ] && [ -z "$(missing_libs "$TREE/bin/cuda_mlp_mpi")" ]; then
+    MLP=$TREE/bin/cuda_mlp_mpi
+    [ -f "$TREE/bin/nccl_sweep_mpi" ] && SWEEP=$TREE/bin/nccl_sweep_mpi
+  fi
+  echo "launcher: mpirun -np 1 ($(basename "$MLP"))"
+else
+  echo "launcher: none: the programs run directly as rank 0 of 1"
+fi
+echo "NOTE: one GPU, so NCCL runs at world size 1 and launches no collective kernel;"
+echo "      no NCCL bandwidth is measured or claimed by this validation."
+
+STATUS=0
+note_status() {  # keeps the worst: 2 (unusable) > 1 (disagreement) > 0
+  local s=$1
+  [ "$s" -gt 2 ] && s=2
+  [ "$s" -gt "$STATUS" ] && STATUS=$s
+  return 0
+}
+
+# run_profiled NAME CMD...: runs CMD under the profiler with its own output and fixture folders.
+run_profiled() {
+  local name=$1; shift
+  mkdir -p "$RESULTS/$name" "$FIXTURES/$name"
+  echo
+  echo "=== $name: $*"
+  LD_PRELOAD=$LIB TRAINTIME_OUTPUT=$RESULTS/$name/traintime-out \
+    TRAINTIME_RECORD_FIXTURE=$FIXTURES/$name "$@" 2>&1 | tee "$RESULTS/$name/stdout.txt"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || echo "$name: exited with status $rc"
+  return "$rc"
+}
+
+# compare NAME [extra compare_events.py options]: rank 0's file against rank 0's events.
+compare() {
+  local name=$1; shift
+  local rank=$RESULTS/$name/traintime-out/rank-00000.json events=$RESULTS/$name/events-0.json
+  { echo "=== $name"; } >>"$SUMMARY"
+  if [ ! -f "$rank" ]; then
+    echo "$name: no rank file at $rank (was libtraintime.so loaded?)" | tee -a "$SUMMARY"
+    note_status 2; return
+  fi
+  python3 "$ROOT/scripts/compare_events.py" --rank-file "$rank" --events "$events" \
+    --table-out "$SUMMARY" "$@"
+  note_status $?
+}
+
+# 1. cuda_mlp
+if run_profiled cuda_mlp "${LAUNCH[@]}" "$MLP" --steps "$STEPS" \
+     --events-out "$RESULTS/cuda_mlp/events-%r.json"; then
+  compare cuda_mlp
+else
+  note_status 2
+fi
+
+# 2. NCCL sweep
+if [ "$SKIP_SWEEP" = 0 ]; then
+  if run_profiled nccl_sweep "${LAUNCH[@]}" "$SWEEP" \
+       --events-out "$RESULTS/nccl_sweep/events-%r.json"; then
+    compare nccl_sweep
+  else
+    note_status 2
+  fi
+fi
+
+# 3. PyTorch loop
+if [ "$SKIP_TORCH" = 0 ]; then
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    export PYTHONPATH=$ROOT/annotate/python${PYTHONPATH:+:$PYTHONPATH}
+    if run_profiled torch_regions python3 "$ROOT/examples/torch_loop.py" --api region \
+         --steps "$STEPS" --events-out "$RESULTS/torch_regions/events-%r.json"; then
+      compare torch_regions
+    else
+      note_status 2
+    fi
+    if run_profiled torch_instrument python3 "$ROOT/examples/torch_loop.py" --api instrument \
+         --steps "$STEPS" --events-out "$RESULTS/torch_instrument/events-%r.json"; then
+      compare torch_instrument --informational
+    else
+      note_status 2
+    fi
+  else
+    echo; echo "=== torch: skipped (python3 has no torch with CUDA)" | tee -a "$SUMMARY"
+  fi
+fi
+
+# Collect.
+echo
+echo "=== summary (tables above and in summary.txt)"
+grep -E '^(=== |RESULT|.*: no rank file|.*skipped)' "$SUMMARY"
+fixture_files=$(find "$FIXTURES" -type f | wc -l)
+echo "fixtures recorded (TRAINTIME_RECORD_FIXTURE): $fixture_files file(s)"
+if [ -n "${OUT:-}" ]; then
+  tar -C "$WORK" -czf "$OUT/results.tar.gz" results
+  if [ "$fixture_files" -gt 0 ]; then
+    tar -C "$WORK/fixtures" -czf "$OUT/fixtures-gpu-$DATE.tar.gz" "tests/fixtures/gpu-$DATE"
+    size=$(stat -c %s "$OUT/fixtures-gpu-$DATE.tar.gz")
+    [ "$size" -le $((16 * 1024 * 1024)) ] ||
+      echo "WARNING: fixtures-gpu-$DATE.tar.gz is $size bytes, over the 16 MiB a returned file may have"
+  fi
+  echo "results in \$OUT: $(find "$OUT" -maxdepth 1 -type f -printf '%f ')"
+else
+  if [ "$fixture_files" -gt 0 ]; then
+    mkdir -p "$ROOT/tests/fixtures"
+    cp -r "$FIXTURES" "$ROOT/tests/fixtures/"
+    echo "fixtures copied to $ROOT/tests/fixtures/gpu-$DATE"
+  fi
+  echo "results in $WORK"
+fi
+case $STATUS in
+  0) echo "gpu-validate: PASS (every judged comparison agrees)" ;;
+  1) echo "gpu-validate: FAIL (traintime and CUDA events disagree; see the tables above)" ;;
+  *) echo "gpu-validate: FAIL (a run or its output was unusable; see the log above)" ;;
+esac
+# Let tee finish writing the log before the caller collects it.
+exec >&- 2>&-
+wait "$TEE_PID" 2>/dev/null
+exit "$STATUS"

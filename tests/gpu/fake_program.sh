@@ -1,0 +1,21 @@
+#!/bin/sh
+# FAKE cuda_mlp / nccl_sweep for the plumbing test of scripts/gpu-validate.sh (no GPU involved):
+# writes the hand-made rank and events files of tests/gpu/data that FAKE_KIND names, and one
+# file where TRAINTIME_RECORD_FIXTURE points, as the real programs under the profiler would.
+# FAKE_KIND=agree|disagree|norank; FAKE_DATA is tests/gpu/data.
+set -eu
+events=
+while [ $# -gt 0 ]; do
+  [ "$1" = --events-out ] && events=$2
+  shift
+done
+case $(basename "$0") in
+  nccl_sweep) base=sweep ;;
+  *) base=${FAKE_KIND:-agree} ;;
+esac
+[ "${FAKE_KIND:-agree}" = norank ] && base=agree
+mkdir -p "$TRAINTIME_OUTPUT"
+[ "${FAKE_KIND:-agree}" = norank ] || cp "$FAKE_DATA/$base-rank.json" "$TRAINTIME_OUTPUT/rank-00000.json"
+cp "$FAKE_DATA/$base-events.json" "$(echo "$events" | sed 's/%r/0/')"
+echo "fake activity buffer" >"$TRAINTIME_RECORD_FIXTURE/activity-0.bin"
+echo "fake $(basename "$0") ran"

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Plumbing test of scripts/gpu-validate.sh without a GPU: fake nvidia-smi, fake programs
+# (fake_program.sh) and a do-nothing preload library stand in for the real ones. Checks the exit
+# status for agreeing, disagreeing and missing output, and what lands in $OUT.
+# usage: validate_plumbing_test.sh GPU_VALIDATE_SH FAKE_PRELOAD_SO
+set -u
+script=$1 preload=$2
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/tree/lib" "$tmp/tree/bin"
+cp "$preload" "$tmp/tree/lib/libtraintime.so"
+cp "$here/fake_program.sh" "$tmp/tree/bin/cuda_mlp"
+cp "$here/fake_program.sh" "$tmp/tree/bin/nccl_sweep"
+chmod +x "$tmp/tree/bin/"*
+printf '#!/bin/sh\n[ $# -gt 0 ] && echo "0, FAKE GPU, 0.0, 1 MiB" || echo "fake nvidia-smi"\n' >"$tmp/smi"
+chmod +x "$tmp/smi"
+export TT_NVIDIA_SMI=$tmp/smi FAKE_DATA=$here/data
+fail=0
+
+run() {  # run KIND WANTED_STATUS
+  rm -rf "$tmp/out"
+  FAKE_KIND=$1 OUT=$tmp/out "$script" --tree "$tmp/tree" --launcher direct --skip-torch \
+    >"$tmp/log" 2>&1
+  local got=$?
+  if [ "$got" -ne "$2" ]; then
+    echo "FAIL: $1: exit $got, wanted $2"; cat "$tmp/log"; fail=1
+  else
+    echo "ok: $1 exits $2"
+  fi
+}
+
+run agree 0
+for f in gpu-validate.log summary.txt results.tar.gz; do
+  [ -s "$tmp/out/$f" ] || { echo "FAIL: \$OUT/$f missing after a passing run"; fail=1; }
+done
+fx=$(ls "$tmp/out"/fixtures-gpu-*.tar.gz 2>/dev/null)
+if [ -z "$fx" ] || ! tar tzf "$fx" | grep -q '^tests/fixtures/gpu-[0-9]*/cuda_mlp/activity-0.bin$'; then
+  echo "FAIL: recorded fixtures are not collected as tests/fixtures/gpu-<date>/cuda_mlp/"; fail=1
+fi
+grep -q 'RESULT: all 4 judged rows agree' "$tmp/out/summary.txt" ||
+  { echo "FAIL: summary.txt lacks the region verdict"; fail=1; }
+grep -q 'world size 1' "$tmp/out/gpu-validate.log" ||
+  { echo "FAIL: the log does not say NCCL ran at world size 1"; fail=1; }
+run disagree 1
+run norank 2
+exit $fail
