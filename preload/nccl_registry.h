@@ -1,0 +1,79 @@
+// Registry of the NCCL communicators this process uses (DESIGN §5, issue 5 item 2), on top of
+// core::CommCallTable, which owns the handle -> index map and the per-communicator counters.
+//
+// Communicators are registered lazily, on the first interposed call that names them, by asking
+// the real ncclCommCount/ncclCommUserRank, so every way of creating one is covered (including
+// entry points traintime does not wrap). The creation wrappers only add what a lazy lookup
+// cannot know: a stable id that is the same on every rank of the communicator.
+//
+// Stable id (16 hex digits in the rank file's `communicators[].id`), by how the communicator
+// was created:
+//   ncclCommInitRank / InitRankConfig / InitRankScalable   hash of the ncclUniqueId(s)
+//   ncclCommSplit / ncclCommShrink                         hash of (parent id, n-th split or
+//                                                          shrink of that parent, color)
+//   ncclCommInitAll                                        hash of (n-th InitAll of the
+//                                                          process, ndev)
+//   anything else (first seen in a call)                   hash of (order of first sight, size):
+//                                                          stable per process only
+// The id names the communicator, so every member rank reports the same id; within one rank
+// file (id, rank) is unique, even for the communicators of one ncclCommInitAll. Two
+// communicators of the same size always get different ids and different indices.
+//
+// Threading: comm_id_for() and entry() are lock-free once a communicator is registered.
+// Registration, creation notes and retirement take one mutex, off the hot path. A destroyed
+// communicator's handle is retired, so a new communicator that malloc places at the same address
+// gets a new entry; the old one keeps its counters.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "traintime/core/comm_stats.h"
+
+namespace traintime::rt::nccl {
+
+inline constexpr uint32_t kMaxCommunicators = core::CommCallTable::kMaxCommunicators;
+
+enum class CommOrigin : uint8_t { kInitRank, kInitAll, kSplit, kShrink, kFirstSeen };
+
+struct CommEntry {
+  uint32_t size = 0;
+  uint32_t rank = 0;
+  uint64_t stable_id = 0;
+  CommOrigin origin = CommOrigin::kFirstSeen;
+};
+
+// The process's call table (never destroyed, so exit-time writers can always read it).
+core::CommCallTable& call_table() noexcept;
+
+// comm_id (table index + 1) of `comm`, registering it on first sight; 0 when it cannot be
+// registered (null handle, the real size/rank query fails, e.g. a nonblocking communicator that
+// is not ready yet, or the table is full). errno is preserved.
+uint32_t comm_id_for(const void* comm) noexcept;
+
+// The entry of a comm_id returned above, else nullptr. Entries never change once published.
+const CommEntry* entry(uint32_t comm_id) noexcept;
+
+// Creation wrappers, after the real call succeeded (or returned ncclInProgress).
+// Size and rank known from the arguments: registers now.
+void note_created(const void* comm, uint32_t size, uint32_t rank, uint64_t stable_id,
+                  CommOrigin origin) noexcept;
+// Size and rank not known yet (split, shrink): remembered until the first use registers it.
+void note_child(const void* comm, uint64_t stable_id, CommOrigin origin) noexcept;
+// Stable id for the child that this split/shrink call of `parent` creates. Called once per
+// call on every rank of the parent (NCCL requires all of them to call, NCCL_SPLIT_NOCOLOR
+// included), so the n-th split of a parent has the same id on every rank.
+uint64_t next_child_id(const void* parent, CommOrigin origin, int color) noexcept;
+// Stable id of the n-th ncclCommInitAll of this process.
+uint64_t next_init_all_id(int ndev) noexcept;
+// Before ncclCommDestroy / ncclCommAbort: the handle stops naming its entry.
+void retire(const void* comm) noexcept;
+
+// 64-bit FNV-1a, the hash behind every stable id.
+uint64_t hash_bytes(const void* data, size_t n, uint64_t seed = 0xcbf29ce484222325ULL) noexcept;
+
+// Calls made on communicators that could not be registered (counted nowhere else).
+void count_unregistered_call() noexcept;
+uint64_t unregistered_calls() noexcept;
+
+}  // namespace traintime::rt::nccl
