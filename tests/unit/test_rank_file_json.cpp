@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <string>
 
 #include "traintime/core/rank_file_json.h"
@@ -586,4 +587,56 @@ TEST_CASE("non-finite rates are written as 0", "[rank_file]") {
   CHECK(j.at("steps").at("samples_per_s") == 0.0);
   CHECK(j.at("steps").at("tokens_per_s") == 0.0);
   CHECK_NOTHROW(rank_file_from_json(json::parse(j.dump())));
+}
+
+namespace {
+
+// docs/schema.md, found from this file's own path (tests/unit/ -> repo root).
+std::string schema_doc() {
+  const fs::path doc = fs::path(__FILE__).parent_path().parent_path().parent_path() / "docs" /
+                       "schema.md";
+  std::ifstream in(doc);
+  REQUIRE(in.good());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Every object key the writer emits, except the keys of maps keyed by data (category names,
+// memcpy kinds), which the document lists in prose.
+void collect_keys(const json& j, std::set<std::string>& keys, bool keys_are_data = false) {
+  if (j.is_array()) {
+    for (const json& e : j) collect_keys(e, keys);
+  } else if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      if (!keys_are_data) keys.insert(k);
+      const bool map_valued = k == "categories" || k == "by_category" || k == "memcpy" ||
+                              k == "busy_ns_by_category";
+      collect_keys(v, keys, map_valued);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("docs/schema.md documents every field the writer emits", "[rank_file][doc]") {
+  const std::string doc = schema_doc();
+  std::set<std::string> keys;
+  collect_keys(rank_file_to_json(full_rank_file()), keys);
+  CHECK(keys.size() > 60);
+  for (const std::string& k : keys) {
+    INFO("field " << k);
+    CHECK(doc.find("`" + k + "`") != std::string::npos);
+  }
+}
+
+TEST_CASE("the example in docs/schema.md is a valid traintime/1 rank file", "[rank_file][doc]") {
+  const std::string doc = schema_doc();
+  const std::size_t open = doc.find("```json\n");
+  REQUIRE(open != std::string::npos);
+  const std::size_t start = open + 8;
+  const std::size_t close = doc.find("\n```", start);
+  REQUIRE(close != std::string::npos);
+  const RankFile f = rank_file_from_json(json::parse(doc.substr(start, close - start)));
+  CHECK(f.schema == "traintime/1");
+  CHECK(f.categories.size() == 7);
+  CHECK_FALSE(f.regions.empty());
 }
