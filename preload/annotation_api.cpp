@@ -1,0 +1,98 @@
+// The tt_api_v1 table behind traintime.h and the Python package. push_id/pop are the hot path:
+// one clock read, the per-thread registry state, no lock, no allocation; errno is preserved
+// because these calls sit between an application's syscall and its errno check.
+#include <cerrno>
+
+#include "runtime_state.h"
+#include "traintime/traintime.h"
+
+namespace traintime::rt::detail {
+namespace {
+
+inline core::RegionRegistry* live_registry() {
+  return g_state.load(std::memory_order_relaxed)->registry.load(std::memory_order_relaxed);
+}
+
+uint32_t api_register_name(const char* name, int category) {
+  if (!name) return 0;
+  const int saved = errno;
+  core::RegionRegistry* r = registry();
+  const uint32_t id = r ? r->register_name(name, category) : 0;
+  errno = saved;
+  return id;
+}
+
+void api_push_id(uint32_t id) {
+  const int saved = errno;
+  if (core::ThreadState* ts = thread_state()) {
+    const uint64_t now = ensure_active(mono_ns());
+    live_registry()->push_id(ts, id, now);
+  }
+  errno = saved;
+}
+
+void api_push_category(int category, const char* name) {
+  const int saved = errno;
+  if (core::ThreadState* ts = thread_state()) {
+    const uint64_t now = ensure_active(mono_ns());
+    live_registry()->push(ts, name, category, now);
+  }
+  errno = saved;
+}
+
+void api_push(const char* name) { api_push_category(TT_CATEGORY_AUTO, name); }
+
+void api_pop() {
+  const int saved = errno;
+  if (core::ThreadState* ts = thread_state()) {
+    const uint64_t now = ensure_active(mono_ns());
+    live_registry()->pop(ts, now);
+  }
+  errno = saved;
+}
+
+uint64_t api_range_start(const char* name) {
+  const int saved = errno;
+  uint64_t id = 0;
+  if (core::ThreadState* ts = thread_state()) {
+    const uint64_t now = ensure_active(mono_ns());
+    id = live_registry()->range_start(ts, name, now);
+  }
+  errno = saved;
+  return id;
+}
+
+void api_range_end(uint64_t id) {
+  const int saved = errno;
+  if (core::ThreadState* ts = thread_state()) {
+    const uint64_t now = ensure_active(mono_ns());
+    live_registry()->range_end(ts, id, now);
+  }
+  errno = saved;
+}
+
+void api_step(uint64_t samples, uint64_t tokens) {
+  const int saved = errno;
+  if (core::ThreadState* ts = thread_state()) {
+    // tt_step as the very first call: step 0 is measured from the library's load.
+    const uint64_t now =
+        ensure_active(mono_ns(), g_state.load(std::memory_order_relaxed)->load_mono_ns);
+    live_registry()->step(ts, now, samples, tokens);
+  }
+  errno = saved;
+}
+
+const tt_api_v1 kApi = {
+    sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
+    api_push_category, api_pop,    api_range_start,   api_range_end, api_step,
+};
+
+}  // namespace
+}  // namespace traintime::rt::detail
+
+extern "C" __attribute__((visibility("default"))) const tt_api_v1* traintime_get_api_v1(void) {
+  const int saved = errno;
+  const bool on = traintime::rt::detail::state() != nullptr;
+  errno = saved;
+  return on ? &traintime::rt::detail::kApi : nullptr;
+}

@@ -1,0 +1,224 @@
+// How a recording process ends (DESIGN §2): the rank file is written once, at normal exit or on
+// a terminating SIGTERM/SIGINT, plus periodic snapshots. Installed at the first record only.
+//
+// Signals. The handler does only async-signal-safe work: it writes the signal number into a
+// pipe and waits (poll, bounded) for the writer thread to answer, then restores the prior
+// disposition and re-raises, so the process ends exactly as it would have without traintime.
+// A prior handler that is a function (Python's SIGINT handler, a trainer's checkpoint-on-
+// SIGTERM) is simply chained: the application then decides, and a normal exit writes the file.
+// Lock order: State::mu is taken by the writer and snapshot threads and by atexit; never in the
+// handler.
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "log.h"
+#include "runtime_state.h"
+
+namespace traintime::rt::detail {
+namespace {
+
+constexpr int kSignals[] = {SIGTERM, SIGINT};
+constexpr int kHandlerWaitMs = 20000;  // a stuck write must not keep a dying process alive
+
+struct sigaction g_prior[NSIG];
+std::atomic<bool> g_handling{false};
+std::atomic<bool> g_finished{false};
+std::atomic<pid_t> g_writer_pid{0};  // the process whose writer thread reads the pipes
+int g_request_fd[2] = {-1, -1};
+int g_done_fd[2] = {-1, -1};
+
+// Leaked: a snapshot thread may be waiting on them while static destructors run at exit.
+struct SnapshotControl {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+};
+SnapshotControl* g_snapshots = nullptr;
+
+const char* signal_reason(int sig) {
+  switch (sig) {
+    case SIGTERM: return "signal SIGTERM";
+    case SIGINT: return "signal SIGINT";
+  }
+  return "signal";
+}
+
+void on_signal(int sig, siginfo_t* info, void* context) {
+  const int saved = errno;
+  const struct sigaction& prior = g_prior[sig];
+  if (prior.sa_handler != SIG_DFL && prior.sa_handler != SIG_IGN) {
+    if (prior.sa_flags & SA_SIGINFO)
+      prior.sa_sigaction(sig, info, context);
+    else
+      prior.sa_handler(sig);
+    errno = saved;
+    return;
+  }
+  if (g_handling.exchange(true)) {
+    // A repeated signal (launchers send several) while the first is being handled: the first
+    // one ends the process.
+    errno = saved;
+    return;
+  }
+  if (g_writer_pid.load() == getpid() && g_request_fd[1] >= 0) {
+    const unsigned char byte = static_cast<unsigned char>(sig);
+    if (write(g_request_fd[1], &byte, 1) == 1) {
+      pollfd p = {g_done_fd[0], POLLIN, 0};
+      while (poll(&p, 1, kHandlerWaitMs) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  raise(sig);
+  errno = saved;  // reached only if the default action does not terminate
+}
+
+void writer_loop() {
+  for (;;) {
+    unsigned char sig = 0;
+    const ssize_t n = read(g_request_fd[0], &sig, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != 1) return;
+    finish(signal_reason(sig));
+    const unsigned char done = 1;
+    while (write(g_done_fd[1], &done, 1) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void snapshot_loop(uint32_t period_sec) {
+  SnapshotControl* c = g_snapshots;
+  std::unique_lock<std::mutex> lock(c->mu);
+  for (;;) {
+    if (c->cv.wait_for(lock, std::chrono::seconds(period_sec), [c] { return c->stop; })) return;
+    lock.unlock();
+    if (State* s = state()) {
+      std::lock_guard<std::mutex> state_lock(s->mu);
+      write_rank_file_locked(*s, true, "snapshot");
+    }
+    lock.lock();
+  }
+}
+
+// Threads of ours never take the application's signals: a handler running on the writer
+// thread would wait for itself.
+bool start_thread(void (*fn)(uint32_t), uint32_t arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  bool ok = true;
+  try {
+    std::thread(fn, arg).detach();
+  } catch (...) {
+    ok = false;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+void install_signal_handlers() {
+  for (int sig : kSignals) {
+    struct sigaction current;
+    if (sigaction(sig, nullptr, &current) != 0) continue;
+    // Never over an inherited SIG_IGN (nohup, launchers): the process must keep ignoring it.
+    if (current.sa_handler == SIG_IGN) continue;
+    // After a fork our handler is already installed, with the prior disposition saved.
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_signal) continue;
+    g_prior[sig] = current;
+    struct sigaction mine;
+    std::memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = on_signal;
+    mine.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&mine.sa_mask);
+    for (int other : kSignals) sigaddset(&mine.sa_mask, other);
+    sigaction(sig, &mine, nullptr);
+  }
+}
+
+void on_exit_handler() { finish("exit"); }
+
+}  // namespace
+
+void install_exit_hooks(State& s) {
+  static bool atexit_registered = false;  // atexit entries survive fork: once per image
+  if (!atexit_registered) {
+    atexit_registered = true;
+    std::atexit(on_exit_handler);
+  }
+  if (g_request_fd[0] < 0 && pipe2(g_request_fd, O_CLOEXEC) == 0) {
+    if (pipe2(g_done_fd, O_CLOEXEC) != 0) {
+      close(g_request_fd[0]);
+      close(g_request_fd[1]);
+      g_request_fd[0] = g_request_fd[1] = -1;
+    }
+  }
+  if (g_request_fd[0] >= 0 && start_thread([](uint32_t) { writer_loop(); }, 0))
+    g_writer_pid.store(getpid());
+  install_signal_handlers();
+  if (s.config.snapshot_sec > 0) {
+    if (!g_snapshots) g_snapshots = new SnapshotControl();
+    start_thread(snapshot_loop, s.config.snapshot_sec);
+  }
+}
+
+void finish(const char* exit_reason) {
+  State* s = state();
+  if (!s || !s->activated.load(std::memory_order_acquire)) return;
+  if (g_finished.exchange(true)) return;
+  const int saved = errno;
+  if (g_snapshots) {
+    std::lock_guard<std::mutex> lock(g_snapshots->mu);
+    g_snapshots->stop = true;
+    g_snapshots->cv.notify_all();
+  }
+  run_shutdown_hooks(exit_reason);
+  std::lock_guard<std::mutex> lock(s->mu);
+  const bool ok = write_rank_file_locked(*s, false, exit_reason);
+  s->final_written = true;
+  if (ok && s->role == "rank") {
+    int64_t rank = 0, world = 1;
+    effective_rank(*s, &rank, &world);
+    if (rank == 0) {
+      notice("rank files (one per rank, world size %lld) are in %s; summarise with: "
+             "traintime-report %s",
+             static_cast<long long>(world), s->output_dir.c_str(), s->output_dir.c_str());
+    }
+  }
+  errno = saved;
+}
+
+void reset_exit_hooks_after_fork() {
+  // The writer and snapshot threads did not survive the fork; their pipes and control block
+  // belong to the parent. The child gets its own when it records something.
+  for (int* fds : {g_request_fd, g_done_fd}) {
+    if (fds[0] >= 0) close(fds[0]);
+    if (fds[1] >= 0) close(fds[1]);
+    fds[0] = fds[1] = -1;
+  }
+  g_writer_pid.store(0);
+  g_handling.store(false);
+  g_finished.store(false);
+  g_snapshots = nullptr;  // leaked: its mutex may have been held by a thread that is gone
+}
+
+}  // namespace traintime::rt::detail
