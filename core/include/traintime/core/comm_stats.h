@@ -1,0 +1,147 @@
+// The NCCL model of DESIGN §5, pure C++: nccl-tests bandwidth factors, message-size buckets,
+// and the CPU-side call table the interposed NCCL wrappers feed on their hot path.
+//
+// Who writes what:
+//  - preload/ NCCL wrappers (any application thread): register_communicator / find_communicator
+//    when they meet a communicator, then per outermost call next_seq() and on_call(); at the
+//    outermost ncclGroupEnd, record_group() with the group's members before the group's kernels
+//    are launched, and put the group id into LaunchContext::comm_group (via the launch callback).
+//  - GpuAggregator (the activity thread): find_group() while ingesting a group kernel.
+//  - The rank-file writer: snapshot(), handed to GpuAggregator::fill() so CPU call counts and GPU
+//    time meet in one place.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/nccl_kernel_name.h"
+
+namespace traintime::core {
+
+// nccl-tests bus-bandwidth factor (busbw = algbw × factor) for a communicator of n ranks:
+//   AllReduce                                  2(n−1)/n
+//   AllGather, ReduceScatter, AlltoAll         (n−1)/n   (bytes = total size, nccl-tests style)
+//   Gather, Scatter                            (n−1)/n   (as nccl-tests' gather/scatter tests)
+//   Broadcast, Reduce, Send, Recv              1
+//   unknown op, kNone, or n == 0 (size unknown, by-name fallback)    0: no busbw can be claimed
+// For n == 1 the formulas give 0 for the (n−1)/n family, as nccl-tests prints, and 1 for the
+// rest; with one rank NCCL moves no data between GPUs, so treat busbw as meaningless there.
+double busbw_factor(CommOp op, uint32_t n);
+
+// Power-of-two message-size histogram: bucket 0 holds 0-byte calls, bucket b ≥ 1 holds bytes in
+// [2^(b−1), 2^b); the last bucket is open-ended.
+inline constexpr uint32_t kSizeBuckets = 48;
+uint32_t size_bucket(uint64_t bytes);
+uint64_t size_bucket_lo(uint32_t bucket);  // smallest size in the bucket
+
+inline constexpr std::size_t kCommOpCount = static_cast<std::size_t>(CommOp::kUnknown) + 1;
+
+// One op of a NCCL group (between ncclGroupStart and the outermost ncclGroupEnd).
+struct CommGroupMember {
+  CommOp op = CommOp::kNone;
+  uint32_t comm_id = 0;  // communicator index + 1 (0: unknown)
+  uint64_t seq = 0;      // sequence number on that communicator (0: captured into a graph)
+  uint64_t bytes = 0;    // nccl-tests convention
+};
+
+// Group kernels: NCCL launches the kernels of a group at ncclGroupEnd, one kernel per
+// communicator/stream, each running all the grouped ops of that communicator. The launch
+// context only names the first member, so the wrappers record the whole group here and the
+// aggregator splits each group kernel's duration across the members in proportion to their
+// bytes (equally when every member has 0 bytes). A kernel cannot be matched to the members of
+// its own communicator from the record alone, so a group that spans several communicators has
+// every kernel split over all members: per-communicator time inside such groups is approximate,
+// the total is exact.
+struct CommGroupRecord {
+  static constexpr uint32_t kMaxMembers = 16;
+  uint64_t group_id = 0;
+  uint32_t count = 0;  // members stored (≤ kMaxMembers)
+  // Members beyond kMaxMembers are merged into a stored member with the same (comm_id, op) when
+  // there is one (bytes added, highest seq kept), else their bytes are added to member 0.
+  bool merged = false;
+  std::array<CommGroupMember, kMaxMembers> members{};
+};
+
+// Per-(communicator, op) call counters. Hot path lock-free: relaxed atomics only, no allocation
+// after register_communicator(). Capacity is fixed; what does not fit is counted, never blocks.
+class CommCallTable {
+ public:
+  static constexpr uint32_t kMaxCommunicators = 1024;
+  static constexpr uint32_t kNoComm = 0xffffffffu;
+  static constexpr uint32_t kGroupSlots = 1024;  // ring of recent groups, indexed by group id
+
+  CommCallTable();
+  ~CommCallTable();
+  CommCallTable(const CommCallTable&) = delete;
+  CommCallTable& operator=(const CommCallTable&) = delete;
+
+  // Slow path (mutex, allocates once per communicator). handle_key identifies the communicator
+  // (e.g. the ncclComm_t address; 0 is invalid). Registering a live key again returns its index
+  // (and fills size/rank if they were 0). Returns kNoComm when the table is full or key == 0.
+  // The index is stable for the process; LaunchContext::comm_id = index + 1.
+  uint32_t register_communicator(uint64_t handle_key, uint32_t size, uint32_t rank);
+  // Lock-free lookup of a registered, not retired key; kNoComm when unknown.
+  uint32_t find_communicator(uint64_t handle_key) const noexcept;
+  // ncclCommDestroy/Abort: the handle may be reused by a new communicator, which then gets a new
+  // index. The retired communicator's counters stay in the snapshot.
+  void retire_communicator(uint32_t comm_index);
+
+  // Hot path: one outermost NCCL call. Lock-free, allocation-free; ignores bad indices.
+  void on_call(uint32_t comm_index, CommOp op, uint64_t bytes) noexcept;
+  // Hot path: the call's sequence number on its communicator, 1, 2, ... (0 for a bad index).
+  uint64_t next_seq(uint32_t comm_index) noexcept;
+
+  // Hot path (once per outermost ncclGroupEnd): remember the group's members under group_id
+  // (non-zero, unique, increasing) until kGroupSlots later groups overwrite it. Lock-free
+  // (seqlock per slot); if two threads race for one slot the later one is not recorded.
+  void record_group(uint64_t group_id, const CommGroupMember* members, uint32_t count) noexcept;
+  // Copy of the group if it is still in the ring and not being written; false otherwise.
+  bool find_group(uint64_t group_id, CommGroupRecord& out) const noexcept;
+  uint64_t groups_lost() const noexcept { return groups_lost_.load(std::memory_order_relaxed); }
+
+  struct OpCounts {
+    uint64_t calls = 0;
+    uint64_t bytes = 0;
+    std::array<uint64_t, kSizeBuckets> bucket_calls{};
+    std::array<uint64_t, kSizeBuckets> bucket_bytes{};
+  };
+  struct CommSnapshot {
+    uint32_t index = 0;
+    uint64_t handle_key = 0;
+    uint32_t size = 0;
+    uint32_t rank = 0;
+    bool retired = false;
+    uint64_t ops_enqueued = 0;  // sequence numbers handed out
+    std::array<OpCounts, kCommOpCount> ops{};  // indexed by CommOp
+  };
+  struct Snapshot {
+    std::vector<CommSnapshot> comms;  // by index
+    uint64_t calls_without_communicator = 0;  // on_call with a bad index (table full)
+    const CommSnapshot* find(uint32_t comm_index) const {
+      return comm_index < comms.size() ? &comms[comm_index] : nullptr;
+    }
+  };
+  // Consistent per counter (relaxed reads), not across counters: fine for periodic snapshots.
+  Snapshot snapshot() const;
+
+ private:
+  struct Counters;
+  struct GroupSlot;
+  static constexpr uint32_t kHashSlots = 2 * kMaxCommunicators;
+
+  std::mutex register_mutex_;
+  std::atomic<uint32_t> count_{0};
+  std::unique_ptr<std::atomic<Counters*>[]> comms_;
+  std::unique_ptr<std::atomic<uint64_t>[]> hash_keys_;
+  std::unique_ptr<std::atomic<uint32_t>[]> hash_index_;
+  std::unique_ptr<GroupSlot[]> groups_;
+  std::atomic<uint64_t> bad_calls_{0};
+  std::atomic<uint64_t> groups_lost_{0};
+};
+
+}  // namespace traintime::core

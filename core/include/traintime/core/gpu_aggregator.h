@@ -1,0 +1,269 @@
+// The attribution engine (DESIGN §4): turns every GPU activity plus its launch context into the
+// GPU fields of the rank file — categories, per-step breakdown, regions, memcpy, comm — with
+// memory bounded however long the run. Definitions and trade-offs: docs/attribution.md.
+//
+// Threading: one GpuAggregator is fed by one thread (the activity-processing thread); fill()
+// and trace_json() are const and may run on that thread between ingests (guard with your own
+// lock if another thread writes the rank file). No globals; no CUDA.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/category.h"
+#include "traintime/core/comm_stats.h"
+#include "traintime/core/rank_file.h"
+
+namespace traintime::core {
+
+struct AggregatorOptions {
+  uint32_t warmup_steps = 2;       // copied into steps.warmup
+  uint32_t step_detail = 64;       // steps.detail keeps the most recent N steps
+  bool trace = false;              // TRAINTIME_TRACE=1: keep activities for trace_json()
+  uint64_t trace_max_events = 1000000;
+  std::size_t top_kernels = 10;    // per region
+  // Bounds of the open-step window (docs/attribution.md "Memory bound"): the oldest open step is
+  // folded into the totals when more than max_open_records activities or max_open_steps steps
+  // are held. A record of a step already folded is a late record.
+  std::size_t max_open_records = std::size_t{1} << 18;
+  uint32_t max_open_steps = 1024;
+  uint32_t max_kernel_names = 1u << 16;      // distinct kernel names interned
+  uint32_t max_region_kernels = 1u << 16;    // distinct (region, kernel) pairs with stats
+  uint32_t recent_collectives = 256;         // ring per communicator
+};
+
+class GpuAggregator {
+ public:
+  explicit GpuAggregator(AggregatorOptions options = {});
+
+  // Group kernels (LaunchContext::comm_group) are split across the members recorded in this
+  // table; without it (or when the group fell out of its ring) a group kernel counts for
+  // ctx.comm_op alone. Not owned; must outlive the aggregator's ingest calls.
+  void set_comm_table(const CommCallTable* table) { comm_table_ = table; }
+
+  // Every activity, in any order across streams, steps and buffers. region_category is the
+  // category of ctx.path (ignored when ctx.path == kNoPath). No allocation in the steady state
+  // except amortised vector growth; no string work for a kernel name seen before at the same
+  // address.
+  void ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  void note_dropped(uint64_t n) { dropped_ += n; }
+
+  // Fills the GPU fields of f: categories, regions (merged by path into rows already there,
+  // rows with GPU work only appended), steps.totals/detail/partial_final_step/warmup, memcpy,
+  // comm and communicators (CPU counts from calls when given), dropped_records, warnings.
+  // Open steps are folded into a copy, so fill() can be called for snapshots mid-run.
+  // steps_completed = tt_step calls so far: activities with step >= it form the partial step.
+  void fill(RankFile& f, const std::function<std::string(PathId)>& path_name,
+            uint64_t steps_completed, const CommCallTable::Snapshot* calls = nullptr) const;
+
+  // TRAINTIME_TRACE=1 dump ("traintime-trace/1", docs/attribution.md "Trace dump").
+  nlohmann::json trace_json(const std::function<std::string(PathId)>& path_name) const;
+
+  // What the aggregator holds, for memory-bound checks.
+  struct Footprint {
+    std::size_t open_steps = 0;
+    std::size_t open_records = 0;
+    std::size_t regions = 0;
+    std::size_t kernel_names = 0;
+    std::size_t region_kernels = 0;
+    std::size_t detail_steps = 0;
+    std::size_t trace_events = 0;
+  };
+  Footprint footprint() const;
+  uint64_t late_records() const { return acc_.late_records; }
+
+ private:
+  static constexpr uint32_t kNoSlot = 0xffffffffu;
+  static constexpr uint32_t kNoName = 0;
+  static constexpr uint32_t kOtherKernels = 1;  // name id once max_kernel_names is reached
+
+  struct OpenRec {  // one activity of an open step
+    uint64_t start;
+    uint64_t end;
+    uint64_t entry;
+    uint32_t device;
+    uint32_t slot;
+    uint8_t cat;
+  };
+  struct DeviceSpan {
+    uint32_t device;
+    uint64_t first;
+    uint64_t last;
+    uint64_t busy;  // union of everything, summed over segments
+  };
+  struct StepBuf {
+    std::vector<OpenRec> recs;
+    std::vector<DeviceSpan> devices;  // across segments of a step folded in pieces
+  };
+  struct RegionFold {  // union-based region figures, computed when steps fold
+    uint64_t busy = 0;
+    uint64_t span = 0;
+    std::array<uint64_t, kCategoryCount> cat_busy{};
+  };
+  struct DetailAcc {
+    uint64_t span = 0;
+    bool partial = false;
+    StepTotals totals;
+    std::array<uint64_t, kCategoryCount> cat_busy{};
+  };
+  // Everything computed by folding steps; fill() folds the open steps into a copy.
+  struct Accum {
+    std::array<uint64_t, kCategoryCount> cat_busy{};
+    StepTotals totals;
+    std::vector<RegionFold> regions;  // by slot
+    std::map<uint64_t, DetailAcc> detail;
+    uint64_t late_records = 0;
+    uint64_t segmented_steps = 0;
+  };
+  // Union of intervals fed in start order: the sweep behind every busy figure.
+  struct Tracker {
+    uint64_t s = 0, e = 0, total = 0;
+    bool on = false;
+    void add(uint64_t a, uint64_t b) {
+      if (!on) {
+        s = a, e = b, on = true;
+      } else if (a > e) {
+        total += e - s;
+        s = a, e = b;
+      } else if (b > e) {
+        e = b;
+      }
+    }
+    uint64_t finish() {
+      if (on) total += e - s;
+      uint64_t t = total;
+      *this = Tracker{};
+      return t;
+    }
+  };
+  struct EntrySpan {
+    uint32_t slot;
+    uint64_t first;
+    uint64_t last;
+  };
+  struct Scratch {  // reused between folds so the steady state does not allocate
+    std::vector<Tracker> region;      // by slot
+    std::vector<Tracker> region_cat;  // by slot * kCategoryCount + category
+    std::vector<uint8_t> touched_flag;
+    std::vector<uint32_t> touched;
+    std::unordered_map<uint64_t, EntrySpan> entries;
+  };
+
+  struct RegionAcc {  // raw sums, updated at ingest
+    PathId path = kNoPath;
+    Category category = Category::kOther;
+    uint64_t sum = 0;
+    uint64_t kernels = 0;
+    std::array<uint64_t, kCategoryCount> cat_sum{};
+    std::array<uint64_t, kCategoryCount> cat_count{};
+  };
+  struct KernelAcc {
+    uint64_t count = 0;
+    uint64_t sum = 0;
+  };
+  struct CommGpu {  // per (comm_id, op)
+    uint64_t gpu_ns = 0;
+    uint64_t kernels = 0;
+    uint64_t captured_calls = 0;
+    uint64_t captured_bytes = 0;
+    std::array<uint64_t, kSizeBuckets> bucket_gpu_ns{};
+    std::array<uint64_t, kSizeBuckets> bucket_captured_calls{};
+    std::array<uint64_t, kSizeBuckets> bucket_captured_bytes{};
+  };
+  struct RingEntry {
+    uint64_t seq = 0;
+    CommOp op = CommOp::kNone;
+    uint64_t bytes = 0;
+    uint64_t start = 0;
+    uint64_t end = 0;
+  };
+  struct CommRing {
+    uint64_t ops_completed = 0;
+    std::vector<RingEntry> ring;
+  };
+  struct NameCacheEntry {
+    const char* ptr = nullptr;
+    std::size_t len = 0;
+    uint32_t id = kNoName;
+  };
+  struct TraceEvent {
+    uint64_t start, end, bytes, correlation;
+    PathId path;
+    uint32_t step, name, device, stream;
+    uint8_t cat, kind, copy, comm_op;
+  };
+
+  uint32_t intern(std::string_view name, bool& nccl);
+  uint32_t region_slot(PathId path, Category region_category);
+  void ingest_comm(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur, uint32_t name_id);
+  CommRing& ring_for(uint32_t comm_id);
+  void add_comm_share(uint32_t comm_id, CommOp op, uint64_t seq, uint64_t bytes, uint64_t share,
+                      const GpuActivity& a, bool captured);
+  void enforce_bounds();
+  void fold_oldest();
+  void fold_late(const OpenRec& r, uint64_t step);
+
+  // Folds recs (sorted in place) into acc; the step's per-device spans accumulate in devices.
+  static void fold_records(std::vector<OpenRec>& recs, std::vector<DeviceSpan>& devices,
+                           uint64_t step, Accum& acc, Scratch& scratch, uint32_t step_detail);
+  // Closes a step: idle and span from the per-device spans of all its segments.
+  static void finish_step(const std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
+                          uint32_t step_detail);
+  static DetailAcc* detail_for(Accum& acc, uint64_t step, uint32_t step_detail);
+
+  AggregatorOptions opt_;
+  const CommCallTable* comm_table_ = nullptr;
+
+  std::array<uint64_t, kCategoryCount> cat_sum_{};
+  std::array<uint64_t, kCategoryCount> cat_count_{};
+  std::array<MemcpyStat, 6> memcpy_{};  // by CopyKind
+  uint64_t dropped_ = 0;
+  uint64_t max_step_ = 0;
+  bool any_activity_ = false;
+
+  std::vector<std::string> names_;        // by name id
+  std::vector<uint8_t> name_nccl_;        // is_nccl_kernel per name id
+  std::vector<CommOp> name_op_;           // comm_op_from_kernel_name per name id
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::vector<NameCacheEntry> name_cache_;
+  uint64_t names_over_cap_ = 0;
+
+  std::unordered_map<PathId, uint32_t> slot_of_;
+  std::vector<RegionAcc> regions_;
+  PathId last_path_ = kNoPath;
+  uint32_t last_slot_ = kNoSlot;
+
+  std::unordered_map<uint64_t, KernelAcc> region_kernels_;  // key: slot << 32 | name id
+  uint64_t last_rk_key_ = ~uint64_t{0};
+  KernelAcc* last_rk_ = nullptr;
+  uint64_t region_kernels_over_cap_ = 0;
+
+  // key: comm_id << 8 | op, with kByNameKey set for kernels found by name (no interposition)
+  static constexpr uint64_t kByNameKey = uint64_t{1} << 63;
+  std::unordered_map<uint64_t, CommGpu> comm_gpu_;
+  std::map<uint32_t, CommRing> rings_;              // by comm_id (≥ 1)
+  uint64_t group_lookups_missed_ = 0;
+
+  std::map<uint64_t, StepBuf> open_;
+  std::size_t open_records_ = 0;
+  uint64_t folded_below_ = 0;  // steps < this are folded; their records are late
+  uint64_t last_step_ = ~uint64_t{0};
+  StepBuf* last_buf_ = nullptr;
+  Accum acc_;
+  Scratch scratch_;
+
+  std::vector<TraceEvent> trace_;
+  uint64_t trace_dropped_ = 0;
+};
+
+}  // namespace traintime::core

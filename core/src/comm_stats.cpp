@@ -1,0 +1,266 @@
+#include "traintime/core/comm_stats.h"
+
+#include <algorithm>
+
+namespace traintime::core {
+
+double busbw_factor(CommOp op, uint32_t n) {
+  if (n == 0) return 0.0;
+  const double dn = static_cast<double>(n);
+  switch (op) {
+    case CommOp::kAllReduce: return 2.0 * (dn - 1.0) / dn;
+    case CommOp::kAllGather:
+    case CommOp::kReduceScatter:
+    case CommOp::kAlltoAll:
+    case CommOp::kGather:
+    case CommOp::kScatter: return (dn - 1.0) / dn;
+    case CommOp::kBroadcast:
+    case CommOp::kReduce:
+    case CommOp::kSend:
+    case CommOp::kRecv: return 1.0;
+    case CommOp::kUnknown:
+    case CommOp::kNone: break;
+  }
+  return 0.0;
+}
+
+uint32_t size_bucket(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  uint32_t b = 64u - static_cast<uint32_t>(__builtin_clzll(bytes));  // bytes in [2^(b-1), 2^b)
+  return std::min(b, kSizeBuckets - 1);
+}
+
+uint64_t size_bucket_lo(uint32_t bucket) {
+  return bucket == 0 ? 0 : uint64_t{1} << (bucket - 1);
+}
+
+namespace {
+constexpr uint64_t kTombstone = ~uint64_t{0};
+constexpr uint64_t pack_member(CommOp op, uint32_t comm_id) {
+  return (static_cast<uint64_t>(comm_id) << 8) | static_cast<uint64_t>(op);
+}
+uint32_t hash_of(uint64_t key, uint32_t slots) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return static_cast<uint32_t>(key & (slots - 1));
+}
+}  // namespace
+
+struct CommCallTable::Counters {
+  struct Op {
+    std::atomic<uint64_t> calls{0};
+    std::atomic<uint64_t> bytes{0};
+    std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_calls{};
+    std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_bytes{};
+  };
+  uint64_t handle_key = 0;
+  std::atomic<uint32_t> size{0};
+  std::atomic<uint32_t> rank{0};
+  std::atomic<bool> retired{false};
+  std::atomic<uint64_t> seq{0};
+  std::array<Op, kCommOpCount> ops;
+};
+
+struct CommCallTable::GroupSlot {
+  // Seqlock: odd while a writer fills the slot. Fields are relaxed atomics so a reader racing a
+  // writer is well defined; the version check discards what it read.
+  std::atomic<uint64_t> version{0};
+  std::atomic<uint64_t> group_id{0};
+  std::atomic<uint32_t> count{0};
+  std::atomic<bool> merged{false};
+  std::array<std::atomic<uint64_t>, CommGroupRecord::kMaxMembers> op_comm{};
+  std::array<std::atomic<uint64_t>, CommGroupRecord::kMaxMembers> seq{};
+  std::array<std::atomic<uint64_t>, CommGroupRecord::kMaxMembers> bytes{};
+};
+
+CommCallTable::CommCallTable()
+    : comms_(new std::atomic<Counters*>[kMaxCommunicators]),
+      hash_keys_(new std::atomic<uint64_t>[kHashSlots]),
+      hash_index_(new std::atomic<uint32_t>[kHashSlots]),
+      groups_(new GroupSlot[kGroupSlots]) {
+  for (uint32_t i = 0; i < kMaxCommunicators; ++i) comms_[i].store(nullptr);
+  for (uint32_t i = 0; i < kHashSlots; ++i) {
+    hash_keys_[i].store(0);
+    hash_index_[i].store(kNoComm);
+  }
+}
+
+CommCallTable::~CommCallTable() {
+  for (uint32_t i = 0; i < kMaxCommunicators; ++i) delete comms_[i].load();
+}
+
+uint32_t CommCallTable::find_communicator(uint64_t handle_key) const noexcept {
+  if (handle_key == 0 || handle_key == kTombstone) return kNoComm;
+  for (uint32_t probe = 0, h = hash_of(handle_key, kHashSlots); probe < kHashSlots;
+       ++probe, h = (h + 1) & (kHashSlots - 1)) {
+    uint64_t k = hash_keys_[h].load(std::memory_order_acquire);
+    if (k == 0) return kNoComm;
+    if (k == handle_key) return hash_index_[h].load(std::memory_order_relaxed);
+  }
+  return kNoComm;
+}
+
+uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size, uint32_t rank) {
+  if (handle_key == 0 || handle_key == kTombstone) return kNoComm;
+  std::lock_guard<std::mutex> lock(register_mutex_);
+  uint32_t existing = find_communicator(handle_key);
+  if (existing != kNoComm) {
+    Counters* c = comms_[existing].load(std::memory_order_acquire);
+    uint32_t zero = 0;
+    c->size.compare_exchange_strong(zero, size, std::memory_order_relaxed);
+    zero = 0;
+    c->rank.compare_exchange_strong(zero, rank, std::memory_order_relaxed);
+    return existing;
+  }
+  uint32_t index = count_.load(std::memory_order_relaxed);
+  if (index >= kMaxCommunicators) return kNoComm;
+  uint32_t h = hash_of(handle_key, kHashSlots);
+  // Retired keys stay as tombstones, so at most kMaxCommunicators slots are ever used and an
+  // empty slot always exists (kHashSlots = 2 × capacity).
+  while (hash_keys_[h].load(std::memory_order_relaxed) != 0) h = (h + 1) & (kHashSlots - 1);
+  auto* c = new Counters();
+  c->handle_key = handle_key;
+  c->size.store(size, std::memory_order_relaxed);
+  c->rank.store(rank, std::memory_order_relaxed);
+  comms_[index].store(c, std::memory_order_release);
+  hash_index_[h].store(index, std::memory_order_relaxed);
+  hash_keys_[h].store(handle_key, std::memory_order_release);
+  count_.store(index + 1, std::memory_order_release);
+  return index;
+}
+
+void CommCallTable::retire_communicator(uint32_t comm_index) {
+  if (comm_index >= kMaxCommunicators) return;
+  std::lock_guard<std::mutex> lock(register_mutex_);
+  Counters* c = comms_[comm_index].load(std::memory_order_acquire);
+  if (c == nullptr || c->retired.load(std::memory_order_relaxed)) return;
+  c->retired.store(true, std::memory_order_relaxed);
+  for (uint32_t h = hash_of(c->handle_key, kHashSlots);; h = (h + 1) & (kHashSlots - 1)) {
+    uint64_t k = hash_keys_[h].load(std::memory_order_relaxed);
+    if (k == 0) break;
+    if (k == c->handle_key && hash_index_[h].load(std::memory_order_relaxed) == comm_index) {
+      hash_keys_[h].store(kTombstone, std::memory_order_release);
+      break;
+    }
+  }
+}
+
+void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes) noexcept {
+  Counters* c = comm_index < kMaxCommunicators ? comms_[comm_index].load(std::memory_order_acquire)
+                                               : nullptr;
+  auto oi = static_cast<std::size_t>(op);
+  if (c == nullptr || oi >= kCommOpCount) {
+    bad_calls_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Counters::Op& o = c->ops[oi];
+  o.calls.fetch_add(1, std::memory_order_relaxed);
+  o.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  uint32_t b = size_bucket(bytes);
+  o.bucket_calls[b].fetch_add(1, std::memory_order_relaxed);
+  o.bucket_bytes[b].fetch_add(bytes, std::memory_order_relaxed);
+}
+
+uint64_t CommCallTable::next_seq(uint32_t comm_index) noexcept {
+  Counters* c = comm_index < kMaxCommunicators ? comms_[comm_index].load(std::memory_order_acquire)
+                                               : nullptr;
+  if (c == nullptr) return 0;
+  return c->seq.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void CommCallTable::record_group(uint64_t group_id, const CommGroupMember* members,
+                                 uint32_t count) noexcept {
+  if (group_id == 0 || (members == nullptr && count > 0)) return;
+  GroupSlot& s = groups_[group_id % kGroupSlots];
+  uint64_t v = s.version.load(std::memory_order_relaxed);
+  if ((v & 1) != 0 ||
+      !s.version.compare_exchange_strong(v, v + 1, std::memory_order_acquire,
+                                         std::memory_order_relaxed)) {
+    groups_lost_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  // Build the record locally first: merging beyond capacity needs to read what is stored.
+  CommGroupRecord r;
+  for (uint32_t i = 0; i < count; ++i) {
+    const CommGroupMember& m = members[i];
+    if (r.count < CommGroupRecord::kMaxMembers) {
+      r.members[r.count++] = m;
+      continue;
+    }
+    r.merged = true;
+    uint32_t into = 0;
+    for (uint32_t j = 0; j < r.count; ++j)
+      if (r.members[j].op == m.op && r.members[j].comm_id == m.comm_id) {
+        into = j;
+        break;
+      }
+    CommGroupMember& t = r.members[into];
+    t.bytes += m.bytes;
+    if (t.op == m.op && t.comm_id == m.comm_id) t.seq = std::max(t.seq, m.seq);
+  }
+  s.group_id.store(group_id, std::memory_order_relaxed);
+  s.count.store(r.count, std::memory_order_relaxed);
+  s.merged.store(r.merged, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < r.count; ++i) {
+    s.op_comm[i].store(pack_member(r.members[i].op, r.members[i].comm_id),
+                       std::memory_order_relaxed);
+    s.seq[i].store(r.members[i].seq, std::memory_order_relaxed);
+    s.bytes[i].store(r.members[i].bytes, std::memory_order_relaxed);
+  }
+  s.version.store(v + 2, std::memory_order_release);
+}
+
+bool CommCallTable::find_group(uint64_t group_id, CommGroupRecord& out) const noexcept {
+  if (group_id == 0) return false;
+  const GroupSlot& s = groups_[group_id % kGroupSlots];
+  uint64_t v1 = s.version.load(std::memory_order_acquire);
+  if ((v1 & 1) != 0) return false;
+  CommGroupRecord r;
+  r.group_id = s.group_id.load(std::memory_order_relaxed);
+  r.count = std::min(s.count.load(std::memory_order_relaxed), CommGroupRecord::kMaxMembers);
+  r.merged = s.merged.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < r.count; ++i) {
+    uint64_t oc = s.op_comm[i].load(std::memory_order_relaxed);
+    r.members[i].op = static_cast<CommOp>(oc & 0xff);
+    r.members[i].comm_id = static_cast<uint32_t>(oc >> 8);
+    r.members[i].seq = s.seq[i].load(std::memory_order_relaxed);
+    r.members[i].bytes = s.bytes[i].load(std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (s.version.load(std::memory_order_relaxed) != v1 || r.group_id != group_id) return false;
+  out = r;
+  return true;
+}
+
+CommCallTable::Snapshot CommCallTable::snapshot() const {
+  Snapshot snap;
+  uint32_t n = count_.load(std::memory_order_acquire);
+  snap.comms.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Counters* c = comms_[i].load(std::memory_order_acquire);
+    CommSnapshot& s = snap.comms[i];
+    s.index = i;
+    if (c == nullptr) continue;
+    s.handle_key = c->handle_key;
+    s.size = c->size.load(std::memory_order_relaxed);
+    s.rank = c->rank.load(std::memory_order_relaxed);
+    s.retired = c->retired.load(std::memory_order_relaxed);
+    s.ops_enqueued = c->seq.load(std::memory_order_relaxed);
+    for (std::size_t o = 0; o < kCommOpCount; ++o) {
+      const Counters::Op& src = c->ops[o];
+      OpCounts& dst = s.ops[o];
+      dst.calls = src.calls.load(std::memory_order_relaxed);
+      dst.bytes = src.bytes.load(std::memory_order_relaxed);
+      for (uint32_t b = 0; b < kSizeBuckets; ++b) {
+        dst.bucket_calls[b] = src.bucket_calls[b].load(std::memory_order_relaxed);
+        dst.bucket_bytes[b] = src.bucket_bytes[b].load(std::memory_order_relaxed);
+      }
+    }
+  }
+  snap.calls_without_communicator = bad_calls_.load(std::memory_order_relaxed);
+  return snap;
+}
+
+}  // namespace traintime::core

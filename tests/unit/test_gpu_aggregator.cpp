@@ -1,0 +1,405 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "traintime/core/gpu_aggregator.h"
+
+using namespace traintime::core;
+
+namespace {
+
+// One activity with its launch context and the category of its region.
+struct Act {
+  GpuActivity a;
+  LaunchContext ctx;
+  Category region = Category::kOther;
+};
+
+Act kern(uint64_t start, uint64_t end, PathId path, Category region, uint32_t step = 0,
+         uint32_t stream = 7, std::string_view name = "k") {
+  Act x;
+  x.a.kind = ActivityKind::kKernel;
+  x.a.start_ns = start;
+  x.a.end_ns = end;
+  x.a.stream = stream;
+  x.a.name = name;
+  x.ctx.path = path;
+  x.ctx.step = step;
+  x.ctx.entry = path == kNoPath ? 0 : 1000 + path;
+  x.region = region;
+  return x;
+}
+
+Act allreduce(uint64_t start, uint64_t end, uint32_t step = 0) {
+  Act x = kern(start, end, kNoPath, Category::kOther, step, 9, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  x.ctx.comm_op = CommOp::kAllReduce;
+  return x;
+}
+
+Act copy(uint64_t start, uint64_t end, CopyKind kind, uint64_t bytes, PathId path, Category region,
+         uint32_t step = 0) {
+  Act x = kern(start, end, path, region, step, 3, "");
+  x.a.kind = ActivityKind::kMemcpy;
+  x.a.copy_kind = kind;
+  x.a.bytes = bytes;
+  return x;
+}
+
+std::string name_of(PathId p) { return "path" + std::to_string(p); }
+
+RankFile run(GpuAggregator& agg, const std::vector<Act>& acts, uint64_t steps_completed,
+             const CommCallTable::Snapshot* calls = nullptr) {
+  for (const Act& x : acts) agg.ingest(x.a, x.ctx, x.region);
+  RankFile f;
+  agg.fill(f, name_of, steps_completed, calls);
+  return f;
+}
+
+const RegionRow* region(const RankFile& f, const std::string& path) {
+  for (const auto& r : f.regions)
+    if (r.path == path) return &r;
+  return nullptr;
+}
+
+// Forward [0,100), AllReduce [50,150) on another stream, backward [120,200), io copy [250,300).
+std::vector<Act> overlap_step() {
+  return {kern(0, 100, 1, Category::kForward), allreduce(50, 150),
+          kern(120, 200, 2, Category::kBackward, 0, 8),
+          copy(250, 300, CopyKind::kHtoD, 1000, 3, Category::kIo)};
+}
+
+}  // namespace
+
+TEST_CASE("step breakdown: overlapped and exposed comm, io and idle on one device",
+          "[aggregator]") {
+  GpuAggregator agg;
+  RankFile f = run(agg, overlap_step(), 1);
+  const StepTotals& t = f.steps.totals;
+  // compute = [0,100) ∪ [120,200) = 180; comm = 100; comm ∩ compute = [50,100)+[120,150) = 80.
+  CHECK(t.compute_ns == 180);
+  CHECK(t.comm_ns == 100);
+  CHECK(t.comm_overlapped_ns == 80);
+  CHECK(t.exposed_comm_ns == 20);  // [100,120)
+  CHECK(t.io_ns == 50);
+  CHECK(t.gpu_busy_ns == 250);  // [0,200) ∪ [250,300)
+  CHECK(t.idle_ns == 50);       // span [0,300) − 250
+  CHECK(t.gpu_sum_ns == 330);
+  CHECK(t.compute_sum_ns == 180);
+  CHECK(t.comm_sum_ns == 100);
+  CHECK(t.io_sum_ns == 50);
+  CHECK(f.categories.at("forward").gpu_busy_ns == 100);
+  CHECK(f.categories.at("backward").gpu_busy_ns == 80);
+  CHECK(f.categories.at("comm").gpu_busy_ns == 100);
+  CHECK(f.categories.at("comm").count == 1);
+  CHECK(f.categories.at("io").gpu_busy_ns == 50);
+  CHECK(f.categories.at("unattributed").count == 0);
+  CHECK_FALSE(f.steps.partial_final_step);
+}
+
+TEST_CASE("step breakdown does not depend on arrival order", "[aggregator]") {
+  std::vector<Act> acts = overlap_step();
+  std::reverse(acts.begin(), acts.end());
+  GpuAggregator agg;
+  RankFile f = run(agg, acts, 1);
+  CHECK(f.steps.totals.comm_overlapped_ns == 80);
+  CHECK(f.steps.totals.exposed_comm_ns == 20);
+  CHECK(f.steps.totals.idle_ns == 50);
+  CHECK(f.steps.totals.gpu_busy_ns == 250);
+}
+
+TEST_CASE("busy time is a union: overlapping streams of one category count once",
+          "[aggregator]") {
+  GpuAggregator agg;
+  RankFile f = run(agg,
+                   {kern(0, 100, 1, Category::kForward, 0, 1), kern(50, 150, 1, Category::kForward, 0, 2),
+                    kern(60, 70, 1, Category::kForward, 0, 3)},
+                   1);
+  CHECK(f.categories.at("forward").gpu_busy_ns == 150);
+  CHECK(f.categories.at("forward").gpu_sum_ns == 210);
+  CHECK(f.categories.at("forward").count == 3);
+  CHECK(f.steps.totals.idle_ns == 0);
+}
+
+TEST_CASE("devices are broken down separately and summed", "[aggregator]") {
+  std::vector<Act> acts = {kern(0, 100, 1, Category::kForward), kern(50, 80, 1, Category::kForward),
+                           kern(300, 400, 1, Category::kForward)};
+  acts[1].a.device = 1;  // overlaps device 0 in time but is another GPU
+  GpuAggregator agg;
+  RankFile f = run(agg, acts, 1);
+  // device 0: busy 200 in span [0,400) → idle 200; device 1: busy 30, idle 0.
+  CHECK(f.categories.at("forward").gpu_busy_ns == 230);
+  CHECK(f.steps.totals.idle_ns == 200);
+  REQUIRE(f.steps.detail.size() == 1);
+  CHECK(f.steps.detail[0].span_ns == 430);
+}
+
+TEST_CASE("steps are broken down separately: the gap between steps is not idle",
+          "[aggregator]") {
+  GpuAggregator agg;
+  RankFile f = run(agg, {kern(0, 100, 1, Category::kForward, 0), kern(1000, 1100, 1, Category::kForward, 1),
+                         kern(1150, 1200, 1, Category::kForward, 1)},
+                   2);
+  CHECK(f.steps.totals.idle_ns == 50);  // only [1100,1150) inside step 1
+  REQUIRE(f.steps.detail.size() == 2);
+  CHECK(f.steps.detail[0].index == 0);
+  CHECK(f.steps.detail[0].totals.gpu_busy_ns == 100);
+  CHECK(f.steps.detail[1].index == 1);
+  CHECK(f.steps.detail[1].totals.gpu_busy_ns == 150);
+  CHECK(f.steps.detail[1].totals.idle_ns == 50);
+  CHECK(f.steps.detail[1].busy_ns_by_category.at("forward") == 150);
+}
+
+TEST_CASE("work launched after the last tt_step is a partial final step, still in totals",
+          "[aggregator]") {
+  GpuAggregator agg;
+  RankFile f = run(agg, {kern(0, 100, 1, Category::kForward, 0), kern(200, 260, 1, Category::kForward, 1),
+                         kern(300, 310, kNoPath, Category::kOther, 2)},
+                   2);
+  CHECK(f.steps.partial_final_step);
+  CHECK(f.steps.totals.gpu_busy_ns == 170);
+  CHECK(f.categories.at("unattributed").gpu_busy_ns == 10);
+  REQUIRE(f.steps.detail.size() == 3);
+  CHECK_FALSE(f.steps.detail[1].partial);
+  CHECK(f.steps.detail[2].partial);
+  RankFile g;
+  agg.fill(g, name_of, 3);  // a third tt_step completes that step
+  CHECK_FALSE(g.steps.partial_final_step);
+}
+
+TEST_CASE("step detail keeps the most recent steps only", "[aggregator]") {
+  AggregatorOptions o;
+  o.step_detail = 3;
+  GpuAggregator agg(o);
+  std::vector<Act> acts;
+  for (uint32_t s = 0; s < 10; ++s) acts.push_back(kern(s * 100, s * 100 + 10, 1, Category::kForward, s));
+  RankFile f = run(agg, acts, 10);
+  REQUIRE(f.steps.detail.size() == 3);
+  CHECK(f.steps.detail[0].index == 7);
+  CHECK(f.steps.detail[2].index == 9);
+  CHECK(f.steps.totals.gpu_busy_ns == 100);  // totals cover all ten
+}
+
+TEST_CASE("records of a folded step arrive late: counted once as isolated intervals",
+          "[aggregator]") {
+  AggregatorOptions o;
+  o.max_open_steps = 2;
+  GpuAggregator agg(o);
+  // Step 0 is folded when step 2 opens (three open steps > 2).
+  run(agg, {kern(0, 100, 1, Category::kForward, 0), kern(1000, 1100, 1, Category::kForward, 1),
+            kern(2000, 2100, 1, Category::kForward, 2)},
+      3);
+  CHECK(agg.late_records() == 0);
+  // A record of step 0 overlapping its folded kernel by 50 ns.
+  Act late = kern(50, 150, 1, Category::kForward, 0);
+  agg.ingest(late.a, late.ctx, late.region);
+  CHECK(agg.late_records() == 1);
+  RankFile f;
+  agg.fill(f, name_of, 3);
+  // Exact union would be 350; the late record is counted whole: 300 + 100.
+  CHECK(f.categories.at("forward").gpu_busy_ns == 400);
+  CHECK(f.categories.at("forward").gpu_sum_ns == 400);  // raw sums stay exact
+  CHECK(f.categories.at("forward").count == 4);
+  CHECK(std::any_of(f.warnings.begin(), f.warnings.end(),
+                    [](const std::string& w) { return w.find("arrived after") != std::string::npos; }));
+}
+
+TEST_CASE("records of an open step arriving out of order are exact", "[aggregator]") {
+  AggregatorOptions o;
+  o.max_open_steps = 4;
+  GpuAggregator agg(o);
+  // Buffers of two threads: steps 0..2 from one, then step 0 from the other.
+  RankFile f = run(agg, {kern(0, 100, 1, Category::kForward, 0), kern(1000, 1100, 1, Category::kForward, 1),
+                         kern(2000, 2100, 1, Category::kForward, 2), kern(50, 150, 2, Category::kBackward, 0, 2)},
+                   3);
+  CHECK(agg.late_records() == 0);
+  CHECK(f.steps.totals.gpu_busy_ns == 350);  // step 0: [0,150)
+  CHECK(f.steps.totals.compute_ns == 350);
+}
+
+TEST_CASE("a step larger than the open-record budget is folded in segments", "[aggregator]") {
+  AggregatorOptions o;
+  o.max_open_records = 4;
+  GpuAggregator agg(o);
+  std::vector<Act> acts;
+  for (uint64_t i = 0; i < 10; ++i) acts.push_back(kern(i * 100, i * 100 + 40, 1, Category::kForward, 0));
+  RankFile f = run(agg, acts, 0);
+  CHECK(agg.footprint().open_records <= 4);
+  CHECK(f.steps.totals.gpu_busy_ns == 400);
+  CHECK(f.steps.totals.idle_ns == 940 - 400);  // span [0,940) kept across segments
+  CHECK(f.steps.partial_final_step);           // no tt_step at all
+}
+
+TEST_CASE("region rows: busy, sum, per-entry span, kernels and category split", "[aggregator]") {
+  GpuAggregator agg;
+  std::vector<Act> acts = {kern(0, 10, 1, Category::kForward, 0, 1), kern(30, 40, 1, Category::kForward, 0, 1),
+                           kern(5, 15, 1, Category::kForward, 0, 2), kern(100, 105, 1, Category::kForward, 0, 1)};
+  acts[3].ctx.entry = 2002;  // a second entry of the same region
+  // An AllReduce launched inside the region counts as comm in the region's split.
+  Act ar = allreduce(200, 260);
+  ar.ctx.path = 1;
+  ar.ctx.entry = 2002;
+  ar.region = Category::kForward;
+  acts.push_back(ar);
+  RankFile f;
+  RegionRow cpu_row;
+  cpu_row.path = "path1";
+  cpu_row.category = Category::kForward;
+  cpu_row.count = 2;
+  cpu_row.cpu_ns = 12345;
+  f.regions.push_back(cpu_row);
+  for (const Act& x : acts) agg.ingest(x.a, x.ctx, x.region);
+  agg.fill(f, name_of, 1);
+  REQUIRE(f.regions.size() == 1);
+  const RegionRow& r = f.regions[0];
+  CHECK(r.cpu_ns == 12345);  // the CPU part is kept
+  CHECK(r.count == 2);
+  CHECK(r.kernels == 5);
+  CHECK(r.gpu_sum_ns == 10 + 10 + 10 + 5 + 60);
+  CHECK(r.gpu_busy_ns == 15 + 10 + 5 + 60);  // [0,15) [30,40) [100,105) [200,260)
+  // entry 1001: [0,40) = 40; entry 2002: [100,260) = 160
+  CHECK(r.gpu_span_ns == 200);
+  CHECK(r.by_category.at("forward").gpu_busy_ns == 30);
+  CHECK(r.by_category.at("forward").count == 4);
+  CHECK(r.by_category.at("comm").gpu_busy_ns == 60);
+  CHECK(r.by_category.count("backward") == 0);
+}
+
+TEST_CASE("regions with GPU work only are appended with their category", "[aggregator]") {
+  GpuAggregator agg;
+  RankFile f = run(agg, {kern(0, 10, 4, Category::kOptimizer)}, 1);
+  const RegionRow* r = region(f, "path4");
+  REQUIRE(r != nullptr);
+  CHECK(r->category == Category::kOptimizer);
+  CHECK(r->count == 0);
+  CHECK(r->gpu_busy_ns == 10);
+}
+
+TEST_CASE("top kernels per region are demangled and ordered by total time", "[aggregator]") {
+  AggregatorOptions o;
+  o.top_kernels = 2;
+  GpuAggregator agg(o);
+  std::string foo = "_Z3fooi";
+  std::string foo_copy = foo;  // same name at another address
+  RankFile f = run(agg, {kern(0, 10, 1, Category::kForward, 0, 1, foo), kern(20, 40, 1, Category::kForward, 0, 1, foo_copy),
+                         kern(50, 55, 1, Category::kForward, 0, 1, "bar"), kern(60, 61, 1, Category::kForward, 0, 1, "baz")},
+                   1);
+  const RegionRow* r = region(f, "path1");
+  REQUIRE(r != nullptr);
+  REQUIRE(r->top_kernels.size() == 2);
+  CHECK(r->top_kernels[0].name == "foo(int)");
+  CHECK(r->top_kernels[0].count == 2);
+  CHECK(r->top_kernels[0].gpu_sum_ns == 30);
+  CHECK(r->top_kernels[1].name == "bar");
+}
+
+TEST_CASE("memcpy is broken down by direction with bytes and time", "[aggregator]") {
+  GpuAggregator agg;
+  RankFile f = run(agg, {copy(0, 10, CopyKind::kHtoD, 100, 1, Category::kIo), copy(20, 40, CopyKind::kHtoD, 300, 1, Category::kIo),
+                         copy(50, 55, CopyKind::kDtoH, 7, 1, Category::kIo), copy(60, 61, CopyKind::kDtoD, 8, 1, Category::kIo),
+                         copy(70, 80, CopyKind::kPtoP, 9, 1, Category::kIo)},
+                   1);
+  CHECK(f.memcpy.at("HtoD").count == 2);
+  CHECK(f.memcpy.at("HtoD").bytes == 400);
+  CHECK(f.memcpy.at("HtoD").gpu_ns == 30);
+  CHECK(f.memcpy.at("DtoH").bytes == 7);
+  CHECK(f.memcpy.at("DtoD").gpu_ns == 1);
+  CHECK(f.memcpy.at("PtoP").count == 1);
+  CHECK(f.memcpy.count("Other") == 0);
+  CHECK(f.categories.at("io").gpu_busy_ns == 46);
+}
+
+TEST_CASE("dropped records are reported", "[aggregator]") {
+  GpuAggregator agg;
+  agg.note_dropped(5);
+  agg.note_dropped(2);
+  RankFile f;
+  agg.fill(f, name_of, 0);
+  CHECK(f.dropped_records == 7);
+  CHECK_FALSE(f.steps.partial_final_step);  // nothing recorded at all
+}
+
+TEST_CASE("memory stays bounded: 1M activities over 100k steps", "[aggregator][bounded]") {
+  AggregatorOptions o;
+  GpuAggregator agg(o);
+  GpuActivity a;
+  a.kind = ActivityKind::kKernel;
+  a.name = "gemm_kernel";
+  LaunchContext ctx;
+  ctx.path = 1;
+  std::size_t max_open = 0, max_steps = 0;
+  for (uint32_t step = 0; step < 100000; ++step) {
+    ctx.step = step;
+    ctx.entry = step + 1;
+    for (uint64_t k = 0; k < 10; ++k) {
+      a.start_ns = uint64_t{step} * 1000 + k * 50;
+      a.end_ns = a.start_ns + 10;
+      agg.ingest(a, ctx, Category::kForward);
+    }
+    auto fp = agg.footprint();
+    max_open = std::max(max_open, fp.open_records);
+    max_steps = std::max(max_steps, fp.open_steps);
+  }
+  CHECK(max_open <= o.max_open_records);
+  CHECK(max_steps <= o.max_open_steps);
+  auto fp = agg.footprint();
+  CHECK(fp.detail_steps <= o.step_detail);
+  CHECK(fp.regions == 1);
+  CHECK(fp.region_kernels == 1);
+  CHECK(fp.kernel_names == 3);  // "", "(other kernels)", gemm_kernel
+  RankFile f;
+  agg.fill(f, name_of, 100000);
+  CHECK(f.steps.totals.gpu_busy_ns == 10'000'000);  // 1M kernels × 10 ns, none overlapping
+  CHECK(f.steps.totals.idle_ns == 100000 * (460 - 100));  // span 460 per step
+  CHECK(f.regions[0].gpu_span_ns == 100000 * 460);
+  CHECK(agg.late_records() == 0);
+}
+
+TEST_CASE("kernel name cap keeps attribution and groups the rest", "[aggregator][bounded]") {
+  AggregatorOptions o;
+  o.max_kernel_names = 2;
+  GpuAggregator agg(o);
+  std::vector<std::string> names = {"a", "b", "c", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+  std::vector<Act> acts;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    acts.push_back(kern(i * 10, i * 10 + 5, 1, Category::kForward, 0, 1, names[i]));
+  RankFile f = run(agg, acts, 1);
+  CHECK(agg.footprint().kernel_names == 4);
+  CHECK(f.categories.at("comm").count == 1);  // still recognised past the cap
+  const RegionRow* r = region(f, "path1");
+  REQUIRE(r != nullptr);
+  CHECK(std::any_of(r->top_kernels.begin(), r->top_kernels.end(),
+                    [](const KernelStat& k) { return k.name == "(other kernels)" && k.count == 2; }));
+}
+
+TEST_CASE("trace keeps events up to its cap and says how many it dropped", "[aggregator][trace]") {
+  AggregatorOptions o;
+  o.trace = true;
+  o.trace_max_events = 2;
+  GpuAggregator agg(o);
+  std::vector<Act> acts = {kern(0, 10, 1, Category::kForward), allreduce(5, 20),
+                           kern(30, 40, kNoPath, Category::kOther)};
+  for (const Act& x : acts) agg.ingest(x.a, x.ctx, x.region);
+  nlohmann::json j = agg.trace_json(name_of);
+  CHECK(j["format"] == "traintime-trace/1");
+  CHECK(j["events_kept"] == 2);
+  CHECK(j["events_dropped"] == 1);
+  CHECK(j["truncated"] == true);
+  REQUIRE(j["events"].size() == 2);
+  const auto& cols = j["columns"];
+  auto col = [&](const std::string& c) {
+    return static_cast<std::size_t>(std::find(cols.begin(), cols.end(), c) - cols.begin());
+  };
+  const auto& e1 = j["events"][1];
+  CHECK(e1[col("start_ns")] == 5);
+  CHECK(e1[col("end_ns")] == 20);
+  CHECK(j["categories"][e1[col("category")].get<std::size_t>()] == "comm");
+  CHECK(j["comm_ops"][e1[col("comm_op")].get<std::size_t>()] == "AllReduce");
+  CHECK(j["names"][e1[col("name")].get<std::size_t>()] == "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  CHECK(j["paths"]["1"] == "path1");
+  RankFile f;
+  agg.fill(f, name_of, 1);
+  CHECK(std::any_of(f.warnings.begin(), f.warnings.end(),
+                    [](const std::string& w) { return w.find("TRAINTIME_TRACE") != std::string::npos; }));
+}
