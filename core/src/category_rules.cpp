@@ -2,29 +2,18 @@
 
 #include <algorithm>
 
+#include "ascii_text.h"
+
 namespace traintime::core {
 namespace {
 
-// ASCII-only on purpose: region names may be any bytes, and locale-dependent <cctype> would make
-// the category of a name depend on the application's setlocale().
-bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) { return is_upper(c) || is_lower(c) || is_digit(c); }
-char to_lower(char c) { return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), to_lower);
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using ascii::is_alnum;
+using ascii::is_digit;
+using ascii::is_lower;
+using ascii::is_upper;
+using ascii::lower;
+using ascii::to_lower;
+using ascii::trim;
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> parts;

@@ -4,7 +4,9 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <variant>
 
+#include "ascii_text.h"
 #include "traintime/core/category_rules.h"
 
 namespace traintime::core {
@@ -17,107 +19,67 @@ using U64Field = uint64_t Config::*;
 
 enum class Kind { kString, kBool, kU32, kU64, kLogLevel, kCategoryRules };
 
+// The field a row fills; the alternative matches the row's Kind (string kinds use StringField).
+using Field = std::variant<StringField, BoolField, U32Field, U64Field>;
+
+constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+
 // One row per variable: adding a variable is adding a row here (and the field in Config).
 struct Row {
   ConfigVar var;
   Kind kind;
-  StringField str = nullptr;
-  BoolField boolean = nullptr;
-  U32Field u32 = nullptr;
-  U64Field u64 = nullptr;
+  Field field;
   uint64_t min = 0;  // integers only
-  uint64_t max = std::numeric_limits<uint64_t>::max();
+  uint64_t max = kU64Max;
 };
 
-constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
+const Row kRows[] = {
+    {{"TRAINTIME_OUTPUT", "traintime-out",
+      "Directory the rank files are written to (created if missing)."},
+     Kind::kString, &Config::output_dir},
+    {{"TRAINTIME_DISABLE", "0",
+      "1 turns the profiler off entirely: annotations become no-ops and nothing is written."},
+     Kind::kBool, &Config::disable},
+    {{"TRAINTIME_LOG_LEVEL", "warn",
+      "Messages printed to stderr: trace, debug, info, warn, error or off."},
+     Kind::kLogLevel, &Config::log_level},
+    {{"TRAINTIME_WARMUP_STEPS", "2",
+      "Steps skipped before step wall-time statistics and samples/s, tokens/s are computed."},
+     Kind::kU32, &Config::warmup_steps, 0, kU32Max},
+    {{"TRAINTIME_CUPTI", "1", "0 turns GPU capture (CUPTI) off; CPU regions still work."},
+     Kind::kBool, &Config::cupti},
+    {{"TRAINTIME_CUPTI_LIB", "",
+      "Path of the libcupti.so to load; empty means the one already loaded, else the toolkit's."},
+     Kind::kString, &Config::cupti_lib},
+    {{"TRAINTIME_NCCL", "1",
+      "0 disables NCCL interposition; communication is then found by kernel name only (bytes "
+      "unknown)."},
+     Kind::kBool, &Config::nccl},
+    {{"TRAINTIME_SNAPSHOT_SEC", "0",
+      "Write a snapshot of the rank file every N seconds (0 = only at exit)."},
+     Kind::kU32, &Config::snapshot_sec, 0, kU32Max},
+    {{"TRAINTIME_TRACE", "0",
+      "1 also records a capped timeline of every kernel (for Perfetto export)."},
+     Kind::kBool, &Config::trace},
+    {{"TRAINTIME_TRACE_MAX_EVENTS", "1000000",
+      "Maximum events kept by TRAINTIME_TRACE=1 (1 to 1000000000)."},
+     Kind::kU64, &Config::trace_max_events, 1, 1000000000},
+    {{"TRAINTIME_STEP_DETAIL", "64", "Per-step breakdown rows kept in the rank file (0 to 1000000)."},
+     Kind::kU32, &Config::step_detail, 0, 1000000},
+    {{"TRAINTIME_CATEGORY_RULES", "",
+      "Extra name rules tried before the built-in ones, e.g. "
+      "\"forward=fwd,encode;io=prefetch,loader\"."},
+     Kind::kCategoryRules, &Config::category_rules},
+    {{"TRAINTIME_BUFFER_MB", "8", "Size of one CUPTI activity buffer in MiB (1 to 1024)."},
+     Kind::kU32, &Config::buffer_mb, 1, 1024},
+    {{"TRAINTIME_BUFFER_COUNT", "64",
+      "Maximum number of CUPTI activity buffers in the pool (1 to 65536)."},
+     Kind::kU32, &Config::buffer_count, 1, 65536},
+};
 
-const std::vector<Row>& rows() {
-  static const std::vector<Row> table = [] {
-    std::vector<Row> t;
-    const auto str = [&](ConfigVar v, StringField f, Kind k = Kind::kString) {
-      Row r{v, k};
-      r.str = f;
-      t.push_back(r);
-    };
-    const auto boolean = [&](ConfigVar v, BoolField f) {
-      Row r{v, Kind::kBool};
-      r.boolean = f;
-      t.push_back(r);
-    };
-    const auto u32 = [&](ConfigVar v, U32Field f, uint64_t lo, uint64_t hi) {
-      Row r{v, Kind::kU32};
-      r.u32 = f;
-      r.min = lo;
-      r.max = hi;
-      t.push_back(r);
-    };
-    const auto u64 = [&](ConfigVar v, U64Field f, uint64_t lo, uint64_t hi) {
-      Row r{v, Kind::kU64};
-      r.u64 = f;
-      r.min = lo;
-      r.max = hi;
-      t.push_back(r);
-    };
-    str({"TRAINTIME_OUTPUT", "traintime-out",
-         "Directory the rank files are written to (created if missing)."},
-        &Config::output_dir);
-    boolean({"TRAINTIME_DISABLE", "0",
-             "1 turns the profiler off entirely: annotations become no-ops and nothing is written."},
-            &Config::disable);
-    str({"TRAINTIME_LOG_LEVEL", "warn",
-         "Messages printed to stderr: trace, debug, info, warn, error or off."},
-        &Config::log_level, Kind::kLogLevel);
-    u32({"TRAINTIME_WARMUP_STEPS", "2",
-         "Steps skipped before step wall-time statistics and samples/s, tokens/s are computed."},
-        &Config::warmup_steps, 0, kU32Max);
-    boolean({"TRAINTIME_CUPTI", "1", "0 turns GPU capture (CUPTI) off; CPU regions still work."},
-            &Config::cupti);
-    str({"TRAINTIME_CUPTI_LIB", "",
-         "Path of the libcupti.so to load; empty means the one already loaded, else the toolkit's."},
-        &Config::cupti_lib);
-    boolean({"TRAINTIME_NCCL", "1",
-             "0 disables NCCL interposition; communication is then found by kernel name only "
-             "(bytes unknown)."},
-            &Config::nccl);
-    u32({"TRAINTIME_SNAPSHOT_SEC", "0",
-         "Write a snapshot of the rank file every N seconds (0 = only at exit)."},
-        &Config::snapshot_sec, 0, kU32Max);
-    boolean({"TRAINTIME_TRACE", "0",
-             "1 also records a capped timeline of every kernel (for Perfetto export)."},
-            &Config::trace);
-    u64({"TRAINTIME_TRACE_MAX_EVENTS", "1000000",
-         "Maximum events kept by TRAINTIME_TRACE=1 (1 to 1000000000)."},
-        &Config::trace_max_events, 1, 1000000000);
-    u32({"TRAINTIME_STEP_DETAIL", "64",
-         "Per-step breakdown rows kept in the rank file (0 to 1000000)."},
-        &Config::step_detail, 0, 1000000);
-    str({"TRAINTIME_CATEGORY_RULES", "",
-         "Extra name rules tried before the built-in ones, e.g. "
-         "\"forward=fwd,encode;io=prefetch,loader\"."},
-        &Config::category_rules, Kind::kCategoryRules);
-    u32({"TRAINTIME_BUFFER_MB", "8", "Size of one CUPTI activity buffer in MiB (1 to 1024)."},
-        &Config::buffer_mb, 1, 1024);
-    u32({"TRAINTIME_BUFFER_COUNT", "64",
-         "Maximum number of CUPTI activity buffers in the pool (1 to 65536)."},
-        &Config::buffer_count, 1, 65536);
-    return t;
-  }();
-  return table;
-}
-
-std::string_view trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
+using ascii::lower;
+using ascii::trim;
 
 std::optional<bool> parse_bool(std::string_view text) {
   const std::string v = lower(trim(text));
@@ -150,7 +112,7 @@ std::string warning(const ConfigVar& var, std::string_view value, const std::str
 }
 
 std::string integer_expectation(const Row& row) {
-  const uint64_t type_max = row.kind == Kind::kU32 ? kU32Max : std::numeric_limits<uint64_t>::max();
+  const uint64_t type_max = row.kind == Kind::kU32 ? kU32Max : kU64Max;
   if (row.min == 0 && row.max == type_max) return "a non-negative integer";
   return "an integer in [" + std::to_string(row.min) + ", " + std::to_string(row.max) + "]";
 }
@@ -159,12 +121,12 @@ std::string integer_expectation(const Row& row) {
 std::string apply(const Row& row, std::string_view value, Config& cfg) {
   switch (row.kind) {
     case Kind::kString:
-      cfg.*row.str = std::string(value);
+      cfg.*std::get<StringField>(row.field) = std::string(value);
       return "";
     case Kind::kBool: {
       const std::optional<bool> b = parse_bool(value);
       if (!b) return warning(row.var, value, "a boolean (1/0, true/false, yes/no, on/off)");
-      cfg.*row.boolean = *b;
+      cfg.*std::get<BoolField>(row.field) = *b;
       return "";
     }
     case Kind::kU32:
@@ -172,9 +134,9 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
       const std::optional<uint64_t> n = parse_uint(value, row.min, row.max);
       if (!n) return warning(row.var, value, integer_expectation(row));
       if (row.kind == Kind::kU32)
-        cfg.*row.u32 = static_cast<uint32_t>(*n);
+        cfg.*std::get<U32Field>(row.field) = static_cast<uint32_t>(*n);
       else
-        cfg.*row.u64 = *n;
+        cfg.*std::get<U64Field>(row.field) = *n;
       return "";
     }
     case Kind::kLogLevel: {
@@ -183,14 +145,14 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
       const std::string v = lower(trim(value));
       if (std::find(std::begin(kLevels), std::end(kLevels), v) == std::end(kLevels))
         return warning(row.var, value, "one of trace, debug, info, warn, error, off");
-      cfg.*row.str = v;
+      cfg.*std::get<StringField>(row.field) = v;
       return "";
     }
     case Kind::kCategoryRules: {
       std::string error;
       if (!CategoryRules::parse(value, &error))
         return warning(row.var, value, "a valid rule list (" + error + ")");
-      cfg.*row.str = std::string(value);
+      cfg.*std::get<StringField>(row.field) = std::string(value);
       return "";
     }
   }
@@ -202,7 +164,7 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
 const std::vector<ConfigVar>& config_vars() {
   static const std::vector<ConfigVar> vars = [] {
     std::vector<ConfigVar> v;
-    for (const Row& r : rows()) v.push_back(r.var);
+    for (const Row& r : kRows) v.push_back(r.var);
     return v;
   }();
   return vars;
@@ -210,7 +172,7 @@ const std::vector<ConfigVar>& config_vars() {
 
 Config parse_config(const EnvLookup& env, std::vector<std::string>& warnings) {
   Config cfg;
-  for (const Row& row : rows()) {
+  for (const Row& row : kRows) {
     const char* raw = env ? env(row.var.name) : nullptr;
     if (raw == nullptr || *raw == '\0') continue;
     std::string w = apply(row, raw, cfg);

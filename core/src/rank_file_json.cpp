@@ -19,13 +19,59 @@ using nlohmann::json;
 
 constexpr const char* kMemcpyKinds[] = {"HtoD", "DtoH", "DtoD", "PtoP"};
 
+// Objects made only of unsigned counters are described once, here, and both written and read
+// from these tables, so a field name cannot differ between the writer and the reader.
+template <class T>
+struct U64Field {
+  const char* name;
+  uint64_t T::*member;
+  bool required = true;  // false: added after the contract; absent in older files reads as 0
+};
+
+constexpr U64Field<CategoryTotals> kCategoryTotalsFields[] = {
+    {"gpu_busy_ns", &CategoryTotals::gpu_busy_ns},
+    {"gpu_sum_ns", &CategoryTotals::gpu_sum_ns},
+    {"count", &CategoryTotals::count}};
+
+constexpr U64Field<StepTotals> kStepTotalsFields[] = {
+    {"gpu_busy_ns", &StepTotals::gpu_busy_ns},
+    {"compute_ns", &StepTotals::compute_ns},
+    {"comm_ns", &StepTotals::comm_ns},
+    {"comm_overlapped_ns", &StepTotals::comm_overlapped_ns},
+    {"exposed_comm_ns", &StepTotals::exposed_comm_ns},
+    {"io_ns", &StepTotals::io_ns},
+    {"idle_ns", &StepTotals::idle_ns},
+    {"gpu_sum_ns", &StepTotals::gpu_sum_ns, false},
+    {"compute_sum_ns", &StepTotals::compute_sum_ns, false},
+    {"comm_sum_ns", &StepTotals::comm_sum_ns, false},
+    {"io_sum_ns", &StepTotals::io_sum_ns, false}};
+
+constexpr U64Field<DurationStats> kDurationFields[] = {
+    {"count", &DurationStats::count},     {"total_ns", &DurationStats::total_ns},
+    {"min_ns", &DurationStats::min_ns},   {"max_ns", &DurationStats::max_ns},
+    {"mean_ns", &DurationStats::mean_ns}, {"p50_ns", &DurationStats::p50_ns},
+    {"p90_ns", &DurationStats::p90_ns}};
+
+constexpr U64Field<MemcpyStat> kMemcpyFields[] = {
+    {"count", &MemcpyStat::count}, {"bytes", &MemcpyStat::bytes}, {"gpu_ns", &MemcpyStat::gpu_ns}};
+
+constexpr U64Field<SizeBucket> kSizeBucketFields[] = {{"lo_bytes", &SizeBucket::lo_bytes},
+                                                      {"calls", &SizeBucket::calls},
+                                                      {"bytes", &SizeBucket::bytes},
+                                                      {"gpu_ns", &SizeBucket::gpu_ns}};
+
+template <class T, std::size_t N>
+json u64_object(const T& value, const U64Field<T> (&fields)[N]) {
+  json out = json::object();
+  for (const U64Field<T>& f : fields) out[f.name] = value.*f.member;
+  return out;
+}
+
 // ---- writing ---------------------------------------------------------------------------------
 
 double finite(double v) { return std::isfinite(v) ? v : 0.0; }
 
-json totals_json(const CategoryTotals& t) {
-  return {{"gpu_busy_ns", t.gpu_busy_ns}, {"gpu_sum_ns", t.gpu_sum_ns}, {"count", t.count}};
-}
+json totals_json(const CategoryTotals& t) { return u64_object(t, kCategoryTotalsFields); }
 
 json by_category_json(const std::map<std::string, CategoryTotals>& m) {
   json out = json::object();
@@ -33,25 +79,7 @@ json by_category_json(const std::map<std::string, CategoryTotals>& m) {
   return out;
 }
 
-json step_totals_json(const StepTotals& t) {
-  return {{"gpu_busy_ns", t.gpu_busy_ns},
-          {"compute_ns", t.compute_ns},
-          {"comm_ns", t.comm_ns},
-          {"comm_overlapped_ns", t.comm_overlapped_ns},
-          {"exposed_comm_ns", t.exposed_comm_ns},
-          {"io_ns", t.io_ns},
-          {"idle_ns", t.idle_ns},
-          {"gpu_sum_ns", t.gpu_sum_ns},
-          {"compute_sum_ns", t.compute_sum_ns},
-          {"comm_sum_ns", t.comm_sum_ns},
-          {"io_sum_ns", t.io_sum_ns}};
-}
-
-json duration_json(const DurationStats& d) {
-  return {{"count", d.count},   {"total_ns", d.total_ns}, {"min_ns", d.min_ns},
-          {"max_ns", d.max_ns}, {"mean_ns", d.mean_ns},   {"p50_ns", d.p50_ns},
-          {"p90_ns", d.p90_ns}};
-}
+json step_totals_json(const StepTotals& t) { return u64_object(t, kStepTotalsFields); }
 
 json region_json(const RegionRow& r) {
   json top = json::array();
@@ -85,7 +113,7 @@ json steps_json(const Steps& s) {
   }
   return {{"count", s.count},
           {"warmup", s.warmup},
-          {"wall_ns", duration_json(s.wall_ns)},
+          {"wall_ns", u64_object(s.wall_ns, kDurationFields)},
           {"samples", s.samples},
           {"tokens", s.tokens},
           {"samples_per_s", finite(s.samples_per_s)},
@@ -97,9 +125,7 @@ json steps_json(const Steps& s) {
 
 json comm_json(const CommRow& c) {
   json sizes = json::array();
-  for (const SizeBucket& b : c.sizes)
-    sizes.push_back(
-        {{"lo_bytes", b.lo_bytes}, {"calls", b.calls}, {"bytes", b.bytes}, {"gpu_ns", b.gpu_ns}});
+  for (const SizeBucket& b : c.sizes) sizes.push_back(u64_object(b, kSizeBucketFields));
   return {{"op", c.op},
           {"comm_size", c.comm_size},
           {"calls", c.calls},
@@ -248,9 +274,17 @@ Category category_named(const std::string& name, const std::string& where) {
   return *c;
 }
 
-CategoryTotals totals_from(const json& j, const std::string& w) {
+template <class T, std::size_t N>
+T u64_object_from(const json& j, const std::string& w, const U64Field<T> (&fields)[N]) {
   expect_object(j, w);
-  return {u64(j, "gpu_busy_ns", w), u64(j, "gpu_sum_ns", w), u64(j, "count", w)};
+  T value{};
+  for (const U64Field<T>& f : fields)
+    value.*f.member = f.required ? u64(j, f.name, w) : opt_u64(j, f.name, w, 0);
+  return value;
+}
+
+CategoryTotals totals_from(const json& j, const std::string& w) {
+  return u64_object_from(j, w, kCategoryTotalsFields);
 }
 
 std::map<std::string, CategoryTotals> by_category_from(const json& j, const std::string& w) {
@@ -263,33 +297,7 @@ std::map<std::string, CategoryTotals> by_category_from(const json& j, const std:
 }
 
 StepTotals step_totals_from(const json& j, const std::string& w) {
-  expect_object(j, w);
-  StepTotals t;
-  t.gpu_busy_ns = u64(j, "gpu_busy_ns", w);
-  t.compute_ns = u64(j, "compute_ns", w);
-  t.comm_ns = u64(j, "comm_ns", w);
-  t.comm_overlapped_ns = u64(j, "comm_overlapped_ns", w);
-  t.exposed_comm_ns = u64(j, "exposed_comm_ns", w);
-  t.io_ns = u64(j, "io_ns", w);
-  t.idle_ns = u64(j, "idle_ns", w);
-  t.gpu_sum_ns = opt_u64(j, "gpu_sum_ns", w, 0);
-  t.compute_sum_ns = opt_u64(j, "compute_sum_ns", w, 0);
-  t.comm_sum_ns = opt_u64(j, "comm_sum_ns", w, 0);
-  t.io_sum_ns = opt_u64(j, "io_sum_ns", w, 0);
-  return t;
-}
-
-DurationStats duration_from(const json& j, const std::string& w) {
-  expect_object(j, w);
-  DurationStats d;
-  d.count = u64(j, "count", w);
-  d.total_ns = u64(j, "total_ns", w);
-  d.min_ns = u64(j, "min_ns", w);
-  d.max_ns = u64(j, "max_ns", w);
-  d.mean_ns = u64(j, "mean_ns", w);
-  d.p50_ns = u64(j, "p50_ns", w);
-  d.p90_ns = u64(j, "p90_ns", w);
-  return d;
+  return u64_object_from(j, w, kStepTotalsFields);
 }
 
 RegionRow region_from(const json& j, const std::string& w) {
@@ -321,7 +329,7 @@ Steps steps_from(const json& j, const std::string& w) {
   Steps s;
   s.count = u64(j, "count", w);
   s.warmup = u64(j, "warmup", w);
-  s.wall_ns = duration_from(need(j, "wall_ns", w), join(w, "wall_ns"));
+  s.wall_ns = u64_object_from(need(j, "wall_ns", w), join(w, "wall_ns"), kDurationFields);
   s.samples = opt_u64(j, "samples", w, 0);
   s.tokens = opt_u64(j, "tokens", w, 0);
   s.samples_per_s = opt_dbl(j, "samples_per_s", w, 0);
@@ -361,12 +369,8 @@ CommRow comm_from(const json& j, const std::string& w) {
   c.algbw_gbps = dbl(j, "algbw_gbps", w);
   c.busbw_gbps = dbl(j, "busbw_gbps", w);
   const json& sizes = opt_array(j, "sizes", w);
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const std::string sw = indexed(join(w, "sizes"), i);
-    expect_object(sizes[i], sw);
-    c.sizes.push_back({u64(sizes[i], "lo_bytes", sw), u64(sizes[i], "calls", sw),
-                       u64(sizes[i], "bytes", sw), u64(sizes[i], "gpu_ns", sw)});
-  }
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    c.sizes.push_back(u64_object_from(sizes[i], indexed(join(w, "sizes"), i), kSizeBucketFields));
   return c;
 }
 
@@ -454,7 +458,7 @@ json rank_file_to_json(const RankFile& f) {
   for (const char* kind : kMemcpyKinds) {
     const auto it = f.memcpy.find(kind);
     const MemcpyStat m = it == f.memcpy.end() ? MemcpyStat{} : it->second;
-    memcpy_stats[kind] = {{"count", m.count}, {"bytes", m.bytes}, {"gpu_ns", m.gpu_ns}};
+    memcpy_stats[kind] = u64_object(m, kMemcpyFields);
   }
 
   json regions = json::array();
@@ -534,10 +538,8 @@ RankFile rank_file_from_json(const json& j) {
 
   const json& memcpy_stats = need_object(j, "memcpy", w);
   for (const char* kind : kMemcpyKinds) {
-    const std::string mw = join("memcpy", kind);
-    const json& m = need(memcpy_stats, kind, "memcpy");
-    expect_object(m, mw);
-    f.memcpy[kind] = {u64(m, "count", mw), u64(m, "bytes", mw), u64(m, "gpu_ns", mw)};
+    f.memcpy[kind] =
+        u64_object_from(need(memcpy_stats, kind, "memcpy"), join("memcpy", kind), kMemcpyFields);
   }
 
   f.dropped_records = u64(j, "dropped_records", w);
