@@ -1,0 +1,91 @@
+#include "activity_pipeline.h"
+
+#include <cstring>
+#include <utility>
+
+namespace traintime::cupti {
+
+ActivityPipeline::ActivityPipeline(const CuptiLibrary& lib, const CorrelationTable& launches,
+                                   const GraphNodeTable& graph_nodes,
+                                   core::GpuAggregator& aggregator, CategoryOf category_of,
+                                   NameOf name_of)
+    : lib_(lib),
+      launches_(launches),
+      graph_nodes_(graph_nodes),
+      aggregator_(aggregator),
+      category_of_(std::move(category_of)),
+      name_of_(std::move(name_of)) {}
+
+core::Category ActivityPipeline::category(core::PathId path) {
+  // A path's category never changes once interned, so one lookup per path is enough.
+  if (path >= category_cache_.size()) category_cache_.resize(path + 1, -1);
+  int8_t& c = category_cache_[path];
+  if (c < 0) c = static_cast<int8_t>(category_of_(path));
+  return static_cast<core::Category>(c);
+}
+
+core::LaunchContext ActivityPipeline::join(const DecodedActivity& d) {
+  const core::GpuActivity& a = d.activity;
+  core::LaunchContext ctx;
+  bool found = false;
+  if (d.runtime_correlation_id != 0 && launches_.lookup(d.runtime_correlation_id, &ctx)) {
+    found = true;
+    ++stats_.joined_runtime;
+  } else if (launches_.lookup(a.correlation_id, &ctx)) {
+    found = true;
+    ++stats_.joined_correlation;
+  }
+  core::LaunchContext node;
+  if (a.graph_node_id != 0 && graph_nodes_.lookup(a.graph_node_id, &node)) {
+    // Region (and NCCL call) from capture time; step and region entry from the replay.
+    if (found) {
+      node.step = ctx.step;
+      node.entry = ctx.entry;
+    }
+    ++stats_.graph_node_context;
+    return node;
+  }
+  if (!found) ++stats_.missing_context;
+  return ctx;
+}
+
+void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
+  ++stats_.buffers;
+  const DecodeCounts counts = decode_buffer(lib_, buffer, valid_size, [&](const DecodedActivity& d) {
+    core::LaunchContext ctx = join(d);
+    core::GpuActivity a = d.activity;
+    if (d.name_ptr) a.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
+    aggregator_.ingest(a, ctx, category(ctx.path));
+  });
+  stats_.activities += counts.activities;
+  stats_.api_records += counts.api_records;
+  stats_.no_timestamps += counts.no_timestamps;
+  stats_.incomplete_buffers += counts.incomplete;
+}
+
+std::vector<std::string> ActivityPipeline::warnings() const {
+  std::vector<std::string> out;
+  if (stats_.missing_context)
+    out.push_back(std::to_string(stats_.missing_context) +
+                  " GPU activities had no launch context (counted as unattributed); " +
+                  std::to_string(launches_.overwritten()) +
+                  " of them because later launches reused their correlation slot before the "
+                  "record arrived");
+  if (stats_.no_timestamps)
+    out.push_back(std::to_string(stats_.no_timestamps) +
+                  " GPU activity records carried no timestamps and were skipped");
+  if (stats_.incomplete_buffers)
+    out.push_back(std::to_string(stats_.incomplete_buffers) +
+                  " activity buffers ended in an incomplete record (work still running at the "
+                  "forced flush)");
+  if (launches_.store_collisions())
+    out.push_back(std::to_string(launches_.store_collisions()) +
+                  " launch contexts were not stored because two launches raced for one slot");
+  if (graph_nodes_.refused())
+    out.push_back(std::to_string(graph_nodes_.refused()) +
+                  " CUDA graph nodes exceeded the node table; their kernels use the graph "
+                  "launch's region");
+  return out;
+}
+
+}  // namespace traintime::cupti

@@ -1,0 +1,69 @@
+// One activity buffer -> decoded records -> launch context joined -> GpuAggregator::ingest.
+// The processing thread of a live capture and the fixture replay both run this class, so the
+// replay exercises the same decode and join as production.
+//
+// Join (DESIGN §4): memcpy records join on their runtime correlation id first, then on their
+// (driver) correlation id; kernels and memsets on their correlation id. A record of a CUDA graph
+// node takes the region open when its node was captured (GraphNodeTable) with the step and entry
+// of the graph launch that ran it; a node the table does not know takes the graph launch's
+// context. A record whose context is gone is ingested as unattributed and counted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "activity_decoder.h"
+#include "correlation_table.h"
+#include "cupti_library.h"
+#include "graph_node_table.h"
+#include "traintime/core/gpu_aggregator.h"
+
+namespace traintime::cupti {
+
+struct PipelineStats {
+  uint64_t buffers = 0;
+  uint64_t activities = 0;
+  uint64_t api_records = 0;
+  uint64_t no_timestamps = 0;
+  uint64_t incomplete_buffers = 0;
+  uint64_t joined_runtime = 0;     // memcpy joined on runtimeCorrelationId
+  uint64_t joined_correlation = 0;
+  uint64_t graph_node_context = 0; // took the capture-time context of their graph node
+  uint64_t missing_context = 0;    // no launch context found: ingested as unattributed
+};
+
+class ActivityPipeline {
+ public:
+  using CategoryOf = std::function<core::Category(core::PathId)>;
+  // Kernel name for the name pointer in a record; the live capture uses the pointer itself,
+  // the replay maps recorded pointer values to the names stored with the fixture.
+  using NameOf = std::function<std::string_view(const char*)>;
+
+  ActivityPipeline(const CuptiLibrary& lib, const CorrelationTable& launches,
+                   const GraphNodeTable& graph_nodes, core::GpuAggregator& aggregator,
+                   CategoryOf category_of, NameOf name_of = nullptr);
+
+  // Caller serialises calls and any concurrent use of the aggregator.
+  void process(uint8_t* buffer, size_t valid_size);
+
+  const PipelineStats& stats() const { return stats_; }
+  // One line per kind of trouble seen, for the rank file's warnings.
+  std::vector<std::string> warnings() const;
+
+ private:
+  core::LaunchContext join(const DecodedActivity& d);
+  core::Category category(core::PathId path);
+
+  const CuptiLibrary& lib_;
+  const CorrelationTable& launches_;
+  const GraphNodeTable& graph_nodes_;
+  core::GpuAggregator& aggregator_;
+  CategoryOf category_of_;
+  NameOf name_of_;
+  std::vector<int8_t> category_cache_;  // by PathId; -1 = not looked up yet
+  PipelineStats stats_;
+};
+
+}  // namespace traintime::cupti

@@ -1,0 +1,38 @@
+// Activity buffers handed to CUPTI (buffer_count x buffer_mb at most, TRAINTIME_BUFFER_COUNT /
+// TRAINTIME_BUFFER_MB). CUPTI asks on application threads (13.0 keeps per-thread buffers), so
+// a request takes a short mutex and allocates only while the pool is still below its limit;
+// when every buffer is out it answers "no buffer" and CUPTI drops and counts the records.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace traintime::cupti {
+
+class BufferPool {
+ public:
+  BufferPool(size_t buffer_bytes, uint32_t max_buffers);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // nullptr when all max_buffers are in use (or memory is short): CUPTI then drops records.
+  uint8_t* acquire() noexcept;
+  void release(uint8_t* buffer) noexcept;
+
+  size_t buffer_bytes() const { return buffer_bytes_; }
+  uint64_t refused() const;
+  uint32_t allocated() const;
+
+ private:
+  const size_t buffer_bytes_;
+  const uint32_t max_buffers_;
+  mutable std::mutex mu_;  // leaf lock
+  std::vector<uint8_t*> free_;
+  std::vector<uint8_t*> all_;
+  uint64_t refused_ = 0;
+};
+
+}  // namespace traintime::cupti

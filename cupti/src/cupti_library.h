@@ -1,0 +1,106 @@
+// Finding, loading and checking libcupti (DESIGN §2). Nothing links against CUPTI: every entry
+// point is resolved with dlsym into one table, so libtraintime.so carries no DT_NEEDED on it and
+// a process that never initialises CUDA never loads it.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace traintime::cupti {
+
+// How activity records are laid out in the loaded libcupti's buffers. Records are decoded only
+// with a layout checked against the headers of the same CUPTI release; any other version gives
+// gpu_capture "unavailable" instead of numbers read through the wrong struct.
+enum class RecordLayout : uint8_t {
+  kUnknown,
+  kCupti13_0,  // CUPTI API 130000..130099: Kernel10, Memcpy6, MemcpyPtoP4, Memset4
+};
+
+// The layout for a cuptiGetVersion() value; kUnknown (with *why filled) for any other version.
+RecordLayout layout_for_version(uint32_t api_version, std::string* why);
+const char* layout_name(RecordLayout layout);
+
+// Every CUPTI function the adapter calls, all required: a library missing one is unusable.
+// cuptiActivityEnableRuntimeApi/EnableDriverApi give correlation ids without tracing every API.
+#define TRAINTIME_CUPTI_FUNCTIONS(X)     \
+  X(cuptiGetVersion)                     \
+  X(cuptiGetResultString)                \
+  X(cuptiGetCallbackName)                \
+  X(cuptiSubscribe)                      \
+  X(cuptiUnsubscribe)                    \
+  X(cuptiEnableCallback)                 \
+  X(cuptiActivityEnable)                 \
+  X(cuptiActivityDisable)                \
+  X(cuptiActivityRegisterCallbacks)      \
+  X(cuptiActivityGetNextRecord)          \
+  X(cuptiActivityFlushAll)               \
+  X(cuptiActivityGetNumDroppedRecords)   \
+  X(cuptiActivityEnableRuntimeApi)       \
+  X(cuptiActivityEnableDriverApi)        \
+  X(cuptiGetGraphNodeId)
+
+struct CuptiApi {
+#define TRAINTIME_CUPTI_MEMBER(name) decltype(&::name) name = nullptr;
+  TRAINTIME_CUPTI_FUNCTIONS(TRAINTIME_CUPTI_MEMBER)
+#undef TRAINTIME_CUPTI_MEMBER
+};
+
+class CuptiLibrary {
+ public:
+  // Reuses a libcupti the process already has (PyTorch wheels ship their own) before loading one
+  // by path: `explicit_path` (TRAINTIME_CUPTI_LIB), then the toolkit traintime was built against,
+  // then /usr/local/cuda, then the dynamic linker's search path. Returns false with *reason set
+  // when none is usable (not found, a function missing, an unknown record layout).
+  bool load(const std::string& explicit_path, std::string* reason);
+
+  const CuptiApi& api() const { return api_; }
+  const std::string& path() const { return path_; }
+  bool reused() const { return reused_; }
+  uint32_t version() const { return version_; }
+  RecordLayout layout() const { return layout_; }
+  const char* result_string(CUptiResult rc) const;
+
+ private:
+  bool resolve(void* handle, std::string* reason);
+
+  CuptiApi api_;
+  std::string path_;
+  bool reused_ = false;
+  uint32_t version_ = 0;
+  RecordLayout layout_ = RecordLayout::kUnknown;
+};
+
+// One per call site (TRAINTIME_CUPTI_CALL makes it): a failing call is logged once, with the
+// site and CUPTI's own result string; later failures at the same site stay silent.
+struct CallSite {
+  const char* function;
+  const char* file;
+  int line;
+  std::atomic<bool> logged{false};
+};
+
+// The single checked-call helper every CUPTI call goes through. `expected` is a non-success
+// result that is part of normal operation at that site (e.g. the end of a buffer) and is
+// returned without logging.
+CUptiResult checked(const CuptiLibrary& lib, CallSite& site, CUptiResult rc,
+                    CUptiResult expected = CUPTI_SUCCESS);
+
+}  // namespace traintime::cupti
+
+// TRAINTIME_CUPTI_CALL(lib, cuptiX, args...) calls lib.api().cuptiX(args...) through checked().
+#define TRAINTIME_CUPTI_CALL(lib, fn, ...)                                                   \
+  ([&]() -> CUptiResult {                                                                     \
+    static ::traintime::cupti::CallSite tt_site_{#fn, __FILE__, __LINE__};                    \
+    return ::traintime::cupti::checked((lib), tt_site_, (lib).api().fn(__VA_ARGS__));         \
+  }())
+
+// The same, for a site where `expected_rc` is a normal outcome that must not be logged.
+#define TRAINTIME_CUPTI_CALL_EXPECT(lib, expected_rc, fn, ...)                                \
+  ([&]() -> CUptiResult {                                                                     \
+    static ::traintime::cupti::CallSite tt_site_{#fn, __FILE__, __LINE__};                    \
+    return ::traintime::cupti::checked((lib), tt_site_, (lib).api().fn(__VA_ARGS__),          \
+                                       (expected_rc));                                        \
+  }())

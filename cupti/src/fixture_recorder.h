@@ -1,0 +1,71 @@
+// TRAINTIME_RECORD_FIXTURE=<dir>: records what CUPTI gave the adapter — the launch callbacks
+// (domain, cbid, name, correlation id, kernel symbol, thread, and the launch context the adapter
+// stored), graph-node creations and clones, and every activity buffer byte for byte with its
+// valid size and the libcupti version — so tests/capture/replay feeds the same input through
+// the same decode and join code in CI, on machines without a GPU (DESIGN §8).
+//
+// Recording is a diagnostic mode: the launch callback takes a mutex and appends to a vector
+// while it is on. Off (the default), nothing here runs.
+//
+// Layout of <dir>/pid<pid>/ (one per process, so every rank of a job can record):
+//   fixture.json         schema "traintime-fixture/1": library, callbacks, graph nodes, buffer
+//                        list, kernel names by record pointer, region paths, step count
+//   buffer-00000.bin ... the valid bytes of each completed buffer, in completion order
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "activity_pipeline.h"
+#include "cupti_library.h"
+#include "traintime/core/activity.h"
+#include "traintime/core/category.h"
+
+namespace traintime::cupti {
+
+// The JSON form of a LaunchContext, shared by the recorder and the replay.
+nlohmann::json context_to_json(const core::LaunchContext& ctx);
+core::LaunchContext context_from_json(const nlohmann::json& j);
+
+class FixtureRecorder {
+ public:
+  // nullptr unless TRAINTIME_RECORD_FIXTURE names a directory (created, with pid<pid>/ in it).
+  static std::unique_ptr<FixtureRecorder> from_env();
+  explicit FixtureRecorder(std::string dir) : dir_(std::move(dir)) {}
+
+  void set_library(const CuptiLibrary& lib) { lib_ = &lib; }
+  void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb,
+              const core::LaunchContext& ctx);
+  // original_node_id != 0: a clone (ctx unused).
+  void on_graph_node(uint64_t node_id, uint64_t original_node_id, const core::LaunchContext* ctx);
+  // Processing thread, before the buffer is decoded.
+  void on_buffer(const uint8_t* buffer, size_t valid_size);
+  // Writes fixture.json. Called once, after the forced flush was processed.
+  void finish(uint64_t steps_completed, const PipelineStats& live,
+              const std::function<std::string(core::PathId)>& path_name,
+              const std::function<core::Category(core::PathId)>& category_of,
+              const char* exit_reason);
+
+ private:
+  std::string dir_;
+  const CuptiLibrary* lib_ = nullptr;
+  std::mutex mu_;  // leaf lock
+  nlohmann::json callbacks_ = nlohmann::json::array();
+  nlohmann::json graph_nodes_ = nlohmann::json::array();
+  nlohmann::json buffers_ = nlohmann::json::array();
+  std::map<uint64_t, std::string> kernel_names_;  // record's name pointer -> name
+  std::set<core::PathId> paths_;
+  bool write_failed_ = false;
+};
+
+}  // namespace traintime::cupti

@@ -1,0 +1,544 @@
+// The CUPTI adapter: subscription, launch callbacks, activity buffers, the processing thread,
+// flushing, and the rank-file hooks (DESIGN §2, §4). See gpu_capture.h for the lifecycle.
+//
+// Threads and locks. Lock order, outermost first (never taken in the other order):
+//   start_mu_  (start-up only)
+//   flush_mu_  -> [CUPTI's internal locks] -> queue_mu_   (FlushAll delivers buffers
+//                                                          synchronously into on_completed)
+//   agg_mu_    -> [rt registry, via rt::category_of / rt::path_string]
+//   GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
+// queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
+// The launch callback (application threads) takes no lock at all.
+#include "traintime/cupti/gpu_capture.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "activity_pipeline.h"
+#include "buffer_pool.h"
+#include "callback_selection.h"
+#include "capture_log.h"
+#include "correlation_table.h"
+#include "cupti_library.h"
+#include "fixture_recorder.h"
+#include "graph_node_table.h"
+#include "log.h"
+#include "nccl_context.h"
+#include "nccl_registry.h"
+#include "runtime.h"
+#include "traintime/core/gpu_aggregator.h"
+
+namespace traintime::cupti {
+namespace {
+
+// 2^18 slots x 56 bytes = 14 MiB, allocated when capture starts: about 130k launches (runtime
+// and nested driver ids) between a launch and its record, i.e. several full activity buffers.
+constexpr uint32_t kCorrelationSlots = 1u << 18;
+constexpr size_t kMaxGraphNodes = size_t{1} << 18;
+constexpr auto kFlushPeriod = std::chrono::milliseconds(1000);
+constexpr auto kDrainTimeout = std::chrono::seconds(10);
+
+enum class State : uint8_t {
+  kIdle,         // nothing decided yet (no CUDA seen)
+  kOff,          // TRAINTIME_CUPTI=0
+  kUnavailable,  // CUPTI missing, unusable or refused
+  kCapturing,
+  kStopped,      // after the forced flush at exit / terminating signal
+};
+
+// The launch the calling thread is inside: a nested launch callback (the driver call a runtime
+// launch makes, or __cudaLaunchKernel under cudaLaunchKernel) reuses the outer context so both
+// correlation ids join to the same region. Default TLS model: libtraintime.so may be dlopen()ed
+// by the driver (CUDA_INJECTION64_PATH) without being preloaded, where initial-exec TLS can fail.
+struct LaunchNest {
+  uint32_t depth = 0;
+  core::LaunchContext ctx;
+};
+thread_local LaunchNest t_nest;
+
+void log_to_runtime(LogSeverity severity, const std::string& message) {
+  const rt::LogLevel level = severity == LogSeverity::kWarning ? rt::LogLevel::kWarn
+                             : severity == LogSeverity::kInfo  ? rt::LogLevel::kInfo
+                                                               : rt::LogLevel::kDebug;
+  rt::log(level, "%s", message.c_str());
+}
+
+core::LaunchContext current_context() noexcept {
+  core::LaunchContext ctx = rt::launch_context();
+  if (const rt::NcclCall* call = rt::current_nccl_call()) {
+    ctx.comm_op = call->op;
+    ctx.comm_id = call->comm_id;
+    ctx.comm_seq = call->seq;
+    ctx.comm_bytes = call->bytes;
+    ctx.comm_group = call->group_id;
+    ctx.comm_captured = call->captured;
+  }
+  return ctx;
+}
+
+class GpuCapture {
+ public:
+  static GpuCapture& get() {
+    // Leaked on purpose: CUPTI may call back while static destructors run at exit.
+    static GpuCapture* instance = new GpuCapture();
+    return *instance;
+  }
+
+  void start(const char* trigger);
+  void lazy_start() noexcept;
+
+  static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   const void* data);
+  static void CUPTIAPI on_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
+                                    size_t valid_size);
+  static void fill_rank_file(core::RankFile& f);
+  static void on_shutdown(const char* reason);
+  static void on_fork_child();
+
+ private:
+  GpuCapture() = default;
+
+  bool start_capture(std::string* reason);
+  void give_up(const std::string& reason);
+  void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
+  void processing_loop();
+  // Normal (complete buffers only) or forced flush; try_only skips when another flush runs.
+  void flush(bool forced, bool try_only);
+  bool drain();
+  void transfer_dropped();  // caller holds agg_mu_
+  void stop_thread();
+  void shutdown(const char* reason);
+  void fill(core::RankFile& f);
+
+  std::mutex start_mu_;
+  std::atomic<State> state_{State::kIdle};
+  std::atomic<bool> capturing_{false};  // hot-path switch for the callbacks
+  std::atomic<bool> lazy_pending_{true};
+  std::atomic<bool> recorded_{false};
+  bool hooks_registered_ = false;
+  std::string reason_;        // gpu_capture_reason (written under start_mu_ before publication)
+  std::string trigger_;
+  pid_t owner_pid_ = 0;
+
+  CuptiLibrary lib_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  RoleTable roles_;
+  std::unique_ptr<CorrelationTable> launches_;
+  std::unique_ptr<GraphNodeTable> graph_nodes_;
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<FixtureRecorder> recorder_;
+
+  std::mutex agg_mu_;
+  std::unique_ptr<core::GpuAggregator> aggregator_;
+  std::unique_ptr<ActivityPipeline> pipeline_;
+
+  std::mutex flush_mu_;
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::condition_variable drained_cv_;
+  struct Completed {
+    uint8_t* buffer;
+    size_t valid_size;
+  };
+  std::vector<Completed> queue_;  // FIFO: buffers are ingested in completion order
+  bool busy_ = false;             // the processing thread holds a dequeued buffer
+  bool stop_thread_ = false;
+  bool flush_requested_ = false;
+  std::thread thread_;
+  std::atomic<uint64_t> dropped_pending_{0};
+};
+
+void GpuCapture::give_up(const std::string& reason) {
+  reason_ = reason;
+  state_.store(State::kUnavailable, std::memory_order_release);
+  log_warning("GPU capture unavailable: " + reason + " (CPU regions and NCCL are still recorded)");
+}
+
+void GpuCapture::start(const char* trigger) {
+  std::lock_guard<std::mutex> lock(start_mu_);
+  lazy_pending_.store(false, std::memory_order_relaxed);
+  if (state_.load(std::memory_order_acquire) != State::kIdle || !rt::active()) return;
+  trigger_ = trigger;
+  owner_pid_ = getpid();
+  set_log_sink(&log_to_runtime);
+  if (!hooks_registered_) {
+    hooks_registered_ = true;
+    rt::add_rank_file_filler(&GpuCapture::fill_rank_file);
+    rt::add_shutdown_hook(&GpuCapture::on_shutdown);
+    pthread_atfork(nullptr, nullptr, &GpuCapture::on_fork_child);
+  }
+  if (!rt::config().cupti) {
+    reason_ = "TRAINTIME_CUPTI=0";
+    state_.store(State::kOff, std::memory_order_release);
+    return;
+  }
+  std::string reason;
+  if (!start_capture(&reason)) give_up(reason);
+}
+
+bool GpuCapture::start_capture(std::string* reason) {
+  if (!lib_.load(rt::config().cupti_lib, reason)) return false;
+  log_debug("CUPTI " + std::to_string(lib_.version()) + " from " + lib_.path() +
+            (lib_.reused() ? " (already loaded)" : "") + ", records as " + layout_name(lib_.layout()));
+
+  // Launch-type callbacks, by name from CUPTI's own table.
+  const CUpti_CallbackId limit = RoleTable::kMaxCbid;
+  const std::vector<SelectedCallback> selected = select_callbacks(
+      [&](CUpti_CallbackDomain domain, CUpti_CallbackId cbid) -> const char* {
+        const char* name = nullptr;
+        // Ids past the library's last one are INVALID_PARAMETER: expected while probing.
+        if (TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_INVALID_PARAMETER, cuptiGetCallbackName,
+                                        domain, cbid, &name) != CUPTI_SUCCESS)
+          return nullptr;
+        return name;
+      },
+      limit);
+  size_t launch_callbacks = 0;
+  for (const SelectedCallback& s : selected)
+    if (s.role == ApiRole::kKernelLaunch || s.role == ApiRole::kGraphLaunch) ++launch_callbacks;
+  if (launch_callbacks == 0) {
+    *reason = lib_.path() + ": no kernel-launch callbacks in CUPTI's callback-name table";
+    return false;
+  }
+
+  launches_ = std::make_unique<CorrelationTable>(kCorrelationSlots);
+  graph_nodes_ = std::make_unique<GraphNodeTable>(kMaxGraphNodes);
+  const core::Config& cfg = rt::config();
+  pool_ = std::make_unique<BufferPool>(size_t{cfg.buffer_mb} << 20, cfg.buffer_count);
+  queue_.reserve(cfg.buffer_count + 1);
+  core::AggregatorOptions options;
+  options.warmup_steps = cfg.warmup_steps;
+  options.step_detail = cfg.step_detail;
+  options.trace = cfg.trace;
+  options.trace_max_events = cfg.trace_max_events;
+  aggregator_ = std::make_unique<core::GpuAggregator>(options);
+  aggregator_->set_comm_table(&rt::nccl::call_table());
+  pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_,
+                                                 [](core::PathId p) { return rt::category_of(p); });
+  recorder_ = FixtureRecorder::from_env();
+  if (recorder_) recorder_->set_library(lib_);
+  for (const SelectedCallback& s : selected) roles_.set(s.domain, s.cbid, s.role);
+
+  const CUptiResult sub = TRAINTIME_CUPTI_CALL(lib_, cuptiSubscribe, &subscriber_,
+                                               &GpuCapture::on_callback, this);
+  if (sub != CUPTI_SUCCESS) {
+    *reason = std::string("cuptiSubscribe refused: ") + lib_.result_string(sub) +
+              (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                   ? " (another CUPTI client such as Nsight or a profiler already subscribed)"
+                   : "");
+    subscriber_ = nullptr;
+    return false;
+  }
+  auto fail = [&](const char* what, CUptiResult rc) {
+    *reason = std::string(what) + " failed: " + lib_.result_string(rc);
+    TRAINTIME_CUPTI_CALL(lib_, cuptiUnsubscribe, subscriber_);
+    subscriber_ = nullptr;
+    return false;
+  };
+  CUptiResult rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityRegisterCallbacks,
+                                        &GpuCapture::on_requested, &GpuCapture::on_completed);
+  if (rc != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", rc);
+
+  for (const SelectedCallback& s : selected) {
+    rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, s.domain, s.cbid);
+    if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback", rc);
+    if (s.role == ApiRole::kContextTeardown) continue;
+    // Correlation ids come with API records; enabling them per launch cbid (never the whole
+    // RUNTIME/DRIVER kinds) keeps the extra records to one per launch call, dropped at decode.
+    rc = s.domain == CUPTI_CB_DOMAIN_RUNTIME_API
+             ? TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableRuntimeApi, s.cbid, 1)
+             : TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableDriverApi, s.cbid, 1);
+    if (rc != CUPTI_SUCCESS) return fail("enabling API records for correlation ids", rc);
+  }
+  for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+                                CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}) {
+    rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+    if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback(resource)", rc);
+  }
+  // From here on callbacks store contexts and buffers flow: the processing thread must run.
+  thread_ = std::thread([this] { processing_loop(); });
+  state_.store(State::kCapturing, std::memory_order_release);
+  capturing_.store(true, std::memory_order_release);
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET}) {
+    rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnable, kind);
+    if (rc != CUPTI_SUCCESS) {
+      capturing_.store(false, std::memory_order_release);
+      stop_thread();
+      return fail("cuptiActivityEnable", rc);
+    }
+  }
+  return true;
+}
+
+void GpuCapture::lazy_start() noexcept {
+  if (!lazy_pending_.load(std::memory_order_relaxed)) return;
+  // Only a process that has the CUDA driver loaded pays for CUPTI.
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cuda) return;
+  dlclose(cuda);
+  const int saved_errno = errno;
+  start("lazily (CUDA_INJECTION64_PATH belongs to another tool; work launched before this "
+        "point is not captured)");
+  errno = saved_errno;
+}
+
+void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domain,
+                                      CUpti_CallbackId cbid, const void* data) {
+  auto* self = static_cast<GpuCapture*>(self_ptr);
+  if (!self->capturing_.load(std::memory_order_relaxed)) return;
+  const int saved_errno = errno;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    self->on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+  else if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+    self->on_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
+  errno = saved_errno;
+}
+
+// Hot path: application thread, inside the launch. No lock, no allocation.
+void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                        const CUpti_CallbackData* cb) {
+  const ApiRole role = roles_.get(domain, cbid);
+  if (role == ApiRole::kNone) return;
+  if (role == ApiRole::kContextTeardown) {
+    // FlushAll is allowed inside runtime/driver API callbacks (not resource ones), so the
+    // buffers of a context about to go are delivered here. try_only: if another thread is
+    // flushing, it may be waiting on the very driver lock this thread holds.
+    if (cb->callbackSite == CUPTI_API_ENTER) flush(false, true);
+    return;
+  }
+  LaunchNest& nest = t_nest;
+  if (cb->callbackSite != CUPTI_API_ENTER) {
+    if (nest.depth > 0) --nest.depth;
+    return;
+  }
+  if (nest.depth == 0) nest.ctx = current_context();
+  ++nest.depth;
+  launches_->store(cb->correlationId, nest.ctx);
+  if (!recorded_.load(std::memory_order_relaxed)) {
+    recorded_.store(true, std::memory_order_relaxed);
+    rt::mark_recorded();  // once per process: activates the rank file and exit hooks
+  }
+  if (recorder_) recorder_->on_api(domain, cbid, cb, nest.ctx);
+}
+
+void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    // No FlushAll from a resource callback: ask the processing thread for a normal flush.
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      flush_requested_ = true;
+    }
+    queue_cv_.notify_one();
+    return;
+  }
+  const auto* graph = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
+  if (!graph || !graph->node) return;
+  uint64_t node_id = 0;
+  if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->node, &node_id) != CUPTI_SUCCESS) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    // On the capturing thread: inside the captured launch's callback when stream capture made
+    // the node, so the launch nest already holds the right region.
+    const core::LaunchContext ctx = t_nest.depth > 0 ? t_nest.ctx : current_context();
+    graph_nodes_->created(node_id, ctx);
+    if (recorder_) recorder_->on_graph_node(node_id, 0, &ctx);
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && graph->originalNode) {
+    uint64_t original_id = 0;
+    if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->originalNode, &original_id) !=
+        CUPTI_SUCCESS)
+      return;
+    graph_nodes_->cloned(node_id, original_id);
+    if (recorder_) recorder_->on_graph_node(node_id, original_id, nullptr);
+  }
+}
+
+void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  GpuCapture& self = get();
+  *max_records = 0;
+  uint8_t* b = self.capturing_.load(std::memory_order_acquire) ? self.pool_->acquire() : nullptr;
+  *buffer = b;
+  *size = b ? self.pool_->buffer_bytes() : 0;  // no buffer: CUPTI drops and counts the records
+}
+
+void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+                                       size_t valid_size) {
+  GpuCapture& self = get();
+  size_t dropped = 0;
+  if (TRAINTIME_CUPTI_CALL(self.lib_, cuptiActivityGetNumDroppedRecords, ctx, stream, &dropped) ==
+      CUPTI_SUCCESS)
+    self.dropped_pending_.fetch_add(dropped, std::memory_order_relaxed);
+  if (!buffer) return;
+  if (valid_size == 0 || self.state_.load(std::memory_order_acquire) != State::kCapturing) {
+    self.pool_->release(buffer);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(self.queue_mu_);
+    self.queue_.push_back({buffer, valid_size});  // ≤ buffer_count entries: capacity reserved
+  }
+  self.queue_cv_.notify_one();
+}
+
+void GpuCapture::processing_loop() {
+  auto next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  for (;;) {
+    queue_cv_.wait_until(lock, next_flush,
+                         [&] { return !queue_.empty() || stop_thread_ || flush_requested_; });
+    if (queue_.empty()) {
+      if (stop_thread_) break;
+      if (flush_requested_ || std::chrono::steady_clock::now() >= next_flush) {
+        flush_requested_ = false;
+        lock.unlock();
+        // Lock order: flush_mu_ -> CUPTI -> queue_mu_ (on_completed); queue_mu_ released here.
+        flush(false, true);
+        lock.lock();
+        next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
+      }
+      continue;
+    }
+    const Completed item = queue_.front();
+    queue_.erase(queue_.begin());
+    busy_ = true;
+    lock.unlock();
+    if (recorder_) recorder_->on_buffer(item.buffer, item.valid_size);
+    {
+      std::lock_guard<std::mutex> agg(agg_mu_);
+      transfer_dropped();
+      pipeline_->process(item.buffer, item.valid_size);
+    }
+    pool_->release(item.buffer);
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) drained_cv_.notify_all();
+  }
+  busy_ = false;
+  drained_cv_.notify_all();
+}
+
+void GpuCapture::flush(bool forced, bool try_only) {
+  // Lock order: flush_mu_ -> CUPTI internal -> queue_mu_ (taken inside on_completed). The
+  // caller holds neither queue_mu_ nor agg_mu_.
+  std::unique_lock<std::mutex> lock(flush_mu_, std::defer_lock);
+  if (try_only) {
+    if (!lock.try_lock()) return;
+  } else {
+    lock.lock();
+  }
+  TRAINTIME_CUPTI_CALL(lib_, cuptiActivityFlushAll, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+bool GpuCapture::drain() {
+  // Lock order: queue_mu_ only; the processing thread releases it while ingesting.
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  return drained_cv_.wait_for(lock, kDrainTimeout,
+                              [&] { return (queue_.empty() && !busy_) || !thread_.joinable(); });
+}
+
+void GpuCapture::transfer_dropped() {
+  const uint64_t n = dropped_pending_.exchange(0, std::memory_order_relaxed);
+  if (n) aggregator_->note_dropped(n);
+}
+
+void GpuCapture::stop_thread() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_thread_ = true;
+  }
+  queue_cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GpuCapture::shutdown(const char* reason) {
+  if (getpid() != owner_pid_) return;  // a fork child never flushes inherited CUPTI state
+  if (state_.load(std::memory_order_acquire) != State::kCapturing) return;
+  // Forced flush: exit or terminating signal only (DESIGN §2). Lock order as in flush().
+  flush(true, false);
+  if (!drain()) log_warning("GPU activity processing did not finish within 10 s at exit");
+  capturing_.store(false, std::memory_order_release);
+  state_.store(State::kStopped, std::memory_order_release);
+  stop_thread();
+  if (recorder_) {
+    std::lock_guard<std::mutex> agg(agg_mu_);
+    recorder_->finish(rt::launch_context().step, pipeline_->stats(),
+                      [](core::PathId p) { return rt::path_string(p); },
+                      [](core::PathId p) { return rt::category_of(p); }, reason);
+  }
+}
+
+void GpuCapture::fill(core::RankFile& f) {
+  const State state = state_.load(std::memory_order_acquire);
+  if (state == State::kIdle) return;
+  if (getpid() != owner_pid_) {
+    f.gpu_capture = "none";
+    f.gpu_capture_reason = "forked from a process that captured the GPU; CUPTI state is not inherited";
+    return;
+  }
+  if (state == State::kOff) {
+    f.gpu_capture = "none";
+    f.gpu_capture_reason = reason_;
+    return;
+  }
+  if (state == State::kUnavailable) {
+    f.gpu_capture = "unavailable";
+    f.gpu_capture_reason = reason_;
+    return;
+  }
+  if (state == State::kCapturing) {
+    // Snapshot mid-run: complete buffers only (normal flush), then wait for them to be ingested.
+    flush(false, false);
+    drain();
+  }
+  std::lock_guard<std::mutex> agg(agg_mu_);
+  transfer_dropped();
+  const uint64_t steps = rt::launch_context().step;
+  const core::CommCallTable::Snapshot calls = rt::nccl::call_table().snapshot();
+  aggregator_->fill(f, [](core::PathId p) { return rt::path_string(p); }, steps, &calls);
+  f.gpu_capture = "cupti";
+  f.gpu_capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() + "), started " +
+                         trigger_;
+  for (std::string& w : pipeline_->warnings()) f.warnings.push_back(std::move(w));
+  if (const uint64_t refused = pool_->refused())
+    f.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
+                         std::to_string(rt::config().buffer_count) + " x " +
+                         std::to_string(rt::config().buffer_mb) +
+                         " MiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
+}
+
+void GpuCapture::fill_rank_file(core::RankFile& f) { get().fill(f); }
+void GpuCapture::on_shutdown(const char* reason) { get().shutdown(reason); }
+
+void GpuCapture::on_fork_child() {
+  // The child has none of the parent's threads; it must never flush or process inherited state.
+  GpuCapture& self = get();
+  self.capturing_.store(false, std::memory_order_relaxed);
+  self.lazy_pending_.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void lazy_start_point() noexcept { GpuCapture::get().lazy_start(); }
+
+}  // namespace traintime::cupti
+
+extern "C" int InitializeInjection(void) {
+  const int saved_errno = errno;
+  traintime::cupti::GpuCapture::get().start("by the CUDA driver (CUDA_INJECTION64_PATH)");
+  errno = saved_errno;
+  return 1;
+}
