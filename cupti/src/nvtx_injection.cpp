@@ -1,0 +1,182 @@
+// NVTX ranges become traintime regions (DESIGN §3): PyTorch's, Megatron's, NCCL's own and the
+// application's. The preload points NVTX_INJECTION64_PATH at libtraintime.so; every module that
+// carries NVTX v3 (libtorch, NCCL, the nvtx Python package, ...) then calls
+// InitializeInjectionNvtx2 once on its first NVTX call, and we write our handlers into that
+// module's function table. Push/pop nest per thread like tt_push/tt_pop; start/end ranges may
+// end on another thread like tt_range_start/tt_range_end. This needs no CUPTI: NVTX injection is
+// independent of the CUPTI subscription (and of NVTX's CUPTI route, which would require one).
+//
+// Names: ASCII messages as given; registered strings (nvtxDomainRegisterStringA, which NCCL and
+// the Python package use) through handles that point at our own copy of the string; wide
+// strings narrowed (non-ASCII characters become '?'). Attributes other than the message (color,
+// NVTX category, payload) are ignored.
+// NVTX_NO_IMPL: declarations and the tool-side types (nvtxTypes.h), not NVTX's own dispatch.
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include <cerrno>
+#include <cwchar>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "traintime/traintime.h"
+
+// Defined by the preload (annotation_api.cpp) in the same library.
+extern "C" const tt_api_v1* traintime_get_api_v1(void);
+
+namespace {
+
+const tt_api_v1* g_api = nullptr;  // set once before any handler is installed
+thread_local int t_push_depth = 0;  // what nvtxRangePush/Pop report back: the nesting level
+
+constexpr const char* kUnnamed = "nvtx";
+
+// Registered strings live for the process (NVTX handles never expire); few per program.
+std::mutex g_strings_mu;
+std::unordered_set<std::string>& strings() {
+  static auto* s = new std::unordered_set<std::string>();  // leaked: used until exit
+  return *s;
+}
+
+nvtxStringHandle_t register_string(const std::string& s) {
+  std::lock_guard<std::mutex> lock(g_strings_mu);
+  const std::string& kept = *strings().insert(s).first;  // node-based: the address is stable
+  return reinterpret_cast<nvtxStringHandle_t>(const_cast<char*>(kept.c_str()));
+}
+
+std::string narrow(const wchar_t* w) {
+  std::string out;
+  if (!w) return out;
+  for (; *w; ++w) out.push_back(*w >= 0 && *w < 0x80 ? static_cast<char>(*w) : '?');
+  return out;
+}
+
+// The name of an event; `scratch` keeps a narrowed wide string alive for the call.
+const char* message_of(const nvtxEventAttributes_t* a, std::string& scratch) {
+  if (!a) return kUnnamed;
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return a->message.ascii && *a->message.ascii ? a->message.ascii : kUnnamed;
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return a->message.registered ? reinterpret_cast<const char*>(a->message.registered) : kUnnamed;
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      scratch = narrow(a->message.unicode);
+      return scratch.empty() ? kUnnamed : scratch.c_str();
+    default:
+      return kUnnamed;
+  }
+}
+
+int push(const char* name) {
+  const int saved_errno = errno;
+  g_api->push(name && *name ? name : kUnnamed);
+  errno = saved_errno;
+  return t_push_depth++;
+}
+
+int pop() {
+  const int saved_errno = errno;
+  g_api->pop();
+  errno = saved_errno;
+  if (t_push_depth == 0) return -1;  // NVTX's answer for a pop without a push
+  return --t_push_depth;
+}
+
+nvtxRangeId_t start(const char* name) {
+  const int saved_errno = errno;
+  const nvtxRangeId_t id = g_api->range_start(name && *name ? name : kUnnamed);
+  errno = saved_errno;
+  return id;
+}
+
+void end(nvtxRangeId_t id) {
+  const int saved_errno = errno;
+  g_api->range_end(id);
+  errno = saved_errno;
+}
+
+int NVTX_API RangePushA(const char* message) { return push(message); }
+int NVTX_API RangePushW(const wchar_t* message) { return push(narrow(message).c_str()); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
+  std::string scratch;
+  return push(message_of(a, scratch));
+}
+int NVTX_API RangePop() { return pop(); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* message) { return start(message); }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* message) { return start(narrow(message).c_str()); }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
+  std::string scratch;
+  return start(message_of(a, scratch));
+}
+void NVTX_API RangeEnd(nvtxRangeId_t id) { end(id); }
+
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
+  std::string scratch;
+  return push(message_of(a, scratch));
+}
+int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return pop(); }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
+  std::string scratch;
+  return start(message_of(a, scratch));
+}
+void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
+nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
+  const int saved_errno = errno;
+  nvtxStringHandle_t h = register_string(s ? s : "");
+  errno = saved_errno;
+  return h;
+}
+nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
+  const int saved_errno = errno;
+  nvtxStringHandle_t h = register_string(narrow(s));
+  errno = saved_errno;
+  return h;
+}
+
+template <class Fn>
+void install(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn) {
+  if (table && id < size && table[id]) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    NvtxGetExportTableFunc_t get_export_table) {
+  const int saved_errno = errno;
+  static std::once_flag once;
+  std::call_once(once, [] { g_api = traintime_get_api_v1(); });
+  int ok = 0;
+  const auto* callbacks = get_export_table
+      ? static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS))
+      : nullptr;
+  if (g_api && callbacks && callbacks->struct_size >= sizeof(NvtxExportTableCallbacks) &&
+      callbacks->GetModuleFunctionTable) {
+    NvtxFunctionTable core = nullptr;
+    unsigned int core_size = 0;
+    if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) && core) {
+      install(core, core_size, NVTX_CBID_CORE_RangePushA, &RangePushA);
+      install(core, core_size, NVTX_CBID_CORE_RangePushW, &RangePushW);
+      install(core, core_size, NVTX_CBID_CORE_RangePushEx, &RangePushEx);
+      install(core, core_size, NVTX_CBID_CORE_RangePop, &RangePop);
+      install(core, core_size, NVTX_CBID_CORE_RangeStartA, &RangeStartA);
+      install(core, core_size, NVTX_CBID_CORE_RangeStartW, &RangeStartW);
+      install(core, core_size, NVTX_CBID_CORE_RangeStartEx, &RangeStartEx);
+      install(core, core_size, NVTX_CBID_CORE_RangeEnd, &RangeEnd);
+      ok = 1;
+    }
+    NvtxFunctionTable core2 = nullptr;
+    unsigned int core2_size = 0;
+    if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) && core2) {
+      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainRangePushEx);
+      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &DomainRangePop);
+      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx);
+      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, &DomainRangeEnd);
+      install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA);
+      install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, &DomainRegisterStringW);
+      ok = 1;
+    }
+  }
+  errno = saved_errno;
+  return ok;
+}
