@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what traintime needs to build and test, from Debian/Ubuntu packages. Sourced or run
+# by test.sh and demo.sh. A prepared machine is detected with dpkg and left alone.
+set -euo pipefail
+
+TRAINTIME_DEPS=(g++ cmake make libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev
+                openmpi-bin libopenmpi-dev libbenchmark-dev python3 python3-torch)
+
+missing=()
+for pkg in "${TRAINTIME_DEPS[@]}"; do
+  if ! dpkg -s "$pkg" >/dev/null 2>&1; then missing+=("$pkg"); fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "traintime: missing packages: ${missing[*]}" >&2
+  echo "traintime: install them as root, e.g.: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "traintime: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

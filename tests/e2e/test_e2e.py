@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""End-to-end tests of libtraintime.so under LD_PRELOAD (one CTest test per function below).
+
+    test_e2e.py --lib build/lib/libtraintime.so --example build/bin/annotated_loop \
+                --pypath annotate/python --expected-exports tests/e2e/expected_exports.txt NAME
+
+Each test runs real processes in a fresh temporary directory and asserts on the rank files they
+leave. Expected values come from what the example programs do (tests/e2e/*.py,
+examples/annotated_loop.cpp), never from the library's own output.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ARGS = None
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def base_env(out, preload=True, **extra):
+    env = dict(os.environ)
+    for k in list(env):
+        # The tests decide rank and job themselves; a CI runner's variables must not leak in.
+        if k.startswith(("TRAINTIME_", "OMPI_COMM_WORLD", "PMI", "SLURM_")) or k in (
+            "RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD",
+            "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
+        ):
+            del env[k]
+    env["TRAINTIME_OUTPUT"] = out
+    env["PYTHONPATH"] = ARGS.pypath
+    if preload:
+        env["LD_PRELOAD"] = ARGS.lib
+    if os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env.update(extra)
+    return env
+
+
+def run(cmd, env, timeout=120, expect_rc=0):
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=timeout)
+    if expect_rc is not None and p.returncode != expect_rc:
+        raise Failure("%s exited with %s (expected %s)\nstdout:\n%s\nstderr:\n%s"
+                      % (" ".join(cmd), p.returncode, expect_rc, p.stdout, p.stderr))
+    return p
+
+
+def rank_files(out):
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "rank-*.json")))
+
+
+def load(out, name):
+    with open(os.path.join(out, name)) as f:
+        return json.load(f)
+
+
+def regions(doc):
+    return {r["path"]: r for r in doc["regions"]}
+
+
+def check_region(doc, path, category, count):
+    rows = regions(doc)
+    check(path in rows, "region %r missing; have %s" % (path, sorted(rows)))
+    r = rows[path]
+    check(r["category"] == category, "%s: category %r, expected %r" % (path, r["category"], category))
+    check(r["count"] == count, "%s: count %d, expected %d" % (path, r["count"], count))
+    check(r["cpu_ns"] > 0, "%s: cpu_ns is 0" % path)
+    check(r["cpu_min_ns"] <= r["cpu_max_ns"] <= r["cpu_ns"], "%s: min/max/total inconsistent" % path)
+
+
+def check_identity(doc, rank, world_size, role, pid=None):
+    check(doc["schema"] == "traintime/1", "schema %r" % doc["schema"])
+    check(doc["rank"] == rank, "rank %r, expected %r" % (doc["rank"], rank))
+    check(doc["world_size"] == world_size, "world_size %r, expected %r" % (doc["world_size"], world_size))
+    check(doc["role"] == role, "role %r, expected %r" % (doc["role"], role))
+    check(doc["job_id"], "empty job_id")
+    check(doc["snapshot"] is False, "final file marked as snapshot")
+    if pid is not None:
+        check(doc["pid"] == pid, "pid %r, expected %r" % (doc["pid"], pid))
+    # GPU fields exist even without GPU capture.
+    check(doc["gpu_capture"] in ("none", "cupti", "unavailable"), "gpu_capture %r" % doc["gpu_capture"])
+    for cat in ("forward", "backward", "optimizer", "comm", "io", "other", "unattributed"):
+        check(cat in doc["categories"], "category %s missing" % cat)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_cpp_annotations_produce_rank_file(tmp):
+    out = os.path.join(tmp, "out")
+    p = subprocess.Popen([ARGS.example, "--steps", "4", "--work-us", "100"], env=base_env(out),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    stdout, stderr = p.communicate(timeout=60)
+    check(p.returncode == 0, "example failed: %s" % stderr)
+    check(rank_files(out) == ["rank-00000.json"], "files: %s" % rank_files(out))
+    doc = load(out, "rank-00000.json")
+    check_identity(doc, 0, 1, "rank", pid=p.pid)
+    check(doc["exit_reason"] == "exit", "exit_reason %r" % doc["exit_reason"])
+    check_region(doc, "data_load", "io", 4)
+    check_region(doc, "forward", "forward", 4)
+    for layer in ("layer0", "layer1", "layer2"):
+        check_region(doc, "forward/" + layer, "forward", 4)
+    check_region(doc, "backward", "backward", 4)
+    check_region(doc, "grad_hook", "comm", 4)  # explicit category, on its own thread
+    check_region(doc, "optimizer", "optimizer", 4)
+    check(len(doc["regions"]) == 8, "unexpected regions: %s" % sorted(regions(doc)))
+    # Nesting: forward includes its three layers of >= 100 us each.
+    rows = regions(doc)
+    check(rows["forward"]["cpu_ns"] >= sum(rows["forward/layer%d" % i]["cpu_ns"] for i in range(3)),
+          "forward shorter than its children")
+    check(rows["forward/layer0"]["cpu_min_ns"] >= 100000, "layer0 shorter than its busy work")
+    steps = doc["steps"]
+    check(steps["count"] == 4 and steps["warmup"] == 2, "steps %s" % steps)
+    check(steps["samples"] == 4 * 32 and steps["tokens"] == 4 * 32 * 128, "samples/tokens %s" % steps)
+    check(steps["wall_ns"]["count"] == 2, "wall stats should skip 2 warm-up steps: %s" % steps["wall_ns"])
+    check(steps["samples_per_s"] > 0, "samples_per_s is 0")
+    check(doc["unbalanced_pops"] == 0, "unbalanced pops")
+    check("rank files" in stderr and out in stderr, "rank 0 did not say where the files are: %r" % stderr)
+    check(len(stderr.strip().splitlines()) == 1, "expected exactly one line on stderr: %r" % stderr)
+
+
+def test_python_annotations_produce_rank_file(tmp):
+    out = os.path.join(tmp, "out")
+    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "3"], base_env(out))
+    check(p.stdout.strip() == "enabled", "stdout %r" % p.stdout)
+    doc = load(out, "rank-00000.json")
+    check_identity(doc, 0, 1, "rank")
+    check_region(doc, "data_load", "io", 3)       # decorator
+    check_region(doc, "forward", "forward", 3)
+    check_region(doc, "forward/attention", "forward", 3)  # no rule: parent's category
+    check_region(doc, "backward", "backward", 3)
+    check_region(doc, "allreduce", "comm", 3)     # explicit category
+    check_region(doc, "prefetch", "other", 3)     # ranges ended on another thread
+    check(doc["steps"]["count"] == 3 and doc["steps"]["samples"] == 24 and doc["steps"]["tokens"] == 3072,
+          "steps %s" % doc["steps"])
+
+
+def test_torch_instrument_one_line(tmp):
+    out = os.path.join(tmp, "out")
+    p = run([SYSTEM_PYTHON, "-W", "error", os.path.join(HERE, "torch_train.py"), "5"],
+            base_env(out, RANK="1", WORLD_SIZE="2"))
+    check(p.stdout.strip() == "ok True", "stdout %r stderr %r" % (p.stdout, p.stderr))
+    check(rank_files(out) == ["rank-00001.json"], "files: %s" % rank_files(out))
+    doc = load(out, "rank-00001.json")
+    check_identity(doc, 1, 2, "rank")
+    check_region(doc, "forward", "forward", 5)
+    check_region(doc, "backward", "backward", 5)
+    check_region(doc, "optimizer", "optimizer", 5)
+    check(doc["steps"]["count"] == 5, "steps %s" % doc["steps"])
+    check(doc["steps"]["samples"] == 5 * 8, "samples from the batch dimension: %s" % doc["steps"])
+    # Rank 1 stays silent at exit.
+    check("rank files" not in p.stderr, "a rank other than 0 printed the summary: %r" % p.stderr)
+
+
+def test_without_preload_runs_and_writes_nothing(tmp):
+    out = os.path.join(tmp, "out")
+    run([ARGS.example, "--steps", "2", "--work-us", "10"], base_env(out, preload=False))
+    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "1"], base_env(out, preload=False))
+    check(p.stdout.strip() == "disabled", "python annotations not a no-op: %r" % p.stdout)
+    check(not os.path.exists(out), "output written without the preload")
+
+
+def test_disable_turns_everything_off(tmp):
+    out = os.path.join(tmp, "out")
+    run([ARGS.example, "--steps", "2", "--work-us", "10"], base_env(out, TRAINTIME_DISABLE="1"))
+    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "1"],
+            base_env(out, TRAINTIME_DISABLE="1"))
+    check(p.stdout.strip() == "disabled", "stdout %r" % p.stdout)
+    check(not os.path.exists(out), "output written with TRAINTIME_DISABLE=1")
+
+
+def test_inert_processes_write_nothing(tmp):
+    out = os.path.join(tmp, "out")
+    env = base_env(out)
+    p = run(["/bin/true"], env)
+    check(p.stderr == "", "noise from /bin/true: %r" % p.stderr)
+    p = run(["bash", "-c", "ls / >/dev/null; echo hi"], env)
+    check(p.stdout == "hi\n" and p.stderr == "", "bash output changed: %r %r" % (p.stdout, p.stderr))
+    run(["bash", "-c", "exit 7"], env, expect_rc=7)
+    check(not os.path.exists(out), "an inert process created %s" % out)
+
+
+def test_mpirun_np4_gives_one_file_per_rank(tmp):
+    out = os.path.join(tmp, "out")
+    mpirun = shutil.which("mpirun")
+    check(mpirun, "mpirun not found (install openmpi-bin)")
+    run([mpirun, "-np", "4", "--oversubscribe", "-x", "LD_PRELOAD", "-x", "TRAINTIME_OUTPUT",
+         ARGS.example, "--steps", "3", "--work-us", "50"], base_env(out), timeout=180)
+    files = rank_files(out)
+    check(files == ["rank-%05d.json" % r for r in range(4)], "files: %s" % files)
+    jobs = set()
+    for r in range(4):
+        doc = load(out, "rank-%05d.json" % r)
+        check_identity(doc, r, 4, "rank")
+        check_region(doc, "forward", "forward", 3)
+        jobs.add(doc["job_id"])
+    check(len(jobs) == 1, "ranks disagree on the job id: %s" % jobs)
+
+
+def test_child_inheriting_rank_writes_aux_file(tmp):
+    out = os.path.join(tmp, "out")
+    p = subprocess.Popen([ARGS.example, "--steps", "3", "--work-us", "50", "--fork", "--spawn-self"],
+                         env=base_env(out, RANK="0", WORLD_SIZE="1"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    _, stderr = p.communicate(timeout=60)
+    check(p.returncode == 0, "example failed: %s" % stderr)
+    files = rank_files(out)
+    check(len(files) == 3 and "rank-00000.json" in files, "files: %s" % files)
+    main = load(out, "rank-00000.json")
+    check_identity(main, 0, 1, "rank", pid=p.pid)
+    check_region(main, "forward", "forward", 3)
+    check("child_work" not in regions(main), "the fork child's region leaked into the parent's file")
+    aux_regions = {}
+    for name in files:
+        if name == "rank-00000.json":
+            continue
+        m = re.match(r"rank-00000\.pid(\d+)\.json$", name)
+        check(m, "unexpected file %s" % name)
+        doc = load(out, name)
+        check_identity(doc, 0, 1, "aux", pid=int(m.group(1)))
+        check(doc["job_id"] == main["job_id"], "aux file of another job")
+        aux_regions[name] = set(regions(doc))
+    # One fork child (recorded only child_work: it started clean) and one exec'd copy (2 steps).
+    kinds = sorted(sorted(r) for r in aux_regions.values())
+    check(["child_work"] in kinds, "fork child's aux file missing or not clean: %s" % kinds)
+    check(any("forward/layer0" in r for r in aux_regions.values()), "exec'd child's aux file missing")
+
+
+def test_rerun_into_same_directory_replaces_previous_job(tmp):
+    out = os.path.join(tmp, "out")
+    run([ARGS.example, "--steps", "1", "--work-us", "10"], base_env(out))
+    first = load(out, "rank-00000.json")["job_id"]
+    run([ARGS.example, "--steps", "2", "--work-us", "10"], base_env(out))
+    check(rank_files(out) == ["rank-00000.json"], "files: %s" % rank_files(out))
+    doc = load(out, "rank-00000.json")
+    check(doc["job_id"] != first and doc["steps"]["count"] == 2, "second run did not own rank 0")
+
+
+def test_unwritable_output_keeps_exit_status(tmp):
+    blocker = os.path.join(tmp, "a_file")
+    open(blocker, "w").close()
+    out = os.path.join(blocker, "out")  # a directory below a regular file cannot exist
+    code = "import sys, traintime\nwith traintime.region('forward'):\n    pass\nsys.exit(3)\n"
+    p = run([SYSTEM_PYTHON, "-c", code], base_env(out), expect_rc=3)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(len(lines) == 1, "expected one error line, got %r" % p.stderr)
+    check(out in lines[0] and "TRAINTIME_OUTPUT" in lines[0] and lines[0].startswith("traintime: "),
+          "error line does not name the directory and TRAINTIME_OUTPUT: %r" % lines[0])
+    run([ARGS.example, "--steps", "1", "--work-us", "10"], base_env(out), expect_rc=0)
+
+
+def start_waiting(out, extra_env=None, preexec=None):
+    p = subprocess.Popen([ARGS.example, "--steps", "3", "--work-us", "50", "--wait-for-signal"],
+                         env=base_env(out, **(extra_env or {})), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, preexec_fn=preexec)
+    line = p.stdout.readline()
+    check(line.strip() == "ready", "example did not get ready: %r" % line)
+    return p
+
+
+def test_sigterm_writes_file_and_dies_by_sigterm(tmp):
+    out = os.path.join(tmp, "out")
+    p = start_waiting(out)
+    p.send_signal(signal.SIGTERM)
+    p.send_signal(signal.SIGTERM)  # launchers often send more than one
+    p.wait(timeout=30)
+    check(p.returncode == -signal.SIGTERM, "exit status %r, expected death by SIGTERM" % p.returncode)
+    doc = load(out, "rank-00000.json")
+    check(doc["exit_reason"] == "signal SIGTERM", "exit_reason %r" % doc["exit_reason"])
+    check_region(doc, "forward", "forward", 3)
+    check(doc["steps"]["count"] == 3, "steps %s" % doc["steps"])
+
+
+def test_sigint_with_default_disposition_writes_file(tmp):
+    out = os.path.join(tmp, "out")
+    p = start_waiting(out)
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=30)
+    check(p.returncode == -signal.SIGINT, "exit status %r, expected death by SIGINT" % p.returncode)
+    check(load(out, "rank-00000.json")["exit_reason"] == "signal SIGINT", "exit_reason")
+
+
+def test_inherited_sigterm_ignore_is_kept(tmp):
+    out = os.path.join(tmp, "out")
+    p = start_waiting(out, preexec=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    alive = p.poll() is None
+    p.kill()
+    p.wait(timeout=30)
+    check(alive, "SIGTERM killed a process that inherited SIG_IGN for it")
+
+
+def test_periodic_snapshots_then_final_file(tmp):
+    out = os.path.join(tmp, "out")
+    p = start_waiting(out, {"TRAINTIME_SNAPSHOT_SEC": "1"})
+    path = os.path.join(out, "rank-00000.json")
+    deadline = time.time() + 10
+    snap = None
+    while time.time() < deadline:
+        if os.path.exists(path):
+            snap = load(out, "rank-00000.json")
+            break
+        time.sleep(0.1)
+    check(snap is not None, "no snapshot within 10 s")
+    check(snap["snapshot"] is True and snap["steps"]["count"] == 3, "snapshot content %s" % snap["snapshot"])
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    check(p.returncode == -signal.SIGTERM, "exit status %r" % p.returncode)
+    final = load(out, "rank-00000.json")
+    check(final["snapshot"] is False and final["exit_reason"] == "signal SIGTERM", "final file")
+    check(rank_files(out) == ["rank-00000.json"], "files: %s" % rank_files(out))
+
+
+def test_exported_symbols_are_exactly_the_expected_set(tmp):
+    with open(ARGS.expected_exports) as f:
+        expected = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+    p = run(["nm", "-D", "--defined-only", ARGS.lib], os.environ)
+    exported = set()
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] not in ("A",):  # version-node "A" entries are not symbols
+            exported.add(parts[2])
+    check(exported == expected, "unexpected exports: %s; missing: %s"
+          % (sorted(exported - expected), sorted(expected - exported)))
+
+
+def test_no_dt_needed_on_cuda_cupti_nccl_or_cxx_runtime(tmp):
+    p = run(["readelf", "-d", ARGS.lib], os.environ)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", p.stdout)
+    check(needed, "readelf found no NEEDED entries at all: %s" % p.stdout)
+    bad = [n for n in needed if re.search(r"cuda|cupti|nccl|nvrtc|nvToolsExt|stdc\+\+|gcc_s|fmt|spdlog", n)]
+    check(not bad, "forbidden DT_NEEDED entries: %s (all: %s)" % (bad, needed))
+
+
+TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--example", required=True)
+    ap.add_argument("--pypath", required=True)
+    ap.add_argument("--expected-exports", required=True)
+    ap.add_argument("test", choices=sorted(TESTS))
+    ARGS = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="traintime-e2e-")
+    try:
+        TESTS[ARGS.test](tmp)
+    except Failure as e:
+        print("FAIL %s: %s" % (ARGS.test, e))
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS %s" % ARGS.test)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
