@@ -42,7 +42,6 @@ except ImportError:
     sys.exit("torch_loop.py: PyTorch is not installed for " + sys.executable)
 try:
     import traintime
-    import traintime.torch as traintime_torch
 except ImportError as e:
     sys.exit(f"torch_loop.py: cannot import traintime ({e}); it lives in annotate/python")
 
@@ -122,6 +121,7 @@ def main():
     model = torch.nn.Sequential(*mods).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     if a.api == "instrument":
+        import traintime.torch as traintime_torch  # only this mode needs the PyTorch helper
         traintime_torch.instrument(model, opt)
 
     g = torch.Generator().manual_seed(rank)

@@ -17,9 +17,10 @@ shorter regions are listed but not judged, because a few microseconds of start l
 a large fraction.
 
 Comm. Each op of the events file's "comm" list is put beside the rank file's comm row of the
-same op and communicator size. The number of calls must match exactly (every call the sweep
-makes is an outermost NCCL call); bytes and times are printed, not judged: at world size 1 NCCL
-launches no collective kernel (it copies or does nothing), so no bandwidth is claimed.
+same op and communicator size. Calls and bytes (nccl-tests convention on both sides) must match
+exactly: every call the sweep makes is an outermost NCCL call. Times are printed, not judged: at
+world size 1 NCCL launches no collective kernel (it copies or does nothing), so no bandwidth is
+claimed.
 
 Exit status: 0 everything judged agrees, 1 a disagreement (or nothing could be judged),
 2 unusable input (missing or malformed file, GPU capture not active).
@@ -134,11 +135,16 @@ def compare_comm(rank, events):
                          fmt_ms(op["total_ms"]), "MISSING in rank file"])
             continue
         calls_ok = int(tt.get("calls", -1)) == int(op["calls"])
-        failures += 0 if calls_ok else 1
+        # bytes_known false: found by kernel name only, bytes are 0 by design (schema.md).
+        bytes_known = tt.get("bytes_known", True)
+        bytes_ok = not bytes_known or int(tt.get("bytes", -1)) == int(op["bytes"])
+        bad = [w for w, ok in (("calls", calls_ok), ("bytes", bytes_ok)) if not ok]
+        failures += 1 if bad else 0
+        verdict = f"DISAGREE ({', '.join(bad)})" if bad else (
+            "calls, bytes ok" if bytes_known else "calls ok (bytes unknown)")
         rows.append([name, size, f"{tt.get('calls')}/{op['calls']}", tt.get("bytes"),
                      op["bytes"], fmt_ms(int(tt.get("gpu_ns", 0)) / 1e6),
-                     fmt_ms(op["total_ms"]),
-                     "calls ok" if calls_ok else "DISAGREE (calls)"])
+                     fmt_ms(op["total_ms"]), verdict])
     text = table(header, rows)
     if world == 1:
         text += ("\nworld size 1: NCCL launches no collective kernel here (an out-of-place call"
@@ -231,7 +237,7 @@ def self_test(fixtures):
                 f"{d}/disagree-events.json"], EXIT_DISAGREE, "DISAGREE (> 2 %)")
         expect("hand-made sweep with matching calls passes",
                ["--rank-file", f"{d}/sweep-rank.json", "--events", f"{d}/sweep-events.json"],
-               EXIT_OK, "calls ok", "no bandwidth is claimed")
+               EXIT_OK, "calls, bytes ok", "no bandwidth is claimed")
 
     with tempfile.TemporaryDirectory() as tmp:
         def write(name, obj):
@@ -270,6 +276,17 @@ def self_test(fixtures):
                                                              "calls": 11, "bytes": 4096,
                                                              "gpu_ns": 0}])),
                 "--events", sweep_ev], EXIT_DISAGREE, "DISAGREE (calls)")
+        expect("comm bytes that differ fail",
+               ["--rank-file", write("r9.json", _rank(comm=[{"op": "AllReduce", "comm_size": 1,
+                                                             "calls": 12, "bytes": 4000,
+                                                             "gpu_ns": 0}])),
+                "--events", sweep_ev], EXIT_DISAGREE, "DISAGREE (bytes)")
+        expect("bytes found by kernel name only are not judged",
+               ["--rank-file", write("r10.json", _rank(comm=[{"op": "AllReduce", "comm_size": 1,
+                                                              "calls": 12, "bytes": 0,
+                                                              "bytes_known": False,
+                                                              "gpu_ns": 0}])),
+                "--events", sweep_ev], EXIT_OK, "calls ok (bytes unknown)")
         expect("--informational never fails",
                ["--rank-file", write("r8.json", _rank([("forward", 10, 30_000_000)])),
                 "--events", ev, "--informational"], EXIT_OK, "DISAGREE", "not judged")

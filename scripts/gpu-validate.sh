@@ -20,7 +20,7 @@
 #            on regions of >= 1 ms per entry. Disagreement fails the validation.
 #         2. nccl_sweep: AllReduce, AllGather, Broadcast, ReduceScatter from 1 KiB to 256 MiB,
 #            each call timed with CUDA events; traintime's comm rows are printed beside them
-#            and their call counts must match (times are shown, not judged: world size 1).
+#            and their calls and bytes must match (times are shown, not judged: world size 1).
 #         3. examples/torch_loop.py, when python3 has torch with CUDA: once with the plain
 #            traintime.region API (judged like cuda_mlp) and once with
 #            traintime.torch.instrument (printed, not judged: its region names are its own).
