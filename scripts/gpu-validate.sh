@@ -81,6 +81,9 @@ if [ "$MODE" = build ]; then
         -DTRAINTIME_BUILD_CUDA_EXAMPLES=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" ||
     die 2 "configure failed"
   cmake --build "$BUILD_DIR" -j "${JOBS:-2}" || die 2 "build failed"
+  # Named again so that a configuration without the CUDA examples fails here, not on the GPU.
+  cmake --build "$BUILD_DIR" --target traintime cuda_mlp nccl_sweep ||
+    die 2 "the CUDA examples were not configured (no CUDA compiler or NCCL found?)"
   for f in lib/libtraintime.so bin/cuda_mlp bin/nccl_sweep; do
     [ -f "$BUILD_DIR/$f" ] || die 2 "the build did not produce $BUILD_DIR/$f"
   done

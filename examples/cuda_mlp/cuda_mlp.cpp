@@ -292,9 +292,7 @@ struct Trainer {
 int main(int argc, char** argv) {
   example::RankInfo ranks = example::init_ranks(&argc, &argv);
   Options opt = parse_options(argc, argv);
-  const int dev = example::select_device(ranks);
-  cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  const std::string device = example::select_device(ranks);
 
   Trainer t;
   t.opt = opt;
@@ -305,11 +303,7 @@ int main(int argc, char** argv) {
   // Plain fp32 GEMMs (the default math mode uses no TF32), which keeps the default sizes well
   // above 1 ms per region.
   CUBLAS_CHECK(cublasSetMathMode(t.blas, CUBLAS_DEFAULT_MATH));
-  if (opt.nccl) {
-    ncclUniqueId id = example::share_nccl_id(ranks, opt.nccl_id_file);
-    NCCL_CHECK(ncclCommInitRank(&t.comm, ranks.world_size, id, ranks.rank));
-    example::forget_nccl_id(ranks);
-  }
+  if (opt.nccl) t.comm = example::create_communicator(ranks, opt.nccl_id_file);
   t.allocate();
   t.fill_host_batches(ranks.rank);
   t.initialise();
@@ -353,7 +347,7 @@ int main(int argc, char** argv) {
   rep.rank = ranks.rank;
   rep.world_size = ranks.world_size;
   rep.launcher = ranks.launcher;
-  rep.device = prop.name;
+  rep.device = device;
   rep.timing = opt.sync_every_step
                    ? "cudaEventElapsedTime read after each step's cudaStreamSynchronize"
                    : "cudaEventElapsedTime read once after the loop's cudaStreamSynchronize";
@@ -380,7 +374,7 @@ int main(int argc, char** argv) {
   if (ranks.rank == 0) {
     std::printf("cuda_mlp: %s, world size %d (%s), %d timed steps after %d warm-up, "
                 "%.2f ms/step (CUDA events), final loss %.4f\n",
-                prop.name, ranks.world_size, ranks.launcher.c_str(), opt.steps, opt.warmup,
+                device.c_str(), ranks.world_size, ranks.launcher.c_str(), opt.steps, opt.warmup,
                 loop_ms / opt.steps, final_loss);
     for (const example::RegionTiming& r : rep.regions) {
       double total = 0;

@@ -102,15 +102,10 @@ uint64_t issue(const std::string& op, uint64_t bytes, int world, const float* se
 int main(int argc, char** argv) {
   example::RankInfo ranks = example::init_ranks(&argc, &argv);
   Options opt = parse_options(argc, argv);
-  const int dev = example::select_device(ranks);
-  cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  const std::string device = example::select_device(ranks);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  ncclComm_t comm;
-  ncclUniqueId id = example::share_nccl_id(ranks, opt.nccl_id_file);
-  NCCL_CHECK(ncclCommInitRank(&comm, ranks.world_size, id, ranks.rank));
-  example::forget_nccl_id(ranks);
+  ncclComm_t comm = example::create_communicator(ranks, opt.nccl_id_file);
 
   // AllGather's output and ReduceScatter's input are the whole size; both fit in max_bytes.
   float* send = nullptr;
@@ -130,7 +125,7 @@ int main(int argc, char** argv) {
   rep.rank = ranks.rank;
   rep.world_size = ranks.world_size;
   rep.launcher = ranks.launcher;
-  rep.device = prop.name;
+  rep.device = device;
   rep.timing = "cudaEventElapsedTime around every call, read after each size's "
                "cudaStreamSynchronize";
   rep.warmup_steps = opt.warmup;
@@ -175,7 +170,7 @@ int main(int argc, char** argv) {
       !example::write_events_json(example::expand_rank(opt.events_out, ranks.rank), rep))
     return 1;
   if (ranks.rank == 0) {
-    std::printf("nccl_sweep: %s, world size %d (%s), %d calls per op and size\n", prop.name,
+    std::printf("nccl_sweep: %s, world size %d (%s), %d calls per op and size\n", device.c_str(),
                 ranks.world_size, ranks.launcher.c_str(), calls);
     if (ranks.world_size == 1) std::printf("  note: %s\n", rep.notes.back().c_str());
     for (const example::CommOpTiming& row : rep.comm)

@@ -106,7 +106,7 @@ RankInfo init_ranks(int* argc, char*** argv) {
   return info;
 }
 
-int select_device(const RankInfo& ranks) {
+std::string select_device(const RankInfo& ranks) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -116,8 +116,12 @@ int select_device(const RankInfo& ranks) {
   }
   int dev = ranks.local_rank % count;
   CUDA_CHECK(cudaSetDevice(dev));
-  return dev;
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return prop.name;
 }
+
+namespace {
 
 ncclUniqueId share_nccl_id(const RankInfo& ranks, const std::string& id_file) {
   ncclUniqueId id;
@@ -172,12 +176,16 @@ ncclUniqueId share_nccl_id(const RankInfo& ranks, const std::string& id_file) {
   return id;
 }
 
-void forget_nccl_id(const RankInfo& ranks) {
+}  // namespace
+
+ncclComm_t create_communicator(const RankInfo& ranks, const std::string& id_file) {
+  ncclUniqueId id = share_nccl_id(ranks, id_file);
+  ncclComm_t comm = nullptr;
+  NCCL_CHECK(ncclCommInitRank(&comm, ranks.world_size, id, ranks.rank));
 #ifndef TT_EXAMPLE_WITH_MPI
   if (ranks.rank == 0 && !g_id_file.empty()) std::remove(g_id_file.c_str());
-#else
-  (void)ranks;
 #endif
+  return comm;
 }
 
 void finish_ranks() {

@@ -23,16 +23,15 @@ struct RankInfo {
 // Reads the rank; initialises MPI in the MPI build. Call first thing in main().
 RankInfo init_ranks(int* argc, char*** argv);
 
-// Picks the GPU local_rank (modulo the visible count) and returns its index.
-int select_device(const RankInfo& ranks);
+// Picks the GPU local_rank (modulo the visible count) and returns its name.
+std::string select_device(const RankInfo& ranks);
 
-// Rank 0 creates the id; every rank returns the same one. `id_file` is used by the file exchange
-// only: "" picks $TT_NCCL_ID_FILE, else /tmp/traintime-example-nccl-id.<job key>.
-ncclUniqueId share_nccl_id(const RankInfo& ranks, const std::string& id_file);
-
-// Called by rank 0 once its communicator exists: every rank has read the id by then (init is
-// collective), so the file can go and a later job cannot pick up a stale id.
-void forget_nccl_id(const RankInfo& ranks);
+// Creates the world communicator: rank 0 makes the NCCL unique id and every rank gets it (MPI
+// build: MPI_Bcast; otherwise through `id_file`, "" picking $TT_NCCL_ID_FILE, else
+// /tmp/traintime-example-nccl-id.<job key>). The file is removed once rank 0's communicator
+// exists: init is collective, so every rank has read it, and a later job cannot pick up a
+// stale id.
+ncclComm_t create_communicator(const RankInfo& ranks, const std::string& id_file);
 
 // Finalises MPI in the MPI build.
 void finish_ranks();
