@@ -1,0 +1,174 @@
+/*
+ * simgpu engine — SIMULATION ONLY. The interface between the simulated libraries.
+ *
+ * The virtual GPU lives in the fake libcuda.so.1, the one library every other fake and the
+ * simulated program depend on, so there is exactly one timeline per process. The fake
+ * libcudart/libnccl drive it through the simgpu_* calls below; the fake libcupti observes it
+ * through simgpu_tool_hooks. Nothing here is part of any NVIDIA API.
+ *
+ * Time is virtual (ns): the host clock advances by a fixed cost per API call and jumps to the
+ * end of the work on synchronize; GPU work starts when its stream is free, its event
+ * dependencies are met and its launch has reached the GPU. Same calls in the same order give
+ * the same timeline, whatever the host's speed.
+ */
+#ifndef SIMGPU_ENGINE_H
+#define SIMGPU_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kinds of GPU work. */
+enum simgpu_work_kind { SIMGPU_KERNEL = 1, SIMGPU_MEMCPY = 2, SIMGPU_MEMSET = 3 };
+
+/* One traced API call (runtime or driver domain); CUPTI turns it into CUpti_CallbackData. */
+typedef struct simgpu_api_frame {
+  int domain;                 /* CUpti_CallbackDomain value: 1 driver, 2 runtime */
+  uint32_t cbid;              /* real CUPTI callback id */
+  const char* function_name;  /* "cudaLaunchKernel", "__cudaLaunchKernel", "cuLaunchKernel" ... */
+  const char* symbol_name;    /* kernel name on launches, else NULL */
+  const void* params;         /* the real <api>_params struct where the toolkit defines one */
+  void* return_value;         /* points at the cudaError_t / CUresult the call returns */
+  uint32_t correlation_id;    /* distinct for every traced call, nested calls included */
+  uint64_t correlation_data;  /* the subscriber's slot shared by ENTER and EXIT */
+  uint64_t start_ns;          /* virtual host time at ENTER */
+  uint64_t end_ns;            /* virtual host time at EXIT */
+  struct simgpu_api_frame* outer; /* enclosing traced call on this thread, or NULL */
+} simgpu_api_frame;
+
+/* One piece of GPU work as executed (or, when captured, as a graph node). */
+typedef struct simgpu_work {
+  int kind;                    /* simgpu_work_kind */
+  const char* name;            /* kernel name (persistent string) or NULL */
+  uint64_t bytes;              /* memcpy/memset size */
+  uint8_t copy_kind;           /* CUpti_ActivityMemcpyKind for memcpy */
+  uint8_t src_kind, dst_kind;  /* CUpti_ActivityMemoryKind */
+  uint32_t memset_value;
+  uint32_t grid[3], block[3];
+  uint32_t shared_mem;
+  uint32_t stream_id;
+  uint64_t launch_ns;          /* virtual host time the launch was issued */
+  uint64_t start_ns, end_ns;   /* virtual GPU time */
+  uint32_t correlation_id;     /* CUPTI's: kernels the runtime call's, memcpy/memset the driver call's */
+  uint32_t runtime_correlation_id; /* the runtime API call's id (0 if launched from the driver API) */
+  uint32_t graph_id;           /* 0 unless launched from a graph */
+  uint64_t graph_node_id;
+  uint64_t label;              /* simgpuSetLabel() on the launching (for graphs: capturing) thread */
+  uint64_t launch_label;       /* simgpuSetLabel() on the thread that issued this launch */
+  uint64_t seq;                /* order of execution in this process, from 0 */
+} simgpu_work;
+
+/* Resource events (CUPTI_CB_DOMAIN_RESOURCE). */
+enum simgpu_resource_event {
+  SIMGPU_RES_CU_INIT_FINISHED = 1,
+  SIMGPU_RES_CONTEXT_CREATED = 2,
+  SIMGPU_RES_STREAM_CREATED = 3,
+  SIMGPU_RES_GRAPHNODE_CREATED = 4
+};
+
+/* What the fake CUPTI observes. Every hook may be NULL. Hooks run on the calling thread. */
+typedef struct simgpu_tool_hooks {
+  void (*api_enter)(simgpu_api_frame* f);
+  void (*api_exit)(simgpu_api_frame* f);
+  /* GPU work was enqueued (not called for work captured into a graph). */
+  void (*work)(const simgpu_work* w);
+  /* event: simgpu_resource_event; handle: stream/graph node; graph: the node's graph. */
+  void (*resource)(int event, void* context, void* handle, void* graph);
+} simgpu_tool_hooks;
+
+/* ---- used by the fake libraries ---- */
+void simgpu_set_tool_hooks(const simgpu_tool_hooks* hooks);
+/* cuInit's work (idempotent): injection, context. Returns a CUresult. */
+int simgpu_ensure_init(void);
+/* Opens/closes a traced API call on this thread (advances the host clock, raises callbacks). */
+void simgpu_api_enter(simgpu_api_frame* f, int domain, uint32_t cbid, const char* function_name,
+                      const char* symbol_name, const void* params, void* return_value);
+void simgpu_api_exit(simgpu_api_frame* f);
+/* Innermost traced call of this thread (NULL when none). */
+simgpu_api_frame* simgpu_current_frame(void);
+uint64_t simgpu_host_now(void);
+void* simgpu_context(void);  /* the one CUcontext */
+/* Makes the primary context current on this thread (announced once per process). */
+void simgpu_make_context_current(void);
+uint32_t simgpu_context_id(void);
+
+/* A request to run work on a stream (stream NULL = legacy default stream). */
+typedef struct simgpu_launch {
+  int kind;
+  const char* name;
+  uint64_t duration_ns;  /* ignored for collectives (see simgpu_collective) */
+  uint64_t bytes;
+  uint8_t copy_kind, src_kind, dst_kind;
+  uint32_t memset_value;
+  uint32_t grid[3], block[3];
+  uint32_t shared_mem;
+  /* Non-NULL for an NCCL collective: duration comes from the straggler model. */
+  const struct simgpu_collective* collective;
+} simgpu_launch;
+
+typedef struct simgpu_collective {
+  uint64_t comm_key;     /* identifies the communicator (same on every rank) */
+  uint64_t transfer_ns;  /* what the transfer takes once every rank has arrived */
+  uint64_t epoch_ns;     /* virtual host time the communicator was created (ranks start together) */
+  int nranks;
+  int rank;
+} simgpu_collective;
+
+/* Makes the next kernel this thread enqueues an NCCL collective (the fake NCCL sets it just
+ * before it launches its kernel through the runtime). Consumed by that enqueue. */
+void simgpu_set_next_collective(const simgpu_collective* c);
+/* Enqueues work on `stream` (or adds a node when the stream is capturing). Returns a cudaError_t. */
+int simgpu_enqueue(void* stream, const simgpu_launch* l);
+/* Streams, events, graphs. All return cudaError_t values. */
+int simgpu_stream_create(void** stream);
+int simgpu_stream_destroy(void* stream);
+uint32_t simgpu_stream_id(void* stream);
+int simgpu_stream_synchronize(void* stream);
+int simgpu_device_synchronize(void);
+int simgpu_event_create(void** event);
+int simgpu_event_destroy(void* event);
+int simgpu_event_record(void* event, void* stream);
+int simgpu_stream_wait_event(void* stream, void* event);
+int simgpu_event_synchronize(void* event);
+int simgpu_begin_capture(void* stream);
+int simgpu_end_capture(void* stream, void** graph);
+int simgpu_is_capturing(void* stream);
+int simgpu_graph_instantiate(void** exec, void* graph);
+int simgpu_graph_launch(void* exec, void* stream);
+int simgpu_graph_destroy(void* graph);
+int simgpu_graph_exec_destroy(void* exec);
+uint32_t simgpu_graph_id(void* graph);
+uint32_t simgpu_graph_exec_id(void* exec);
+uint64_t simgpu_graph_node_id(void* node);
+/* CUgraphNodeType of a node: 0 kernel, 1 memcpy, 2 memset. */
+int simgpu_graph_node_type(void* node);
+/* Kernel registry: persistent name for a host function / kernel handle. */
+void* simgpu_register_kernel(const void* host_fun, const char* device_name);
+const char* simgpu_kernel_name(const void* kernel_or_host_fun);
+void* simgpu_kernel_handle(const void* host_fun);
+/* Slowdown factor of this rank's compute kernels (SIMGPU_SLOWDOWN), and of rank r. */
+double simgpu_slowdown(int rank);
+int simgpu_rank(void);
+
+/* ---- SIMULATION extension used by sim_train and the tests (exported by libcuda.so.1) ---- */
+/* Labels the work this thread launches from now on (opaque to the simulator). */
+void simgpuSetLabel(uint64_t label);
+uint64_t simgpuGetLabel(void);
+/* Executed work so far, in execution (enqueue) order. Returns the count; copies up to max. */
+size_t simgpuTimelineCount(void);
+int simgpuTimelineGet(size_t index, simgpu_work* out);
+/* Number of times cuInit ran the injection protocol (0 or 1). */
+int simgpuInjectionCount(void);
+
+/* Duration model of the simulated kernels launched with <<<>>>/cudaLaunchKernel: every block
+ * of the grid costs SIMGPU_NS_PER_BLOCK ns of GPU time (times the rank's slowdown factor). */
+#define SIMGPU_NS_PER_BLOCK 100
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SIMGPU_ENGINE_H */

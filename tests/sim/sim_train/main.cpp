@@ -1,0 +1,415 @@
+// sim_train — a SIMULATED data-parallel training program for the simulated GPU (simgpu).
+//
+// Per step: io (host-to-device copies), forward (L layers, each in its own region), backward
+// launched from a second thread (as PyTorch's autograd engine does) while the main thread sits
+// in "backward", bucketed AllReduce on a comm stream overlapping backward, optimizer, tt_step.
+// With --truth it writes the exact expected result from its own executed schedule.
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include "labels.h"
+#include "simgpu/engine.h"
+#include "simgpu/nvcc_runtime_decls.h"
+#include "traintime/traintime.h"
+#include "truth.h"
+
+namespace sim_train {
+namespace {
+
+struct Options {
+  uint64_t steps = 20;
+  int layers = 4;
+  int bucket_layers = 2;
+  bool graphs = false;
+  bool nvtx = false;
+  bool world_check = false;
+  std::string truth;
+};
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "sim_train [SIMULATED GPU]: %s\n", what.c_str());
+  std::exit(2);
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) die(std::string(what) + ": " + ncclGetErrorString(r));
+}
+
+int env_int(std::initializer_list<const char*> vars, int fallback) {
+  for (const char* v : vars) {
+    const char* s = std::getenv(v);
+    if (s && *s) return std::atoi(s);
+  }
+  return fallback;
+}
+
+// The simulated kernels, registered the way nvcc's generated code registers them; their names
+// are mangled like real kernels so the profiler has to demangle them.
+struct Kernels {
+  char embed, gemm, gelu, loss, gemm_bwd, gelu_bwd, adam;  // host stubs: only the addresses matter
+  cudaKernel_t h_embed, h_gemm, h_gelu, h_loss, h_gemm_bwd, h_gelu_bwd;
+  void register_all() {
+    static const char fatbin[] = "simgpu fat binary (simulated)";
+    void** handle = __cudaRegisterFatBinary(const_cast<char*>(fatbin));
+    const std::pair<const char*, const char*> table[] = {
+        {&embed, "_Z16embedding_kernelPKiPKfPfi"}, {&gemm, "_Z11gemm_kernelPKfS0_Pfiii"},
+        {&gelu, "_Z15gelu_fwd_kernelPKfPfi"},      {&loss, "_Z11loss_kernelPKfPfi"},
+        {&gemm_bwd, "_Z15gemm_bwd_kernelPKfS0_Pfiii"}, {&gelu_bwd, "_Z15gelu_bwd_kernelPKfS0_Pfi"},
+        {&adam, "_Z11adam_kernelPfPKfS_S_fi"}};
+    for (const auto& [fun, name] : table)
+      __cudaRegisterFunction(handle, fun, const_cast<char*>(name), name, -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+    __cudaRegisterFatBinaryEnd(handle);
+    check(__cudaGetKernel(&h_embed, &embed), "__cudaGetKernel");
+    check(__cudaGetKernel(&h_gemm, &gemm), "__cudaGetKernel");
+    check(__cudaGetKernel(&h_gelu, &gelu), "__cudaGetKernel");
+    check(__cudaGetKernel(&h_loss, &loss), "__cudaGetKernel");
+    check(__cudaGetKernel(&h_gemm_bwd, &gemm_bwd), "__cudaGetKernel");
+    check(__cudaGetKernel(&h_gelu_bwd, &gelu_bwd), "__cudaGetKernel");
+  }
+};
+
+// Regions through the traintime API or NVTX, with sim_train's own copy of the path.
+class Regions {
+ public:
+  explicit Regions(bool nvtx) : nvtx_(nvtx) {}
+  void push(const std::string& name) {
+    names_.push_back(name);
+    if (nvtx_) nvtxRangePushA(names_.back().c_str());
+    else tt_push(names_.back().c_str());
+  }
+  void pop() {
+    if (nvtx_) nvtxRangePop();
+    else tt_pop();
+    names_.pop_back();
+  }
+  std::string path() const {
+    std::string p;
+    for (const auto& n : names_) p += (p.empty() ? "" : "/") + n;
+    return p;
+  }
+
+ private:
+  bool nvtx_;
+  std::vector<std::string> names_;
+};
+
+class Trainer {
+ public:
+  Trainer(const Options& o, int rank, int world) : opt_(o), rank_(rank), world_(world), regions_(o.nvtx) {}
+
+  void setup() {
+    kernels_.register_all();
+    check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaStreamCreate(&compute_), "cudaStreamCreate");
+    check(cudaStreamCreate(&comm_stream_), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaMallocHost(&host_batch_, kBatchBytes), "cudaMallocHost");
+    check(cudaMallocHost(&host_labels_, kLabelBytes), "cudaMallocHost");
+    check(cudaMallocHost(&host_loss_, sizeof(float)), "cudaMallocHost");
+    check(cudaMalloc(&dev_batch_, kBatchBytes), "cudaMalloc");
+    check(cudaMalloc(&dev_labels_, kLabelBytes), "cudaMalloc");
+    check(cudaMalloc(&dev_loss_, sizeof(float)), "cudaMalloc");
+    check(cudaMalloc(&dev_grads_, kGradBytesPerLayer * opt_.layers), "cudaMalloc");
+    if (opt_.graphs) capture_forward();
+    // Last in setup: the communicator's creation is where the straggler model starts counting.
+    ncclUniqueId id;
+    check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    check(ncclCommInitRank(&comm_, world_, id, rank_), "ncclCommInitRank");
+    if (opt_.world_check) world_check();
+    worker_ = std::thread([this] { backward_worker(); });
+  }
+
+  void run() {
+    for (uint64_t s = 0; s < opt_.steps; ++s) {
+      step_ = s;
+      if (opt_.nvtx) regions_.push("step");
+      io_in();
+      forward();
+      backward();
+      optimizer();
+      io_out();
+      if (opt_.nvtx) regions_.pop();
+      else tt_step(kSamplesPerStep, kTokensPerStep);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+
+  TruthInput truth_input() const {
+    TruthInput in;
+    in.rank = rank_;
+    in.world_size = world_;
+    in.steps = opt_.steps;
+    in.comm_calls = comm_calls_;
+    in.options = {{"steps", opt_.steps}, {"layers", opt_.layers}, {"graphs", opt_.graphs}, {"nvtx", opt_.nvtx}};
+    const size_t n = simgpuTimelineCount();
+    for (size_t i = 0; i < n; ++i) {
+      simgpu_work w{};
+      if (!simgpuTimelineGet(i, &w)) break;
+      Activity a;
+      a.kind = w.kind;
+      a.start = w.start_ns;
+      a.end = w.end_ns;
+      a.bytes = w.bytes;
+      a.copy_kind = w.copy_kind;
+      a.cat = label_cat(w.label);  // graph nodes: as captured
+      a.step = label_step(w.launch_label);  // always the step the launch happened in
+      if (a.cat == Cat::kComm) a.comm_op = names_.name(label_id(w.label));
+      else a.path = names_.name(label_id(w.label));
+      in.activities.push_back(a);
+    }
+    return in;
+  }
+
+  uint64_t gpu_end() const {
+    uint64_t end = 0;
+    for (size_t i = 0, n = simgpuTimelineCount(); i < n; ++i) {
+      simgpu_work w{};
+      if (simgpuTimelineGet(i, &w)) end = std::max(end, w.end_ns);
+    }
+    return end;
+  }
+
+ private:
+  static constexpr size_t kBatchBytes = 8u << 20;
+  static constexpr size_t kLabelBytes = 256u << 10;
+  static constexpr size_t kGradBytesPerLayer = 4u << 20;
+  static constexpr uint64_t kSamplesPerStep = 32;
+  static constexpr uint64_t kTokensPerStep = 32 * 512;
+
+  void label(Cat c) { simgpuSetLabel(make_label(c, names_.id(regions_.path()), step_)); }
+
+  void launch(cudaKernel_t k, unsigned blocks, Cat c) {
+    label(c);
+    void* args[1] = {nullptr};
+    check(__cudaLaunchKernel(k, dim3(blocks), dim3(256), args, 0, compute_), "__cudaLaunchKernel");
+  }
+
+  void world_check() {
+    int count = 0, user_rank = -1;
+    check(ncclCommCount(comm_, &count), "ncclCommCount");
+    check(ncclCommUserRank(comm_, &user_rank), "ncclCommUserRank");
+    if (count != world_ || user_rank != rank_)
+      die("world check failed: NCCL says rank " + std::to_string(user_rank) + " of " + std::to_string(count) +
+          ", launcher says rank " + std::to_string(rank_) + " of " + std::to_string(world_));
+    std::printf("sim_train [SIMULATED GPU]: world check ok (rank %d of %d)\n", rank_, world_);
+  }
+
+  void io_in() {
+    regions_.push("io");
+    label(Cat::kIo);
+    check(cudaMemcpyAsync(dev_batch_, host_batch_, kBatchBytes, cudaMemcpyHostToDevice, compute_), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(dev_labels_, host_labels_, kLabelBytes, cudaMemcpyHostToDevice, compute_), "cudaMemcpyAsync");
+    regions_.pop();
+  }
+
+  unsigned gemm_blocks(int layer) const { return 1500 + 250 * static_cast<unsigned>(layer % 3); }
+
+  void forward_body() {
+    launch(kernels_.h_embed, 800, Cat::kForward);
+    for (int i = 0; i < opt_.layers; ++i) {
+      regions_.push("layer" + std::to_string(i));
+      launch(kernels_.h_gemm, gemm_blocks(i), Cat::kForward);
+      launch(kernels_.h_gelu, 300, Cat::kForward);
+      regions_.pop();
+    }
+    launch(kernels_.h_loss, 100, Cat::kForward);
+  }
+
+  void forward() {
+    if (opt_.graphs) {
+      // Replayed from outside any region: attribution has to come from capture time.
+      simgpuSetLabel(make_label(Cat::kUnattributed, 0, step_));
+      check(cudaGraphLaunch(graph_exec_, compute_), "cudaGraphLaunch");
+      return;
+    }
+    regions_.push("forward");
+    forward_body();
+    regions_.pop();
+  }
+
+  void capture_forward() {
+    check(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+    regions_.push("forward");
+    forward_body();
+    regions_.pop();
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(compute_, &graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&graph_exec_, graph, 0), "cudaGraphInstantiate");
+  }
+
+  // Main thread: sits in "backward" while the worker launches (strict hand-off, so the order
+  // of launches, and with it the virtual timeline, never depends on thread timing).
+  void backward() {
+    regions_.push("backward");
+    backward_path_ = regions_.path();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      job_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return !job_; });
+    }
+    regions_.pop();
+  }
+
+  void backward_worker() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return job_ || quit_; });
+        if (!job_) return;
+      }
+      backward_body();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        job_ = false;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  void bwd_launch(cudaKernel_t k, unsigned blocks) {
+    // The worker has no region open: the expected region is the main thread's innermost one.
+    simgpuSetLabel(make_label(Cat::kBackward, names_.id(backward_path_), step_));
+    void* args[1] = {nullptr};
+    check(__cudaLaunchKernel(k, dim3(blocks), dim3(256), args, 0, compute_), "__cudaLaunchKernel");
+  }
+
+  void allreduce_bucket(int first_layer, int layers) {
+    cudaEvent_t ready;
+    check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventRecord(ready, compute_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(comm_stream_, ready, 0), "cudaStreamWaitEvent");
+    const size_t bytes = kGradBytesPerLayer * static_cast<size_t>(layers);
+    simgpuSetLabel(make_label(Cat::kComm, names_.id("AllReduce"), step_));
+    void* grads = static_cast<char*>(dev_grads_) + kGradBytesPerLayer * static_cast<size_t>(first_layer);
+    check(ncclAllReduce(grads, grads, bytes / sizeof(float), ncclFloat32, ncclSum, comm_, comm_stream_), "ncclAllReduce");
+    comm_calls_.push_back({"AllReduce", world_, bytes});
+    check(cudaEventDestroy(ready), "cudaEventDestroy");
+  }
+
+  void backward_body() {
+    simgpuSetLabel(make_label(Cat::kBackward, names_.id(backward_path_), step_));
+    int pending = 0, bucket_first = opt_.layers;
+    for (int i = opt_.layers - 1; i >= 0; --i) {
+      bwd_launch(kernels_.h_gelu_bwd, 350);
+      bwd_launch(kernels_.h_gemm_bwd, gemm_blocks(i));      // input gradient
+      bwd_launch(kernels_.h_gemm_bwd, gemm_blocks(i) / 2);  // weight gradient
+      bucket_first = i;
+      if (++pending == opt_.bucket_layers || i == 0) {
+        allreduce_bucket(bucket_first, pending);
+        pending = 0;
+      }
+    }
+    simgpuSetLabel(make_label(Cat::kBackward, names_.id(backward_path_), step_));
+    check(cudaEventRecord(comm_done_, comm_stream_), "cudaEventRecord");
+  }
+
+  void optimizer() {
+    regions_.push("optimizer");
+    label(Cat::kOptimizer);
+    check(cudaStreamWaitEvent(compute_, comm_done_, 0), "cudaStreamWaitEvent");
+    // Gradient-norm check read on the host (clip_grad_norm_ + .item()): the GPU idles while
+    // the host catches up, which gives every step some idle time.
+    check(cudaMemcpyAsync(host_loss_, dev_loss_, sizeof(float), cudaMemcpyDeviceToHost, compute_), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");
+    label(Cat::kOptimizer);
+    void* args[1] = {nullptr};
+    // The explicit-API launch path (cudaLaunchKernel), as libraries like cuBLAS use.
+    check(cudaLaunchKernel(&kernels_.adam, dim3(1200), dim3(256), args, 0, compute_), "cudaLaunchKernel");
+    check(cudaLaunchKernel(&kernels_.adam, dim3(600), dim3(256), args, 0, compute_), "cudaLaunchKernel");
+    check(cudaMemsetAsync(dev_grads_, 0, kGradBytesPerLayer * opt_.layers, compute_), "cudaMemsetAsync");
+    regions_.pop();
+  }
+
+  void io_out() {
+    regions_.push("io");
+    label(Cat::kIo);
+    check(cudaMemcpyAsync(host_loss_, dev_loss_, sizeof(float), cudaMemcpyDeviceToHost, compute_), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");  // loss.item()
+    regions_.pop();
+  }
+
+  const Options& opt_;
+  int rank_, world_;
+  Regions regions_;
+  Interner names_;
+  Kernels kernels_{};
+  cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
+  cudaEvent_t comm_done_ = nullptr;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  void *host_batch_ = nullptr, *host_labels_ = nullptr, *host_loss_ = nullptr;
+  void *dev_batch_ = nullptr, *dev_labels_ = nullptr, *dev_loss_ = nullptr, *dev_grads_ = nullptr;
+  ncclComm_t comm_ = nullptr;
+  uint64_t step_ = 0;
+  std::string backward_path_;
+  std::vector<CommCall> comm_calls_;
+  std::thread worker_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool job_ = false, quit_ = false;
+};
+
+std::string expand_rank(std::string pattern, int rank) {
+  for (size_t pos; (pos = pattern.find("%r")) != std::string::npos;) pattern.replace(pos, 2, std::to_string(rank));
+  return pattern;
+}
+
+}  // namespace
+}  // namespace sim_train
+
+int main(int argc, char** argv) {
+  using namespace sim_train;
+  Options opt;
+  CLI::App app{"sim_train — SIMULATED data-parallel training on a simulated GPU (simgpu; no real GPU is used).\n"
+               "Rank and world size come from RANK/WORLD_SIZE or OMPI_COMM_WORLD_RANK/SIZE (else 0 of 1)."};
+  app.add_option("--steps", opt.steps, "training steps (SIMULATED)")->check(CLI::PositiveNumber);
+  app.add_option("--layers", opt.layers, "layers of the simulated model")->check(CLI::Range(1, 1000));
+  app.add_option("--bucket-layers", opt.bucket_layers, "layers per gradient AllReduce bucket")->check(CLI::Range(1, 1000));
+  app.add_flag("--graphs", opt.graphs, "capture the forward pass into a CUDA graph once and replay it every step");
+  app.add_flag("--nvtx", opt.nvtx, "annotate with NVTX ranges (one \"step\" range per step) instead of the traintime API");
+  app.add_flag("--world-check", opt.world_check, "check that NCCL's rank/size agree with the launcher's");
+  app.add_option("--truth", opt.truth, "write the exact expected per-rank result to FILE (%r becomes the rank)");
+  CLI11_PARSE(app, argc, argv);
+
+  const int rank = env_int({"RANK", "OMPI_COMM_WORLD_RANK"}, 0);
+  const int world = env_int({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"}, 1);
+  if (world < 1 || rank < 0 || rank >= world) die("bad rank/world from the launcher environment");
+
+  Trainer trainer(opt, rank, world);
+  trainer.setup();
+  trainer.run();
+
+  if (!opt.truth.empty()) {
+    const std::string path = expand_rank(opt.truth, rank);
+    std::ofstream f(path);
+    f << compute_truth(trainer.truth_input()).dump(2) << '\n';
+    if (!f) die("cannot write " + path);
+  }
+  if (rank == 0)
+    std::printf("sim_train [SIMULATED GPU]: %llu steps, %d rank(s), virtual GPU time ends at +%.3f ms\n",
+                static_cast<unsigned long long>(opt.steps), world,
+                (trainer.gpu_end() - 1'700'000'000'000'000'000ull) / 1e6);
+  return 0;
+}

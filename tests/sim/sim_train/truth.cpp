@@ -1,0 +1,153 @@
+// SIMULATION: sim_train's ground truth (see truth.h).
+#include "truth.h"
+
+#include <algorithm>
+
+namespace sim_train {
+
+uint64_t union_ns(std::vector<std::pair<uint64_t, uint64_t>> iv) {
+  std::sort(iv.begin(), iv.end());
+  uint64_t total = 0, cur_start = 0, cur_end = 0;
+  bool open = false;
+  for (const auto& [s, e] : iv) {
+    if (e <= s) continue;
+    if (!open || s > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+namespace {
+
+using Intervals = std::vector<std::pair<uint64_t, uint64_t>>;
+
+bool is_compute(Cat c) { return c != Cat::kComm && c != Cat::kIo; }
+
+const char* direction(uint8_t copy_kind) {
+  switch (copy_kind) {
+    case 1: return "HtoD";
+    case 2: return "DtoH";
+    case 8: return "DtoD";
+    case 10: return "PtoP";
+    default: return nullptr;  // other kinds (HtoH...) are not reported by direction
+  }
+}
+
+}  // namespace
+
+nlohmann::json compute_truth(const TruthInput& in) {
+  using nlohmann::json;
+  // Group by step (the final partial step, if any, has index == in.steps).
+  std::map<uint64_t, std::vector<const Activity*>> by_step;
+  for (const auto& a : in.activities) by_step[a.step].push_back(&a);
+
+  struct CatTotals { uint64_t busy = 0, sum = 0, count = 0; };
+  CatTotals cats[kCatCount];
+  uint64_t busy = 0, compute = 0, comm = 0, overlapped = 0, exposed = 0, io = 0, idle = 0;
+
+  for (const auto& [step, acts] : by_step) {
+    Intervals all, comp, com, inout, per_cat[kCatCount];
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const Activity* a : acts) {
+      const auto iv = std::make_pair(a->start, a->end);
+      all.push_back(iv);
+      per_cat[static_cast<int>(a->cat)].push_back(iv);
+      if (is_compute(a->cat)) comp.push_back(iv);
+      if (a->cat == Cat::kComm) com.push_back(iv);
+      if (a->cat == Cat::kIo) inout.push_back(iv);
+      first = std::min(first, a->start);
+      last = std::max(last, a->end);
+      CatTotals& t = cats[static_cast<int>(a->cat)];
+      t.sum += a->end - a->start;
+      t.count += 1;
+    }
+    for (int c = 0; c < kCatCount; ++c) cats[c].busy += union_ns(per_cat[c]);
+    const uint64_t u_all = union_ns(all), u_comp = union_ns(comp), u_comm = union_ns(com);
+    Intervals comm_or_comp = comp;
+    comm_or_comp.insert(comm_or_comp.end(), com.begin(), com.end());
+    const uint64_t both = u_comp + u_comm - union_ns(comm_or_comp);  // |comm ∩ compute|
+    busy += u_all;
+    compute += u_comp;
+    comm += u_comm;
+    overlapped += both;
+    exposed += u_comm - both;
+    io += union_ns(inout);
+    idle += (last - first) - u_all;
+  }
+
+  json out;
+  out["schema"] = "simgpu-truth/1";
+  out["simulated"] = true;
+  out["rank"] = in.rank;
+  out["world_size"] = in.world_size;
+  out["options"] = in.options;
+  json jc = json::object();
+  for (int c = 0; c < kCatCount; ++c)
+    jc[cat_name(static_cast<Cat>(c))] = {{"gpu_busy_ns", cats[c].busy}, {"gpu_sum_ns", cats[c].sum}, {"count", cats[c].count}};
+  out["categories"] = jc;
+  out["steps"] = {{"count", in.steps},
+                  {"partial_final_step", by_step.count(in.steps) > 0},
+                  {"totals", {{"gpu_busy_ns", busy}, {"compute_ns", compute}, {"comm_ns", comm},
+                              {"comm_overlapped_ns", overlapped}, {"exposed_comm_ns", exposed},
+                              {"io_ns", io}, {"idle_ns", idle}}}};
+
+  // comm rows per (op, comm_size): calls and bytes from the calls, gpu_ns from the work.
+  struct Row { uint64_t calls = 0, bytes = 0, gpu_ns = 0; };
+  std::map<std::pair<std::string, int>, Row> rows;
+  std::map<std::string, int> size_of_op;
+  for (const auto& c : in.comm_calls) {
+    Row& r = rows[{c.op, c.comm_size}];
+    r.calls += 1;
+    r.bytes += c.bytes;
+    size_of_op[c.op] = c.comm_size;
+  }
+  for (const auto& a : in.activities) {
+    if (a.cat != Cat::kComm) continue;
+    rows[{a.comm_op, size_of_op.count(a.comm_op) ? size_of_op[a.comm_op] : in.world_size}].gpu_ns += a.end - a.start;
+  }
+  json jrows = json::array();
+  for (const auto& [key, r] : rows)
+    jrows.push_back({{"op", key.first}, {"comm_size", key.second}, {"calls", r.calls}, {"bytes", r.bytes}, {"gpu_ns", r.gpu_ns}});
+  out["comm"] = jrows;
+
+  std::map<std::string, Row> copies;
+  for (const auto& a : in.activities) {
+    if (a.kind != 2) continue;  // SIMGPU_MEMCPY
+    const char* d = direction(a.copy_kind);
+    if (!d) continue;
+    Row& r = copies[d];
+    r.calls += 1;
+    r.bytes += a.bytes;
+    r.gpu_ns += a.end - a.start;
+  }
+  json jm = json::object();
+  for (const auto& [d, r] : copies) jm[d] = {{"count", r.calls}, {"bytes", r.bytes}, {"gpu_ns", r.gpu_ns}};
+  out["memcpy"] = jm;
+
+  // Exclusive region rows (work launched directly under the path), comm work excluded.
+  struct Reg { Cat cat = Cat::kOther; uint64_t kernels = 0, activities = 0, sum = 0; };
+  std::map<std::string, Reg> regions;
+  for (const auto& a : in.activities) {
+    if (a.cat == Cat::kComm || a.path.empty()) continue;
+    Reg& r = regions[a.path];
+    r.cat = a.cat;
+    r.activities += 1;
+    if (a.kind == 1) r.kernels += 1;  // SIMGPU_KERNEL
+    r.sum += a.end - a.start;
+  }
+  json jr = json::array();
+  for (const auto& [path, r] : regions)
+    jr.push_back({{"path", path}, {"category", cat_name(r.cat)}, {"kernels", r.kernels},
+                  {"activities", r.activities}, {"gpu_sum_ns", r.sum}});
+  out["regions"] = jr;
+  return out;
+}
+
+}  // namespace sim_train

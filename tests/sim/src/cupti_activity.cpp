@@ -1,0 +1,577 @@
+// SIMULATION: the fake libcupti.so.13's activity API — records in the real CUPTI 13.0 layouts
+// (CUpti_ActivityKernel10, Memcpy6, Memset4, API, ExternalCorrelation) written into per-thread
+// buffers the client provides, delivered when full and on flush, deliberately not in launch
+// order; normal flushes return only complete buffers, forced ones everything.
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cupti_state.h"
+
+namespace simcupti {
+namespace {
+
+struct GpuEntry {
+  uint32_t offset;
+  CUpti_ActivityKind kind;
+  uint64_t start, end;
+};
+
+struct Buffer {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  size_t used = 0;
+  size_t max_records = 0;
+  size_t records = 0;
+  std::vector<GpuEntry> gpu;  // GPU records, to tell complete from incomplete at flush time
+};
+
+struct ThreadBuffers {
+  std::mutex mu;
+  Buffer current;
+};
+
+struct State {
+  std::mutex mu;                         // guards threads, full, attributes, worker fields
+  std::vector<ThreadBuffers*> threads;   // in order of first record; never freed (threads exit)
+  std::deque<Buffer> full;               // full buffers waiting for delivery
+  std::recursive_mutex deliver_mu;       // one delivery at a time
+  std::condition_variable cv;
+  bool worker_started = false;
+  uint32_t flush_period_ms = 0;
+  std::map<int, uint64_t> attributes;
+  std::atomic<CUpti_BuffersCallbackRequestFunc> request{nullptr};
+  std::atomic<CUpti_BuffersCallbackCompleteFunc> complete{nullptr};
+  std::atomic<uint8_t> kinds[CUPTI_ACTIVITY_KIND_COUNT] = {};
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> record_counter{0};
+  std::atomic<int64_t> grid_id{1};
+  uint64_t drop_every = 0;
+  CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+
+  State() {
+    const char* d = std::getenv("SIMGPU_DROP_EVERY");
+    if (d && *d) drop_every = std::strtoull(d, nullptr, 10);
+  }
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: atexit flushes of the client still use it
+  return *s;
+}
+
+thread_local ThreadBuffers* tls_buffers = nullptr;
+thread_local std::vector<uint64_t> tls_external[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
+
+ThreadBuffers* this_thread_buffers() {
+  if (!tls_buffers) {
+    auto* tb = new ThreadBuffers();
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.threads.push_back(tb);
+    tls_buffers = tb;
+  }
+  return tls_buffers;
+}
+
+size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    default: return 0;
+  }
+}
+
+bool is_gpu_kind(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_KERNEL || kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+         kind == CUPTI_ACTIVITY_KIND_MEMCPY || kind == CUPTI_ACTIVITY_KIND_MEMCPY2 ||
+         kind == CUPTI_ACTIVITY_KIND_MEMSET;
+}
+
+bool buffer_complete(const Buffer& b, uint64_t now) {
+  for (const auto& e : b.gpu)
+    if (e.end > now) return false;
+  return true;
+}
+
+// What a forced flush hands out for work the GPU has not finished: unknown timestamps.
+void blank_incomplete(Buffer& b, uint64_t now) {
+  for (const auto& e : b.gpu) {
+    if (e.end <= now) continue;
+    uint8_t* p = b.data + e.offset;
+    const bool started = e.start <= now;
+    switch (e.kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(p);
+        r->end = r->completed = CUPTI_TIMESTAMP_UNKNOWN;
+        if (!started) r->start = CUPTI_TIMESTAMP_UNKNOWN;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        auto* r = reinterpret_cast<CUpti_ActivityMemcpy6*>(p);
+        r->end = CUPTI_TIMESTAMP_UNKNOWN;
+        if (!started) r->start = CUPTI_TIMESTAMP_UNKNOWN;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        auto* r = reinterpret_cast<CUpti_ActivityMemset4*>(p);
+        r->end = CUPTI_TIMESTAMP_UNKNOWN;
+        if (!started) r->start = CUPTI_TIMESTAMP_UNKNOWN;
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+void deliver(std::vector<Buffer>& buffers, bool forced) {
+  State& st = state();
+  CUpti_BuffersCallbackCompleteFunc done = st.complete.load();
+  if (!done) return;
+  const uint64_t now = simgpu_host_now();
+  std::lock_guard<std::recursive_mutex> lock(st.deliver_mu);
+  for (auto& b : buffers) {
+    if (forced) blank_incomplete(b, now);
+    done(nullptr, 0, b.data, b.size, b.used);
+  }
+}
+
+void start_worker_locked(State& st);
+
+// Moves a full buffer to the delivery queue (thread buffer lock held).
+void retire(Buffer& b) {
+  State& st = state();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.full.push_back(std::move(b));
+    start_worker_locked(st);
+  }
+  b = Buffer{};
+  st.cv.notify_all();
+}
+
+void write_record(const void* rec, size_t size, bool gpu, uint64_t start, uint64_t end) {
+  State& st = state();
+  if (st.drop_every && st.record_counter.fetch_add(1, std::memory_order_relaxed) % st.drop_every ==
+                           st.drop_every - 1) {
+    st.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  CUpti_BuffersCallbackRequestFunc req = st.request.load();
+  if (!req) {
+    st.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ThreadBuffers* tb = this_thread_buffers();
+  std::lock_guard<std::mutex> lock(tb->mu);
+  Buffer& b = tb->current;
+  if (b.data && (b.used + size > b.size || (b.max_records && b.records >= b.max_records))) retire(b);
+  if (!b.data) {
+    uint8_t* data = nullptr;
+    size_t bsize = 0, max_records = 0;
+    req(&data, &bsize, &max_records);
+    if (!data || bsize < size) {
+      st.dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    b.data = data;
+    b.size = bsize;
+    b.max_records = max_records;
+  }
+  std::memcpy(b.data + b.used, rec, size);
+  if (gpu) b.gpu.push_back({static_cast<uint32_t>(b.used), *static_cast<const CUpti_ActivityKind*>(rec), start, end});
+  b.used += size;
+  ++b.records;
+}
+
+// Collects what a flush hands out: thread buffers last-registered first, then the queued full
+// buffers (which hold the oldest records) — so delivery order is never launch order.
+std::vector<Buffer> collect(bool forced, bool include_current) {
+  State& st = state();
+  const uint64_t now = simgpu_host_now();
+  std::vector<Buffer> out;
+  std::vector<ThreadBuffers*> threads;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    threads.reserve(st.threads.size());
+    for (ThreadBuffers* t : st.threads) threads.push_back(t);
+  }
+  if (include_current) {
+    for (auto it = threads.rbegin(); it != threads.rend(); ++it) {
+      std::lock_guard<std::mutex> lock((*it)->mu);
+      Buffer& b = (*it)->current;
+      if (!b.data) continue;
+      if (forced || (b.records > 0 && buffer_complete(b, now))) {
+        out.push_back(std::move(b));
+        b = Buffer{};
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(st.mu);
+  for (auto it = st.full.begin(); it != st.full.end();) {
+    if (forced || buffer_complete(*it, now)) {
+      out.push_back(std::move(*it));
+      it = st.full.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+void flush(bool forced) {
+  std::vector<Buffer> out = collect(forced, true);
+  deliver(out, forced);
+}
+
+// CUPTI's own thread: delivers full buffers once complete, and flushes periodically when
+// cuptiActivityFlushPeriod asked for it. Delivery timing never changes any record's content.
+void worker_main() {
+  State& st = state();
+  for (;;) {
+    uint32_t period;
+    {
+      std::unique_lock<std::mutex> lock(st.mu);
+      period = st.flush_period_ms;
+      st.cv.wait_for(lock, std::chrono::milliseconds(period ? period : 20));
+      period = st.flush_period_ms;
+    }
+    std::vector<Buffer> out = collect(false, period != 0);
+    deliver(out, false);
+  }
+}
+
+void start_worker_locked(State& st) {
+  if (st.worker_started) return;
+  st.worker_started = true;
+  std::thread(worker_main).detach();
+}
+
+uint32_t thread_id() {
+  State& st = state();
+  if (st.thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+    return static_cast<uint32_t>(syscall(SYS_gettid));
+  return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self())));
+}
+
+}  // namespace
+
+bool activity_kind_enabled(CUpti_ActivityKind kind) {
+  return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT && state().kinds[kind].load(std::memory_order_relaxed);
+}
+
+void record_api(const simgpu_api_frame* f) {
+  const CUpti_ActivityKind kind = f->domain == 2 ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+  if (!activity_kind_enabled(kind)) return;
+  CUpti_ActivityAPI r{};
+  r.kind = kind;
+  r.cbid = f->cbid;
+  r.start = f->start_ns;
+  r.end = f->end_ns;
+  r.processId = static_cast<uint32_t>(getpid());
+  r.threadId = thread_id();
+  r.correlationId = f->correlation_id;
+  r.returnValue = f->return_value ? *static_cast<const uint32_t*>(f->return_value) : 0;
+  write_record(&r, sizeof r, false, 0, 0);
+}
+
+void record_external_correlation(const simgpu_api_frame* f) {
+  if (!activity_kind_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) return;
+  const CUpti_ActivityKind api_kind = f->domain == 2 ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+  if (!activity_kind_enabled(api_kind)) return;
+  for (int k = 0; k < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; ++k) {
+    if (tls_external[k].empty()) continue;
+    CUpti_ActivityExternalCorrelation r{};
+    r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    r.externalKind = static_cast<CUpti_ExternalCorrelationKind>(k);
+    r.externalId = tls_external[k].back();
+    r.correlationId = f->correlation_id;
+    write_record(&r, sizeof r, false, 0, 0);
+  }
+}
+
+void on_work(const simgpu_work* w) {
+  State& st = state();
+  switch (w->kind) {
+    case SIMGPU_KERNEL: {
+      CUpti_ActivityKind kind;
+      if (activity_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      else if (activity_kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) kind = CUPTI_ACTIVITY_KIND_KERNEL;
+      else return;
+      CUpti_ActivityKernel10 r{};
+      r.kind = kind;
+      r.start = w->start_ns;
+      r.end = w->end_ns;
+      r.completed = w->end_ns;
+      r.deviceId = 0;
+      r.contextId = simgpu_context_id();
+      r.streamId = w->stream_id;
+      r.gridX = static_cast<int32_t>(w->grid[0]);
+      r.gridY = static_cast<int32_t>(w->grid[1]);
+      r.gridZ = static_cast<int32_t>(w->grid[2]);
+      r.blockX = static_cast<int32_t>(w->block[0]);
+      r.blockY = static_cast<int32_t>(w->block[1]);
+      r.blockZ = static_cast<int32_t>(w->block[2]);
+      r.dynamicSharedMemory = static_cast<int32_t>(w->shared_mem);
+      r.correlationId = w->correlation_id;
+      r.gridId = st.grid_id.fetch_add(1, std::memory_order_relaxed);
+      r.name = w->name;
+      r.queued = CUPTI_TIMESTAMP_UNKNOWN;     // latency timestamps are not simulated
+      r.submitted = CUPTI_TIMESTAMP_UNKNOWN;
+      r.graphNodeId = w->graph_node_id;
+      r.graphId = w->graph_id;
+      r.isDeviceLaunched = 0;
+      write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
+      break;
+    }
+    case SIMGPU_MEMCPY: {
+      if (!activity_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
+      CUpti_ActivityMemcpy6 r{};
+      r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+      r.copyKind = w->copy_kind;
+      r.srcKind = w->src_kind;
+      r.dstKind = w->dst_kind;
+      r.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+      r.bytes = w->bytes;
+      r.start = w->start_ns;
+      r.end = w->end_ns;
+      r.deviceId = 0;
+      r.contextId = simgpu_context_id();
+      r.streamId = w->stream_id;
+      r.correlationId = w->correlation_id;
+      r.runtimeCorrelationId = w->runtime_correlation_id;
+      r.graphNodeId = w->graph_node_id;
+      r.graphId = w->graph_id;
+      r.copyCount = 1;
+      write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
+      break;
+    }
+    case SIMGPU_MEMSET: {
+      if (!activity_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
+      CUpti_ActivityMemset4 r{};
+      r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      r.value = w->memset_value;
+      r.bytes = w->bytes;
+      r.start = w->start_ns;
+      r.end = w->end_ns;
+      r.deviceId = 0;
+      r.contextId = simgpu_context_id();
+      r.streamId = w->stream_id;
+      r.correlationId = w->correlation_id;
+      r.flags = CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
+      r.memoryKind = w->dst_kind;
+      r.graphNodeId = w->graph_node_id;
+      r.graphId = w->graph_id;
+      write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
+      break;
+    }
+    default: break;
+  }
+}
+
+void reset_activity() {
+  State& st = state();
+  for (auto& k : st.kinds) k.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace simcupti
+
+using namespace simcupti;
+
+extern "C" {
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  ensure_hooks();
+  if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
+  state().kinds[kind].store(1, std::memory_order_relaxed);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
+  state().kinds[kind].store(0, std::memory_order_relaxed);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext, CUpti_ActivityKind kind) { return cuptiActivityEnable(kind); }
+CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext, CUpti_ActivityKind kind) { return cuptiActivityDisable(kind); }
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                                                    CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
+  ensure_hooks();
+  if (!funcBufferRequested || !funcBufferCompleted) return CUPTI_ERROR_INVALID_PARAMETER;
+  State& st = state();
+  st.request.store(funcBufferRequested);
+  st.complete.store(funcBufferCompleted);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  if (!state().complete.load()) return CUPTI_ERROR_INVALID_OPERATION;
+  flush((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlush(CUcontext, uint32_t, uint32_t flag) { return cuptiActivityFlushAll(flag); }
+
+CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t time) {
+  State& st = state();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.flush_period_ms = time;
+    if (time) start_worker_locked(st);
+  }
+  st.cv.notify_all();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
+                                                CUpti_Activity** record) {
+  if (!buffer || !record) return CUPTI_ERROR_INVALID_PARAMETER;
+  size_t offset = 0;
+  if (*record) {
+    const auto* prev = reinterpret_cast<const uint8_t*>(*record);
+    const size_t prev_size = record_size((*record)->kind);
+    if (prev < buffer || !prev_size) return CUPTI_ERROR_INVALID_KIND;
+    offset = static_cast<size_t>(prev - buffer) + prev_size;
+  }
+  if (offset + sizeof(CUpti_Activity) > validBufferSizeBytes) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  auto* rec = reinterpret_cast<CUpti_Activity*>(buffer + offset);
+  const size_t size = record_size(rec->kind);
+  if (!size || offset + size > validBufferSizeBytes) return CUPTI_ERROR_INVALID_KIND;
+  *record = rec;
+  if (is_gpu_kind(rec->kind)) {
+    // Incomplete (handed out by a forced flush before the GPU finished): INVALID_KIND, with
+    // *record pointing at it so a caller may step over it.
+    uint64_t end = 0;
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_MEMCPY: end = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec)->end; break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: end = reinterpret_cast<CUpti_ActivityMemcpyPtoP4*>(rec)->end; break;
+      case CUPTI_ACTIVITY_KIND_MEMSET: end = reinterpret_cast<CUpti_ActivityMemset4*>(rec)->end; break;
+      default: end = reinterpret_cast<CUpti_ActivityKernel10*>(rec)->end; break;
+    }
+    if (end == CUPTI_TIMESTAMP_UNKNOWN) return CUPTI_ERROR_INVALID_KIND;
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  if (!dropped) return CUPTI_ERROR_INVALID_PARAMETER;
+  *dropped = static_cast<size_t>(state().dropped.exchange(0));
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  if (!timestamp) return CUPTI_ERROR_INVALID_PARAMETER;
+  *timestamp = simgpu_host_now();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc) {
+  // The simulated GPU only has virtual time; a client clock cannot be honoured.
+  return CUPTI_ERROR_NOT_SUPPORTED;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableLatencyTimestamps(uint8_t) { return CUPTI_SUCCESS; }
+
+CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* valueSize, void* value) {
+  if (!valueSize || !value || *valueSize == 0 || *valueSize > sizeof(uint64_t)) return CUPTI_ERROR_INVALID_PARAMETER;
+  switch (attr) {
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE:
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_CDP:
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT:
+    case CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_POOL_SIZE:
+    case CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_POOL_LIMIT:
+    case CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER:
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE:
+    case CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE:
+    case CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED:
+    case CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER:
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_DEVICE_GRAPHS: break;
+    default: return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, value, *valueSize);
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.attributes[attr] = v;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* valueSize, void* value) {
+  if (!valueSize || !value || *valueSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
+  uint64_t v;
+  size_t natural = sizeof(size_t);
+  switch (attr) {
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE:
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_CDP:
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_DEVICE_GRAPHS: v = 3u << 20; break;  // CUPTI's 3 MB default
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT: v = 250; break;
+    case CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_POOL_SIZE: v = 65536; break;
+    case CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_POOL_LIMIT: v = 250; break;
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE:
+    case CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE: v = 3; break;
+    case CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER:
+    case CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED: v = 0; natural = sizeof(uint8_t); break;
+    case CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER: v = 1; natural = sizeof(uint8_t); break;  // 13.0 default
+    default: return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  State& st = state();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    auto it = st.attributes.find(attr);
+    if (it != st.attributes.end()) v = it->second;
+  }
+  if (*valueSize < natural) return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+  std::memcpy(value, &v, natural);
+  *valueSize = natural;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id) {
+  if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  tls_external[kind].push_back(id);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t* lastId) {
+  if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (tls_external[kind].empty()) return CUPTI_ERROR_QUEUE_EMPTY;
+  if (lastId) *lastId = tls_external[kind].back();
+  tls_external[kind].pop_back();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
+  if (!type) return CUPTI_ERROR_INVALID_PARAMETER;
+  *type = state().thread_id_type;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  state().thread_id_type = type;
+  return CUPTI_SUCCESS;
+}
+
+}  // extern "C"

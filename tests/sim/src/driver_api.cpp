@@ -1,0 +1,204 @@
+// SIMULATION: the fake libcuda.so.1 — cuInit with the CUDA_INJECTION64_PATH protocol, the one
+// simulated device and its primary context, and the driver queries a profiler makes.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <cuda.h>
+
+#include "simgpu/engine.h"
+#include "sim_costs.h"
+
+struct CUctx_st {
+  uint32_t id;
+};
+
+namespace {
+
+CUctx_st g_context{1};
+std::atomic<int> g_injections{0};
+std::mutex g_init_mu;
+std::atomic<int> g_init_state{0};  // 0 not started, 1 running, 2 done
+std::thread::id g_init_owner;
+std::atomic<bool> g_context_announced{false};
+thread_local bool tls_has_current = false;
+
+// Loads the tool named by CUDA_INJECTION64_PATH and calls its InitializeInjection(), as the
+// real driver does from cuInit. A missing library or symbol is ignored, like the driver does.
+void run_injection() {
+  const char* path = std::getenv("CUDA_INJECTION64_PATH");
+  if (!path || !*path) return;
+  void* lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) return;
+  using InitFn = int (*)(void);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "InitializeInjection"));
+  if (!init) return;
+  g_injections.fetch_add(1, std::memory_order_relaxed);
+  init();
+}
+
+void announce(int event) { simgpu::raise_resource(event, &g_context, nullptr, nullptr); }
+
+}  // namespace
+
+extern "C" {
+
+int simgpu_ensure_init(void) {
+  if (g_init_state.load(std::memory_order_acquire) == 2) return CUDA_SUCCESS;
+  {
+    std::unique_lock<std::mutex> lock(g_init_mu, std::defer_lock);
+    // A tool may call back into CUDA from InitializeInjection (on this thread): let it through.
+    if (g_init_state.load(std::memory_order_acquire) == 1 && g_init_owner == std::this_thread::get_id())
+      return CUDA_SUCCESS;
+    lock.lock();
+    if (g_init_state.load(std::memory_order_acquire) == 2) return CUDA_SUCCESS;
+    g_init_owner = std::this_thread::get_id();
+    g_init_state.store(1, std::memory_order_release);
+    run_injection();
+    g_init_state.store(2, std::memory_order_release);
+  }
+  announce(SIMGPU_RES_CU_INIT_FINISHED);
+  return CUDA_SUCCESS;
+}
+
+void* simgpu_context(void) { return &g_context; }
+uint32_t simgpu_context_id(void) { return g_context.id; }
+int simgpuInjectionCount(void) { return g_injections.load(std::memory_order_relaxed); }
+
+// The runtime makes the primary context current on first use; announce it once.
+void simgpu_make_context_current(void) {
+  tls_has_current = true;
+  bool expected = false;
+  if (g_context_announced.compare_exchange_strong(expected, true)) announce(SIMGPU_RES_CONTEXT_CREATED);
+}
+
+CUresult CUDAAPI cuInit(unsigned int Flags) {
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return static_cast<CUresult>(simgpu_ensure_init());
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* driverVersion) {
+  if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
+  *driverVersion = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (g_init_state.load() == 0) return CUDA_ERROR_NOT_INITIALIZED;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (g_init_state.load() == 0) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<size_t>(len), "simgpu (SIMULATED GPU)");
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  // A fixed UUID per rank, so ranks look like distinct GPUs.
+  std::memset(uuid->bytes, 0, sizeof uuid->bytes);
+  std::memcpy(uuid->bytes, "simgpu", 6);
+  const int rank = simgpu_rank();
+  std::memcpy(uuid->bytes + 8, &rank, sizeof rank);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = size_t{80} << 30;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = simgpu_rank(); break;
+    default: *pi = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pctx = &g_context;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = tls_has_current ? &g_context : nullptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  tls_has_current = ctx != nullptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
+  if (!ctxId) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx && ctx != &g_context) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!ctx && !tls_has_current) return CUDA_ERROR_INVALID_CONTEXT;
+  *ctxId = g_context.id;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void) { return static_cast<CUresult>(simgpu_device_synchronize()); }
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  switch (error) {
+    case CUDA_SUCCESS: *pStr = "no error"; break;
+    case CUDA_ERROR_INVALID_VALUE: *pStr = "invalid argument"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *pStr = "initialization error"; break;
+    case CUDA_ERROR_INVALID_DEVICE: *pStr = "invalid device ordinal"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *pStr = "invalid device context"; break;
+    default: *pStr = "unknown error (simgpu)"; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  switch (error) {
+    case CUDA_SUCCESS: *pStr = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *pStr = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *pStr = "CUDA_ERROR_NOT_INITIALIZED"; break;
+    case CUDA_ERROR_INVALID_DEVICE: *pStr = "CUDA_ERROR_INVALID_DEVICE"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *pStr = "CUDA_ERROR_INVALID_CONTEXT"; break;
+    default: *pStr = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,478 @@
+// SIMULATION: the fake libnccl.so.2 — the public NCCL 2.28 API with the real signatures. Each
+// collective or p2p call enqueues one kernel, named as NCCL 2.28 names them, through the fake
+// runtime's cudaLaunchKernel (so CUPTI callbacks fire inside the NCCL call); its duration comes
+// from a bandwidth model and the straggler model of the engine. No data moves, no rank talks
+// to another: every rank computes the same schedule.
+//
+// Like NCCL built with PROFAPI, every ncclX is a weak alias of a strong pncclX, and ncclBcast
+// calls ncclBroadcast through the dynamic symbol (so an interposer sees the nested call).
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "simgpu/engine.h"
+#include "simgpu/nvcc_runtime_decls.h"
+
+struct ncclComm {
+  int nranks;
+  int rank;
+  uint64_t key;
+  uint64_t epoch_ns;  // creation time: every rank is taken to start from here
+};
+
+namespace {
+
+// Bandwidth model (nccl-tests conventions): t = latency + S * factor / busbw.
+constexpr uint64_t kLatencyNs = 8000;
+constexpr double kBusBytesPerNs = 100.0;  // 100 GB/s bus bandwidth
+constexpr unsigned kChannels = 16;        // grid of the simulated kernel (NCCL: one block per channel)
+constexpr unsigned kThreads = 640;
+
+// Value of errno when SIMGPU_NCCL_FAIL makes a call fail (documented in tests/sim/README.md).
+constexpr int kInjectedErrno = EREMOTEIO;
+
+struct FailSpec {
+  std::string function;
+  ncclResult_t code = ncclSuccess;
+};
+
+const FailSpec& fail_spec() {
+  static const FailSpec* spec = [] {
+    auto* s = new FailSpec();
+    const char* v = std::getenv("SIMGPU_NCCL_FAIL");
+    if (v && *v) {
+      const std::string text(v);
+      const size_t colon = text.rfind(':');
+      if (colon != std::string::npos) {
+        s->function = text.substr(0, colon);
+        s->code = static_cast<ncclResult_t>(std::atoi(text.c_str() + colon + 1));
+      }
+    }
+    return s;
+  }();
+  return *spec;
+}
+
+// Returns the injected failure for `function`, or ncclSuccess.
+ncclResult_t injected(const char* function) {
+  const FailSpec& f = fail_spec();
+  if (f.code == ncclSuccess || f.function != function) return ncclSuccess;
+  errno = kInjectedErrno;
+  return f.code;
+}
+
+size_t type_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
+
+const char* type_name(ncclDataType_t t) {
+  static const char* names[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
+  return t >= 0 && t < ncclNumTypes ? names[t] : "u8";
+}
+
+bool is_float(ncclDataType_t t) {
+  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
+         t == ncclFloat8e5m2;
+}
+
+// NCCL's generate.py: Max and Min share MinMax; Avg is PreMulSum for floats, SumPostDiv for ints.
+const char* op_name(ncclRedOp_t op, ncclDataType_t t) {
+  switch (op) {
+    case ncclSum: return "Sum";
+    case ncclProd: return "Prod";
+    case ncclMax: case ncclMin: return "MinMax";
+    case ncclAvg: return is_float(t) ? "PreMulSum" : "SumPostDiv";
+    default: return "PreMulSum";
+  }
+}
+
+struct KernelNames {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<char>> host_funs;  // stable addresses, one per name
+};
+
+// The host-side handle of the kernel called `name`, registered with the runtime on first use
+// (as NCCL's fat binary registers its kernels).
+const void* kernel_for(const std::string& name) {
+  static KernelNames* k = new KernelNames();
+  std::lock_guard<std::mutex> lock(k->mu);
+  auto& slot = k->host_funs[name];
+  if (!slot) {
+    slot = std::make_unique<char>(0);
+    static void** fatbin = __cudaRegisterFatBinary(nullptr);
+    __cudaRegisterFunction(fatbin, slot.get(), nullptr, name.c_str(), -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  }
+  return slot.get();
+}
+
+struct Op {
+  std::string kernel;
+  double bus_bytes;  // S * factor
+  bool p2p;
+  ncclComm* comm;
+  cudaStream_t stream;
+};
+
+thread_local int tls_group_depth = 0;
+thread_local std::vector<Op> tls_group;
+
+ncclResult_t launch(const std::string& kernel, double bus_bytes, ncclComm* comm, cudaStream_t stream) {
+  simgpu_collective c{};
+  c.comm_key = comm->key;
+  c.transfer_ns = kLatencyNs + static_cast<uint64_t>(bus_bytes / kBusBytesPerNs + 0.5);
+  c.epoch_ns = comm->epoch_ns;
+  c.nranks = comm->nranks;
+  c.rank = comm->rank;
+  simgpu_set_next_collective(&c);
+  void* args[1] = {nullptr};
+  const cudaError_t e = cudaLaunchKernel(kernel_for(kernel), dim3(kChannels), dim3(kThreads), args, 0, stream);
+  simgpu_set_next_collective(nullptr);
+  return e == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+}
+
+// One collective or p2p operation. `s` is the nccl-tests size S, `factor` its bus factor;
+// `self_copy` is what a world of 1 copies (0: nothing) when sendbuff != recvbuff.
+ncclResult_t submit(const std::string& kernel, double s, double factor, bool p2p, ncclComm* comm,
+                    cudaStream_t stream, const void* sendbuff, void* recvbuff, size_t self_copy) {
+  if (!comm) return ncclInvalidArgument;
+  if (comm->nranks == 1 && !p2p) {
+    // Real NCCL at one rank launches no collective kernel: a copy when out of place, else nothing.
+    if (sendbuff != recvbuff && self_copy)
+      return cudaMemcpyAsync(recvbuff, sendbuff, self_copy, cudaMemcpyDeviceToDevice, stream) == cudaSuccess
+                 ? ncclSuccess : ncclUnhandledCudaError;
+    return ncclSuccess;
+  }
+  if (tls_group_depth > 0) {
+    tls_group.push_back({kernel, s * factor, p2p, comm, stream});
+    return ncclSuccess;
+  }
+  return launch(kernel, s * factor, comm, stream);
+}
+
+double ring_factor(ncclComm* c) { return c->nranks > 1 ? double(c->nranks - 1) / c->nranks : 0.0; }
+
+uint64_t fnv1a(const void* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank) {
+  if (!comm || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  *comm = new ncclComm{nranks, rank, fnv1a(id.internal, sizeof id.internal), simgpu_host_now()};
+  return ncclSuccess;
+}
+
+}  // namespace
+
+#define SIMGPU_NCCL_ALIAS(name) __attribute__((weak, alias("p" #name)))
+
+extern "C" {
+
+ncclResult_t pncclGetVersion(int* version) {
+  if (ncclResult_t f = injected("ncclGetVersion")) return f;
+  if (!version) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+ncclResult_t ncclGetVersion(int* version) SIMGPU_NCCL_ALIAS(ncclGetVersion);
+
+// Deterministic ids: the k-th call in every process yields the same id, which is how ranks
+// agree on a communicator without exchanging the id.
+ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (ncclResult_t f = injected("ncclGetUniqueId")) return f;
+  if (!uniqueId) return ncclInvalidArgument;
+  static std::atomic<int> calls{0};
+  std::memset(uniqueId->internal, 0, sizeof uniqueId->internal);
+  const int k = calls.fetch_add(1);
+  std::snprintf(uniqueId->internal, sizeof uniqueId->internal, "simgpu-nccl-id-%d", k);
+  return ncclSuccess;
+}
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) SIMGPU_NCCL_ALIAS(ncclGetUniqueId);
+
+ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  if (ncclResult_t f = injected("ncclCommInitRank")) return f;
+  return init_rank(comm, nranks, commId, rank);
+}
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank)
+    SIMGPU_NCCL_ALIAS(ncclCommInitRank);
+
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                     ncclConfig_t*) {
+  if (ncclResult_t f = injected("ncclCommInitRankConfig")) return f;
+  return init_rank(comm, nranks, commId, rank);
+}
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) SIMGPU_NCCL_ALIAS(ncclCommInitRankConfig);
+
+ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int*) {
+  if (ncclResult_t f = injected("ncclCommInitAll")) return f;
+  if (!comm || ndev < 1) return ncclInvalidArgument;
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  std::snprintf(id.internal, sizeof id.internal, "simgpu-nccl-initall");
+  for (int i = 0; i < ndev; ++i) init_rank(&comm[i], ndev, id, i);
+  return ncclSuccess;
+}
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) SIMGPU_NCCL_ALIAS(ncclCommInitAll);
+
+// Without communication a rank cannot learn the others' colors: the simulation assumes every
+// rank passes the same color and key order, so the new communicator mirrors the parent.
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm, ncclConfig_t*) {
+  if (ncclResult_t f = injected("ncclCommSplit")) return f;
+  if (!comm || !newcomm) return ncclInvalidArgument;
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  const uint64_t key = comm->key * 31 + static_cast<uint64_t>(color) + 1;
+  *newcomm = new ncclComm{comm->nranks, comm->rank, key, simgpu_host_now()};
+  return ncclSuccess;
+}
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config)
+    SIMGPU_NCCL_ALIAS(ncclCommSplit);
+
+ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  if (ncclResult_t f = injected("ncclCommFinalize")) return f;
+  return comm ? ncclSuccess : ncclInvalidArgument;
+}
+ncclResult_t ncclCommFinalize(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclCommFinalize);
+
+ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  if (ncclResult_t f = injected("ncclCommDestroy")) return f;
+  delete comm;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommDestroy(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclCommDestroy);
+
+ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  if (ncclResult_t f = injected("ncclCommAbort")) return f;
+  delete comm;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommAbort(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclCommAbort);
+
+ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
+  if (ncclResult_t f = injected("ncclCommCount")) return f;
+  if (!comm || !count) return ncclInvalidArgument;
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) SIMGPU_NCCL_ALIAS(ncclCommCount);
+
+ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (ncclResult_t f = injected("ncclCommUserRank")) return f;
+  if (!comm || !rank) return ncclInvalidArgument;
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) SIMGPU_NCCL_ALIAS(ncclCommUserRank);
+
+ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (ncclResult_t f = injected("ncclCommCuDevice")) return f;
+  if (!comm || !device) return ncclInvalidArgument;
+  *device = 0;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) SIMGPU_NCCL_ALIAS(ncclCommCuDevice);
+
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (ncclResult_t f = injected("ncclCommGetAsyncError")) return f;
+  if (!comm || !asyncError) return ncclInvalidArgument;
+  *asyncError = ncclSuccess;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) SIMGPU_NCCL_ALIAS(ncclCommGetAsyncError);
+
+const char* pncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+const char* ncclGetErrorString(ncclResult_t result) SIMGPU_NCCL_ALIAS(ncclGetErrorString);
+
+const char* pncclGetLastError(ncclComm_t) { return ""; }
+const char* ncclGetLastError(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclGetLastError);
+
+// ---- collectives (S and factor per nccl-tests doc/PERFORMANCE.md) ----
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclAllReduce")) return f;
+  if (!comm) return ncclInvalidArgument;
+  const size_t bytes = count * type_size(datatype);
+  const std::string k = std::string("ncclDevKernel_AllReduce_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
+  return submit(k, double(bytes), comm->nranks > 1 ? 2.0 * (comm->nranks - 1) / comm->nranks : 0.0, false, comm,
+                stream, sendbuff, recvbuff, bytes);
+}
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclAllReduce);
+
+ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclBroadcast")) return f;
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  const size_t bytes = count * type_size(datatype);
+  return submit("ncclDevKernel_Broadcast_RING_LL", double(bytes), 1.0, false, comm, stream, sendbuff, recvbuff, bytes);
+}
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclBroadcast);
+
+ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclBcast")) return f;
+  // Through the PLT, as NCCL does: a preloaded ncclBroadcast sees this nested call.
+  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclBcast);
+
+ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclReduce")) return f;
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  const size_t bytes = count * type_size(datatype);
+  const std::string k = std::string("ncclDevKernel_Reduce_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
+  return submit(k, double(bytes), 1.0, false, comm, stream, sendbuff, recvbuff, bytes);
+}
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclReduce);
+
+ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclAllGather")) return f;
+  if (!comm) return ncclInvalidArgument;
+  const size_t per_rank = sendcount * type_size(datatype);
+  return submit("ncclDevKernel_AllGather_RING_LL", double(per_rank) * comm->nranks, ring_factor(comm), false, comm,
+                stream, sendbuff, recvbuff, per_rank);
+}
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclAllGather);
+
+ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclReduceScatter")) return f;
+  if (!comm) return ncclInvalidArgument;
+  const size_t per_rank = recvcount * type_size(datatype);
+  const std::string k = std::string("ncclDevKernel_ReduceScatter_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
+  return submit(k, double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream, sendbuff, recvbuff, per_rank);
+}
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclReduceScatter);
+
+// NCCL 2.28 runs AlltoAll, Gather and Scatter as grouped send/recv: one SendRecv kernel.
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclAlltoAll")) return f;
+  if (!comm) return ncclInvalidArgument;
+  const size_t per_peer = count * type_size(datatype);
+  return submit("ncclDevKernel_SendRecv", double(per_peer) * comm->nranks, ring_factor(comm), false, comm, stream,
+                sendbuff, recvbuff, per_peer);
+}
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclAlltoAll);
+
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclGather")) return f;
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  const size_t per_rank = count * type_size(datatype);
+  return submit("ncclDevKernel_SendRecv", double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream,
+                sendbuff, recvbuff, per_rank);
+}
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclGather);
+
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclScatter")) return f;
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  const size_t per_rank = count * type_size(datatype);
+  return submit("ncclDevKernel_SendRecv", double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream,
+                sendbuff, recvbuff, per_rank);
+}
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclScatter);
+
+ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclSend")) return f;
+  if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
+  return submit("ncclDevKernel_SendRecv", double(count * type_size(datatype)), 1.0, true, comm, stream, sendbuff,
+                nullptr, 0);
+}
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclSend);
+
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclRecv")) return f;
+  if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
+  return submit("ncclDevKernel_SendRecv", double(count * type_size(datatype)), 1.0, true, comm, stream, nullptr,
+                recvbuff, 0);
+}
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclRecv);
+
+ncclResult_t pncclGroupStart() {
+  if (ncclResult_t f = injected("ncclGroupStart")) return f;
+  ++tls_group_depth;
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupStart() SIMGPU_NCCL_ALIAS(ncclGroupStart);
+
+// The outermost ncclGroupEnd launches one kernel per stream for everything grouped on it:
+// named after the operation when all agree, SendRecv for p2p, ncclDevKernel_Generic otherwise.
+ncclResult_t pncclGroupEnd() {
+  if (ncclResult_t f = injected("ncclGroupEnd")) return f;
+  if (tls_group_depth == 0) return ncclInvalidUsage;
+  if (--tls_group_depth > 0) return ncclSuccess;
+  std::vector<Op> ops;
+  ops.swap(tls_group);
+  std::vector<bool> done(ops.size(), false);
+  ncclResult_t result = ncclSuccess;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (done[i]) continue;
+    std::string kernel = ops[i].kernel;
+    double bus_bytes = 0;
+    bool all_p2p = true;
+    for (size_t j = i; j < ops.size(); ++j) {
+      if (done[j] || ops[j].stream != ops[i].stream) continue;
+      done[j] = true;
+      bus_bytes += ops[j].bus_bytes;
+      all_p2p = all_p2p && ops[j].p2p;
+      if (ops[j].kernel != kernel) kernel.clear();
+    }
+    if (kernel.empty()) kernel = all_p2p ? "ncclDevKernel_SendRecv" : "ncclDevKernel_Generic";
+    const ncclResult_t r = launch(kernel, bus_bytes, ops[i].comm, ops[i].stream);
+    if (r != ncclSuccess) result = r;
+  }
+  return result;
+}
+ncclResult_t ncclGroupEnd() SIMGPU_NCCL_ALIAS(ncclGroupEnd);
+
+}  // extern "C"
