@@ -1,0 +1,234 @@
+// sim_nccl_ops — a SIMULATED NCCL workload (simgpu's fake CUDA runtime and libnccl.so.2) that
+// calls every interposed op with known counts and types, on two communicators of the same size,
+// with groups, nested groups and the deprecated ncclBcast, and writes its own ground truth.
+//
+// The truth is what the program itself passed to NCCL, sized by the nccl-tests conventions
+// spelled out here independently of the profiler: the buffer for AllReduce, Broadcast, Reduce,
+// Send and Recv; the total over the n ranks for AllGather (sendcount), ReduceScatter
+// (recvcount), AlltoAll, Gather and Scatter (per-peer count).
+//
+//   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE]
+//
+// Rank/world from OMPI_COMM_WORLD_RANK/SIZE (else 0 of 1). With --expect-fail (run it with the
+// same SIMGPU_NCCL_FAIL), every call of FUNCTION must return CODE with errno EREMOTEIO (the
+// fake's documented errno) and is left out of the truth; any other mismatch exits 3.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+int g_rank = 0;
+int g_world = 1;
+std::string g_fail_function;
+int g_fail_code = 0;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "sim_nccl_ops [SIMULATED GPU] rank %d: %s\n", g_rank, what.c_str());
+  std::exit(3);
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? std::atoi(v) : fallback;
+}
+
+struct Row {
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+};
+
+struct Comm {
+  std::string name;
+  ncclComm_t handle = nullptr;
+  int size = 0;
+  uint64_t enqueued = 0;  // successful outermost calls (the profiler's sequence numbers)
+};
+
+std::map<std::pair<std::string, int>, Row> g_rows;  // (op, comm_size)
+// Kernels NCCL launches, by the op their name says (the fallback's view): AlltoAll, Gather,
+// Scatter, Send and Recv run as SendRecv kernels, whose name says nothing ("unknown").
+std::map<std::string, uint64_t> g_kernels;
+int g_group_depth = 0;
+std::vector<std::string> g_group_kernels;  // kernel op of each op queued in the open group
+
+// One NCCL call. `function` is the entry point called (for --expect-fail), `op` its DESIGN §6
+// name, `bytes` its nccl-tests size, `kernel_op` the op its kernel's name gives.
+template <typename Call>
+void nccl(const char* function, const char* op, uint64_t bytes, Comm& comm, const char* kernel_op,
+          Call&& call) {
+  errno = 0;
+  const ncclResult_t r = call();
+  const int err = errno;
+  // ncclBcast runs ncclBroadcast, so it fails with it.
+  const bool expect_fail = g_fail_function == function ||
+                           (g_fail_function == "ncclBroadcast" && std::strcmp(function, "ncclBcast") == 0);
+  if (expect_fail) {
+    if (r != static_cast<ncclResult_t>(g_fail_code) || err != EREMOTEIO) {
+      die(std::string(function) + " returned " + std::to_string(r) + " errno " + std::to_string(err) +
+          ", expected " + std::to_string(g_fail_code) + " errno " + std::to_string(EREMOTEIO));
+    }
+    // Not counted, but its sequence number was taken before the call (preload/nccl_wrappers.cpp:
+    // the kernel launched inside a call must carry it), so ops_enqueued includes it.
+    ++comm.enqueued;
+    return;
+  }
+  if (r != ncclSuccess) die(std::string(function) + " failed: " + ncclGetErrorString(r));
+  Row& row = g_rows[{op, comm.size}];
+  ++row.calls;
+  row.bytes += bytes;
+  ++comm.enqueued;
+  // At one rank NCCL launches no collective kernel (a copy at most); p2p still runs a kernel.
+  const bool p2p = std::strcmp(op, "Send") == 0 || std::strcmp(op, "Recv") == 0;
+  if (comm.size == 1 && !p2p) return;
+  if (g_group_depth > 0) {
+    g_group_kernels.push_back(kernel_op);
+  } else {
+    ++g_kernels[kernel_op];
+  }
+}
+
+void group_start() {
+  if (ncclGroupStart() != ncclSuccess) die("ncclGroupStart");
+  ++g_group_depth;
+}
+
+// The outermost end launches one kernel for the group's stream: named after the op when every
+// queued op agrees, else a SendRecv/Generic kernel ("unknown").
+void group_end() {
+  errno = 0;
+  const ncclResult_t r = ncclGroupEnd();
+  if (r != ncclSuccess) die(std::string("ncclGroupEnd failed: ") + ncclGetErrorString(r));
+  if (--g_group_depth > 0 || g_group_kernels.empty()) return;
+  std::string kernel = g_group_kernels.front();
+  for (const std::string& k : g_group_kernels) {
+    if (k != kernel) kernel = "unknown";
+  }
+  ++g_kernels[kernel];
+  g_group_kernels.clear();
+}
+
+void run(Comm& world, Comm& twin, cudaStream_t s, void* buf) {
+  const int n = world.size;
+  const int peer = (g_rank + 1) % n;
+  const int from = (g_rank + n - 1) % n;
+  for (int iter = 0; iter < 3; ++iter) {
+    const size_t big = size_t{1} << (18 + iter);  // message sizes change per iteration
+    nccl("ncclAllReduce", "AllReduce", big * 4, world, "AllReduce",
+         [&] { return ncclAllReduce(buf, buf, big, ncclFloat32, ncclSum, world.handle, s); });
+    nccl("ncclBroadcast", "Broadcast", 1000 * 8, world, "Broadcast",
+         [&] { return ncclBroadcast(buf, buf, 1000, ncclFloat64, 0, world.handle, s); });
+    nccl("ncclBcast", "Broadcast", 300 * 2, world, "Broadcast",
+         [&] { return ncclBcast(buf, 300, ncclBfloat16, 0, world.handle, s); });
+    nccl("ncclReduce", "Reduce", 4096, world, "Reduce",
+         [&] { return ncclReduce(buf, buf, 4096, ncclInt8, ncclMax, 0, world.handle, s); });
+    nccl("ncclAllGather", "AllGather", 256 * 2 * uint64_t(n), world, "AllGather",
+         [&] { return ncclAllGather(buf, buf, 256, ncclFloat16, world.handle, s); });
+    nccl("ncclReduceScatter", "ReduceScatter", 128 * 4 * uint64_t(n), world, "ReduceScatter",
+         [&] { return ncclReduceScatter(buf, buf, 128, ncclInt32, ncclSum, world.handle, s); });
+    nccl("ncclAlltoAll", "AlltoAll", 64 * 8 * uint64_t(n), world, "unknown",
+         [&] { return ncclAlltoAll(buf, buf, 64, ncclInt64, world.handle, s); });
+    nccl("ncclGather", "Gather", 32 * 4 * uint64_t(n), world, "unknown",
+         [&] { return ncclGather(buf, buf, 32, ncclFloat32, 0, world.handle, s); });
+    nccl("ncclScatter", "Scatter", 16 * uint64_t(n), world, "unknown",
+         [&] { return ncclScatter(buf, buf, 16, ncclUint8, 0, world.handle, s); });
+
+    // A ring exchange, grouped as point-to-point must be.
+    group_start();
+    nccl("ncclSend", "Send", 512 * 4, world, "unknown",
+         [&] { return ncclSend(buf, 512, ncclFloat32, peer, world.handle, s); });
+    nccl("ncclRecv", "Recv", 512 * 4, world, "unknown",
+         [&] { return ncclRecv(buf, 512, ncclFloat32, from, world.handle, s); });
+    group_end();
+
+    // Bucketed gradients: three AllReduces fused in one (nested) group.
+    group_start();
+    nccl("ncclAllReduce", "AllReduce", 1000 * 4, world, "AllReduce",
+         [&] { return ncclAllReduce(buf, buf, 1000, ncclFloat32, ncclSum, world.handle, s); });
+    group_start();
+    nccl("ncclAllReduce", "AllReduce", 2000 * 4, world, "AllReduce",
+         [&] { return ncclAllReduce(buf, buf, 2000, ncclFloat32, ncclSum, world.handle, s); });
+    group_end();
+    nccl("ncclAllReduce", "AllReduce", 3000 * 4, world, "AllReduce",
+         [&] { return ncclAllReduce(buf, buf, 3000, ncclFloat32, ncclSum, world.handle, s); });
+    group_end();
+
+    // The same-size twin communicator: its own rows in `communicators`, the same `comm` rows.
+    nccl("ncclAllReduce", "AllReduce", 777 * 8, twin, "AllReduce",
+         [&] { return ncclAllReduce(buf, buf, 777, ncclFloat64, ncclSum, twin.handle, s); });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string truth_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--truth" && i + 1 < argc) {
+      truth_path = argv[++i];
+    } else if (a == "--expect-fail" && i + 1 < argc) {
+      const std::string spec = argv[++i];
+      const size_t colon = spec.rfind(':');
+      if (colon == std::string::npos) die("--expect-fail wants FUNCTION:CODE");
+      g_fail_function = spec.substr(0, colon);
+      g_fail_code = std::atoi(spec.c_str() + colon + 1);
+    } else {
+      die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE]");
+    }
+  }
+  if (truth_path.empty()) die("--truth FILE is required");
+  g_rank = env_int("OMPI_COMM_WORLD_RANK", 0);
+  g_world = env_int("OMPI_COMM_WORLD_SIZE", 1);
+
+  if (cudaSetDevice(0) != cudaSuccess) die("cudaSetDevice");
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreate(&stream) != cudaSuccess) die("cudaStreamCreate");
+  void* buf = nullptr;
+  if (cudaMalloc(&buf, size_t{1} << 24) != cudaSuccess) die("cudaMalloc");
+
+  // simgpu's ncclGetUniqueId gives the k-th call the same id in every process.
+  Comm world{"world", nullptr, g_world, 0};
+  Comm twin{"twin", nullptr, g_world, 0};
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId");
+  if (ncclCommInitRank(&world.handle, g_world, id, g_rank) != ncclSuccess) die("init world");
+  if (ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId");
+  if (ncclCommInitRank(&twin.handle, g_world, id, g_rank) != ncclSuccess) die("init twin");
+
+  run(world, twin, stream, buf);
+  if (cudaStreamSynchronize(stream) != cudaSuccess) die("cudaStreamSynchronize");
+
+  nlohmann::json truth;
+  truth["simulated"] = true;
+  truth["rank"] = g_rank;
+  truth["world_size"] = g_world;
+  truth["comm"] = nlohmann::json::array();
+  for (const auto& [key, row] : g_rows) {
+    truth["comm"].push_back({{"op", key.first}, {"comm_size", key.second}, {"calls", row.calls},
+                             {"bytes", row.bytes}});
+  }
+  truth["communicators"] = nlohmann::json::array();
+  for (const Comm* c : {&world, &twin}) {
+    truth["communicators"].push_back(
+        {{"name", c->name}, {"size", c->size}, {"rank", g_rank}, {"ops_enqueued", c->enqueued}});
+  }
+  truth["kernels_by_name"] = g_kernels;
+  std::ofstream(truth_path) << truth.dump(2) << "\n";
+
+  ncclCommDestroy(twin.handle);
+  ncclCommDestroy(world.handle);
+  cudaFree(buf);
+  cudaStreamDestroy(stream);
+  return 0;
+}
