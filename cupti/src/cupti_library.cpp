@@ -120,6 +120,10 @@ bool CuptiLibrary::resolve(void* handle, std::string* reason) {
   }
   TRAINTIME_CUPTI_FUNCTIONS(TRAINTIME_CUPTI_RESOLVE)
 #undef TRAINTIME_CUPTI_RESOLVE
+#define TRAINTIME_CUPTI_RESOLVE_OPTIONAL(name) \
+  api_.name = reinterpret_cast<decltype(api_.name)>(dlsym(handle, #name));
+  TRAINTIME_CUPTI_OPTIONAL_FUNCTIONS(TRAINTIME_CUPTI_RESOLVE_OPTIONAL)
+#undef TRAINTIME_CUPTI_RESOLVE_OPTIONAL
   return true;
 }
 

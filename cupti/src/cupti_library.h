@@ -23,8 +23,7 @@ enum class RecordLayout : uint8_t {
 RecordLayout layout_for_version(uint32_t api_version, std::string* why);
 const char* layout_name(RecordLayout layout);
 
-// Every CUPTI function the adapter calls, all required: a library missing one is unusable.
-// cuptiActivityEnableRuntimeApi/EnableDriverApi give correlation ids without tracing every API.
+// Every CUPTI function the adapter calls. Required ones: a library missing one is unusable.
 #define TRAINTIME_CUPTI_FUNCTIONS(X)     \
   X(cuptiGetVersion)                     \
   X(cuptiGetResultString)                \
@@ -38,13 +37,19 @@ const char* layout_name(RecordLayout layout);
   X(cuptiActivityGetNextRecord)          \
   X(cuptiActivityFlushAll)               \
   X(cuptiActivityGetNumDroppedRecords)   \
-  X(cuptiActivityEnableRuntimeApi)       \
-  X(cuptiActivityEnableDriverApi)        \
   X(cuptiGetGraphNodeId)
+
+// Optional ones (nullptr when absent). cuptiActivityEnableRuntimeApi/EnableDriverApi (13.0 has
+// both) turn on API records for the launch cbids only, which guarantees that CUPTI assigns the
+// correlation ids the launch callbacks see; a library without them (simgpu) assigns them anyway.
+#define TRAINTIME_CUPTI_OPTIONAL_FUNCTIONS(X) \
+  X(cuptiActivityEnableRuntimeApi)            \
+  X(cuptiActivityEnableDriverApi)
 
 struct CuptiApi {
 #define TRAINTIME_CUPTI_MEMBER(name) decltype(&::name) name = nullptr;
   TRAINTIME_CUPTI_FUNCTIONS(TRAINTIME_CUPTI_MEMBER)
+  TRAINTIME_CUPTI_OPTIONAL_FUNCTIONS(TRAINTIME_CUPTI_MEMBER)
 #undef TRAINTIME_CUPTI_MEMBER
 };
 

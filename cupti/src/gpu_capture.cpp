@@ -260,9 +260,10 @@ bool GpuCapture::start_capture(std::string* reason) {
     if (s.role == ApiRole::kContextTeardown) continue;
     // Correlation ids come with API records; enabling them per launch cbid (never the whole
     // RUNTIME/DRIVER kinds) keeps the extra records to one per launch call, dropped at decode.
-    rc = s.domain == CUPTI_CB_DOMAIN_RUNTIME_API
-             ? TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableRuntimeApi, s.cbid, 1)
-             : TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableDriverApi, s.cbid, 1);
+    if (s.domain == CUPTI_CB_DOMAIN_RUNTIME_API && lib_.api().cuptiActivityEnableRuntimeApi)
+      rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableRuntimeApi, s.cbid, 1);
+    else if (s.domain == CUPTI_CB_DOMAIN_DRIVER_API && lib_.api().cuptiActivityEnableDriverApi)
+      rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableDriverApi, s.cbid, 1);
     if (rc != CUPTI_SUCCESS) return fail("enabling API records for correlation ids", rc);
   }
   for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,

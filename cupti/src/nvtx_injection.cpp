@@ -6,6 +6,9 @@
 // end on another thread like tt_range_start/tt_range_end. This needs no CUPTI: NVTX injection is
 // independent of the CUPTI subscription (and of NVTX's CUPTI route, which would require one).
 //
+// Steps: a range named exactly "step" (any case) is a step marker (DESIGN §3): its end counts as
+// one tt_step, which is how NVTX-only programs (one "step" range per iteration) get steps.
+//
 // Names: ASCII messages as given; registered strings (nvtxDomainRegisterStringA, which NCCL and
 // the Python package use) through handles that point at our own copy of the string; wide
 // strings narrowed (non-ASCII characters become '?'). Attributes other than the message (color,
@@ -14,6 +17,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cwchar>
 #include <mutex>
@@ -29,6 +33,23 @@ namespace {
 
 const tt_api_v1* g_api = nullptr;  // set once before any handler is installed
 thread_local int t_push_depth = 0;  // what nvtxRangePush/Pop report back: the nesting level
+
+// Which open push ranges of this thread are "step" ranges, for the first kStepDepth levels.
+constexpr int kStepDepth = 64;
+thread_local bool t_is_step[kStepDepth];
+
+// Start/end ranges named "step": their ids, until they end (rare; a lock is fine there).
+std::atomic<int> g_open_step_ranges{0};
+std::mutex g_step_ranges_mu;
+std::unordered_set<nvtxRangeId_t>& step_ranges() {
+  static auto* s = new std::unordered_set<nvtxRangeId_t>();  // leaked: used until exit
+  return *s;
+}
+
+bool is_step_name(const char* name) {
+  return name && (name[0] | 0x20) == 's' && (name[1] | 0x20) == 't' && (name[2] | 0x20) == 'e' &&
+         (name[3] | 0x20) == 'p' && name[4] == '\0';
+}
 
 constexpr const char* kUnnamed = "nvtx";
 
@@ -71,6 +92,7 @@ const char* message_of(const nvtxEventAttributes_t* a, std::string& scratch) {
 int push(const char* name) {
   const int saved_errno = errno;
   g_api->push(name && *name ? name : kUnnamed);
+  if (t_push_depth >= 0 && t_push_depth < kStepDepth) t_is_step[t_push_depth] = is_step_name(name);
   errno = saved_errno;
   return t_push_depth++;
 }
@@ -78,14 +100,22 @@ int push(const char* name) {
 int pop() {
   const int saved_errno = errno;
   g_api->pop();
+  int level = -1;  // NVTX's answer for a pop without a push
+  if (t_push_depth > 0) {
+    level = --t_push_depth;
+    if (level < kStepDepth && t_is_step[level]) g_api->step(0, 0);
+  }
   errno = saved_errno;
-  if (t_push_depth == 0) return -1;  // NVTX's answer for a pop without a push
-  return --t_push_depth;
+  return level;
 }
 
 nvtxRangeId_t start(const char* name) {
   const int saved_errno = errno;
   const nvtxRangeId_t id = g_api->range_start(name && *name ? name : kUnnamed);
+  if (is_step_name(name)) {
+    std::lock_guard<std::mutex> lock(g_step_ranges_mu);
+    if (step_ranges().insert(id).second) g_open_step_ranges.fetch_add(1, std::memory_order_relaxed);
+  }
   errno = saved_errno;
   return id;
 }
@@ -93,6 +123,17 @@ nvtxRangeId_t start(const char* name) {
 void end(nvtxRangeId_t id) {
   const int saved_errno = errno;
   g_api->range_end(id);
+  if (g_open_step_ranges.load(std::memory_order_relaxed) > 0) {
+    bool was_step = false;
+    {
+      std::lock_guard<std::mutex> lock(g_step_ranges_mu);
+      was_step = step_ranges().erase(id) > 0;
+    }
+    if (was_step) {
+      g_open_step_ranges.fetch_sub(1, std::memory_order_relaxed);
+      g_api->step(0, 0);
+    }
+  }
   errno = saved_errno;
 }
 
