@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -124,6 +125,7 @@ class GpuCapture {
   void stop_thread();
   void shutdown(const char* reason);
   void fill(core::RankFile& f);
+  void write_trace(const core::RankFile& f);  // caller holds agg_mu_
 
   std::mutex start_mu_;
   std::atomic<State> state_{State::kIdle};
@@ -133,6 +135,7 @@ class GpuCapture {
   bool hooks_registered_ = false;
   std::string reason_;        // gpu_capture_reason (written under start_mu_ before publication)
   std::string trigger_;
+  std::string output_dir_;  // absolute, fixed at start (the application may chdir later)
   pid_t owner_pid_ = 0;
 
   CuptiLibrary lib_;
@@ -175,6 +178,11 @@ void GpuCapture::start(const char* trigger) {
   if (state_.load(std::memory_order_acquire) != State::kIdle || !rt::active()) return;
   trigger_ = trigger;
   owner_pid_ = getpid();
+  output_dir_ = rt::config().output_dir;
+  if (!output_dir_.empty() && output_dir_[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) output_dir_ = std::string(cwd) + "/" + output_dir_;
+  }
   set_log_sink(&log_to_runtime);
   if (!hooks_registered_) {
     hooks_registered_ = true;
@@ -514,11 +522,40 @@ void GpuCapture::fill(core::RankFile& f) {
   f.gpu_capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() + "), started " +
                          trigger_;
   for (std::string& w : pipeline_->warnings()) f.warnings.push_back(std::move(w));
+  if (rt::config().trace && !f.snapshot) write_trace(f);
   if (const uint64_t refused = pool_->refused())
     f.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
                          std::to_string(rt::config().buffer_count) + " x " +
                          std::to_string(rt::config().buffer_mb) +
                          " MiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
+}
+
+// TRAINTIME_TRACE=1: the aggregator's timeline dump next to the rank file, named like it
+// (rank-00003.json -> rank-00003.trace.json; an aux file rank-00003.pid123.json ->
+// rank-00003.pid123.trace.json). Written once, with the final rank file, via a temporary file
+// and a rename so a reader never sees half of it.
+void GpuCapture::write_trace(const core::RankFile& f) {
+  char name[96];
+  if (f.role == "rank")
+    std::snprintf(name, sizeof name, "/rank-%05lld.trace.json", static_cast<long long>(f.rank));
+  else
+    std::snprintf(name, sizeof name, "/rank-%05lld.pid%lld.trace.json", static_cast<long long>(f.rank),
+                  static_cast<long long>(f.pid));
+  const std::string path = output_dir_ + name;
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    out << aggregator_->trace_json([](core::PathId p) { return rt::path_string(p); }).dump() << '\n';
+    if (!out) {
+      log_warning("cannot write the trace " + tmp);
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    log_warning("cannot write the trace " + path);
+    std::remove(tmp.c_str());
+  }
 }
 
 void GpuCapture::fill_rank_file(core::RankFile& f) { get().fill(f); }
