@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds traintime if needed, runs an annotated training loop as 2 MPI ranks under LD_PRELOAD,
-# and shows where the rank files are with a short summary. Works from any directory.
+# and shows where the rank files are with a short summary. Works from any directory
+# (TRAINTIME_BUILD_DIR: see build.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/install-deps.sh"
-LIB="$ROOT/build/lib/libtraintime.so"
-EXAMPLE="$ROOT/build/bin/annotated_loop"
+BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
+LIB="$BUILD/lib/libtraintime.so"
+EXAMPLE="$BUILD/bin/annotated_loop"
 if [ ! -f "$LIB" ] || [ ! -x "$EXAMPLE" ]; then
   "$ROOT/scripts/build.sh"
 fi
@@ -38,8 +40,8 @@ for path in sorted(glob.glob(os.path.join(out, "rank-*.json"))):
         print("  %-24s %-10s %6d %12.2f" % (r["path"], r["category"], r["count"], r["cpu_ns"] / 1e6))
     print("  gpu_capture: %s" % d["gpu_capture"])
 PY
-if [ -x "$ROOT/build/bin/traintime-report" ]; then
+if [ -x "$BUILD/bin/traintime-report" ]; then
   echo
   echo "== traintime-report $OUT"
-  "$ROOT/build/bin/traintime-report" "$OUT" || echo "traintime-report exited with status $?"
+  "$BUILD/bin/traintime-report" "$OUT" || echo "traintime-report exited with status $?"
 fi

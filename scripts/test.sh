@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # CI entry point: installs missing dependencies, builds build/ with -Werror, runs every test.
-# Exits non-zero on any failure. Works from any directory.
+# Exits non-zero on any failure. Works from any directory (TRAINTIME_BUILD_DIR: see build.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/install-deps.sh"
 "$ROOT/scripts/build.sh" -DTRAINTIME_WERROR=ON
 # shellcheck source=mpi-env.sh
 . "$ROOT/scripts/mpi-env.sh"
-cd "$ROOT/build"
+cd "${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 ctest --output-on-failure -j "${TRAINTIME_TEST_JOBS:-2}"
