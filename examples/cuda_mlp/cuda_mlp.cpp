@@ -330,14 +330,16 @@ int main(int argc, char** argv) {
     t.step(s, &ev);
     tt_step(uint64_t(opt.batch), 0);
     if (opt.sync_every_step) {
-      CUDA_CHECK(cudaStreamSynchronize(t.stream));
-      std::vector<std::vector<double>> all = ev.read(s + 1);
-      for (int r = 0; r < kRegionCount; ++r) ms[r].push_back(all[r].back());
+      std::vector<double> step_ms = ev.read_step(s);
+      for (int r = 0; r < kRegionCount; ++r) ms[r].push_back(step_ms[r]);
     }
   }
   CUDA_CHECK(cudaEventRecord(loop_end, t.stream));
   CUDA_CHECK(cudaStreamSynchronize(t.stream));
-  if (!opt.sync_every_step) ms = ev.read(opt.steps);
+  for (int s = 0; !opt.sync_every_step && s < opt.steps; ++s) {
+    std::vector<double> step_ms = ev.read_step(s);
+    for (int r = 0; r < kRegionCount; ++r) ms[r].push_back(step_ms[r]);
+  }
   float loop_ms = 0.f;
   CUDA_CHECK(cudaEventElapsedTime(&loop_ms, loop_begin, loop_end));
   const double final_loss = t.mean_loss();

@@ -3,7 +3,8 @@
 //
 // An event recorded at a region's begin and end on the region's stream brackets exactly the
 // stream work queued in between. Recording is asynchronous; READING (cudaEventElapsedTime) needs
-// both events complete, so read() is called only after the loop's work has been synchronised.
+// both events complete, so read_step() is called only once a step's work is done: after the loop,
+// or after each step with --sync-every-step.
 // This check therefore synchronises where traintime does not: traintime needs no sync at all.
 #pragma once
 
@@ -34,17 +35,15 @@ class RegionEvents {
 
   const std::vector<std::string>& paths() const { return paths_; }
 
-  // Milliseconds of steps [0, upto) for every region; waits for the events (a synchronisation).
-  std::vector<std::vector<double>> read(int upto) const {
-    std::vector<std::vector<double>> ms(paths_.size());
+  // Milliseconds of every region in one step; waits for its events (a synchronisation).
+  std::vector<double> read_step(int step) const {
+    std::vector<double> ms;
     for (size_t r = 0; r < paths_.size(); ++r) {
-      for (int s = 0; s < upto; ++s) {
-        float v = 0.f;
-        CUDA_CHECK(cudaEventSynchronize(at(static_cast<int>(r), s, 1)));
-        CUDA_CHECK(cudaEventElapsedTime(&v, at(static_cast<int>(r), s, 0),
-                                        at(static_cast<int>(r), s, 1)));
-        ms[r].push_back(v);
-      }
+      float v = 0.f;
+      CUDA_CHECK(cudaEventSynchronize(at(static_cast<int>(r), step, 1)));
+      CUDA_CHECK(cudaEventElapsedTime(&v, at(static_cast<int>(r), step, 0),
+                                      at(static_cast<int>(r), step, 1)));
+      ms.push_back(v);
     }
     return ms;
   }
