@@ -153,6 +153,40 @@ def test_python_annotations_produce_rank_file(tmp):
           "steps %s" % doc["steps"])
 
 
+def test_python_package_installs_with_pip(tmp):
+    # Installed from a copy: setuptools writes build/ next to the sources.
+    src = os.path.join(tmp, "src")
+    shutil.copytree(ARGS.pypath, src)
+    site = os.path.join(tmp, "site")
+    run([SYSTEM_PYTHON, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+         "--no-index", "--target", site, src], base_env(os.path.join(tmp, "unused"), preload=False),
+        timeout=180)
+    check(os.path.isfile(os.path.join(site, "traintime", "torch.py")), "traintime.torch not installed")
+    out = os.path.join(tmp, "out")
+    env = base_env(out)
+    env["PYTHONPATH"] = site
+    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "2"], env)
+    check(p.stdout.strip() == "enabled", "installed package not enabled: %r" % p.stdout)
+    check_region(load(out, "rank-00000.json"), "forward/attention", "forward", 2)
+
+
+def test_constructor_points_children_at_the_library(tmp):
+    out = os.path.join(tmp, "out")
+    script = 'echo "$TRAINTIME_JOB_ID|$CUDA_INJECTION64_PATH|$NVTX_INJECTION64_PATH"'
+    p = run(["bash", "-c", script], base_env(out))
+    job, cuda, nvtx = p.stdout.strip().split("|")
+    lib = os.path.realpath(ARGS.lib)
+    check(job, "TRAINTIME_JOB_ID not set for children")
+    check(cuda == lib and nvtx == lib, "injection variables %r %r, expected %r" % (cuda, nvtx, lib))
+    # Variables another tool set are left alone, and a launcher's job id is kept.
+    p = run(["bash", "-c", script],
+            base_env(out, CUDA_INJECTION64_PATH="/opt/other/libtool.so", TRAINTIME_JOB_ID="given"))
+    job, cuda, nvtx = p.stdout.strip().split("|")
+    check(job == "given" and cuda == "/opt/other/libtool.so" and nvtx == lib,
+          "got %r" % p.stdout)
+    check(not os.path.exists(out), "bash wrote output")
+
+
 def test_torch_instrument_one_line(tmp):
     out = os.path.join(tmp, "out")
     p = run([SYSTEM_PYTHON, "-W", "error", os.path.join(HERE, "torch_train.py"), "5"],
