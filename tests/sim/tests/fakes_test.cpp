@@ -91,9 +91,9 @@ TEST_CASE("a <<<>>> launch raises nested runtime and driver callbacks with disti
   CHECK(ev[0].correlation == ev[3].correlation);
   CHECK(ev[1].correlation == ev[2].correlation);
   CHECK(ev[0].correlation != ev[1].correlation);
-  const auto* drv = static_cast<const cuLaunchKernel_params*>(ev[1].params);
-  CHECK(drv->gridDimX == 10);
-  CHECK(drv->blockDimX == 128);
+  CHECK(ev[0].grid_x == 10);  // runtime functionParams
+  CHECK(ev[1].grid_x == 10);  // driver cuLaunchKernel_params
+  CHECK(ev[1].block_x == 128);
 
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
@@ -122,9 +122,8 @@ TEST_CASE("cudaLaunchKernel is traced with its own callback id") {
   const ApiEvent* enter = find_event(ev, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER);
   REQUIRE(enter);
   CHECK(enter->function == "cudaLaunchKernel");
-  const auto* params = static_cast<const cudaLaunchKernel_v7000_params*>(enter->params);
-  CHECK(params->func == &g_kernel_stub);
-  CHECK(params->gridDim.x == 3);
+  CHECK(enter->func == &g_kernel_stub);
+  CHECK(enter->grid_x == 3);
 }
 
 TEST_CASE("memcpy records carry the driver correlation id and the runtime one") {

@@ -21,8 +21,11 @@ struct ApiEvent {
   std::string function;
   std::string symbol;
   uint32_t correlation;
-  const void* params;
-  int depth;  // nesting depth on the calling thread at ENTER
+  const void* params;  // valid only during the callback
+  int depth;           // nesting depth on the calling thread at ENTER
+  unsigned grid_x;     // launches: copied from functionParams during the callback
+  unsigned block_x;
+  const void* func;
 };
 
 struct NodeEvent {
@@ -72,7 +75,18 @@ inline void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_Callb
   const auto* cd = static_cast<const CUpti_CallbackData*>(data);
   if (cd->callbackSite == CUPTI_API_EXIT) --tls_depth;
   ApiEvent e{domain, cbid, cd->callbackSite, cd->functionName ? cd->functionName : "",
-             cd->symbolName ? cd->symbolName : "", cd->correlationId, cd->functionParams, tls_depth};
+             cd->symbolName ? cd->symbolName : "", cd->correlationId, cd->functionParams, tls_depth, 0, 0, nullptr};
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && (cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
+                                                cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)) {
+    const auto* p = static_cast<const cudaLaunchKernel_v7000_params*>(cd->functionParams);
+    e.grid_x = p->gridDim.x;
+    e.block_x = p->blockDim.x;
+    e.func = p->func;
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
+    const auto* p = static_cast<const cuLaunchKernel_params*>(cd->functionParams);
+    e.grid_x = p->gridDimX;
+    e.block_x = p->blockDimX;
+  }
   if (cd->callbackSite == CUPTI_API_ENTER) ++tls_depth;
   std::lock_guard<std::mutex> lock(c.mu);
   c.api.push_back(e);
