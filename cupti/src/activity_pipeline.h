@@ -48,12 +48,14 @@ class ActivityPipeline {
   // Caller serialises calls and any concurrent use of the aggregator.
   void process(uint8_t* buffer, size_t valid_size);
 
+  // The launch context of one decoded record, by the join rules above (counts into stats()).
+  core::LaunchContext join(const DecodedActivity& d);
+
   const PipelineStats& stats() const { return stats_; }
   // One line per kind of trouble seen, for the rank file's warnings.
   std::vector<std::string> warnings() const;
 
  private:
-  core::LaunchContext join(const DecodedActivity& d);
   core::Category category(core::PathId path);
 
   const CuptiLibrary& lib_;

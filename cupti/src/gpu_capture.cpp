@@ -242,8 +242,10 @@ bool GpuCapture::start_capture(std::string* reason) {
   if (recorder_) recorder_->set_library(lib_);
   for (const SelectedCallback& s : selected) roles_.set(s.domain, s.cbid, s.role);
 
-  const CUptiResult sub = TRAINTIME_CUPTI_CALL(lib_, cuptiSubscribe, &subscriber_,
-                                               &GpuCapture::on_callback, this);
+  // A refusal is reported once, as the reason of gpu_capture "unavailable" (give_up logs it).
+  const CUptiResult sub = TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+                                                      cuptiSubscribe, &subscriber_,
+                                                      &GpuCapture::on_callback, this);
   if (sub != CUPTI_SUCCESS) {
     *reason = std::string("cuptiSubscribe refused: ") + lib_.result_string(sub) +
               (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
@@ -522,6 +524,9 @@ void GpuCapture::fill(core::RankFile& f) {
   f.gpu_capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() + "), started " +
                          trigger_;
   for (std::string& w : pipeline_->warnings()) f.warnings.push_back(std::move(w));
+  if (f.dropped_records)
+    f.warnings.push_back(std::to_string(f.dropped_records) +
+                         " GPU activity records were dropped by CUPTI: GPU times undercount");
   if (rt::config().trace && !f.snapshot) write_trace(f);
   if (const uint64_t refused = pool_->refused())
     f.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Replays one recorded CUPTI fixture (tests/fixtures/<name>/) and checks the result.
+
+usage: check_replay.py REPLAY_TOOL FIXTURE_DIR SIM_CUPTI
+
+The fixture's buffers go through the adapter's own decode and join (traintime_replay_fixture);
+simgpu fixtures are walked with simgpu's libcupti, real ones with the toolkit's. Expected, when
+the fixture has:
+  truth.json   (simgpu: sim_train's --truth, independent of traintime) categories, steps.count
+               and steps.totals equal it exactly;
+  rank.json    (real GPU: the rank file of the recording run) categories and steps.totals equal
+               it exactly, i.e. the replay reproduces what the live capture computed.
+Always: every activity found its launch context, and the replay saw as many activities as the
+live capture did. Exit 0 pass, 1 fail.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TOTALS = ("gpu_busy_ns", "compute_ns", "comm_ns", "comm_overlapped_ns", "exposed_comm_ns", "io_ns",
+          "idle_ns")
+
+
+def main():
+    tool, fixture, sim_cupti = sys.argv[1:4]
+    with open(os.path.join(fixture, "fixture.json")) as f:
+        meta = json.load(f)
+    simulated = os.path.basename(os.path.normpath(fixture)).startswith("simgpu")
+    lib = sim_cupti if simulated else ""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "replay.json")
+        cmd = [tool, fixture, out] + ([lib] if lib else [])
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+        if run.returncode != 0:
+            print(f"FAIL: {' '.join(cmd)} exited {run.returncode}\n{run.stdout}{run.stderr}")
+            return 1
+        with open(out) as f:
+            got = json.load(f)
+    failures = []
+    replay = got["replay"]
+    if replay["missing_context"] != 0:
+        failures.append(f"{replay['missing_context']} activities found no launch context")
+    if replay["activities"] != meta["live"]["activities"]:
+        failures.append(f"replay decoded {replay['activities']} activities, the live capture "
+                        f"{meta['live']['activities']}")
+    expected_path = os.path.join(fixture, "truth.json")
+    if not os.path.exists(expected_path):
+        expected_path = os.path.join(fixture, "rank.json")
+    with open(expected_path) as f:
+        want = json.load(f)
+    for cat, w in want["categories"].items():
+        g = got["categories"].get(cat, {})
+        for field in ("gpu_busy_ns", "gpu_sum_ns", "count"):
+            if g.get(field, 0) != w.get(field, 0):
+                failures.append(f"categories.{cat}.{field}: replay {g.get(field, 0)} != "
+                                f"{os.path.basename(expected_path)} {w.get(field, 0)}")
+    if expected_path.endswith("truth.json") and got["steps"]["count"] != want["steps"]["count"]:
+        failures.append(f"steps.count: replay {got['steps']['count']} != {want['steps']['count']}")
+    for field in TOTALS:
+        g, w = got["steps"]["totals"].get(field), want["steps"]["totals"].get(field)
+        if g != w:
+            failures.append(f"steps.totals.{field}: replay {g} != {os.path.basename(expected_path)} {w}")
+    if failures:
+        print(f"FAIL replaying {fixture}:")
+        for line in failures:
+            print("  " + line)
+        return 1
+    print(f"PASS: {fixture} ({replay['activities']} activities, {replay['buffers']} buffers)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+// Join rules of the adapter (DESIGN §4): runtime correlation id first for memcpy, graph nodes
+// take their capture-time region with the replay's step, a lost context is counted.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "activity_pipeline.h"
+
+using namespace traintime;
+using cupti::DecodedActivity;
+
+namespace {
+
+core::LaunchContext ctx(core::PathId path, uint32_t step, uint64_t entry) {
+  core::LaunchContext c;
+  c.path = path;
+  c.step = step;
+  c.entry = entry;
+  return c;
+}
+
+struct Fixture {
+  cupti::CuptiLibrary lib;  // not used by join()
+  cupti::CorrelationTable launches{1024};
+  cupti::GraphNodeTable nodes{16};
+  core::GpuAggregator aggregator;
+  cupti::ActivityPipeline pipeline{lib, launches, nodes, aggregator,
+                                   [](core::PathId) { return core::Category::kForward; }};
+};
+
+DecodedActivity record(uint32_t correlation, uint32_t runtime_correlation = 0, uint64_t node = 0) {
+  DecodedActivity d;
+  d.activity.kind = runtime_correlation ? core::ActivityKind::kMemcpy : core::ActivityKind::kKernel;
+  d.activity.start_ns = 100;
+  d.activity.end_ns = 200;
+  d.activity.correlation_id = correlation;
+  d.activity.graph_node_id = node;
+  d.runtime_correlation_id = runtime_correlation;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("a memcpy joins on its runtime correlation id before its driver one", "[join]") {
+  Fixture f;
+  f.launches.store(20, ctx(5, 1, 50));  // the cudaMemcpyAsync call
+  f.launches.store(21, ctx(6, 1, 60));  // its nested cuMemcpyHtoDAsync (same context in practice)
+  CHECK(f.pipeline.join(record(21, 20)).path == 5);
+  CHECK(f.pipeline.stats().joined_runtime == 1);
+  // A memcpy issued through the driver API carries no runtime id: the driver id joins.
+  CHECK(f.pipeline.join(record(21, 0)).path == 6);
+  // Runtime id unknown (e.g. overwritten): fall back to the driver id.
+  CHECK(f.pipeline.join(record(21, 999)).path == 6);
+  CHECK(f.pipeline.stats().joined_correlation == 2);
+}
+
+TEST_CASE("a graph kernel takes its node's capture-time region with the launch's step and entry",
+          "[join]") {
+  Fixture f;
+  f.nodes.created(99, ctx(7, 0, 70));  // captured inside region 7 during step 0
+  f.nodes.cloned(1099, 99);            // instantiation clones the node
+  f.launches.store(30, ctx(8, 4, 80)); // cudaGraphLaunch in step 4, region 8
+  const core::LaunchContext c = f.pipeline.join(record(30, 0, 1099));
+  CHECK(c.path == 7);
+  CHECK(c.step == 4);
+  CHECK(c.entry == 80);
+  CHECK(f.pipeline.stats().graph_node_context == 1);
+  // A node the table never saw (graph built before capture started): the launch's context.
+  const core::LaunchContext l = f.pipeline.join(record(30, 0, 5555));
+  CHECK(l.path == 8);
+  CHECK(l.step == 4);
+}
+
+TEST_CASE("a record without a launch context is counted and left unattributed", "[join]") {
+  Fixture f;
+  const core::LaunchContext c = f.pipeline.join(record(12345));
+  CHECK(c.path == core::kNoPath);
+  CHECK(f.pipeline.stats().missing_context == 1);
+  // The rank file's warnings say so.
+  REQUIRE(f.pipeline.warnings().size() == 1);
+  CHECK(f.pipeline.warnings()[0].find("no launch context") != std::string::npos);
+}

@@ -1,0 +1,25 @@
+// The activity buffer pool is bounded: when every buffer is out, CUPTI gets none (and drops).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "buffer_pool.h"
+
+using traintime::cupti::BufferPool;
+
+TEST_CASE("buffer pool hands out at most its limit, 8-byte aligned, and reuses released ones",
+          "[buffer_pool]") {
+  BufferPool pool(1001, 2);
+  CHECK(pool.buffer_bytes() == 1008);  // rounded up to a multiple of 8
+  uint8_t* a = pool.acquire();
+  uint8_t* b = pool.acquire();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(reinterpret_cast<uintptr_t>(a) % 8 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(b) % 8 == 0);
+  CHECK(pool.acquire() == nullptr);
+  CHECK(pool.refused() == 1);
+  pool.release(a);
+  CHECK(pool.acquire() == a);
+  CHECK(pool.allocated() == 2);
+}

@@ -1,0 +1,99 @@
+// Correlation id -> launch context: bounded, lock-free, never a torn or foreign context.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "correlation_table.h"
+
+using traintime::core::CommOp;
+using traintime::core::LaunchContext;
+using traintime::cupti::CorrelationTable;
+
+namespace {
+
+// Every field derived from the id, so a reader can tell a torn or foreign entry.
+LaunchContext context_for(uint32_t id) {
+  LaunchContext c;
+  c.path = id * 3 + 1;
+  c.step = id / 5;
+  c.entry = uint64_t{id} * 7919;
+  c.comm_op = static_cast<CommOp>(id % 12);
+  c.comm_id = id % 1000;
+  c.comm_seq = uint64_t{id} << 20;
+  c.comm_bytes = ~uint64_t{id};
+  c.comm_group = uint64_t{id} * 31;
+  c.comm_captured = (id & 1) != 0;
+  return c;
+}
+
+bool same(const LaunchContext& a, const LaunchContext& b) {
+  return a.path == b.path && a.step == b.step && a.entry == b.entry && a.comm_op == b.comm_op &&
+         a.comm_id == b.comm_id && a.comm_seq == b.comm_seq && a.comm_bytes == b.comm_bytes &&
+         a.comm_group == b.comm_group && a.comm_captured == b.comm_captured;
+}
+
+}  // namespace
+
+TEST_CASE("a stored context is found under its id with every field intact", "[correlation]") {
+  CorrelationTable t(1000);
+  CHECK(t.capacity() == 1024);
+  for (uint32_t id = 1; id <= 500; ++id) t.store(id, context_for(id));
+  for (uint32_t id = 1; id <= 500; ++id) {
+    LaunchContext got;
+    REQUIRE(t.lookup(id, &got));
+    CHECK(same(got, context_for(id)));
+  }
+  LaunchContext got;
+  CHECK_FALSE(t.lookup(501, &got));
+  CHECK_FALSE(t.lookup(0, &got));
+  CHECK(t.overwritten() == 0);
+}
+
+TEST_CASE("a later launch on the same slot replaces the entry and the loss is counted",
+          "[correlation]") {
+  CorrelationTable t(16);
+  t.store(3, context_for(3));
+  t.store(3 + 16, context_for(3 + 16));
+  LaunchContext got;
+  CHECK_FALSE(t.lookup(3, &got));
+  CHECK(t.overwritten() == 1);
+  REQUIRE(t.lookup(19, &got));
+  CHECK(same(got, context_for(19)));
+  // An id that has not been stored yet (the slot holds an older one) is a miss, not a loss.
+  CHECK_FALSE(t.lookup(35, &got));
+  CHECK(t.overwritten() == 1);
+}
+
+TEST_CASE("concurrent launches and lookups never yield a torn or foreign context",
+          "[correlation]") {
+  CorrelationTable t(256);  // small: writers keep overwriting slots the reader is reading
+  std::atomic<uint32_t> next{1};
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> hits{0}, bad{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 3; ++w)
+    writers.emplace_back([&] {
+      while (!stop.load()) {
+        const uint32_t id = next.fetch_add(1);
+        t.store(id, context_for(id));
+      }
+    });
+  std::thread reader([&] {
+    for (int i = 0; i < 200000; ++i) {
+      const uint32_t newest = next.load();
+      const uint32_t id = newest > 100 ? newest - 1 - static_cast<uint32_t>(i % 100) : 1;
+      LaunchContext got;
+      if (t.lookup(id, &got)) {
+        ++hits;
+        if (!same(got, context_for(id))) ++bad;
+      }
+    }
+    stop = true;
+  });
+  reader.join();
+  for (auto& w : writers) w.join();
+  CHECK(bad.load() == 0);
+  CHECK(hits.load() > 0);
+}
