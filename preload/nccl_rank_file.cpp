@@ -4,6 +4,8 @@
 // without GPU capture.
 #include "nccl_rank_file.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
@@ -17,6 +19,9 @@ namespace traintime::rt::nccl {
 namespace {
 
 std::atomic<bool> g_filler_added{false};
+// The process whose NCCL calls the call table holds: a fork child inherits the parent's counts
+// and must not report them as its own.
+std::atomic<pid_t> g_owner_pid{0};
 
 // GpuAggregator names a communicator by its table index ("0", "1", ...); the registry's
 // stable id is the name that matches across ranks.
@@ -38,6 +43,7 @@ void name_communicators(core::RankFile& f) {
 }  // namespace
 
 void fill_rank_file(core::RankFile& f) {
+  if (getpid() != g_owner_pid.load(std::memory_order_relaxed)) return;
   const core::CommCallTable::Snapshot snap = call_table().snapshot();
   if (snap.comms.empty()) return;
   if (f.comm.empty() && f.communicators.empty()) {
@@ -69,6 +75,7 @@ void fill_rank_file(core::RankFile& f) {
 
 void add_filler_once() noexcept {
   if (g_filler_added.exchange(true, std::memory_order_acq_rel)) return;
+  g_owner_pid.store(getpid(), std::memory_order_relaxed);
   add_rank_file_filler(&fill_rank_file);
 }
 

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -439,4 +441,26 @@ TEST_CASE_METHOD(Fixture, "the rank-file filler writes CPU-only rows and stable 
     CHECK(seen.insert({comm.id, comm.rank}).second);  // (id, rank) unique in a rank file
   }
   CHECK(found);
+}
+
+TEST_CASE_METHOD(Fixture, "a fork child does not report the parent's NCCL calls as its own",
+                 "[nccl]") {
+  ncclComm_t c = make_comm(6, 0);
+  char buf[1];
+  REQUIRE(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, c, nullptr) == ncclSuccess);
+  REQUIRE(rt::testing::g_filler != nullptr);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    traintime::core::RankFile f;
+    rt::testing::g_filler(f);
+    _exit(f.comm.empty() && f.communicators.empty() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  traintime::core::RankFile parent;
+  rt::testing::g_filler(parent);
+  CHECK_FALSE(parent.comm.empty());
 }
