@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -49,7 +50,21 @@ namespace {
 // and nested driver ids) between a launch and its record, i.e. several full activity buffers.
 constexpr uint32_t kCorrelationSlots = 1u << 18;
 constexpr size_t kMaxGraphNodes = size_t{1} << 18;
+// Normal flushes keep records flowing: CUPTI 13.0 keeps one buffer per launching thread and
+// hands a half-full one over only when flushed, while the aggregator holds at most 1024 open
+// steps (a record older than that is "late" and loses exactness). So flush once a second, and
+// also whenever kFlushSteps steps have passed since the last flush (fast loops), checked every
+// kPoll.
 constexpr auto kFlushPeriod = std::chrono::milliseconds(1000);
+constexpr auto kPoll = std::chrono::milliseconds(20);
+constexpr uint32_t kFlushSteps = 64;
+// A normal flush only returns buffers whose records are all complete, and the launching thread's
+// buffer always holds the newest (unfinished) work: in practice it arrives when full. So each
+// buffer is capped at about kStepsPerBuffer steps' worth of records (measured as the run goes),
+// which keeps every record well inside the aggregator's 1024-step window however few kernels a
+// step has; never below kMinRecordsPerBuffer, never beyond what the buffer holds.
+constexpr uint64_t kStepsPerBuffer = 128;
+constexpr uint64_t kMinRecordsPerBuffer = 4096;
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
 
 enum class State : uint8_t {
@@ -164,6 +179,8 @@ class GpuCapture {
   bool flush_requested_ = false;
   std::thread thread_;
   std::atomic<uint64_t> dropped_pending_{0};
+  std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
+  uint64_t records_seen_ = 0;  // processing thread only
 };
 
 void GpuCapture::give_up(const std::string& reason) {
@@ -380,7 +397,7 @@ void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd
 
 void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   GpuCapture& self = get();
-  *max_records = 0;
+  *max_records = self.max_records_.load(std::memory_order_relaxed);
   uint8_t* b = self.capturing_.load(std::memory_order_acquire) ? self.pool_->acquire() : nullptr;
   *buffer = b;
   *size = b ? self.pool_->buffer_bytes() : 0;  // no buffer: CUPTI drops and counts the records
@@ -407,14 +424,17 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
 
 void GpuCapture::processing_loop() {
   auto next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
+  uint32_t flushed_at_step = rt::launch_context().step;
   std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
-    queue_cv_.wait_until(lock, next_flush,
-                         [&] { return !queue_.empty() || stop_thread_ || flush_requested_; });
+    queue_cv_.wait_for(lock, kPoll, [&] { return !queue_.empty() || stop_thread_ || flush_requested_; });
     if (queue_.empty()) {
       if (stop_thread_) break;
-      if (flush_requested_ || std::chrono::steady_clock::now() >= next_flush) {
+      const uint32_t step = rt::launch_context().step;
+      if (flush_requested_ || std::chrono::steady_clock::now() >= next_flush ||
+          step - flushed_at_step >= kFlushSteps) {
         flush_requested_ = false;
+        flushed_at_step = step;
         lock.unlock();
         // Lock order: flush_mu_ -> CUPTI -> queue_mu_ (on_completed); queue_mu_ released here.
         flush(false, true);
@@ -431,7 +451,15 @@ void GpuCapture::processing_loop() {
     {
       std::lock_guard<std::mutex> agg(agg_mu_);
       transfer_dropped();
+      const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
       pipeline_->process(item.buffer, item.valid_size);
+      records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
+    }
+    if (const uint32_t steps = rt::launch_context().step) {
+      const uint64_t per_step = records_seen_ / steps + 1;
+      const uint64_t fits = pool_->buffer_bytes() / sizeof(CUpti_ActivityAPI);
+      max_records_.store(std::clamp(per_step * kStepsPerBuffer, kMinRecordsPerBuffer, fits),
+                         std::memory_order_relaxed);
     }
     pool_->release(item.buffer);
     lock.lock();
