@@ -271,6 +271,19 @@ uint32_t thread_id() {
   return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self())));
 }
 
+// Fields every GPU record version has under the same names.
+template <class Record>
+void fill_common(Record& r, const simgpu_work* w) {
+  r.start = w->start_ns;
+  r.end = w->end_ns;
+  r.deviceId = 0;
+  r.contextId = simgpu_context_id();
+  r.streamId = w->stream_id;
+  r.correlationId = w->correlation_id;
+  r.graphNodeId = w->graph_node_id;
+  r.graphId = w->graph_id;
+}
+
 }  // namespace
 
 bool activity_kind_enabled(CUpti_ActivityKind kind) {
@@ -317,12 +330,8 @@ void on_work(const simgpu_work* w) {
       else return;
       CUpti_ActivityKernel10 r{};
       r.kind = kind;
-      r.start = w->start_ns;
-      r.end = w->end_ns;
+      fill_common(r, w);
       r.completed = w->end_ns;
-      r.deviceId = 0;
-      r.contextId = simgpu_context_id();
-      r.streamId = w->stream_id;
       r.gridX = static_cast<int32_t>(w->grid[0]);
       r.gridY = static_cast<int32_t>(w->grid[1]);
       r.gridZ = static_cast<int32_t>(w->grid[2]);
@@ -330,13 +339,10 @@ void on_work(const simgpu_work* w) {
       r.blockY = static_cast<int32_t>(w->block[1]);
       r.blockZ = static_cast<int32_t>(w->block[2]);
       r.dynamicSharedMemory = static_cast<int32_t>(w->shared_mem);
-      r.correlationId = w->correlation_id;
       r.gridId = st.grid_id.fetch_add(1, std::memory_order_relaxed);
       r.name = w->name;
       r.queued = CUPTI_TIMESTAMP_UNKNOWN;     // latency timestamps are not simulated
       r.submitted = CUPTI_TIMESTAMP_UNKNOWN;
-      r.graphNodeId = w->graph_node_id;
-      r.graphId = w->graph_id;
       r.isDeviceLaunched = 0;
       write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
       break;
@@ -345,20 +351,13 @@ void on_work(const simgpu_work* w) {
       if (!activity_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
       CUpti_ActivityMemcpy6 r{};
       r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+      fill_common(r, w);
       r.copyKind = w->copy_kind;
       r.srcKind = w->src_kind;
       r.dstKind = w->dst_kind;
       r.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
       r.bytes = w->bytes;
-      r.start = w->start_ns;
-      r.end = w->end_ns;
-      r.deviceId = 0;
-      r.contextId = simgpu_context_id();
-      r.streamId = w->stream_id;
-      r.correlationId = w->correlation_id;
       r.runtimeCorrelationId = w->runtime_correlation_id;
-      r.graphNodeId = w->graph_node_id;
-      r.graphId = w->graph_id;
       r.copyCount = 1;
       write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
       break;
@@ -367,18 +366,11 @@ void on_work(const simgpu_work* w) {
       if (!activity_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
       CUpti_ActivityMemset4 r{};
       r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      fill_common(r, w);
       r.value = w->memset_value;
       r.bytes = w->bytes;
-      r.start = w->start_ns;
-      r.end = w->end_ns;
-      r.deviceId = 0;
-      r.contextId = simgpu_context_id();
-      r.streamId = w->stream_id;
-      r.correlationId = w->correlation_id;
       r.flags = CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
       r.memoryKind = w->dst_kind;
-      r.graphNodeId = w->graph_node_id;
-      r.graphId = w->graph_id;
       write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
       break;
     }

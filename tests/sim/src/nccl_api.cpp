@@ -174,6 +174,15 @@ uint64_t fnv1a(const void* data, size_t n) {
   return h;
 }
 
+// Gather and Scatter: S = count x type size x n over the whole communicator, factor (n-1)/n.
+ncclResult_t rooted_sendrecv(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                             ncclComm_t comm, cudaStream_t stream) {
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  const size_t per_rank = count * type_size(datatype);
+  return submit("ncclDevKernel_SendRecv", double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream,
+                sendbuff, recvbuff, per_rank);
+}
+
 ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank) {
   if (!comm || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   *comm = new ncclComm{nranks, rank, fnv1a(id.internal, sizeof id.internal), simgpu_host_now()};
@@ -399,10 +408,7 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, nc
 ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) {
   if (ncclResult_t f = injected("ncclGather")) return f;
-  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
-  const size_t per_rank = count * type_size(datatype);
-  return submit("ncclDevKernel_SendRecv", double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream,
-                sendbuff, recvbuff, per_rank);
+  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclGather);
@@ -410,10 +416,7 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
 ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                           ncclComm_t comm, cudaStream_t stream) {
   if (ncclResult_t f = injected("ncclScatter")) return f;
-  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
-  const size_t per_rank = count * type_size(datatype);
-  return submit("ncclDevKernel_SendRecv", double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream,
-                sendbuff, recvbuff, per_rank);
+  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclScatter);

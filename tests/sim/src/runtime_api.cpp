@@ -62,9 +62,11 @@ class DriverCall {
   CUresult result_ = CUDA_SUCCESS;
 };
 
+// The plain name is computed once per call site (a function-local static), not per call.
 #define RT_CALL(api, ...)                                                                 \
+  static const char* const name_ = simgpu_rt_name(#api);                                  \
   api##_params params_{__VA_ARGS__};                                                      \
-  RuntimeCall call_(CUPTI_RUNTIME_TRACE_CBID_##api, simgpu_rt_name(#api), &params_)
+  RuntimeCall call_(CUPTI_RUNTIME_TRACE_CBID_##api, name_, &params_)
 
 // "cudaMalloc_v3020" -> "cudaMalloc": the callback's functionName is the plain API name.
 const char* simgpu_rt_name(const char* versioned) {
@@ -140,6 +142,16 @@ cudaError_t launch(uint32_t rt_cbid, const char* rt_name, const void* handle, di
                  ptsz ? "cuLaunchKernel_ptsz" : "cuLaunchKernel", &dp, name);
   const int r = drv.finish(enqueue_kernel(name, grid, block, shmem, stream));
   return call.finish(static_cast<cudaError_t>(r));
+}
+
+// Creates an engine object (stream, event) into a typed runtime handle.
+template <class Handle>
+cudaError_t create_handle(Handle* out, int (*create)(void**)) {
+  if (!out) return cudaErrorInvalidValue;
+  void* h = nullptr;
+  const int r = create(&h);
+  if (r == cudaSuccess) *out = static_cast<Handle>(h);
+  return static_cast<cudaError_t>(r);
 }
 
 struct CallConfig {
@@ -324,18 +336,12 @@ cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cud
 // ---- streams, events, synchronization ----
 cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* pStream) {
   RT_CALL(cudaStreamCreate_v3020, pStream);
-  void* s = nullptr;
-  const int r = simgpu_stream_create(&s);
-  if (r == cudaSuccess && pStream) *pStream = static_cast<cudaStream_t>(s);
-  return call_.finish(pStream ? static_cast<cudaError_t>(r) : cudaErrorInvalidValue);
+  return call_.finish(create_handle(pStream, simgpu_stream_create));
 }
 
 cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
   RT_CALL(cudaStreamCreateWithFlags_v5000, pStream, flags);
-  void* s = nullptr;
-  const int r = simgpu_stream_create(&s);
-  if (r == cudaSuccess && pStream) *pStream = static_cast<cudaStream_t>(s);
-  return call_.finish(pStream ? static_cast<cudaError_t>(r) : cudaErrorInvalidValue);
+  return call_.finish(create_handle(pStream, simgpu_stream_create));
 }
 
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
@@ -355,18 +361,12 @@ cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
 
 cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* event) {
   RT_CALL(cudaEventCreate_v3020, event);
-  void* e = nullptr;
-  const int r = simgpu_event_create(&e);
-  if (r == cudaSuccess && event) *event = static_cast<cudaEvent_t>(e);
-  return call_.finish(event ? static_cast<cudaError_t>(r) : cudaErrorInvalidValue);
+  return call_.finish(create_handle(event, simgpu_event_create));
 }
 
 cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   RT_CALL(cudaEventCreateWithFlags_v3020, event, flags);
-  void* e = nullptr;
-  const int r = simgpu_event_create(&e);
-  if (r == cudaSuccess && event) *event = static_cast<cudaEvent_t>(e);
-  return call_.finish(event ? static_cast<cudaError_t>(r) : cudaErrorInvalidValue);
+  return call_.finish(create_handle(event, simgpu_event_create));
 }
 
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {

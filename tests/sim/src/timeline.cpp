@@ -69,7 +69,10 @@ struct Engine {
   uint32_t next_graph_id = 1;
   uint32_t next_exec_id = 1;
   uint64_t next_node_id = 1;
-  std::vector<simgpu_work> timeline;
+  std::vector<simgpu_work> timeline;  // only while keep_timeline
+  bool keep_timeline = false;
+  uint64_t executed = 0;
+  uint64_t gpu_end = 0;
   std::unordered_map<const void*, std::unique_ptr<KernelInfo>> kernels_by_host;
   std::unordered_map<const void*, KernelInfo*> kernels_by_handle;
   std::map<uint64_t, CommState> comms;
@@ -146,8 +149,9 @@ simgpu_work execute(Engine& e, Stream* s, simgpu_work w, uint64_t duration_ns,
     w.end_ns = ready + duration_ns;
   }
   s->free_at = w.end_ns;
-  w.seq = e.timeline.size();
-  e.timeline.push_back(w);
+  e.gpu_end = std::max(e.gpu_end, w.end_ns);
+  w.seq = e.executed++;
+  if (e.keep_timeline) e.timeline.push_back(w);
   return w;
 }
 
@@ -508,6 +512,18 @@ int simgpu_rank(void) { return engine().rank; }
 
 void simgpuSetLabel(uint64_t label) { tls_label = label; }
 uint64_t simgpuGetLabel(void) { return tls_label; }
+
+void simgpuKeepTimeline(int keep) {
+  Engine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mu);
+  e.keep_timeline = keep != 0;
+}
+
+uint64_t simgpuGpuEndNs(void) {
+  Engine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mu);
+  return e.gpu_end;
+}
 
 size_t simgpuTimelineCount(void) {
   Engine& e = engine();

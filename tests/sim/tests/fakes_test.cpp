@@ -343,6 +343,59 @@ TEST_CASE("callback names and result strings come from the toolkit headers") {
   CHECK(version == 130001);
 }
 
+TEST_CASE("external correlation records precede the API records made under a pushed id") {
+  Profiler p(true);
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) == CUPTI_SUCCESS);
+  Fresh fresh;
+  REQUIRE(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 4242) == CUPTI_SUCCESS);
+  REQUIRE(launch(1, nullptr) == cudaSuccess);
+  uint64_t last = 0;
+  REQUIRE(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) == CUPTI_SUCCESS);
+  CHECK(last == 4242);
+  CHECK(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) == CUPTI_ERROR_QUEUE_EMPTY);
+  REQUIRE(launch(1, nullptr) == cudaSuccess);  // after the pop: no external record
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  const ApiEvent* rt = find_event(api_events(), CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_API_ENTER);
+  REQUIRE(rt);
+  const auto ext = records_of<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  REQUIRE(ext.size() == 2);  // the runtime call and its nested driver call
+  CHECK(ext[0].externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+  CHECK(ext[0].externalId == 4242);
+  CHECK(ext[0].correlationId == rt->correlation);
+}
+
+TEST_CASE("activity attributes read back what was set, with CUPTI's defaults otherwise") {
+  size_t value = 0, size = sizeof value;
+  REQUIRE(cuptiActivityGetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &value) == CUPTI_SUCCESS);
+  CHECK(value == (3u << 20));
+  value = 8u << 20;
+  REQUIRE(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &value) == CUPTI_SUCCESS);
+  value = 0;
+  REQUIRE(cuptiActivityGetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &value) == CUPTI_SUCCESS);
+  CHECK(value == (8u << 20));
+  uint8_t per_thread = 0;
+  size = sizeof per_thread;
+  REQUIRE(cuptiActivityGetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread) == CUPTI_SUCCESS);
+  CHECK(per_thread == 1);
+}
+
+TEST_CASE("cuptiActivityFlushPeriod delivers complete buffers without an explicit flush") {
+  Profiler p;
+  Fresh fresh;
+  REQUIRE(launch(1, nullptr) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cuptiActivityFlushPeriod(5) == CUPTI_SUCCESS);
+  size_t n = 0;
+  for (int i = 0; i < 500 && n == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    n = records_of<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).size();
+  }
+  REQUIRE(cuptiActivityFlushPeriod(0) == CUPTI_SUCCESS);
+  CHECK(n == 1);
+}
+
 TEST_CASE("a second subscriber is refused as by CUPTI before 13.3") {
   Profiler p;
   REQUIRE(p.subscribe_result == CUPTI_SUCCESS);

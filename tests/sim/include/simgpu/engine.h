@@ -157,9 +157,14 @@ int simgpu_rank(void);
 /* Labels the work this thread launches from now on (opaque to the simulator). */
 void simgpuSetLabel(uint64_t label);
 uint64_t simgpuGetLabel(void);
-/* Executed work so far, in execution (enqueue) order. Returns the count; copies up to max. */
+/* Keeps every executed piece of work for simgpuTimelineGet from now on (off by default, so
+ * long simulated runs stay bounded in memory). */
+void simgpuKeepTimeline(int keep);
+/* Executed work kept so far, in execution (enqueue) order; Get returns 0 past the end. */
 size_t simgpuTimelineCount(void);
 int simgpuTimelineGet(size_t index, simgpu_work* out);
+/* Virtual time the last GPU work ends (0 before any). */
+uint64_t simgpuGpuEndNs(void);
 /* Number of times cuInit ran the injection protocol (0 or 1). */
 int simgpuInjectionCount(void);
 
