@@ -22,53 +22,41 @@ uint32_t api_register_name(const char* name, int category) {
   return id;
 }
 
+// Every recording call: the caller's thread state and the time (after a first-record
+// activation). errno: clock_gettime leaves it alone on success, and every slow path that could
+// touch it (thread set-up, activation, a new name or path) saves and restores it itself, so
+// the fast path pays nothing for it. `f` is inlined.
+template <typename F>
+inline void record(F&& f) {
+  if (core::ThreadState* ts = thread_state()) f(live_registry(), ts, ensure_active(mono_ns()));
+}
+
 void api_push_id(uint32_t id) {
-  const int saved = errno;
-  if (core::ThreadState* ts = thread_state()) {
-    const uint64_t now = ensure_active(mono_ns());
-    live_registry()->push_id(ts, id, now);
-  }
-  errno = saved;
+  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->push_id(ts, id, now); });
 }
 
 void api_push_category(int category, const char* name) {
-  const int saved = errno;
-  if (core::ThreadState* ts = thread_state()) {
-    const uint64_t now = ensure_active(mono_ns());
-    live_registry()->push(ts, name, category, now);
-  }
-  errno = saved;
+  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    r->push(ts, name, category, now);
+  });
 }
 
 void api_push(const char* name) { api_push_category(TT_CATEGORY_AUTO, name); }
 
 void api_pop() {
-  const int saved = errno;
-  if (core::ThreadState* ts = thread_state()) {
-    const uint64_t now = ensure_active(mono_ns());
-    live_registry()->pop(ts, now);
-  }
-  errno = saved;
+  record([](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->pop(ts, now); });
 }
 
 uint64_t api_range_start(const char* name) {
-  const int saved = errno;
   uint64_t id = 0;
-  if (core::ThreadState* ts = thread_state()) {
-    const uint64_t now = ensure_active(mono_ns());
-    id = live_registry()->range_start(ts, name, now);
-  }
-  errno = saved;
+  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    id = r->range_start(ts, name, now);
+  });
   return id;
 }
 
 void api_range_end(uint64_t id) {
-  const int saved = errno;
-  if (core::ThreadState* ts = thread_state()) {
-    const uint64_t now = ensure_active(mono_ns());
-    live_registry()->range_end(ts, id, now);
-  }
-  errno = saved;
+  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->range_end(ts, id, now); });
 }
 
 void api_step(uint64_t samples, uint64_t tokens) {

@@ -1,6 +1,7 @@
 #include "traintime/core/region_registry.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -63,7 +64,9 @@ NameId RegionRegistry::name_for_pointer(ThreadState* ts, const char* name, int c
     const NameEntry& e = names_[s.id];
     if (e.category == category && std::strcmp(e.text.c_str(), name) == 0) return s.id;
   }
+  const int saved = errno;  // the preload calls this from the application's threads
   const NameId id = register_name(name, category);
+  errno = saved;
   s.ptr = name;
   s.id = id;
   return id;
@@ -81,6 +84,11 @@ void RegionRegistry::push(ThreadState* ts, const char* name, int category, uint6
 
 PathId RegionRegistry::child_slow(ThreadState* ts, PathId parent, NameId name) {
   if (name == kNoName) return kNoPath;
+  // Called from push on the application's threads: allocation must not leak into errno.
+  struct ErrnoGuard {
+    int saved = errno;
+    ~ErrnoGuard() { errno = saved; }
+  } errno_guard;
   PathId path;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -182,7 +190,9 @@ void RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_
     unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  const int saved = errno;
   ts->stats_.ensure(path);  // only the owning thread allocates its stats chunks
+  errno = saved;
   record(ts, path, now_ns >= start ? now_ns - start : 0);
 }
 
