@@ -194,6 +194,7 @@ void GpuAggregator::enforce_bounds() {
     fold_records(buf.recs, buf.devices, step, acc_, scratch_, opt_.step_detail);
     buf.recs.clear();
     ++acc_.segmented_steps;
+    break;  // the step stays open by design, even if max_open_steps is 0
   }
 }
 

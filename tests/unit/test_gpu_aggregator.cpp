@@ -403,3 +403,20 @@ TEST_CASE("trace keeps events up to its cap and says how many it dropped", "[agg
   CHECK(std::any_of(f.warnings.begin(), f.warnings.end(),
                     [](const std::string& w) { return w.find("TRAINTIME_TRACE") != std::string::npos; }));
 }
+
+TEST_CASE("zero-sized open window still terminates and stays exact for in-order steps",
+          "[aggregator][bounded]") {
+  AggregatorOptions o;
+  o.max_open_steps = 0;
+  o.max_open_records = 0;
+  GpuAggregator agg(o);
+  RankFile f = run(agg, {kern(0, 100, 1, Category::kForward, 0), kern(50, 150, 1, Category::kForward, 0),
+                         kern(1000, 1100, 1, Category::kForward, 1)},
+                   2);
+  CHECK(agg.footprint().open_records == 0);
+  // Step 0 was folded record by record as segments: the overlap [50,100) across the cut is
+  // counted twice (documented), so busy is 100 + 100 + 100.
+  CHECK(f.categories.at("forward").gpu_sum_ns == 300);
+  CHECK(f.categories.at("forward").gpu_busy_ns == 300);
+  CHECK(f.steps.totals.idle_ns == 0);
+}
