@@ -63,8 +63,9 @@ struct CommCallTable::Counters {
 };
 
 struct CommCallTable::GroupSlot {
-  // Seqlock: odd while a writer fills the slot. Fields are relaxed atomics so a reader racing a
-  // writer is well defined; the version check discards what it read.
+  // Seqlock without fences (TSan does not model atomic_thread_fence): odd while a writer fills
+  // the slot; fields are stored with release and loaded with acquire, so a reader that sees any
+  // field of a newer write also sees that writer's odd version when it re-checks.
   std::atomic<uint64_t> version{0};
   std::atomic<uint64_t> group_id{0};
   std::atomic<uint32_t> count{0};
@@ -180,7 +181,6 @@ void CommCallTable::record_group(uint64_t group_id, const CommGroupMember* membe
     groups_lost_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  std::atomic_thread_fence(std::memory_order_release);
   // Build the record locally first: merging beyond capacity needs to read what is stored.
   CommGroupRecord r;
   for (uint32_t i = 0; i < count; ++i) {
@@ -200,14 +200,14 @@ void CommCallTable::record_group(uint64_t group_id, const CommGroupMember* membe
     t.bytes += m.bytes;
     if (t.op == m.op && t.comm_id == m.comm_id) t.seq = std::max(t.seq, m.seq);
   }
-  s.group_id.store(group_id, std::memory_order_relaxed);
-  s.count.store(r.count, std::memory_order_relaxed);
-  s.merged.store(r.merged, std::memory_order_relaxed);
+  s.group_id.store(group_id, std::memory_order_release);
+  s.count.store(r.count, std::memory_order_release);
+  s.merged.store(r.merged, std::memory_order_release);
   for (uint32_t i = 0; i < r.count; ++i) {
     s.op_comm[i].store(pack_member(r.members[i].op, r.members[i].comm_id),
-                       std::memory_order_relaxed);
-    s.seq[i].store(r.members[i].seq, std::memory_order_relaxed);
-    s.bytes[i].store(r.members[i].bytes, std::memory_order_relaxed);
+                       std::memory_order_release);
+    s.seq[i].store(r.members[i].seq, std::memory_order_release);
+    s.bytes[i].store(r.members[i].bytes, std::memory_order_release);
   }
   s.version.store(v + 2, std::memory_order_release);
 }
@@ -218,17 +218,16 @@ bool CommCallTable::find_group(uint64_t group_id, CommGroupRecord& out) const no
   uint64_t v1 = s.version.load(std::memory_order_acquire);
   if ((v1 & 1) != 0) return false;
   CommGroupRecord r;
-  r.group_id = s.group_id.load(std::memory_order_relaxed);
-  r.count = std::min(s.count.load(std::memory_order_relaxed), CommGroupRecord::kMaxMembers);
-  r.merged = s.merged.load(std::memory_order_relaxed);
+  r.group_id = s.group_id.load(std::memory_order_acquire);
+  r.count = std::min(s.count.load(std::memory_order_acquire), CommGroupRecord::kMaxMembers);
+  r.merged = s.merged.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < r.count; ++i) {
-    uint64_t oc = s.op_comm[i].load(std::memory_order_relaxed);
+    uint64_t oc = s.op_comm[i].load(std::memory_order_acquire);
     r.members[i].op = static_cast<CommOp>(oc & 0xff);
     r.members[i].comm_id = static_cast<uint32_t>(oc >> 8);
-    r.members[i].seq = s.seq[i].load(std::memory_order_relaxed);
-    r.members[i].bytes = s.bytes[i].load(std::memory_order_relaxed);
+    r.members[i].seq = s.seq[i].load(std::memory_order_acquire);
+    r.members[i].bytes = s.bytes[i].load(std::memory_order_acquire);
   }
-  std::atomic_thread_fence(std::memory_order_acquire);
   if (s.version.load(std::memory_order_relaxed) != v1 || r.group_id != group_id) return false;
   out = r;
   return true;

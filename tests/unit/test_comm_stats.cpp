@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -375,4 +376,36 @@ TEST_CASE("the recent-collective ring keeps the newest entries only", "[comm][bo
   CHECK(recent[0].seq == 7);
   CHECK(recent[3].seq == 10);
   CHECK(f.communicators[0].ops_completed == 10);
+}
+
+TEST_CASE("a group read while being rewritten is either whole or refused", "[comm][group][table]") {
+  CommCallTable t;
+  std::atomic<bool> stop{false};
+  constexpr uint64_t kGroups = 20000;
+  std::thread writer([&] {
+    CommGroupMember m[CommGroupRecord::kMaxMembers];
+    for (uint64_t g = 1; g <= kGroups; ++g) {
+      uint32_t n = static_cast<uint32_t>(g % CommGroupRecord::kMaxMembers) + 1;
+      for (uint32_t i = 0; i < n; ++i) m[i] = {CommOp::kSend, 1, g, g};  // every field says g
+      t.record_group(g, m, n);
+    }
+    stop = true;
+  });
+  uint64_t found = 0, torn = 0;
+  while (!stop) {
+    for (uint64_t g = 1; g <= kGroups; g += 97) {
+      CommGroupRecord r;
+      if (!t.find_group(g, r)) continue;
+      ++found;
+      bool whole = r.group_id == g && r.count == (g % CommGroupRecord::kMaxMembers) + 1;
+      for (uint32_t i = 0; i < r.count; ++i)
+        whole = whole && r.members[i].seq == g && r.members[i].bytes == g;
+      if (!whole) ++torn;
+    }
+  }
+  writer.join();
+  CHECK(torn == 0);
+  CommGroupRecord last;
+  CHECK(t.find_group(kGroups, last));
+  (void)found;
 }
