@@ -1,0 +1,55 @@
+// Annotation cost (DESIGN §9 rows 1-2). scripts/bench.sh runs this binary twice: once under
+// LD_PRELOAD=libtraintime.so, where a push+pop pair is judged against two clock_gettime calls
+// timed in the same process (the yardstick travels with the machine's speed), and once without
+// the preload, where a pair must stay a predictable branch (≤ 2 ns).
+#include <benchmark/benchmark.h>
+#include <time.h>
+
+#include <traintime/traintime.h>
+
+namespace {
+
+// The yardstick: a region's CPU time needs one clock read at push and one at pop.
+void BM_ClockGettimePair(benchmark::State& state) {
+  timespec a{}, b{};
+  for (auto _ : state) {
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    benchmark::DoNotOptimize(a);
+    benchmark::DoNotOptimize(b);
+  }
+}
+BENCHMARK(BM_ClockGettimePair);
+
+// The C API with a name (looked up by the library on every push).
+void BM_TtPushPop(benchmark::State& state) {
+  for (auto _ : state) {
+    tt_push("bench_region");
+    benchmark::ClobberMemory();
+    tt_pop();
+  }
+}
+BENCHMARK(BM_TtPushPop);
+
+// The C++ RAII macro: the name is registered once per call site, then push_id/pop.
+void BM_TtScope(benchmark::State& state) {
+  for (auto _ : state) {
+    TT_SCOPE("bench_scope");
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_TtScope);
+
+// A region nested under an open one, as layer regions are under forward.
+void BM_TtScopeNested(benchmark::State& state) {
+  TT_SCOPE("forward");
+  for (auto _ : state) {
+    TT_SCOPE("layer0");
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_TtScopeNested);
+
+}  // namespace
+
+BENCHMARK_MAIN();
