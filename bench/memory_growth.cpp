@@ -2,13 +2,17 @@
 // Ingests the synthetic workload into one GpuAggregator (default options: no trace) until N
 // kernels went in, reading the resident set size along the way, then fills a rank file as the
 // exit path does. Prints one JSON object; judging is scripts/bench.sh's job.
-//   bench_memory_growth [KERNELS]   (default 10000000)
+//   bench_memory_growth [KERNELS [DISTINCT_NAMES]]   (default 10000000, 0)
+// DISTINCT_NAMES > 0 gives the kernels that many different names, cycled (a model with many
+// template instantiations; beyond the aggregator's name cap the excess folds into one row). The
+// names are made before the first RSS reading, so only the aggregator's copies count.
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,7 +42,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_memory_growth [KERNELS > 0]\n");
     return 2;
   }
+  const uint64_t distinct = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
   const bench::SyntheticWorkload w;
+  // Stable storage, as CUPTI's name pointers are stable per kernel.
+  std::vector<std::string> names;
+  names.reserve(distinct);
+  for (uint64_t i = 0; i < distinct; ++i)
+    names.push_back("_Z13gemm_variantILi" + std::to_string(i) + "EEvPKfS1_Pfiii");
   const uint64_t before = rss_bytes();
   nlohmann::json checkpoints = nlohmann::json::array();
   uint64_t kernels = 0, activities = 0, peak = before, pass = 0;
@@ -51,9 +61,12 @@ int main(int argc, char** argv) {
     while (kernels < target) {
       for (size_t i = 0; i < w.size() && kernels < target; ++i) {
         w.get(i, pass, &a, &c, &cat);
+        if (a.kind == core::ActivityKind::kKernel) {
+          if (distinct && a.name.substr(0, 4) != "nccl") a.name = names[kernels % distinct];
+          ++kernels;
+        }
         aggregator.ingest(a, c, cat);
         ++activities;
-        if (a.kind == core::ActivityKind::kKernel) ++kernels;
       }
       ++pass;
       if (kernels >= next_checkpoint || kernels >= target) {
@@ -71,6 +84,7 @@ int main(int argc, char** argv) {
     const auto fp = aggregator.footprint();
     nlohmann::json out = {
         {"kernels", kernels},
+        {"distinct_names", distinct},
         {"activities", activities},
         {"steps", pass * bench::SyntheticWorkload::kChunkSteps},
         {"rss_before_bytes", before},
