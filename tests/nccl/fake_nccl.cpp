@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 struct ncclComm {
@@ -40,9 +41,11 @@ struct Count {
 };
 Count g_counts[64];
 int g_distinct = 0;
-int g_group_depth = 0;
+std::mutex g_counts_mutex;            // the threaded test calls from several threads
+thread_local int g_group_depth = 0;  // NCCL's group state is per thread too
 
 void count(const char* function) {
+  std::lock_guard<std::mutex> lock(g_counts_mutex);
   for (int i = 0; i < g_distinct; ++i) {
     if (std::strcmp(g_counts[i].name, function) == 0) {
       ++g_counts[i].calls;
@@ -64,6 +67,7 @@ ncclResult_t run(const char* function, bool launches) {
 }
 
 ncclComm* new_comm(int nranks, int rank) {
+  std::lock_guard<std::mutex> lock(g_counts_mutex);
   for (ncclComm& c : g_pool) {
     if (!c.live) {
       c = ncclComm{nranks, rank, true};
@@ -87,6 +91,7 @@ void fake_nccl_fail(const char* function, ncclResult_t result, int err) {
 }
 void fake_nccl_clear_failure(void) { g_fail_function.clear(); }
 int fake_nccl_calls(const char* function) {
+  std::lock_guard<std::mutex> lock(g_counts_mutex);
   for (int i = 0; i < g_distinct; ++i) {
     if (std::strcmp(g_counts[i].name, function) == 0) return g_counts[i].calls;
   }

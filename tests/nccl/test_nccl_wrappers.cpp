@@ -12,6 +12,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl_context.h"
@@ -463,4 +464,43 @@ TEST_CASE_METHOD(Fixture, "a fork child does not report the parent's NCCL calls 
   traintime::core::RankFile parent;
   rt::testing::g_filler(parent);
   CHECK_FALSE(parent.comm.empty());
+}
+
+TEST_CASE_METHOD(Fixture, "threads calling at once count exactly and register a handle once",
+                 "[nccl]") {
+  // Each thread drives its own communicator (NCCL forbids sharing one between threads at once),
+  // first seen concurrently, with plain and grouped calls; all threads also race to register
+  // one shared handle.
+  fake_nccl_set_hook(nullptr);  // g_launches is not thread-safe
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 500;
+  ncclComm_t shared = nullptr;
+  REQUIRE(pncclCommInitRank(&shared, 7, unique_id(6), 3) == ncclSuccess);
+  ncclComm_t own[kThreads];
+  for (ncclComm_t& c : own) REQUIRE(pncclCommInitRank(&c, 7, unique_id(6), 1) == ncclSuccess);
+  uint32_t shared_ids[kThreads] = {};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      shared_ids[t] = nccl::comm_id_for(shared);
+      char buf[1];
+      for (int i = 0; i < kCalls; ++i) {
+        ncclAllReduce(buf, buf, 3, ncclFloat32, ncclSum, own[t], nullptr);
+        ncclGroupStart();
+        ncclSend(buf, 2, ncclFloat32, 0, own[t], nullptr);
+        ncclRecv(buf, 2, ncclFloat32, 0, own[t], nullptr);
+        ncclGroupEnd();
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK(shared_ids[t] == shared_ids[0]);
+    CHECK(counts(own[t], CommOp::kAllReduce).calls == kCalls);
+    CHECK(counts(own[t], CommOp::kAllReduce).bytes == kCalls * 12);
+    CHECK(counts(own[t], CommOp::kSend).calls == kCalls);
+    CHECK(counts(own[t], CommOp::kRecv).bytes == kCalls * 8);
+    CHECK(enqueued(own[t]) == 3 * kCalls);
+  }
+  CHECK(shared_ids[0] != 0);
 }
