@@ -156,6 +156,17 @@ class Trainer {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
 
+  void teardown() {
+    check(ncclCommDestroy(comm_), "ncclCommDestroy");
+    if (graph_exec_) check(cudaGraphExecDestroy(graph_exec_), "cudaGraphExecDestroy");
+    if (graph_) check(cudaGraphDestroy(graph_), "cudaGraphDestroy");
+    check(cudaEventDestroy(comm_done_), "cudaEventDestroy");
+    for (void* p : {dev_batch_, dev_labels_, dev_loss_, dev_grads_}) check(cudaFree(p), "cudaFree");
+    for (void* p : {host_batch_, host_labels_, host_loss_}) check(cudaFreeHost(p), "cudaFreeHost");
+    check(cudaStreamDestroy(compute_), "cudaStreamDestroy");
+    check(cudaStreamDestroy(comm_stream_), "cudaStreamDestroy");
+  }
+
   TruthInput truth_input() const {
     TruthInput in;
     in.rank = rank_;
@@ -245,9 +256,8 @@ class Trainer {
     regions_.push("forward");
     forward_body();
     regions_.pop();
-    cudaGraph_t graph = nullptr;
-    check(cudaStreamEndCapture(compute_, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&graph_exec_, graph, 0), "cudaGraphInstantiate");
+    check(cudaStreamEndCapture(compute_, &graph_), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&graph_exec_, graph_, 0), "cudaGraphInstantiate");
   }
 
   // Main thread: sits in "backward" while the worker launches (strict hand-off, so the order
@@ -349,6 +359,7 @@ class Trainer {
   Kernels kernels_{};
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   cudaEvent_t comm_done_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   void *host_batch_ = nullptr, *host_labels_ = nullptr, *host_loss_ = nullptr;
   void *dev_batch_ = nullptr, *dev_labels_ = nullptr, *dev_loss_ = nullptr, *dev_grads_ = nullptr;
@@ -395,6 +406,7 @@ int main(int argc, char** argv) {
   Trainer trainer(opt, rank, world);
   trainer.setup();
   trainer.run();
+  trainer.teardown();
 
   if (!opt.truth.empty()) {
     const std::string path = expand_rank(opt.truth, rank);

@@ -243,6 +243,8 @@ void flush(bool forced) {
 
 // CUPTI's own thread: delivers full buffers once complete, and flushes periodically when
 // cuptiActivityFlushPeriod asked for it. Delivery timing never changes any record's content.
+std::atomic<bool> g_exiting{false};
+
 void worker_main() {
   State& st = state();
   for (;;) {
@@ -253,6 +255,9 @@ void worker_main() {
       st.cv.wait_for(lock, std::chrono::milliseconds(period ? period : 20));
       period = st.flush_period_ms;
     }
+    // Once the process is exiting, clients flush themselves (forced) from their exit hooks;
+    // delivering from here too would race with their teardown.
+    if (g_exiting.load()) return;
     std::vector<Buffer> out = collect(false, period != 0);
     deliver(out, false);
   }
@@ -261,6 +266,7 @@ void worker_main() {
 void start_worker_locked(State& st) {
   if (st.worker_started) return;
   st.worker_started = true;
+  std::atexit([] { g_exiting.store(true); });
   std::thread(worker_main).detach();
 }
 

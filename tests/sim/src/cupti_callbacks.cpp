@@ -3,7 +3,9 @@
 // resource callbacks, and the real callback-name table generated from the toolkit headers.
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include "cupti_state.h"
 #include "cupti_tables.inc"
@@ -18,6 +20,8 @@ namespace {
 
 std::mutex g_mu;
 std::atomic<CUpti_Subscriber_st*> g_subscriber{nullptr};
+// Unsubscribed handles stay allocated (a callback may still be running on another thread).
+std::vector<std::unique_ptr<CUpti_Subscriber_st>>* g_retired = new std::vector<std::unique_ptr<CUpti_Subscriber_st>>();
 // enabled[domain][cbid]; read on every traced call without a lock.
 std::atomic<uint8_t> g_enabled[CUPTI_CB_DOMAIN_SIZE][kMaxCbid];
 
@@ -104,7 +108,7 @@ void reset_callbacks() {
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto& d : g_enabled)
     for (auto& c : d) c.store(0, std::memory_order_relaxed);
-  delete g_subscriber.exchange(nullptr);
+  if (CUpti_Subscriber_st* sub = g_subscriber.exchange(nullptr)) g_retired->emplace_back(sub);
 }
 
 }  // namespace simcupti
@@ -133,7 +137,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   for (auto& d : g_enabled)
     for (auto& c : d) c.store(0, std::memory_order_relaxed);
   g_subscriber.store(nullptr, std::memory_order_release);
-  // The handle stays allocated: a callback may be running on another thread right now.
+  g_retired->emplace_back(subscriber);
   return CUPTI_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include <cuda.h>
@@ -175,6 +176,26 @@ CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
 
 CUresult CUDAAPI cuCtxSynchronize(void) { return static_cast<CUresult>(simgpu_device_synchronize()); }
 
+// Driver entry points by name, as the runtime and libraries ask for them: the versioned
+// export first (cuDeviceGetUuid -> cuDeviceGetUuid_v2), then the plain one.
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int, cuuint64_t,
+                                  CUdriverProcAddressQueryResult* symbolStatus) {
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  static void* self = [] {
+    Dl_info info{};
+    dladdr(reinterpret_cast<void*>(&cuInit), &info);
+    return info.dli_fname ? dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  }();
+  void* fn = nullptr;
+  if (self) {
+    fn = dlsym(self, (std::string(symbol) + "_v2").c_str());
+    if (!fn) fn = dlsym(self, symbol);
+  }
+  *pfn = fn;
+  if (symbolStatus) *symbolStatus = fn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return fn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char** pStr) {
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
   switch (error) {
@@ -200,5 +221,9 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char** pStr) {
   }
   return CUDA_SUCCESS;
 }
+
+// The unversioned export real drivers keep beside cuDeviceGetUuid_v2 (same signature).
+CUresult simgpu_cuDeviceGetUuid_v1(CUuuid* uuid, CUdevice dev) __asm__("cuDeviceGetUuid")
+    __attribute__((alias("cuDeviceGetUuid_v2")));
 
 }  // extern "C"

@@ -65,6 +65,8 @@ struct Engine {
   std::atomic<const simgpu_tool_hooks*> hooks{nullptr};
   Stream default_stream;
   std::vector<std::unique_ptr<Stream>> streams;
+  // Graphs outlive cudaGraphDestroy here: graph execs share their nodes.
+  std::vector<std::unique_ptr<Graph>> graphs;
   uint32_t next_stream_id = simgpu::kFirstStreamId;
   uint32_t next_graph_id = 1;
   uint32_t next_exec_id = 1;
@@ -396,7 +398,8 @@ int simgpu_begin_capture(void* stream) {
   Stream* s = resolve(e, stream);
   if (!stream) return cudaErrorStreamCaptureUnsupported;  // the legacy stream cannot capture
   if (s->capture) return cudaErrorIllegalState;
-  s->capture = new Graph();
+  e.graphs.push_back(std::make_unique<Graph>());
+  s->capture = e.graphs.back().get();
   s->capture->id = e.next_graph_id++;
   return cudaSuccess;
 }
@@ -459,7 +462,11 @@ int simgpu_graph_destroy(void* graph) {
   return graph ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-int simgpu_graph_exec_destroy(void* exec) { return exec ? cudaSuccess : cudaErrorInvalidValue; }
+int simgpu_graph_exec_destroy(void* exec) {
+  if (!exec) return cudaErrorInvalidValue;
+  delete static_cast<Exec*>(exec);
+  return cudaSuccess;
+}
 
 uint32_t simgpu_graph_id(void* graph) { return graph ? static_cast<Graph*>(graph)->id : 0; }
 uint32_t simgpu_graph_exec_id(void* exec) { return exec ? static_cast<Exec*>(exec)->id : 0; }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -211,7 +212,7 @@ TEST_CASE("work on one stream is serial, streams overlap, events order streams")
   CHECK(C.start < A.end);                     // s2 overlaps s1
   CHECK(D.start >= B.end);                    // waited for the event recorded after B
   CHECK(now >= D.end);                        // synchronize advanced the host clock
-  CHECK(A.start > A.start - 1);
+  REQUIRE(cudaEventDestroy(e) == cudaSuccess);
 }
 
 TEST_CASE("a normal flush returns only complete buffers, a forced flush incomplete records too") {
@@ -357,13 +358,44 @@ TEST_CASE("external correlation records precede the API records made under a pus
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  const ApiEvent* rt = find_event(api_events(), CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_API_ENTER);
+  const auto ev = api_events();
+  const ApiEvent* rt = find_event(ev, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_API_ENTER);
   REQUIRE(rt);
   const auto ext = records_of<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   REQUIRE(ext.size() == 2);  // the runtime call and its nested driver call
   CHECK(ext[0].externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
   CHECK(ext[0].externalId == 4242);
   CHECK(ext[0].correlationId == rt->correlation);
+}
+
+TEST_CASE("driver queries answer for one simulated device, also through cuGetProcAddress") {
+  REQUIRE(cuInit(0) == CUDA_SUCCESS);
+  int count = 0, version = 0;
+  REQUIRE(cuDeviceGetCount(&count) == CUDA_SUCCESS);
+  CHECK(count == 1);
+  REQUIRE(cuDriverGetVersion(&version) == CUDA_SUCCESS);
+  CHECK(version == CUDA_VERSION);
+  char name[64] = {};
+  REQUIRE(cuDeviceGetName(name, sizeof name, 0) == CUDA_SUCCESS);
+  CHECK(std::string(name).find("SIMULATED") != std::string::npos);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status;
+  REQUIRE(cuGetProcAddress("cuDeviceGetUuid", &fn, CUDA_VERSION, 0, &status) == CUDA_SUCCESS);
+  CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);
+  CUuuid a{}, b{};
+  REQUIRE(reinterpret_cast<CUresult (*)(CUuuid*, CUdevice)>(fn)(&a, 0) == CUDA_SUCCESS);
+  REQUIRE(cuDeviceGetUuid(&b, 0) == CUDA_SUCCESS);
+  CHECK(std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0);
+  CHECK(cuGetProcAddress("cuNoSuchFunction", &fn, CUDA_VERSION, 0, &status) == CUDA_ERROR_NOT_FOUND);
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // the runtime makes the primary context current
+  CUcontext ctx = nullptr;
+  REQUIRE(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS);
+  REQUIRE(ctx);
+  unsigned long long id = 0;
+  REQUIRE(cuCtxGetId(ctx, &id) == CUDA_SUCCESS);
+  uint32_t cupti_id = 0;
+  REQUIRE(cuptiGetContextId(ctx, &cupti_id) == CUPTI_SUCCESS);
+  CHECK(id == cupti_id);
 }
 
 TEST_CASE("activity attributes read back what was set, with CUPTI's defaults otherwise") {
@@ -530,6 +562,7 @@ TEST_CASE("a straggler delays every rank's collective to the slowest arrival", "
   const uint64_t segment = ready - epoch;
   CHECK(k[1].start == ready);
   CHECK(k[1].end == epoch + 2 * segment + 8000 + 40);  // 4000 B x 2(n-1)/n / 100
+  ncclCommDestroy(c);
 }
 
 TEST_CASE("SIMGPU_NCCL_FAIL makes one function fail with errno set", "[.ncclfail]") {
@@ -541,4 +574,5 @@ TEST_CASE("SIMGPU_NCCL_FAIL makes one function fail with errno set", "[.ncclfail
   int n = 0;
   CHECK(ncclCommCount(c, &n) == ncclSuccess);
   CHECK(n == 2);
+  ncclCommDestroy(c);
 }
