@@ -13,6 +13,8 @@ MODE
   fail      SIMGPU_NCCL_FAIL makes ncclAllReduce, then ncclBroadcast (and so ncclBcast), fail:
             the program sees the fake's return code and errno through the wrappers, and the
             failed calls are not counted.
+  graph     NCCL calls captured into a CUDA graph count once per replay (calls, bytes, GPU time),
+            not at capture. Exit 77 (skipped) while simgpu's libcuda cannot report capture.
   fallback  TRAINTIME_NCCL=0: no interposition, yet comm kernels are found by name: rows with
             comm_size 0, bytes unknown, one call per kernel per op the kernel name says.
 Exit 0 when every check passes; otherwise each failure is printed and the exit status is 1.
@@ -73,6 +75,9 @@ def run_job(args, workdir, extra_env, prog_args):
             args.prog, os.path.join(workdir, "truth")] + prog_args
     res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          timeout=240, universal_newlines=True)
+    if "SKIP [SIMULATED GPU]" in res.stdout:
+        print(res.stdout.strip().splitlines()[0])
+        sys.exit(77)
     if res.returncode != 0:
         print(res.stdout)
         sys.exit("the simulated job failed (exit %d)" % res.returncode)
@@ -158,6 +163,22 @@ def check_busbw(ranks, n):
                   (r, c["id"], c["ops_completed"], c["ops_enqueued"]))
 
 
+def check_graph(ranks, n):
+    for r, truth, doc in ranks:
+        rows = rows_with_calls(doc)
+        want = {(t["op"], t["comm_size"]): t for t in truth["comm"]}
+        check(want, "rank %d: the truth has no rows (world size 1 captures no kernel)" % r)
+        check(set(rows) == set(want), "rank %d: comm rows %s, truth %s" % (r, sorted(rows), sorted(want)))
+        for key, t in want.items():
+            got = rows.get(key)
+            if got is None:
+                continue
+            check(got["calls"] == t["calls"] and got["bytes"] == t["bytes"],
+                  "rank %d %s: calls/bytes %d/%d, truth %d/%d (one per replay)" %
+                  (r, key, got["calls"], got["bytes"], t["calls"], t["bytes"]))
+            check(got["gpu_ns"] > 0, "rank %d %s: no GPU time" % (r, key))
+
+
 def check_fallback(ranks, n):
     for r, truth, doc in ranks:
         check(doc.get("gpu_capture") == "cupti",
@@ -186,7 +207,7 @@ def main():
     ap.add_argument("--prog", required=True)
     ap.add_argument("--cupti", required=True)
     ap.add_argument("--np", type=int, required=True)
-    ap.add_argument("mode", choices=["counts", "busbw", "fail", "fallback"])
+    ap.add_argument("mode", choices=["counts", "busbw", "fail", "graph", "fallback"])
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="sim_nccl_") as work:
         if args.mode == "counts":
@@ -199,6 +220,8 @@ def main():
                 os.makedirs(sub)
                 ranks = run_job(args, sub, {"SIMGPU_NCCL_FAIL": spec}, ["--expect-fail", spec])
                 check_counts(ranks, args.np)
+        elif args.mode == "graph":
+            check_graph(run_job(args, work, {}, ["--graph-replays", "4"]), args.np)
         else:
             check_fallback(run_job(args, work, {"TRAINTIME_NCCL": "0"}, []), args.np)
     for f in FAILURES:

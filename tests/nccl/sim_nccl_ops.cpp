@@ -7,11 +7,14 @@
 // Send and Recv; the total over the n ranks for AllGather (sendcount), ReduceScatter
 // (recvcount), AlltoAll, Gather and Scatter (per-peer count).
 //
-//   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE]
+//   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K]
 //
 // Rank/world from OMPI_COMM_WORLD_RANK/SIZE (else 0 of 1). With --expect-fail (run it with the
 // same SIMGPU_NCCL_FAIL), every call of FUNCTION must return CODE with errno EREMOTEIO (the
 // fake's documented errno) and is left out of the truth; any other mismatch exits 3.
+// With --graph-replays K, an AllReduce and a Broadcast are captured into a CUDA graph once and
+// the graph is launched K times: the truth is K calls of each (counted per replay, not at
+// capture). Exits 77 (skip) when the simulated driver cannot say whether a stream is capturing.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +24,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <dlfcn.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -169,10 +174,37 @@ void run(Comm& world, Comm& twin, cudaStream_t s, void* buf) {
   }
 }
 
+// One AllReduce and one Broadcast captured once, replayed `replays` times. A captured call
+// enqueues nothing when it is made, so it is in the truth once per replay and takes no sequence
+// number; at one rank NCCL captures no kernel, so nothing can be counted there.
+void run_graph(Comm& world, cudaStream_t s, void* buf, int replays) {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == nullptr || dlsym(driver, "cuStreamIsCapturing") == nullptr) {
+    std::printf("SKIP [SIMULATED GPU]: the simulated libcuda.so.1 has no cuStreamIsCapturing\n");
+    std::exit(77);
+  }
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess) die("begin capture");
+  if (ncclAllReduce(buf, buf, 4096, ncclFloat32, ncclSum, world.handle, s) != ncclSuccess) die("AllReduce");
+  if (ncclBroadcast(buf, buf, 100, ncclFloat64, 0, world.handle, s) != ncclSuccess) die("Broadcast");
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (cudaStreamEndCapture(s, &graph) != cudaSuccess) die("end capture");
+  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) die("instantiate");
+  for (int i = 0; i < replays; ++i) {
+    if (cudaGraphLaunch(exec, s) != cudaSuccess) die("graph launch");
+  }
+  if (world.size == 1) return;
+  g_rows[{"AllReduce", world.size}] = Row{uint64_t(replays), uint64_t(replays) * 4096 * 4};
+  g_rows[{"Broadcast", world.size}] = Row{uint64_t(replays), uint64_t(replays) * 100 * 8};
+  g_kernels["AllReduce"] += replays;
+  g_kernels["Broadcast"] += replays;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string truth_path;
+  int graph_replays = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--truth" && i + 1 < argc) {
@@ -183,8 +215,10 @@ int main(int argc, char** argv) {
       if (colon == std::string::npos) die("--expect-fail wants FUNCTION:CODE");
       g_fail_function = spec.substr(0, colon);
       g_fail_code = std::atoi(spec.c_str() + colon + 1);
+    } else if (a == "--graph-replays" && i + 1 < argc) {
+      graph_replays = std::atoi(argv[++i]);
     } else {
-      die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE]");
+      die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K]");
     }
   }
   if (truth_path.empty()) die("--truth FILE is required");
@@ -206,7 +240,11 @@ int main(int argc, char** argv) {
   if (ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId");
   if (ncclCommInitRank(&twin.handle, g_world, id, g_rank) != ncclSuccess) die("init twin");
 
-  run(world, twin, stream, buf);
+  if (graph_replays > 0) {
+    run_graph(world, stream, buf, graph_replays);
+  } else {
+    run(world, twin, stream, buf);
+  }
   if (cudaStreamSynchronize(stream) != cudaSuccess) die("cudaStreamSynchronize");
 
   nlohmann::json truth;
