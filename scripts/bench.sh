@@ -5,9 +5,11 @@
 #   scripts/bench.sh [--smoke] [--no-build]
 #
 # Every budget that can be a ratio is measured as one, in one run on this machine: annotation
-# cost against two clock_gettime calls timed in the same process, wrapper and callback cost as
-# the difference between runs of the same binary with and without the preload (or a bare CUPTI
-# tracer). Rows measured against simgpu say SIMULATED; rows this machine cannot measure say so.
+# cost against two clock_gettime calls timed in the same process (repetitions interleaved), wrapper
+# and callback cost as the difference between runs of the same binary with and without the
+# preload (or a bare CUPTI tracer), started in alternating order and paired run by run so drift
+# in the machine's speed cancels; the median pair is judged and the spread printed. Rows measured
+# against simgpu say SIMULATED; rows this machine cannot measure say so.
 # --smoke runs every benchmark very briefly (CTest uses it to prove that all of them run and
 # that their output parses); its figures are not judged. --no-build uses the build as it is.
 # TRAINTIME_BUILD_DIR picks the build folder (default: build/). Raw results are kept in
@@ -41,10 +43,15 @@ mkdir -p "$OUT"
 
 if [ "$SMOKE" = 1 ]; then
   GB=(--benchmark_min_time=0.01)
+  PAIRED_GB=(--benchmark_min_time=0.01)
+  PAIRS=1
   KERNELS=100000
   SPAWN_RUNS=5
 else
-  GB=(--benchmark_min_time=1 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
+  GB=(--benchmark_min_time=1 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+      --benchmark_enable_random_interleaving=true)
+  PAIRED_GB=(--benchmark_min_time=1)
+  PAIRS=7
   KERNELS=10000000
   SPAWN_RUNS=200
 fi
@@ -62,8 +69,11 @@ run() {
   fi
 }
 # gbench NAME BINARY [ENV=VALUE...]: a Google Benchmark binary, JSON into $OUT/NAME.json.
+# GB_FLAGS (default GB) are the Google Benchmark flags.
 gbench() {
   local name=$1 bin=$2; shift 2
+  local flags=("${GB[@]}")
+  if [ -n "${GB_PAIRED:-}" ]; then flags=("${PAIRED_GB[@]}"); fi
   if [ ! -x "$BIN/$bin" ]; then
     # Built only with Google Benchmark (libbenchmark-dev), the bench_sim_* ones also only with
     # the tests (simgpu). The table then lacks the row and the status says so.
@@ -72,7 +82,7 @@ gbench() {
     failed=1
     return
   fi
-  run "$name" "TRAINTIME_OUTPUT=$OUT/rank-$name" "$@" -- "$BIN/$bin" "${GB[@]}" \
+  run "$name" "TRAINTIME_OUTPUT=$OUT/rank-$name" "$@" -- "$BIN/$bin" "${flags[@]}" \
     --benchmark_out="$OUT/$name.json" --benchmark_out_format=json
 }
 
@@ -82,15 +92,31 @@ echo "bench.sh: measuring (results in $OUT) ..." >&2
 gbench annotation_preloaded bench_annotation "LD_PRELOAD=$LIB"
 gbench annotation_bare bench_annotation
 
-# 3. NCCL wrappers, against the SIMULATED libnccl (world size 1, in place: nothing launched).
+# 3-4. Differences between processes, started in rotating order and paired run by run.
+# 3: NCCL wrappers against the SIMULATED libnccl (world size 1, in place: nothing launched).
+# 4: launch callback on the SIMULATED GPU: no tool, a bare CUPTI tracer, traintime.
 SIMENV=("LD_LIBRARY_PATH=$SIM" "TRAINTIME_CUPTI_LIB=$SIM/libcupti.so.13")
-gbench nccl_bare bench_sim_nccl "${SIMENV[@]}"
-gbench nccl_preloaded bench_sim_nccl "${SIMENV[@]}" "LD_PRELOAD=$LIB"
-
-# 4. Launch callback, SIMULATED GPU: no tool, a bare CUPTI tracer, traintime.
-gbench launch_bare bench_sim_launch "${SIMENV[@]}"
-gbench launch_tracer bench_sim_launch "${SIMENV[@]}" "CUDA_INJECTION64_PATH=$BIN/libbench_bare_cupti_tracer.so"
-gbench launch_traintime bench_sim_launch "${SIMENV[@]}" "LD_PRELOAD=$LIB"
+variant() {
+  case "$1" in
+    nccl_bare) gbench "nccl_bare_$2" bench_sim_nccl "${SIMENV[@]}" ;;
+    nccl_preloaded) gbench "nccl_preloaded_$2" bench_sim_nccl "${SIMENV[@]}" "LD_PRELOAD=$LIB" ;;
+    launch_bare) gbench "launch_bare_$2" bench_sim_launch "${SIMENV[@]}" ;;
+    launch_tracer) gbench "launch_tracer_$2" bench_sim_launch "${SIMENV[@]}" \
+                     "CUDA_INJECTION64_PATH=$BIN/libbench_bare_cupti_tracer.so" ;;
+    launch_traintime) gbench "launch_traintime_$2" bench_sim_launch "${SIMENV[@]}" "LD_PRELOAD=$LIB" ;;
+  esac
+}
+GB_PAIRED=1
+for i in $(seq 1 "$PAIRS"); do
+  if [ $((i % 2)) = 1 ]; then nccl=(nccl_bare nccl_preloaded); else nccl=(nccl_preloaded nccl_bare); fi
+  case $((i % 3)) in
+    1) launch=(launch_bare launch_tracer launch_traintime) ;;
+    2) launch=(launch_traintime launch_bare launch_tracer) ;;
+    0) launch=(launch_tracer launch_traintime launch_bare) ;;
+  esac
+  for v in "${nccl[@]}" "${launch[@]}"; do variant "$v" "$i"; done
+done
+GB_PAIRED=
 
 # 5. Ingest on one core.
 gbench ingest bench_ingest
@@ -108,7 +134,7 @@ REPORT="$BUILD/bin/traintime-report"
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 python3 - "$OUT" "$SMOKE" "$REPORT" "$(nproc)" "$loadavg" "$cpu" "$failed" <<'PY'
-import glob, json, os, sys
+import glob, json, os, statistics, sys
 
 out, smoke, report, cores, loadavg, cpu, failed = sys.argv[1:8]
 smoke = smoke == "1"
@@ -191,37 +217,69 @@ for bench, what in (("BM_TtScope", "annotation, not preloaded (TT_SCOPE)"),
     if v:
         rows.append((what, ns(v[0]) + " per pair", "<= 2 ns", judge(v[0] <= 2.0)))
 
-# 3. NCCL wrappers (SIMULATED NCCL).
-rf = rank_file("nccl_preloaded")
-if rf is not None and not any(c.get("op") == "AllReduce" and c.get("calls", 0) > 0 for c in rf.get("comm", [])):
-    problems.append("nccl_preloaded: the rank file counts no AllReduce: the wrappers did not run")
-else:
-    for bench, calls, what in (("BM_NcclAllReduceInPlace", 1, "NCCL wrapper, ncclAllReduce (SIMULATED NCCL)"),
-                               ("BM_NcclGroupStartEnd", 2, "  ncclGroupStart/End, per call (SIMULATED NCCL)")):
-        b, p = gbench("nccl_bare", bench), gbench("nccl_preloaded", bench)
-        if b and p:
-            d = (p[0] - b[0]) / calls
-            rows.append((what, f"{ns(d)} per call ({ns(p[0] / calls)} - {ns(b[0] / calls)})", "<= 100 ns", judge(d <= 100)))
+# 3-4. Paired process runs: run i of one variant against run i of another.
+def paired(prefix, variants, bench):
+    runs = []
+    i = 1
+    while os.path.exists(os.path.join(out, f"{prefix}_{variants[0]}_{i}.json")):
+        runs.append({v: gbench(f"{prefix}_{v}_{i}", bench) for v in variants})
+        i += 1
+    if not runs:
+        problems.append(f"{prefix}: no runs")
+    return [r for r in runs if all(r.values())]
 
-# 4. Launch callback (SIMULATED GPU).
-bare, tracer, tt = (gbench(n, "BM_LaunchKernel") for n in ("launch_bare", "launch_tracer", "launch_traintime"))
-inj = {n: (v[1].get("injections") if v else None) for n, v in (("bare", bare), ("tracer", tracer), ("traintime", tt))}
-if inj != {"bare": 0, "tracer": 1, "traintime": 1}:
-    problems.append(f"launch: CUPTI injections per run were {inj}, expected bare 0, tracer 1, traintime 1")
-elif bare and tracer and tt:
-    rf = rank_file("launch_traintime")
-    if rf is not None and (rf.get("gpu_capture") != "cupti"
-                           or rf.get("categories", {}).get("forward", {}).get("count", 0) == 0):
-        problems.append(f"launch_traintime: gpu_capture {rf.get('gpu_capture')!r} with no forward "
-                        "kernels: traintime did not capture the launches")
-    else:
-        d = tt[0] - tracer[0]
-        rows.append(("launch callback, own work (SIMULATED GPU)",
-                     f"{ns(d)} per launch (traintime {ns(tt[0])} - bare tracer {ns(tracer[0])})",
-                     "<= 100 ns", judge(d <= 100)))
-        rows.append(("  traintime vs no tool (SIMULATED GPU)",
-                     f"{ns(tt[0] - bare[0])} per launch (no tool {ns(bare[0])}; incl. simulated CUPTI)",
-                     "reported", "-"))
+
+def diff_row(runs, a, b, calls=1):
+    """Median and spread of the per-pair differences a - b, per call, and the median times."""
+    d = [(r[a][0] - r[b][0]) / calls for r in runs]
+    ta = statistics.median(r[a][0] for r in runs) / calls
+    tb = statistics.median(r[b][0] for r in runs) / calls
+    return statistics.median(d), min(d), max(d), ta, tb
+
+
+def spread(lo, hi, n):
+    return f"pairs {lo:.0f}..{hi:.0f} ns, n={n}"
+
+
+nccl_checked = True
+i = 1
+while os.path.isdir(os.path.join(out, f"rank-nccl_preloaded_{i}")):
+    rf = rank_file(f"nccl_preloaded_{i}")
+    if rf is None or not any(c.get("op") == "AllReduce" and c.get("calls", 0) > 0 for c in rf.get("comm", [])):
+        problems.append(f"nccl_preloaded_{i}: the rank file counts no AllReduce: the wrappers did not run")
+        nccl_checked = False
+    i += 1
+for bench, calls, what in (("BM_NcclAllReduceInPlace", 1, "NCCL wrapper, ncclAllReduce (SIMULATED NCCL)"),
+                           ("BM_NcclGroupStartEnd", 2, "  ncclGroupStart/End, per call (SIMULATED NCCL)")):
+    runs = paired("nccl", ["bare", "preloaded"], bench)
+    if runs and nccl_checked:
+        m, lo, hi, tp, tb = diff_row(runs, "preloaded", "bare", calls)
+        rows.append((what, f"{ns(m)} per call (median {ns(tp)} - {ns(tb)}; {spread(lo, hi, len(runs))})",
+                     "<= 100 ns", judge(m <= 100)))
+
+runs = paired("launch", ["bare", "tracer", "traintime"], "BM_LaunchKernel")
+expected = {"bare": 0, "tracer": 1, "traintime": 1}
+for n, r in enumerate(runs, 1):
+    inj = {v: r[v][1].get("injections") for v in expected}
+    if inj != expected:
+        problems.append(f"launch run {n}: CUPTI injections were {inj}, expected {expected}")
+        runs = []
+        break
+    rf = rank_file(f"launch_traintime_{n}")
+    if rf is None or rf.get("gpu_capture") != "cupti" or \
+            rf.get("categories", {}).get("forward", {}).get("count", 0) == 0:
+        problems.append(f"launch_traintime_{n}: no forward kernels captured: traintime did not see the launches")
+        runs = []
+        break
+if runs:
+    m, lo, hi, tt, tr = diff_row(runs, "traintime", "tracer")
+    rows.append(("launch callback, own work (SIMULATED GPU)",
+                 f"{ns(m)} per launch (median traintime {ns(tt)} - bare tracer {ns(tr)}; {spread(lo, hi, len(runs))})",
+                 "<= 100 ns", judge(m <= 100)))
+    m, lo, hi, tt, tb = diff_row(runs, "traintime", "bare")
+    rows.append(("  traintime vs no tool (SIMULATED GPU)",
+                 f"{ns(m)} per launch (no tool {ns(tb)}; incl. simulated CUPTI; {spread(lo, hi, len(runs))})",
+                 "reported", "-"))
 
 # 5. Ingest.
 for bench, what in (("BM_AggregatorIngest", "activity ingest, GpuAggregator::ingest"),
