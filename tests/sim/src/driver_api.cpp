@@ -176,6 +176,15 @@ CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
 
 CUresult CUDAAPI cuCtxSynchronize(void) { return static_cast<CUresult>(simgpu_device_synchronize()); }
 
+// Profilers ask the driver whether a stream is being captured (the NCCL wrappers do, to count
+// captured collectives per replay): answer from the same capture state the runtime uses.
+CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+  if (!captureStatus) return CUDA_ERROR_INVALID_VALUE;
+  *captureStatus = simgpu_is_capturing(hStream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
 // Driver entry points by name, as the runtime and libraries ask for them: the versioned
 // export first (cuDeviceGetUuid -> cuDeviceGetUuid_v2), then the plain one.
 CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int, cuuint64_t,
