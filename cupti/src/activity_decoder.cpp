@@ -24,6 +24,19 @@ bool has_timestamps(const Record* r) {
   return !(r->start == 0 && r->end == 0) && r->end >= r->start;
 }
 
+// The fields every GPU record of 13.0 has under the same names.
+template <class Record>
+void fill_common(const Record* r, core::ActivityKind kind, core::GpuActivity& a) {
+  a.kind = kind;
+  a.start_ns = r->start;
+  a.end_ns = r->end;
+  a.device = r->deviceId;
+  a.stream = r->streamId;
+  a.correlation_id = r->correlationId;
+  a.graph_id = r->graphId;
+  a.graph_node_id = r->graphNodeId;
+}
+
 // CUPTI 13.0: the structs below are exactly the ones cupti_activity.h of 13.0 names for each kind.
 RecordResult decode_13_0(const CUpti_Activity* record, DecodedActivity* out) {
   core::GpuActivity& a = out->activity;
@@ -32,28 +45,14 @@ RecordResult decode_13_0(const CUpti_Activity* record, DecodedActivity* out) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       if (!has_timestamps(k)) return RecordResult::kNoTimestamps;
-      a.kind = core::ActivityKind::kKernel;
-      a.start_ns = k->start;
-      a.end_ns = k->end;
-      a.device = k->deviceId;
-      a.stream = k->streamId;
-      a.correlation_id = k->correlationId;
-      a.graph_id = k->graphId;
-      a.graph_node_id = k->graphNodeId;
+      fill_common(k, core::ActivityKind::kKernel, a);
       out->name_ptr = k->name;
       return RecordResult::kActivity;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       if (!has_timestamps(m)) return RecordResult::kNoTimestamps;
-      a.kind = core::ActivityKind::kMemcpy;
-      a.start_ns = m->start;
-      a.end_ns = m->end;
-      a.device = m->deviceId;
-      a.stream = m->streamId;
-      a.correlation_id = m->correlationId;
-      a.graph_id = m->graphId;
-      a.graph_node_id = m->graphNodeId;
+      fill_common(m, core::ActivityKind::kMemcpy, a);
       a.copy_kind = copy_kind(m->copyKind);
       a.bytes = m->bytes;
       out->runtime_correlation_id = m->runtimeCorrelationId;
@@ -62,14 +61,7 @@ RecordResult decode_13_0(const CUpti_Activity* record, DecodedActivity* out) {
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
       const auto* p = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
       if (!has_timestamps(p)) return RecordResult::kNoTimestamps;
-      a.kind = core::ActivityKind::kMemcpy;
-      a.start_ns = p->start;
-      a.end_ns = p->end;
-      a.device = p->deviceId;
-      a.stream = p->streamId;
-      a.correlation_id = p->correlationId;
-      a.graph_id = p->graphId;
-      a.graph_node_id = p->graphNodeId;
+      fill_common(p, core::ActivityKind::kMemcpy, a);
       a.copy_kind = core::CopyKind::kPtoP;
       a.bytes = p->bytes;
       return RecordResult::kActivity;
@@ -77,14 +69,7 @@ RecordResult decode_13_0(const CUpti_Activity* record, DecodedActivity* out) {
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* s = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       if (!has_timestamps(s)) return RecordResult::kNoTimestamps;
-      a.kind = core::ActivityKind::kMemset;
-      a.start_ns = s->start;
-      a.end_ns = s->end;
-      a.device = s->deviceId;
-      a.stream = s->streamId;
-      a.correlation_id = s->correlationId;
-      a.graph_id = s->graphId;
-      a.graph_node_id = s->graphNodeId;
+      fill_common(s, core::ActivityKind::kMemset, a);
       a.bytes = s->bytes;
       return RecordResult::kActivity;
     }

@@ -24,6 +24,8 @@ class GraphNodeTable {
   size_t size() const;
 
  private:
+  void put_locked(uint64_t node_id, const core::LaunchContext& ctx);
+
   const size_t max_nodes_;
   mutable std::mutex mu_;  // leaf lock: nothing is called while holding it
   std::unordered_map<uint64_t, core::LaunchContext> nodes_;

@@ -175,11 +175,6 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wcha
   return h;
 }
 
-template <class Fn>
-void install(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn) {
-  if (table && id < size && table[id]) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
-}
-
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
@@ -193,28 +188,34 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
       : nullptr;
   if (g_api && callbacks && callbacks->struct_size >= sizeof(NvtxExportTableCallbacks) &&
       callbacks->GetModuleFunctionTable) {
-    NvtxFunctionTable core = nullptr;
-    unsigned int core_size = 0;
-    if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) && core) {
-      install(core, core_size, NVTX_CBID_CORE_RangePushA, &RangePushA);
-      install(core, core_size, NVTX_CBID_CORE_RangePushW, &RangePushW);
-      install(core, core_size, NVTX_CBID_CORE_RangePushEx, &RangePushEx);
-      install(core, core_size, NVTX_CBID_CORE_RangePop, &RangePop);
-      install(core, core_size, NVTX_CBID_CORE_RangeStartA, &RangeStartA);
-      install(core, core_size, NVTX_CBID_CORE_RangeStartW, &RangeStartW);
-      install(core, core_size, NVTX_CBID_CORE_RangeStartEx, &RangeStartEx);
-      install(core, core_size, NVTX_CBID_CORE_RangeEnd, &RangeEnd);
-      ok = 1;
-    }
-    NvtxFunctionTable core2 = nullptr;
-    unsigned int core2_size = 0;
-    if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) && core2) {
-      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainRangePushEx);
-      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &DomainRangePop);
-      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx);
-      install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, &DomainRangeEnd);
-      install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA);
-      install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, &DomainRegisterStringW);
+    struct Slot {
+      NvtxCallbackModule module;
+      unsigned int id;
+      NvtxFunctionPointer fn;
+    };
+    auto fp = [](auto f) { return reinterpret_cast<NvtxFunctionPointer>(f); };
+    const Slot slots[] = {
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushA, fp(&RangePushA)},
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushW, fp(&RangePushW)},
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushEx, fp(&RangePushEx)},
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePop, fp(&RangePop)},
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeStartA, fp(&RangeStartA)},
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeStartW, fp(&RangeStartW)},
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeStartEx, fp(&RangeStartEx)},
+        {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeEnd, fp(&RangeEnd)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangePushEx, fp(&DomainRangePushEx)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangePop, fp(&DomainRangePop)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangeStartEx, fp(&DomainRangeStartEx)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangeEnd, fp(&DomainRangeEnd)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRegisterStringA, fp(&DomainRegisterStringA)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRegisterStringW, fp(&DomainRegisterStringW)},
+    };
+    for (NvtxCallbackModule module : {NVTX_CB_MODULE_CORE, NVTX_CB_MODULE_CORE2}) {
+      NvtxFunctionTable table = nullptr;
+      unsigned int size = 0;
+      if (!callbacks->GetModuleFunctionTable(module, &table, &size) || !table) continue;
+      for (const Slot& slot : slots)
+        if (slot.module == module && slot.id < size && table[slot.id]) *table[slot.id] = slot.fn;
       ok = 1;
     }
   }
