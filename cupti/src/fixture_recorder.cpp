@@ -11,6 +11,7 @@
 
 #include "activity_decoder.h"
 #include "capture_log.h"
+#include "traintime/core/rank_file_json.h"
 
 namespace traintime::cupti {
 
@@ -129,6 +130,16 @@ void FixtureRecorder::finish(uint64_t steps_completed, const PipelineStats& live
   std::ofstream out(dir_ + "/fixture.json");
   out << j.dump(1) << '\n';
   if (!out || write_failed_) log_warning("TRAINTIME_RECORD_FIXTURE: could not write every file in " + dir_);
+}
+
+}  // namespace traintime::cupti
+
+namespace traintime::cupti {
+
+void FixtureRecorder::write_live_result(const core::RankFile& f) {
+  std::string error;
+  if (!core::write_rank_file(dir_ + "/rank.json", f, &error, core::WriteMode::kReplace))
+    log_warning("TRAINTIME_RECORD_FIXTURE: " + error);
 }
 
 }  // namespace traintime::cupti

@@ -11,6 +11,7 @@
 //   fixture.json         schema "traintime-fixture/1": library, callbacks, graph nodes, buffer
 //                        list, kernel names by record pointer, region paths, step count
 //   buffer-00000.bin ... the valid bytes of each completed buffer, in completion order
+//   rank.json            the GPU part of the rank file the live capture computed from them
 #pragma once
 
 #include <cupti.h>
@@ -30,6 +31,7 @@
 #include "cupti_library.h"
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
+#include "traintime/core/rank_file.h"
 
 namespace traintime::cupti {
 
@@ -55,6 +57,8 @@ class FixtureRecorder {
               const std::function<std::string(core::PathId)>& path_name,
               const std::function<core::Category(core::PathId)>& category_of,
               const char* exit_reason);
+  // rank.json: what the live capture made of the recorded input (the replay must reproduce it).
+  void write_live_result(const core::RankFile& f);
 
  private:
   std::string dir_;

@@ -514,9 +514,14 @@ void GpuCapture::shutdown(const char* reason) {
   stop_thread();
   if (recorder_) {
     std::lock_guard<std::mutex> agg(agg_mu_);
-    recorder_->finish(rt::launch_context().step, pipeline_->stats(),
-                      [](core::PathId p) { return rt::path_string(p); },
+    const uint32_t steps = rt::launch_context().step;
+    auto path_name = [](core::PathId p) { return rt::path_string(p); };
+    recorder_->finish(steps, pipeline_->stats(), path_name,
                       [](core::PathId p) { return rt::category_of(p); }, reason);
+    core::RankFile live;
+    aggregator_->fill(live, path_name, steps);
+    live.steps.count = steps;
+    recorder_->write_live_result(live);
   }
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Replays one recorded CUPTI fixture (tests/fixtures/<name>/) and checks the result.
 
-usage: check_replay.py REPLAY_TOOL FIXTURE_DIR SIM_CUPTI
+usage: check_replay.py REPLAY_TOOL FIXTURE_DIR CUPTI_LIB
 
-The fixture's buffers go through the adapter's own decode and join (traintime_replay_fixture);
-simgpu fixtures are walked with simgpu's libcupti, real ones with the toolkit's. Expected, when
-the fixture has:
+The fixture's buffers go through the adapter's own decode and join (traintime_replay_fixture),
+walked with CUPTI_LIB (simgpu's for simgpu fixtures; "" = the toolkit's, for real ones).
+Expected, when the fixture has:
   truth.json   (simgpu: sim_train's --truth, independent of traintime) categories, steps.count
                and steps.totals equal it exactly;
   rank.json    (real GPU: the rank file of the recording run) categories and steps.totals equal
@@ -24,11 +24,9 @@ TOTALS = ("gpu_busy_ns", "compute_ns", "comm_ns", "comm_overlapped_ns", "exposed
 
 
 def main():
-    tool, fixture, sim_cupti = sys.argv[1:4]
+    tool, fixture, lib = sys.argv[1:4]
     with open(os.path.join(fixture, "fixture.json")) as f:
         meta = json.load(f)
-    simulated = os.path.basename(os.path.normpath(fixture)).startswith("simgpu")
-    lib = sim_cupti if simulated else ""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "replay.json")
         cmd = [tool, fixture, out] + ([lib] if lib else [])
