@@ -1,47 +1,177 @@
 #!/usr/bin/env bash
-# Builds traintime if needed, runs an annotated training loop as 2 MPI ranks under LD_PRELOAD,
-# and shows where the rank files are with a short summary. Works from any directory
-# (TRAINTIME_BUILD_DIR: see build.sh).
+# Runs the main job under traintime and summarizes every rank's file. Works from any directory.
+#
+#   scripts/demo.sh            build if needed, then run the demo (below)
+#   scripts/demo.sh --plan     only say which demo would run here and why (builds and runs nothing)
+#
+# With a GPU (`nvidia-smi -L` lists one or more) and build/bin/cuda_mlp built (needs nvcc and
+# NCCL at build time): examples/cuda_mlp on REAL hardware, one rank per GPU under mpirun.
+# Otherwise: the SIMULATED demo. build/bin/sim_train runs as 4 ranks under mpirun on simgpu, the
+# simulated CUDA driver, runtime, CUPTI and NCCL of tests/sim. Every rank file is then compared
+# with the exact answer that sim_train writes (tests/sim/compare_truth.py).
+#
+# Environment: TRAINTIME_BUILD_DIR (build folder, default build/; see build.sh), TRAINTIME_OUTPUT
+# (where the rank files go, default traintime-out/demo/), SIMGPU_SLOWDOWN (simulated demo: the
+# default 3:1.5 makes rank 3 a straggler; set it empty for none), TT_NVIDIA_SMI (the nvidia-smi
+# to ask, as in gpu-validate.sh). Exit status: 0 ok; 1 the run failed or, in the simulated demo,
+# a rank file disagrees with the simulated truth; 2 bad usage.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$ROOT/scripts/install-deps.sh"
 BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 LIB="$BUILD/lib/libtraintime.so"
-EXAMPLE="$BUILD/bin/annotated_loop"
-if [ ! -f "$LIB" ] || [ ! -x "$EXAMPLE" ]; then
+SIM_TRAIN="$BUILD/bin/sim_train"
+CUDA_MLP="$BUILD/bin/cuda_mlp"
+SIM_LIBS=(libcuda.so.1 libcudart.so.13 libcupti.so.13 libnccl.so.2)
+STEPS=20
+
+PLAN_ONLY=0
+case "${1:-}" in
+  "") ;;
+  --plan) PLAN_ONLY=1 ;;
+  -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
+
+# Number of GPUs `nvidia-smi -L` lists ("GPU 0: NVIDIA H100 ... (UUID: ...)"); 0 when it is
+# missing, fails (no driver, "No devices were found") or hangs.
+count_gpus() {
+  local smi="${TT_NVIDIA_SMI:-nvidia-smi}" listing
+  command -v "$smi" >/dev/null 2>&1 || { echo 0; return; }
+  if listing=$(timeout 30 "$smi" -L 2>/dev/null); then
+    grep -c '^GPU [0-9]' <<<"$listing" || true
+  else
+    echo 0
+  fi
+}
+
+# Libraries the loader cannot find for a program (cuda_mlp needs libcublas and libnccl).
+missing_libs() { ldd "$1" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' '; }
+
+# Decides MODE (gpu or sim), RANKS and WHY from the GPUs present and what is built.
+decide() {
+  local gpus
+  gpus=$(count_gpus)
+  if [ "$gpus" -eq 0 ]; then
+    MODE=sim RANKS=4 WHY="no GPU found ('${TT_NVIDIA_SMI:-nvidia-smi} -L' is missing, failed or lists none)"
+  elif [ ! -x "$CUDA_MLP" ]; then
+    MODE=sim RANKS=4 WHY="$gpus GPU(s) found, but $CUDA_MLP is not built (it needs nvcc and NCCL at build time; see docs/validation.md)"
+  elif [ -n "$(missing_libs "$CUDA_MLP")" ]; then
+    MODE=sim RANKS=4 WHY="$gpus GPU(s) found, but $CUDA_MLP cannot load $(missing_libs "$CUDA_MLP")(scripts/gpu-validate.sh finds them in PyTorch's wheels)"
+  else
+    MODE=gpu RANKS=$gpus WHY="$gpus GPU(s) found by nvidia-smi -L and $CUDA_MLP is built"
+  fi
+}
+
+if [ "$PLAN_ONLY" -eq 1 ]; then
+  decide
+  echo "demo plan: mode=$MODE ranks=$RANKS"
+  echo "demo plan: because $WHY"
+  exit 0
+fi
+
+# What the chosen demo runs; empty when all of it is there.
+missing_files() {
+  local f files=("$LIB")
+  if [ "$MODE" = gpu ]; then files+=("$CUDA_MLP"); else files+=("$SIM_TRAIN" "${SIM_LIBS[@]/#/$BUILD/sim/}"); fi
+  for f in "${files[@]}"; do [ -e "$f" ] || echo "$f"; done
+}
+
+# Build (and install build dependencies) only when something the demo runs is missing, so a
+# build carried to a machine without network or compilers (a GPU machine: docs/validation.md)
+# runs as it is. A fresh build may add cuda_mlp, so the choice is made again after it.
+decide
+if [ -n "$(missing_files)" ] || { [ "$MODE" = sim ] && ! command -v mpirun >/dev/null; }; then
+  "$ROOT/scripts/install-deps.sh"
+fi
+if [ -n "$(missing_files)" ]; then
   "$ROOT/scripts/build.sh"
+  decide
+  if [ -n "$(missing_files)" ]; then
+    echo "demo.sh: the build did not produce: $(missing_files | tr '\n' ' ')" >&2
+    exit 1
+  fi
 fi
 # shellcheck source=mpi-env.sh
 . "$ROOT/scripts/mpi-env.sh"
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || PYTHON=python3
 
 OUT="${TRAINTIME_OUTPUT:-$ROOT/traintime-out/demo}"
-rm -rf "$OUT"
+TRUTH_DIR="$OUT/simgpu-truth"
 mkdir -p "$OUT"
-echo "== running 2 ranks of examples/annotated_loop.cpp under LD_PRELOAD=$LIB"
-TRAINTIME_OUTPUT="$OUT" LD_PRELOAD="$LIB" \
-  mpirun -np 2 --oversubscribe -x LD_PRELOAD -x TRAINTIME_OUTPUT \
-  "$EXAMPLE" --steps 20 --work-us 300
+# Only this demo's own files go: TRAINTIME_OUTPUT may point at a folder that holds other things.
+rm -f "$OUT"/rank-*.json "$TRUTH_DIR"/truth-*.json
+
+banner() {  # $1: where the numbers are, "below" or "above"
+  echo "=================================================================================="
+  if [ "$MODE" = sim ]; then
+    echo " SIMULATED GPU: the GPU, CUDA, CUPTI and NCCL in this demo are simgpu, a simulation"
+    echo " (tests/sim/README.md). Every GPU number $1 is simulated, not measured hardware."
+  else
+    echo " REAL HARDWARE: $RANKS GPU(s) of this machine, the real CUDA driver, CUPTI and NCCL."
+    echo " The GPU numbers $1 are measured by traintime on this hardware (see each rank's gpu_capture)."
+  fi
+  echo " Why: $WHY."
+  echo "=================================================================================="
+}
+
+banner below
+echo
+status=0
+if [ "$MODE" = sim ]; then
+  SLOWDOWN="${SIMGPU_SLOWDOWN-3:1.5}"
+  slow_args=()
+  if [ -n "$SLOWDOWN" ]; then
+    slow_args=(-x "SIMGPU_SLOWDOWN=$SLOWDOWN")
+    echo "Simulated straggler: SIMGPU_SLOWDOWN=$SLOWDOWN (rank:factor) stretches that rank's compute"
+    echo "kernels; the other ranks wait for it inside every AllReduce."
+  fi
+  echo "Step wall times are sim_train's real CPU time: it only enqueues simulated GPU work."
+  mkdir -p "$TRUTH_DIR"
+  echo "== mpirun -np $RANKS sim_train --steps $STEPS (SIMULATED GPU) under LD_PRELOAD=$LIB"
+  TRAINTIME_OUTPUT="$OUT" mpirun --oversubscribe -np "$RANKS" \
+    -x "LD_LIBRARY_PATH=$BUILD/sim" -x "LD_PRELOAD=$LIB" \
+    -x "TRAINTIME_CUPTI_LIB=$BUILD/sim/libcupti.so.13" -x TRAINTIME_OUTPUT "${slow_args[@]}" \
+    "$SIM_TRAIN" --steps "$STEPS" --truth "$TRUTH_DIR/truth-%r.json" || status=1
+else
+  launch=()
+  if command -v mpirun >/dev/null; then
+    launch=(mpirun --oversubscribe -np "$RANKS" -x "LD_PRELOAD=$LIB" -x TRAINTIME_OUTPUT)
+    [ -n "${LD_LIBRARY_PATH:-}" ] && launch+=(-x LD_LIBRARY_PATH)
+    echo "== mpirun -np $RANKS cuda_mlp --steps $STEPS (REAL GPU) under LD_PRELOAD=$LIB"
+    TRAINTIME_OUTPUT="$OUT" "${launch[@]}" "$CUDA_MLP" --steps "$STEPS" || status=1
+  else
+    RANKS=1
+    echo "== mpirun not found: cuda_mlp --steps $STEPS runs as rank 0 of 1 (REAL GPU) under LD_PRELOAD=$LIB"
+    TRAINTIME_OUTPUT="$OUT" LD_PRELOAD="$LIB" "$CUDA_MLP" --steps "$STEPS" || status=1
+  fi
+fi
 
 echo
 echo "== rank files in $OUT"
-ls -l "$OUT"
+ls -l "$OUT"/rank-*.json 2>/dev/null || echo "(none)"
 echo
-/usr/bin/python3 - "$OUT" <<'PY'
-import glob, json, os, sys
-out = sys.argv[1]
-for path in sorted(glob.glob(os.path.join(out, "rank-*.json"))):
-    d = json.load(open(path))
-    s = d["steps"]
-    print("%s: rank %d of %d (%s), job %s, %d steps, step wall mean %.2f ms, %.0f samples/s"
-          % (os.path.basename(path), d["rank"], d["world_size"], d["role"], d["job_id"],
-             s["count"], s["wall_ns"]["mean_ns"] / 1e6, s["samples_per_s"]))
-    print("  %-24s %-10s %6s %12s" % ("region", "category", "count", "cpu ms"))
-    for r in d["regions"]:
-        print("  %-24s %-10s %6d %12.2f" % (r["path"], r["category"], r["count"], r["cpu_ns"] / 1e6))
-    print("  gpu_capture: %s" % d["gpu_capture"])
-PY
-if [ -x "$BUILD/bin/traintime-report" ]; then
+label="REAL GPU"
+[ "$MODE" = sim ] && label="SIMULATED GPU"
+"$PYTHON" "$ROOT/scripts/summarize_rank_files.py" "$OUT" --label "$label" || status=1
+
+if [ "$MODE" = sim ]; then
   echo
-  echo "== traintime-report $OUT"
-  "$BUILD/bin/traintime-report" "$OUT" || echo "traintime-report exited with status $?"
+  echo "== each rank file against the simulated ground truth sim_train wrote (exact, to the ns)"
+  for ((r = 0; r < RANKS; r++)); do
+    "$PYTHON" "$ROOT/tests/sim/compare_truth.py" "$(printf '%s/rank-%05d.json' "$OUT" "$r")" \
+      "$TRUTH_DIR/truth-$r.json" || status=1
+  done
 fi
+
+echo
+if [ -x "$BUILD/bin/traintime-report" ]; then
+  echo "== traintime-report $OUT"
+  "$BUILD/bin/traintime-report" "$OUT" || status=1
+else
+  echo "(traintime-report, the cross-rank report, is not built yet; the summary above reads the rank files directly)"
+fi
+echo
+banner above
+[ "$status" -eq 0 ] || echo "demo.sh: something above failed (exit status 1)" >&2
+exit "$status"

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Checks scripts/demo.sh as a user runs it (CTest label demo).
+
+usage: check_demo.py --demo SCRIPT --build DIR --work DIR run|plan
+
+run:  the full demo with a failing fake nvidia-smi first on PATH (so it takes the no-GPU path on
+      any machine), started from another directory: exit 0, SIMULATED said at the top and the
+      bottom, nothing claimed as real hardware, exactly rank-00000..3.json and truth-0..3.json,
+      every rank file equal to its simulated truth, the summary's figures equal the rank file's,
+      and files in the output folder that are not the demo's left alone.
+plan: `demo.sh --plan` with fake nvidia-smi programs and fake build folders: the real-GPU demo
+      is chosen only when nvidia-smi -L lists GPUs and cuda_mlp is built, with one rank per GPU.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print("FAIL: " + what)
+
+
+def write_exe(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def fake_smi_dir(work, name, body):
+    d = os.path.join(work, "fake-smi-" + name)
+    os.makedirs(d, exist_ok=True)
+    write_exe(os.path.join(d, "nvidia-smi"), "#!/bin/sh\n" + body)
+    return d
+
+
+def demo_env(build, path_first=None, **extra):
+    env = dict(os.environ)
+    env.pop("TT_NVIDIA_SMI", None)
+    env["TRAINTIME_BUILD_DIR"] = build
+    if path_first:
+        env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
+    env.update(extra)
+    return env
+
+
+def section(out, header):
+    """Lines of the summary block that starts with `header` (up to the next blank line)."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(header):
+            block = []
+            for l in lines[i + 1:]:
+                if not l.strip():
+                    break
+                block.append(l)
+            return block
+    return []
+
+
+def run_demo(args):
+    build, work = args.build, args.work
+    needed = ["lib/libtraintime.so", "bin/sim_train", "sim/libcuda.so.1", "sim/libcudart.so.13",
+              "sim/libcupti.so.13", "sim/libnccl.so.2"]
+    missing = [n for n in needed if not os.path.exists(os.path.join(build, n))]
+    if missing:
+        # demo.sh would build them itself; inside CTest that is a mistake, not a test.
+        print("FAIL: build these first: " + ", ".join(missing))
+        return 1
+    out_dir = os.path.join(work, "demo-out")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    # A stale rank file from an older run must go; a file that is not the demo's must stay.
+    with open(os.path.join(out_dir, "rank-00007.json"), "w", encoding="utf-8") as f:
+        f.write("{}")
+    with open(os.path.join(out_dir, "keep.txt"), "w", encoding="utf-8") as f:
+        f.write("not the demo's")
+    no_gpu = fake_smi_dir(work, "no-driver", 'echo "NVIDIA-SMI has failed because it couldn\'t '
+                          'communicate with the NVIDIA driver." ; exit 9\n')
+    cwd = os.path.join(work, "elsewhere")
+    os.makedirs(cwd, exist_ok=True)
+    p = subprocess.run(["bash", args.demo], cwd=cwd, capture_output=True, text=True, timeout=280,
+                       env=demo_env(build, no_gpu, TRAINTIME_OUTPUT=out_dir))
+    out = p.stdout
+    print(out)
+    print(p.stderr, file=sys.stderr)
+    check(p.returncode == 0, f"demo.sh exited with {p.returncode}")
+    lines = [l for l in out.splitlines() if l.strip()]
+    check(any("SIMULATED" in l for l in lines[:4]), "SIMULATED is not said at the top")
+    check(any("SIMULATED" in l for l in lines[-4:]), "SIMULATED is not said at the bottom")
+    check("simulated" in out.lower(), "the output never says simulated")
+    check("REAL HARDWARE" not in out, "the simulated demo claims real hardware")
+
+    ranks = sorted(f for f in os.listdir(out_dir) if f.startswith("rank-"))
+    want = [f"rank-{r:05d}.json" for r in range(4)]
+    check(ranks == want, f"rank files {ranks}, want {want}")
+    truth_dir = os.path.join(out_dir, "simgpu-truth")
+    truths = sorted(os.listdir(truth_dir)) if os.path.isdir(truth_dir) else []
+    check(truths == [f"truth-{r}.json" for r in range(4)], f"truth files {truths}")
+    check(os.path.exists(os.path.join(out_dir, "keep.txt")), "demo.sh deleted a file not its own")
+    check(len(re.findall(r"^MATCH: ", out, re.M)) == 4, "not 4 MATCH verdicts from compare_truth.py")
+    check("MISMATCH" not in out, "a rank file disagrees with its simulated truth")
+
+    # The summary must show what the files say (read independently here).
+    for r in range(4):
+        path = os.path.join(out_dir, f"rank-{r:05d}.json")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        with open(os.path.join(truth_dir, f"truth-{r}.json"), encoding="utf-8") as f:
+            truth = json.load(f)
+        block = section(out, f"rank-{r:05d}.json: rank {r} of 4")
+        check(bool(block), f"no summary block for rank {r}")
+        text = "\n".join(block)
+        check(f"steps: {truth['steps']['count']} " in text, f"rank {r}: step count not shown")
+        fwd = d["categories"]["forward"]["gpu_busy_ns"] / 1e6
+        check(re.search(rf"^\s+forward\s+{fwd:.3f} ms", text, re.M) is not None,
+              f"rank {r}: forward busy {fwd:.3f} ms not shown")
+        exposed = d["steps"]["totals"]["exposed_comm_ns"] / 1e6
+        check(re.search(rf"^\s+exposed comm\s+{exposed:.3f} ms", text, re.M) is not None,
+              f"rank {r}: exposed comm {exposed:.3f} ms not shown")
+        for row in truth.get("comm", []):
+            pat = rf"^\s+{row['op']}\s+{row['comm_size']}\s+{row['calls']}\s"
+            check(re.search(pat, text, re.M) is not None,
+                  f"rank {r}: comm row {row['op']} size {row['comm_size']} calls {row['calls']} not shown")
+        check(len(truth.get("comm", [])) > 0, f"rank {r}: the truth has no comm rows to show")
+    return 1 if FAILURES else 0
+
+
+def plan(args, smi_dir, build, **extra):
+    p = subprocess.run(["bash", args.demo, "--plan"], capture_output=True, text=True, timeout=50,
+                       env=demo_env(build, smi_dir, **extra), cwd=args.work)
+    print(f"--- plan with {smi_dir or extra}, build {build}:\n{p.stdout}{p.stderr}")
+    if p.returncode != 0:
+        return None, p.stdout
+    m = re.search(r"^demo plan: mode=(\w+) ranks=(\d+)$", p.stdout, re.M)
+    return (m.group(1), int(m.group(2))) if m else None, p.stdout
+
+
+def plan_demo(args):
+    work = args.work
+    with_mlp = os.path.join(work, "fake-build-with-cuda_mlp")
+    without = os.path.join(work, "fake-build-without")
+    os.makedirs(os.path.join(with_mlp, "bin"), exist_ok=True)
+    os.makedirs(without, exist_ok=True)
+    write_exe(os.path.join(with_mlp, "bin", "cuda_mlp"), "#!/bin/sh\nexit 0\n")
+    # The fakes answer only `-L`, as the demo must ask.
+    two = fake_smi_dir(work, "two", 'if [ "$*" != "-L" ]; then exit 2; fi\n'
+                       'echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)"\n'
+                       'echo "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)"\n')
+    none = fake_smi_dir(work, "none", 'echo "No devices were found"; exit 6\n')
+    empty = fake_smi_dir(work, "empty", "exit 0\n")
+
+    got, _ = plan(args, two, with_mlp)
+    check(got == ("gpu", 2), f"2 GPUs + cuda_mlp: got {got}, want real GPU with 2 ranks")
+    got, text = plan(args, two, without)
+    check(got == ("sim", 4), f"2 GPUs, no cuda_mlp: got {got}, want the simulated demo")
+    check("not built" in text, "the fallback does not say cuda_mlp is not built")
+    got, text = plan(args, none, with_mlp)
+    check(got == ("sim", 4), f"'No devices were found': got {got}")
+    check("no GPU" in text, "the no-GPU reason is not given")
+    got, _ = plan(args, empty, with_mlp)
+    check(got == ("sim", 4), f"nvidia-smi listing nothing: got {got}")
+    got, _ = plan(args, None, with_mlp, TT_NVIDIA_SMI=os.path.join(work, "no-such-nvidia-smi"))
+    check(got == ("sim", 4), f"no nvidia-smi at all: got {got}")
+    check(not os.path.exists(os.path.join(without, "lib")), "--plan built something")
+    return 1 if FAILURES else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--demo", required=True)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("what", choices=["run", "plan"])
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    rc = run_demo(args) if args.what == "run" else plan_demo(args)
+    print("OK" if rc == 0 else f"{len(FAILURES)} check(s) failed")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
