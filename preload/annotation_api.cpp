@@ -67,6 +67,7 @@ void api_step(uint64_t samples, uint64_t tokens) {
         ensure_active(mono_ns(), g_state.load(std::memory_order_relaxed)->load_mono_ns);
     live_registry()->step(ts, now, samples, tokens);
   }
+  gpu_start_point();
   errno = saved;
 }
 

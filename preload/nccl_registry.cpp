@@ -121,6 +121,8 @@ uint32_t comm_id_for(const void* comm) noexcept {
     comm_id = publish(comm, static_cast<uint32_t>(size), static_cast<uint32_t>(rank), stable_id,
                       origin);
   }
+  // Outside the mutex: a lazy CUPTI subscription takes the capture's own locks.
+  gpu_start_point();
   errno = saved_errno;
   return comm_id;
 }

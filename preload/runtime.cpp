@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "log.h"
+#include "traintime/cupti/gpu_capture.h"
 #include "runtime_state.h"
 
 namespace traintime::rt {
@@ -226,5 +227,9 @@ void add_shutdown_hook(ShutdownHook hook) {
 }
 
 bool cuda_injection_owned() { return detail::g_injection_owned.load(std::memory_order_relaxed); }
+
+void gpu_start_point() noexcept {
+  if (!cuda_injection_owned()) cupti::lazy_start_point();
+}
 
 }  // namespace traintime::rt

@@ -58,4 +58,9 @@ void add_shutdown_hook(ShutdownHook hook);
 // another tool owns the variable or TRAINTIME_CUPTI=0: GPU capture must then subscribe lazily.
 bool cuda_injection_owned();
 
+// Where GPU capture may start lazily when the driver will never call InitializeInjection
+// (another tool owns CUDA_INJECTION64_PATH, DESIGN §2): every tt_step and the first NCCL call on
+// each communicator. One relaxed load once capture is decided; errno untouched.
+void gpu_start_point() noexcept;
+
 }  // namespace traintime::rt

@@ -30,5 +30,6 @@ void set_rank_from_communicator(int64_t rank, int64_t world_size) {
   testing::g_comm_world = world_size;
 }
 void add_rank_file_filler(RankFileFiller filler) { testing::g_filler = filler; }
+void gpu_start_point() noexcept {}
 
 }  // namespace traintime::rt
