@@ -13,6 +13,13 @@ namespace traintime::core {
 namespace {
 
 constexpr std::size_t kNameCacheSize = 4096;  // direct-mapped, by the name's address
+constexpr unsigned kRkCacheBits = 10;         // (region, kernel) cache: 1024 entries
+constexpr std::size_t kSpareBufs = 2;         // step buffers kept for reuse
+
+inline std::size_t mix(uint64_t key) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
 constexpr std::size_t kComm = static_cast<std::size_t>(Category::kComm);
 constexpr std::size_t kIo = static_cast<std::size_t>(Category::kIo);
 
@@ -49,6 +56,47 @@ GpuAggregator::GpuAggregator(AggregatorOptions options) : opt_(options) {
   name_nccl_ = {0, 0};
   name_op_ = {CommOp::kUnknown, CommOp::kUnknown};
   name_cache_.resize(kNameCacheSize);
+  rk_cache_.resize(std::size_t{1} << kRkCacheBits);
+  spare_bufs_.reserve(kSpareBufs);
+}
+
+GpuAggregator::EntrySpan* GpuAggregator::EntryTable::find_or_insert(uint64_t entry,
+                                                                    const EntrySpan& init,
+                                                                    bool& inserted) {
+  if ((used_.size() + 1) * 2 > slots_.size()) grow();
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = mix(entry) & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.key == entry) {
+      inserted = false;
+      return &s.span;
+    }
+    if (s.key == 0) {
+      s.key = entry;
+      s.span = init;
+      used_.push_back(static_cast<uint32_t>(i));
+      inserted = true;
+      return &s.span;
+    }
+  }
+}
+
+void GpuAggregator::EntryTable::grow() {
+  std::vector<Slot> bigger(slots_.size() * 2);
+  const std::size_t mask = bigger.size() - 1;
+  for (uint32_t& u : used_) {
+    const Slot& s = slots_[u];
+    std::size_t i = mix(s.key) & mask;
+    while (bigger[i].key != 0) i = (i + 1) & mask;
+    bigger[i] = s;
+    u = static_cast<uint32_t>(i);
+  }
+  slots_.swap(bigger);
+}
+
+void GpuAggregator::EntryTable::clear() {
+  for (uint32_t i : used_) slots_[i].key = 0;
+  used_.clear();
 }
 
 uint32_t GpuAggregator::intern(std::string_view name, bool& nccl) {
@@ -125,17 +173,25 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
       ++r.kernels;
       const uint64_t key = (static_cast<uint64_t>(slot) << 32) | name_id;
       if (key != last_rk_key_) {
-        auto it = region_kernels_.find(key);
-        if (it == region_kernels_.end()) {
-          uint64_t k = key;
-          if (region_kernels_.size() >= opt_.max_region_kernels) {
-            ++region_kernels_over_cap_;
-            k = (static_cast<uint64_t>(slot) << 32) | kOtherKernels;
+        RkCacheEntry& ce = rk_cache_[mix(key) & ((std::size_t{1} << kRkCacheBits) - 1)];
+        if (ce.key == key) {
+          last_rk_ = ce.acc;
+        } else {
+          auto it = region_kernels_.find(key);
+          if (it == region_kernels_.end()) {
+            uint64_t k = key;
+            if (region_kernels_.size() >= opt_.max_region_kernels) {
+              ++region_kernels_over_cap_;
+              k = (static_cast<uint64_t>(slot) << 32) | kOtherKernels;
+            }
+            it = region_kernels_.try_emplace(k).first;
           }
-          it = region_kernels_.try_emplace(k).first;
+          last_rk_ = &it->second;  // unordered_map nodes do not move on rehash
+          // A key redirected to "(other kernels)" stays uncached: each of its records is
+          // counted over the cap, as before the cache.
+          if (it->first == key) ce = {key, last_rk_};
         }
         last_rk_key_ = key;
-        last_rk_ = &it->second;  // unordered_map nodes do not move on rehash
       }
       ++last_rk_->count;
       last_rk_->sum += dur;
@@ -171,7 +227,12 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
       fold_late(rec, step);
       return;
     }
-    last_buf_ = &open_[step];  // std::map nodes are stable
+    auto [it, inserted] = open_.try_emplace(step);
+    if (inserted && !spare_bufs_.empty()) {
+      it->second = std::move(spare_bufs_.back());
+      spare_bufs_.pop_back();
+    }
+    last_buf_ = &it->second;  // std::map nodes are stable
     last_step_ = step;
   }
   last_buf_->recs.push_back(rec);
@@ -205,6 +266,11 @@ void GpuAggregator::fold_oldest() {
   open_records_ -= buf.recs.size();
   fold_records(buf.recs, buf.devices, step, acc_, scratch_, opt_.step_detail);
   finish_step(buf.devices, step, acc_, opt_.step_detail);
+  if (spare_bufs_.size() < kSpareBufs) {
+    buf.recs.clear();
+    buf.devices.clear();
+    spare_bufs_.push_back(std::move(buf));
+  }
   open_.erase(it);
   folded_below_ = std::max(folded_below_, step + 1);
   last_buf_ = nullptr;
@@ -278,9 +344,9 @@ void GpuAggregator::fold_records(std::vector<OpenRec>& recs, std::vector<DeviceS
       sc.region_cat[r.slot * kCategoryCount + r.cat].add(r.start, r.end);
       if (r.entry == 0) continue;
       if (r.entry != last_entry || last_span == nullptr) {
-        auto [it, inserted] = sc.entries.try_emplace(r.entry, EntrySpan{r.slot, r.start, r.end});
+        bool inserted = false;
+        last_span = sc.entries.find_or_insert(r.entry, EntrySpan{r.slot, r.start, r.end}, inserted);
         last_entry = r.entry;
-        last_span = &it->second;
         if (inserted) continue;
       }
       last_span->first = std::min(last_span->first, r.start);
@@ -325,7 +391,8 @@ void GpuAggregator::fold_records(std::vector<OpenRec>& recs, std::vector<DeviceS
       d->busy += all_ns;
     }
   }
-  for (const auto& [entry, span] : sc.entries) acc.regions[span.slot].span += span.last - span.first;
+  sc.entries.for_each(
+      [&acc](const EntrySpan& span) { acc.regions[span.slot].span += span.last - span.first; });
 }
 
 void GpuAggregator::finish_step(const std::vector<DeviceSpan>& devices, uint64_t step,

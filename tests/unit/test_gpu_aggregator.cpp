@@ -420,3 +420,31 @@ TEST_CASE("zero-sized open window still terminates and stays exact for in-order 
   CHECK(f.categories.at("forward").gpu_busy_ns == 300);
   CHECK(f.steps.totals.idle_ns == 0);
 }
+
+TEST_CASE("region spans stay exact when a step holds hundreds of region entries",
+          "[aggregator][regions]") {
+  // 300 entries per step over 3 regions; each entry's second kernel comes after every entry's
+  // first, so folding finds entries again after many others (and the per-fold entry table grows).
+  AggregatorOptions o;
+  o.max_open_steps = 1;  // steps 0 and 1 fold while ingesting, step 2 in fill()
+  GpuAggregator agg(o);
+  for (uint32_t step = 0; step < 3; ++step) {
+    const uint64_t base = uint64_t{step} * 1'000'000;
+    for (uint64_t pass = 0; pass < 2; ++pass) {
+      for (uint64_t e = 0; e < 300; ++e) {
+        const uint64_t start = base + e * 100 + pass * 30'050;
+        Act x = kern(start, start + 10, static_cast<PathId>(1 + e % 3), Category::kForward, step);
+        x.ctx.entry = 1 + step * 1000 + e;
+        agg.ingest(x.a, x.ctx, x.region);
+      }
+    }
+  }
+  RankFile f;
+  agg.fill(f, name_of, 3);
+  for (const char* path : {"path1", "path2", "path3"}) {
+    const RegionRow* r = region(f, path);
+    REQUIRE(r != nullptr);
+    CHECK(r->gpu_span_ns == 3 * 100 * 30'060);  // 3 steps × 100 entries × (30 050 + 10)
+    CHECK(r->kernels == 3 * 200);
+  }
+}

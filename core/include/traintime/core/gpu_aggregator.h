@@ -151,12 +151,34 @@ class GpuAggregator {
     uint64_t first;
     uint64_t last;
   };
+  // Region entry -> span of its records within one fold. Open addressing in vectors kept
+  // between folds: a node-based map allocated one node per entry on every step.
+  class EntryTable {
+   public:
+    // The span of `entry` (non-zero), and whether it was just created (then holding `init`).
+    // The pointer is valid until the next insert.
+    EntrySpan* find_or_insert(uint64_t entry, const EntrySpan& init, bool& inserted);
+    template <typename F>
+    void for_each(F&& f) const {
+      for (uint32_t i : used_) f(slots_[i].span);
+    }
+    void clear();
+
+   private:
+    struct Slot {
+      uint64_t key = 0;  // 0: empty (entry 0 means "no entry" and is never stored)
+      EntrySpan span{};
+    };
+    void grow();
+    std::vector<Slot> slots_ = std::vector<Slot>(256);
+    std::vector<uint32_t> used_;  // occupied slot indices, for clear() and for_each()
+  };
   struct Scratch {  // reused between folds so the steady state does not allocate
     std::vector<Tracker> region;      // by slot
     std::vector<Tracker> region_cat;  // by slot * kCategoryCount + category
     std::vector<uint8_t> touched_flag;
     std::vector<uint32_t> touched;
-    std::unordered_map<uint64_t, EntrySpan> entries;
+    EntryTable entries;
   };
 
   struct RegionAcc {  // raw sums, updated at ingest
@@ -246,6 +268,13 @@ class GpuAggregator {
   std::unordered_map<uint64_t, KernelAcc> region_kernels_;  // key: slot << 32 | name id
   uint64_t last_rk_key_ = ~uint64_t{0};
   KernelAcc* last_rk_ = nullptr;
+  // Direct-mapped cache in front of region_kernels_ (consecutive records rarely share a kernel,
+  // so last_rk_ alone misses on most of them). Holds only keys present in the map.
+  struct RkCacheEntry {
+    uint64_t key = ~uint64_t{0};
+    KernelAcc* acc = nullptr;
+  };
+  std::vector<RkCacheEntry> rk_cache_;
   uint64_t region_kernels_over_cap_ = 0;
 
   // key: comm_id << 8 | op, with kByNameKey set for kernels found by name (no interposition)
@@ -255,6 +284,9 @@ class GpuAggregator {
   uint64_t group_lookups_missed_ = 0;
 
   std::map<uint64_t, StepBuf> open_;
+  // Buffers of folded steps, kept (emptied, capacity intact) for the next steps so that a new
+  // step does not regrow its record vector from nothing.
+  std::vector<StepBuf> spare_bufs_;
   std::size_t open_records_ = 0;
   uint64_t folded_below_ = 0;  // steps < this are folded; their records are late
   uint64_t last_step_ = ~uint64_t{0};
