@@ -98,10 +98,22 @@ using IsCapturingFn = int (*)(void* stream, int* status);
 
 std::atomic<void*> g_is_capturing{nullptr};
 std::atomic<unsigned long long> g_is_capturing_tried_at{~0ULL};
+// Calls left before a process without the driver function asks the loader again. The loader's
+// add counter is read under the loader's lock (dl_iterate_phdr), too dear for every collective;
+// libcuda is loaded before any communicator exists, so a later appearance is rare and a delay
+// of a few calls in noticing it is harmless. Plain load/store: a race only shifts the next check.
+constexpr unsigned kLoaderCheckInterval = 256;
+std::atomic<unsigned> g_is_capturing_skip{0};
 
 IsCapturingFn resolve_is_capturing() noexcept {
   void* fn = g_is_capturing.load(std::memory_order_acquire);
   if (fn != nullptr) return reinterpret_cast<IsCapturingFn>(fn);
+  const unsigned skip = g_is_capturing_skip.load(std::memory_order_relaxed);
+  if (skip > 0) {
+    g_is_capturing_skip.store(skip - 1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  g_is_capturing_skip.store(kLoaderCheckInterval - 1, std::memory_order_relaxed);
   const unsigned long long adds = loader_adds();
   if (g_is_capturing_tried_at.load(std::memory_order_relaxed) == adds) return nullptr;
   void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
