@@ -16,6 +16,9 @@ process (a maps probe preloaded beside libtraintime.so lists them at exit).
   --refuse       simgpu refuses the subscription: the job succeeds, gpu_capture "unavailable"
                  with the reason, CPU-side steps still counted
   --cupti-off    TRAINTIME_CUPTI=0: no libcupti mapped, gpu_capture "none"
+  --foreign-injection  CUDA_INJECTION64_PATH already names another library, so the driver never
+                 calls traintime: capture starts lazily at the first tt_step; gpu_capture
+                 "cupti" with a reason saying so, and only the work before it is missing
 Exit 0 when every check passes; 1 with one line per failure.
 """
 import argparse
@@ -51,6 +54,7 @@ def main():
     ap.add_argument("--refuse", action="store_true")
     ap.add_argument("--wheel-cupti", action="store_true")
     ap.add_argument("--cupti-off", action="store_true")
+    ap.add_argument("--foreign-injection", action="store_true")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -89,6 +93,9 @@ def main():
             env["SIMGPU_REFUSE_SUBSCRIBE"] = "1"
         if args.cupti_off:
             env["TRAINTIME_CUPTI"] = "0"
+        if args.foreign_injection:
+            # Any library that is not traintime: the maps probe exports no InitializeInjection.
+            env["CUDA_INJECTION64_PATH"] = os.path.join(build, "lib", "libtt_maps_probe.so")
 
         cmd = [os.path.join(build, "bin", "sim_train"), "--steps", str(args.steps),
                "--truth", os.path.join(work, "truth-%r.json")]
@@ -99,7 +106,7 @@ def main():
         if args.np > 1:
             passed = ["LD_LIBRARY_PATH", "LD_PRELOAD", "TRAINTIME_CUPTI_LIB", "TRAINTIME_OUTPUT",
                       "TT_PROBE_DIR", "TT_PROBE_PRELOAD_CUPTI", "TRAINTIME_TRACE", "SIMGPU_DROP_EVERY",
-                      "SIMGPU_REFUSE_SUBSCRIBE", "TRAINTIME_CUPTI"]
+                      "SIMGPU_REFUSE_SUBSCRIBE", "TRAINTIME_CUPTI", "CUDA_INJECTION64_PATH"]
             mpi = ["mpirun", "-np", str(args.np), "--oversubscribe"]
             for var in passed:
                 if var in env:
@@ -140,6 +147,21 @@ def main():
             if rf.get("gpu_capture") != "cupti":
                 failures.append(f"{where}: gpu_capture {rf.get('gpu_capture')!r} "
                                 f"({rf.get('gpu_capture_reason')!r}), want 'cupti'")
+            if args.foreign_injection:
+                if "lazily" not in rf.get("gpu_capture_reason", ""):
+                    failures.append(f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} "
+                                    "does not say capture started lazily")
+                if rf.get("steps", {}).get("count") != truth["steps"]["count"]:
+                    failures.append(f"{where}: steps {rf.get('steps', {}).get('count')} != "
+                                    f"{truth['steps']['count']}")
+                got = rf.get("categories", {}).get("forward", {}).get("count", 0)
+                want = truth["categories"]["forward"]["count"]
+                # Step 0 ran before the first tt_step, so its kernels are not seen; the rest are.
+                per_step = want // truth["steps"]["count"]
+                if got != want - per_step:
+                    failures.append(f"{where}: {got} forward kernels captured lazily, want "
+                                    f"{want - per_step} (all but step 0's {per_step})")
+                continue
             if args.drop_every:
                 if not rf.get("dropped_records"):
                     failures.append(f"{where}: dropped_records is {rf.get('dropped_records')} with "
