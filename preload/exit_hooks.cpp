@@ -199,9 +199,8 @@ void finish(const char* exit_reason) {
     int64_t rank = 0, world = 1;
     effective_rank(*s, &rank, &world);
     if (rank == 0) {
-      notice("rank files (one per rank, world size %lld) are in %s; summarise with: "
-             "traintime-report %s",
-             static_cast<long long>(world), s->output_dir.c_str(), s->output_dir.c_str());
+      notice("rank files (one per rank, world size %lld) are in %s",
+             static_cast<long long>(world), s->output_dir.c_str());
     }
   }
   errno = saved;
