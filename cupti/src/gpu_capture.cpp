@@ -316,11 +316,16 @@ bool GpuCapture::start_capture(std::string* reason) {
 
 void GpuCapture::lazy_start() noexcept {
   if (!lazy_pending_.load(std::memory_order_relaxed)) return;
+  // Saved before dlopen: it runs on every tt_step until CUDA loads, and a failed dlopen may set
+  // errno inside the application's step.
+  const int saved_errno = errno;
   // Only a process that has the CUDA driver loaded pays for CUPTI.
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!cuda) return;
+  if (!cuda) {
+    errno = saved_errno;
+    return;
+  }
   dlclose(cuda);
-  const int saved_errno = errno;
   start("lazily (CUDA_INJECTION64_PATH belongs to another tool; work launched before this "
         "point is not captured)");
   errno = saved_errno;
