@@ -73,13 +73,9 @@ NameId RegionRegistry::name_for_pointer(ThreadState* ts, const char* name, int c
 }
 
 void RegionRegistry::push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
-  const NameId id = name_for_pointer(ts, name, category);
-  if (id == kNoName) {
-    // Keep push/pop balanced for the caller: an unregistrable name still occupies a frame.
-    push_id(ts, kNoName, now_ns);
-    return;
-  }
-  push_id(ts, id, now_ns);
+  // An unregistrable name comes back as kNoName and still occupies a frame, so the caller's
+  // push/pop stay balanced.
+  push_id(ts, name_for_pointer(ts, name, category), now_ns);
 }
 
 PathId RegionRegistry::child_slow(ThreadState* ts, PathId parent, NameId name) {
