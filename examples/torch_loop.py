@@ -100,7 +100,8 @@ def main():
     if cuda:
         torch.cuda.set_device(local % torch.cuda.device_count())
         dev = torch.device("cuda")
-        # fp32 matmuls keep every region well above 1 ms at the default sizes.
+        # fp32 matmuls should keep every region above 1 ms at the default sizes (an estimate
+        # from FLOPs and fp32 peak, not measured: this has not run on a GPU yet).
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     else:
