@@ -148,9 +148,13 @@ void CommCallTable::retire_communicator(uint32_t comm_index) {
   }
 }
 
+CommCallTable::Counters* CommCallTable::counters_at(uint32_t comm_index) const noexcept {
+  return comm_index < kMaxCommunicators ? comms_[comm_index].load(std::memory_order_acquire)
+                                        : nullptr;
+}
+
 void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes) noexcept {
-  Counters* c = comm_index < kMaxCommunicators ? comms_[comm_index].load(std::memory_order_acquire)
-                                               : nullptr;
+  Counters* c = counters_at(comm_index);
   auto oi = static_cast<std::size_t>(op);
   if (c == nullptr || oi >= kCommOpCount) {
     bad_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -163,8 +167,7 @@ void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes) noex
 }
 
 uint64_t CommCallTable::next_seq(uint32_t comm_index) noexcept {
-  Counters* c = comm_index < kMaxCommunicators ? comms_[comm_index].load(std::memory_order_acquire)
-                                               : nullptr;
+  Counters* c = counters_at(comm_index);
   if (c == nullptr) return 0;
   return c->seq.fetch_add(1, std::memory_order_relaxed) + 1;
 }

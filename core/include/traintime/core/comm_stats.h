@@ -132,6 +132,8 @@ class CommCallTable {
  private:
   struct Counters;
   struct GroupSlot;
+  // The live counters of comm_index, or null for an out-of-range or unregistered index.
+  Counters* counters_at(uint32_t comm_index) const noexcept;
   static constexpr uint32_t kHashSlots = 2 * kMaxCommunicators;
 
   std::mutex register_mutex_;
