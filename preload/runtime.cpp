@@ -163,12 +163,18 @@ bool active() {
   return s != nullptr;
 }
 
-core::LaunchContext launch_context() {
+namespace {
+// The registry if one was made, without making it: the GPU-side readers below (launch callback,
+// activity ingest) must not create state for a process that never recorded a region.
+const core::RegionRegistry* existing_registry() {
   State* s = detail::g_state.load(std::memory_order_acquire);
-  if (!s) return {};
-  const core::RegionRegistry* r = s->registry.load(std::memory_order_acquire);
-  if (!r) return {};
-  return r->launch_context(detail::t_thread_state);
+  return s ? s->registry.load(std::memory_order_acquire) : nullptr;
+}
+}  // namespace
+
+core::LaunchContext launch_context() {
+  const core::RegionRegistry* r = existing_registry();
+  return r ? r->launch_context(detail::t_thread_state) : core::LaunchContext{};
 }
 
 void mark_recorded() {
@@ -188,14 +194,12 @@ void mark_recorded() {
 }
 
 core::Category category_of(core::PathId path) {
-  State* s = detail::g_state.load(std::memory_order_acquire);
-  const core::RegionRegistry* r = s ? s->registry.load(std::memory_order_acquire) : nullptr;
+  const core::RegionRegistry* r = existing_registry();
   return r ? r->category_of(path) : core::Category::kOther;
 }
 
 std::string path_string(core::PathId path) {
-  State* s = detail::g_state.load(std::memory_order_acquire);
-  const core::RegionRegistry* r = s ? s->registry.load(std::memory_order_acquire) : nullptr;
+  const core::RegionRegistry* r = existing_registry();
   return r ? r->path_string(path) : std::string();
 }
 
