@@ -81,10 +81,13 @@ class CommCallTable {
   CommCallTable& operator=(const CommCallTable&) = delete;
 
   // Slow path (mutex, allocates once per communicator). handle_key identifies the communicator
-  // (e.g. the ncclComm_t address; 0 is invalid). Registering a live key again returns its index
-  // (and fills size/rank if they were 0). Returns kNoComm when the table is full or key == 0.
-  // The index is stable for the process; LaunchContext::comm_id = index + 1.
-  uint32_t register_communicator(uint64_t handle_key, uint32_t size, uint32_t rank);
+  // (e.g. the ncclComm_t address; 0 is invalid); stable_id is the name that matches across
+  // ranks (nccl/ derives it; written as 16 hex digits in communicators[].id). Registering a live
+  // key again returns its index (and fills size/rank/stable_id if they were 0). Returns kNoComm
+  // when the table is full or key == 0. The index is stable for the process;
+  // LaunchContext::comm_id = index + 1. The stable ids live here and nowhere else.
+  uint32_t register_communicator(uint64_t handle_key, uint32_t size, uint32_t rank,
+                                 uint64_t stable_id);
   // Lock-free lookup of a registered, not retired key; kNoComm when unknown.
   uint32_t find_communicator(uint64_t handle_key) const noexcept;
   // ncclCommDestroy/Abort: the handle may be reused by a new communicator, which then gets a new
@@ -115,6 +118,7 @@ class CommCallTable {
     uint64_t handle_key = 0;
     uint32_t size = 0;
     uint32_t rank = 0;
+    uint64_t stable_id = 0;
     bool retired = false;
     uint64_t ops_enqueued = 0;  // sequence numbers handed out
     std::array<OpCounts, kCommOpCount> ops{};  // indexed by CommOp

@@ -1,0 +1,26 @@
+// The one place a rank file is put together (DESIGN §6): each module's typed summary mapped onto
+// the "traintime/1" schema. Pure function of its inputs: the order in which the modules started
+// or were asked cannot change the output.
+#pragma once
+
+#include "traintime/core/rank_file.h"
+#include "traintime/core/summaries.h"
+
+namespace traintime::core {
+
+// - identity fields and warnings first, then CPU, GPU and NCCL warnings in that order;
+// - regions: CPU rows joined with GPU rows by PathId; GPU rows of paths with no CPU row are
+//   appended with their name from cpu.path_names;
+// - categories (every category present) and memcpy (HtoD, DtoH, DtoD, PtoP always present);
+// - steps: the CPU part with the GPU totals, detail (wall_ns from the CPU side when known),
+//   partial_final_step;
+// - comm rows per (op, comm size): CPU calls/bytes from comm.calls, GPU time from gpu.comm,
+//   algbw = bytes / gpu_ns, busbw with busbw_factor(); rows of kernels found by name have
+//   comm_size 0 and bytes_known false;
+// - communicators: one per CommCallTable index seen by either side, `id` = the table's stable
+//   id as 16 lower-case hex digits, ops_enqueued from the CPU side, ops_completed and recent
+//   from the GPU side.
+RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
+                         const CommSummary& comm);
+
+}  // namespace traintime::core

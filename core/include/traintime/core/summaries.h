@@ -1,0 +1,103 @@
+// The typed results each part of libtraintime.so hands to the one rank-file assembler
+// (DESIGN §1, docs/architecture.md). Every module fills only its own summary; build_rank_file()
+// (rank_file_builder.h) maps the four onto the schema. Nothing here depends on the order in which
+// the modules started, and no module ever reads or rewrites another module's summary.
+//
+//   Identity     preload/   who wrote the file, when, why (exit, signal, snapshot)
+//   CpuSummary   core::RegionRegistry::summary()   regions, steps, annotation counters
+//   GpuSummary   core::GpuAggregator::summary(), wrapped by cupti/ with the capture status
+//   CommSummary  nccl/      CommCallTable::snapshot() (stable ids included) and NCCL warnings
+//
+// Joins: region rows by PathId (never by path string); communicators by CommCallTable index.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/category.h"
+#include "traintime/core/comm_stats.h"
+#include "traintime/core/rank_file.h"
+
+namespace traintime::core {
+
+struct Identity {
+  std::string job_id;
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  std::string role = "rank";  // "rank" or "aux"
+  std::string host;
+  int64_t pid = 0;
+  bool snapshot = false;
+  std::string exit_reason;  // "exit", "signal SIGTERM", "snapshot", ...
+  uint64_t start_unix_ns = 0;
+  uint64_t end_unix_ns = 0;
+  std::vector<std::string> warnings;  // configuration warnings, first in the file
+};
+
+struct CpuSummary {
+  // One row per entered path with its CPU figures (GPU fields zero), and the row's PathId.
+  std::vector<RegionRow> regions;
+  std::vector<PathId> region_ids;  // same order as regions
+  // Name of every interned path, indexed by PathId (index 0 = kNoPath = ""), so GPU rows of a
+  // path with no CPU row still get their name.
+  std::vector<std::string> path_names;
+  Steps steps;  // CPU part: count, warmup, wall_ns, samples, tokens, rates
+  uint64_t unbalanced_pops = 0;
+  std::vector<std::string> warnings;
+};
+
+struct GpuSummary {
+  std::string capture = "none";  // rank file gpu_capture: "cupti", "unavailable", "none"
+  std::string capture_reason;
+  std::array<CategoryTotals, kCategoryCount> categories{};  // by Category
+  struct Region {
+    PathId path = kNoPath;
+    Category category = Category::kOther;
+    uint64_t gpu_busy_ns = 0;
+    uint64_t gpu_sum_ns = 0;
+    uint64_t gpu_span_ns = 0;
+    uint64_t kernels = 0;
+    std::map<std::string, CategoryTotals> by_category;
+    std::vector<KernelStat> top_kernels;
+  };
+  std::vector<Region> regions;
+  StepTotals totals;
+  std::vector<Steps::Detail> detail;  // wall_ns is the CPU side's
+  bool partial_final_step = false;
+  std::map<std::string, MemcpyStat> memcpy;  // CopyKind names with activity or standard
+  // GPU time of NCCL work per (communicator, op). comm_index is the CommCallTable index, or
+  // kByName for kernels found by name only (no interposition: bytes unknown).
+  static constexpr uint32_t kByName = 0xffffffffu;
+  struct Comm {
+    uint32_t comm_index = kByName;
+    CommOp op = CommOp::kUnknown;
+    uint64_t gpu_ns = 0;
+    uint64_t kernels = 0;
+    uint64_t captured_calls = 0;  // calls counted on the GPU side (CUDA graph replays)
+    uint64_t captured_bytes = 0;
+    std::array<uint64_t, kSizeBuckets> bucket_gpu_ns{};
+    std::array<uint64_t, kSizeBuckets> bucket_captured_calls{};
+    std::array<uint64_t, kSizeBuckets> bucket_captured_bytes{};
+  };
+  std::vector<Comm> comm;
+  // Completed collectives per communicator (the ring of recent ones, oldest first).
+  struct Ring {
+    uint32_t comm_index = 0;
+    uint64_t ops_completed = 0;
+    std::vector<RecentCollective> recent;
+  };
+  std::vector<Ring> rings;
+  uint64_t dropped_records = 0;
+  std::vector<std::string> warnings;
+};
+
+struct CommSummary {
+  CommCallTable::Snapshot calls;  // per communicator: size, rank, stable id, counters
+  std::vector<std::string> warnings;
+};
+
+}  // namespace traintime::core
