@@ -3,14 +3,14 @@
 // because these calls sit between an application's syscall and its errno check.
 #include <cerrno>
 
-#include "runtime_state.h"
+#include "session.h"
 #include "traintime/traintime.h"
 
-namespace traintime::rt::detail {
+namespace traintime::preload {
 namespace {
 
 inline core::RegionRegistry* live_registry() {
-  return g_state.load(std::memory_order_relaxed)->registry.load(std::memory_order_relaxed);
+  return g_session.load(std::memory_order_relaxed)->recorder.registry.load(std::memory_order_relaxed);
 }
 
 uint32_t api_register_name(const char* name, int category) {
@@ -64,7 +64,7 @@ void api_step(uint64_t samples, uint64_t tokens) {
   if (core::ThreadState* ts = thread_state()) {
     // tt_step as the very first call: step 0 is measured from the library's load.
     const uint64_t now =
-        ensure_active(mono_ns(), g_state.load(std::memory_order_relaxed)->load_mono_ns);
+        ensure_active(mono_ns(), g_session.load(std::memory_order_relaxed)->identity.load_mono_ns);
     live_registry()->step(ts, now, samples, tokens);
   }
   gpu_start_point();
@@ -77,11 +77,11 @@ const tt_api_v1 kApi = {
 };
 
 }  // namespace
-}  // namespace traintime::rt::detail
+}  // namespace traintime::preload
 
 extern "C" __attribute__((visibility("default"))) const tt_api_v1* traintime_get_api_v1(void) {
   const int saved = errno;
-  const bool on = traintime::rt::detail::state() != nullptr;
+  const bool on = traintime::preload::session() != nullptr;
   errno = saved;
-  return on ? &traintime::rt::detail::kApi : nullptr;
+  return on ? &traintime::preload::kApi : nullptr;
 }

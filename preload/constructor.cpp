@@ -1,5 +1,6 @@
 // Start-up. Runs in every process of the job tree (launchers, shells, compilers), so it only
-// reads the environment and sets a few variables: no threads, no signal handlers, no files.
+// reads the environment, sets a few variables and hands the adapters their configuration: no
+// threads, no signal handlers, no files.
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -7,11 +8,12 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
-#include "log.h"
-#include "runtime_state.h"
+#include "session.h"
+#include "traintime/support/log.h"
 
-namespace traintime::rt::detail {
+namespace traintime::preload {
 namespace {
 
 std::string own_path() {
@@ -39,7 +41,7 @@ bool same_file(const char* a, const std::string& b) {
 
 // Points `var` at this library unless it is set; returns whether it ends up naming us, and
 // records a conflict when another tool holds it.
-bool claim_injection_var(const char* var, const std::string& self, State& s) {
+bool claim_injection_var(const char* var, const std::string& self, ProcessIdentity& s) {
   const char* current = getenv(var);
   if (!current || !*current) {
     setenv(var, self.c_str(), 1);
@@ -52,33 +54,34 @@ bool claim_injection_var(const char* var, const std::string& self, State& s) {
 
 void do_initialize() {
   auto env = [](const char* name) -> const char* { return getenv(name); };
-  auto* s = new State();
-  s->config = core::parse_config(env, s->config_warnings);
-  set_log_level(s->config.log_level.c_str());
-  if (s->config.disable) {
-    delete s;
-    mark_initialized(nullptr, false);
+  std::vector<std::string> warnings;
+  core::Config config = core::parse_config(env, warnings);
+  support::set_log_level(config.log_level);
+  if (config.disable) {
+    publish(nullptr);
     return;
   }
-  s->load_mono_ns = mono_ns();
-  s->load_unix_ns = unix_ns();
-  s->launcher_rank = core::detect_rank(env);
-  s->job_id = core::detect_job_id(env);
-  if (s->job_id.empty()) {
+  auto* s = new Session();
+  ProcessIdentity& id = s->identity;
+  id.config = std::move(config);
+  id.config_warnings = std::move(warnings);
+  id.load_mono_ns = mono_ns();
+  id.load_unix_ns = unix_ns();
+  id.launcher_rank = core::detect_rank(env);
+  id.job_id = core::detect_job_id(env);
+  if (id.job_id.empty()) {
     // First process of a launch without a launcher job id: children share this one.
-    s->job_id = core::generate_job_id();
-    setenv("TRAINTIME_JOB_ID", s->job_id.c_str(), 0);
+    id.job_id = core::generate_job_id();
+    setenv("TRAINTIME_JOB_ID", id.job_id.c_str(), 0);
   }
-  bool cuda_owned = false;
   const std::string self = own_path();
   if (!self.empty()) {
-    if (s->config.cupti && exports_symbol(self, "InitializeInjection"))
-      cuda_owned = claim_injection_var("CUDA_INJECTION64_PATH", self, *s);
+    if (id.config.cupti && exports_symbol(self, "InitializeInjection"))
+      id.cuda_injection_owned = claim_injection_var("CUDA_INJECTION64_PATH", self, id);
     if (exports_symbol(self, "InitializeInjectionNvtx2"))
-      claim_injection_var("NVTX_INJECTION64_PATH", self, *s);
+      claim_injection_var("NVTX_INJECTION64_PATH", self, id);
   }
-  register_fork_handler();
-  mark_initialized(s, cuda_owned);
+  publish(s);
 }
 
 __attribute__((constructor)) void traintime_constructor() { initialize(); }
@@ -90,4 +93,4 @@ void initialize() {
   std::call_once(once, do_initialize);
 }
 
-}  // namespace traintime::rt::detail
+}  // namespace traintime::preload

@@ -6,8 +6,8 @@
 // disposition and re-raises, so the process ends exactly as it would have without traintime.
 // A prior handler that is a function (Python's SIGINT handler, a trainer's checkpoint-on-
 // SIGTERM) is simply chained: the application then decides, and a normal exit writes the file.
-// Lock order: State::mu is taken by the writer and snapshot threads and by atexit; never in the
-// handler.
+// Lock order: Output::mu is taken by the writer and snapshot threads and by atexit; never in the
+// handler. GPU capture's shutdown (cupti::shutdown) runs before it is taken.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,10 +23,11 @@
 #include <mutex>
 #include <thread>
 
-#include "log.h"
-#include "runtime_state.h"
+#include "session.h"
+#include "traintime/cupti/gpu_capture.h"
+#include "traintime/support/log.h"
 
-namespace traintime::rt::detail {
+namespace traintime::preload {
 namespace {
 
 constexpr int kSignals[] = {SIGTERM, SIGINT};
@@ -112,8 +113,8 @@ void snapshot_loop(uint32_t period_sec) {
   for (;;) {
     if (c->cv.wait_for(lock, std::chrono::seconds(period_sec), [c] { return c->stop; })) return;
     lock.unlock();
-    if (State* s = state()) {
-      std::lock_guard<std::mutex> state_lock(s->mu);
+    if (Session* s = session()) {
+      std::lock_guard<std::mutex> state_lock(s->output.mu);
       write_rank_file_locked(*s, true, "snapshot");
     }
     lock.lock();
@@ -159,7 +160,7 @@ void on_exit_handler() { finish("exit"); }
 
 }  // namespace
 
-void install_exit_hooks(State& s) {
+void install_exit_hooks(Session& s) {
   static bool atexit_registered = false;  // atexit entries survive fork: once per image
   if (!atexit_registered) {
     atexit_registered = true;
@@ -175,15 +176,15 @@ void install_exit_hooks(State& s) {
   if (g_request_fd[0] >= 0 && start_thread([](uint32_t) { writer_loop(); }, 0))
     g_writer_pid.store(getpid());
   install_signal_handlers();
-  if (s.config.snapshot_sec > 0) {
+  if (s.identity.config.snapshot_sec > 0) {
     if (!g_snapshots) g_snapshots = new SnapshotControl();
-    start_thread(snapshot_loop, s.config.snapshot_sec);
+    start_thread(snapshot_loop, s.identity.config.snapshot_sec);
   }
 }
 
 void finish(const char* exit_reason) {
-  State* s = state();
-  if (!s || !s->activated.load(std::memory_order_acquire)) return;
+  Session* s = session();
+  if (!s || !s->recorder.activated.load(std::memory_order_acquire)) return;
   if (g_finished.exchange(true)) return;
   const int saved = errno;
   if (g_snapshots) {
@@ -191,17 +192,16 @@ void finish(const char* exit_reason) {
     g_snapshots->stop = true;
     g_snapshots->cv.notify_all();
   }
-  run_shutdown_hooks(exit_reason);
-  std::lock_guard<std::mutex> lock(s->mu);
+  // GPU records still in CUPTI's buffers are flushed and ingested before the final write.
+  cupti::shutdown(exit_reason);
+  std::lock_guard<std::mutex> lock(s->output.mu);
   const bool ok = write_rank_file_locked(*s, false, exit_reason);
-  s->final_written = true;
-  if (ok && s->role == "rank") {
+  s->output.final_written = true;
+  if (ok && s->output.role == "rank") {
     int64_t rank = 0, world = 1;
     effective_rank(*s, &rank, &world);
-    if (rank == 0) {
-      notice("rank files (one per rank, world size %lld) are in %s",
-             static_cast<long long>(world), s->output_dir.c_str());
-    }
+    if (rank == 0)
+      support::notice("rank files (one per rank, world size {}) are in {}", world, s->output.dir);
   }
   errno = saved;
 }
@@ -220,4 +220,4 @@ void reset_exit_hooks_after_fork() {
   g_snapshots = nullptr;  // leaked: its mutex may have been held by a thread that is gone
 }
 
-}  // namespace traintime::rt::detail
+}  // namespace traintime::preload

@@ -1,6 +1,8 @@
-// Assembling this process's core::RankFile and writing it under a name no other process owns
-// (DESIGN §6): rank-%05d.json for the first process of a job to claim the rank, else
-// rank-%05d.pid%d.json with role "aux" (a DataLoader worker or helper that inherited RANK).
+// The output owner: this process's rank file, assembled from the modules' typed summaries by
+// core::build_rank_file and written under a name no other process owns (DESIGN §6):
+// rank-%05d.json for the first process of a job to claim the rank, else rank-%05d.pid%d.json
+// with role "aux" (a DataLoader worker or helper that inherited RANK). The TRAINTIME_TRACE=1
+// timeline is written beside it, named like it, with the final rank file.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,11 +13,16 @@
 #include <cstring>
 #include <string>
 
-#include "log.h"
-#include "runtime_state.h"
-#include "traintime/core/rank_file_json.h"
+#include <fstream>
 
-namespace traintime::rt::detail {
+#include "session.h"
+#include "traintime/core/rank_file_builder.h"
+#include "traintime/core/rank_file_json.h"
+#include "traintime/cupti/gpu_capture.h"
+#include "traintime/nccl/nccl_interposer.h"
+#include "traintime/support/log.h"
+
+namespace traintime::preload {
 namespace {
 
 std::string host_name() {
@@ -39,16 +46,16 @@ int make_dirs(const std::string& dir) {
   return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-void report_write_error(State& s, const std::string& what) {
-  if (s.write_error_reported) return;
-  s.write_error_reported = true;
-  log(LogLevel::kError,
-      "cannot write the rank file into %s (%s); set TRAINTIME_OUTPUT to a writable directory",
-      s.output_dir.c_str(), what.c_str());
+void report_write_error(Session& s, const std::string& what) {
+  if (s.output.write_error_reported) return;
+  s.output.write_error_reported = true;
+  support::log_error(
+      "cannot write the rank file into {} ({}); set TRAINTIME_OUTPUT to a writable directory",
+      s.output.dir, what);
 }
 
-std::string claim_text(const State& s) {
-  return s.job_id + " " + std::to_string(getpid()) + " " + host_name() + "\n";
+std::string claim_text(const Session& s) {
+  return s.identity.job_id + " " + std::to_string(getpid()) + " " + host_name() + "\n";
 }
 
 std::string read_small(const std::string& path) {
@@ -69,7 +76,7 @@ bool write_all(int fd, const std::string& text) {
 // Who owns rank `rank` in this directory. The claim file is created with O_EXCL, so of two
 // processes only one gets it; a claim left by another job (an earlier run into the same
 // directory) is taken over by an atomic rename, and re-read to see who won a race.
-bool claim_main_name(State& s, const std::string& claim) {
+bool claim_main_name(Session& s, const std::string& claim) {
   const std::string mine = claim_text(s);
   int fd = open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd >= 0) {
@@ -80,7 +87,7 @@ bool claim_main_name(State& s, const std::string& claim) {
   if (errno != EEXIST) return false;
   const std::string theirs = read_small(claim);
   const std::string their_job = theirs.substr(0, theirs.find(' '));
-  if (their_job == s.job_id || theirs.empty()) return false;  // same job: never clobber
+  if (their_job == s.identity.job_id || theirs.empty()) return false;  // same job: never clobber
   const std::string tmp = claim + ".tmp" + std::to_string(getpid());
   fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
@@ -93,23 +100,69 @@ bool claim_main_name(State& s, const std::string& claim) {
   return read_small(claim) == mine;
 }
 
+core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason) {
+  core::Identity id;
+  id.job_id = s.identity.job_id;
+  effective_rank(s, &id.rank, &id.world_size);
+  id.role = s.output.role;
+  id.host = host_name();
+  id.pid = getpid();
+  id.snapshot = snapshot;
+  id.exit_reason = exit_reason;
+  id.start_unix_ns = s.identity.load_unix_ns;
+  id.end_unix_ns = unix_ns();
+  id.warnings = s.identity.config_warnings;
+  core::CpuSummary cpu;
+  if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
+    cpu = r->summary();
+  else
+    cpu.steps.warmup = s.identity.config.warmup_steps;
+  return core::build_rank_file(id, cpu, cupti::summary(snapshot), nccl::summary());
+}
+
+// TRAINTIME_TRACE=1: rank-00003.json -> rank-00003.trace.json (an aux file rank-00003.pid123.json
+// -> rank-00003.pid123.trace.json), via a temporary file and a rename so a reader never sees
+// half of it.
+void write_trace(Session& s) {
+  const nlohmann::json trace = cupti::trace_json();
+  if (trace.is_null()) return;
+  std::string path = s.output.file_path;
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) path.resize(path.size() - 5);
+  path += ".trace.json";
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    out << trace.dump() << '\n';
+    if (!out) {
+      support::log_warn("cannot write the trace {}", tmp);
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    support::log_warn("cannot write the trace {}", path);
+    std::remove(tmp.c_str());
+  }
+}
+
 }  // namespace
 
-void claim_locked(State& s) {
+void claim_locked(Session& s) {
+  Output& out = s.output;
   int64_t rank = 0, world = 1;
   effective_rank(s, &rank, &world);
-  if (!s.file_path.empty() && s.claimed_rank == rank) return;
-  if (!s.file_path.empty()) {
+  if (!out.file_path.empty() && out.claimed_rank == rank) return;
+  if (!out.file_path.empty()) {
     // The rank became known after a snapshot claimed rank 0 (a communicator told us): move.
-    unlink(s.file_path.c_str());
-    if (s.role == "rank") {
+    unlink(out.file_path.c_str());
+    if (out.role == "rank") {
       char old_claim[64];
-      std::snprintf(old_claim, sizeof old_claim, "/.rank-%05" PRId64 ".claim", s.claimed_rank);
-      unlink((s.output_dir + old_claim).c_str());
+      std::snprintf(old_claim, sizeof old_claim, "/.rank-%05" PRId64 ".claim", out.claimed_rank);
+      unlink((out.dir + old_claim).c_str());
     }
-    s.file_path.clear();
+    out.file_path.clear();
   }
-  const int err = make_dirs(s.output_dir);
+  const int err = make_dirs(out.dir);
   if (err != 0) {
     report_write_error(s, std::string("cannot create it: ") + std::strerror(err));
     return;
@@ -117,73 +170,30 @@ void claim_locked(State& s) {
   char name[96];
   std::snprintf(name, sizeof name, "/.rank-%05" PRId64 ".claim", rank);
   // A fork child inherited its parent's rank and is never the rank's owner.
-  if (!s.forked_child && claim_main_name(s, s.output_dir + name)) {
+  if (!s.identity.forked_child && claim_main_name(s, out.dir + name)) {
     std::snprintf(name, sizeof name, "/rank-%05" PRId64 ".json", rank);
-    s.role = "rank";
+    out.role = "rank";
   } else {
     std::snprintf(name, sizeof name, "/rank-%05" PRId64 ".pid%d.json", rank,
                   static_cast<int>(getpid()));
-    s.role = "aux";
+    out.role = "aux";
   }
-  s.file_path = s.output_dir + name;
-  s.claimed_rank = rank;
+  out.file_path = out.dir + name;
+  out.claimed_rank = rank;
 }
 
-core::RankFile assemble_rank_file(State& s, bool snapshot, const char* exit_reason) {
-  core::RankFile f;
-  f.job_id = s.job_id;
-  effective_rank(s, &f.rank, &f.world_size);
-  f.role = s.role;
-  f.host = host_name();
-  f.pid = getpid();
-  f.snapshot = snapshot;
-  f.exit_reason = exit_reason;
-  f.gpu_capture = "none";
-  f.gpu_capture_reason = "no GPU activity was captured in this process";
-  f.start_unix_ns = s.load_unix_ns;
-  f.end_unix_ns = unix_ns();
-  for (std::size_t i = 0; i < core::kCategoryCount; ++i)
-    f.categories[std::string(core::kCategoryNames[i])] = core::CategoryTotals{};
-  for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP"}) f.memcpy[k] = core::MemcpyStat{};
-  f.warnings = s.config_warnings;
-  if (core::RegionRegistry* r = s.registry.load(std::memory_order_acquire)) {
-    f.regions = r->snapshot_rows();
-    f.unbalanced_pops = r->unbalanced_pops();
-    f.steps = r->steps().summary();
-    if (f.unbalanced_pops)
-      f.warnings.push_back(std::to_string(f.unbalanced_pops) +
-                           " tt_pop() call(s) with no open region on their thread were ignored");
-    if (uint64_t n = r->depth_overflows())
-      f.warnings.push_back(std::to_string(n) + " region(s) nested deeper than " +
-                           std::to_string(core::ThreadState::kMaxDepth) + " were not timed");
-    if (uint64_t n = r->unknown_range_ends())
-      f.warnings.push_back(std::to_string(n) +
-                           " tt_range_end() call(s) named no open range (unknown or ended twice)");
-    if (uint64_t n = r->dropped_names())
-      f.warnings.push_back(std::to_string(n) + " region name(s) or path(s) were dropped: table full");
-  } else {
-    f.steps.warmup = s.config.warmup_steps;
-  }
-  if (f.steps.count > 0 && f.steps.count <= f.steps.warmup)
-    f.warnings.push_back("only " + std::to_string(f.steps.count) +
-                         " step(s), all within TRAINTIME_WARMUP_STEPS=" +
-                         std::to_string(f.steps.warmup) + ": no step statistics");
-  run_fillers(f);
-  return f;
-}
-
-bool write_rank_file_locked(State& s, bool snapshot, const char* exit_reason) {
-  if (s.final_written) return false;
+bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason) {
+  if (s.output.final_written) return false;
   claim_locked(s);
-  if (s.file_path.empty()) return false;
-  const core::RankFile f = assemble_rank_file(s, snapshot, exit_reason);
+  if (s.output.file_path.empty()) return false;
+  const core::RankFile f = assemble(s, snapshot, exit_reason);
   std::string error;
-  if (!core::write_rank_file(s.file_path, f, &error, core::WriteMode::kReplace)) {
+  if (!core::write_rank_file(s.output.file_path, f, &error, core::WriteMode::kReplace)) {
     report_write_error(s, error);
     return false;
   }
-  ++s.files_written;
+  if (!snapshot && s.identity.config.trace) write_trace(s);
   return true;
 }
 
-}  // namespace traintime::rt::detail
+}  // namespace traintime::preload

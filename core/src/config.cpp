@@ -76,6 +76,9 @@ const Row kRows[] = {
     {{"TRAINTIME_BUFFER_COUNT", "64",
       "Maximum number of CUPTI activity buffers in the pool (1 to 65536)."},
      Kind::kU32, &Config::buffer_count, 1, 65536},
+    {{"TRAINTIME_RECORD_FIXTURE", "",
+      "Directory to record raw CUPTI callbacks and activity buffers into, for replay tests."},
+     Kind::kString, &Config::record_fixture},
 };
 
 using ascii::lower;
@@ -140,10 +143,8 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
       return "";
     }
     case Kind::kLogLevel: {
-      static constexpr std::string_view kLevels[] = {"trace", "debug", "info",
-                                                     "warn",  "error", "off"};
       const std::string v = lower(trim(value));
-      if (std::find(std::begin(kLevels), std::end(kLevels), v) == std::end(kLevels))
+      if (std::find(kLogLevelNames.begin(), kLogLevelNames.end(), v) == kLogLevelNames.end())
         return warning(row.var, value, "one of trace, debug, info, warn, error, off");
       cfg.*std::get<StringField>(row.field) = v;
       return "";

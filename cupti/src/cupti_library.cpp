@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "capture_log.h"
+#include "traintime/support/log.h"
 
 #ifndef TRAINTIME_CUDA_ROOT
 #define TRAINTIME_CUDA_ROOT "/usr/local/cuda"
@@ -88,7 +88,7 @@ bool CuptiLibrary::load(const std::string& explicit_path, std::string* reason) {
       }
       const char* err = dlerror();
       if (candidate == explicit_path && err)
-        log_warning(std::string("TRAINTIME_CUPTI_LIB=") + explicit_path + " cannot be loaded: " + err);
+        support::log_warn("TRAINTIME_CUPTI_LIB={} cannot be loaded: {}", explicit_path, err);
       tried += (tried.empty() ? "" : ", ") + candidate;
     }
   }
@@ -137,9 +137,9 @@ const char* CuptiLibrary::result_string(CUptiResult rc) const {
 CUptiResult checked(const CuptiLibrary& lib, CallSite& site, CUptiResult rc, CUptiResult expected) {
   if (rc == CUPTI_SUCCESS || rc == expected) return rc;
   if (!site.logged.exchange(true, std::memory_order_relaxed))
-    log_warning(std::string(site.function) + " failed: " + lib.result_string(rc) + " (" +
-                std::to_string(static_cast<int>(rc)) + ") at " + site.file + ":" +
-                std::to_string(site.line) + "; further failures here are not logged");
+    support::log_warn("{} failed: {} ({}) at {}:{}; further failures here are not logged",
+                      site.function, lib.result_string(rc), static_cast<int>(rc), site.file,
+                      site.line);
   return rc;
 }
 

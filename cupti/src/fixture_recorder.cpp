@@ -10,7 +10,8 @@
 #include <fstream>
 
 #include "activity_decoder.h"
-#include "capture_log.h"
+#include "traintime/core/rank_file_builder.h"
+#include "traintime/support/log.h"
 #include "traintime/core/rank_file_json.h"
 
 namespace traintime::cupti {
@@ -37,13 +38,13 @@ core::LaunchContext context_from_json(const nlohmann::json& j) {
   return ctx;
 }
 
-std::unique_ptr<FixtureRecorder> FixtureRecorder::from_env() {
-  const char* root = std::getenv("TRAINTIME_RECORD_FIXTURE");
-  if (!root || !*root) return nullptr;
+std::unique_ptr<FixtureRecorder> FixtureRecorder::open(const std::string& root) {
+  if (root.empty()) return nullptr;
   // One sub-directory per process: the ranks of one job may share the variable.
-  const std::string dir = std::string(root) + "/pid" + std::to_string(getpid());
-  if ((mkdir(root, 0755) != 0 && errno != EEXIST) || (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)) {
-    log_warning(std::string("TRAINTIME_RECORD_FIXTURE=") + root + ": cannot create " + dir);
+  const std::string dir = root + "/pid" + std::to_string(getpid());
+  if ((mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) ||
+      (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)) {
+    support::log_warn("TRAINTIME_RECORD_FIXTURE={}: cannot create {}", root, dir);
     return nullptr;
   }
   return std::make_unique<FixtureRecorder>(dir);
@@ -129,7 +130,8 @@ void FixtureRecorder::finish(uint64_t steps_completed, const PipelineStats& live
   };
   std::ofstream out(dir_ + "/fixture.json");
   out << j.dump(1) << '\n';
-  if (!out || write_failed_) log_warning("TRAINTIME_RECORD_FIXTURE: could not write every file in " + dir_);
+  if (!out || write_failed_)
+    support::log_warn("TRAINTIME_RECORD_FIXTURE: could not write every file in {}", dir_);
 }
 
 }  // namespace traintime::cupti
@@ -139,7 +141,18 @@ namespace traintime::cupti {
 void FixtureRecorder::write_live_result(const core::RankFile& f) {
   std::string error;
   if (!core::write_rank_file(dir_ + "/rank.json", f, &error, core::WriteMode::kReplace))
-    log_warning("TRAINTIME_RECORD_FIXTURE: " + error);
+    support::log_warn("TRAINTIME_RECORD_FIXTURE: {}", error);
+}
+
+core::RankFile gpu_rank_file(const core::GpuSummary& gpu, uint64_t steps_completed,
+                             const std::function<std::string(core::PathId)>& path_name) {
+  core::CpuSummary cpu;
+  for (const core::GpuSummary::Region& r : gpu.regions) {
+    if (r.path >= cpu.path_names.size()) cpu.path_names.resize(r.path + 1);
+    cpu.path_names[r.path] = path_name(r.path);
+  }
+  cpu.steps.count = steps_completed;
+  return core::build_rank_file(core::Identity{}, cpu, gpu, core::CommSummary{});
 }
 
 }  // namespace traintime::cupti

@@ -1,4 +1,4 @@
-// TRAINTIME_RECORD_FIXTURE=<dir>: records what CUPTI gave the adapter — the launch callbacks
+// TRAINTIME_RECORD_FIXTURE=<dir> (the preload passes it in the capture options): records what CUPTI gave the adapter — the launch callbacks
 // (domain, cbid, name, correlation id, kernel symbol, thread, and the launch context the adapter
 // stored), graph-node creations and clones, and every activity buffer byte for byte with its
 // valid size and the libcupti version — so tests/capture/replay feeds the same input through
@@ -32,6 +32,7 @@
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
 #include "traintime/core/rank_file.h"
+#include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
 
@@ -41,8 +42,8 @@ core::LaunchContext context_from_json(const nlohmann::json& j);
 
 class FixtureRecorder {
  public:
-  // nullptr unless TRAINTIME_RECORD_FIXTURE names a directory (created, with pid<pid>/ in it).
-  static std::unique_ptr<FixtureRecorder> from_env();
+  // nullptr unless `root` names a directory (created, with pid<pid>/ in it).
+  static std::unique_ptr<FixtureRecorder> open(const std::string& root);
   explicit FixtureRecorder(std::string dir) : dir_(std::move(dir)) {}
 
   void set_library(const CuptiLibrary& lib) { lib_ = &lib; }
@@ -71,5 +72,10 @@ class FixtureRecorder {
   std::set<core::PathId> paths_;
   bool write_failed_ = false;
 };
+
+// The rank file of GPU work alone (no identity, no CPU regions beyond the paths' names, no NCCL
+// call counts): what the live capture wrote as rank.json and what the replay must reproduce.
+core::RankFile gpu_rank_file(const core::GpuSummary& gpu, uint64_t steps_completed,
+                             const std::function<std::string(core::PathId)>& path_name);
 
 }  // namespace traintime::cupti

@@ -1,18 +1,17 @@
 // The CUPTI adapter: subscription, launch callbacks, activity buffers, the processing thread,
-// flushing, and the rank-file hooks (DESIGN §2, §4). See gpu_capture.h for the lifecycle.
+// flushing, and the GPU summary (DESIGN §2, §4). See gpu_capture.h for the lifecycle.
 //
 // Threads and locks. Lock order, outermost first (never taken in the other order):
 //   start_mu_  (start-up only)
 //   flush_mu_  -> [CUPTI's internal locks] -> queue_mu_   (FlushAll delivers buffers
 //                                                          synchronously into on_completed)
-//   agg_mu_    -> [rt registry, via rt::category_of / rt::path_string]
+//   agg_mu_    -> [the process's region registry, via Hooks::category_of / path_name]
 //   GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
 // queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
 // The launch callback (application threads) takes no lock at all.
 #include "traintime/cupti/gpu_capture.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,9 +19,6 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,16 +28,12 @@
 #include "activity_pipeline.h"
 #include "buffer_pool.h"
 #include "callback_selection.h"
-#include "capture_log.h"
 #include "correlation_table.h"
 #include "cupti_library.h"
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
-#include "log.h"
-#include "nccl_context.h"
-#include "nccl_registry.h"
-#include "runtime.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/support/log.h"
 
 namespace traintime::cupti {
 namespace {
@@ -85,26 +77,6 @@ struct LaunchNest {
 };
 thread_local LaunchNest t_nest;
 
-void log_to_runtime(LogSeverity severity, const std::string& message) {
-  const rt::LogLevel level = severity == LogSeverity::kWarning ? rt::LogLevel::kWarn
-                             : severity == LogSeverity::kInfo  ? rt::LogLevel::kInfo
-                                                               : rt::LogLevel::kDebug;
-  rt::log(level, "%s", message.c_str());
-}
-
-core::LaunchContext current_context() noexcept {
-  core::LaunchContext ctx = rt::launch_context();
-  if (const rt::NcclCall* call = rt::current_nccl_call()) {
-    ctx.comm_op = call->op;
-    ctx.comm_id = call->comm_id;
-    ctx.comm_seq = call->seq;
-    ctx.comm_bytes = call->bytes;
-    ctx.comm_group = call->group_id;
-    ctx.comm_captured = call->captured;
-  }
-  return ctx;
-}
-
 class GpuCapture {
  public:
   static GpuCapture& get() {
@@ -113,20 +85,35 @@ class GpuCapture {
     return *instance;
   }
 
+  void configure(const Hooks& hooks, const Options& options);
   void start(const char* trigger);
   void lazy_start() noexcept;
+  core::GpuSummary summary(bool snapshot);
+  void shutdown(const char* reason);
+  nlohmann::json trace_json();
+  void on_fork_child() noexcept;
 
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                    const void* data);
   static void CUPTIAPI on_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   static void CUPTIAPI on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                                     size_t valid_size);
-  static void fill_rank_file(core::RankFile& f);
-  static void on_shutdown(const char* reason);
-  static void on_fork_child();
 
  private:
   GpuCapture() = default;
+
+  core::LaunchContext current_context() const noexcept {
+    return hooks_.launch_context ? hooks_.launch_context() : core::LaunchContext{};
+  }
+  uint32_t steps_completed() const noexcept {
+    return hooks_.steps_completed ? hooks_.steps_completed() : 0;
+  }
+  std::string path_name(core::PathId p) const {
+    return hooks_.path_name ? hooks_.path_name(p) : std::string();
+  }
+  core::Category category_of(core::PathId p) const {
+    return hooks_.category_of ? hooks_.category_of(p) : core::Category::kOther;
+  }
 
   bool start_capture(std::string* reason);
   void give_up(const std::string& reason);
@@ -138,20 +125,18 @@ class GpuCapture {
   bool drain();
   void transfer_dropped();  // caller holds agg_mu_
   void stop_thread();
-  void shutdown(const char* reason);
-  void fill(core::RankFile& f);
-  void write_trace(const core::RankFile& f);  // caller holds agg_mu_
 
+  Hooks hooks_;
+  Options options_;
+  bool configured_ = false;
   std::mutex start_mu_;
   std::atomic<State> state_{State::kIdle};
   std::atomic<bool> capturing_{false};  // hot-path switch for the callbacks
   std::atomic<bool> lazy_pending_{true};
   std::atomic<bool> recorded_{false};
-  bool hooks_registered_ = false;
+  std::atomic<bool> forked_{false};
   std::string reason_;        // gpu_capture_reason (written under start_mu_ before publication)
   std::string trigger_;
-  std::string output_dir_;  // absolute, fixed at start (the application may chdir later)
-  pid_t owner_pid_ = 0;
 
   CuptiLibrary lib_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
@@ -186,28 +171,24 @@ class GpuCapture {
 void GpuCapture::give_up(const std::string& reason) {
   reason_ = reason;
   state_.store(State::kUnavailable, std::memory_order_release);
-  log_warning("GPU capture unavailable: " + reason + " (CPU regions and NCCL are still recorded)");
+  support::log_warn("GPU capture unavailable: {} (CPU regions and NCCL are still recorded)", reason);
+}
+
+void GpuCapture::configure(const Hooks& hooks, const Options& options) {
+  std::lock_guard<std::mutex> lock(start_mu_);
+  hooks_ = hooks;
+  options_ = options;
+  configured_ = true;
 }
 
 void GpuCapture::start(const char* trigger) {
   std::lock_guard<std::mutex> lock(start_mu_);
   lazy_pending_.store(false, std::memory_order_relaxed);
-  if (state_.load(std::memory_order_acquire) != State::kIdle || !rt::active()) return;
+  if (state_.load(std::memory_order_acquire) != State::kIdle || !configured_ ||
+      forked_.load(std::memory_order_relaxed))
+    return;
   trigger_ = trigger;
-  owner_pid_ = getpid();
-  output_dir_ = rt::config().output_dir;
-  if (!output_dir_.empty() && output_dir_[0] != '/') {
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd)) output_dir_ = std::string(cwd) + "/" + output_dir_;
-  }
-  set_log_sink(&log_to_runtime);
-  if (!hooks_registered_) {
-    hooks_registered_ = true;
-    rt::add_rank_file_filler(&GpuCapture::fill_rank_file);
-    rt::add_shutdown_hook(&GpuCapture::on_shutdown);
-    pthread_atfork(nullptr, nullptr, &GpuCapture::on_fork_child);
-  }
-  if (!rt::config().cupti) {
+  if (!options_.enabled) {
     reason_ = "TRAINTIME_CUPTI=0";
     state_.store(State::kOff, std::memory_order_release);
     return;
@@ -217,9 +198,9 @@ void GpuCapture::start(const char* trigger) {
 }
 
 bool GpuCapture::start_capture(std::string* reason) {
-  if (!lib_.load(rt::config().cupti_lib, reason)) return false;
-  log_debug("CUPTI " + std::to_string(lib_.version()) + " from " + lib_.path() +
-            (lib_.reused() ? " (already loaded)" : "") + ", records as " + layout_name(lib_.layout()));
+  if (!lib_.load(options_.cupti_lib, reason)) return false;
+  support::log_debug("CUPTI {} from {}{}, records as {}", lib_.version(), lib_.path(),
+                     lib_.reused() ? " (already loaded)" : "", layout_name(lib_.layout()));
 
   // Launch-type callbacks, by name from CUPTI's own table.
   const CUpti_CallbackId limit = RoleTable::kMaxCbid;
@@ -243,19 +224,18 @@ bool GpuCapture::start_capture(std::string* reason) {
 
   launches_ = std::make_unique<CorrelationTable>(kCorrelationSlots);
   graph_nodes_ = std::make_unique<GraphNodeTable>(kMaxGraphNodes);
-  const core::Config& cfg = rt::config();
-  pool_ = std::make_unique<BufferPool>(size_t{cfg.buffer_mb} << 20, cfg.buffer_count);
-  queue_.reserve(cfg.buffer_count + 1);
+  pool_ = std::make_unique<BufferPool>(size_t{options_.buffer_mb} << 20, options_.buffer_count);
+  queue_.reserve(options_.buffer_count + 1);
   core::AggregatorOptions options;
-  options.warmup_steps = cfg.warmup_steps;
-  options.step_detail = cfg.step_detail;
-  options.trace = cfg.trace;
-  options.trace_max_events = cfg.trace_max_events;
+  options.warmup_steps = options_.warmup_steps;
+  options.step_detail = options_.step_detail;
+  options.trace = options_.trace;
+  options.trace_max_events = options_.trace_max_events;
   aggregator_ = std::make_unique<core::GpuAggregator>(options);
-  aggregator_->set_comm_table(&rt::nccl::call_table());
+  aggregator_->set_comm_table(hooks_.comm_table);
   pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_,
-                                                 [](core::PathId p) { return rt::category_of(p); });
-  recorder_ = FixtureRecorder::from_env();
+                                                 [this](core::PathId p) { return category_of(p); });
+  recorder_ = FixtureRecorder::open(options_.record_fixture);
   if (recorder_) recorder_->set_library(lib_);
   for (const SelectedCallback& s : selected) roles_.set(s.domain, s.cbid, s.role);
 
@@ -365,7 +345,7 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   launches_->store(cb->correlationId, nest.ctx);
   if (!recorded_.load(std::memory_order_relaxed)) {
     recorded_.store(true, std::memory_order_relaxed);
-    rt::mark_recorded();  // once per process: activates the rank file and exit hooks
+    if (hooks_.on_first_launch) hooks_.on_first_launch();  // once: the process has GPU work
   }
   if (recorder_) recorder_->on_api(domain, cbid, cb, nest.ctx);
 }
@@ -429,13 +409,13 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
 
 void GpuCapture::processing_loop() {
   auto next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
-  uint32_t flushed_at_step = rt::launch_context().step;
+  uint32_t flushed_at_step = steps_completed();
   std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
     queue_cv_.wait_for(lock, kPoll, [&] { return !queue_.empty() || stop_thread_ || flush_requested_; });
     if (queue_.empty()) {
       if (stop_thread_) break;
-      const uint32_t step = rt::launch_context().step;
+      const uint32_t step = steps_completed();
       if (flush_requested_ || std::chrono::steady_clock::now() >= next_flush ||
           step - flushed_at_step >= kFlushSteps) {
         flush_requested_ = false;
@@ -460,7 +440,7 @@ void GpuCapture::processing_loop() {
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
     }
-    if (const uint32_t steps = rt::launch_context().step) {
+    if (const uint32_t steps = steps_completed()) {
       const uint64_t per_step = records_seen_ / steps + 1;
       const uint64_t fits = pool_->buffer_bytes() / sizeof(CUpti_ActivityAPI);
       max_records_.store(std::clamp(per_step * kStepsPerBuffer, kMinRecordsPerBuffer, fits),
@@ -509,117 +489,101 @@ void GpuCapture::stop_thread() {
 }
 
 void GpuCapture::shutdown(const char* reason) {
-  if (getpid() != owner_pid_) return;  // a fork child never flushes inherited CUPTI state
+  if (forked_.load(std::memory_order_relaxed)) return;  // never flush inherited CUPTI state
   if (state_.load(std::memory_order_acquire) != State::kCapturing) return;
   // Forced flush: exit or terminating signal only (DESIGN §2). Lock order as in flush().
   flush(true, false);
-  if (!drain()) log_warning("GPU activity processing did not finish within 10 s at exit");
+  if (!drain()) support::log_warn("GPU activity processing did not finish within 10 s at exit");
   capturing_.store(false, std::memory_order_release);
   state_.store(State::kStopped, std::memory_order_release);
   stop_thread();
   if (recorder_) {
     std::lock_guard<std::mutex> agg(agg_mu_);
-    const uint32_t steps = rt::launch_context().step;
-    auto path_name = [](core::PathId p) { return rt::path_string(p); };
-    recorder_->finish(steps, pipeline_->stats(), path_name,
-                      [](core::PathId p) { return rt::category_of(p); }, reason);
-    core::RankFile live;
-    aggregator_->fill(live, path_name, steps);
-    live.steps.count = steps;
-    recorder_->write_live_result(live);
+    const uint32_t steps = steps_completed();
+    auto name = [this](core::PathId p) { return path_name(p); };
+    recorder_->finish(steps, pipeline_->stats(), name,
+                      [this](core::PathId p) { return category_of(p); }, reason);
+    recorder_->write_live_result(gpu_rank_file(aggregator_->summary(steps), steps, name));
   }
 }
 
-void GpuCapture::fill(core::RankFile& f) {
+core::GpuSummary GpuCapture::summary(bool snapshot) {
+  core::GpuSummary out;
   const State state = state_.load(std::memory_order_acquire);
-  if (state == State::kIdle) return;
-  if (getpid() != owner_pid_) {
-    f.gpu_capture = "none";
-    f.gpu_capture_reason = "forked from a process that captured the GPU; CUPTI state is not inherited";
-    return;
+  if (forked_.load(std::memory_order_relaxed) && state != State::kIdle) {
+    out.capture_reason =
+        "forked from a process that captured the GPU; CUPTI state is not inherited";
+    return out;
   }
-  if (state == State::kOff) {
-    f.gpu_capture = "none";
-    f.gpu_capture_reason = reason_;
-    return;
-  }
-  if (state == State::kUnavailable) {
-    f.gpu_capture = "unavailable";
-    f.gpu_capture_reason = reason_;
-    return;
-  }
-  if (state == State::kCapturing) {
-    // Snapshot mid-run: complete buffers only (normal flush), then wait for them to be ingested.
-    flush(false, false);
-    drain();
+  switch (state) {
+    case State::kIdle:
+      out.capture_reason = "no GPU activity was captured in this process";
+      return out;
+    case State::kOff:
+      out.capture_reason = reason_;
+      return out;
+    case State::kUnavailable:
+      out.capture = "unavailable";
+      out.capture_reason = reason_;
+      return out;
+    case State::kCapturing:
+      if (snapshot) {
+        // Mid-run: complete buffers only (normal flush), then wait for them to be ingested.
+        flush(false, false);
+        drain();
+      }
+      break;
+    case State::kStopped:
+      break;
   }
   std::lock_guard<std::mutex> agg(agg_mu_);
   transfer_dropped();
-  const uint64_t steps = rt::launch_context().step;
-  const core::CommCallTable::Snapshot calls = rt::nccl::call_table().snapshot();
-  aggregator_->fill(f, [](core::PathId p) { return rt::path_string(p); }, steps, &calls);
-  f.gpu_capture = "cupti";
-  f.gpu_capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() + "), started " +
-                         trigger_;
-  for (std::string& w : pipeline_->warnings()) f.warnings.push_back(std::move(w));
-  if (f.dropped_records)
-    f.warnings.push_back(std::to_string(f.dropped_records) +
-                         " GPU activity records were dropped by CUPTI: GPU times undercount");
-  if (rt::config().trace && !f.snapshot) write_trace(f);
+  out = aggregator_->summary(steps_completed());
+  out.capture = "cupti";
+  out.capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() +
+                       "), started " + trigger_;
+  for (std::string& w : pipeline_->warnings()) out.warnings.push_back(std::move(w));
+  if (out.dropped_records)
+    out.warnings.push_back(std::to_string(out.dropped_records) +
+                           " GPU activity records were dropped by CUPTI: GPU times undercount");
   if (const uint64_t refused = pool_->refused())
-    f.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
-                         std::to_string(rt::config().buffer_count) + " x " +
-                         std::to_string(rt::config().buffer_mb) +
-                         " MiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
+    out.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
+                           std::to_string(options_.buffer_count) + " x " +
+                           std::to_string(options_.buffer_mb) +
+                           " MiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
+  return out;
 }
 
-// TRAINTIME_TRACE=1: the aggregator's timeline dump next to the rank file, named like it
-// (rank-00003.json -> rank-00003.trace.json; an aux file rank-00003.pid123.json ->
-// rank-00003.pid123.trace.json). Written once, with the final rank file, via a temporary file
-// and a rename so a reader never sees half of it.
-void GpuCapture::write_trace(const core::RankFile& f) {
-  char name[96];
-  if (f.role == "rank")
-    std::snprintf(name, sizeof name, "/rank-%05lld.trace.json", static_cast<long long>(f.rank));
-  else
-    std::snprintf(name, sizeof name, "/rank-%05lld.pid%lld.trace.json", static_cast<long long>(f.rank),
-                  static_cast<long long>(f.pid));
-  const std::string path = output_dir_ + name;
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    out << aggregator_->trace_json([](core::PathId p) { return rt::path_string(p); }).dump() << '\n';
-    if (!out) {
-      log_warning("cannot write the trace " + tmp);
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    log_warning("cannot write the trace " + path);
-    std::remove(tmp.c_str());
-  }
+nlohmann::json GpuCapture::trace_json() {
+  const State state = state_.load(std::memory_order_acquire);
+  if (forked_.load(std::memory_order_relaxed) ||
+      (state != State::kCapturing && state != State::kStopped))
+    return nullptr;
+  std::lock_guard<std::mutex> agg(agg_mu_);
+  return aggregator_->trace_json([this](core::PathId p) { return path_name(p); });
 }
 
-void GpuCapture::fill_rank_file(core::RankFile& f) { get().fill(f); }
-void GpuCapture::on_shutdown(const char* reason) { get().shutdown(reason); }
-
-void GpuCapture::on_fork_child() {
+void GpuCapture::on_fork_child() noexcept {
   // The child has none of the parent's threads; it must never flush or process inherited state.
-  GpuCapture& self = get();
-  self.capturing_.store(false, std::memory_order_relaxed);
-  self.lazy_pending_.store(false, std::memory_order_relaxed);
+  forked_.store(true, std::memory_order_relaxed);
+  capturing_.store(false, std::memory_order_relaxed);
+  lazy_pending_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace
 
+void configure(const Hooks& hooks, const Options& options) {
+  GpuCapture::get().configure(hooks, options);
+}
+void start(const char* trigger) noexcept {
+  const int saved_errno = errno;
+  GpuCapture::get().start(trigger);
+  errno = saved_errno;
+}
 void lazy_start_point() noexcept { GpuCapture::get().lazy_start(); }
+core::GpuSummary summary(bool snapshot) { return GpuCapture::get().summary(snapshot); }
+void shutdown(const char* reason) { GpuCapture::get().shutdown(reason); }
+nlohmann::json trace_json() { return GpuCapture::get().trace_json(); }
+void on_fork_child() noexcept { GpuCapture::get().on_fork_child(); }
 
 }  // namespace traintime::cupti
-
-extern "C" int InitializeInjection(void) {
-  const int saved_errno = errno;
-  traintime::cupti::GpuCapture::get().start("by the CUDA driver (CUDA_INJECTION64_PATH)");
-  errno = saved_errno;
-  return 1;
-}

@@ -19,7 +19,6 @@
 #include <nlohmann/json.hpp>
 
 #include "activity_pipeline.h"
-#include "capture_log.h"
 #include "correlation_table.h"
 #include "cupti_library.h"
 #include "fixture_recorder.h"
@@ -30,20 +29,11 @@
 namespace tc = traintime::cupti;
 namespace core = traintime::core;
 
-namespace {
-
-void print_log(tc::LogSeverity severity, const std::string& message) {
-  if (severity == tc::LogSeverity::kWarning) std::cerr << "replay: " << message << '\n';
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   if (argc < 3 || argc > 4) {
     std::cerr << "usage: traintime_replay_fixture FIXTURE_DIR OUT_JSON [CUPTI_LIB]\n";
     return 2;
   }
-  tc::set_log_sink(&print_log);
   const std::string dir = argv[1];
   nlohmann::json fx;
   {
@@ -120,16 +110,16 @@ int main(int argc, char** argv) {
     pipeline.process(reinterpret_cast<uint8_t*>(aligned.data()), bytes.size());
   }
 
-  core::RankFile f;
-  f.gpu_capture = "cupti";
-  f.gpu_capture_reason = "replay of " + dir + " (recorded with " + fx.at("cupti_path").get<std::string>() + ")";
   const uint64_t steps = fx.at("steps_completed").get<uint64_t>();
-  aggregator.fill(f, [&](core::PathId p) {
+  core::GpuSummary gpu = aggregator.summary(steps);
+  gpu.capture = "cupti";
+  gpu.capture_reason =
+      "replay of " + dir + " (recorded with " + fx.at("cupti_path").get<std::string>() + ")";
+  for (std::string& w : pipeline.warnings()) gpu.warnings.push_back(std::move(w));
+  const core::RankFile f = tc::gpu_rank_file(gpu, steps, [&](core::PathId p) {
     auto it = paths.find(p);
     return it == paths.end() ? std::string() : it->second.first;
-  }, steps);
-  f.steps.count = steps;
-  for (std::string& w : pipeline.warnings()) f.warnings.push_back(std::move(w));
+  });
   nlohmann::json out = core::rank_file_to_json(f);
   out["replay"] = {{"buffers", pipeline.stats().buffers},
                    {"activities", pipeline.stats().activities},

@@ -83,7 +83,7 @@ void nccl(const char* function, const char* op, uint64_t bytes, Comm& comm, cons
       die(std::string(function) + " returned " + std::to_string(r) + " errno " + std::to_string(err) +
           ", expected " + std::to_string(g_fail_code) + " errno " + std::to_string(EREMOTEIO));
     }
-    // Not counted, but its sequence number was taken before the call (preload/nccl_wrappers.cpp:
+    // Not counted, but its sequence number was taken before the call (nccl/src/nccl_wrappers.cpp:
     // the kernel launched inside a call must carry it), so ops_enqueued includes it.
     ++comm.enqueued;
     return;

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "nccl_context.h"
 #include "nccl_registry.h"
-#include "runtime_double.h"
+#include "traintime/core/rank_file_builder.h"
+#include "traintime/nccl/nccl_interposer.h"
 
 extern "C" {
 typedef void (*fake_nccl_hook)(const char* function);
@@ -29,24 +29,51 @@ void fake_cuda_set_capturing(void* stream);
 ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 }
 
-namespace rt = traintime::rt;
-namespace nccl = traintime::rt::nccl;
+namespace nccl = traintime::nccl;
 using traintime::core::CommCallTable;
 using traintime::core::CommOp;
 
 namespace {
 
+// What the process side (preload/) would see through the interposer's hooks. The real hooks do
+// file and environment work that may leave errno changed: so do these, and the wrappers must
+// hide it.
+int g_first_calls = 0;
+int g_communicators = 0;
+int64_t g_world_rank = -1;
+int64_t g_world_size = 0;
+
+const nccl::Hooks kHooks = [] {
+  nccl::Hooks h;
+  h.on_first_call = [] () noexcept { ++g_first_calls; errno = EBADF; };
+  h.on_communicator = [] () noexcept { ++g_communicators; errno = EBADF; };
+  h.on_world_rank = [] (int64_t rank, int64_t size) noexcept {
+    g_world_rank = rank;
+    g_world_size = size;
+    errno = EBADF;
+  };
+  return h;
+}();
+
+// The call table the process owns; configured once per test program, as at start-up.
+CommCallTable& table() {
+  static CommCallTable* t = new CommCallTable();
+  return *t;
+}
+
+void configure(bool enabled) { nccl::configure(&table(), enabled, kHooks); }
+
 // What the CUPTI launch callback would have read at each simulated kernel launch.
 struct Launch {
   std::string function;
   bool inside = false;
-  rt::NcclCall call;
+  nccl::Call call;
 };
 std::vector<Launch> g_launches;
 
 void record_launch(const char* function) {
-  const rt::NcclCall* c = rt::current_nccl_call();
-  g_launches.push_back(Launch{function, c != nullptr, c != nullptr ? *c : rt::NcclCall{}});
+  const nccl::Call* c = nccl::current_call();
+  g_launches.push_back(Launch{function, c != nullptr, c != nullptr ? *c : nccl::Call{}});
 }
 
 struct Fixture {
@@ -55,8 +82,8 @@ struct Fixture {
     fake_nccl_set_hook(&record_launch);
     fake_nccl_clear_failure();
     fake_cuda_set_capturing(nullptr);
-    rt::testing::g_config.nccl = true;
-    rt::testing::g_active = true;
+    static const bool configured = (configure(true), true);
+    (void)configured;
   }
   ~Fixture() { fake_nccl_set_hook(nullptr); }
 };
@@ -147,8 +174,8 @@ TEST_CASE_METHOD(Fixture, "every op counts one call with nccl-tests bytes and ca
     CHECK_FALSE(g_launches[i].call.captured);
   }
   CHECK(enqueued(c) == expected.size());
-  CHECK(rt::current_nccl_call() == nullptr);
-  CHECK(rt::testing::g_marked > 0);
+  CHECK(nccl::current_call() == nullptr);
+  CHECK(g_first_calls > 0);
 }
 
 TEST_CASE_METHOD(Fixture, "ncclBcast is counted once, as Broadcast", "[nccl]") {
@@ -254,7 +281,7 @@ TEST_CASE_METHOD(Fixture, "two communicators of the same size are kept apart", "
   REQUIRE(ncclAllReduce(buf, buf, 20, ncclFloat32, ncclSum, b, nullptr) == ncclSuccess);
   REQUIRE(ncclAllReduce(buf, buf, 20, ncclFloat32, ncclSum, b, nullptr) == ncclSuccess);
   CHECK(comm_id(a) != comm_id(b));
-  CHECK(nccl::entry(comm_id(a))->stable_id != nccl::entry(comm_id(b))->stable_id);
+  CHECK(nccl::call_table().stable_id(comm_id(a) - 1) != nccl::call_table().stable_id(comm_id(b) - 1));
   CHECK(counts(a, CommOp::kAllReduce).calls == 1);
   CHECK(counts(a, CommOp::kAllReduce).bytes == 40);
   CHECK(counts(b, CommOp::kAllReduce).calls == 2);
@@ -270,7 +297,7 @@ TEST_CASE_METHOD(Fixture, "ranks of one communicator get the same stable id, spl
   ncclComm_t r0 = make_comm(4, 0, id);
   ncclComm_t r1 = make_comm(4, 1, id);
   CHECK(comm_id(r0) != comm_id(r1));
-  CHECK(nccl::entry(comm_id(r0))->stable_id == nccl::entry(comm_id(r1))->stable_id);
+  CHECK(nccl::call_table().stable_id(comm_id(r0) - 1) == nccl::call_table().stable_id(comm_id(r1) - 1));
   CHECK(nccl::entry(comm_id(r0))->origin == nccl::CommOrigin::kInitRank);
 
   // Each rank splits twice; the n-th split with the same color is the same communicator.
@@ -279,12 +306,12 @@ TEST_CASE_METHOD(Fixture, "ranks of one communicator get the same stable id, spl
   REQUIRE(ncclCommSplit(r1, 7, 1, &a1, nullptr) == ncclSuccess);
   REQUIRE(ncclCommSplit(r0, 7, 0, &b0, nullptr) == ncclSuccess);
   REQUIRE(ncclCommSplit(r1, 8, 1, &b1, nullptr) == ncclSuccess);
-  const uint64_t id_a0 = nccl::entry(comm_id(a0))->stable_id;  // registered lazily here
+  const uint64_t id_a0 = nccl::call_table().stable_id(comm_id(a0) - 1);  // registered lazily here
   CHECK(nccl::entry(comm_id(a0))->origin == nccl::CommOrigin::kSplit);
-  CHECK(nccl::entry(comm_id(a1))->stable_id == id_a0);
-  CHECK(nccl::entry(comm_id(b0))->stable_id != id_a0);  // second split of the parent
-  CHECK(nccl::entry(comm_id(b1))->stable_id != nccl::entry(comm_id(b0))->stable_id);  // color
-  CHECK(nccl::entry(comm_id(r0))->stable_id != id_a0);
+  CHECK(nccl::call_table().stable_id(comm_id(a1) - 1) == id_a0);
+  CHECK(nccl::call_table().stable_id(comm_id(b0) - 1) != id_a0);  // second split of the parent
+  CHECK(nccl::call_table().stable_id(comm_id(b1) - 1) != nccl::call_table().stable_id(comm_id(b0) - 1));  // color
+  CHECK(nccl::call_table().stable_id(comm_id(r0) - 1) != id_a0);
 }
 
 TEST_CASE_METHOD(Fixture, "group ops are counted one by one and the group kernel names them all",
@@ -306,7 +333,7 @@ TEST_CASE_METHOD(Fixture, "group ops are counted one by one and the group kernel
   CHECK(counts(c, CommOp::kRecv).calls == 1);
   CHECK(enqueued(c) == seq_before + 3);
   REQUIRE(g_launches.size() == 1);
-  const rt::NcclCall& g = g_launches[0].call;
+  const nccl::Call& g = g_launches[0].call;
   CHECK(g_launches[0].function == "ncclGroupEnd");
   CHECK(g.group_id != 0);
   CHECK(g.op == CommOp::kAllReduce);  // the first member
@@ -354,7 +381,7 @@ TEST_CASE_METHOD(Fixture, "calls on a stream being captured into a graph are lef
 
 TEST_CASE_METHOD(Fixture, "TRAINTIME_NCCL=0 passes every call straight through", "[nccl]") {
   ncclComm_t c = make_comm(2, 1);
-  rt::testing::g_config.nccl = false;
+  configure(false);
   const int before = fake_nccl_calls("ncclAllReduce");
   char buf[1];
   errno = EXDEV;
@@ -364,7 +391,7 @@ TEST_CASE_METHOD(Fixture, "TRAINTIME_NCCL=0 passes every call straight through",
   REQUIRE(ncclSend(buf, 1, ncclFloat32, 0, c, nullptr) == ncclSuccess);
   REQUIRE(ncclGroupEnd() == ncclSuccess);
   CHECK(fake_nccl_calls("ncclAllReduce") == before + 1);
-  rt::testing::g_config.nccl = true;
+  configure(true);
   CHECK(counts(c, CommOp::kAllReduce).calls == 0);
   CHECK(counts(c, CommOp::kSend).calls == 0);
   REQUIRE(g_launches.size() == 2);
@@ -405,19 +432,19 @@ TEST_CASE_METHOD(Fixture, "an entry point the loaded NCCL lacks fails without cr
 
 TEST_CASE_METHOD(Fixture, "the largest communicator gives the rank and world size", "[nccl]") {
   make_comm(64, 17);  // larger than every other communicator of this test program
-  CHECK(rt::testing::g_comm_rank == 17);
-  CHECK(rt::testing::g_comm_world == 64);
+  CHECK(g_world_rank == 17);
+  CHECK(g_world_size == 64);
   make_comm(2, 1);
-  CHECK(rt::testing::g_comm_rank == 17);
+  CHECK(g_world_rank == 17);
 }
 
-TEST_CASE_METHOD(Fixture, "the rank-file filler writes CPU-only rows and stable ids", "[nccl]") {
+TEST_CASE_METHOD(Fixture, "the summary gives CPU-only rows and stable ids without GPU capture",
+                 "[nccl]") {
   ncclComm_t c = make_comm(5, 2);  // the only size-5 communicator of this program
   char buf[1];
   REQUIRE(ncclReduceScatter(buf, buf, 25, ncclFloat32, ncclSum, c, nullptr) == ncclSuccess);
-  REQUIRE(rt::testing::g_filler != nullptr);
-  traintime::core::RankFile f;
-  rt::testing::g_filler(f);
+  const traintime::core::RankFile f = traintime::core::build_rank_file(
+      {}, {}, traintime::core::GpuSummary{}, nccl::summary());
   uint64_t rs_calls = 0;
   uint64_t rs_bytes = 0;
   for (const auto& row : f.comm) {
@@ -433,7 +460,7 @@ TEST_CASE_METHOD(Fixture, "the rank-file filler writes CPU-only rows and stable 
   std::set<std::pair<std::string, uint32_t>> seen;
   char expected_id[17];
   std::snprintf(expected_id, sizeof expected_id, "%016llx",
-                static_cast<unsigned long long>(nccl::entry(comm_id(c))->stable_id));
+                static_cast<unsigned long long>(nccl::call_table().stable_id(comm_id(c) - 1)));
   bool found = false;
   for (const auto& comm : f.communicators) {
     CHECK(comm.id.size() == 16);
@@ -444,26 +471,44 @@ TEST_CASE_METHOD(Fixture, "the rank-file filler writes CPU-only rows and stable 
   CHECK(found);
 }
 
-TEST_CASE_METHOD(Fixture, "a fork child does not report the parent's NCCL calls as its own",
-                 "[nccl]") {
+TEST_CASE_METHOD(Fixture, "a fork child reconfigured with a fresh table reports none of the "
+                 "parent's NCCL calls", "[nccl]") {
   ncclComm_t c = make_comm(6, 0);
   char buf[1];
   REQUIRE(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, c, nullptr) == ncclSuccess);
-  REQUIRE(rt::testing::g_filler != nullptr);
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    traintime::core::RankFile f;
-    rt::testing::g_filler(f);
-    _exit(f.comm.empty() && f.communicators.empty() ? 0 : 1);
+    // What the preload's fork handler does: a fresh session table, the same hooks.
+    static CommCallTable fresh;
+    nccl::configure(&fresh, true, kHooks);
+    const traintime::core::CommSummary mine = nccl::summary();
+    _exit(mine.calls.comms.empty() ? 0 : 1);
   }
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  traintime::core::RankFile parent;
-  rt::testing::g_filler(parent);
-  CHECK_FALSE(parent.comm.empty());
+  CHECK_FALSE(nccl::summary().calls.comms.empty());
+}
+
+TEST_CASE_METHOD(Fixture, "a communicator created through ncclCommInitRank reaches the lazy GPU "
+                 "start point", "[nccl]") {
+  // The lazy CUPTI start (another tool owns CUDA_INJECTION64_PATH) hangs off on_communicator:
+  // a communicator created through a wrapped ncclCommInit* must reach it, and so must one first
+  // seen in a call.
+  const int before = g_communicators;
+  ncclComm_t c = make_comm(7, 3);
+  CHECK(g_communicators == before + 1);
+  char buf[1];
+  const int saved = errno = 42;
+  REQUIRE(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, c, nullptr) == ncclSuccess);
+  CHECK(errno == saved);
+  CHECK(g_communicators == before + 1);  // once per communicator
+  ncclComm_t behind = nullptr;
+  REQUIRE(pncclCommInitRank(&behind, 2, unique_id(9), 0) == ncclSuccess);
+  REQUIRE(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, behind, nullptr) == ncclSuccess);
+  CHECK(g_communicators == before + 2);
 }
 
 TEST_CASE_METHOD(Fixture, "threads calling at once count exactly and register a handle once",

@@ -90,6 +90,8 @@ class CommCallTable {
                                  uint64_t stable_id);
   // Lock-free lookup of a registered, not retired key; kNoComm when unknown.
   uint32_t find_communicator(uint64_t handle_key) const noexcept;
+  // The stable id registered for comm_index (0 for a bad index or none given).
+  uint64_t stable_id(uint32_t comm_index) const noexcept;
   // ncclCommDestroy/Abort: the handle may be reused by a new communicator, which then gets a new
   // index. The retired communicator's counters stay in the snapshot.
   void retire_communicator(uint32_t comm_index);

@@ -3,9 +3,11 @@
 // naming the variable, the value and the default used instead. An empty value counts as unset.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace traintime::core {
@@ -29,7 +31,12 @@ struct Config {
   std::string category_rules;                  // TRAINTIME_CATEGORY_RULES (raw; CategoryRules)
   uint32_t buffer_mb = 8;                      // TRAINTIME_BUFFER_MB: CUPTI activity buffer size
   uint32_t buffer_count = 64;                  // TRAINTIME_BUFFER_COUNT: max buffers in the pool
+  std::string record_fixture;                  // TRAINTIME_RECORD_FIXTURE: directory (empty = off)
 };
+
+// TRAINTIME_LOG_LEVEL spellings, most verbose first; the index is the level's rank.
+inline constexpr std::array<std::string_view, 6> kLogLevelNames = {"trace", "debug", "info",
+                                                                  "warn",  "error", "off"};
 
 // One row of the table, for the README and `--help`-style listings.
 struct ConfigVar {

@@ -1,26 +1,87 @@
-// GPU capture (CUPTI) as the rest of libtraintime.so sees it (DESIGN §2).
+// GPU capture (CUPTI) as the preload sees it (DESIGN §2, §4). The adapter depends on core/ (and
+// the support library's logging) only: what it needs from the process comes in through Hooks,
+// as plain function pointers; what it measured goes out as a core::GpuSummary. It never writes
+// a file of the rank's output itself.
 //
-// Start: the CUDA driver calls InitializeInjection() while cuInit runs, because the preload's
-// constructor points CUDA_INJECTION64_PATH at libtraintime.so. When that variable already named
-// another tool, the driver never calls us; then the first lazy_start_point() that finds
-// libcuda.so.1 loaded in the process subscribes instead (CUPTI attaches to an initialised
-// driver too; kernels launched before that moment are not seen, and the rank file says so in
-// gpu_capture_reason). The runtime calls lazy_start_point() at every tt_step and the NCCL
-// wrappers at every communicator's first call; it costs one relaxed atomic load once capture
-// is decided either way.
+// Start: the preload calls configure() once at start-up, then start() from the driver's
+// InitializeInjection (CUDA_INJECTION64_PATH points at libtraintime.so), or lazy_start_point()
+// wherever capture may start lazily when another tool owns that variable (every tt_step, every
+// new NCCL communicator): it subscribes once libcuda.so.1 is loaded in the process (kernels
+// launched before that moment are not seen, and gpu_capture_reason says so). Once capture is
+// decided either way, lazy_start_point() costs one relaxed load.
 //
-// TRAINTIME_CUPTI=0 turns capture off. A libcupti that cannot be found, lacks a function, has a
-// record layout this build does not know, or refuses the subscription (another profiler holds
-// it) leaves CPU regions and NCCL untouched and writes gpu_capture "unavailable" with the reason.
+// Options::enabled == false (TRAINTIME_CUPTI=0) turns capture off. A libcupti that cannot be
+// found, lacks a function, has a record layout this build does not know, or refuses the
+// subscription (another profiler holds it) leaves CPU regions and NCCL untouched and makes the
+// summary say gpu_capture "unavailable" with the reason.
 #pragma once
 
-extern "C" {
-// Called by the CUDA driver (CUDA_INJECTION64_PATH). Once per process, thread-safe; returns 1.
-__attribute__((visibility("default"))) int InitializeInjection(void);
-}
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/category.h"
+#include "traintime/core/comm_stats.h"
+#include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
 
+struct Hooks {
+  // Attribution context for work the calling thread launches now: region, step, entry and the
+  // NCCL call it is inside. Called in every launch callback: lock-free, no allocation, errno
+  // untouched.
+  core::LaunchContext (*launch_context)() noexcept = nullptr;
+  // Number of tt_step calls so far. Lock-free.
+  uint32_t (*steps_completed)() noexcept = nullptr;
+  // The first launch this process made: it now has something to write. Called once.
+  void (*on_first_launch)() noexcept = nullptr;
+  // Category of a region path (lock-free) and its name (slow: trace dump and fixtures only).
+  core::Category (*category_of)(core::PathId path) noexcept = nullptr;
+  std::string (*path_name)(core::PathId path) = nullptr;
+  // The NCCL call table, for the members of NCCL group kernels; may be null. Must outlive
+  // capture.
+  const core::CommCallTable* comm_table = nullptr;
+};
+
+struct Options {
+  bool enabled = true;           // TRAINTIME_CUPTI
+  std::string cupti_lib;         // TRAINTIME_CUPTI_LIB
+  uint32_t buffer_mb = 8;        // TRAINTIME_BUFFER_MB
+  uint32_t buffer_count = 64;    // TRAINTIME_BUFFER_COUNT
+  uint32_t warmup_steps = 2;     // TRAINTIME_WARMUP_STEPS
+  uint32_t step_detail = 64;     // TRAINTIME_STEP_DETAIL
+  bool trace = false;            // TRAINTIME_TRACE
+  uint64_t trace_max_events = 1000000;
+  std::string record_fixture;    // TRAINTIME_RECORD_FIXTURE
+};
+
+// Once, before any start: what capture will use. Not thread-safe against start().
+void configure(const Hooks& hooks, const Options& options);
+
+// Subscribes now, unless capture was already decided or configure() never ran. `trigger` says
+// how it started, for gpu_capture_reason. Thread-safe; errno untouched.
+void start(const char* trigger) noexcept;
+
+// Lazy start point (see above). errno untouched.
 void lazy_start_point() noexcept;
+
+// What was captured so far. snapshot == true (mid-run): complete buffers are flushed and
+// ingested first. After shutdown(): the final figures. capture "none" when capture never
+// started (no CUDA in this process).
+core::GpuSummary summary(bool snapshot);
+
+// Exit or terminating signal: forced flush, everything delivered ingested, capture stopped.
+// Idempotent; never runs in a fork child.
+void shutdown(const char* reason);
+
+// TRAINTIME_TRACE=1 timeline ("traintime-trace/1", docs/attribution.md "Trace dump"); null when
+// no capture ran.
+nlohmann::json trace_json();
+
+// In a fork child: capture state belongs to the parent; nothing is flushed or processed, and
+// the summary says so.
+void on_fork_child() noexcept;
 
 }  // namespace traintime::cupti

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
-namespace traintime::rt::nccl {
+namespace traintime::nccl {
 namespace {
 
 // Number of objects the dynamic loader has ever added: a cheap "did anything get loaded since?"
@@ -143,4 +143,4 @@ bool stream_is_capturing(void* stream) noexcept {
   return capturing;
 }
 
-}  // namespace traintime::rt::nccl
+}  // namespace traintime::nccl

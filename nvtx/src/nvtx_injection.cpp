@@ -24,11 +24,14 @@
 #include <string>
 #include <unordered_set>
 
-#include "traintime/traintime.h"
+#include "traintime/nvtx/nvtx_injection.h"
 
-// Defined by the preload (annotation_api.cpp) in the same library.
-extern "C" const tt_api_v1* traintime_get_api_v1(void);
+#include <type_traits>
 
+static_assert(std::is_same_v<traintime::nvtx::GetExportTable, NvtxGetExportTableFunc_t>,
+              "nvtx_injection.h spells NVTX's export-table getter type");
+
+namespace traintime::nvtx {
 namespace {
 
 const tt_api_v1* g_api = nullptr;  // set once before any handler is installed
@@ -177,11 +180,10 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wcha
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
-    NvtxGetExportTableFunc_t get_export_table) {
+int inject(const tt_api_v1* api, GetExportTable get_export_table) {
   const int saved_errno = errno;
   static std::once_flag once;
-  std::call_once(once, [] { g_api = traintime_get_api_v1(); });
+  std::call_once(once, [api] { g_api = api; });
   int ok = 0;
   const auto* callbacks = get_export_table
       ? static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS))
@@ -222,3 +224,5 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
   errno = saved_errno;
   return ok;
 }
+
+}  // namespace traintime::nvtx

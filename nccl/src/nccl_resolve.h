@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-namespace traintime::rt::nccl {
+namespace traintime::nccl {
 
 // The real implementation of one NCCL entry point. get() is one acquire load once resolved.
 // While unresolved it retries, but only when the set of loaded objects changed since the last
@@ -44,4 +44,4 @@ class RealSymbol {
 // False when libcuda is not loaded, lacks the symbol, or the query fails. errno is preserved.
 bool stream_is_capturing(void* stream) noexcept;
 
-}  // namespace traintime::rt::nccl
+}  // namespace traintime::nccl

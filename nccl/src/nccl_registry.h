@@ -19,6 +19,9 @@
 // file (id, rank) is unique, even for the communicators of one ncclCommInitAll. Two
 // communicators of the same size always get different ids and different indices.
 //
+// The stable ids themselves live in core::CommCallTable (call_table().stable_id(index)); the
+// entry here keeps what the wrappers need on their hot path.
+//
 // Threading: comm_id_for() and entry() are lock-free once a communicator is registered.
 // Registration, creation notes and retirement take one mutex, off the hot path. A destroyed
 // communicator's handle is retired, so a new communicator that malloc places at the same address
@@ -29,8 +32,9 @@
 #include <cstdint>
 
 #include "traintime/core/comm_stats.h"
+#include "traintime/nccl/nccl_interposer.h"
 
-namespace traintime::rt::nccl {
+namespace traintime::nccl {
 
 inline constexpr uint32_t kMaxCommunicators = core::CommCallTable::kMaxCommunicators;
 
@@ -39,12 +43,15 @@ enum class CommOrigin : uint8_t { kInitRank, kInitAll, kSplit, kShrink, kFirstSe
 struct CommEntry {
   uint32_t size = 0;
   uint32_t rank = 0;
-  uint64_t stable_id = 0;
   CommOrigin origin = CommOrigin::kFirstSeen;
 };
 
-// The process's call table (never destroyed, so exit-time writers can always read it).
+// Whether wrappers record (configure() said enabled). One relaxed load.
+bool recording() noexcept;
+// The table configure() gave. Only valid while recording() (or after it was once true).
 core::CommCallTable& call_table() noexcept;
+// The hooks configure() gave.
+const Hooks& hooks() noexcept;
 
 // comm_id (table index + 1) of `comm`, registering it on first sight; 0 when it cannot be
 // registered (null handle, the real size/rank query fails, e.g. a nonblocking communicator that
@@ -76,4 +83,4 @@ uint64_t hash_bytes(const void* data, size_t n, uint64_t seed = 0xcbf29ce4842223
 void count_unregistered_call() noexcept;
 uint64_t unregistered_calls() noexcept;
 
-}  // namespace traintime::rt::nccl
+}  // namespace traintime::nccl

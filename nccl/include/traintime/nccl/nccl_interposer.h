@@ -1,0 +1,65 @@
+// The NCCL interposer as the rest of libtraintime.so sees it (DESIGN §5). It depends on core/
+// only: what it needs from the process comes in through configure(); what it knows goes out
+// through current_call() (read by the launch context) and summary() (read by the rank-file
+// assembler). It never writes into another module's output.
+//
+// current_call() contract with the launch callback:
+//  - a thread-local read: no lock, no allocation, errno untouched, callable from any thread at
+//    any time (also before NCCL was ever called);
+//  - nullptr when the thread is not inside an interposed NCCL call, and always when
+//    interposition is off (TRAINTIME_NCCL=0): the GPU side then finds comm kernels by name;
+//  - the pointee is valid until the callback returns: copy what you need, keep no pointer.
+#pragma once
+
+#include <cstdint>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/comm_stats.h"
+#include "traintime/core/summaries.h"
+
+namespace traintime::nccl {
+
+struct Call {
+  // A single op: the op itself. Inside the outermost ncclGroupEnd (where NCCL launches the
+  // group's kernels): the group's first member (op, comm_id, seq) and bytes = the sum over all
+  // members; the members themselves are in CommCallTable::find_group(group_id).
+  core::CommOp op = core::CommOp::kNone;
+  uint32_t comm_id = 0;  // communicator table index + 1 (0: communicator unknown)
+  uint64_t seq = 0;      // sequence number on the communicator, 1-based (0: captured)
+  uint64_t bytes = 0;    // nccl-tests convention (DESIGN §5)
+  // Non-zero only inside the outermost ncclGroupEnd: the process-unique id under which the
+  // group's members were recorded with record_group() just before the real ncclGroupEnd.
+  uint64_t group_id = 0;
+  // The stream was being captured into a CUDA graph: the CPU side did not count the call
+  // (seq == 0); each replayed kernel counts as one call on the GPU side.
+  bool captured = false;
+};
+
+// What the interposer needs from the process. Each hook may be null; each is called outside
+// the interposer's locks, from the application thread making the NCCL call, and must keep errno.
+struct Hooks {
+  // The first call counted in this process: it now has something to write.
+  void (*on_first_call)() noexcept = nullptr;
+  // A communicator was registered (created through a wrapped ncclCommInit*, or first seen in a
+  // call). GPU capture may start lazily here when the driver never called InitializeInjection.
+  void (*on_communicator)() noexcept = nullptr;
+  // The rank within the largest communicator registered so far (the world rank, when no
+  // launcher variable says).
+  void (*on_world_rank)(int64_t rank, int64_t world_size) noexcept = nullptr;
+};
+
+// Starts (or, in a fork child, restarts) recording into `table`, which the caller owns and
+// never destroys while wrappers may run. With enabled == false every wrapper passes straight
+// through. Until the first call, nothing is recorded. Not thread-safe against itself: called at
+// start-up and in the fork child handler.
+void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noexcept;
+
+// The interposed NCCL call (or outermost ncclGroupEnd) this thread is inside, else nullptr.
+const Call* current_call() noexcept;
+
+// The call table's snapshot (stable ids included) and the interposer's own warnings (calls on
+// communicators it could not register, groups lost, table overflow). Empty when nothing was
+// recorded.
+core::CommSummary summary();
+
+}  // namespace traintime::nccl

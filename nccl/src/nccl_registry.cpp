@@ -1,0 +1,266 @@
+// Communicator registry: CommCallTable's lock-free handle lookup on the hot path; first sight,
+// creation notes and destruction under one mutex. configure() and summary() (the module's
+// interface, nccl_interposer.h) are here too: they own the registry's lifetime.
+#include "nccl_registry.h"
+
+#include <nccl.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <string>
+
+#include "nccl_resolve.h"
+
+namespace traintime::nccl {
+namespace {
+
+struct PendingChild {
+  const void* handle = nullptr;
+  uint64_t stable_id = 0;
+  CommOrigin origin = CommOrigin::kSplit;
+};
+constexpr size_t kMaxPending = 64;
+
+// One per configure(): a fork child gets a fresh one (the parent's is leaked there, since its
+// mutex may have been held by a thread that does not exist in the child). Never destroyed, so
+// exit-time writers can always read it.
+struct Registry {
+  std::array<CommEntry, kMaxCommunicators> entries{};
+  std::array<std::atomic<bool>, kMaxCommunicators> published{};
+  std::array<uint32_t, kMaxCommunicators> children_made{};  // splits/shrinks per parent
+  std::array<PendingChild, kMaxPending> pending{};
+  std::mutex mutex;  // every writer
+  uint32_t first_seen = 0;
+  uint32_t init_alls = 0;
+  uint32_t largest_size = 0;
+  std::atomic<uint64_t> unregistered{0};
+  core::CommCallTable* table = nullptr;
+  Hooks hooks;
+};
+// Until configure() runs: an empty registry that records nothing (g_recording is false).
+Registry g_initial;
+std::atomic<Registry*> g_current{&g_initial};
+std::atomic<bool> g_recording{false};
+
+Registry& reg() noexcept { return *g_current.load(std::memory_order_acquire); }
+
+RealSymbol g_comm_count{"ncclCommCount", "pncclCommCount"};
+RealSymbol g_comm_user_rank{"ncclCommUserRank", "pncclCommUserRank"};
+
+uint64_t key_of(const void* comm) { return reinterpret_cast<uint64_t>(comm); }
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  const uint64_t words[2] = {a, b};
+  return hash_bytes(words, sizeof(words));
+}
+
+// What a registration tells the process, reported by the caller after the mutex is released.
+struct Published {
+  uint32_t comm_id = 0;     // 0 when the table is full
+  bool fresh = false;       // first registration of this communicator
+  int64_t world_rank = -1;  // set when it is the largest communicator so far
+  int64_t world_size = 0;
+};
+
+// Under r.mutex.
+Published publish(Registry& r, const void* comm, uint32_t size, uint32_t rank,
+                  uint64_t stable_id, CommOrigin origin) {
+  Published out;
+  const uint32_t index = r.table->register_communicator(key_of(comm), size, rank, stable_id);
+  if (index >= kMaxCommunicators) return out;
+  out.comm_id = index + 1;
+  if (!r.published[index].load(std::memory_order_relaxed)) {
+    r.entries[index] = CommEntry{size, rank, origin};
+    r.published[index].store(true, std::memory_order_release);
+    out.fresh = true;
+    if (size > r.largest_size) {
+      // The rank in the largest communicator is the rank in the world when no launcher
+      // variable said (the process prefers a launcher's rank over this one).
+      r.largest_size = size;
+      out.world_rank = rank;
+      out.world_size = size;
+    }
+  }
+  return out;
+}
+
+// Outside the mutex: the hooks may take the process's own locks (a lazy CUPTI start does).
+void announce(const Registry& r, const Published& p) {
+  if (!p.fresh) return;
+  const int saved_errno = errno;
+  if (p.world_rank >= 0 && r.hooks.on_world_rank) r.hooks.on_world_rank(p.world_rank, p.world_size);
+  if (r.hooks.on_communicator) r.hooks.on_communicator();
+  errno = saved_errno;
+}
+
+}  // namespace
+
+void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noexcept {
+  g_recording.store(false, std::memory_order_relaxed);
+  if (table == nullptr) return;
+  auto* r = new (std::nothrow) Registry();
+  if (r == nullptr) return;
+  r->table = table;
+  r->hooks = hooks;
+  g_current.store(r, std::memory_order_release);
+  g_recording.store(enabled, std::memory_order_release);
+}
+
+bool recording() noexcept { return g_recording.load(std::memory_order_relaxed); }
+core::CommCallTable& call_table() noexcept { return *reg().table; }
+const Hooks& hooks() noexcept { return reg().hooks; }
+
+core::CommSummary summary() {
+  core::CommSummary out;
+  Registry& r = reg();
+  if (r.table == nullptr) return out;
+  out.calls = r.table->snapshot();
+  if (out.calls.comms.empty()) return out;
+  if (const uint64_t n = r.unregistered.load(std::memory_order_relaxed)) {
+    out.warnings.push_back(std::to_string(n) +
+                           " NCCL call(s) on a communicator whose size and rank could not be read "
+                           "were not counted");
+  }
+  if (out.calls.calls_without_communicator > 0) {
+    out.warnings.push_back(std::to_string(out.calls.calls_without_communicator) +
+                           " NCCL call(s) beyond the communicator table's capacity were not counted");
+  }
+  if (const uint64_t n = r.table->groups_lost()) {
+    out.warnings.push_back(std::to_string(n) +
+                           " NCCL group(s) could not be recorded (two threads raced for one slot); "
+                           "their kernels count for the group's first op");
+  }
+  return out;
+}
+
+uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) noexcept {
+  uint64_t h = seed;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+uint32_t comm_id_for(const void* comm) noexcept {
+  if (comm == nullptr) return 0;
+  Registry& r = reg();
+  const uint32_t index = r.table->find_communicator(key_of(comm));
+  if (index < kMaxCommunicators && r.published[index].load(std::memory_order_acquire)) {
+    return index + 1;
+  }
+
+  const int saved_errno = errno;
+  uint32_t comm_id = 0;
+  using QueryFn = ncclResult_t (*)(const ncclComm_t, int*);
+  auto count_fn = reinterpret_cast<QueryFn>(g_comm_count.get(nullptr));
+  auto rank_fn = reinterpret_cast<QueryFn>(g_comm_user_rank.get(nullptr));
+  int size = 0;
+  int rank = 0;
+  auto handle = static_cast<ncclComm_t>(const_cast<void*>(comm));
+  // Outside the mutex: the real queries may block briefly (ncclCommEnsureReady).
+  if (count_fn != nullptr && rank_fn != nullptr && count_fn(handle, &size) == ncclSuccess &&
+      rank_fn(handle, &rank) == ncclSuccess && size > 0 && rank >= 0 && rank < size) {
+    Published p;
+    {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    uint64_t stable_id = 0;
+    CommOrigin origin = CommOrigin::kFirstSeen;
+    for (PendingChild& p : r.pending) {
+      if (p.handle == comm) {
+        stable_id = p.stable_id;
+        origin = p.origin;
+        p = PendingChild{};
+        break;
+      }
+    }
+    if (origin == CommOrigin::kFirstSeen) {
+      stable_id = mix(uint64_t{0x5EE4} << 32 | ++r.first_seen, static_cast<uint64_t>(size));
+    }
+    p = publish(r, comm, static_cast<uint32_t>(size), static_cast<uint32_t>(rank), stable_id,
+                origin);
+    }
+    comm_id = p.comm_id;
+    announce(r, p);
+  }
+  errno = saved_errno;
+  return comm_id;
+}
+
+const CommEntry* entry(uint32_t comm_id) noexcept {
+  if (comm_id == 0 || comm_id > kMaxCommunicators) return nullptr;
+  Registry& r = reg();
+  if (!r.published[comm_id - 1].load(std::memory_order_acquire)) return nullptr;
+  return &r.entries[comm_id - 1];
+}
+
+void note_created(const void* comm, uint32_t size, uint32_t rank, uint64_t stable_id,
+                  CommOrigin origin) noexcept {
+  if (comm == nullptr || size == 0 || rank >= size) return;
+  const int saved_errno = errno;
+  Registry& r = reg();
+  Published p;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    p = publish(r, comm, size, rank, stable_id, origin);
+  }
+  announce(r, p);
+  errno = saved_errno;
+}
+
+void note_child(const void* comm, uint64_t stable_id, CommOrigin origin) noexcept {
+  if (comm == nullptr) return;
+  Registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (PendingChild& p : r.pending) {
+    if (p.handle == nullptr || p.handle == comm) {
+      p = PendingChild{comm, stable_id, origin};
+      return;
+    }
+  }
+  // More than kMaxPending children not used yet: this one gets a first-seen id.
+}
+
+uint64_t next_child_id(const void* parent, CommOrigin origin, int color) noexcept {
+  const uint32_t parent_id = comm_id_for(parent);
+  Registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  uint64_t parent_stable = 0;
+  uint64_t nth = 0;
+  if (parent_id != 0) {
+    parent_stable = r.table->stable_id(parent_id - 1);
+    nth = ++r.children_made[parent_id - 1];
+  }
+  const uint64_t kind = origin == CommOrigin::kShrink ? 2 : 1;
+  return mix(mix(parent_stable, kind << 32 | nth), static_cast<uint32_t>(color));
+}
+
+uint64_t next_init_all_id(int ndev) noexcept {
+  Registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return mix(uint64_t{0xA11} << 32 | ++r.init_alls, static_cast<uint32_t>(ndev));
+}
+
+void retire(const void* comm) noexcept {
+  if (comm == nullptr) return;
+  Registry& r = reg();
+  const uint32_t index = r.table->find_communicator(key_of(comm));
+  if (index < kMaxCommunicators) r.table->retire_communicator(index);
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (PendingChild& p : r.pending) {
+    if (p.handle == comm) p = PendingChild{};
+  }
+}
+
+void count_unregistered_call() noexcept {
+  reg().unregistered.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t unregistered_calls() noexcept {
+  return reg().unregistered.load(std::memory_order_relaxed);
+}
+
+}  // namespace traintime::nccl

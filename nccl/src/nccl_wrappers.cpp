@@ -1,0 +1,502 @@
+// Interposed NCCL entry points (DESIGN §5, issue 5). Every wrapper has the exact prototype of
+// nccl.h 2.28 and calls the real function found by RealSymbol.
+//
+// Rules every wrapper keeps:
+//  - The real function's return value is returned unchanged, and errno is what the real call
+//    left (our own work before and after it is invisible: errno is saved and restored around it).
+//  - No lock and no allocation per call: thread-local state, relaxed atomics in CommCallTable.
+//    (Only the first sight of a communicator, creation/destruction and a thread's first group
+//    take the slow path.)
+//  - Only the outermost interposed call on a thread counts: NCCL's entry points call each other
+//    through the dynamic symbol (ncclBcast -> ncclBroadcast), and those inner calls pass straight
+//    through. ncclBcast is therefore counted once, as "Broadcast" (DESIGN §6 op names).
+//  - TRAINTIME_NCCL=0, or before configure(): straight through, nothing recorded; the GPU side
+//    still finds NCCL kernels by name.
+//  - No real function (no NCCL in the process provides the symbol): ncclSystemError with
+//    errno = ENOSYS. This cannot happen to an application that linked against NCCL (the loader
+//    would have refused it); it covers code that found our export through dlsym(RTLD_DEFAULT)
+//    against an older NCCL lacking the entry point, where failing the call is the only answer
+//    that neither crashes nor pretends the work was done.
+//
+// Counting: a call is counted (calls, bytes, size bucket, sequence number) when it is the
+// outermost one, its communicator is registered, its stream is not being captured into a CUDA
+// graph, and the real call returned ncclSuccess or ncclInProgress (nonblocking communicators).
+// The sequence number is taken before the real call, since the kernel launched inside it must
+// carry it; a call that then fails has consumed its number (ops_enqueued counts it), which keeps
+// numbers aligned across ranks when every rank fails the same call, the usual case.
+// Ops queued in a group are counted when queued; the outermost ncclGroupEnd records the group's
+// members in CommCallTable::record_group() and describes the group to the launch callback while
+// NCCL launches its kernels. Calls on a capturing stream are not counted here: each replay of
+// the captured kernel counts one call on the GPU side (NcclCall::captured).
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#pragma GCC visibility push(default)
+#include <nccl.h>
+#pragma GCC visibility pop
+
+#include "nccl_registry.h"
+#include "nccl_resolve.h"
+#include "traintime/nccl/nccl_interposer.h"
+
+namespace traintime::nccl {
+namespace {
+
+using core::CommOp;
+
+// Every interposed entry point, once: its real function is found by RealSymbol under its own
+// name, then under NCCL's "p"-prefixed strong alias.
+#define TT_NCCL_ENTRY_POINTS(X)                                                               \
+  X(ncclAllReduce) X(ncclBroadcast) X(ncclBcast) X(ncclReduce) X(ncclAllGather)               \
+  X(ncclReduceScatter) X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv)   \
+  X(ncclGroupStart) X(ncclGroupEnd) X(ncclGroupSimulateEnd) X(ncclCommInitRank)               \
+  X(ncclCommInitRankConfig) X(ncclCommInitRankScalable) X(ncclCommInitAll) X(ncclCommSplit)   \
+  X(ncclCommShrink) X(ncclCommDestroy) X(ncclCommAbort)
+
+// The real-symbol slot of the wrapper `Wrapper` (constant-initialised: no guard on the hot path).
+template <auto Wrapper>
+RealSymbol& real_symbol() noexcept;
+#define TT_NCCL_REAL_SYMBOL(name)                   \
+  template <>                                       \
+  RealSymbol& real_symbol<&::name>() noexcept {     \
+    static RealSymbol symbol{#name, "p" #name};     \
+    return symbol;                                  \
+  }
+TT_NCCL_ENTRY_POINTS(TT_NCCL_REAL_SYMBOL)
+#undef TT_NCCL_REAL_SYMBOL
+
+// The prologue every wrapper shares: errno as the application left it (put back before the
+// real call, so the real call sees and leaves errno exactly as without us) and the real
+// function, or nullptr when no loaded object provides it.
+template <auto Wrapper>
+struct Entry {
+  using Fn = decltype(Wrapper);
+  int entry_errno = errno;
+  Fn fn = reinterpret_cast<Fn>(real_symbol<Wrapper>().get(reinterpret_cast<const void*>(Wrapper)));
+};
+
+// Group members of one thread's open group. Allocated at the thread's first outermost
+// ncclGroupStart, freed at thread exit; members beyond the capacity are folded into member 0's
+// bytes (as CommCallTable::record_group folds what exceeds its own record).
+constexpr uint32_t kGroupCapacity = 4096;
+
+struct ThreadState {
+  int depth = 0;        // interposed calls active on this thread
+  int group_depth = 0;  // the application's ncclGroupStart nesting (outermost calls only)
+  bool call_active = false;
+  Call call;
+  uint64_t group_id = 0;  // of the open group, assigned at its outermost ncclGroupStart
+  uint32_t group_count = 0;
+  uint64_t group_bytes = 0;
+  bool group_captured = false;
+  core::CommGroupMember* members = nullptr;
+};
+
+thread_local ThreadState t_nccl;
+
+std::atomic<uint64_t> g_next_group{0};
+std::atomic<bool> g_first_call_seen{false};
+pthread_key_t g_members_key;
+pthread_once_t g_members_once = PTHREAD_ONCE_INIT;
+
+void free_members(void* p) {
+  t_nccl.members = nullptr;
+  std::free(p);
+}
+
+core::CommGroupMember* group_members(ThreadState& t) {
+  if (t.members == nullptr) {
+    pthread_once(&g_members_once, [] { pthread_key_create(&g_members_key, free_members); });
+    t.members = static_cast<core::CommGroupMember*>(
+        std::calloc(kGroupCapacity, sizeof(core::CommGroupMember)));
+    if (t.members != nullptr) pthread_setspecific(g_members_key, t.members);
+  }
+  return t.members;
+}
+
+uint64_t type_size(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
+    case ncclNumTypes: break;
+  }
+  return 0;  // an unknown type: NCCL rejects the call, nothing is counted
+}
+
+// nccl-tests byte conventions (DESIGN §5): the total over ranks for AllGather (sendcount × n),
+// ReduceScatter (recvcount × n), AlltoAll, Gather and Scatter (per-peer count × n); the buffer
+// for AllReduce, Broadcast, Reduce, Send and Recv.
+enum class Extent : uint8_t { kBuffer, kTimesRanks };
+
+// Calls the real function with the application's errno and captures the errno it leaves.
+template <typename Real>
+ncclResult_t call_real(Real&& real, int entry_errno, int* exit_errno) {
+  errno = entry_errno;
+  const ncclResult_t r = real();
+  *exit_errno = errno;
+  return r;
+}
+
+bool succeeded(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
+void first_call_once() {
+  if (!g_first_call_seen.load(std::memory_order_relaxed)) {
+    g_first_call_seen.store(true, std::memory_order_relaxed);
+    const int saved = errno;
+    if (auto hook = hooks().on_first_call) hook();
+    errno = saved;
+  }
+}
+
+ncclResult_t missing_real() {
+  errno = ENOSYS;
+  return ncclSystemError;
+}
+
+// One collective or point-to-point call. `invoke(fn)` calls the real function `fn`.
+template <auto Wrapper, typename Invoke>
+ncclResult_t run_op(CommOp op, Extent extent, size_t count, ncclDataType_t type, ncclComm_t comm,
+                    cudaStream_t stream, Invoke&& invoke) {
+  const Entry<Wrapper> e;
+  if (e.fn == nullptr) return missing_real();
+  ThreadState& t = t_nccl;
+  if (t.depth > 0 || !recording()) {
+    errno = e.entry_errno;
+    return invoke(e.fn);
+  }
+  ++t.depth;
+  const uint32_t comm_id = comm_id_for(comm);
+  const CommEntry* ce = entry(comm_id);
+  const bool captured = stream_is_capturing(stream);
+  uint64_t bytes = static_cast<uint64_t>(count) * type_size(type);
+  if (extent == Extent::kTimesRanks) bytes *= ce != nullptr ? ce->size : 0;
+  const uint32_t index = comm_id - 1;
+  uint64_t seq = 0;
+  if (ce != nullptr && !captured) seq = call_table().next_seq(index);
+
+  t.call = Call{op, comm_id, seq, bytes, 0, captured};
+  t.call_active = true;
+  int exit_errno = 0;
+  const ncclResult_t r = call_real([&] { return invoke(e.fn); }, e.entry_errno, &exit_errno);
+  t.call_active = false;
+
+  if (succeeded(r)) {
+    if (ce == nullptr) {
+      count_unregistered_call();
+    } else if (!captured) {
+      call_table().on_call(index, op, bytes);
+      first_call_once();
+    }
+    if (t.group_depth > 0 && ce != nullptr) {
+      core::CommGroupMember* m = t.members;
+      const core::CommGroupMember member{op, comm_id, seq, bytes};
+      if (m != nullptr && t.group_count < kGroupCapacity) {
+        m[t.group_count++] = member;
+      } else if (m != nullptr) {
+        m[0].bytes += bytes;
+      }
+      t.group_bytes += bytes;
+      t.group_captured = t.group_captured || captured;
+    }
+  }
+  --t.depth;
+  errno = exit_errno;
+  return r;
+}
+
+template <auto Wrapper, typename Invoke>
+ncclResult_t pass_through(Invoke&& invoke) {
+  const Entry<Wrapper> e;
+  if (e.fn == nullptr) return missing_real();
+  errno = e.entry_errno;
+  return invoke(e.fn);
+}
+
+// Communicator lifecycle wrappers: the real call first (outermost or not: a comm created inside
+// another NCCL call is still a communicator), then the registry's slow path.
+template <auto Wrapper, typename Invoke, typename After>
+ncclResult_t run_lifecycle(Invoke&& invoke, After&& after) {
+  const Entry<Wrapper> e;
+  if (e.fn == nullptr) return missing_real();
+  if (!recording()) {
+    errno = e.entry_errno;
+    return invoke(e.fn);
+  }
+  ThreadState& t = t_nccl;
+  ++t.depth;
+  int exit_errno = 0;
+  const ncclResult_t r = call_real([&] { return invoke(e.fn); }, e.entry_errno, &exit_errno);
+  --t.depth;
+  if (succeeded(r)) after();
+  errno = exit_errno;
+  return r;
+}
+
+// Registry work done before a real call must not leave errno changed for it.
+void retire_if_recording(const void* comm) {
+  const int saved_errno = errno;
+  if (recording()) retire(comm);
+  errno = saved_errno;
+}
+
+uint64_t child_id_if_recording(const void* parent, CommOrigin origin, int color) {
+  const int saved_errno = errno;
+  const uint64_t id = recording() ? next_child_id(parent, origin, color) : 0;
+  errno = saved_errno;
+  return id;
+}
+
+uint64_t unique_id_hash(const ncclUniqueId* ids, int n) {
+  if (ids == nullptr || n <= 0) return 0;
+  return hash_bytes(ids, sizeof(ncclUniqueId) * static_cast<size_t>(n));
+}
+
+// Ends the application's group on this thread: NCCL decrements its group depth on every
+// ncclGroupEnd/ncclGroupSimulateEnd made inside a group, whatever it returns.
+template <auto Wrapper, typename Invoke>
+ncclResult_t run_group_end(bool launches, Invoke&& invoke) {
+  const Entry<Wrapper> e;
+  if (e.fn == nullptr) return missing_real();
+  ThreadState& t = t_nccl;
+  if (t.depth > 0 || !recording() || t.group_depth == 0) {
+    errno = e.entry_errno;
+    return invoke(e.fn);
+  }
+  const bool outermost = t.group_depth == 1;
+  ++t.depth;
+  if (outermost && launches && t.group_count > 0) {
+    const core::CommGroupMember& first = t.members[0];
+    call_table().record_group(t.group_id, t.members, t.group_count);
+    t.call = Call{first.op, first.comm_id, first.seq, t.group_bytes, t.group_id, t.group_captured};
+    t.call_active = true;
+  }
+  int exit_errno = 0;
+  const ncclResult_t r = call_real([&] { return invoke(e.fn); }, e.entry_errno, &exit_errno);
+  t.call_active = false;
+  --t.group_depth;
+  if (outermost) {
+    t.group_id = 0;
+    t.group_count = 0;
+    t.group_bytes = 0;
+    t.group_captured = false;
+  }
+  --t.depth;
+  errno = exit_errno;
+  return r;
+}
+
+ncclResult_t group_start() {
+  const Entry<&::ncclGroupStart> e;
+  if (e.fn == nullptr) return missing_real();
+  ThreadState& t = t_nccl;
+  if (t.depth > 0 || !recording()) {
+    errno = e.entry_errno;
+    return e.fn();
+  }
+  ++t.depth;
+  if (t.group_depth == 0) group_members(t);  // the thread's one allocation, outside NCCL
+  int exit_errno = 0;
+  const ncclResult_t r = call_real([&] { return e.fn(); }, e.entry_errno, &exit_errno);
+  if (r == ncclSuccess) {
+    if (t.group_depth++ == 0) {
+      t.group_id = g_next_group.fetch_add(1, std::memory_order_relaxed) + 1;
+      t.group_count = 0;
+      t.group_bytes = 0;
+      t.group_captured = false;
+    }
+  }
+  --t.depth;
+  errno = exit_errno;
+  return r;
+}
+
+}  // namespace
+
+const Call* current_call() noexcept {
+  const ThreadState& t = t_nccl;
+  return t.call_active ? &t.call : nullptr;
+}
+
+}  // namespace traintime::nccl
+
+namespace tn = traintime::nccl;
+using traintime::core::CommOp;
+using tn::Extent;
+
+extern "C" {
+
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return tn::run_op<&ncclAllReduce>(CommOp::kAllReduce, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+}
+
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return tn::run_op<&ncclBroadcast>(CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+}
+
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                       ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclBcast>(CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) { return fn(buff, count, datatype, root, comm, stream); });
+}
+
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  return tn::run_op<&ncclReduce>(CommOp::kReduce, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
+}
+
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclAllGather>(CommOp::kAllGather, Extent::kTimesRanks, sendcount, datatype,
+      comm, stream, [&](auto fn) { return fn(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+}
+
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream) {
+  return tn::run_op<&ncclReduceScatter>(CommOp::kReduceScatter, Extent::kTimesRanks, recvcount,
+      datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+}
+
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclAlltoAll>(CommOp::kAlltoAll, Extent::kTimesRanks, count, datatype, comm,
+      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, comm, stream); });
+}
+
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclGather>(CommOp::kGather, Extent::kTimesRanks, count, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+}
+
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclScatter>(CommOp::kScatter, Extent::kTimesRanks, count, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+}
+
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclSend>(CommOp::kSend, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, count, datatype, peer, comm, stream); });
+}
+
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclRecv>(CommOp::kRecv, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) { return fn(recvbuff, count, datatype, peer, comm, stream); });
+}
+
+ncclResult_t ncclGroupStart() { return tn::group_start(); }
+
+ncclResult_t ncclGroupEnd() {
+  return tn::run_group_end<&ncclGroupEnd>(true, [](auto fn) { return fn(); });
+}
+
+// Ends the group without launching it. Its ops were counted when queued: simulated groups
+// (tuning code) inflate calls/bytes; see docs.
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return tn::run_group_end<&ncclGroupSimulateEnd>(false, [&](auto fn) { return fn(simInfo); });
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return tn::run_lifecycle<&ncclCommInitRank>(
+      [&](auto fn) { return fn(comm, nranks, commId, rank); },
+      [&] {
+        if (comm == nullptr) return;
+        tn::note_created(*comm, static_cast<uint32_t>(nranks), static_cast<uint32_t>(rank),
+                         tn::unique_id_hash(&commId, 1), tn::CommOrigin::kInitRank);
+      });
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  return tn::run_lifecycle<&ncclCommInitRankConfig>(
+      [&](auto fn) { return fn(comm, nranks, commId, rank, config); },
+      [&] {
+        if (comm == nullptr) return;
+        tn::note_created(*comm, static_cast<uint32_t>(nranks), static_cast<uint32_t>(rank),
+                         tn::unique_id_hash(&commId, 1), tn::CommOrigin::kInitRank);
+      });
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config) {
+  return tn::run_lifecycle<&ncclCommInitRankScalable>(
+      [&](auto fn) { return fn(newcomm, nranks, myrank, nId, commIds, config); },
+      [&] {
+        if (newcomm == nullptr) return;
+        tn::note_created(*newcomm, static_cast<uint32_t>(nranks), static_cast<uint32_t>(myrank),
+                         tn::unique_id_hash(commIds, nId), tn::CommOrigin::kInitRank);
+      });
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  return tn::run_lifecycle<&ncclCommInitAll>(
+      [&](auto fn) { return fn(comm, ndev, devlist); },
+      [&] {
+        if (comm == nullptr || ndev <= 0) return;
+        const uint64_t id = tn::next_init_all_id(ndev);
+        for (int i = 0; i < ndev; ++i) {
+          tn::note_created(comm[i], static_cast<uint32_t>(ndev), static_cast<uint32_t>(i), id,
+                           tn::CommOrigin::kInitAll);
+        }
+      });
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  // The child's id is taken before the call so every rank numbers its splits alike, whatever
+  // the call returns on this rank.
+  const uint64_t id = tn::child_id_if_recording(comm, tn::CommOrigin::kSplit, color);
+  return tn::run_lifecycle<&ncclCommSplit>(
+      [&](auto fn) { return fn(comm, color, key, newcomm, config); },
+      [&] {
+        if (newcomm != nullptr) tn::note_child(*newcomm, id, tn::CommOrigin::kSplit);
+      });
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  const uint64_t id = tn::child_id_if_recording(comm, tn::CommOrigin::kShrink, 0);
+  return tn::run_lifecycle<&ncclCommShrink>(
+      [&](auto fn) { return fn(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); },
+      [&] {
+        if (newcomm != nullptr) tn::note_child(*newcomm, id, tn::CommOrigin::kShrink);
+      });
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  // Retired before the call: once NCCL frees the communicator its address may be reused.
+  tn::retire_if_recording(comm);
+  return tn::pass_through<&ncclCommDestroy>([&](auto fn) { return fn(comm); });
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  tn::retire_if_recording(comm);
+  return tn::pass_through<&ncclCommAbort>([&](auto fn) { return fn(comm); });
+}
+
+}  // extern "C"

@@ -1,0 +1,236 @@
+// The session: lazy registry, activation at the first record, the hooks that wire the adapters
+// to it, and the one fork strategy.
+#include "session.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "traintime/cupti/gpu_capture.h"
+#include "traintime/nccl/nccl_interposer.h"
+#include "traintime/support/log.h"
+
+namespace traintime::preload {
+
+std::atomic<Session*> g_session{nullptr};
+thread_local core::ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+std::atomic<bool> g_published{false};
+
+// The registry if one was made, without making it: the GPU-side readers (launch callback,
+// activity ingest) must not create state for a process that never recorded a region.
+const core::RegionRegistry* existing_registry() noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  return s ? s->recorder.registry.load(std::memory_order_acquire) : nullptr;
+}
+
+// The process has something to write (GPU work, an NCCL call): activates it like a region does.
+void mark_recorded() noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s) return;
+  const int saved = errno;
+  if (!s->recorder.gpu_recorded.exchange(true, std::memory_order_relaxed) &&
+      !s->identity.injection_conflict.empty()) {
+    support::warn_once("injection-conflict",
+                       "{} belongs to another tool; GPU capture subscribes lazily instead of at "
+                       "CUDA start-up, so work launched before that may be missed",
+                       s->identity.injection_conflict);
+  }
+  if (!s->recorder.activated.load(std::memory_order_acquire)) activate(mono_ns());
+  errno = saved;
+}
+
+// --- Hooks given to cupti/ -------------------------------------------------------------------
+
+// DESIGN §4 rules 1-4: the calling thread's innermost region (else the step thread's), the step
+// count, the region entry, and the NCCL call the thread is inside.
+core::LaunchContext launch_context() noexcept {
+  const core::RegionRegistry* r = existing_registry();
+  core::LaunchContext ctx = r ? r->launch_context(t_thread_state) : core::LaunchContext{};
+  if (const nccl::Call* call = nccl::current_call()) {
+    ctx.comm_op = call->op;
+    ctx.comm_id = call->comm_id;
+    ctx.comm_seq = call->seq;
+    ctx.comm_bytes = call->bytes;
+    ctx.comm_group = call->group_id;
+    ctx.comm_captured = call->captured;
+  }
+  return ctx;
+}
+
+uint32_t steps_completed() noexcept {
+  const core::RegionRegistry* r = existing_registry();
+  return r ? r->launch_context(nullptr).step : 0;
+}
+
+core::Category category_of(core::PathId path) noexcept {
+  const core::RegionRegistry* r = existing_registry();
+  return r ? r->category_of(path) : core::Category::kOther;
+}
+
+std::string path_name(core::PathId path) {
+  const core::RegionRegistry* r = existing_registry();
+  return r ? r->path_string(path) : std::string();
+}
+
+// --- Hooks given to nccl/ --------------------------------------------------------------------
+
+void on_world_rank(int64_t rank, int64_t world_size) noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s || s->identity.launcher_rank.from_launcher || rank < 0 || world_size <= rank) return;
+  s->recorder.comm_world.store(world_size, std::memory_order_relaxed);
+  s->recorder.comm_rank.store(rank, std::memory_order_relaxed);
+}
+
+void configure_nccl(Session& s) {
+  nccl::Hooks hooks;
+  hooks.on_first_call = &mark_recorded;
+  hooks.on_communicator = &gpu_start_point;
+  hooks.on_world_rank = &on_world_rank;
+  nccl::configure(&s.recorder.comm_table, s.identity.config.nccl, hooks);
+}
+
+void configure_cupti(Session& s) {
+  const core::Config& c = s.identity.config;
+  cupti::Hooks hooks;
+  hooks.launch_context = &launch_context;
+  hooks.steps_completed = &steps_completed;
+  hooks.on_first_launch = &mark_recorded;
+  hooks.category_of = &category_of;
+  hooks.path_name = &path_name;
+  hooks.comm_table = &s.recorder.comm_table;
+  cupti::Options options;
+  options.enabled = c.cupti;
+  options.cupti_lib = c.cupti_lib;
+  options.buffer_mb = c.buffer_mb;
+  options.buffer_count = c.buffer_count;
+  options.warmup_steps = c.warmup_steps;
+  options.step_detail = c.step_detail;
+  options.trace = c.trace;
+  options.trace_max_events = c.trace_max_events;
+  options.record_fixture = c.record_fixture;
+  cupti::configure(hooks, options);
+}
+
+// The one fork strategy (DESIGN §2): the child starts clean — a fresh session with the same
+// configuration, no registry, no claim, a fresh NCCL table; GPU capture state belongs to the
+// parent. The child writes only if it records something itself, and then as an aux process.
+void on_fork_child() {
+  Session* parent = g_session.load(std::memory_order_relaxed);
+  t_thread_state = nullptr;
+  reset_exit_hooks_after_fork();
+  cupti::on_fork_child();
+  if (!parent) return;
+  auto* s = new Session();
+  s->identity = parent->identity;
+  s->identity.load_mono_ns = mono_ns();
+  s->identity.load_unix_ns = unix_ns();
+  s->identity.forked_child = true;
+  s->recorder.comm_rank.store(parent->recorder.comm_rank.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
+  s->recorder.comm_world.store(parent->recorder.comm_world.load(std::memory_order_relaxed),
+                               std::memory_order_relaxed);
+  g_session.store(s, std::memory_order_release);
+  configure_nccl(*s);
+}
+
+}  // namespace
+
+Session* session_slow() {
+  if (!g_published.load(std::memory_order_acquire)) initialize();
+  return g_session.load(std::memory_order_acquire);
+}
+
+void publish(Session* s) {
+  if (s) {
+    configure_nccl(*s);
+    configure_cupti(*s);
+    // Registrations are inherited by fork children, so once per process image is enough.
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+  }
+  g_session.store(s, std::memory_order_release);
+  g_published.store(true, std::memory_order_release);
+}
+
+core::RegionRegistry* registry() {
+  Session* s = session();
+  if (!s) return nullptr;
+  core::RegionRegistry* r = s->recorder.registry.load(std::memory_order_acquire);
+  if (r) return r;
+  const int saved = errno;
+  std::lock_guard<std::mutex> lock(s->recorder.registry_mu);
+  r = s->recorder.registry.load(std::memory_order_relaxed);
+  if (!r) {
+    std::string error;
+    const core::Config& c = s->identity.config;
+    auto rules = core::CategoryRules::parse(c.category_rules, &error);
+    // parse_config validated the rules already and warned; an invalid spec means defaults.
+    r = new core::RegionRegistry(rules ? std::move(*rules) : core::CategoryRules::defaults(),
+                                 c.warmup_steps);
+    s->recorder.registry.store(r, std::memory_order_release);
+  }
+  errno = saved;
+  return r;
+}
+
+core::ThreadState* thread_state_slow() {
+  core::RegionRegistry* r = registry();
+  if (!r) return nullptr;
+  const int saved = errno;
+  core::ThreadState* ts = r->thread_state();
+  t_thread_state = ts;
+  errno = saved;
+  return ts;
+}
+
+void activate(uint64_t origin_ns) {
+  Session* s = session();
+  if (!s) return;
+  const int saved = errno;
+  core::RegionRegistry* r = registry();
+  {
+    std::lock_guard<std::mutex> lock(s->output.mu);
+    if (!s->recorder.activated.load(std::memory_order_relaxed)) {
+      if (r) r->steps().set_origin(origin_ns);
+      // Resolve the output directory now: the application may chdir before it exits.
+      s->output.dir = s->identity.config.output_dir;
+      if (s->output.dir.empty() || s->output.dir[0] != '/') {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd)) s->output.dir = std::string(cwd) + "/" + s->output.dir;
+      }
+      // Config warnings wait until here so that shells and launchers stay silent.
+      for (const auto& w : s->identity.config_warnings) support::log_warn("{}", w);
+      if (s->identity.launcher_rank.from_launcher) claim_locked(*s);
+      install_exit_hooks(*s);
+      s->recorder.activated.store(true, std::memory_order_release);
+    }
+  }
+  errno = saved;
+}
+
+void gpu_start_point() noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (s && !s->identity.cuda_injection_owned) cupti::lazy_start_point();
+}
+
+void effective_rank(const Session& s, int64_t* rank, int64_t* world_size) {
+  if (s.identity.launcher_rank.from_launcher) {
+    *rank = s.identity.launcher_rank.rank;
+    *world_size = s.identity.launcher_rank.world_size;
+    return;
+  }
+  const int64_t cr = s.recorder.comm_rank.load(std::memory_order_relaxed);
+  if (cr >= 0) {
+    *rank = cr;
+    *world_size = s.recorder.comm_world.load(std::memory_order_relaxed);
+    return;
+  }
+  *rank = 0;
+  *world_size = 1;
+}
+
+}  // namespace traintime::preload

@@ -1,0 +1,137 @@
+// Internal to preload/, the composition root of libtraintime.so (docs/architecture.md): the
+// process's session and the functions the lifecycle files share. The adapters (cupti/, nccl/,
+// nvtx/) never include this: the session wires them at start-up with hooks and reads their
+// typed summaries when it writes the rank file.
+//
+// Lifecycle (DESIGN §2, §6): the constructor only reads config and environment and configures
+// the adapters. The first record (a region, a step, the first GPU launch or NCCL call)
+// activates the process: exit and signal hooks are installed and the rank file will be written
+// at exit. A fork child starts clean (one fork strategy: on_fork_child() in session.cpp).
+#pragma once
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "traintime/core/comm_stats.h"
+#include "traintime/core/config.h"
+#include "traintime/core/rank_detect.h"
+#include "traintime/core/region_registry.h"
+
+namespace traintime::preload {
+
+inline uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline uint64_t unix_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Who this process is: fixed at start-up, copied into a fork child.
+struct ProcessIdentity {
+  core::Config config;
+  std::vector<std::string> config_warnings;
+  core::RankInfo launcher_rank;
+  std::string job_id;
+  uint64_t load_mono_ns = 0;
+  uint64_t load_unix_ns = 0;
+  std::string injection_conflict;  // "CUDA_INJECTION64_PATH=..." when another tool owns it
+  bool cuda_injection_owned = false;  // the driver will call InitializeInjection
+  bool forked_child = false;
+};
+
+// What this process records: the region registry (created at the first annotation), the NCCL
+// call table (nccl/ fills it), and whether it has anything to write.
+struct Recorder {
+  std::mutex registry_mu;  // creating the registry only
+  std::atomic<core::RegionRegistry*> registry{nullptr};
+  core::CommCallTable comm_table;
+  std::atomic<bool> activated{false};
+  std::atomic<bool> gpu_recorded{false};
+  std::atomic<int64_t> comm_rank{-1};  // rank in the largest communicator (no launcher rank)
+  std::atomic<int64_t> comm_world{0};
+};
+
+// The rank file this process owns. Every field under `mu`.
+struct Output {
+  std::mutex mu;  // activation, the rank-file claim and every write
+  std::string dir;        // absolute; resolved at activation (the application may chdir later)
+  std::string file_path;  // the file this process owns, once claimed
+  int64_t claimed_rank = -1;
+  std::string role = "rank";
+  bool final_written = false;
+  bool write_error_reported = false;
+};
+
+// One per process image; a fork child gets a fresh one (the parent's is leaked there, since
+// its mutexes may have been held by threads that do not exist in the child).
+struct Session {
+  ProcessIdentity identity;
+  Recorder recorder;
+  Output output;
+};
+
+// Null when TRAINTIME_DISABLE=1 (initialises on first call if the constructor has not run).
+extern std::atomic<Session*> g_session;
+Session* session_slow();
+inline Session* session() {
+  Session* s = g_session.load(std::memory_order_acquire);
+  return s ? s : session_slow();
+}
+
+// The calling thread's registry state (hot path). Null when profiling is off.
+extern thread_local core::ThreadState* t_thread_state __attribute__((tls_model("initial-exec")));
+core::ThreadState* thread_state_slow();
+inline core::ThreadState* thread_state() {
+  core::ThreadState* ts = t_thread_state;
+  return ts ? ts : thread_state_slow();
+}
+core::RegionRegistry* registry();  // creates it on first use; null when profiling is off
+
+// Start-up (constructor.cpp): idempotent, cheap, no threads, no signal handlers.
+void initialize();
+// Publishes the session made by initialize() (null when disabled) and wires the adapters to it.
+void publish(Session* s);
+
+// First record of the process. `origin_ns` starts step 0's wall time.
+void activate(uint64_t origin_ns);
+// Returns the time to record: `now_ns`, or a fresh reading when activation just ran, so its
+// one-off cost (claiming the file, starting the writer thread) is not charged to a region.
+// Callers have a ThreadState, hence a session.
+inline uint64_t ensure_active(uint64_t now_ns, uint64_t origin_ns) {
+  Session* s = g_session.load(std::memory_order_relaxed);
+  if (__builtin_expect(s->recorder.activated.load(std::memory_order_acquire), 1)) return now_ns;
+  activate(origin_ns);
+  return mono_ns();
+}
+inline uint64_t ensure_active(uint64_t now_ns) { return ensure_active(now_ns, now_ns); }
+
+// tt_step and each new NCCL communicator: where GPU capture may start lazily when the driver
+// will never call InitializeInjection (another tool owns CUDA_INJECTION64_PATH, DESIGN §2).
+void gpu_start_point() noexcept;
+
+// Effective rank and world size: launcher, else communicator, else 0 of 1.
+void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);
+
+// rank_file_output.cpp. Claims this process's file name if not yet done and writes the rank
+// file (and, for the final write with TRAINTIME_TRACE=1, the trace). Needs output.mu held.
+bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason);
+// Claims rank-%05d.json early (at activation) when the launcher gave the rank. Needs output.mu.
+void claim_locked(Session& s);
+
+// exit_hooks.cpp
+void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and snapshot threads
+void finish(const char* exit_reason);  // capture shutdown + final write, once per process
+void reset_exit_hooks_after_fork();
+
+}  // namespace traintime::preload
