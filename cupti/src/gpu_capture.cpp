@@ -1,5 +1,8 @@
 // The CUPTI adapter: subscription, launch callbacks, activity buffers, the processing thread,
 // flushing, and the GPU summary (DESIGN §2, §4). See gpu_capture.h for the lifecycle.
+// Longer than the project's ~500 lines on purpose: it is the one class whose members share the
+// lock order below (callbacks, processing thread, flushes, summary); the pieces with no shared
+// locks (decode, join, tables, buffer pool, recorder) are already files of their own.
 //
 // Threads and locks. Lock order, outermost first (never taken in the other order):
 //   start_mu_  (start-up only)

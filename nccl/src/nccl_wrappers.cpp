@@ -1,5 +1,6 @@
-// Interposed NCCL entry points (DESIGN §5, issue 5). Every wrapper has the exact prototype of
-// nccl.h 2.28 and calls the real function found by RealSymbol.
+// Interposed NCCL entry points (DESIGN §5). Every wrapper has the exact prototype of nccl.h
+// 2.28 and calls the real function found by RealSymbol. About 500 lines because each of the 22
+// entry points is written out with its prototype; the shared logic is in the templates above them.
 //
 // Rules every wrapper keeps:
 //  - The real function's return value is returned unchanged, and errno is what the real call

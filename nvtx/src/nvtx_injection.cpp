@@ -22,11 +22,10 @@
 #include <cwchar>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_set>
 
 #include "traintime/nvtx/nvtx_injection.h"
-
-#include <type_traits>
 
 static_assert(std::is_same_v<traintime::nvtx::GetExportTable, NvtxGetExportTableFunc_t>,
               "nvtx_injection.h spells NVTX's export-table getter type");
