@@ -58,6 +58,7 @@ struct CommCallTable::Counters {
   uint64_t handle_key = 0;
   std::atomic<uint32_t> size{0};
   std::atomic<uint32_t> rank{0};
+  std::atomic<uint64_t> stable_id{0};
   std::atomic<bool> retired{false};
   std::atomic<uint64_t> seq{0};
   std::array<Op, kCommOpCount> ops;
@@ -103,7 +104,8 @@ uint32_t CommCallTable::find_communicator(uint64_t handle_key) const noexcept {
   return kNoComm;
 }
 
-uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size, uint32_t rank) {
+uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size, uint32_t rank,
+                                              uint64_t stable_id) {
   if (handle_key == 0 || handle_key == kTombstone) return kNoComm;
   std::lock_guard<std::mutex> lock(register_mutex_);
   uint32_t existing = find_communicator(handle_key);
@@ -113,6 +115,8 @@ uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size
     c->size.compare_exchange_strong(zero, size, std::memory_order_relaxed);
     zero = 0;
     c->rank.compare_exchange_strong(zero, rank, std::memory_order_relaxed);
+    uint64_t no_id = 0;
+    c->stable_id.compare_exchange_strong(no_id, stable_id, std::memory_order_relaxed);
     return existing;
   }
   uint32_t index = count_.load(std::memory_order_relaxed);
@@ -125,6 +129,7 @@ uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size
   c->handle_key = handle_key;
   c->size.store(size, std::memory_order_relaxed);
   c->rank.store(rank, std::memory_order_relaxed);
+  c->stable_id.store(stable_id, std::memory_order_relaxed);
   comms_[index].store(c, std::memory_order_release);
   hash_index_[h].store(index, std::memory_order_relaxed);
   hash_keys_[h].store(handle_key, std::memory_order_release);
@@ -146,6 +151,11 @@ void CommCallTable::retire_communicator(uint32_t comm_index) {
       break;
     }
   }
+}
+
+uint64_t CommCallTable::stable_id(uint32_t comm_index) const noexcept {
+  const Counters* c = counters_at(comm_index);
+  return c != nullptr ? c->stable_id.load(std::memory_order_relaxed) : 0;
 }
 
 CommCallTable::Counters* CommCallTable::counters_at(uint32_t comm_index) const noexcept {
@@ -247,6 +257,7 @@ CommCallTable::Snapshot CommCallTable::snapshot() const {
     s.handle_key = c->handle_key;
     s.size = c->size.load(std::memory_order_relaxed);
     s.rank = c->rank.load(std::memory_order_relaxed);
+    s.stable_id = c->stable_id.load(std::memory_order_relaxed);
     s.retired = c->retired.load(std::memory_order_relaxed);
     s.ops_enqueued = c->seq.load(std::memory_order_relaxed);
     for (std::size_t o = 0; o < kCommOpCount; ++o) {

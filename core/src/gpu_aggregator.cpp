@@ -508,8 +508,7 @@ void GpuAggregator::ingest_comm(const GpuActivity& a, const LaunchContext& ctx, 
                  ctx.comm_captured);
 }
 
-void GpuAggregator::fill(RankFile& f, const std::function<std::string(PathId)>& path_name,
-                         uint64_t steps_completed, const CommCallTable::Snapshot* calls) const {
+GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
   // Fold the open steps into a copy so that a snapshot leaves the live state untouched.
   Accum acc = acc_;
   Scratch sc;
@@ -520,17 +519,12 @@ void GpuAggregator::fill(RankFile& f, const std::function<std::string(PathId)>& 
     finish_step(devices, step, acc, opt_.step_detail);
   }
 
-  for (std::size_t c = 0; c < kCategoryCount; ++c) {
-    CategoryTotals& ct = f.categories[std::string(kCategoryNames[c])];
-    ct.gpu_busy_ns = acc.cat_busy[c];
-    ct.gpu_sum_ns = cat_sum_[c];
-    ct.count = cat_count_[c];
-  }
+  GpuSummary out;
+  for (std::size_t c = 0; c < kCategoryCount; ++c)
+    out.categories[c] = CategoryTotals{acc.cat_busy[c], cat_sum_[c], cat_count_[c]};
 
-  f.steps.warmup = opt_.warmup_steps;
-  f.steps.totals = acc.totals;
-  f.steps.partial_final_step = any_activity_ && max_step_ >= steps_completed;
-  f.steps.detail.clear();
+  out.totals = acc.totals;
+  out.partial_final_step = any_activity_ && max_step_ >= steps_completed;
   for (const auto& [step, d] : acc.detail) {
     Steps::Detail row;
     row.index = step;
@@ -539,37 +533,22 @@ void GpuAggregator::fill(RankFile& f, const std::function<std::string(PathId)>& 
     row.totals = d.totals;
     for (std::size_t c = 0; c < kCategoryCount; ++c)
       row.busy_ns_by_category[std::string(kCategoryNames[c])] = d.cat_busy[c];
-    f.steps.detail.push_back(std::move(row));
+    out.detail.push_back(std::move(row));
   }
 
-  // Regions: merge into the CPU rows by path.
-  std::unordered_map<std::string, std::size_t> row_of;
-  for (std::size_t i = 0; i < f.regions.size(); ++i) row_of.emplace(f.regions[i].path, i);
   std::vector<std::vector<std::pair<uint32_t, KernelAcc>>> kernels_of(regions_.size());
   for (const auto& [key, k] : region_kernels_)
     kernels_of[key >> 32].emplace_back(static_cast<uint32_t>(key & 0xffffffffu), k);
   for (std::size_t slot = 0; slot < regions_.size(); ++slot) {
     const RegionAcc& r = regions_[slot];
     const RegionFold& rf = acc.regions[slot];
-    std::string path = path_name(r.path);
-    auto found = row_of.find(path);
-    std::size_t idx;
-    if (found != row_of.end()) {
-      idx = found->second;
-    } else {
-      RegionRow row;
-      row.path = path;
-      row.category = r.category;
-      f.regions.push_back(std::move(row));
-      idx = f.regions.size() - 1;
-      row_of.emplace(std::move(path), idx);
-    }
-    RegionRow& row = f.regions[idx];
+    GpuSummary::Region row;
+    row.path = r.path;
+    row.category = r.category;
     row.gpu_busy_ns = rf.busy;
     row.gpu_sum_ns = r.sum;
     row.gpu_span_ns = rf.span;
     row.kernels = r.kernels;
-    row.by_category.clear();
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       if (r.cat_count[c] == 0) continue;
       row.by_category[std::string(kCategoryNames[c])] = {rf.cat_busy[c], r.cat_sum[c],
@@ -580,119 +559,52 @@ void GpuAggregator::fill(RankFile& f, const std::function<std::string(PathId)>& 
       if (a.second.sum != b.second.sum) return a.second.sum > b.second.sum;
       return names_[a.first] < names_[b.first];
     });
-    row.top_kernels.clear();
     for (std::size_t k = 0; k < ks.size() && k < opt_.top_kernels; ++k)
       row.top_kernels.push_back({demangle(names_[ks[k].first]), ks[k].second.count,
                                  ks[k].second.sum});
+    out.regions.push_back(std::move(row));
   }
 
-  f.memcpy.clear();
   for (std::size_t k = 1; k < memcpy_.size(); ++k) {
     const bool standard = k <= static_cast<std::size_t>(CopyKind::kPtoP);
-    if (standard || memcpy_[k].count > 0) f.memcpy[std::string(kCopyNames[k])] = memcpy_[k];
+    if (standard || memcpy_[k].count > 0) out.memcpy[std::string(kCopyNames[k])] = memcpy_[k];
   }
 
-  // Comm rows per (op, comm_size): CPU calls/bytes from the call table, GPU time from records.
-  struct RowAcc {
-    uint64_t calls = 0, bytes = 0, gpu_ns = 0;
-    bool bytes_known = true;
-    std::array<SizeBucket, kSizeBuckets> sizes{};
-  };
-  std::map<std::pair<std::string, uint32_t>, RowAcc> rows;
-  auto row_for = [&rows](CommOp op, uint32_t size) -> RowAcc& {
-    return rows[{std::string(comm_op_name(op)), size}];
-  };
-  if (calls != nullptr) {
-    for (const auto& cs : calls->comms) {
-      for (std::size_t o = 1; o < kCommOpCount; ++o) {
-        const auto& oc = cs.ops[o];
-        if (oc.calls == 0) continue;
-        RowAcc& row = row_for(static_cast<CommOp>(o), cs.size);
-        row.calls += oc.calls;
-        row.bytes += oc.bytes;
-        for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-          row.sizes[b].calls += oc.bucket_calls[b];
-          row.sizes[b].bytes += oc.bucket_bytes[b];
-        }
-      }
-    }
-  }
-  for (const auto& [key, g] : comm_gpu_) {
-    const auto op = static_cast<CommOp>(key & 0xff);
-    if ((key & kByNameKey) != 0) {
-      RowAcc& row = row_for(op, 0);
-      row.calls += g.kernels;  // one kernel per collective when NCCL is not interposed
-      row.gpu_ns += g.gpu_ns;
-      row.bytes_known = false;
-      continue;
-    }
+  // GPU time of NCCL work per (communicator, op), in key order (deterministic output).
+  std::map<uint64_t, const CommGpu*> comm_sorted;
+  for (const auto& [key, g] : comm_gpu_) comm_sorted.emplace(key, &g);
+  for (const auto& [key, g] : comm_sorted) {
+    GpuSummary::Comm c;
+    c.op = static_cast<CommOp>(key & 0xff);
     const auto comm_id = static_cast<uint32_t>((key >> 8) & 0xffffffffu);
-    const CommCallTable::CommSnapshot* cs =
-        (calls != nullptr && comm_id > 0) ? calls->find(comm_id - 1) : nullptr;
-    RowAcc& row = row_for(op, cs != nullptr ? cs->size : 0);
-    row.gpu_ns += g.gpu_ns;
-    row.calls += g.captured_calls;
-    row.bytes += g.captured_bytes;
-    for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-      row.sizes[b].gpu_ns += g.bucket_gpu_ns[b];
-      row.sizes[b].calls += g.bucket_captured_calls[b];
-      row.sizes[b].bytes += g.bucket_captured_bytes[b];
-    }
-  }
-  f.comm.clear();
-  for (const auto& [key, ra] : rows) {
-    CommRow row;
-    row.op = key.first;
-    row.comm_size = key.second;
-    row.calls = ra.calls;
-    row.bytes = ra.bytes;
-    row.bytes_known = ra.bytes_known;
-    row.gpu_ns = ra.gpu_ns;
-    // bytes per ns is 1e9 bytes/s: algbw over all calls is total bytes / total GPU time.
-    row.algbw_gbps = (ra.bytes_known && ra.gpu_ns > 0)
-                         ? static_cast<double>(ra.bytes) / static_cast<double>(ra.gpu_ns)
-                         : 0.0;
-    CommOp op = CommOp::kUnknown;
-    for (std::size_t o = 1; o < kCommOpCount; ++o)
-      if (comm_op_name(static_cast<CommOp>(o)) == key.first) op = static_cast<CommOp>(o);
-    row.busbw_gbps = row.algbw_gbps * busbw_factor(op, row.comm_size);
-    for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-      SizeBucket sb = ra.sizes[b];
-      if (sb.calls == 0 && sb.gpu_ns == 0) continue;
-      sb.lo_bytes = size_bucket_lo(b);
-      row.sizes.push_back(sb);
-    }
-    f.comm.push_back(std::move(row));
-  }
-
-  f.communicators.clear();
-  std::map<uint32_t, Communicator> comms;  // by comm_id
-  if (calls != nullptr) {
-    for (const auto& cs : calls->comms) {
-      Communicator& c = comms[cs.index + 1];
-      c.size = cs.size;
-      c.rank = cs.rank;
-      c.ops_enqueued = cs.ops_enqueued;
-    }
+    c.comm_index = (key & kByNameKey) != 0 ? GpuSummary::kByName
+                   : comm_id == 0          ? GpuSummary::kUnregistered
+                                           : comm_id - 1;
+    c.gpu_ns = g->gpu_ns;
+    c.kernels = g->kernels;
+    c.captured_calls = g->captured_calls;
+    c.captured_bytes = g->captured_bytes;
+    c.bucket_gpu_ns = g->bucket_gpu_ns;
+    c.bucket_captured_calls = g->bucket_captured_calls;
+    c.bucket_captured_bytes = g->bucket_captured_bytes;
+    out.comm.push_back(c);
   }
   for (const auto& [comm_id, ring] : rings_) {
-    Communicator& c = comms[comm_id];
-    c.ops_completed = ring.ops_completed;
+    GpuSummary::Ring r;
+    r.comm_index = comm_id - 1;
+    r.ops_completed = ring.ops_completed;
     for (const RingEntry& e : ring.ring) {
       if (e.seq == 0) continue;
-      c.recent.push_back({e.seq, std::string(comm_op_name(e.op)), e.bytes, e.start, e.end});
+      r.recent.push_back({e.seq, std::string(comm_op_name(e.op)), e.bytes, e.start, e.end});
     }
-    std::sort(c.recent.begin(), c.recent.end(),
+    std::sort(r.recent.begin(), r.recent.end(),
               [](const RecentCollective& a, const RecentCollective& b) { return a.seq < b.seq; });
-  }
-  for (auto& [comm_id, c] : comms) {
-    c.id = std::to_string(comm_id - 1);  // registration order in this process
-    f.communicators.push_back(std::move(c));
+    out.rings.push_back(std::move(r));
   }
 
-  f.dropped_records = dropped_;
-  auto warn = [&f](uint64_t n, const char* what) {
-    if (n > 0) f.warnings.push_back(std::to_string(n) + " " + what);
+  out.dropped_records = dropped_;
+  auto warn = [&out](uint64_t n, const char* what) {
+    if (n > 0) out.warnings.push_back(std::to_string(n) + " " + what);
   };
   warn(acc.late_records,
        "GPU records arrived after their step was folded; counted as isolated intervals "
@@ -706,6 +618,7 @@ void GpuAggregator::fill(RankFile& f, const std::function<std::string(PathId)>& 
   warn(group_lookups_missed_,
        "NCCL group kernels whose group members were no longer known; counted for the first op");
   warn(trace_dropped_, "activities beyond TRAINTIME_TRACE's event cap left out of the trace");
+  return out;
 }
 
 nlohmann::json GpuAggregator::trace_json(const std::function<std::string(PathId)>& path_name) const {

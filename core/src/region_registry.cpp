@@ -292,4 +292,27 @@ uint64_t RegionRegistry::depth_overflows() const {
   return n;
 }
 
+CpuSummary RegionRegistry::summary() const {
+  CpuSummary out;
+  out.regions = snapshot_rows(&out.region_ids);
+  const uint32_t n = path_count();
+  out.path_names.resize(std::size_t{n} + 1);
+  for (uint32_t p = 1; p <= n; ++p) out.path_names[p] = path_string(p);
+  out.steps = steps_.summary();
+  out.unbalanced_pops = unbalanced_pops();
+  auto warn = [&out](uint64_t count, const std::string& what) {
+    if (count > 0) out.warnings.push_back(std::to_string(count) + what);
+  };
+  warn(out.unbalanced_pops, " tt_pop() call(s) with no open region on their thread were ignored");
+  warn(depth_overflows(), " region(s) nested deeper than " + std::to_string(ThreadState::kMaxDepth) +
+                              " were not timed");
+  warn(unknown_range_ends(), " tt_range_end() call(s) named no open range (unknown or ended twice)");
+  warn(dropped_names(), " region name(s) or path(s) were dropped: table full");
+  if (out.steps.count > 0 && out.steps.count <= out.steps.warmup)
+    out.warnings.push_back("only " + std::to_string(out.steps.count) +
+                           " step(s), all within TRAINTIME_WARMUP_STEPS=" +
+                           std::to_string(out.steps.warmup) + ": no step statistics");
+  return out;
+}
+
 }  // namespace traintime::core

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu_rank_file.h"
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/gpu_aggregator.h"
 
@@ -209,7 +210,7 @@ const CommRow* row(const RankFile& f, const std::string& op, uint32_t size) {
 TEST_CASE("comm rows join CPU calls and bytes with GPU time; bandwidths from the factors",
           "[comm][aggregator]") {
   CommCallTable t;
-  uint32_t c = t.register_communicator(0x10, 4, 0);
+  uint32_t c = t.register_communicator(0x10, 4, 0, 0xabcdef0123);
   GpuAggregator agg;
   // Two AllReduces of 1000 and 3000 bytes taking 100 and 300 ns on the GPU.
   for (uint64_t bytes : {1000u, 3000u}) {
@@ -220,8 +221,7 @@ TEST_CASE("comm rows join CPU calls and bytes with GPU time; bandwidths from the
                Category::kOther);
   }
   auto snap = t.snapshot();
-  RankFile f;
-  agg.fill(f, name_of, 1, &snap);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
   const CommRow* r = row(f, "AllReduce", 4);
   REQUIRE(r != nullptr);
   CHECK(r->calls == 2);
@@ -238,7 +238,7 @@ TEST_CASE("comm rows join CPU calls and bytes with GPU time; bandwidths from the
   CHECK(r->sizes[1].gpu_ns == 300);
   REQUIRE(f.communicators.size() == 1);
   const Communicator& cm = f.communicators[0];
-  CHECK(cm.id == "0");
+  CHECK(cm.id == "000000abcdef0123");  // the stable id, never the table index
   CHECK(cm.size == 4);
   CHECK(cm.ops_enqueued == 2);
   CHECK(cm.ops_completed == 2);
@@ -262,8 +262,7 @@ TEST_CASE("two communicators of different sizes give separate rows", "[comm][agg
   agg.ingest(nccl_kernel(200, 400, "ncclDevKernel_AllGather_RING_LL"),
              nccl_ctx(CommOp::kAllGather, c8 + 1, t.next_seq(c8), 800), Category::kOther);
   auto snap = t.snapshot();
-  RankFile f;
-  agg.fill(f, name_of, 1, &snap);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
   const CommRow* r2 = row(f, "AllGather", 2);
   const CommRow* r8 = row(f, "AllGather", 8);
   REQUIRE(r2 != nullptr);
@@ -281,8 +280,7 @@ TEST_CASE("without interposition NCCL kernels are found by name, bytes unknown",
   agg.ingest(nccl_kernel(0, 50, "ncclDevKernel_AllGather_RING_LL"), none, Category::kBackward);
   agg.ingest(nccl_kernel(100, 130, "ncclDevKernel_SendRecv"), none, Category::kBackward);
   agg.ingest(nccl_kernel(200, 220, "ncclDevKernel_SendRecv"), none, Category::kBackward);
-  RankFile f;
-  agg.fill(f, name_of, 1);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1);
   CHECK(f.categories.at("comm").gpu_busy_ns == 100);
   CHECK(f.categories.at("backward").count == 0);
   const CommRow* ag = row(f, "AllGather", 0);
@@ -311,8 +309,7 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
   ctx.comm_group = 9;
   agg.ingest(nccl_kernel(1000, 1100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
   auto snap = t.snapshot();
-  RankFile f;
-  agg.fill(f, name_of, 1, &snap);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
   const CommRow* send = row(f, "Send", 2);
   const CommRow* recv = row(f, "Recv", 2);
   REQUIRE(send != nullptr);
@@ -332,8 +329,7 @@ TEST_CASE("a group kernel whose group is unknown counts for the first op", "[com
   LaunchContext ctx = nccl_ctx(CommOp::kSend, 1, 1, 400);
   ctx.comm_group = 12;
   agg.ingest(nccl_kernel(0, 100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
-  RankFile f;
-  agg.fill(f, name_of, 1);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1);
   const CommRow* send = row(f, "Send", 0);
   REQUIRE(send != nullptr);
   CHECK(send->gpu_ns == 100);
@@ -349,8 +345,7 @@ TEST_CASE("NCCL work captured into a CUDA graph counts one call per replayed ker
   for (uint64_t replay = 0; replay < 3; ++replay)
     agg.ingest(nccl_kernel(replay * 1000, replay * 1000 + 100), ctx, Category::kOther);
   auto snap = t.snapshot();
-  RankFile f;
-  agg.fill(f, name_of, 1, &snap);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
   const CommRow* r = row(f, "AllReduce", 2);
   REQUIRE(r != nullptr);
   CHECK(r->calls == 3);
@@ -368,8 +363,7 @@ TEST_CASE("the recent-collective ring keeps the newest entries only", "[comm][bo
                Category::kOther);
   // seq 3 arriving late must not evict the newer seq 7 from its slot (3 % 4 == 7 % 4).
   agg.ingest(nccl_kernel(300, 310), nccl_ctx(CommOp::kAllReduce, 1, 3, 64), Category::kOther);
-  RankFile f;
-  agg.fill(f, name_of, 1);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1);
   REQUIRE(f.communicators.size() == 1);
   const auto& recent = f.communicators[0].recent;
   REQUIRE(recent.size() == 4);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_rank_file.h"
 #include "traintime/core/gpu_aggregator.h"
 
 using namespace traintime::core;
@@ -52,8 +53,7 @@ std::string name_of(PathId p) { return "path" + std::to_string(p); }
 RankFile run(GpuAggregator& agg, const std::vector<Act>& acts, uint64_t steps_completed,
              const CommCallTable::Snapshot* calls = nullptr) {
   for (const Act& x : acts) agg.ingest(x.a, x.ctx, x.region);
-  RankFile f;
-  agg.fill(f, name_of, steps_completed, calls);
+  RankFile f = testing::gpu_rank_file(agg, name_of, steps_completed, calls);
   return f;
 }
 
@@ -163,8 +163,7 @@ TEST_CASE("work launched after the last tt_step is a partial final step, still i
   REQUIRE(f.steps.detail.size() == 3);
   CHECK_FALSE(f.steps.detail[1].partial);
   CHECK(f.steps.detail[2].partial);
-  RankFile g;
-  agg.fill(g, name_of, 3);  // a third tt_step completes that step
+  RankFile g = testing::gpu_rank_file(agg, name_of, 3);  // a third tt_step completes that step
   CHECK_FALSE(g.steps.partial_final_step);
 }
 
@@ -195,8 +194,7 @@ TEST_CASE("records of a folded step arrive late: counted once as isolated interv
   Act late = kern(50, 150, 1, Category::kForward, 0);
   agg.ingest(late.a, late.ctx, late.region);
   CHECK(agg.late_records() == 1);
-  RankFile f;
-  agg.fill(f, name_of, 3);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 3);
   // Exact union would be 350; the late record is counted whole: 300 + 100.
   CHECK(f.categories.at("forward").gpu_busy_ns == 400);
   CHECK(f.categories.at("forward").gpu_sum_ns == 400);  // raw sums stay exact
@@ -242,15 +240,17 @@ TEST_CASE("region rows: busy, sum, per-entry span, kernels and category split", 
   ar.ctx.entry = 2002;
   ar.region = Category::kForward;
   acts.push_back(ar);
-  RankFile f;
+  CpuSummary cpu;
   RegionRow cpu_row;
   cpu_row.path = "path1";
   cpu_row.category = Category::kForward;
   cpu_row.count = 2;
   cpu_row.cpu_ns = 12345;
-  f.regions.push_back(cpu_row);
+  cpu.regions.push_back(cpu_row);
+  cpu.region_ids.push_back(1);  // rows join by PathId
+  cpu.path_names = {"", "path1"};
   for (const Act& x : acts) agg.ingest(x.a, x.ctx, x.region);
-  agg.fill(f, name_of, 1);
+  const RankFile f = build_rank_file({}, cpu, agg.summary(1), {});
   REQUIRE(f.regions.size() == 1);
   const RegionRow& r = f.regions[0];
   CHECK(r.cpu_ns == 12345);  // the CPU part is kept
@@ -314,8 +314,7 @@ TEST_CASE("dropped records are reported", "[aggregator]") {
   GpuAggregator agg;
   agg.note_dropped(5);
   agg.note_dropped(2);
-  RankFile f;
-  agg.fill(f, name_of, 0);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 0);
   CHECK(f.dropped_records == 7);
   CHECK_FALSE(f.steps.partial_final_step);  // nothing recorded at all
 }
@@ -348,8 +347,7 @@ TEST_CASE("memory stays bounded: 1M activities over 100k steps", "[aggregator][b
   CHECK(fp.regions == 1);
   CHECK(fp.region_kernels == 1);
   CHECK(fp.kernel_names == 3);  // "", "(other kernels)", gemm_kernel
-  RankFile f;
-  agg.fill(f, name_of, 100000);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 100000);
   CHECK(f.steps.totals.gpu_busy_ns == 10'000'000);  // 1M kernels × 10 ns, none overlapping
   CHECK(f.steps.totals.idle_ns == 100000 * (460 - 100));  // span 460 per step
   CHECK(f.regions[0].gpu_span_ns == 100000 * 460);
@@ -398,8 +396,7 @@ TEST_CASE("trace keeps events up to its cap and says how many it dropped", "[agg
   CHECK(j["comm_ops"][e1[col("comm_op")].get<std::size_t>()] == "AllReduce");
   CHECK(j["names"][e1[col("name")].get<std::size_t>()] == "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
   CHECK(j["paths"]["1"] == "path1");
-  RankFile f;
-  agg.fill(f, name_of, 1);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1);
   CHECK(std::any_of(f.warnings.begin(), f.warnings.end(),
                     [](const std::string& w) { return w.find("TRAINTIME_TRACE") != std::string::npos; }));
 }
@@ -439,8 +436,7 @@ TEST_CASE("region spans stay exact when a step holds hundreds of region entries"
       }
     }
   }
-  RankFile f;
-  agg.fill(f, name_of, 3);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 3);
   for (const char* path : {"path1", "path2", "path3"}) {
     const RegionRow* r = region(f, path);
     REQUIRE(r != nullptr);

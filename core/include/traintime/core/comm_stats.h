@@ -87,7 +87,7 @@ class CommCallTable {
   // when the table is full or key == 0. The index is stable for the process;
   // LaunchContext::comm_id = index + 1. The stable ids live here and nowhere else.
   uint32_t register_communicator(uint64_t handle_key, uint32_t size, uint32_t rank,
-                                 uint64_t stable_id);
+                                 uint64_t stable_id = 0);
   // Lock-free lookup of a registered, not retired key; kNoComm when unknown.
   uint32_t find_communicator(uint64_t handle_key) const noexcept;
   // The stable id registered for comm_index (0 for a bad index or none given).

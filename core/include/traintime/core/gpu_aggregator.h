@@ -23,6 +23,7 @@
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/rank_file.h"
+#include "traintime/core/summaries.h"
 
 namespace traintime::core {
 
@@ -58,13 +59,13 @@ class GpuAggregator {
   void ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
   void note_dropped(uint64_t n) { dropped_ += n; }
 
-  // Fills the GPU fields of f: categories, regions (merged by path into rows already there,
-  // rows with GPU work only appended), steps.totals/detail/partial_final_step/warmup, memcpy,
-  // comm and communicators (CPU counts from calls when given), dropped_records, warnings.
-  // Open steps are folded into a copy, so fill() can be called for snapshots mid-run.
-  // steps_completed = tt_step calls so far: activities with step >= it form the partial step.
-  void fill(RankFile& f, const std::function<std::string(PathId)>& path_name,
-            uint64_t steps_completed, const CommCallTable::Snapshot* calls = nullptr) const;
+  // The GPU side of the rank file (core/summaries.h): categories, regions by PathId, step totals
+  // and detail, partial_final_step, memcpy, comm GPU time per (communicator index, op), the
+  // rings of recent collectives, dropped records and warnings. Open steps are folded into a
+  // copy, so summary() can be called for snapshots mid-run. steps_completed = tt_step calls so
+  // far: activities with step >= it form the partial step. capture/capture_reason are left to
+  // the adapter.
+  GpuSummary summary(uint64_t steps_completed) const;
 
   // TRAINTIME_TRACE=1 dump ("traintime-trace/1", docs/attribution.md "Trace dump").
   nlohmann::json trace_json(const std::function<std::string(PathId)>& path_name) const;

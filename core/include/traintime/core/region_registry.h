@@ -27,6 +27,7 @@
 #include "traintime/core/chunked_array.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/step_tracker.h"
+#include "traintime/core/summaries.h"
 
 namespace traintime::core {
 
@@ -185,6 +186,11 @@ class RegionRegistry {
   // One row per path that was entered, with count and CPU time summed over all threads.
   // When `ids` is not null it receives the PathId of each row (same order).
   std::vector<RegionRow> snapshot_rows(std::vector<PathId>* ids = nullptr) const;
+  // The CPU side of the rank file: snapshot_rows() with their ids, every path's name, the step
+  // summary, and warnings for what the hot path counted instead of failing (unbalanced pops,
+  // regions nested too deep, unknown range ends, names dropped on a full table, a run with
+  // only warm-up steps).
+  CpuSummary summary() const;
   uint64_t unbalanced_pops() const;
   uint64_t depth_overflows() const;
   uint64_t unknown_range_ends() const { return unknown_range_ends_.load(std::memory_order_relaxed); }

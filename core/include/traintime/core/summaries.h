@@ -69,9 +69,11 @@ struct GpuSummary {
   std::vector<Steps::Detail> detail;  // wall_ns is the CPU side's
   bool partial_final_step = false;
   std::map<std::string, MemcpyStat> memcpy;  // CopyKind names with activity or standard
-  // GPU time of NCCL work per (communicator, op). comm_index is the CommCallTable index, or
+  // GPU time of NCCL work per (communicator, op). comm_index is the CommCallTable index,
+  // kUnregistered for an interposed call on a communicator the table does not know (size 0), or
   // kByName for kernels found by name only (no interposition: bytes unknown).
   static constexpr uint32_t kByName = 0xffffffffu;
+  static constexpr uint32_t kUnregistered = 0xfffffffeu;
   struct Comm {
     uint32_t comm_index = kByName;
     CommOp op = CommOp::kUnknown;

@@ -1,0 +1,219 @@
+// core::build_rank_file: the one place a rank file is put together. Every expected number here
+// is worked out by hand from the inputs written in the test.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "traintime/core/rank_file_builder.h"
+#include "traintime/core/rank_file_json.h"
+
+using namespace traintime::core;
+
+namespace {
+
+RegionRow cpu_row(const std::string& path, Category category, uint64_t count, uint64_t cpu_ns) {
+  RegionRow r;
+  r.path = path;
+  r.category = category;
+  r.count = count;
+  r.cpu_ns = cpu_ns;
+  return r;
+}
+
+CpuSummary two_regions() {
+  CpuSummary cpu;
+  cpu.regions = {cpu_row("step/forward", Category::kForward, 3, 3000),
+                 cpu_row("step/backward", Category::kBackward, 3, 6000)};
+  cpu.region_ids = {2, 3};
+  cpu.path_names = {"", "step", "step/forward", "step/backward", "step/optimizer"};
+  cpu.steps.count = 3;
+  cpu.steps.warmup = 1;
+  return cpu;
+}
+
+GpuSummary::Region gpu_region(PathId path, Category category, uint64_t busy, uint64_t kernels) {
+  GpuSummary::Region r;
+  r.path = path;
+  r.category = category;
+  r.gpu_busy_ns = busy;
+  r.gpu_sum_ns = busy;
+  r.kernels = kernels;
+  return r;
+}
+
+const RegionRow* find_region(const RankFile& f, const std::string& path) {
+  for (const RegionRow& r : f.regions)
+    if (r.path == path) return &r;
+  return nullptr;
+}
+
+// A communicator of 4 ranks at table index 0 with stable id 0x1234, two AllReduces of 1000 B.
+CommSummary one_communicator() {
+  CommSummary comm;
+  CommCallTable::CommSnapshot cs;
+  cs.index = 0;
+  cs.size = 4;
+  cs.rank = 1;
+  cs.stable_id = 0x1234;
+  cs.ops_enqueued = 2;
+  auto& op = cs.ops[static_cast<std::size_t>(CommOp::kAllReduce)];
+  op.calls = 2;
+  op.bytes = 2000;
+  op.bucket_calls[size_bucket(1000)] = 2;
+  op.bucket_bytes[size_bucket(1000)] = 2000;
+  comm.calls.comms.push_back(cs);
+  return comm;
+}
+
+}  // namespace
+
+TEST_CASE("region rows join CPU and GPU by path id, GPU-only paths get their names",
+          "[builder]") {
+  GpuSummary gpu;
+  gpu.regions = {gpu_region(3, Category::kBackward, 500, 4),
+                 gpu_region(4, Category::kOptimizer, 70, 1)};
+  const RankFile f = build_rank_file({}, two_regions(), gpu, {});
+  REQUIRE(f.regions.size() == 3);
+  const RegionRow* bwd = find_region(f, "step/backward");
+  REQUIRE(bwd != nullptr);
+  CHECK(bwd->cpu_ns == 6000);  // the CPU part is kept
+  CHECK(bwd->gpu_busy_ns == 500);
+  CHECK(bwd->kernels == 4);
+  const RegionRow* fwd = find_region(f, "step/forward");
+  REQUIRE(fwd != nullptr);
+  CHECK(fwd->gpu_busy_ns == 0);  // no GPU work launched there
+  const RegionRow* opt = find_region(f, "step/optimizer");
+  REQUIRE(opt != nullptr);  // GPU work on a path with no CPU row (e.g. entered in a snapshot gap)
+  CHECK(opt->count == 0);
+  CHECK(opt->gpu_busy_ns == 70);
+  CHECK(opt->category == Category::kOptimizer);
+}
+
+TEST_CASE("rows with the same path text but different ids are not merged by name",
+          "[builder]") {
+  CpuSummary cpu;
+  cpu.regions = {cpu_row("x", Category::kOther, 1, 10)};
+  cpu.region_ids = {1};
+  cpu.path_names = {"", "x", "x"};  // two paths spelt alike (e.g. a range and a push "x")
+  GpuSummary gpu;
+  gpu.regions = {gpu_region(2, Category::kOther, 40, 1)};
+  const RankFile f = build_rank_file({}, cpu, gpu, {});
+  REQUIRE(f.regions.size() == 2);
+  CHECK(f.regions[0].gpu_busy_ns == 0);
+  CHECK(f.regions[0].cpu_ns == 10);
+  CHECK(f.regions[1].gpu_busy_ns == 40);
+}
+
+TEST_CASE("comm rows add CPU calls to GPU time, with the nccl-tests bus factor", "[builder]") {
+  GpuSummary gpu;
+  GpuSummary::Comm g;
+  g.comm_index = 0;
+  g.op = CommOp::kAllReduce;
+  g.gpu_ns = 400;
+  g.kernels = 2;
+  g.bucket_gpu_ns[size_bucket(1000)] = 400;
+  gpu.comm.push_back(g);
+  const RankFile f = build_rank_file({}, {}, gpu, one_communicator());
+  REQUIRE(f.comm.size() == 1);
+  const CommRow& r = f.comm[0];
+  CHECK(r.op == "AllReduce");
+  CHECK(r.comm_size == 4);
+  CHECK(r.calls == 2);
+  CHECK(r.bytes == 2000);
+  CHECK(r.gpu_ns == 400);
+  CHECK(r.algbw_gbps == Approx(5.0));   // 2000 B / 400 ns
+  CHECK(r.busbw_gbps == Approx(7.5));   // × 2(4−1)/4
+  REQUIRE(r.sizes.size() == 1);
+  CHECK(r.sizes[0].lo_bytes == 512);    // 1000 B is in [512, 1024)
+  CHECK(r.sizes[0].calls == 2);
+  CHECK(r.sizes[0].gpu_ns == 400);
+}
+
+TEST_CASE("without GPU capture comm rows carry CPU counts and claim no bandwidth", "[builder]") {
+  const RankFile f = build_rank_file({}, {}, GpuSummary{}, one_communicator());
+  REQUIRE(f.comm.size() == 1);
+  CHECK(f.comm[0].calls == 2);
+  CHECK(f.comm[0].gpu_ns == 0);
+  CHECK(f.comm[0].algbw_gbps == 0);
+  CHECK(f.comm[0].busbw_gbps == 0);
+  REQUIRE(f.communicators.size() == 1);
+  CHECK(f.communicators[0].ops_enqueued == 2);
+  CHECK(f.communicators[0].ops_completed == 0);
+}
+
+TEST_CASE("communicator ids are the 16-hex stable ids, whatever else is known", "[builder]") {
+  GpuSummary gpu;
+  GpuSummary::Ring ring;
+  ring.comm_index = 0;
+  ring.ops_completed = 2;
+  ring.recent = {{1, "AllReduce", 1000, 10, 20}, {2, "AllReduce", 1000, 30, 50}};
+  gpu.rings.push_back(ring);
+  // GPU side alone, NCCL side alone, and both: the id comes from the call table only.
+  const RankFile both = build_rank_file({}, {}, gpu, one_communicator());
+  REQUIRE(both.communicators.size() == 1);
+  CHECK(both.communicators[0].id == "0000000000001234");
+  CHECK(both.communicators[0].size == 4);
+  CHECK(both.communicators[0].rank == 1);
+  CHECK(both.communicators[0].ops_completed == 2);
+  CHECK(both.communicators[0].recent.size() == 2);
+  const RankFile nccl_only = build_rank_file({}, {}, {}, one_communicator());
+  CHECK(nccl_only.communicators[0].id == "0000000000001234");
+}
+
+TEST_CASE("kernels found by name make a size-0 row with bytes unknown", "[builder]") {
+  GpuSummary gpu;
+  GpuSummary::Comm g;
+  g.comm_index = GpuSummary::kByName;
+  g.op = CommOp::kAllGather;
+  g.gpu_ns = 90;
+  g.kernels = 3;
+  gpu.comm.push_back(g);
+  const RankFile f = build_rank_file({}, {}, gpu, {});
+  REQUIRE(f.comm.size() == 1);
+  CHECK(f.comm[0].comm_size == 0);
+  CHECK(f.comm[0].calls == 3);  // one kernel per collective
+  CHECK_FALSE(f.comm[0].bytes_known);
+  CHECK(f.comm[0].algbw_gbps == 0);
+}
+
+TEST_CASE("every category and the four standard copy kinds are always present", "[builder]") {
+  const RankFile f = build_rank_file({}, {}, {}, {});
+  CHECK(f.categories.size() == kCategoryCount);
+  for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP"}) CHECK(f.memcpy.count(k) == 1);
+  CHECK(f.gpu_capture == "none");
+}
+
+TEST_CASE("identity, CPU, GPU and NCCL warnings come in that order", "[builder]") {
+  Identity id;
+  id.warnings = {"config"};
+  CpuSummary cpu;
+  cpu.warnings = {"cpu"};
+  GpuSummary gpu;
+  gpu.warnings = {"gpu"};
+  CommSummary comm;
+  comm.warnings = {"nccl"};
+  const RankFile f = build_rank_file(id, cpu, gpu, comm);
+  CHECK(f.warnings == std::vector<std::string>{"config", "cpu", "gpu", "nccl"});
+}
+
+TEST_CASE("the output depends on the summaries only, not on the order they were made",
+          "[builder]") {
+  // The same facts, with the GPU rows and comm entries listed in the opposite order.
+  GpuSummary a;
+  a.regions = {gpu_region(2, Category::kForward, 100, 1), gpu_region(3, Category::kBackward, 200, 2)};
+  GpuSummary::Comm c1;
+  c1.comm_index = 0;
+  c1.op = CommOp::kAllReduce;
+  c1.gpu_ns = 10;
+  GpuSummary::Comm c2 = c1;
+  c2.op = CommOp::kBroadcast;
+  c2.gpu_ns = 20;
+  a.comm = {c1, c2};
+  GpuSummary b = a;
+  std::swap(b.regions[0], b.regions[1]);
+  std::swap(b.comm[0], b.comm[1]);
+  const CpuSummary cpu = two_regions();
+  const CommSummary comm = one_communicator();
+  CHECK(rank_file_to_json(build_rank_file({}, cpu, a, comm)).dump() ==
+        rank_file_to_json(build_rank_file({}, cpu, b, comm)).dump());
+}
