@@ -3,8 +3,12 @@
 # by test.sh and demo.sh. A prepared machine is detected with dpkg and left alone.
 set -euo pipefail
 
+# Build: compiler, CMake, the header-only libraries and Catch2, Open MPI for the multi-rank runs.
+# Tests: Debian's python3 (/usr/bin/python3, which the tests call by path) with pytest, pip and
+# setuptools (the Python package is installed with pip in a test) and PyTorch 1.13.
 TRAINTIME_DEPS=(g++ cmake make libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev
-                openmpi-bin libopenmpi-dev libbenchmark-dev python3 python3-torch)
+                openmpi-bin libopenmpi-dev libbenchmark-dev
+                python3 python3-pytest python3-pip python3-setuptools python3-torch)
 
 missing=()
 for pkg in "${TRAINTIME_DEPS[@]}"; do

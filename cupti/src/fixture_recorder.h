@@ -1,7 +1,7 @@
 // TRAINTIME_RECORD_FIXTURE=<dir> (the preload passes it in the capture options): records what CUPTI gave the adapter — the launch callbacks
 // (domain, cbid, name, correlation id, kernel symbol, thread, and the launch context the adapter
 // stored), graph-node creations and clones, and every activity buffer byte for byte with its
-// valid size and the libcupti version — so tests/capture/replay feeds the same input through
+// valid size and the libcupti version — so tests/cupti/replay_fixture feeds the same input through
 // the same decode and join code in CI, on machines without a GPU (DESIGN §8).
 //
 // Recording is a diagnostic mode: the launch callback takes a mutex and appends to a vector

@@ -22,6 +22,7 @@
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
+#include "traintime/core/interval_union.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/summaries.h"
 
@@ -126,27 +127,6 @@ class GpuAggregator {
     uint64_t late_records = 0;
     uint64_t segmented_steps = 0;
   };
-  // Union of intervals fed in start order: the sweep behind every busy figure.
-  struct Tracker {
-    uint64_t s = 0, e = 0, total = 0;
-    bool on = false;
-    void add(uint64_t a, uint64_t b) {
-      if (!on) {
-        s = a, e = b, on = true;
-      } else if (a > e) {
-        total += e - s;
-        s = a, e = b;
-      } else if (b > e) {
-        e = b;
-      }
-    }
-    uint64_t finish() {
-      if (on) total += e - s;
-      uint64_t t = total;
-      *this = Tracker{};
-      return t;
-    }
-  };
   struct EntrySpan {
     uint32_t slot;
     uint64_t first;
@@ -175,8 +155,8 @@ class GpuAggregator {
     std::vector<uint32_t> used_;  // occupied slot indices, for clear() and for_each()
   };
   struct Scratch {  // reused between folds so the steady state does not allocate
-    std::vector<Tracker> region;      // by slot
-    std::vector<Tracker> region_cat;  // by slot * kCategoryCount + category
+    std::vector<IntervalUnion> region;      // by slot
+    std::vector<IntervalUnion> region_cat;  // by slot * kCategoryCount + category
     std::vector<uint8_t> touched_flag;
     std::vector<uint32_t> touched;
     EntryTable entries;

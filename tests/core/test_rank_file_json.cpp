@@ -591,7 +591,7 @@ TEST_CASE("non-finite rates are written as 0", "[rank_file]") {
 
 namespace {
 
-// docs/schema.md, found from this file's own path (tests/unit/ -> repo root).
+// docs/schema.md, found from this file's own path (tests/core/ -> repo root).
 std::string schema_doc() {
   const fs::path doc = fs::path(__FILE__).parent_path().parent_path().parent_path() / "docs" /
                        "schema.md";

@@ -1,0 +1,47 @@
+// Helpers shared by the attribution engine's files (gpu_aggregator.cpp, kernel_names.cpp,
+// step_window.cpp, comm_gpu.cpp, gpu_summary.cpp, aggregator_trace.cpp). Not a public header.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "traintime/core/category.h"
+#include "traintime/core/rank_file.h"
+
+namespace traintime::core::aggregator_detail {
+
+constexpr std::size_t kNameCacheSize = 4096;  // direct-mapped, by the name's address
+constexpr unsigned kRkCacheBits = 10;         // (region, kernel) cache: 1024 entries
+constexpr std::size_t kSpareBufs = 2;         // step buffers kept for reuse
+
+inline std::size_t mix(uint64_t key) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+constexpr std::size_t kComm = static_cast<std::size_t>(Category::kComm);
+constexpr std::size_t kIo = static_cast<std::size_t>(Category::kIo);
+
+constexpr std::array<std::string_view, 6> kCopyNames = {"", "HtoD", "DtoH", "DtoD", "PtoP",
+                                                        "Other"};
+
+// A mangled C++ kernel name made readable; anything else unchanged.
+std::string demangle(const std::string& name);
+
+inline void add_totals(StepTotals& into, const StepTotals& t) {
+  into.gpu_busy_ns += t.gpu_busy_ns;
+  into.compute_ns += t.compute_ns;
+  into.comm_ns += t.comm_ns;
+  into.comm_overlapped_ns += t.comm_overlapped_ns;
+  into.exposed_comm_ns += t.exposed_comm_ns;
+  into.io_ns += t.io_ns;
+  into.idle_ns += t.idle_ns;
+  into.gpu_sum_ns += t.gpu_sum_ns;
+  into.compute_sum_ns += t.compute_sum_ns;
+  into.comm_sum_ns += t.comm_sum_ns;
+  into.io_sum_ns += t.io_sum_ns;
+}
+
+}  // namespace traintime::core::aggregator_detail

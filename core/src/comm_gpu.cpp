@@ -1,0 +1,80 @@
+// GPU time of NCCL work per (communicator, op) and the ring of recent collectives per
+// communicator; group kernels are split across the group's members (comm_stats.h).
+#include <algorithm>
+
+#include "aggregator_internal.h"
+#include "traintime/core/gpu_aggregator.h"
+
+namespace traintime::core {
+
+using namespace aggregator_detail;
+
+GpuAggregator::CommRing& GpuAggregator::ring_for(uint32_t comm_id) {
+  CommRing& ring = rings_[comm_id];
+  if (ring.ring.empty()) ring.ring.resize(std::max<uint32_t>(opt_.recent_collectives, 1));
+  return ring;
+}
+
+void GpuAggregator::add_comm_share(uint32_t comm_id, CommOp op, uint64_t seq, uint64_t bytes,
+                                   uint64_t share, const GpuActivity& a, bool captured) {
+  CommGpu& g = comm_gpu_[(static_cast<uint64_t>(comm_id) << 8) | static_cast<uint64_t>(op)];
+  const uint32_t b = size_bucket(bytes);
+  g.gpu_ns += share;
+  ++g.kernels;
+  g.bucket_gpu_ns[b] += share;
+  if (captured) {
+    ++g.captured_calls;
+    g.captured_bytes += bytes;
+    ++g.bucket_captured_calls[b];
+    g.bucket_captured_bytes[b] += bytes;
+  }
+  if (comm_id == 0 || seq == 0) return;
+  CommRing& ring = ring_for(comm_id);
+  ring.ops_completed = std::max(ring.ops_completed, seq);
+  RingEntry& e = ring.ring[seq % ring.ring.size()];
+  const uint64_t end = std::max(a.end_ns, a.start_ns);
+  if (e.seq == seq) {  // another kernel of the same collective (e.g. a group spanning streams)
+    e.start = std::min(e.start, a.start_ns);
+    e.end = std::max(e.end, end);
+  } else if (seq > e.seq) {
+    e = RingEntry{seq, op, bytes, a.start_ns, end};
+  }
+}
+
+void GpuAggregator::ingest_comm(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur,
+                                uint32_t name_id) {
+  if (ctx.comm_op == CommOp::kNone) {  // found by kernel name: no interposition
+    CommOp op = name_id > kOtherKernels ? name_op_[name_id] : comm_op_from_kernel_name(a.name);
+    CommGpu& g = comm_gpu_[kByNameKey | static_cast<uint64_t>(op)];
+    g.gpu_ns += dur;
+    ++g.kernels;
+    return;
+  }
+  if (ctx.comm_group != 0 && comm_table_ != nullptr) {
+    CommGroupRecord group;
+    if (comm_table_->find_group(ctx.comm_group, group) && group.count > 0) {
+      uint64_t total = 0;
+      for (uint32_t i = 0; i < group.count; ++i) total += group.members[i].bytes;
+      uint64_t given = 0;
+      for (uint32_t i = 0; i < group.count; ++i) {
+        const CommGroupMember& m = group.members[i];
+        uint64_t share;
+        if (i + 1 == group.count) {
+          share = dur - given;  // the remainder, so the shares add up to the kernel exactly
+        } else if (total > 0) {
+          share = static_cast<uint64_t>(static_cast<unsigned __int128>(dur) * m.bytes / total);
+        } else {
+          share = dur / group.count;
+        }
+        given += share;
+        add_comm_share(m.comm_id, m.op, m.seq, m.bytes, share, a, ctx.comm_captured);
+      }
+      return;
+    }
+    ++group_lookups_missed_;
+  }
+  add_comm_share(ctx.comm_id, ctx.comm_op, ctx.comm_seq, ctx.comm_bytes, dur, a,
+                 ctx.comm_captured);
+}
+
+}  // namespace traintime::core

@@ -1,0 +1,126 @@
+// GpuAggregator::summary: the GPU side of the rank file (core/summaries.h).
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "aggregator_internal.h"
+#include "traintime/core/gpu_aggregator.h"
+
+namespace traintime::core {
+
+using namespace aggregator_detail;
+
+GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
+  // Fold the open steps into a copy so that a snapshot leaves the live state untouched.
+  Accum acc = acc_;
+  Scratch sc;
+  for (const auto& [step, buf] : open_) {
+    std::vector<OpenRec> recs = buf.recs;
+    std::vector<DeviceSpan> devices = buf.devices;
+    fold_records(recs, devices, step, acc, sc, opt_.step_detail);
+    finish_step(devices, step, acc, opt_.step_detail);
+  }
+
+  GpuSummary out;
+  for (std::size_t c = 0; c < kCategoryCount; ++c)
+    out.categories[c] = CategoryTotals{acc.cat_busy[c], cat_sum_[c], cat_count_[c]};
+
+  out.totals = acc.totals;
+  out.partial_final_step = any_activity_ && max_step_ >= steps_completed;
+  for (const auto& [step, d] : acc.detail) {
+    Steps::Detail row;
+    row.index = step;
+    row.span_ns = d.span;
+    row.partial = step >= steps_completed;
+    row.totals = d.totals;
+    for (std::size_t c = 0; c < kCategoryCount; ++c)
+      row.busy_ns_by_category[std::string(kCategoryNames[c])] = d.cat_busy[c];
+    out.detail.push_back(std::move(row));
+  }
+
+  std::vector<std::vector<std::pair<uint32_t, KernelAcc>>> kernels_of(regions_.size());
+  for (const auto& [key, k] : region_kernels_)
+    kernels_of[key >> 32].emplace_back(static_cast<uint32_t>(key & 0xffffffffu), k);
+  for (std::size_t slot = 0; slot < regions_.size(); ++slot) {
+    const RegionAcc& r = regions_[slot];
+    const RegionFold& rf = acc.regions[slot];
+    GpuSummary::Region row;
+    row.path = r.path;
+    row.category = r.category;
+    row.gpu_busy_ns = rf.busy;
+    row.gpu_sum_ns = r.sum;
+    row.gpu_span_ns = rf.span;
+    row.kernels = r.kernels;
+    for (std::size_t c = 0; c < kCategoryCount; ++c) {
+      if (r.cat_count[c] == 0) continue;
+      row.by_category[std::string(kCategoryNames[c])] = {rf.cat_busy[c], r.cat_sum[c],
+                                                         r.cat_count[c]};
+    }
+    auto& ks = kernels_of[slot];
+    std::sort(ks.begin(), ks.end(), [this](const auto& a, const auto& b) {
+      if (a.second.sum != b.second.sum) return a.second.sum > b.second.sum;
+      return names_[a.first] < names_[b.first];
+    });
+    for (std::size_t k = 0; k < ks.size() && k < opt_.top_kernels; ++k)
+      row.top_kernels.push_back({demangle(names_[ks[k].first]), ks[k].second.count,
+                                 ks[k].second.sum});
+    out.regions.push_back(std::move(row));
+  }
+
+  for (std::size_t k = 1; k < memcpy_.size(); ++k) {
+    const bool standard = k <= static_cast<std::size_t>(CopyKind::kPtoP);
+    if (standard || memcpy_[k].count > 0) out.memcpy[std::string(kCopyNames[k])] = memcpy_[k];
+  }
+
+  // GPU time of NCCL work per (communicator, op), in key order (deterministic output).
+  std::map<uint64_t, const CommGpu*> comm_sorted;
+  for (const auto& [key, g] : comm_gpu_) comm_sorted.emplace(key, &g);
+  for (const auto& [key, g] : comm_sorted) {
+    GpuSummary::Comm c;
+    c.op = static_cast<CommOp>(key & 0xff);
+    const auto comm_id = static_cast<uint32_t>((key >> 8) & 0xffffffffu);
+    c.comm_index = (key & kByNameKey) != 0 ? GpuSummary::kByName
+                   : comm_id == 0          ? GpuSummary::kUnregistered
+                                           : comm_id - 1;
+    c.gpu_ns = g->gpu_ns;
+    c.kernels = g->kernels;
+    c.captured_calls = g->captured_calls;
+    c.captured_bytes = g->captured_bytes;
+    c.bucket_gpu_ns = g->bucket_gpu_ns;
+    c.bucket_captured_calls = g->bucket_captured_calls;
+    c.bucket_captured_bytes = g->bucket_captured_bytes;
+    out.comm.push_back(c);
+  }
+  for (const auto& [comm_id, ring] : rings_) {
+    GpuSummary::Ring r;
+    r.comm_index = comm_id - 1;
+    r.ops_completed = ring.ops_completed;
+    for (const RingEntry& e : ring.ring) {
+      if (e.seq == 0) continue;
+      r.recent.push_back({e.seq, std::string(comm_op_name(e.op)), e.bytes, e.start, e.end});
+    }
+    std::sort(r.recent.begin(), r.recent.end(),
+              [](const RecentCollective& a, const RecentCollective& b) { return a.seq < b.seq; });
+    out.rings.push_back(std::move(r));
+  }
+
+  out.dropped_records = dropped_;
+  auto warn = [&out](uint64_t n, const char* what) {
+    if (n > 0) out.warnings.push_back(std::to_string(n) + " " + what);
+  };
+  warn(acc.late_records,
+       "GPU records arrived after their step was folded; counted as isolated intervals "
+       "(union figures may overcount by at most their duration)");
+  warn(acc.segmented_steps,
+       "times a step exceeded the open-record budget and was folded in segments "
+       "(overlaps across a cut are counted twice)");
+  warn(names_over_cap_, "kernel records beyond the kernel-name cap, listed as (other kernels)");
+  warn(region_kernels_over_cap_,
+       "kernel records beyond the per-region kernel cap, listed as (other kernels)");
+  warn(group_lookups_missed_,
+       "NCCL group kernels whose group members were no longer known; counted for the first op");
+  warn(trace_dropped_, "activities beyond TRAINTIME_TRACE's event cap left out of the trace");
+  return out;
+}
+
+}  // namespace traintime::core

@@ -1,0 +1,252 @@
+// The open-step window (docs/attribution.md "Memory bound"): activities are held per step until
+// the step folds into the totals — union-based busy figures per category, region and step —
+// when the window's record or step budget is exceeded, or into a copy at summary time.
+#include <algorithm>
+#include <utility>
+
+#include "aggregator_internal.h"
+#include "traintime/core/gpu_aggregator.h"
+
+namespace traintime::core {
+
+using namespace aggregator_detail;
+
+GpuAggregator::EntrySpan* GpuAggregator::EntryTable::find_or_insert(uint64_t entry,
+                                                                    const EntrySpan& init,
+                                                                    bool& inserted) {
+  if ((used_.size() + 1) * 2 > slots_.size()) grow();
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = mix(entry) & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.key == entry) {
+      inserted = false;
+      return &s.span;
+    }
+    if (s.key == 0) {
+      s.key = entry;
+      s.span = init;
+      used_.push_back(static_cast<uint32_t>(i));
+      inserted = true;
+      return &s.span;
+    }
+  }
+}
+
+void GpuAggregator::EntryTable::grow() {
+  std::vector<Slot> bigger(slots_.size() * 2);
+  const std::size_t mask = bigger.size() - 1;
+  for (uint32_t& u : used_) {
+    const Slot& s = slots_[u];
+    std::size_t i = mix(s.key) & mask;
+    while (bigger[i].key != 0) i = (i + 1) & mask;
+    bigger[i] = s;
+    u = static_cast<uint32_t>(i);
+  }
+  slots_.swap(bigger);
+}
+
+void GpuAggregator::EntryTable::clear() {
+  for (uint32_t i : used_) slots_[i].key = 0;
+  used_.clear();
+}
+
+void GpuAggregator::enforce_bounds() {
+  while (!open_.empty() &&
+         (open_records_ > opt_.max_open_records || open_.size() > opt_.max_open_steps)) {
+    if (open_.size() > 1) {
+      fold_oldest();
+      continue;
+    }
+    // One step holds more than the whole budget (e.g. a program that never calls tt_step):
+    // fold what it has as a segment and keep the step open for what follows.
+    auto& [step, buf] = *open_.begin();
+    open_records_ -= buf.recs.size();
+    fold_records(buf.recs, buf.devices, step, acc_, scratch_, opt_.step_detail);
+    buf.recs.clear();
+    ++acc_.segmented_steps;
+    break;  // the step stays open by design, even if max_open_steps is 0
+  }
+}
+
+void GpuAggregator::fold_oldest() {
+  auto it = open_.begin();
+  const uint64_t step = it->first;
+  StepBuf& buf = it->second;
+  open_records_ -= buf.recs.size();
+  fold_records(buf.recs, buf.devices, step, acc_, scratch_, opt_.step_detail);
+  finish_step(buf.devices, step, acc_, opt_.step_detail);
+  if (spare_bufs_.size() < kSpareBufs) {
+    buf.recs.clear();
+    buf.devices.clear();
+    spare_bufs_.push_back(std::move(buf));
+  }
+  open_.erase(it);
+  folded_below_ = std::max(folded_below_, step + 1);
+  last_buf_ = nullptr;
+  last_step_ = ~uint64_t{0};
+}
+
+GpuAggregator::DetailAcc* GpuAggregator::detail_for(Accum& acc, uint64_t step,
+                                                   uint32_t step_detail) {
+  if (step_detail == 0) return nullptr;
+  auto it = acc.detail.find(step);
+  if (it != acc.detail.end()) return &it->second;
+  // The most recent step_detail steps by index are kept: an older step is not re-added.
+  if (acc.detail.size() >= step_detail && step < acc.detail.begin()->first) return nullptr;
+  it = acc.detail.emplace(step, DetailAcc{}).first;
+  if (acc.detail.size() > step_detail) acc.detail.erase(acc.detail.begin());
+  return &it->second;
+}
+
+void GpuAggregator::fold_records(std::vector<OpenRec>& recs, std::vector<DeviceSpan>& devices,
+                                 uint64_t step, Accum& acc, Scratch& sc, uint32_t step_detail) {
+  if (recs.empty()) return;
+  auto by_device_start = [](const OpenRec& a, const OpenRec& b) {
+    return a.device != b.device ? a.device < b.device : a.start < b.start;
+  };
+  // Records of one device usually arrive in start order already; the check is cheaper than a sort.
+  if (!std::is_sorted(recs.begin(), recs.end(), by_device_start))
+    std::sort(recs.begin(), recs.end(), by_device_start);
+  DetailAcc* detail = detail_for(acc, step, step_detail);
+  const std::size_t nslots = acc.regions.size();
+  if (sc.region.size() < nslots) {
+    sc.region.resize(nslots);
+    sc.region_cat.resize(nslots * kCategoryCount);
+    sc.touched_flag.resize(nslots, 0);
+  }
+  sc.entries.clear();
+  uint64_t last_entry = 0;
+  EntrySpan* last_span = nullptr;
+
+  std::size_t i = 0;
+  const std::size_t n = recs.size();
+  while (i < n) {
+    const uint32_t dev = recs[i].device;
+    std::array<IntervalUnion, kCategoryCount> cat{};
+    IntervalUnion compute, comm_or_compute, all;
+    StepTotals t;
+    const uint64_t first = recs[i].start;
+    uint64_t last = recs[i].end;
+    for (; i < n && recs[i].device == dev; ++i) {
+      const OpenRec& r = recs[i];
+      const uint64_t d = r.end - r.start;
+      last = std::max(last, r.end);
+      cat[r.cat].add(r.start, r.end);
+      all.add(r.start, r.end);
+      t.gpu_sum_ns += d;
+      if (is_compute(static_cast<Category>(r.cat))) {
+        compute.add(r.start, r.end);
+        comm_or_compute.add(r.start, r.end);
+        t.compute_sum_ns += d;
+      } else if (r.cat == kComm) {
+        comm_or_compute.add(r.start, r.end);
+        t.comm_sum_ns += d;
+      } else {
+        t.io_sum_ns += d;
+      }
+      if (r.slot == kNoSlot) continue;
+      if (!sc.touched_flag[r.slot]) {
+        sc.touched_flag[r.slot] = 1;
+        sc.touched.push_back(r.slot);
+      }
+      sc.region[r.slot].add(r.start, r.end);
+      sc.region_cat[r.slot * kCategoryCount + r.cat].add(r.start, r.end);
+      if (r.entry == 0) continue;
+      if (r.entry != last_entry || last_span == nullptr) {
+        bool inserted = false;
+        last_span = sc.entries.find_or_insert(r.entry, EntrySpan{r.slot, r.start, r.end}, inserted);
+        last_entry = r.entry;
+        if (inserted) continue;
+      }
+      last_span->first = std::min(last_span->first, r.start);
+      last_span->last = std::max(last_span->last, r.end);
+    }
+
+    std::array<uint64_t, kCategoryCount> busy{};
+    for (std::size_t c = 0; c < kCategoryCount; ++c) {
+      busy[c] = cat[c].finish();
+      acc.cat_busy[c] += busy[c];
+      if (detail != nullptr) detail->cat_busy[c] += busy[c];
+    }
+    const uint64_t compute_ns = compute.finish();
+    const uint64_t either_ns = comm_or_compute.finish();
+    const uint64_t all_ns = all.finish();
+    t.gpu_busy_ns = all_ns;
+    t.compute_ns = compute_ns;
+    t.comm_ns = busy[kComm];
+    // |comm ∩ compute| = |comm| + |compute| − |comm ∪ compute|; |comm − compute| = |∪| − |compute|
+    t.comm_overlapped_ns = busy[kComm] + compute_ns - either_ns;
+    t.exposed_comm_ns = either_ns - compute_ns;
+    t.io_ns = busy[kIo];
+    add_totals(acc.totals, t);
+    if (detail != nullptr) add_totals(detail->totals, t);
+
+    for (uint32_t slot : sc.touched) {
+      RegionFold& rf = acc.regions[slot];
+      rf.busy += sc.region[slot].finish();
+      for (std::size_t c = 0; c < kCategoryCount; ++c)
+        rf.cat_busy[c] += sc.region_cat[slot * kCategoryCount + c].finish();
+      sc.touched_flag[slot] = 0;
+    }
+    sc.touched.clear();
+
+    auto d = std::find_if(devices.begin(), devices.end(),
+                          [dev](const DeviceSpan& s) { return s.device == dev; });
+    if (d == devices.end()) {
+      devices.push_back({dev, first, last, all_ns});
+    } else {
+      d->first = std::min(d->first, first);
+      d->last = std::max(d->last, last);
+      d->busy += all_ns;
+    }
+  }
+  sc.entries.for_each(
+      [&acc](const EntrySpan& span) { acc.regions[span.slot].span += span.last - span.first; });
+}
+
+void GpuAggregator::finish_step(const std::vector<DeviceSpan>& devices, uint64_t step,
+                                Accum& acc, uint32_t step_detail) {
+  DetailAcc* detail = detail_for(acc, step, step_detail);
+  for (const DeviceSpan& d : devices) {
+    const uint64_t span = d.last - d.first;
+    const uint64_t idle = span > d.busy ? span - d.busy : 0;
+    acc.totals.idle_ns += idle;
+    if (detail != nullptr) {
+      detail->totals.idle_ns += idle;
+      detail->span += span;
+    }
+  }
+}
+
+void GpuAggregator::fold_late(const OpenRec& r, uint64_t step) {
+  // The step was already folded: count the record as an isolated interval (its overlap with the
+  // folded work is unknown), so raw sums stay exact and union figures may overcount by at most
+  // its duration. docs/attribution.md "Late records".
+  ++acc_.late_records;
+  const uint64_t d = r.end - r.start;
+  acc_.cat_busy[r.cat] += d;
+  StepTotals t;
+  t.gpu_busy_ns = d;
+  t.gpu_sum_ns = d;
+  if (is_compute(static_cast<Category>(r.cat))) {
+    t.compute_ns = t.compute_sum_ns = d;
+  } else if (r.cat == kComm) {
+    t.comm_ns = t.comm_sum_ns = t.exposed_comm_ns = d;
+  } else {
+    t.io_ns = t.io_sum_ns = d;
+  }
+  add_totals(acc_.totals, t);
+  auto it = acc_.detail.find(step);
+  if (it != acc_.detail.end()) {
+    add_totals(it->second.totals, t);
+    it->second.cat_busy[r.cat] += d;
+  }
+  if (r.slot != kNoSlot) {
+    RegionFold& rf = acc_.regions[r.slot];
+    rf.busy += d;
+    rf.cat_busy[r.cat] += d;
+    if (r.entry != 0) rf.span += d;
+  }
+}
+
+}  // namespace traintime::core
