@@ -4,7 +4,17 @@
 #include <cerrno>
 
 #include "session.h"
+#include "traintime/core/category.h"
 #include "traintime/traintime.h"
+
+// The public header's category values are the ABI; the model's enum must agree with them, since
+// push_category passes the value straight through.
+static_assert(static_cast<int>(traintime::core::Category::kForward) == TT_FORWARD);
+static_assert(static_cast<int>(traintime::core::Category::kBackward) == TT_BACKWARD);
+static_assert(static_cast<int>(traintime::core::Category::kOptimizer) == TT_OPTIMIZER);
+static_assert(static_cast<int>(traintime::core::Category::kComm) == TT_COMM);
+static_assert(static_cast<int>(traintime::core::Category::kIo) == TT_IO);
+static_assert(static_cast<int>(traintime::core::Category::kOther) == TT_OTHER);
 
 namespace traintime::preload {
 namespace {

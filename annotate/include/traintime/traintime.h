@@ -32,6 +32,10 @@
  * for `traintime_get_api_v1`, exported by libtraintime.so. A null answer (library absent, or
  * TRAINTIME_DISABLE=1) turns every call into a no-op for the rest of the process. dlsym lives
  * in libc since glibc 2.34; older glibc needs -ldl at link time.
+ *
+ * Compiling out. Define TRAINTIME_DISABLE_ANNOTATIONS (as NVTX_DISABLE does for NVTX) and every
+ * call above becomes an empty inline function and TT_SCOPE/TT_SCOPE_CATEGORY expand to nothing:
+ * no dispatch code, no dlsym, no reference to the profiler is left in the program.
  */
 #ifndef TRAINTIME_TRAINTIME_H
 #define TRAINTIME_TRAINTIME_H
@@ -80,6 +84,34 @@ typedef const tt_api_v1* (*tt_get_api_v1_fn)(void);
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+#ifdef TRAINTIME_DISABLE_ANNOTATIONS
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+static inline void tt_push(const char* name) { (void)name; }
+static inline void tt_push_category(tt_category category, const char* name) {
+  (void)category;
+  (void)name;
+}
+static inline void tt_pop(void) {}
+static inline uint64_t tt_range_start(const char* name) {
+  (void)name;
+  return 0;
+}
+static inline void tt_range_end(uint64_t id) { (void)id; }
+static inline void tt_step(uint64_t samples, uint64_t tokens) {
+  (void)samples;
+  (void)tokens;
+}
+#ifdef __cplusplus
+} /* extern "C" */
+#define TT_SCOPE(name) static_cast<void>(0)
+#define TT_SCOPE_CATEGORY(category, name) static_cast<void>(0)
+#endif /* __cplusplus */
+
+#else /* !TRAINTIME_DISABLE_ANNOTATIONS */
 
 #include "traintime/detail/dispatch.h"
 
@@ -164,5 +196,7 @@ class Scope {
 /* RAII region with an explicit category: `TT_SCOPE_CATEGORY(TT_IO, "prefetch");`. */
 #define TT_SCOPE_CATEGORY(category, name) TT_DETAIL_SCOPE(category, name, __COUNTER__)
 #endif /* __cplusplus */
+
+#endif /* TRAINTIME_DISABLE_ANNOTATIONS */
 
 #endif /* TRAINTIME_TRAINTIME_H */

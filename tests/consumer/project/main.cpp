@@ -1,0 +1,13 @@
+// Three steps, each with a "forward" region: what a user's annotated C++ loop looks like.
+#include <traintime/traintime.h>
+
+int main() {
+  for (int step = 0; step < 3; ++step) {
+    {
+      TT_SCOPE("forward");
+      TT_SCOPE_CATEGORY(TT_IO, "prefetch");
+    }
+    tt_step(8, 1024);
+  }
+  return 0;
+}
