@@ -49,7 +49,7 @@ int make_dirs(const std::string& dir) {
 void report_write_error(Session& s, const std::string& what) {
   if (s.output.write_error_reported) return;
   s.output.write_error_reported = true;
-  support::log_error(
+  support::log(support::LogLevel::kError,
       "cannot write the rank file into {} ({}); set TRAINTIME_OUTPUT to a writable directory",
       s.output.dir, what);
 }

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <tuple>
 
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nccl/nccl_interposer.h"
@@ -51,13 +52,9 @@ void mark_recorded() noexcept {
 core::LaunchContext launch_context() noexcept {
   const core::RegionRegistry* r = existing_registry();
   core::LaunchContext ctx = r ? r->launch_context(t_thread_state) : core::LaunchContext{};
-  if (const nccl::Call* call = nccl::current_call()) {
-    ctx.comm_op = call->op;
-    ctx.comm_id = call->comm_id;
-    ctx.comm_seq = call->seq;
-    ctx.comm_bytes = call->bytes;
-    ctx.comm_group = call->group_id;
-    ctx.comm_captured = call->captured;
+  if (const nccl::Call* c = nccl::current_call()) {
+    std::tie(ctx.comm_op, ctx.comm_id, ctx.comm_seq, ctx.comm_bytes, ctx.comm_group,
+             ctx.comm_captured) = std::tie(c->op, c->comm_id, c->seq, c->bytes, c->group_id, c->captured);
   }
   return ctx;
 }
@@ -95,7 +92,6 @@ void configure_nccl(Session& s) {
 }
 
 void configure_cupti(Session& s) {
-  const core::Config& c = s.identity.config;
   cupti::Hooks hooks;
   hooks.launch_context = &launch_context;
   hooks.steps_completed = &steps_completed;
@@ -103,17 +99,7 @@ void configure_cupti(Session& s) {
   hooks.category_of = &category_of;
   hooks.path_name = &path_name;
   hooks.comm_table = &s.recorder.comm_table;
-  cupti::Options options;
-  options.enabled = c.cupti;
-  options.cupti_lib = c.cupti_lib;
-  options.buffer_mb = c.buffer_mb;
-  options.buffer_count = c.buffer_count;
-  options.warmup_steps = c.warmup_steps;
-  options.step_detail = c.step_detail;
-  options.trace = c.trace;
-  options.trace_max_events = c.trace_max_events;
-  options.record_fixture = c.record_fixture;
-  cupti::configure(hooks, options);
+  cupti::configure(hooks, s.identity.config);
 }
 
 // The one fork strategy (DESIGN §2): the child starts clean — a fresh session with the same

@@ -82,13 +82,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     c.comm_index = (key & kByNameKey) != 0 ? GpuSummary::kByName
                    : comm_id == 0          ? GpuSummary::kUnregistered
                                            : comm_id - 1;
-    c.gpu_ns = g->gpu_ns;
-    c.kernels = g->kernels;
-    c.captured_calls = g->captured_calls;
-    c.captured_bytes = g->captured_bytes;
-    c.bucket_gpu_ns = g->bucket_gpu_ns;
-    c.bucket_captured_calls = g->bucket_captured_calls;
-    c.bucket_captured_bytes = g->bucket_captured_bytes;
+    c.time = *g;
     out.comm.push_back(c);
   }
   for (const auto& [comm_id, ring] : rings_) {

@@ -34,21 +34,14 @@ void add_regions(RankFile& f, const CpuSummary& cpu, const GpuSummary& gpu) {
       idx = f.regions.size() - 1;
       row_of.emplace(g.path, idx);
     }
-    RegionRow& row = f.regions[idx];
-    row.gpu_busy_ns = g.gpu_busy_ns;
-    row.gpu_sum_ns = g.gpu_sum_ns;
-    row.gpu_span_ns = g.gpu_span_ns;
-    row.kernels = g.kernels;
-    row.by_category = g.by_category;
-    row.top_kernels = g.top_kernels;
+    static_cast<RegionGpu&>(f.regions[idx]) = g;
   }
 }
 
 // Comm rows per (op, comm_size): CPU calls/bytes from the call table, GPU time from records.
 void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) {
   struct RowAcc {
-    uint64_t calls = 0, bytes = 0, gpu_ns = 0;
-    bool bytes_known = true;
+    CommRow row;  // calls, bytes, bytes_known and gpu_ns; the rest is set below
     std::array<SizeBucket, kSizeBuckets> sizes{};
   };
   std::map<std::pair<CommOp, uint32_t>, RowAcc> rows;
@@ -56,32 +49,33 @@ void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) 
     for (std::size_t o = 1; o < kCommOpCount; ++o) {
       const CommCallTable::OpCounts& oc = cs.ops[o];
       if (oc.calls == 0) continue;
-      RowAcc& row = rows[{static_cast<CommOp>(o), cs.size}];
-      row.calls += oc.calls;
-      row.bytes += oc.bytes;
+      RowAcc& acc = rows[{static_cast<CommOp>(o), cs.size}];
+      acc.row.calls += oc.calls;
+      acc.row.bytes += oc.bytes;
       for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-        row.sizes[b].calls += oc.bucket_calls[b];
-        row.sizes[b].bytes += oc.bucket_bytes[b];
+        acc.sizes[b].calls += oc.bucket_calls[b];
+        acc.sizes[b].bytes += oc.bucket_bytes[b];
       }
     }
   }
-  for (const GpuSummary::Comm& g : gpu.comm) {
-    if (g.comm_index == GpuSummary::kByName) {
-      RowAcc& row = rows[{g.op, 0}];
+  for (const GpuSummary::Comm& c : gpu.comm) {
+    const CommGpuTime& g = c.time;
+    if (c.comm_index == GpuSummary::kByName) {
+      CommRow& row = rows[{c.op, 0}].row;
       row.calls += g.kernels;  // one kernel per collective when NCCL is not interposed
       row.gpu_ns += g.gpu_ns;
       row.bytes_known = false;
       continue;
     }
-    const CommCallTable::CommSnapshot* cs = comm.calls.find(g.comm_index);
-    RowAcc& row = rows[{g.op, cs != nullptr ? cs->size : 0}];
-    row.gpu_ns += g.gpu_ns;
-    row.calls += g.captured_calls;
-    row.bytes += g.captured_bytes;
+    const CommCallTable::CommSnapshot* cs = comm.calls.find(c.comm_index);
+    RowAcc& acc = rows[{c.op, cs != nullptr ? cs->size : 0}];
+    acc.row.gpu_ns += g.gpu_ns;
+    acc.row.calls += g.captured_calls;
+    acc.row.bytes += g.captured_bytes;
     for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-      row.sizes[b].gpu_ns += g.bucket_gpu_ns[b];
-      row.sizes[b].calls += g.bucket_captured_calls[b];
-      row.sizes[b].bytes += g.bucket_captured_bytes[b];
+      acc.sizes[b].gpu_ns += g.bucket_gpu_ns[b];
+      acc.sizes[b].calls += g.bucket_captured_calls[b];
+      acc.sizes[b].bytes += g.bucket_captured_bytes[b];
     }
   }
   // Rows ordered by op name, then size (as the schema's readers have always seen them).
@@ -89,21 +83,16 @@ void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) 
   for (const auto& [key, ra] : rows)
     ordered[{std::string(comm_op_name(key.first)), key.second}] = {key.first, &ra};
   for (const auto& [key, value] : ordered) {
-    const RowAcc& ra = *value.second;
-    CommRow row;
+    const RowAcc& acc = *value.second;
+    CommRow row = acc.row;
     row.op = key.first;
     row.comm_size = key.second;
-    row.calls = ra.calls;
-    row.bytes = ra.bytes;
-    row.bytes_known = ra.bytes_known;
-    row.gpu_ns = ra.gpu_ns;
     // bytes per ns is 1e9 bytes/s: algbw over all calls is total bytes / total GPU time.
-    row.algbw_gbps = (ra.bytes_known && ra.gpu_ns > 0)
-                         ? static_cast<double>(ra.bytes) / static_cast<double>(ra.gpu_ns)
-                         : 0.0;
+    if (row.bytes_known && row.gpu_ns > 0)
+      row.algbw_gbps = static_cast<double>(row.bytes) / static_cast<double>(row.gpu_ns);
     row.busbw_gbps = row.algbw_gbps * busbw_factor(value.first, row.comm_size);
     for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-      SizeBucket sb = ra.sizes[b];
+      SizeBucket sb = acc.sizes[b];
       if (sb.calls == 0 && sb.gpu_ns == 0) continue;
       sb.lo_bytes = size_bucket_lo(b);
       row.sizes.push_back(sb);
@@ -140,16 +129,7 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
                          const CommSummary& comm) {
   RankFile f;
-  f.job_id = identity.job_id;
-  f.rank = identity.rank;
-  f.world_size = identity.world_size;
-  f.role = identity.role;
-  f.host = identity.host;
-  f.pid = identity.pid;
-  f.snapshot = identity.snapshot;
-  f.exit_reason = identity.exit_reason;
-  f.start_unix_ns = identity.start_unix_ns;
-  f.end_unix_ns = identity.end_unix_ns;
+  static_cast<RankIdentity&>(f) = identity;
   f.gpu_capture = gpu.capture;
   f.gpu_capture_reason = gpu.capture_reason;
 

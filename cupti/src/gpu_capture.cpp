@@ -88,7 +88,7 @@ class GpuCapture {
     return *instance;
   }
 
-  void configure(const Hooks& hooks, const Options& options);
+  void configure(const Hooks& hooks, const core::Config& config);
   void start(const char* trigger);
   void lazy_start() noexcept;
   core::GpuSummary summary(bool snapshot);
@@ -130,7 +130,7 @@ class GpuCapture {
   void stop_thread();
 
   Hooks hooks_;
-  Options options_;
+  core::Config config_;
   bool configured_ = false;
   std::mutex start_mu_;
   std::atomic<State> state_{State::kIdle};
@@ -177,10 +177,10 @@ void GpuCapture::give_up(const std::string& reason) {
   support::log_warn("GPU capture unavailable: {} (CPU regions and NCCL are still recorded)", reason);
 }
 
-void GpuCapture::configure(const Hooks& hooks, const Options& options) {
+void GpuCapture::configure(const Hooks& hooks, const core::Config& config) {
   std::lock_guard<std::mutex> lock(start_mu_);
   hooks_ = hooks;
-  options_ = options;
+  config_ = config;
   configured_ = true;
 }
 
@@ -191,7 +191,7 @@ void GpuCapture::start(const char* trigger) {
       forked_.load(std::memory_order_relaxed))
     return;
   trigger_ = trigger;
-  if (!options_.enabled) {
+  if (!config_.cupti) {
     reason_ = "TRAINTIME_CUPTI=0";
     state_.store(State::kOff, std::memory_order_release);
     return;
@@ -201,9 +201,9 @@ void GpuCapture::start(const char* trigger) {
 }
 
 bool GpuCapture::start_capture(std::string* reason) {
-  if (!lib_.load(options_.cupti_lib, reason)) return false;
-  support::log_debug("CUPTI {} from {}{}, records as {}", lib_.version(), lib_.path(),
-                     lib_.reused() ? " (already loaded)" : "", layout_name(lib_.layout()));
+  if (!lib_.load(config_.cupti_lib, reason)) return false;
+  support::log(support::LogLevel::kDebug, "CUPTI {} from {}{}, records as {}", lib_.version(),
+               lib_.path(), lib_.reused() ? " (already loaded)" : "", layout_name(lib_.layout()));
 
   // Launch-type callbacks, by name from CUPTI's own table.
   const CUpti_CallbackId limit = RoleTable::kMaxCbid;
@@ -227,18 +227,18 @@ bool GpuCapture::start_capture(std::string* reason) {
 
   launches_ = std::make_unique<CorrelationTable>(kCorrelationSlots);
   graph_nodes_ = std::make_unique<GraphNodeTable>(kMaxGraphNodes);
-  pool_ = std::make_unique<BufferPool>(size_t{options_.buffer_mb} << 20, options_.buffer_count);
-  queue_.reserve(options_.buffer_count + 1);
+  pool_ = std::make_unique<BufferPool>(size_t{config_.buffer_mb} << 20, config_.buffer_count);
+  queue_.reserve(config_.buffer_count + 1);
   core::AggregatorOptions options;
-  options.warmup_steps = options_.warmup_steps;
-  options.step_detail = options_.step_detail;
-  options.trace = options_.trace;
-  options.trace_max_events = options_.trace_max_events;
+  options.warmup_steps = config_.warmup_steps;
+  options.step_detail = config_.step_detail;
+  options.trace = config_.trace;
+  options.trace_max_events = config_.trace_max_events;
   aggregator_ = std::make_unique<core::GpuAggregator>(options);
   aggregator_->set_comm_table(hooks_.comm_table);
   pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_,
                                                  [this](core::PathId p) { return category_of(p); });
-  recorder_ = FixtureRecorder::open(options_.record_fixture);
+  recorder_ = FixtureRecorder::open(config_.record_fixture);
   if (recorder_) recorder_->set_library(lib_);
   for (const SelectedCallback& s : selected) roles_.set(s.domain, s.cbid, s.role);
 
@@ -551,8 +551,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
                            " GPU activity records were dropped by CUPTI: GPU times undercount");
   if (const uint64_t refused = pool_->refused())
     out.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
-                           std::to_string(options_.buffer_count) + " x " +
-                           std::to_string(options_.buffer_mb) +
+                           std::to_string(config_.buffer_count) + " x " +
+                           std::to_string(config_.buffer_mb) +
                            " MiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
   return out;
 }
@@ -575,8 +575,8 @@ void GpuCapture::on_fork_child() noexcept {
 
 }  // namespace
 
-void configure(const Hooks& hooks, const Options& options) {
-  GpuCapture::get().configure(hooks, options);
+void configure(const Hooks& hooks, const core::Config& config) {
+  GpuCapture::get().configure(hooks, config);
 }
 void start(const char* trigger) noexcept {
   const int saved_errno = errno;

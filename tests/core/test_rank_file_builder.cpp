@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <tuple>
 
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
@@ -13,10 +14,7 @@ namespace {
 
 RegionRow cpu_row(const std::string& path, Category category, uint64_t count, uint64_t cpu_ns) {
   RegionRow r;
-  r.path = path;
-  r.category = category;
-  r.count = count;
-  r.cpu_ns = cpu_ns;
+  std::tie(r.path, r.category, r.count, r.cpu_ns) = std::tie(path, category, count, cpu_ns);
   return r;
 }
 
@@ -29,6 +27,15 @@ CpuSummary two_regions() {
   cpu.steps.count = 3;
   cpu.steps.warmup = 1;
   return cpu;
+}
+
+GpuSummary::Comm comm_time(uint32_t comm_index, CommOp op, uint64_t gpu_ns, uint64_t kernels) {
+  GpuSummary::Comm c;
+  c.comm_index = comm_index;
+  c.op = op;
+  c.time.gpu_ns = gpu_ns;
+  c.time.kernels = kernels;
+  return c;
 }
 
 GpuSummary::Region gpu_region(PathId path, Category category, uint64_t busy, uint64_t kernels) {
@@ -106,13 +113,8 @@ TEST_CASE("rows with the same path text but different ids are not merged by name
 
 TEST_CASE("comm rows add CPU calls to GPU time, with the nccl-tests bus factor", "[builder]") {
   GpuSummary gpu;
-  GpuSummary::Comm g;
-  g.comm_index = 0;
-  g.op = CommOp::kAllReduce;
-  g.gpu_ns = 400;
-  g.kernels = 2;
-  g.bucket_gpu_ns[size_bucket(1000)] = 400;
-  gpu.comm.push_back(g);
+  gpu.comm.push_back(comm_time(0, CommOp::kAllReduce, 400, 2));
+  gpu.comm[0].time.bucket_gpu_ns[size_bucket(1000)] = 400;
   const RankFile f = build_rank_file({}, {}, gpu, one_communicator());
   REQUIRE(f.comm.size() == 1);
   const CommRow& r = f.comm[0];
@@ -162,12 +164,7 @@ TEST_CASE("communicator ids are the 16-hex stable ids, whatever else is known", 
 
 TEST_CASE("kernels found by name make a size-0 row with bytes unknown", "[builder]") {
   GpuSummary gpu;
-  GpuSummary::Comm g;
-  g.comm_index = GpuSummary::kByName;
-  g.op = CommOp::kAllGather;
-  g.gpu_ns = 90;
-  g.kernels = 3;
-  gpu.comm.push_back(g);
+  gpu.comm.push_back(comm_time(GpuSummary::kByName, CommOp::kAllGather, 90, 3));
   const RankFile f = build_rank_file({}, {}, gpu, {});
   REQUIRE(f.comm.size() == 1);
   CHECK(f.comm[0].comm_size == 0);
@@ -201,14 +198,7 @@ TEST_CASE("the output depends on the summaries only, not on the order they were 
   // The same facts, with the GPU rows and comm entries listed in the opposite order.
   GpuSummary a;
   a.regions = {gpu_region(2, Category::kForward, 100, 1), gpu_region(3, Category::kBackward, 200, 2)};
-  GpuSummary::Comm c1;
-  c1.comm_index = 0;
-  c1.op = CommOp::kAllReduce;
-  c1.gpu_ns = 10;
-  GpuSummary::Comm c2 = c1;
-  c2.op = CommOp::kBroadcast;
-  c2.gpu_ns = 20;
-  a.comm = {c1, c2};
+  a.comm = {comm_time(0, CommOp::kAllReduce, 10, 1), comm_time(0, CommOp::kBroadcast, 20, 1)};
   GpuSummary b = a;
   std::swap(b.regions[0], b.regions[1]);
   std::swap(b.comm[0], b.comm[1]);

@@ -174,15 +174,7 @@ class GpuAggregator {
     uint64_t count = 0;
     uint64_t sum = 0;
   };
-  struct CommGpu {  // per (comm_id, op)
-    uint64_t gpu_ns = 0;
-    uint64_t kernels = 0;
-    uint64_t captured_calls = 0;
-    uint64_t captured_bytes = 0;
-    std::array<uint64_t, kSizeBuckets> bucket_gpu_ns{};
-    std::array<uint64_t, kSizeBuckets> bucket_captured_calls{};
-    std::array<uint64_t, kSizeBuckets> bucket_captured_bytes{};
-  };
+  using CommGpu = CommGpuTime;  // per (comm_id, op)
   struct RingEntry {
     uint64_t seq = 0;
     CommOp op = CommOp::kNone;

@@ -36,20 +36,24 @@ struct DurationStats {  // over a set of samples, in ns
   uint64_t p90_ns = 0;
 };
 
-// One exclusive (self) row per region path.
-struct RegionRow {
-  std::string path;  // "step/forward/layer3"
-  Category category = Category::kOther;
-  uint64_t count = 0;       // times the region was entered
-  uint64_t cpu_ns = 0;      // total CPU wall time inside (inclusive of children)
-  uint64_t cpu_min_ns = 0;
-  uint64_t cpu_max_ns = 0;
+// The GPU figures of one region (the attribution engine's part of a region row).
+struct RegionGpu {
   uint64_t gpu_busy_ns = 0;  // union of the GPU work launched directly from this region
   uint64_t gpu_sum_ns = 0;
   uint64_t gpu_span_ns = 0;  // sum over entries of [first start, last end] of its GPU work
   uint64_t kernels = 0;      // kernel count
   std::map<std::string, CategoryTotals> by_category;
   std::vector<KernelStat> top_kernels;
+};
+
+// One exclusive (self) row per region path.
+struct RegionRow : RegionGpu {
+  std::string path;  // "step/forward/layer3"
+  Category category = Category::kOther;
+  uint64_t count = 0;       // times the region was entered
+  uint64_t cpu_ns = 0;      // total CPU wall time inside (inclusive of children)
+  uint64_t cpu_min_ns = 0;
+  uint64_t cpu_max_ns = 0;
 };
 
 struct StepTotals {
@@ -131,8 +135,8 @@ struct MemcpyStat {
   uint64_t gpu_ns = 0;
 };
 
-struct RankFile {
-  std::string schema = kSchema;
+// Who wrote a rank file, when and why (the preload's part of it).
+struct RankIdentity {
   std::string job_id;
   int64_t rank = 0;
   int64_t world_size = 1;
@@ -140,11 +144,15 @@ struct RankFile {
   std::string host;
   int64_t pid = 0;
   bool snapshot = false;
-  std::string exit_reason;  // "exit", "signal SIGTERM", ...
-  std::string gpu_capture = "none";  // "cupti", "unavailable", "none"
-  std::string gpu_capture_reason;
+  std::string exit_reason;  // "exit", "signal SIGTERM", "snapshot", ...
   uint64_t start_unix_ns = 0;
   uint64_t end_unix_ns = 0;
+};
+
+struct RankFile : RankIdentity {
+  std::string schema = kSchema;
+  std::string gpu_capture = "none";  // "cupti", "unavailable", "none"
+  std::string gpu_capture_reason;
   std::map<std::string, CategoryTotals> categories;
   std::vector<RegionRow> regions;
   uint64_t unbalanced_pops = 0;

@@ -24,17 +24,18 @@
 
 namespace traintime::core {
 
-struct Identity {
-  std::string job_id;
-  int64_t rank = 0;
-  int64_t world_size = 1;
-  std::string role = "rank";  // "rank" or "aux"
-  std::string host;
-  int64_t pid = 0;
-  bool snapshot = false;
-  std::string exit_reason;  // "exit", "signal SIGTERM", "snapshot", ...
-  uint64_t start_unix_ns = 0;
-  uint64_t end_unix_ns = 0;
+// GPU time of the NCCL work of one (communicator, op), with its message-size histogram.
+struct CommGpuTime {
+  uint64_t gpu_ns = 0;
+  uint64_t kernels = 0;
+  uint64_t captured_calls = 0;  // calls counted on the GPU side (CUDA graph replays)
+  uint64_t captured_bytes = 0;
+  std::array<uint64_t, kSizeBuckets> bucket_gpu_ns{};
+  std::array<uint64_t, kSizeBuckets> bucket_captured_calls{};
+  std::array<uint64_t, kSizeBuckets> bucket_captured_bytes{};
+};
+
+struct Identity : RankIdentity {
   std::vector<std::string> warnings;  // configuration warnings, first in the file
 };
 
@@ -54,15 +55,9 @@ struct GpuSummary {
   std::string capture = "none";  // rank file gpu_capture: "cupti", "unavailable", "none"
   std::string capture_reason;
   std::array<CategoryTotals, kCategoryCount> categories{};  // by Category
-  struct Region {
+  struct Region : RegionGpu {
     PathId path = kNoPath;
     Category category = Category::kOther;
-    uint64_t gpu_busy_ns = 0;
-    uint64_t gpu_sum_ns = 0;
-    uint64_t gpu_span_ns = 0;
-    uint64_t kernels = 0;
-    std::map<std::string, CategoryTotals> by_category;
-    std::vector<KernelStat> top_kernels;
   };
   std::vector<Region> regions;
   StepTotals totals;
@@ -77,13 +72,7 @@ struct GpuSummary {
   struct Comm {
     uint32_t comm_index = kByName;
     CommOp op = CommOp::kUnknown;
-    uint64_t gpu_ns = 0;
-    uint64_t kernels = 0;
-    uint64_t captured_calls = 0;  // calls counted on the GPU side (CUDA graph replays)
-    uint64_t captured_bytes = 0;
-    std::array<uint64_t, kSizeBuckets> bucket_gpu_ns{};
-    std::array<uint64_t, kSizeBuckets> bucket_captured_calls{};
-    std::array<uint64_t, kSizeBuckets> bucket_captured_bytes{};
+    CommGpuTime time;
   };
   std::vector<Comm> comm;
   // Completed collectives per communicator (the ring of recent ones, oldest first).

@@ -1,6 +1,7 @@
 // GPU capture (CUPTI) as the preload sees it (DESIGN §2, §4). The adapter depends on core/ (and
 // the support library's logging) only: what it needs from the process comes in through Hooks,
-// as plain function pointers; what it measured goes out as a core::GpuSummary. It never writes
+// as plain function pointers, its settings as the one core::Config; what it measured goes out
+// as a core::GpuSummary. It never writes
 // a file of the rank's output itself.
 //
 // Start: the preload calls configure() once at start-up, then start() from the driver's
@@ -10,7 +11,7 @@
 // launched before that moment are not seen, and gpu_capture_reason says so). Once capture is
 // decided either way, lazy_start_point() costs one relaxed load.
 //
-// Options::enabled == false (TRAINTIME_CUPTI=0) turns capture off. A libcupti that cannot be
+// TRAINTIME_CUPTI=0 (Config::cupti == false) turns capture off. A libcupti that cannot be
 // found, lacks a function, has a record layout this build does not know, or refuses the
 // subscription (another profiler holds it) leaves CPU regions and NCCL untouched and makes the
 // summary say gpu_capture "unavailable" with the reason.
@@ -24,6 +25,7 @@
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
+#include "traintime/core/config.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
@@ -45,20 +47,10 @@ struct Hooks {
   const core::CommCallTable* comm_table = nullptr;
 };
 
-struct Options {
-  bool enabled = true;           // TRAINTIME_CUPTI
-  std::string cupti_lib;         // TRAINTIME_CUPTI_LIB
-  uint32_t buffer_mb = 8;        // TRAINTIME_BUFFER_MB
-  uint32_t buffer_count = 64;    // TRAINTIME_BUFFER_COUNT
-  uint32_t warmup_steps = 2;     // TRAINTIME_WARMUP_STEPS
-  uint32_t step_detail = 64;     // TRAINTIME_STEP_DETAIL
-  bool trace = false;            // TRAINTIME_TRACE
-  uint64_t trace_max_events = 1000000;
-  std::string record_fixture;    // TRAINTIME_RECORD_FIXTURE
-};
-
-// Once, before any start: what capture will use. Not thread-safe against start().
-void configure(const Hooks& hooks, const Options& options);
+// Once, before any start: the hooks and the configuration (TRAINTIME_CUPTI, _CUPTI_LIB,
+// _BUFFER_MB, _BUFFER_COUNT, _WARMUP_STEPS, _STEP_DETAIL, _TRACE, _TRACE_MAX_EVENTS,
+// _RECORD_FIXTURE are read). Not thread-safe against start().
+void configure(const Hooks& hooks, const core::Config& config);
 
 // Subscribes now, unless capture was already decided or configure() never ran. `trigger` says
 // how it started, for gpu_capture_reason. Thread-safe; errno untouched.

@@ -35,21 +35,10 @@ template <typename... Args>
 void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
   if (log_enabled(level)) detail::vlog(level, format, fmt::make_format_args(args...));
 }
+// The common case: log_warn("...", ...) is log(LogLevel::kWarn, "...", ...).
 template <typename... Args>
 void log_warn(fmt::format_string<Args...> format, Args&&... args) {
   log(LogLevel::kWarn, format, std::forward<Args>(args)...);
-}
-template <typename... Args>
-void log_info(fmt::format_string<Args...> format, Args&&... args) {
-  log(LogLevel::kInfo, format, std::forward<Args>(args)...);
-}
-template <typename... Args>
-void log_debug(fmt::format_string<Args...> format, Args&&... args) {
-  log(LogLevel::kDebug, format, std::forward<Args>(args)...);
-}
-template <typename... Args>
-void log_error(fmt::format_string<Args...> format, Args&&... args) {
-  log(LogLevel::kError, format, std::forward<Args>(args)...);
 }
 template <typename... Args>
 void warn_once(std::string_view key, fmt::format_string<Args...> format, Args&&... args) {
