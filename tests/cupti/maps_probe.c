@@ -1,4 +1,4 @@
-/* Test helper, LD_PRELOADed next to libtraintime.so into sim_train (tests/capture).
+/* Test helper, LD_PRELOADed next to libtraintime.so into sim_train (tests/cupti).
  * TT_PROBE_PRELOAD_CUPTI=<path>: dlopen that libcupti at start-up, as PyTorch does with the one its
  *   wheel ships, before CUDA is initialised.
  * TT_PROBE_DIR=<dir>: at exit, write <dir>/maps-<pid>.txt listing every distinct mapped file
