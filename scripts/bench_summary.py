@@ -4,6 +4,8 @@ against its DESIGN §9 budget (or marked SIMULATED / smoke), with the machine it
 
 Exit 0 when every benchmark produced its figures, 1 with the problems listed otherwise.
 """
+from __future__ import annotations
+
 import argparse
 import glob
 import json
@@ -11,6 +13,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 ap = argparse.ArgumentParser(description="Summarize scripts/bench.sh's raw results.")
 ap.add_argument("out", type=Path, help="the folder bench.sh wrote the raw results to")
@@ -24,10 +27,10 @@ _args = ap.parse_args()
 out, report, cores, loadavg, cpu, failed = (str(_args.out), str(_args.report), _args.cores,
                                             _args.loadavg, _args.cpu, _args.failed)
 smoke = _args.smoke == "1"
-problems = []
+problems: list[str] = []
 
 
-def load_json(name):
+def load_json(name: str) -> Any:
     try:
         with open(os.path.join(out, name)) as f:
             return json.load(f)
@@ -36,7 +39,7 @@ def load_json(name):
         return None
 
 
-def gbench(name, bench, field="cpu_time"):
+def gbench(name: str, bench: str, field: str = "cpu_time") -> tuple[float, dict] | None:
     """Median over repetitions when there are some, else the single run; in ns."""
     doc = load_json(name + ".json")
     if doc is None:
@@ -54,7 +57,7 @@ def gbench(name, bench, field="cpu_time"):
     return row[field] * scale, row
 
 
-def rank_file(name):
+def rank_file(name: str) -> dict | None:
     files = glob.glob(os.path.join(out, "rank-" + name, "rank-*.json"))
     if not files:
         problems.append(f"{name}: the preloaded run wrote no rank file")
@@ -63,16 +66,16 @@ def rank_file(name):
         return json.load(f)
 
 
-rows = []  # (what, measured, budget, verdict)
+rows: list[tuple[str, str, str, str]] = []  # (what, measured, budget, verdict)
 
 
-def judge(ok):
+def judge(ok: bool) -> str:
     if smoke:
         return "smoke: not judged"
     return "met" if ok else "MISSED"
 
 
-def ns(v):
+def ns(v: float) -> str:
     return f"{v:.1f} ns"
 
 
@@ -103,7 +106,7 @@ for bench, what in (("BM_TtScope", "annotation, not preloaded (TT_SCOPE)"),
         rows.append((what, ns(v[0]) + " per pair", "<= 2 ns", judge(v[0] <= 2.0)))
 
 # 3-4. Paired process runs: run i of one variant against run i of another.
-def paired(prefix, variants, bench):
+def paired(prefix: str, variants: tuple[str, ...] | list[str], bench: str) -> list[dict]:
     runs = []
     i = 1
     while os.path.exists(os.path.join(out, f"{prefix}_{variants[0]}_{i}.json")):
@@ -114,7 +117,7 @@ def paired(prefix, variants, bench):
     return [r for r in runs if all(r.values())]
 
 
-def diff_row(runs, a, b, calls=1):
+def diff_row(runs: list[dict], a: str, b: str, calls: int = 1) -> tuple[float, float, float, float, float]:
     """Median and spread of the per-pair differences a - b, per call, and the median times."""
     d = [(r[a][0] - r[b][0]) / calls for r in runs]
     ta = statistics.median(r[a][0] for r in runs) / calls
@@ -122,11 +125,11 @@ def diff_row(runs, a, b, calls=1):
     return statistics.median(d), min(d), max(d), ta, tb
 
 
-def spread(lo, hi, n):
+def spread(lo: float, hi: float, n: int) -> str:
     return f"pairs {lo:.0f}..{hi:.0f} ns, n={n}"
 
 
-def judge_paired(median, lo, hi, budget):
+def judge_paired(median: float, lo: float, hi: float, budget: float) -> str:
     """The median pair is judged; pairs spread wider than the budget itself make it noise-bound."""
     v = judge(median <= budget)
     return v + " (noisy: pair spread > budget)" if not smoke and hi - lo > budget else v

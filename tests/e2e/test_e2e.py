@@ -402,8 +402,7 @@ def test_periodic_snapshots_then_final_file(tmp_path: Path) -> None:
     check(rank_files(out) == ["rank-00000.json"], "files: %s" % rank_files(out))
 
 
-def test_exported_symbols_are_exactly_the_expected_set(tmp_path: Path) -> None:
-    tmp = str(tmp_path)
+def test_exported_symbols_are_exactly_the_expected_set() -> None:
     with open(ARGS.expected_exports) as f:
         expected = {l.strip() for l in f if l.strip() and not l.startswith("#")}
     p = run(["nm", "-D", "--defined-only", ARGS.lib], os.environ)
@@ -416,8 +415,7 @@ def test_exported_symbols_are_exactly_the_expected_set(tmp_path: Path) -> None:
           % (sorted(exported - expected), sorted(expected - exported)))
 
 
-def test_no_dt_needed_on_cuda_cupti_nccl_or_cxx_runtime(tmp_path: Path) -> None:
-    tmp = str(tmp_path)
+def test_no_dt_needed_on_cuda_cupti_nccl_or_cxx_runtime() -> None:
     p = run(["readelf", "-d", ARGS.lib], os.environ)
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", p.stdout)
     check(needed, "readelf found no NEEDED entries at all: %s" % p.stdout)
