@@ -12,9 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/testlib.py for
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--build-dir", type=Path, help="the CMake build tree under test")
-    parser.addoption("--found", action="append", default=[],
-                     help="a library or tool the configure step found (repeatable); a test that "
-                          "needs it then fails instead of skipping when it is missing")
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +21,3 @@ def build_dir(request: pytest.FixtureRequest) -> Path:
         pytest.fail("--build-dir is required (CTest passes it; see tests/CMakeLists.txt)")
     return path.resolve()
 
-
-@pytest.fixture(scope="session")
-def found(request: pytest.FixtureRequest) -> set[str]:
-    return set(request.config.getoption("--found"))
