@@ -7,6 +7,7 @@ examples/annotated_loop.cpp), never from the library's own output.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -16,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -311,6 +312,19 @@ def start_waiting(out: str, extra_env: dict[str, str] | None = None,
     return p
 
 
+@contextlib.contextmanager
+def waiting(out: str, extra_env: dict[str, str] | None = None,
+            preexec: Callable[[], Any] | None = None) -> Iterator[subprocess.Popen]:
+    """start_waiting, and the process killed on the way out if the test left it running."""
+    p = start_waiting(out, extra_env, preexec)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+
+
 def test_sigterm_writes_file_and_dies_by_sigterm(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
@@ -338,8 +352,7 @@ def test_sigint_with_default_disposition_writes_file(tmp_path: Path) -> None:
 def test_inherited_sigterm_ignore_is_kept(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
-    p = start_waiting(out, preexec=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
-    try:
+    with waiting(out, preexec=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)) as p:
         p.send_signal(signal.SIGTERM)
         time.sleep(0.5)
         check(p.poll() is None, "SIGTERM killed a process that inherited SIG_IGN for it")
@@ -348,10 +361,6 @@ def test_inherited_sigterm_ignore_is_kept(tmp_path: Path) -> None:
         # The process still ends normally on a signal it does not ignore.
         p.send_signal(signal.SIGINT)
         p.wait(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(timeout=30)
     check(p.returncode == -signal.SIGINT, "exit status %r, expected death by SIGINT" % p.returncode)
     doc = load(out, "rank-00000.json")
     check(doc["snapshot"] is False and doc["exit_reason"] == "signal SIGINT",
@@ -364,11 +373,8 @@ def wait_for_snapshot(out: str, newer_than: int, timeout_s: float) -> dict | Non
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         if os.path.exists(path):
-            try:
-                doc = load(out, "rank-00000.json")
-            except ValueError:  # never expected (files are renamed into place), but not fatal here
-                doc = None
-            if doc and doc.get("end_unix_ns", 0) > newer_than:
+            doc = load(out, "rank-00000.json")  # written aside and renamed: never torn
+            if doc.get("end_unix_ns", 0) > newer_than:
                 return doc
         time.sleep(0.1)
     return None
@@ -377,8 +383,7 @@ def wait_for_snapshot(out: str, newer_than: int, timeout_s: float) -> dict | Non
 def test_periodic_snapshots_then_final_file(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
-    p = start_waiting(out, {"TRAINTIME_SNAPSHOT_SEC": "1"})
-    try:
+    with waiting(out, {"TRAINTIME_SNAPSHOT_SEC": "1"}) as p:
         first = wait_for_snapshot(out, 0, 10)
         check(first is not None, "no snapshot within 10 s")
         check(first["snapshot"] is True and first["exit_reason"] == "snapshot" and
@@ -391,10 +396,6 @@ def test_periodic_snapshots_then_final_file(tmp_path: Path) -> None:
         check(second["snapshot"] is True and p.poll() is None, "second snapshot not from the live process")
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(timeout=30)
     check(p.returncode == -signal.SIGTERM, "exit status %r" % p.returncode)
     final = load(out, "rank-00000.json")
     check(final["snapshot"] is False and final["exit_reason"] == "signal SIGTERM", "final file")
