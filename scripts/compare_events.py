@@ -27,12 +27,15 @@ Exit status: 0 everything judged agrees, 1 a disagreement (or nothing could be j
 Standard library only: it runs on the GPU machine, which has no network.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from typing import Any, Iterable
 
 EXIT_OK, EXIT_DISAGREE, EXIT_UNUSABLE = 0, 1, 2
 
@@ -41,7 +44,7 @@ class Unusable(Exception):
     """Input that cannot be compared at all."""
 
 
-def load_json(path, what):
+def load_json(path: str, what: str) -> Any:
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -51,7 +54,7 @@ def load_json(path, what):
         raise Unusable(f"the {what} {path} is not valid JSON: {e}") from e
 
 
-def check_rank_file(rank, path):
+def check_rank_file(rank: Any, path: str) -> None:
     schema = rank.get("schema", "")
     if not isinstance(schema, str) or not schema.startswith("traintime/"):
         raise Unusable(f"{path} is not a traintime rank file (schema {schema!r})")
@@ -61,16 +64,16 @@ def check_rank_file(rank, path):
         raise Unusable(f"{path}: GPU capture was {capture!r} ({reason}); nothing to compare")
 
 
-def check_events_file(events, path):
+def check_events_file(events: Any, path: str) -> None:
     if events.get("schema") != "traintime-example-events/1":
         raise Unusable(f"{path} is not an events file (schema {events.get('schema')!r})")
 
 
-def fmt_ms(v):
+def fmt_ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
-def table(header, rows):
+def table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
     out = [line(header), line(["-" * w for w in widths])]
@@ -78,7 +81,7 @@ def table(header, rows):
     return "\n".join(out)
 
 
-def compare_regions(rank, events, tolerance_pct, min_ms):
+def compare_regions(rank: dict, events: dict, tolerance_pct: float, min_ms: float) -> tuple:
     """Returns (text, judged, failures)."""
     rows_by_path = {}
     for row in rank.get("regions", []):
@@ -118,7 +121,7 @@ def compare_regions(rank, events, tolerance_pct, min_ms):
     return table(header, rows), judged, failures
 
 
-def compare_comm(rank, events):
+def compare_comm(rank: dict, events: dict) -> tuple:
     """Returns (text, judged, failures)."""
     world = int(events.get("world_size", 1))
     tt_rows = {(r.get("op"), int(r.get("comm_size", 0))): r for r in rank.get("comm", [])}
@@ -153,7 +156,8 @@ def compare_comm(rank, events):
     return text, judged, failures
 
 
-def compare(rank_path, events_path, tolerance_pct=2.0, min_ms=1.0, informational=False):
+def compare(rank_path: str, events_path: str, tolerance_pct: float = 2.0, min_ms: float = 1.0,
+            informational: bool = False) -> tuple[int, str]:
     """Returns (exit status, report text)."""
     try:
         rank = load_json(rank_path, "rank file")
@@ -195,13 +199,13 @@ def compare(rank_path, events_path, tolerance_pct=2.0, min_ms=1.0, informational
 # script under test runs as a subprocess, exactly as gpu-validate.sh runs it.
 
 
-def _run_cli(*args):
+def _run_cli(*args: str) -> tuple[int, str]:
     p = subprocess.run([sys.executable, os.path.abspath(__file__), *args],
                        capture_output=True, text=True, check=False)
     return p.returncode, p.stdout + p.stderr
 
 
-def _events(regions=(), comm=(), world=1):
+def _events(regions: Iterable = (), comm: Iterable = (), world: int = 1) -> dict:
     return {"schema": "traintime-example-events/1", "program": "selftest", "rank": 0,
             "world_size": world, "device": "none", "timing": "hand-made",
             "regions": [{"path": p, "entries": len(v), "total_ms": sum(v), "per_step_ms": v}
@@ -209,17 +213,17 @@ def _events(regions=(), comm=(), world=1):
             "comm": list(comm), "notes": []}
 
 
-def _rank(regions=(), comm=(), capture="cupti"):
+def _rank(regions: Iterable = (), comm: Iterable = (), capture: str = "cupti") -> dict:
     return {"schema": "traintime/1", "gpu_capture": capture,
             "gpu_capture_reason": "" if capture == "cupti" else "CUPTI subscriber taken",
             "regions": [{"path": p, "count": c, "gpu_span_ns": ns} for p, c, ns in regions],
             "comm": list(comm)}
 
 
-def self_test(fixtures):
+def self_test(fixtures: str | None) -> int:
     failures = []
 
-    def expect(name, args, code, *needles):
+    def expect(name: str, args: list[str], code: int, *needles: str) -> None:
         got, out = _run_cli(*args)
         missing = [n for n in needles if n not in out]
         if got != code or missing:
@@ -297,7 +301,7 @@ def self_test(fixtures):
     return 1 if failures else 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rank-file", help="traintime rank file (rank-00000.json)")
     ap.add_argument("--events", help="events JSON written by the example")

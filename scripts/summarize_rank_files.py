@@ -9,11 +9,15 @@ comm rows and the regions with the most GPU busy time. Then one line per rank si
 a straggler stands out. --label is printed with every rank (demo.sh passes the word SIMULATED
 when the GPU is simgpu). Standard library only. Exit 0, or 1 when DIR holds no readable rank file.
 """
+from __future__ import annotations
+
 import argparse
 import glob
 import json
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 CATEGORIES = ("forward", "backward", "optimizer", "comm", "io", "other", "unattributed")
 TOTALS = (("compute", "compute_ns"), ("comm", "comm_ns"),
@@ -21,15 +25,15 @@ TOTALS = (("compute", "compute_ns"), ("comm", "comm_ns"),
           ("io", "io_ns"), ("idle", "idle_ns"))
 
 
-def ms(ns):
+def ms(ns: float) -> float:
     return ns / 1e6
 
 
-def pct(part, whole):
+def pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
-def human_bytes(n):
+def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -37,7 +41,7 @@ def human_bytes(n):
     return f"{n} B"
 
 
-def load_rank_files(directory):
+def load_rank_files(directory: Path) -> list[tuple[str, dict[str, Any]]]:
     paths = sorted(p for p in glob.glob(os.path.join(directory, "rank-*.json"))
                    if not p.endswith(".trace.json"))
     files = []
@@ -50,12 +54,12 @@ def load_rank_files(directory):
     return files
 
 
-def step_span_ns(totals):
+def step_span_ns(totals: dict[str, int]) -> int:
     # Every step's GPU span is its busy time plus its idle time (docs/attribution.md).
     return totals.get("gpu_busy_ns", 0) + totals.get("idle_ns", 0)
 
 
-def print_rank(path, d, label, top):
+def print_rank(path: str, d: dict[str, Any], label: str, top: int) -> None:
     steps = d.get("steps", {})
     totals = steps.get("totals", {})
     span = step_span_ns(totals)
@@ -100,7 +104,7 @@ def print_rank(path, d, label, top):
     regions = sorted((r for r in d.get("regions", []) if r.get("gpu_busy_ns", 0) > 0),
                      key=lambda r: r.get("gpu_busy_ns", 0), reverse=True)[:top]
     if regions:
-        print(f"  top regions by GPU busy (exclusive: work launched directly in the region):")
+        print("  top regions by GPU busy (exclusive: work launched directly in the region):")
         print(f"    {'path':<28} {'category':<10} {'entries':>7} {'kernels':>7} {'gpu busy ms':>11}")
         for r in regions:
             print(f"    {r.get('path', ''):<28} {r.get('category', ''):<10} {r.get('count', 0):>7} "
@@ -114,7 +118,7 @@ def print_rank(path, d, label, top):
     print()
 
 
-def print_side_by_side(files):
+def print_side_by_side(files: list[tuple[str, dict[str, Any]]]) -> None:
     print("ranks side by side (ms; a straggler has the most compute, its peers the most comm):")
     print(f"  {'rank':>4} {'mean step wall':>14} {'compute':>10} {'comm':>10} {'exposed comm':>12} "
           f"{'idle':>10}")
@@ -126,9 +130,9 @@ def print_side_by_side(files):
               f"{ms(t.get('exposed_comm_ns', 0)):>12.3f} {ms(t.get('idle_ns', 0)):>10.3f}")
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description="Summarize traintime rank files (rank-*.json).")
-    ap.add_argument("dir")
+    ap.add_argument("dir", type=Path, help="the folder holding the rank files")
     ap.add_argument("--label", default="", help="printed with every rank, e.g. SIMULATED")
     ap.add_argument("--top", type=int, default=5, help="regions listed per rank (default 5)")
     args = ap.parse_args(argv[1:])

@@ -4,10 +4,14 @@
 usage: reference_breakdown.py TRACE_JSON                 print the breakdown as JSON
        reference_breakdown.py TRACE_JSON RANK_FILE       compare with the rank file, exactly
 
-An independent check of the attribution engine (DESIGN §4, §8): it shares no code with it and
-uses only the Python standard library. For every (step, device) it sweeps the sorted start/end
-points of that group's activities and, between two consecutive points, looks at which categories
-are running; each elementary segment then adds its length to the measures of DESIGN §4:
+What it checks, and what it does not: every event's step and category come from the product's
+own trace, i.e. from traintime's attribution. So this is a check of the union/breakdown
+arithmetic (the per-step, per-device interval sums of DESIGN §4) done a second way, with no code
+shared with the engine and only the Python standard library; it cannot catch an event given the
+wrong step or category. Attribution is checked against sim_train's own labels by
+tests/sim/compare_truth.py. For every (step, device) it sweeps the sorted start/end points of
+that group's activities and, between two consecutive points, looks at which categories are
+running; each elementary segment then adds its length to the measures of DESIGN §4:
   busy per category   covered by that category
   compute             covered by forward, backward, optimizer, other or unattributed
   comm                covered by comm;  comm_overlapped: comm and compute;  exposed_comm: comm
@@ -20,14 +24,19 @@ durations. Compared: every category's {gpu_busy_ns, gpu_sum_ns, count} and every
 field present in both. Exit 0 on an exact match, 1 with one line per difference, 2 when the
 files cannot be read or the trace is incomplete (truncated, or late records folded away).
 """
+from __future__ import annotations
+
+import argparse
 import json
 import sys
 from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterator
 
 COMPUTE = {"forward", "backward", "optimizer", "other", "unattributed"}
 
 
-def load(path):
+def load(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -36,7 +45,7 @@ def load(path):
         sys.exit(2)
 
 
-def events_of(trace):
+def events_of(trace: dict) -> Iterator[dict]:
     if trace.get("format") != "traintime-trace/1":
         print("reference_breakdown: not a traintime-trace/1 dump", file=sys.stderr)
         sys.exit(2)
@@ -56,10 +65,10 @@ def events_of(trace):
         }
 
 
-def group_measures(events):
+def group_measures(events: list[dict]) -> dict[str, int]:
     """Union-based measures of one (step, device) group, by sweeping elementary segments."""
     points = sorted({e["start"] for e in events} | {e["end"] for e in events})
-    m = defaultdict(int)
+    m: dict[str, int] = defaultdict(int)
     for lo, hi in zip(points, points[1:]):
         running = {e["category"] for e in events if e["start"] <= lo and e["end"] >= hi}
         if not running:
@@ -81,10 +90,10 @@ def group_measures(events):
     return m
 
 
-def breakdown(trace):
-    groups = defaultdict(list)
+def breakdown(trace: dict) -> dict:
+    groups: dict[tuple[int, int], list[dict]] = defaultdict(list)
     categories = {c: {"gpu_busy_ns": 0, "gpu_sum_ns": 0, "count": 0} for c in trace["categories"]}
-    totals = defaultdict(int)
+    totals: dict[str, int] = defaultdict(int)
     for e in events_of(trace):
         groups[(e["step"], e["device"])].append(e)
         d = e["end"] - e["start"]
@@ -110,8 +119,8 @@ def breakdown(trace):
     return {"categories": categories, "steps": {"totals": dict(totals)}}
 
 
-def compare(ref, rank):
-    out = []
+def compare(ref: dict, rank: dict) -> list[str]:
+    out: list[str] = []
     rank_cats = rank.get("categories", {})
     for cat, want in ref["categories"].items():
         got = rank_cats.get(cat, {})
@@ -129,23 +138,25 @@ def compare(ref, rank):
     return out
 
 
-def main(argv):
-    if len(argv) not in (2, 3):
-        print(__doc__, file=sys.stderr)
-        return 2
-    ref = breakdown(load(argv[1]))
-    if len(argv) == 2:
+def main() -> int:
+    ap = argparse.ArgumentParser(description="Recompute the step breakdown of a TRAINTIME_TRACE=1 dump "
+                                             "and print it, or compare it with a rank file exactly.")
+    ap.add_argument("trace", type=Path, help="rank-NNNNN.trace.json")
+    ap.add_argument("rank_file", type=Path, nargs="?", help="rank-NNNNN.json to compare with")
+    args = ap.parse_args()
+    ref = breakdown(load(args.trace))
+    if args.rank_file is None:
         print(json.dumps(ref, indent=1, sort_keys=True))
         return 0
-    diffs = compare(ref, load(argv[2]))
+    diffs = compare(ref, load(args.rank_file))
     if diffs:
-        print(f"MISMATCH between {argv[2]} and the reference breakdown of {argv[1]}:")
+        print(f"MISMATCH between {args.rank_file} and the reference breakdown of {args.trace}:")
         for d in diffs:
             print("  " + d)
         return 1
-    print(f"MATCH: {argv[2]} equals the brute-force breakdown of {argv[1]}")
+    print(f"MATCH: {args.rank_file} equals the brute-force breakdown of {args.trace}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

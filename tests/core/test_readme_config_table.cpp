@@ -12,8 +12,8 @@
 namespace {
 
 std::string readme_text() {
-  std::string here = __FILE__;  // .../tests/core/test_readme_config_table.cpp
-  const std::string root = here.substr(0, here.rfind("/tests/core/"));
+  std::string here = __FILE__;  // .../tests/<folder>/test_readme_config_table.cpp
+  const std::string root = here.substr(0, here.rfind("/tests/"));
   std::ifstream in(root + "/README.md");
   std::stringstream ss;
   ss << in.rdbuf();

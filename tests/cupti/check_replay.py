@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Replays one recorded CUPTI fixture (tests/fixtures/<name>/) and checks the result.
 
-usage: check_replay.py REPLAY_TOOL FIXTURE_DIR CUPTI_LIB
-
 The fixture's buffers go through the adapter's own decode and join (traintime_replay_fixture),
 walked with CUPTI_LIB (simgpu's for simgpu fixtures; "" = the toolkit's, for real ones).
 Expected, when the fixture has:
@@ -13,18 +11,27 @@ Expected, when the fixture has:
 Always: every activity found its launch context, and the replay saw as many activities as the
 live capture did. Exit 0 pass, 1 fail.
 """
+from __future__ import annotations
+
+import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 TOTALS = ("gpu_busy_ns", "compute_ns", "comm_ns", "comm_overlapped_ns", "exposed_comm_ns", "io_ns",
           "idle_ns")
 
 
-def main():
-    tool, fixture, lib = sys.argv[1:4]
+def main() -> int:
+    ap = argparse.ArgumentParser(description="Replay one recorded CUPTI fixture and check the result.")
+    ap.add_argument("tool", type=Path, help="traintime_replay_fixture")
+    ap.add_argument("fixture", type=Path, help="tests/fixtures/<name>/")
+    ap.add_argument("cupti_lib", help='the libcupti to walk the buffers with; "" = the toolkit\'s')
+    args = ap.parse_args()
+    tool, fixture, lib = str(args.tool), str(args.fixture), args.cupti_lib
     with open(os.path.join(fixture, "fixture.json")) as f:
         meta = json.load(f)
     with tempfile.TemporaryDirectory() as tmp:
@@ -36,7 +43,7 @@ def main():
             return 1
         with open(out) as f:
             got = json.load(f)
-    failures = []
+    failures: list[str] = []
     replay = got["replay"]
     if replay["missing_context"] != 0:
         failures.append(f"{replay['missing_context']} activities found no launch context")

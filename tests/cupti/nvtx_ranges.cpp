@@ -1,7 +1,7 @@
 // Test program for the NVTX injection (nvtx/src/nvtx_injection.cpp): every NVTX flavour a
 // library may use — push/pop (ASCII, wide), domain push/pop with ASCII and registered strings
 // (NCCL and the Python nvtx package use those), start/end ranges — inside one "step" range per
-// iteration. No CUDA. check_nvtx_ranges.py runs it under LD_PRELOAD=libtraintime.so.
+// iteration. No CUDA. test_nvtx_ranges.py runs it under LD_PRELOAD=libtraintime.so.
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>

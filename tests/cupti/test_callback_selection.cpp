@@ -70,10 +70,11 @@ TEST_CASE("select_callbacks walks both API domains and keeps only named roles", 
 
 // Over the whole table of a libcupti: every launch cbid the 13.0 headers name is found by name,
 // and no cbid the headers call a host function or an allocation is.
-TEST_CASE("the simulated libcupti's name table yields the 13.0 launch cbids", "[selection][simgpu]") {
+static void check_launch_cbids_selected(const char* path) {
   traintime::cupti::CuptiLibrary lib;
   std::string why;
-  REQUIRE(lib.load(SIM_CUPTI, &why));
+  REQUIRE(lib.load(path, &why));
+  REQUIRE(lib.path() == path);  // each test case runs in its own process
   auto selected = traintime::cupti::select_callbacks(
       [&](CUpti_CallbackDomain d, CUpti_CallbackId id) -> const char* {
         const char* n = nullptr;
@@ -100,3 +101,14 @@ TEST_CASE("the simulated libcupti's name table yields the 13.0 launch cbids", "[
   CHECK_FALSE(has(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020));
   CHECK_FALSE(has(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess));
 }
+
+TEST_CASE("the simulated libcupti's name table yields the 13.0 launch cbids", "[selection][simgpu]") {
+  check_launch_cbids_selected(SIM_CUPTI);
+}
+
+#ifdef TOOLKIT_CUPTI
+// The real table, not simgpu's copy of it: cuptiGetCallbackName answers without a GPU.
+TEST_CASE("the toolkit's real libcupti name table yields the 13.0 launch cbids", "[selection][toolkit]") {
+  check_launch_cbids_selected(TOOLKIT_CUPTI);
+}
+#endif

@@ -1,23 +1,19 @@
-#!/usr/bin/env python3
-"""tools/reference_breakdown.py against a breakdown computed by hand (so the independent check
-is itself checked), and its comparison must flag a rank file that differs by 1 ns.
-
-usage: test_reference_breakdown.py PATH/TO/reference_breakdown.py
+"""tools/reference_breakdown.py against a breakdown computed by hand (so the second computation
+of the breakdown arithmetic is itself checked), and its comparison must flag a rank file that differs by 1 ns.
 """
-import importlib.util
-import sys
+from __future__ import annotations
+
+from testlib import SOURCE_DIR, Checks, load_module
 
 
-def main():
-    spec = importlib.util.spec_from_file_location("reference_breakdown", sys.argv[1])
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+def test_capture_reference_breakdown_hand_computed() -> None:
+    ref = load_module(SOURCE_DIR / "tools" / "reference_breakdown.py", "reference_breakdown")
     cats = ["forward", "backward", "optimizer", "comm", "io", "other", "unattributed"]
     F, B, C, IO = 0, 1, 3, 4
     cols = ["start_ns", "end_ns", "device", "stream", "category", "path", "step", "kind", "name",
             "bytes", "correlation_id", "copy_kind", "comm_op"]
 
-    def ev(start, end, device, cat, step):
+    def ev(start: int, end: int, device: int, cat: int, step: int) -> list[int]:
         return [start, end, device, 0, cat, 0, step, 0, 0, 0, 0, 0, 0]
 
     trace = {"format": "traintime-trace/1", "truncated": False, "late_records": 0,
@@ -45,7 +41,8 @@ def main():
     want_cats = {"forward": (150, 200, 3), "backward": (20, 20, 2), "comm": (280, 280, 2),
                  "io": (50, 50, 1), "optimizer": (0, 0, 0), "other": (0, 0, 0),
                  "unattributed": (0, 0, 0)}
-    failures = []
+    checks = Checks()
+    failures = checks.failures
     for k, v in want_totals.items():
         if got["steps"]["totals"].get(k) != v:
             failures.append(f"totals.{k}: {got['steps']['totals'].get(k)} != hand-computed {v}")
@@ -61,12 +58,4 @@ def main():
     rank["steps"]["totals"]["idle_ns"] += 1
     if not ref.compare(got, rank):
         failures.append("a rank file 1 ns off in idle_ns was not flagged")
-    for f in failures:
-        print("FAIL: " + f)
-    if not failures:
-        print("PASS")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    checks.done()

@@ -1,6 +1,6 @@
 """Python annotations end to end: regions (context manager, decorator, explicit category,
 nesting), ranges across threads and steps. Run under LD_PRELOAD by test_e2e.py."""
-import sys
+import argparse
 import threading
 import time
 
@@ -8,11 +8,11 @@ import traintime
 
 
 @traintime.region("data_load")
-def load():
+def load() -> None:
     time.sleep(0.001)
 
 
-def main(steps):
+def main(steps: int) -> None:
     for _ in range(steps):
         load()
         with traintime.region("forward"):
@@ -31,4 +31,6 @@ def main(steps):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("steps", type=int, nargs="?", default=5)
+    main(ap.parse_args().steps)

@@ -1,83 +1,72 @@
-#!/usr/bin/env python3
-"""End-to-end tests of libtraintime.so under LD_PRELOAD (one CTest test per function below).
-
-    test_e2e.py --lib build/lib/libtraintime.so --example build/bin/annotated_loop \
-                --pypath annotate/python --expected-exports tests/e2e/expected_exports.txt NAME
+"""End-to-end tests of libtraintime.so under LD_PRELOAD, run by pytest (one CTest test per
+function: tests/CMakeLists.txt, tt_add_pytest).
 
 Each test runs real processes in a fresh temporary directory and asserts on the rank files they
 leave. Expected values come from what the example programs do (tests/e2e/*.py,
 examples/annotated_loop.cpp), never from the library's own output.
 """
+from __future__ import annotations
 
-import argparse
+import contextlib
 import glob
-import json
 import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator
 
-ARGS = None
-SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch
-HERE = os.path.dirname(os.path.abspath(__file__))
+import pytest
 
+from testlib import SOURCE_DIR, SYSTEM_PYTHON, check, clean_env, load_json
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
+HERE = Path(__file__).resolve().parent
+ARGS = SimpleNamespace(lib="", example="", pypath="", expected_exports="")
 
 
-def base_env(out, preload=True, **extra):
-    env = dict(os.environ)
-    for k in list(env):
-        # The tests decide rank and job themselves; a CI runner's variables must not leak in.
-        if k.startswith(("TRAINTIME_", "OMPI_COMM_WORLD", "PMI", "SLURM_")) or k in (
-            "RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD",
-            "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
-        ):
-            del env[k]
-    env["TRAINTIME_OUTPUT"] = out
-    env["PYTHONPATH"] = ARGS.pypath
+@pytest.fixture(autouse=True)
+def _paths(build_dir: Path) -> None:
+    """The build tree's layout is a contract (CMakeLists.txt): lib/, bin/."""
+    ARGS.lib = str(build_dir / "lib" / "libtraintime.so")
+    ARGS.example = str(build_dir / "bin" / "annotated_loop")
+    ARGS.pypath = str(SOURCE_DIR / "annotate" / "python")
+    ARGS.expected_exports = str(HERE / "expected_exports.txt")
+
+
+def base_env(out: str, preload: bool = True, **extra: str) -> dict[str, str]:
+    env = clean_env({"TRAINTIME_OUTPUT": out, "PYTHONPATH": ARGS.pypath})
     if preload:
         env["LD_PRELOAD"] = ARGS.lib
-    if os.geteuid() == 0:
-        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     env.update(extra)
     return env
 
 
-def run(cmd, env, timeout=120, expect_rc=0):
+def run(cmd: list[str], env: dict[str, str], timeout: int = 120,
+        expect_rc: int | None = 0) -> subprocess.CompletedProcess:
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=timeout)
     if expect_rc is not None and p.returncode != expect_rc:
-        raise Failure("%s exited with %s (expected %s)\nstdout:\n%s\nstderr:\n%s"
+        raise AssertionError("%s exited with %s (expected %s)\nstdout:\n%s\nstderr:\n%s"
                       % (" ".join(cmd), p.returncode, expect_rc, p.stdout, p.stderr))
     return p
 
 
-def rank_files(out):
+def rank_files(out: str) -> list[str]:
     return sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "rank-*.json")))
 
 
-def load(out, name):
-    with open(os.path.join(out, name)) as f:
-        return json.load(f)
+def load(out: str, name: str) -> Any:
+    return load_json(os.path.join(out, name))
 
 
-def regions(doc):
+def regions(doc: dict) -> dict[str, dict]:
     return {r["path"]: r for r in doc["regions"]}
 
 
-def check_region(doc, path, category, count):
+def check_region(doc: dict, path: str, category: str, count: int) -> None:
     rows = regions(doc)
     check(path in rows, "region %r missing; have %s" % (path, sorted(rows)))
     r = rows[path]
@@ -87,7 +76,7 @@ def check_region(doc, path, category, count):
     check(r["cpu_min_ns"] <= r["cpu_max_ns"] <= r["cpu_ns"], "%s: min/max/total inconsistent" % path)
 
 
-def check_identity(doc, rank, world_size, role, pid=None):
+def check_identity(doc: dict, rank: int, world_size: int, role: str, pid: int | None = None) -> None:
     check(doc["schema"] == "traintime/1", "schema %r" % doc["schema"])
     check(doc["rank"] == rank, "rank %r, expected %r" % (doc["rank"], rank))
     check(doc["world_size"] == world_size, "world_size %r, expected %r" % (doc["world_size"], world_size))
@@ -104,7 +93,8 @@ def check_identity(doc, rank, world_size, role, pid=None):
 
 # ---------------------------------------------------------------------------------------------
 
-def test_cpp_annotations_produce_rank_file(tmp):
+def test_cpp_annotations_produce_rank_file(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     p = subprocess.Popen([ARGS.example, "--steps", "4", "--work-us", "100"], env=base_env(out),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
@@ -137,9 +127,10 @@ def test_cpp_annotations_produce_rank_file(tmp):
     check(len(stderr.strip().splitlines()) == 1, "expected exactly one line on stderr: %r" % stderr)
 
 
-def test_python_annotations_produce_rank_file(tmp):
+def test_python_annotations_produce_rank_file(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
-    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "3"], base_env(out))
+    p = run([str(SYSTEM_PYTHON), os.path.join(HERE, "annotated_script.py"), "3"], base_env(out))
     check(p.stdout.strip() == "enabled", "stdout %r" % p.stdout)
     doc = load(out, "rank-00000.json")
     check_identity(doc, 0, 1, "rank")
@@ -153,24 +144,26 @@ def test_python_annotations_produce_rank_file(tmp):
           "steps %s" % doc["steps"])
 
 
-def test_python_package_installs_with_pip(tmp):
+def test_python_package_installs_with_pip(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     # Installed from a copy: setuptools writes build/ next to the sources.
     src = os.path.join(tmp, "src")
     shutil.copytree(ARGS.pypath, src)
     site = os.path.join(tmp, "site")
-    run([SYSTEM_PYTHON, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+    run([str(SYSTEM_PYTHON), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
          "--no-index", "--target", site, src], base_env(os.path.join(tmp, "unused"), preload=False),
         timeout=180)
     check(os.path.isfile(os.path.join(site, "traintime", "torch.py")), "traintime.torch not installed")
     out = os.path.join(tmp, "out")
     env = base_env(out)
     env["PYTHONPATH"] = site
-    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "2"], env)
+    p = run([str(SYSTEM_PYTHON), os.path.join(HERE, "annotated_script.py"), "2"], env)
     check(p.stdout.strip() == "enabled", "installed package not enabled: %r" % p.stdout)
     check_region(load(out, "rank-00000.json"), "forward/attention", "forward", 2)
 
 
-def test_constructor_points_children_at_the_library(tmp):
+def test_constructor_points_children_at_the_library(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     script = 'echo "$TRAINTIME_JOB_ID|$CUDA_INJECTION64_PATH|$NVTX_INJECTION64_PATH"'
     p = run(["bash", "-c", script], base_env(out))
@@ -187,9 +180,10 @@ def test_constructor_points_children_at_the_library(tmp):
     check(not os.path.exists(out), "bash wrote output")
 
 
-def test_torch_instrument_one_line(tmp):
+def test_torch_instrument_one_line(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
-    p = run([SYSTEM_PYTHON, "-W", "error", os.path.join(HERE, "torch_train.py"), "5"],
+    p = run([str(SYSTEM_PYTHON), "-W", "error", os.path.join(HERE, "torch_train.py"), "5"],
             base_env(out, RANK="1", WORLD_SIZE="2"))
     check(p.stdout.strip() == "ok True", "stdout %r stderr %r" % (p.stdout, p.stderr))
     check(rank_files(out) == ["rank-00001.json"], "files: %s" % rank_files(out))
@@ -204,24 +198,27 @@ def test_torch_instrument_one_line(tmp):
     check("rank files" not in p.stderr, "a rank other than 0 printed the summary: %r" % p.stderr)
 
 
-def test_without_preload_runs_and_writes_nothing(tmp):
+def test_without_preload_runs_and_writes_nothing(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     run([ARGS.example, "--steps", "2", "--work-us", "10"], base_env(out, preload=False))
-    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "1"], base_env(out, preload=False))
+    p = run([str(SYSTEM_PYTHON), os.path.join(HERE, "annotated_script.py"), "1"], base_env(out, preload=False))
     check(p.stdout.strip() == "disabled", "python annotations not a no-op: %r" % p.stdout)
     check(not os.path.exists(out), "output written without the preload")
 
 
-def test_disable_turns_everything_off(tmp):
+def test_disable_turns_everything_off(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     run([ARGS.example, "--steps", "2", "--work-us", "10"], base_env(out, TRAINTIME_DISABLE="1"))
-    p = run([SYSTEM_PYTHON, os.path.join(HERE, "annotated_script.py"), "1"],
+    p = run([str(SYSTEM_PYTHON), os.path.join(HERE, "annotated_script.py"), "1"],
             base_env(out, TRAINTIME_DISABLE="1"))
     check(p.stdout.strip() == "disabled", "stdout %r" % p.stdout)
     check(not os.path.exists(out), "output written with TRAINTIME_DISABLE=1")
 
 
-def test_inert_processes_write_nothing(tmp):
+def test_inert_processes_write_nothing(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     env = base_env(out)
     p = run(["/bin/true"], env)
@@ -232,7 +229,8 @@ def test_inert_processes_write_nothing(tmp):
     check(not os.path.exists(out), "an inert process created %s" % out)
 
 
-def test_mpirun_np4_gives_one_file_per_rank(tmp):
+def test_mpirun_np4_gives_one_file_per_rank(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     mpirun = shutil.which("mpirun")
     check(mpirun, "mpirun not found (install openmpi-bin)")
@@ -249,7 +247,8 @@ def test_mpirun_np4_gives_one_file_per_rank(tmp):
     check(len(jobs) == 1, "ranks disagree on the job id: %s" % jobs)
 
 
-def test_child_inheriting_rank_writes_aux_file(tmp):
+def test_child_inheriting_rank_writes_aux_file(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     p = subprocess.Popen([ARGS.example, "--steps", "3", "--work-us", "50", "--fork", "--spawn-self"],
                          env=base_env(out, RANK="0", WORLD_SIZE="1"),
@@ -278,7 +277,8 @@ def test_child_inheriting_rank_writes_aux_file(tmp):
     check(any("forward/layer0" in r for r in aux_regions.values()), "exec'd child's aux file missing")
 
 
-def test_rerun_into_same_directory_replaces_previous_job(tmp):
+def test_rerun_into_same_directory_replaces_previous_job(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     run([ARGS.example, "--steps", "1", "--work-us", "10"], base_env(out))
     first = load(out, "rank-00000.json")["job_id"]
@@ -288,12 +288,13 @@ def test_rerun_into_same_directory_replaces_previous_job(tmp):
     check(doc["job_id"] != first and doc["steps"]["count"] == 2, "second run did not own rank 0")
 
 
-def test_unwritable_output_keeps_exit_status(tmp):
+def test_unwritable_output_keeps_exit_status(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     blocker = os.path.join(tmp, "a_file")
     open(blocker, "w").close()
     out = os.path.join(blocker, "out")  # a directory below a regular file cannot exist
     code = "import sys, traintime\nwith traintime.region('forward'):\n    pass\nsys.exit(3)\n"
-    p = run([SYSTEM_PYTHON, "-c", code], base_env(out), expect_rc=3)
+    p = run([str(SYSTEM_PYTHON), "-c", code], base_env(out), expect_rc=3)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     check(len(lines) == 1, "expected one error line, got %r" % p.stderr)
     check(out in lines[0] and "TRAINTIME_OUTPUT" in lines[0] and lines[0].startswith("traintime: "),
@@ -301,7 +302,8 @@ def test_unwritable_output_keeps_exit_status(tmp):
     run([ARGS.example, "--steps", "1", "--work-us", "10"], base_env(out), expect_rc=0)
 
 
-def start_waiting(out, extra_env=None, preexec=None):
+def start_waiting(out: str, extra_env: dict[str, str] | None = None,
+                  preexec: Callable[[], Any] | None = None) -> subprocess.Popen:
     p = subprocess.Popen([ARGS.example, "--steps", "3", "--work-us", "50", "--wait-for-signal"],
                          env=base_env(out, **(extra_env or {})), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, universal_newlines=True, preexec_fn=preexec)
@@ -310,7 +312,21 @@ def start_waiting(out, extra_env=None, preexec=None):
     return p
 
 
-def test_sigterm_writes_file_and_dies_by_sigterm(tmp):
+@contextlib.contextmanager
+def waiting(out: str, extra_env: dict[str, str] | None = None,
+            preexec: Callable[[], Any] | None = None) -> Iterator[subprocess.Popen]:
+    """start_waiting, and the process killed on the way out if the test left it running."""
+    p = start_waiting(out, extra_env, preexec)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+
+
+def test_sigterm_writes_file_and_dies_by_sigterm(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     p = start_waiting(out)
     p.send_signal(signal.SIGTERM)
@@ -323,7 +339,8 @@ def test_sigterm_writes_file_and_dies_by_sigterm(tmp):
     check(doc["steps"]["count"] == 3, "steps %s" % doc["steps"])
 
 
-def test_sigint_with_default_disposition_writes_file(tmp):
+def test_sigint_with_default_disposition_writes_file(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
     p = start_waiting(out)
     p.send_signal(signal.SIGINT)
@@ -332,39 +349,61 @@ def test_sigint_with_default_disposition_writes_file(tmp):
     check(load(out, "rank-00000.json")["exit_reason"] == "signal SIGINT", "exit_reason")
 
 
-def test_inherited_sigterm_ignore_is_kept(tmp):
+def test_inherited_sigterm_ignore_is_kept(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
-    p = start_waiting(out, preexec=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
-    p.send_signal(signal.SIGTERM)
-    time.sleep(0.5)
-    alive = p.poll() is None
-    p.kill()
-    p.wait(timeout=30)
-    check(alive, "SIGTERM killed a process that inherited SIG_IGN for it")
+    with waiting(out, preexec=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)) as p:
+        p.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        check(p.poll() is None, "SIGTERM killed a process that inherited SIG_IGN for it")
+        # An ignored signal is no exit: traintime must not have written the final file for it.
+        check(rank_files(out) == [], "a file was written for an ignored SIGTERM: %s" % rank_files(out))
+        # The process still ends normally on a signal it does not ignore.
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+    check(p.returncode == -signal.SIGINT, "exit status %r, expected death by SIGINT" % p.returncode)
+    doc = load(out, "rank-00000.json")
+    check(doc["snapshot"] is False and doc["exit_reason"] == "signal SIGINT",
+          "final file after SIGINT: snapshot %r, exit_reason %r" % (doc["snapshot"], doc["exit_reason"]))
 
 
-def test_periodic_snapshots_then_final_file(tmp):
-    out = os.path.join(tmp, "out")
-    p = start_waiting(out, {"TRAINTIME_SNAPSHOT_SEC": "1"})
+def wait_for_snapshot(out: str, newer_than: int, timeout_s: float) -> dict | None:
+    """The first snapshot in out whose end_unix_ns is later than newer_than, or None."""
     path = os.path.join(out, "rank-00000.json")
-    deadline = time.time() + 10
-    snap = None
+    deadline = time.time() + timeout_s
     while time.time() < deadline:
         if os.path.exists(path):
-            snap = load(out, "rank-00000.json")
-            break
+            doc = load(out, "rank-00000.json")  # written aside and renamed: never torn
+            if doc.get("end_unix_ns", 0) > newer_than:
+                return doc
         time.sleep(0.1)
-    check(snap is not None, "no snapshot within 10 s")
-    check(snap["snapshot"] is True and snap["steps"]["count"] == 3, "snapshot content %s" % snap["snapshot"])
-    p.send_signal(signal.SIGTERM)
-    p.wait(timeout=30)
+    return None
+
+
+def test_periodic_snapshots_then_final_file(tmp_path: Path) -> None:
+    tmp = str(tmp_path)
+    out = os.path.join(tmp, "out")
+    with waiting(out, {"TRAINTIME_SNAPSHOT_SEC": "1"}) as p:
+        first = wait_for_snapshot(out, 0, 10)
+        check(first is not None, "no snapshot within 10 s")
+        check(first["snapshot"] is True and first["exit_reason"] == "snapshot" and
+              first["steps"]["count"] == 3,
+              "snapshot content: snapshot %r, exit_reason %r, steps %s"
+              % (first["snapshot"], first["exit_reason"], first["steps"]))
+        # Periodic: another, later snapshot follows while the process keeps running.
+        second = wait_for_snapshot(out, first["end_unix_ns"], 10)
+        check(second is not None, "no second, later snapshot within 10 s of the first")
+        check(second["snapshot"] is True and p.poll() is None, "second snapshot not from the live process")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
     check(p.returncode == -signal.SIGTERM, "exit status %r" % p.returncode)
     final = load(out, "rank-00000.json")
     check(final["snapshot"] is False and final["exit_reason"] == "signal SIGTERM", "final file")
+    check(final["end_unix_ns"] > second["end_unix_ns"], "final file not later than the snapshots")
     check(rank_files(out) == ["rank-00000.json"], "files: %s" % rank_files(out))
 
 
-def test_exported_symbols_are_exactly_the_expected_set(tmp):
+def test_exported_symbols_are_exactly_the_expected_set() -> None:
     with open(ARGS.expected_exports) as f:
         expected = {l.strip() for l in f if l.strip() and not l.startswith("#")}
     p = run(["nm", "-D", "--defined-only", ARGS.lib], os.environ)
@@ -377,37 +416,9 @@ def test_exported_symbols_are_exactly_the_expected_set(tmp):
           % (sorted(exported - expected), sorted(expected - exported)))
 
 
-def test_no_dt_needed_on_cuda_cupti_nccl_or_cxx_runtime(tmp):
+def test_no_dt_needed_on_cuda_cupti_nccl_or_cxx_runtime() -> None:
     p = run(["readelf", "-d", ARGS.lib], os.environ)
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", p.stdout)
     check(needed, "readelf found no NEEDED entries at all: %s" % p.stdout)
     bad = [n for n in needed if re.search(r"cuda|cupti|nccl|nvrtc|nvToolsExt|stdc\+\+|gcc_s|fmt|spdlog", n)]
     check(not bad, "forbidden DT_NEEDED entries: %s (all: %s)" % (bad, needed))
-
-
-TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
-
-
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--example", required=True)
-    ap.add_argument("--pypath", required=True)
-    ap.add_argument("--expected-exports", required=True)
-    ap.add_argument("test", choices=sorted(TESTS))
-    ARGS = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="traintime-e2e-")
-    try:
-        TESTS[ARGS.test](tmp)
-    except Failure as e:
-        print("FAIL %s: %s" % (ARGS.test, e))
-        return 1
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS %s" % ARGS.test)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

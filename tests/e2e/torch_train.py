@@ -1,6 +1,6 @@
 """A tiny real PyTorch training loop instrumented with one line. Run by test_e2e.py with
 /usr/bin/python3 (Debian's python3-torch) under LD_PRELOAD."""
-import sys
+import argparse
 
 import torch
 
@@ -8,7 +8,7 @@ import traintime
 import traintime.torch
 
 
-def main(steps):
+def main(steps: int) -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -25,4 +25,6 @@ def main(steps):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 4)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("steps", type=int, nargs="?", default=4)
+    main(ap.parse_args().steps)

@@ -14,7 +14,8 @@
 // fake's documented errno) and is left out of the truth; any other mismatch exits 3.
 // With --graph-replays K, an AllReduce and a Broadcast are captured into a CUDA graph once and
 // the graph is launched K times: the truth is K calls of each (counted per replay, not at
-// capture). Exits 77 (skip) when the simulated driver cannot say whether a stream is capturing.
+// capture). Exits 77 when the simulated driver cannot say whether a stream is capturing (the
+// harness, test_sim_nccl.py, counts that as a failure: simgpu is always built with the tests).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>

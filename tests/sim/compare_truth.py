@@ -1,23 +1,38 @@
 #!/usr/bin/env python3
 """Compare a traintime rank file with a simgpu truth file (SIMULATED GPU), exactly, to the ns.
 
-usage: compare_truth.py RANK_FILE TRUTH_FILE
-
-Compared: `categories` (gpu_busy_ns, gpu_sum_ns, count per category; a category missing on one
-side counts as all zeros), `steps.count` and every field of `steps.totals`, and the `comm` rows
-keyed by (op, comm_size) with calls, bytes and gpu_ns. Exit 0 when everything matches, 1 with
-one line per difference otherwise, 2 when a file cannot be read.
+Compared, every field the truth has:
+  categories          gpu_busy_ns, gpu_sum_ns, count per category (a category missing on one side
+                      counts as all zeros)
+  steps               count, partial_final_step (absent in the rank file = false), every field
+                      of steps.totals
+  comm                rows keyed by (op, comm_size): calls, bytes, gpu_ns
+  memcpy              per direction: count, bytes, gpu_ns (a direction missing on one side counts
+                      as all zeros)
+  regions             per path: category, and the region's own non-comm work (the truth leaves
+                      comm kernels out): kernels, activities (count of every by_category entry)
+                      and gpu_sum_ns; a rank-file region the truth does not list must have no
+                      non-comm GPU work
+Exit 0 when everything matches, 1 with one line per difference otherwise, 2 when a file cannot
+be read.
 """
+from __future__ import annotations
+
+import argparse
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 CATEGORY_FIELDS = ("gpu_busy_ns", "gpu_sum_ns", "count")
 TOTAL_FIELDS = ("gpu_busy_ns", "compute_ns", "comm_ns", "comm_overlapped_ns", "exposed_comm_ns",
                 "io_ns", "idle_ns")
 COMM_FIELDS = ("calls", "bytes", "gpu_ns")
+MEMCPY_FIELDS = ("count", "bytes", "gpu_ns")
+REGION_FIELDS = ("kernels", "activities", "gpu_sum_ns")
 
 
-def load(path):
+def load(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -26,16 +41,25 @@ def load(path):
         sys.exit(2)
 
 
-def diff_value(where, got, want, out):
+def diff_value(where: str, got: Any, want: Any, out: list[str]) -> None:
     if got != want:
         delta = ""
-        if isinstance(got, int) and isinstance(want, int):
+        if isinstance(got, int) and isinstance(want, int) and not isinstance(got, bool):
             delta = f" (rank file {'+' if got > want else ''}{got - want})"
         out.append(f"{where}: rank file {got} != truth {want}{delta}")
 
 
-def compare(rank, truth):
-    out = []
+def region_own_work(row: dict) -> dict[str, int]:
+    """A rank-file region row's GPU work without its comm kernels, in the truth's terms."""
+    comm = row.get("by_category", {}).get("comm", {})
+    activities = sum(c.get("count", 0) for cat, c in row.get("by_category", {}).items() if cat != "comm")
+    return {"kernels": row.get("kernels", 0) - comm.get("count", 0),
+            "activities": activities,
+            "gpu_sum_ns": row.get("gpu_sum_ns", 0) - comm.get("gpu_sum_ns", 0)}
+
+
+def compare(rank: dict, truth: dict) -> list[str]:
+    out: list[str] = []
     rc, tc = rank.get("categories", {}), truth.get("categories", {})
     for cat in sorted(set(rc) | set(tc)):
         for field in CATEGORY_FIELDS:
@@ -43,11 +67,13 @@ def compare(rank, truth):
                        tc.get(cat, {}).get(field, 0), out)
     rs, ts = rank.get("steps", {}), truth.get("steps", {})
     diff_value("steps.count", rs.get("count"), ts.get("count"), out)
+    diff_value("steps.partial_final_step", rs.get("partial_final_step", False),
+               ts.get("partial_final_step"), out)
     for field in TOTAL_FIELDS:
         diff_value(f"steps.totals.{field}", rs.get("totals", {}).get(field),
                    ts.get("totals", {}).get(field), out)
 
-    def rows(doc):
+    def rows(doc: dict) -> dict[tuple, dict]:
         return {(r.get("op"), r.get("comm_size")): r for r in doc.get("comm", [])}
 
     rr, tr = rows(rank), rows(truth)
@@ -61,22 +87,45 @@ def compare(rank, truth):
             continue
         for field in COMM_FIELDS:
             diff_value(f"{name}.{field}", rr[key].get(field), tr[key].get(field), out)
+
+    rm, tm = rank.get("memcpy", {}), truth.get("memcpy", {})
+    for kind in sorted(set(rm) | set(tm)):
+        for field in MEMCPY_FIELDS:
+            diff_value(f"memcpy.{kind}.{field}", rm.get(kind, {}).get(field, 0),
+                       tm.get(kind, {}).get(field, 0), out)
+
+    rg = {r.get("path"): r for r in rank.get("regions", [])}
+    tg = {r.get("path"): r for r in truth.get("regions", [])}
+    for path in sorted(set(rg) | set(tg)):
+        name = f"regions[{path}]"
+        if path not in rg:
+            out.append(f"{name}: missing from the rank file")
+            continue
+        own = region_own_work(rg[path])
+        if path not in tg:
+            if any(own.values()):
+                out.append(f"{name}: GPU work {own} in the rank file, none in the truth")
+            continue
+        diff_value(f"{name}.category", rg[path].get("category"), tg[path].get("category"), out)
+        for field in REGION_FIELDS:
+            diff_value(f"{name}.{field}", own[field], tg[path].get(field), out)
     return out
 
 
-def main(argv):
-    if len(argv) != 3:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    diffs = compare(load(argv[1]), load(argv[2]))
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("rank_file", type=Path)
+    ap.add_argument("truth_file", type=Path)
+    args = ap.parse_args()
+    diffs = compare(load(args.rank_file), load(args.truth_file))
     if diffs:
-        print(f"MISMATCH between {argv[1]} and the simulated-GPU truth {argv[2]}:")
+        print(f"MISMATCH between {args.rank_file} and the simulated-GPU truth {args.truth_file}:")
         for line in diffs:
             print("  " + line)
         return 1
-    print(f"MATCH: {argv[1]} equals the simulated-GPU truth {argv[2]}")
+    print(f"MATCH: {args.rank_file} equals the simulated-GPU truth {args.truth_file}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

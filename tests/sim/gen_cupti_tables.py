@@ -2,14 +2,16 @@
 """SIMULATION build step: turn the toolkit's CUPTI enum headers into the name tables the fake
 libcupti serves (cuptiGetCallbackName, cuptiGetResultString), so they are the real ones for the
 toolkit we build against and never a hand-written list.
-
-usage: gen_cupti_tables.py RUNTIME_CBID_H DRIVER_CBID_H RESULT_H OUT_INC
 """
+from __future__ import annotations
+
+import argparse
 import re
 import sys
+from pathlib import Path
 
 
-def enum_entries(path, prefix):
+def enum_entries(path: Path, prefix: str) -> list[tuple[int, str]]:
     """(value, name-without-prefix) for every `PREFIX<name> = <int>` in the header."""
     pattern = re.compile(r"^\s*" + re.escape(prefix) + r"(\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+)\s*,?")
     out = []
@@ -27,7 +29,7 @@ def enum_entries(path, prefix):
     return out
 
 
-def size_of(path, prefix):
+def size_of(path: Path, prefix: str) -> int:
     pattern = re.compile(r"^\s*" + re.escape(prefix) + r"SIZE\s*=\s*(\d+)")
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -37,13 +39,17 @@ def size_of(path, prefix):
     sys.exit(f"gen_cupti_tables.py: no {prefix}SIZE in {path}")
 
 
-def table(name, entries):
+def table(name: str, entries: list[tuple[int, str]]) -> str:
     rows = ",\n".join(f'    {{{v}u, "{n}"}}' for v, n in sorted(entries))
     return f"static const SimNameEntry {name}[] = {{\n{rows}\n}};\n"
 
 
-def main():
-    runtime_h, driver_h, result_h, out = sys.argv[1:5]
+def main() -> None:
+    ap = argparse.ArgumentParser(description="Generate simgpu's CUPTI name tables from the toolkit headers.")
+    for name in ("runtime_h", "driver_h", "result_h", "out"):
+        ap.add_argument(name, type=Path)
+    args = ap.parse_args()
+    runtime_h, driver_h, result_h, out = args.runtime_h, args.driver_h, args.result_h, args.out
     rt_prefix, drv_prefix = "CUPTI_RUNTIME_TRACE_CBID_", "CUPTI_DRIVER_TRACE_CBID_"
     runtime = [(v, n) for v, n in enum_entries(runtime_h, rt_prefix) if n != "INVALID"]
     driver = [(v, n) for v, n in enum_entries(driver_h, drv_prefix) if n != "INVALID"]
@@ -56,8 +62,7 @@ def main():
             table("kRuntimeCallbackNames", runtime),
             table("kDriverCallbackNames", driver),
             table("kResultNames", results)]
-    with open(out, "w", encoding="utf-8") as f:
-        f.write("".join(text))
+    out.write_text("".join(text), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -2,20 +2,25 @@
 """SIMULATION end-to-end test of the fakes without traintime: sim_train runs with a small CUPTI
 tool injected through CUDA_INJECTION64_PATH; every activity sim_train's truth counts must reach
 the tool as a complete record (or be counted as dropped), in every mode.
-
-usage: test_injected_client.py SIM_TRAIN CLIENT_LIB
 """
+from __future__ import annotations
+
 import json
 import os
 import subprocess
-import sys
 import tempfile
+from pathlib import Path
+from typing import Any
 
-SIM_TRAIN, CLIENT = sys.argv[1], sys.argv[2]
-FAILURES = []
+from testlib import Checks
+
+SIM_TRAIN = CLIENT = ""
+_checks = Checks()
+check = _checks.check
+FAILURES = _checks.failures
 
 
-def run(args, env_extra):
+def run(args: list[str], env_extra: dict[str, str]) -> tuple[Any, Any]:
     with tempfile.TemporaryDirectory() as d:
         env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "SIMGPU_DROP_EVERY", "SIMGPU_SLOWDOWN")}
         env.update(env_extra)
@@ -34,12 +39,10 @@ def run(args, env_extra):
         return client, truth
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-
-
-def main():
+def test_sim_train_injected_cupti_client_sees_every_activity(build_dir: Path) -> None:
+    global SIM_TRAIN, CLIENT
+    SIM_TRAIN = str(build_dir / "bin" / "sim_train")
+    CLIENT = str(build_dir / "tests" / "sim" / "libsimgpu_test_cupti_client.so")
     cases = [([], {}), (["--graphs"], {}), (["--nvtx"], {}),
              ([], {"RANK": "3", "WORLD_SIZE": "4", "SIMGPU_SLOWDOWN": "0:1.2"}),
              ([], {"SIMGPU_DROP_EVERY": "7"})]
@@ -67,12 +70,4 @@ def main():
             check(client["graph_kernels"] == truth["categories"]["forward"]["count"], f"{name}: graph kernels")
         else:
             check(client["graph_kernels"] == 0, f"{name}: graph kernels without graphs")
-    for f in FAILURES:
-        print("FAIL:", f)
-    if not FAILURES:
-        print("injected CUPTI client saw exactly the simulated work")
-    return 1 if FAILURES else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    _checks.done()

@@ -2,25 +2,25 @@
 """SIMULATION tests of sim_train's truth: deterministic (two runs give identical files), the
 same answer whether the forward pass is replayed from a CUDA graph or annotated with NVTX, the
 activity counts its schedule implies, internally consistent step totals, and stragglers.
-
-usage: test_sim_train.py PATH/TO/sim_train
 """
+from __future__ import annotations
+
 import json
 import os
 import subprocess
-import sys
 import tempfile
+from pathlib import Path
+from typing import Any
 
-SIM_TRAIN = sys.argv[1]
-FAILURES = []
+from testlib import Checks
+
+SIM_TRAIN = ""
+_checks = Checks()
+check = _checks.check
+FAILURES = _checks.failures
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-
-
-def run(args, env_extra=None, tag="t"):
+def run(args: list[str], env_extra: dict[str, str] | None = None, tag: str = "t") -> tuple[str | None, Any]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                         "SIMGPU_SLOWDOWN", "LD_PRELOAD", "CUDA_INJECTION64_PATH")}
@@ -37,7 +37,14 @@ def run(args, env_extra=None, tag="t"):
         return text, json.loads(text)
 
 
-def main():
+def test_sim_train_truth_deterministic_and_consistent(build_dir: Path) -> None:
+    global SIM_TRAIN
+    SIM_TRAIN = str(build_dir / "bin" / "sim_train")
+    check_truths()
+    _checks.done()
+
+
+def check_truths() -> None:
     steps, layers, bucket = 5, 4, 2
     base = ["--steps", str(steps), "--layers", str(layers), "--bucket-layers", str(bucket)]
     world4 = {"RANK": "1", "WORLD_SIZE": "4", "SIMGPU_SLOWDOWN": "2:1.5"}
@@ -50,7 +57,7 @@ def main():
         check(a is not None and a == b, f"{name}: two runs gave different truth files")
         truths[name] = doc
     if any(t is None for t in truths.values()):
-        return report()
+        return
 
     # The same kernels and timeline whatever the annotation mechanism or graph replay.
     for other in ("graphs", "nvtx"):
@@ -93,16 +100,21 @@ def main():
         check(slow["steps"]["totals"]["compute_ns"] > fast["steps"]["totals"]["compute_ns"], "straggler computes longer")
         check(fast["categories"]["comm"]["gpu_sum_ns"] > slow["categories"]["comm"]["gpu_sum_ns"],
               "fast rank waits longer in AllReduce than the straggler")
-    return report()
 
+    # --stray-work: one kernel with no region open per step, and after the last step marker one
+    # more plus one in "forward" (a partial final step); everything else unchanged.
+    _, stray = run(base + ["--stray-work"], None, "stray")
+    if stray:
+        plain = truths["plain"]
+        cats = stray["categories"]
+        check(cats["unattributed"]["count"] == steps + 1, f"stray: unattributed count {cats['unattributed']['count']}")
+        check(cats["unattributed"]["gpu_sum_ns"] > 0, "stray: unattributed work has no GPU time")
+        check(cats["forward"]["count"] == plain["categories"]["forward"]["count"] + 1,
+              f"stray: forward count {cats['forward']['count']}")
+        check(stray["steps"]["partial_final_step"] is True, "stray: no partial final step")
+        check(plain["steps"]["partial_final_step"] is False, "plain: a partial final step")
+        check(stray["steps"]["count"] == steps, f"stray: steps.count {stray['steps']['count']}")
+        check(all(r["path"] for r in stray["regions"]), "stray: a region row without a path")
+        check(stray["steps"]["totals"]["gpu_busy_ns"] > plain["steps"]["totals"]["gpu_busy_ns"],
+              "stray: no more GPU busy time than plain")
 
-def report():
-    for f in FAILURES:
-        print("FAIL:", f)
-    if not FAILURES:
-        print("sim_train truth checks passed (SIMULATED GPU)")
-    return 1 if FAILURES else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,17 +1,15 @@
-#!/usr/bin/env python3
-"""Checks scripts/demo.sh as a user runs it (CTest label demo).
+"""Checks scripts/demo.sh as a user runs it (CTest label demo; pytest, one CTest test per function).
 
-usage: check_demo.py --demo SCRIPT --build DIR --work DIR run|plan
-
-run:  the full demo with a failing fake nvidia-smi first on PATH (so it takes the no-GPU path on
+run (test_sim_demo_4_ranks_match_truth):  the full demo with a failing fake nvidia-smi first on PATH (so it takes the no-GPU path on
       any machine), started from another directory: exit 0, SIMULATED said at the top and the
       bottom, nothing claimed as real hardware, exactly rank-00000..3.json and truth-0..3.json,
       every rank file equal to its simulated truth, the summary's figures equal the rank file's,
       and files in the output folder that are not the demo's left alone.
-plan: `demo.sh --plan` with fake nvidia-smi programs and fake build folders: the real-GPU demo
+plan (test_demo_picks_real_gpu_only_with_a_gpu_and_cuda_mlp): `demo.sh --plan` with fake nvidia-smi programs and fake build folders: the real-GPU demo
       is chosen only when nvidia-smi -L lists GPUs and cuda_mlp is built, with one rank per GPU.
 """
-import argparse
+from __future__ import annotations
+
 import json
 import os
 import re
@@ -19,14 +17,33 @@ import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
+from types import SimpleNamespace
 
-FAILURES = []
+import pytest
+
+from testlib import SOURCE_DIR, Checks
+
+_checks = Checks()
+check = _checks.check
+FAILURES = _checks.failures
 
 
-def check(ok, what):
-    if not ok:
-        FAILURES.append(what)
-        print("FAIL: " + what)
+@pytest.fixture
+def args(build_dir: Path) -> SimpleNamespace:
+    work = build_dir / "tests" / "demo"
+    work.mkdir(parents=True, exist_ok=True)
+    return SimpleNamespace(demo=str(SOURCE_DIR / "scripts" / "demo.sh"), build=str(build_dir), work=str(work))
+
+
+def test_sim_demo_4_ranks_match_truth(args: SimpleNamespace) -> None:
+    run_demo(args)
+    _checks.done()
+
+
+def test_demo_picks_real_gpu_only_with_a_gpu_and_cuda_mlp(args: SimpleNamespace) -> None:
+    plan_demo(args)
+    _checks.done()
 
 
 def write_exe(path, text):
@@ -71,10 +88,8 @@ def run_demo(args):
     needed = ["lib/libtraintime.so", "bin/sim_train", "sim/libcuda.so.1", "sim/libcudart.so.13",
               "sim/libcupti.so.13", "sim/libnccl.so.2"]
     missing = [n for n in needed if not os.path.exists(os.path.join(build, n))]
-    if missing:
-        # demo.sh would build them itself; inside CTest that is a mistake, not a test.
-        print("FAIL: build these first: " + ", ".join(missing))
-        return 1
+    # demo.sh would build them itself; inside CTest that is a mistake, not a test.
+    assert not missing, "build these first: " + ", ".join(missing)
     out_dir = os.path.join(work, "demo-out")
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
@@ -175,19 +190,3 @@ def plan_demo(args):
     check(not os.path.exists(os.path.join(without, "lib")), "--plan built something")
     return 1 if FAILURES else 0
 
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--demo", required=True)
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("what", choices=["run", "plan"])
-    args = ap.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    rc = run_demo(args) if args.what == "run" else plan_demo(args)
-    print("OK" if rc == 0 else f"{len(FAILURES)} check(s) failed")
-    return rc
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,23 @@
+"""pytest set-up shared by every Python test: the options CTest passes (tests/CMakeLists.txt,
+tt_add_pytest) and fixtures built from them."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/testlib.py for every test file
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--build-dir", type=Path, help="the CMake build tree under test")
+
+
+@pytest.fixture(scope="session")
+def build_dir(request: pytest.FixtureRequest) -> Path:
+    path = request.config.getoption("--build-dir")
+    if path is None:
+        pytest.fail("--build-dir is required (CTest passes it; see tests/CMakeLists.txt)")
+    return path.resolve()
+

@@ -1,0 +1,218 @@
+"""End-to-end GPU capture on the SIMULATED GPU (simgpu): sim_train under LD_PRELOAD, one pytest
+function (and so one CTest test) per mode.
+
+Default expectations, for every rank: the rank file equals sim_train's --truth exactly
+(tests/sim/compare_truth.py: categories, steps, comm, memcpy, regions); gpu_capture is "cupti";
+dropped_records is 0; exactly one libcupti is mapped in the process (a maps probe preloaded
+beside libtraintime.so lists them at exit); every communicator id is 16 hex digits and the same
+on every rank. The modes change that as each test says.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from testlib import SOURCE_DIR, Checks, clean_env, load_json, load_module
+
+compare_truth = load_module(SOURCE_DIR / "tests" / "sim" / "compare_truth.py", "compare_truth")
+reference = load_module(SOURCE_DIR / "tools" / "reference_breakdown.py", "reference_breakdown")
+
+
+@dataclass
+class Mode:
+    np: int = 1
+    steps: int = 20
+    graphs: bool = False
+    nvtx: bool = False
+    stray_work: bool = False     # sim_train --stray-work: unattributed work, a partial final step
+    trace: bool = False          # also: reference_breakdown.py agrees with the TRAINTIME_TRACE dump
+    drop_every: int = 0          # simgpu drops every K-th record
+    refuse: bool = False         # simgpu refuses the subscription
+    wheel_cupti: bool = False    # a second libcupti copy is loaded by path first, as wheels do
+    cupti_off: bool = False      # TRAINTIME_CUPTI=0
+    foreign_injection: bool = False  # CUDA_INJECTION64_PATH names another library
+
+
+def run_capture(build: Path, work: Path, mode: Mode) -> None:
+    sim = build / "sim"
+    probe_dir = work / "maps"
+    probe_dir.mkdir()
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": f"{build / 'lib' / 'libtraintime.so'}:{build / 'lib' / 'libtt_maps_probe.so'}",
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        "TRAINTIME_OUTPUT": str(work / "out"),
+        "TT_PROBE_DIR": str(probe_dir),
+    })
+    wheel_copy = None
+    if mode.wheel_cupti:
+        wheel_dir = work / "site-packages" / "nvidia" / "cuda_cupti" / "lib"
+        wheel_dir.mkdir(parents=True)
+        wheel_copy = wheel_dir / "libcupti.so.13"
+        shutil.copy(sim / "libcupti.so.13", wheel_copy)
+        env["TT_PROBE_PRELOAD_CUPTI"] = str(wheel_copy)
+    if mode.trace:
+        env["TRAINTIME_TRACE"] = "1"
+    if mode.drop_every:
+        env["SIMGPU_DROP_EVERY"] = str(mode.drop_every)
+    if mode.refuse:
+        env["SIMGPU_REFUSE_SUBSCRIBE"] = "1"
+    if mode.cupti_off:
+        env["TRAINTIME_CUPTI"] = "0"
+    if mode.foreign_injection:
+        # Any library that is not traintime: the maps probe exports no InitializeInjection.
+        env["CUDA_INJECTION64_PATH"] = str(build / "lib" / "libtt_maps_probe.so")
+
+    cmd = [str(build / "bin" / "sim_train"), "--steps", str(mode.steps), "--truth", str(work / "truth-%r.json")]
+    cmd += ["--graphs"] * mode.graphs + ["--nvtx"] * mode.nvtx + ["--stray-work"] * mode.stray_work
+    if mode.np > 1:
+        passed = ["LD_LIBRARY_PATH", "LD_PRELOAD", "TRAINTIME_CUPTI_LIB", "TRAINTIME_OUTPUT",
+                  "TT_PROBE_DIR", "TT_PROBE_PRELOAD_CUPTI", "TRAINTIME_TRACE", "SIMGPU_DROP_EVERY",
+                  "SIMGPU_REFUSE_SUBSCRIBE", "TRAINTIME_CUPTI", "CUDA_INJECTION64_PATH"]
+        mpi = ["mpirun", "-np", str(mode.np), "--oversubscribe"]
+        for var in passed:
+            if var in env:
+                mpi += ["-x", var]
+        cmd = mpi + cmd
+    run = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, f"{' '.join(cmd)} exited {run.returncode}\n{run.stdout}\n{run.stderr}"
+
+    c = Checks()
+    for rank in range(mode.np):
+        rank_path = work / "out" / f"rank-{rank:05d}.json"
+        if not c.check(rank_path.exists(), f"rank {rank}: no rank file {rank_path}"):
+            continue
+        rf, truth = load_json(rank_path), load_json(work / f"truth-{rank}.json")
+        where = f"rank {rank}"
+        steps = rf.get("steps", {}).get("count")
+        if mode.refuse:
+            c.check(rf.get("gpu_capture") == "unavailable",
+                    f"{where}: gpu_capture {rf.get('gpu_capture')!r}, want 'unavailable'")
+            c.check("MULTIPLE_SUBSCRIBERS" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not name the refusal")
+            c.check(steps == truth["steps"]["count"], f"{where}: CPU steps {steps} != {truth['steps']['count']}")
+            continue
+        if mode.cupti_off:
+            c.check(rf.get("gpu_capture") == "none", f"{where}: gpu_capture {rf.get('gpu_capture')!r}, want 'none'")
+            continue
+        c.check(rf.get("gpu_capture") == "cupti", f"{where}: gpu_capture {rf.get('gpu_capture')!r} "
+                f"({rf.get('gpu_capture_reason')!r}), want 'cupti'")
+        if mode.foreign_injection:
+            # sim_train creates its NCCL communicator before its first kernel, and a new
+            # communicator is a lazy start point: every kernel is seen, so the full truth must
+            # match below.
+            c.check("lazily" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not say capture started lazily")
+        if mode.drop_every:
+            # Every activity the truth counts was either counted or reported dropped, none lost.
+            counted = sum(v.get("count", 0) for v in rf.get("categories", {}).values())
+            want = sum(v["count"] for v in truth["categories"].values())
+            dropped = rf.get("dropped_records", 0)
+            c.check(dropped > 0, f"{where}: dropped_records is {dropped} with SIMGPU_DROP_EVERY={mode.drop_every}")
+            c.check(counted + dropped == want,
+                    f"{where}: {counted} activities counted + {dropped} dropped != {want} in the truth")
+            continue
+        c.extend(compare_truth.compare(rf, truth), f"{where}: ")
+        if not mode.stray_work:
+            unattributed = rf.get("categories", {}).get("unattributed", {}).get("count", 0)
+            c.check(unattributed == 0, f"{where}: {unattributed} unattributed activities")
+        c.check(rf.get("dropped_records", 0) == 0, f"{where}: dropped_records {rf.get('dropped_records')}")
+        if mode.trace:
+            trace_path = work / "out" / f"rank-{rank:05d}.trace.json"
+            if c.check(trace_path.exists(), f"{where}: no trace {trace_path}"):
+                ref = reference.breakdown(load_json(trace_path))
+                c.extend(reference.compare(ref, rf), f"{where}: reference: ")
+
+    # Communicator ids are the 16-hex stable ids in every capture mode, the same on every rank.
+    ids_by_rank = []
+    for rank in range(mode.np):
+        rank_path = work / "out" / f"rank-{rank:05d}.json"
+        if not rank_path.exists():
+            continue
+        comms = load_json(rank_path).get("communicators", [])
+        c.check(bool(comms), f"rank {rank}: no communicators although sim_train uses NCCL")
+        for comm in comms:
+            c.check(re.fullmatch(r"[0-9a-f]{16}", comm.get("id", "")) is not None,
+                    f"rank {rank}: communicator id {comm.get('id')!r} is not 16 hex digits")
+        ids_by_rank.append(sorted(comm.get("id", "") for comm in comms))
+    c.check(len({tuple(ids) for ids in ids_by_rank}) <= 1, f"communicator ids differ across ranks: {ids_by_rank}")
+
+    maps = sorted(probe_dir.glob("maps-*.txt"))
+    c.check(len(maps) == mode.np, f"{len(maps)} sim_train processes reported their maps, want {mode.np}")
+    for path in maps:
+        libs = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        if mode.cupti_off:
+            c.check(not libs, f"{path.name}: TRAINTIME_CUPTI=0 but mapped {libs}")
+        elif c.check(len(libs) == 1, f"{path.name}: {len(libs)} libcupti files mapped: {libs}") and wheel_copy:
+            c.check(os.path.realpath(libs[0]) == os.path.realpath(wheel_copy),
+                    f"{path.name}: mapped {libs[0]}, not the wheel's {wheel_copy}")
+    c.done()
+
+
+@pytest.fixture
+def capture(build_dir: Path, tmp_path: Path):
+    return lambda **kw: run_capture(build_dir, tmp_path, Mode(**kw))
+
+
+def test_sim_capture_single_rank_matches_truth(capture) -> None:
+    capture()
+
+
+def test_sim_capture_single_rank_graphs_matches_truth(capture) -> None:
+    capture(graphs=True)
+
+
+def test_sim_capture_single_rank_nvtx_matches_truth(capture) -> None:
+    capture(nvtx=True)
+
+
+def test_sim_capture_unattributed_work_and_partial_final_step_match_truth(capture) -> None:
+    capture(stray_work=True)
+
+
+def test_sim_capture_mpirun4_matches_truth(capture) -> None:
+    capture(np=4)
+
+
+def test_sim_capture_mpirun4_graphs_matches_truth(capture) -> None:
+    capture(np=4, graphs=True)
+
+
+def test_sim_capture_mpirun4_nvtx_graphs_matches_truth(capture) -> None:
+    capture(np=4, nvtx=True, graphs=True)
+
+
+def test_sim_capture_trace_matches_reference_breakdown(capture) -> None:
+    capture(np=2, trace=True, graphs=True)
+
+
+def test_sim_capture_reuses_already_loaded_libcupti(capture) -> None:
+    capture(wheel_cupti=True)
+
+
+def test_sim_capture_dropped_records_reported(capture) -> None:
+    capture(drop_every=7)
+
+
+def test_sim_capture_refused_subscription_reports_unavailable(capture) -> None:
+    capture(refuse=True)
+
+
+def test_sim_capture_off_loads_no_libcupti(capture) -> None:
+    capture(cupti_off=True)
+
+
+def test_sim_capture_starts_lazily_when_injection_is_taken(capture) -> None:
+    capture(foreign_injection=True)
+
+
+def test_sim_capture_lazy_start_mpirun2_has_stable_communicator_ids(capture) -> None:
+    # The lazy start is reached at the first NCCL communicator, before step 0's kernels, and the
+    # communicator ids are the stable ids on every rank in that mode too.
+    capture(np=2, foreign_injection=True)

@@ -1,0 +1,70 @@
+"""Helpers shared by every Python test of traintime (run under pytest; see tests/conftest.py).
+
+One place for what each test file used to carry its own copy of: collecting failed checks,
+reading JSON, building a clean child environment, loading a script as a module.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable, Mapping
+
+SOURCE_DIR = Path(__file__).resolve().parent.parent
+# Debian's interpreter (python3-torch, python3-pytest); the first python3 on PATH may be another.
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+# Variables through which a CI runner or launcher would leak a rank, a job or a tool into a test.
+LEAKY_PREFIXES = ("TRAINTIME_", "OMPI_COMM_WORLD", "PMI", "SLURM_", "SIMGPU_")
+LEAKY_NAMES = ("RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "CUDA_INJECTION64_PATH",
+               "NVTX_INJECTION64_PATH")
+
+
+class Checks:
+    """Collects every failed check, so one run reports all differences, then fails once."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+
+    def check(self, cond: Any, what: str) -> bool:
+        if not cond:
+            self.failures.append(what)
+        return bool(cond)
+
+    def extend(self, lines: Iterable[str], prefix: str = "") -> None:
+        self.failures += [prefix + line for line in lines]
+
+    def done(self) -> None:
+        """Raises AssertionError listing every failure (pytest shows it); nothing when all held."""
+        assert not self.failures, "\n  ".join([f"{len(self.failures)} check(s) failed:"] + self.failures)
+
+
+def check(cond: Any, what: str) -> None:
+    """A single check that stops the test at once."""
+    assert cond, what
+
+
+def load_json(path: Path | str) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without the variables that decide rank, job or tools."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(LEAKY_PREFIXES) and k not in LEAKY_NAMES}
+    if os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    """Imports a script (e.g. tools/reference_breakdown.py) that is not on sys.path."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader, f"cannot load {path}"
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
