@@ -1,3 +1,6 @@
+// The rank file's JSON, both ways (docs/schema.md): writer, reader with one clear message per
+// problem, and the atomic file write. Over ~500 lines on purpose: the writer and the reader of
+// every field sit side by side, so a field changed in one is seen to need changing in the other.
 #include "traintime/core/rank_file_json.h"
 
 #include <fcntl.h>
