@@ -50,7 +50,8 @@ const Row kRows[] = {
     {{"TRAINTIME_CUPTI", "1", "0 turns GPU capture (CUPTI) off; CPU regions still work."},
      Kind::kBool, &Config::cupti},
     {{"TRAINTIME_CUPTI_LIB", "",
-      "Path of the libcupti.so to load; empty means the one already loaded, else the toolkit's."},
+      "Path of the libcupti.so to load when the process has none loaded; empty means the "
+      "loader's search path, then CUDA_HOME and /usr/local/cuda."},
      Kind::kString, &Config::cupti_lib},
     {{"TRAINTIME_NCCL", "1",
       "0 disables NCCL interposition; communication is then found by kernel name only (bytes "

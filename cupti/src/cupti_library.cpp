@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -61,42 +63,74 @@ void* already_loaded(std::string* path) {
   return h;
 }
 
+// Steps 2-4 of CuptiLibrary::load's order.
 std::vector<std::string> candidate_paths(const std::string& explicit_path) {
   std::vector<std::string> paths;
   if (!explicit_path.empty()) paths.push_back(explicit_path);
-  for (const char* root : {TRAINTIME_CUDA_ROOT, "/usr/local/cuda"}) {
-    paths.push_back(std::string(root) + "/lib64/libcupti.so.13");
-    paths.push_back(std::string(root) + "/extras/CUPTI/lib64/libcupti.so.13");
+  paths.push_back("libcupti.so.13");  // the loader's search path
+  paths.push_back("libcupti.so.12");
+  std::vector<std::string> roots;
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) roots.push_back(home);
+  roots.push_back("/usr/local/cuda");
+  roots.push_back(TRAINTIME_CUDA_ROOT);
+  for (const std::string& root : roots) {
+    for (const char* dir : {"/lib64/", "/extras/CUPTI/lib64/"}) {
+      for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
+        const std::string path = root + dir + soname;
+        if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+      }
+    }
   }
-  paths.push_back("libcupti.so.13");  // LD_LIBRARY_PATH, ld.so.cache
   return paths;
+}
+
+// The file behind a handle (a soname candidate resolves to whatever the loader found).
+std::string file_of(void* handle, const std::string& fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
+    return map->l_name;
+  return fallback;
 }
 
 }  // namespace
 
 bool CuptiLibrary::load(const std::string& explicit_path, std::string* reason) {
-  std::string path;
-  void* handle = already_loaded(&path);
-  reused_ = handle != nullptr;
-  std::string tried;
-  if (!handle) {
-    for (const std::string& candidate : candidate_paths(explicit_path)) {
-      handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle) {
-        path = candidate;
-        break;
-      }
+  std::string loaded_path;
+  if (void* handle = already_loaded(&loaded_path)) {
+    reused_ = true;
+    path_ = file_of(handle, loaded_path);
+    if (!explicit_path.empty() && path_ != explicit_path)
+      support::log_warn("TRAINTIME_CUPTI_LIB={} is not used: the process already has {} loaded "
+                        "(two CUPTIs cannot share one process)",
+                        explicit_path, path_);
+    return use(handle, reason);
+  }
+  reused_ = false;
+  std::string refused;  // "candidate: why" for every candidate that was found but not usable
+  for (const std::string& candidate : candidate_paths(explicit_path)) {
+    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
       const char* err = dlerror();
-      if (candidate == explicit_path && err)
-        support::log_warn("TRAINTIME_CUPTI_LIB={} cannot be loaded: {}", explicit_path, err);
-      tried += (tried.empty() ? "" : ", ") + candidate;
+      if (candidate == explicit_path)
+        support::log_warn("TRAINTIME_CUPTI_LIB={} cannot be loaded ({}); looking further",
+                          explicit_path, err ? err : "unknown error");
+      continue;
     }
+    path_ = file_of(handle, candidate);
+    std::string why;
+    if (use(handle, &why)) return true;
+    refused += (refused.empty() ? "" : "; ") + why;
+    api_ = CuptiApi{};
+    dlclose(handle);
   }
-  if (!handle) {
-    *reason = "libcupti not found (tried " + tried + "; set TRAINTIME_CUPTI_LIB)";
-    return false;
-  }
-  path_ = path;
+  *reason = refused.empty()
+                ? "libcupti not found (looked in TRAINTIME_CUPTI_LIB, the loader's search path, "
+                  "$CUDA_HOME and /usr/local/cuda; set TRAINTIME_CUPTI_LIB)"
+                : "no usable libcupti: " + refused;
+  return false;
+}
+
+bool CuptiLibrary::use(void* handle, std::string* reason) {
   if (!resolve(handle, reason)) return false;
   // Not through checked(): a library that cannot say its version is simply unusable.
   if (api_.cuptiGetVersion(&version_) != CUPTI_SUCCESS) {

@@ -55,10 +55,17 @@ struct CuptiApi {
 
 class CuptiLibrary {
  public:
-  // Reuses a libcupti the process already has (PyTorch wheels ship their own) before loading one
-  // by path: `explicit_path` (TRAINTIME_CUPTI_LIB), then the toolkit traintime was built against,
-  // then /usr/local/cuda, then the dynamic linker's search path. Returns false with *reason set
-  // when none is usable (not found, a function missing, an unknown record layout).
+  // Finds a usable libcupti, in this order (DESIGN §2; never the build machine's toolkit before
+  // what the user's environment names):
+  //   1. one the process already has (PyTorch wheels ship their own): used even when
+  //      `explicit_path` names another, with a warning, since two CUPTIs cannot share a process;
+  //   2. `explicit_path` (TRAINTIME_CUPTI_LIB);
+  //   3. the dynamic loader's search path (LD_LIBRARY_PATH, ld.so.cache) by soname: 13, then 12;
+  //   4. $CUDA_HOME, /usr/local/cuda, then the toolkit traintime was built against
+  //      (lib64/ and extras/CUPTI/lib64/, soname 13 then 12).
+  // A candidate that does not load, lacks a function, or reports a version whose record layout
+  // this build cannot vouch for gives way to the next one; if none is usable, *reason lists
+  // each with why. path() is then the file that was used (resolved through the loader).
   bool load(const std::string& explicit_path, std::string* reason);
 
   const CuptiApi& api() const { return api_; }
@@ -70,6 +77,8 @@ class CuptiLibrary {
 
  private:
   bool resolve(void* handle, std::string* reason);
+  // Resolves the entry points and checks the version of the library `handle`, named path_.
+  bool use(void* handle, std::string* reason);
 
   CuptiApi api_;
   std::string path_;

@@ -37,6 +37,9 @@ class Mode:
     wheel_cupti: bool = False    # a second libcupti copy is loaded by path first, as wheels do
     cupti_off: bool = False      # TRAINTIME_CUPTI=0
     foreign_injection: bool = False  # CUDA_INJECTION64_PATH names another library
+    # TRAINTIME_CUPTI_LIB: "sim" names simgpu's libcupti; "unset" leaves it to the loader's search
+    # path (LD_LIBRARY_PATH holds simgpu's); "missing" names a file that does not exist.
+    cupti_lib: str = "sim"
 
 
 def run_capture(build: Path, work: Path, mode: Mode) -> None:
@@ -46,10 +49,13 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     env = clean_env({
         "LD_LIBRARY_PATH": str(sim),
         "LD_PRELOAD": f"{build / 'lib' / 'libtraintime.so'}:{build / 'lib' / 'libtt_maps_probe.so'}",
-        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
         "TRAINTIME_OUTPUT": str(work / "out"),
         "TT_PROBE_DIR": str(probe_dir),
     })
+    if mode.cupti_lib == "sim":
+        env["TRAINTIME_CUPTI_LIB"] = str(sim / "libcupti.so.13")
+    elif mode.cupti_lib == "missing":
+        env["TRAINTIME_CUPTI_LIB"] = str(work / "no-such-dir" / "libcupti.so.13")
     wheel_copy = None
     if mode.wheel_cupti:
         wheel_dir = work / "site-packages" / "nvidia" / "cuda_cupti" / "lib"
@@ -84,6 +90,13 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     assert run.returncode == 0, f"{' '.join(cmd)} exited {run.returncode}\n{run.stdout}\n{run.stderr}"
 
     c = Checks()
+    if mode.wheel_cupti:
+        c.check("TRAINTIME_CUPTI_LIB=" in run.stderr and "is not used" in run.stderr,
+                f"no warning that the loaded libcupti overrides TRAINTIME_CUPTI_LIB: {run.stderr!r}")
+    if mode.cupti_lib == "missing":
+        c.check("cannot be loaded" in run.stderr, f"no warning about TRAINTIME_CUPTI_LIB: {run.stderr!r}")
+    # The file used, as gpu_capture_reason names it: the wheel's copy, else simgpu's.
+    expected_cupti = os.path.realpath(wheel_copy or (sim / "libcupti.so.13"))
     for rank in range(mode.np):
         rank_path = work / "out" / f"rank-{rank:05d}.json"
         if not c.check(rank_path.exists(), f"rank {rank}: no rank file {rank_path}"):
@@ -103,6 +116,9 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
             continue
         c.check(rf.get("gpu_capture") == "cupti", f"{where}: gpu_capture {rf.get('gpu_capture')!r} "
                 f"({rf.get('gpu_capture_reason')!r}), want 'cupti'")
+        used = re.search(r"\(([^)]*libcupti[^)]*)\)", rf.get("gpu_capture_reason", ""))
+        c.check(used is not None and os.path.realpath(used.group(1)) == expected_cupti,
+                f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not name {expected_cupti}")
         if mode.foreign_injection:
             # sim_train creates its NCCL communicator before its first kernel, and a new
             # communicator is a lazy start point: every kernel is seen, so the full truth must
@@ -206,6 +222,16 @@ def test_sim_capture_refused_subscription_reports_unavailable(capture) -> None:
 
 def test_sim_capture_off_loads_no_libcupti(capture) -> None:
     capture(cupti_off=True)
+
+
+def test_sim_capture_finds_libcupti_on_the_loader_search_path_before_the_toolkit(capture) -> None:
+    # No TRAINTIME_CUPTI_LIB: the libcupti on LD_LIBRARY_PATH (simgpu's) must win over the
+    # toolkit the library was built against (/usr/local/cuda's real one).
+    capture(cupti_lib="unset")
+
+
+def test_sim_capture_unloadable_cupti_lib_gives_way_to_the_next_candidate(capture) -> None:
+    capture(cupti_lib="missing")
 
 
 def test_sim_capture_starts_lazily_when_injection_is_taken(capture) -> None:
