@@ -1,7 +1,38 @@
 #include "activity_decoder.h"
 
+#include <cupti_activity_deprecated.h>
+
+#include <cstddef>
+
 namespace traintime::cupti {
 namespace {
+
+// Every checked layout (cupti_library.cpp) is decoded through one struct per family: the fields
+// read below sit at the same offset in each struct of the family, which the compiler checks here
+// against the toolkit's headers (cupti_activity_deprecated.h holds the 12.x structs).
+#define TT_SAME_OFFSET(A, B, field) \
+  static_assert(offsetof(A, field) == offsetof(B, field), #A " and " #B " differ at " #field)
+#define TT_SAME_COMMON(A, B)                                                               \
+  TT_SAME_OFFSET(A, B, kind);                                                              \
+  TT_SAME_OFFSET(A, B, start);                                                             \
+  TT_SAME_OFFSET(A, B, end);                                                               \
+  TT_SAME_OFFSET(A, B, deviceId);                                                          \
+  TT_SAME_OFFSET(A, B, streamId);                                                          \
+  TT_SAME_OFFSET(A, B, correlationId);                                                     \
+  TT_SAME_OFFSET(A, B, graphId);                                                           \
+  TT_SAME_OFFSET(A, B, graphNodeId)
+TT_SAME_COMMON(CUpti_ActivityKernel9, CUpti_ActivityKernel10);
+TT_SAME_OFFSET(CUpti_ActivityKernel9, CUpti_ActivityKernel10, name);
+TT_SAME_COMMON(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6);
+TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, copyKind);
+TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, bytes);
+TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, runtimeCorrelationId);
+#undef TT_SAME_COMMON
+#undef TT_SAME_OFFSET
+// The record sizes each release's walker steps over (test_real_cupti_versions.py).
+static_assert(sizeof(CUpti_ActivityKernel9) == 208 && sizeof(CUpti_ActivityKernel10) == 216);
+static_assert(sizeof(CUpti_ActivityMemcpy5) == 88 && sizeof(CUpti_ActivityMemcpy6) == 96);
+static_assert(sizeof(CUpti_ActivityMemcpyPtoP4) == 96 && sizeof(CUpti_ActivityMemset4) == 88);
 
 core::CopyKind copy_kind(uint8_t kind) {
   switch (kind) {
@@ -24,7 +55,7 @@ bool has_timestamps(const Record* r) {
   return !(r->start == 0 && r->end == 0) && r->end >= r->start;
 }
 
-// The fields every GPU record of 13.0 has under the same names.
+// The fields every GPU record of the checked layouts has under the same names and offsets.
 template <class Record>
 void fill_common(const Record* r, core::ActivityKind kind, core::GpuActivity& a) {
   a.kind = kind;
@@ -37,20 +68,21 @@ void fill_common(const Record* r, core::ActivityKind kind, core::GpuActivity& a)
   a.graph_node_id = r->graphNodeId;
 }
 
-// CUPTI 13.0: the structs below are exactly the ones cupti_activity.h of 13.0 names for each kind.
-RecordResult decode_13_0(const CUpti_Activity* record, DecodedActivity* out) {
+// Every checked layout: kernels through Kernel9 (Kernel10 agrees on every field read), memcpy
+// through Memcpy5 (likewise Memcpy6), peer-to-peer MemcpyPtoP4 and memset Memset4 in all of them.
+RecordResult decode_checked(const CUpti_Activity* record, DecodedActivity* out) {
   core::GpuActivity& a = out->activity;
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(record);
       if (!has_timestamps(k)) return RecordResult::kNoTimestamps;
       fill_common(k, core::ActivityKind::kKernel, a);
       out->name_ptr = k->name;
       return RecordResult::kActivity;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy5*>(record);
       if (!has_timestamps(m)) return RecordResult::kNoTimestamps;
       fill_common(m, core::ActivityKind::kMemcpy, a);
       a.copy_kind = copy_kind(m->copyKind);
@@ -83,7 +115,9 @@ RecordResult decode_13_0(const CUpti_Activity* record, DecodedActivity* out) {
 
 RecordResult decode_record(RecordLayout layout, const CUpti_Activity* record, DecodedActivity* out) {
   switch (layout) {
-    case RecordLayout::kCupti13_0: return decode_13_0(record, out);
+    case RecordLayout::kCupti12Memcpy5:
+    case RecordLayout::kCupti12Memcpy6:
+    case RecordLayout::kCupti13_0: return decode_checked(record, out);
     case RecordLayout::kUnknown: break;
   }
   return RecordResult::kOther;

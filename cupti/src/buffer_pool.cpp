@@ -1,5 +1,6 @@
 #include "buffer_pool.h"
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace traintime::cupti {
@@ -12,30 +13,65 @@ BufferPool::BufferPool(size_t buffer_bytes, uint32_t max_buffers)
 
 BufferPool::~BufferPool() {
   for (uint8_t* b : all_) std::free(b);
+  for (uint8_t* b : scratch_all_) std::free(b);
 }
+
+namespace {
+
+// A free buffer, else a new one while fewer than `limit` exist; nullptr when neither can be had.
+// CUPTI requires 8-byte aligned buffers. `free` has room for every buffer in `all`, so release
+// never allocates.
+uint8_t* take(std::vector<uint8_t*>& free, std::vector<uint8_t*>& all, size_t bytes,
+              size_t limit) noexcept {
+  if (!free.empty()) {
+    uint8_t* b = free.back();
+    free.pop_back();
+    return b;
+  }
+  if (all.size() >= limit) return nullptr;
+  auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  if (!b) return nullptr;
+  try {
+    all.push_back(b);
+    free.reserve(all.size());
+  } catch (...) {
+    std::free(b);
+    return nullptr;
+  }
+  return b;
+}
+
+}  // namespace
 
 uint8_t* BufferPool::acquire() noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!free_.empty()) {
-    uint8_t* b = free_.back();
-    free_.pop_back();
-    return b;
-  }
-  if (all_.size() < max_buffers_) {
-    // CUPTI requires 8-byte aligned buffers.
-    if (auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_))) {
-      all_.push_back(b);  // capacity reserved up front: no reallocation here
-      return b;
-    }
-  }
-  ++refused_;
-  return nullptr;
+  uint8_t* b = take(free_, all_, buffer_bytes_, max_buffers_);
+  if (!b) ++refused_;
+  return b;
 }
 
 void BufferPool::release(uint8_t* buffer) noexcept {
   if (!buffer) return;
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(buffer);  // capacity reserved up front
+}
+
+uint8_t* BufferPool::acquire_scratch() noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  return take(scratch_free_, scratch_all_, kScratchBytes, SIZE_MAX);
+}
+
+bool BufferPool::is_scratch(const uint8_t* buffer) const noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const uint8_t* b : scratch_all_)
+    if (b == buffer) return true;
+  return false;
+}
+
+void BufferPool::release_scratch(uint8_t* buffer) noexcept {
+  if (!buffer) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  scratch_free_.push_back(buffer);  // capacity reserved in acquire_scratch
 }
 
 uint64_t BufferPool::refused() const {

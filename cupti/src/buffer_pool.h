@@ -22,6 +22,14 @@ class BufferPool {
   uint8_t* acquire() noexcept;
   void release(uint8_t* buffer) noexcept;
 
+  // For CUPTI releases that must never be refused a buffer (API < 27 can crash then): a small
+  // scratch buffer whose records the caller counts as dropped instead of ingesting them.
+  // Allocated on demand and kept for reuse; nullptr only when memory itself is short.
+  static constexpr size_t kScratchBytes = size_t{64} << 10;
+  uint8_t* acquire_scratch() noexcept;
+  bool is_scratch(const uint8_t* buffer) const noexcept;
+  void release_scratch(uint8_t* buffer) noexcept;
+
   size_t buffer_bytes() const { return buffer_bytes_; }
   uint64_t refused() const;
   uint32_t allocated() const;
@@ -33,6 +41,8 @@ class BufferPool {
   std::vector<uint8_t*> free_;
   std::vector<uint8_t*> all_;
   uint64_t refused_ = 0;
+  std::vector<uint8_t*> scratch_free_;
+  std::vector<uint8_t*> scratch_all_;
 };
 
 }  // namespace traintime::cupti

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <cupti_activity_deprecated.h>
+
 #include "traintime/support/log.h"
 
 #ifndef TRAINTIME_CUDA_ROOT
@@ -16,24 +18,67 @@
 
 namespace traintime::cupti {
 
+namespace {
+
+// The releases whose record layouts were checked, by the API version their libcupti reports
+// (the PyPI wheels nvidia-cuda-cupti-cu12 12.1.105, 12.2.142, 12.3.101, 12.4.127, 12.6.80,
+// 12.8.90, 12.9.79 and the CUDA 13.0 toolkit; tests/cupti/test_real_cupti_versions.py walks
+// buffers of each layout through each release's own cuptiActivityGetNextRecord). API 19, 23, 25
+// and 27 name releases that were not checked, so they are refused.
+struct CheckedRelease {
+  uint32_t api_lo, api_hi;
+  const char* release;
+  RecordLayout layout;
+};
+constexpr CheckedRelease kCheckedReleases[] = {
+    {18, 18, "12.1", RecordLayout::kCupti12Memcpy5},
+    {20, 20, "12.2", RecordLayout::kCupti12Memcpy5},
+    {21, 21, "12.3", RecordLayout::kCupti12Memcpy5},
+    {22, 22, "12.4", RecordLayout::kCupti12Memcpy5},
+    {24, 24, "12.6", RecordLayout::kCupti12Memcpy5},
+    {26, 26, "12.8", RecordLayout::kCupti12Memcpy6},
+    {28, 28, "12.9", RecordLayout::kCupti12Memcpy6},
+    // Since 13.0 the version reads xxyyzz (cupti_version.h); 13.1 changed the kernel record
+    // (Kernel11), so only 13.0.x is taken.
+    {130000, 130099, "13.0", RecordLayout::kCupti13_0},
+};
+
+}  // namespace
+
 RecordLayout layout_for_version(uint32_t api_version, std::string* why) {
-  // Since 13.0 the version reads xxyyzz (cupti_version.h). The structs of 13.0 and 13.0 Update 1
-  // (130000, 130001) are the ones this build was compiled and checked against; 13.1 already
-  // changed the kernel record (Kernel11), so every other version is refused rather than guessed.
-  if (api_version >= 130000 && api_version < 130100) return RecordLayout::kCupti13_0;
+  for (const CheckedRelease& r : kCheckedReleases)
+    if (api_version >= r.api_lo && api_version <= r.api_hi) return r.layout;
   if (why)
     *why = "libcupti API version " + std::to_string(api_version) +
-           " has a record layout this build does not know (supported: CUPTI 13.0.x, "
-           "API 130000-130099)";
+           " has a record layout this build does not know (supported: CUPTI 12.1, 12.2, 12.3, "
+           "12.4, 12.6, 12.8, 12.9 = API 18, 20-22, 24, 26, 28, and 13.0.x = API 130000-130099)";
   return RecordLayout::kUnknown;
 }
 
 const char* layout_name(RecordLayout layout) {
   switch (layout) {
+    case RecordLayout::kCupti12Memcpy5: return "cupti-12 (Kernel9, Memcpy5, MemcpyPtoP4, Memset4)";
+    case RecordLayout::kCupti12Memcpy6: return "cupti-12.8 (Kernel9, Memcpy6, MemcpyPtoP4, Memset4)";
     case RecordLayout::kCupti13_0: return "cupti-13.0 (Kernel10, Memcpy6, MemcpyPtoP4, Memset4)";
     case RecordLayout::kUnknown: break;
   }
   return "unknown";
+}
+
+LayoutSizes layout_sizes(RecordLayout layout) {
+  switch (layout) {
+    case RecordLayout::kCupti12Memcpy5:
+      return {sizeof(CUpti_ActivityKernel9), sizeof(CUpti_ActivityMemcpy5),
+              sizeof(CUpti_ActivityMemcpyPtoP4), sizeof(CUpti_ActivityMemset4)};
+    case RecordLayout::kCupti12Memcpy6:
+      return {sizeof(CUpti_ActivityKernel9), sizeof(CUpti_ActivityMemcpy6),
+              sizeof(CUpti_ActivityMemcpyPtoP4), sizeof(CUpti_ActivityMemset4)};
+    case RecordLayout::kCupti13_0:
+      return {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityMemcpy6),
+              sizeof(CUpti_ActivityMemcpyPtoP4), sizeof(CUpti_ActivityMemset4)};
+    case RecordLayout::kUnknown: break;
+  }
+  return {0, 0, 0, 0};
 }
 
 namespace {

@@ -12,16 +12,26 @@
 namespace traintime::cupti {
 
 // How activity records are laid out in the loaded libcupti's buffers. Records are decoded only
-// with a layout checked against the headers of the same CUPTI release; any other version gives
-// gpu_capture "unavailable" instead of numbers read through the wrong struct.
+// for the releases in the compiled table of checked layouts (cupti_layouts.h): each one's record
+// sizes were read off that release's own cuptiActivityGetNextRecord, and every field the
+// decoder reads sits at the same offset in all of them (static_asserted against the headers).
+// Any other version gives gpu_capture "unavailable" instead of numbers read through a wrong struct.
 enum class RecordLayout : uint8_t {
   kUnknown,
-  kCupti13_0,  // CUPTI API 130000..130099: Kernel10, Memcpy6, MemcpyPtoP4, Memset4
+  kCupti12Memcpy5,  // CUPTI 12.1-12.6 (API 18-24): Kernel9, Memcpy5, MemcpyPtoP4, Memset4
+  kCupti12Memcpy6,  // CUPTI 12.8-12.9 (API 26-28): Kernel9, Memcpy6, MemcpyPtoP4, Memset4
+  kCupti13_0,       // CUPTI 13.0.x (API 130000-130099): Kernel10, Memcpy6, MemcpyPtoP4, Memset4
 };
 
 // The layout for a cuptiGetVersion() value; kUnknown (with *why filled) for any other version.
 RecordLayout layout_for_version(uint32_t api_version, std::string* why);
 const char* layout_name(RecordLayout layout);
+
+// Record sizes of a layout by kind, as its release's cuptiActivityGetNextRecord steps over them.
+struct LayoutSizes {
+  uint32_t kernel, memcpy, memcpy_ptop, memset;
+};
+LayoutSizes layout_sizes(RecordLayout layout);
 
 // Every CUPTI function the adapter calls. Required ones: a library missing one is unusable.
 #define TRAINTIME_CUPTI_FUNCTIONS(X)     \
@@ -44,7 +54,8 @@ const char* layout_name(RecordLayout layout);
 // correlation ids the launch callbacks see; a library without them (simgpu) assigns them anyway.
 #define TRAINTIME_CUPTI_OPTIONAL_FUNCTIONS(X) \
   X(cuptiActivityEnableRuntimeApi)            \
-  X(cuptiActivityEnableDriverApi)
+  X(cuptiActivityEnableDriverApi)             \
+  X(cuptiActivitySetAttribute)
 
 struct CuptiApi {
 #define TRAINTIME_CUPTI_MEMBER(name) decltype(&::name) name = nullptr;

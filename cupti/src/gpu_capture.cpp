@@ -260,6 +260,16 @@ bool GpuCapture::start_capture(std::string* reason) {
     subscriber_ = nullptr;
     return false;
   };
+  // Per-thread activity buffers, the 13.0 default, set explicitly where the attribute exists
+  // (API 21 on): 12.x defaults to per-context buffers, and the flush design below (a launching
+  // thread's buffer arrives when full or flushed) is then the same on every release. The header
+  // requires it before the buffer callbacks are registered and before any kind is enabled.
+  if (lib_.version() >= 21 && lib_.api().cuptiActivitySetAttribute) {
+    uint8_t per_thread = 1;
+    size_t size = sizeof per_thread;
+    TRAINTIME_CUPTI_CALL(lib_, cuptiActivitySetAttribute,
+                         CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
+  }
   CUptiResult rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityRegisterCallbacks,
                                         &GpuCapture::on_requested, &GpuCapture::on_completed);
   if (rc != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", rc);
@@ -387,8 +397,15 @@ void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* m
   GpuCapture& self = get();
   *max_records = self.max_records_.load(std::memory_order_relaxed);
   uint8_t* b = self.capturing_.load(std::memory_order_acquire) ? self.pool_->acquire() : nullptr;
+  size_t bytes = self.pool_->buffer_bytes();
+  if (!b && self.lib_.version() < 27) {
+    // Releases before API 27 can crash when refused a buffer: give a scratch one, whose
+    // records on_completed counts as dropped.
+    b = self.pool_->acquire_scratch();
+    bytes = BufferPool::kScratchBytes;
+  }
   *buffer = b;
-  *size = b ? self.pool_->buffer_bytes() : 0;  // no buffer: CUPTI drops and counts the records
+  *size = b ? bytes : 0;  // no buffer: CUPTI drops and counts the records
 }
 
 void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
@@ -399,6 +416,14 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
       CUPTI_SUCCESS)
     self.dropped_pending_.fetch_add(dropped, std::memory_order_relaxed);
   if (!buffer) return;
+  if (self.pool_->is_scratch(buffer)) {
+    const DecodeCounts counts =
+        decode_buffer(self.lib_, buffer, valid_size, [](const DecodedActivity&) {});
+    self.dropped_pending_.fetch_add(counts.activities + counts.no_timestamps,
+                                    std::memory_order_relaxed);
+    self.pool_->release_scratch(buffer);
+    return;
+  }
   if (valid_size == 0 || self.state_.load(std::memory_order_acquire) != State::kCapturing) {
     self.pool_->release(buffer);
     return;
@@ -548,7 +573,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   for (std::string& w : pipeline_->warnings()) out.warnings.push_back(std::move(w));
   if (out.dropped_records)
     out.warnings.push_back(std::to_string(out.dropped_records) +
-                           " GPU activity records were dropped by CUPTI: GPU times undercount");
+                           " GPU activity records were dropped (by CUPTI, or unread in scratch buffers "
+                           "while the buffer pool was exhausted): GPU times undercount");
   if (const uint64_t refused = pool_->refused())
     out.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
                            std::to_string(config_.buffer_count) + " x " +

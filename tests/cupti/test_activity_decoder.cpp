@@ -1,4 +1,4 @@
-// CUPTI 13.0 records -> GpuActivity, walked with a real cuptiActivityGetNextRecord.
+// CUPTI records -> GpuActivity, walked with a real cuptiActivityGetNextRecord.
 #include <catch2/catch.hpp>
 
 #include <cupti.h>
@@ -10,116 +10,13 @@
 
 #include "activity_decoder.h"
 #include "cupti_library.h"
+#include "sample_buffer.h"
 
 using namespace traintime;
 using traintime::cupti::CuptiLibrary;
 using traintime::cupti::DecodedActivity;
 using traintime::cupti::RecordLayout;
-
-namespace {
-
-const char* const kKernelName = "_Z6matmulPfS_S_i";
-
-// A buffer as CUPTI 13.0 fills it: records back to back, each its own struct.
-struct BufferBuilder {
-  std::vector<uint64_t> storage = std::vector<uint64_t>(4096);
-  size_t used = 0;
-  template <class Record>
-  Record* add() {
-    auto* r = reinterpret_cast<Record*>(reinterpret_cast<uint8_t*>(storage.data()) + used);
-    std::memset(static_cast<void*>(r), 0, sizeof(Record));
-    used += sizeof(Record);
-    return r;
-  }
-  uint8_t* data() { return reinterpret_cast<uint8_t*>(storage.data()); }
-};
-
-std::vector<DecodedActivity> decode_sample(const CuptiLibrary& lib, cupti::DecodeCounts* counts) {
-  BufferBuilder b;
-  auto* api = b.add<CUpti_ActivityAPI>();
-  api->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  api->correlationId = 10;
-  auto* k = b.add<CUpti_ActivityKernel10>();
-  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k->start = 1000;
-  k->end = 1500;
-  k->deviceId = 1;
-  k->streamId = 7;
-  k->correlationId = 10;
-  k->graphId = 3;
-  k->graphNodeId = 99;
-  k->name = kKernelName;
-  auto* m = b.add<CUpti_ActivityMemcpy6>();
-  m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-  m->bytes = 4096;
-  m->start = 2000;
-  m->end = 2400;
-  m->streamId = 8;
-  m->correlationId = 21;
-  m->runtimeCorrelationId = 20;
-  auto* p = b.add<CUpti_ActivityMemcpyPtoP4>();
-  p->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-  p->bytes = 8192;
-  p->start = 3000;
-  p->end = 3100;
-  p->correlationId = 30;
-  auto* s = b.add<CUpti_ActivityMemset4>();
-  s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
-  s->bytes = 64;
-  s->start = 4000;
-  s->end = 4010;
-  s->correlationId = 40;
-  auto* untimed = b.add<CUpti_ActivityKernel10>();
-  untimed->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  untimed->correlationId = 50;
-  std::vector<DecodedActivity> out;
-  *counts = cupti::decode_buffer(lib, b.data(), b.used, [&](const DecodedActivity& d) { out.push_back(d); });
-  return out;
-}
-
-void check_sample(const CuptiLibrary& lib) {
-  cupti::DecodeCounts counts;
-  const auto out = decode_sample(lib, &counts);
-  CHECK(counts.api_records == 1);
-  // The last record has no timestamps. The real 13.0 libcupti hands it over (skipped as
-  // untimed); simgpu's walker reports it as an incomplete record (its model of a record still
-  // being written at a forced flush) and stops. Either way it is not ingested.
-  CHECK(counts.no_timestamps + counts.incomplete == 1);
-  REQUIRE(counts.activities == 4);
-  REQUIRE(out.size() == 4);
-
-  const auto& k = out[0].activity;
-  CHECK(k.kind == core::ActivityKind::kKernel);
-  CHECK(k.start_ns == 1000);
-  CHECK(k.end_ns == 1500);
-  CHECK(k.device == 1);
-  CHECK(k.stream == 7);
-  CHECK(k.correlation_id == 10);
-  CHECK(k.graph_id == 3);
-  CHECK(k.graph_node_id == 99);
-  CHECK(out[0].name_ptr == kKernelName);
-
-  const auto& m = out[1].activity;
-  CHECK(m.kind == core::ActivityKind::kMemcpy);
-  CHECK(m.copy_kind == core::CopyKind::kHtoD);
-  CHECK(m.bytes == 4096);
-  CHECK(m.correlation_id == 21);
-  CHECK(out[1].runtime_correlation_id == 20);
-
-  const auto& p = out[2].activity;
-  CHECK(p.kind == core::ActivityKind::kMemcpy);
-  CHECK(p.copy_kind == core::CopyKind::kPtoP);
-  CHECK(p.bytes == 8192);
-  CHECK(p.end_ns - p.start_ns == 100);
-
-  const auto& s = out[3].activity;
-  CHECK(s.kind == core::ActivityKind::kMemset);
-  CHECK(s.bytes == 64);
-  CHECK(s.correlation_id == 40);
-}
-
-}  // namespace
+using traintime::cupti::testing::check_sample;
 
 TEST_CASE("record layout is chosen by the loaded CUPTI's version; unknown versions are refused",
           "[decoder]") {
@@ -128,8 +25,17 @@ TEST_CASE("record layout is chosen by the loaded CUPTI's version; unknown versio
   CHECK(cupti::layout_for_version(130001, &why) == RecordLayout::kCupti13_0);
   CHECK(cupti::layout_for_version(130100, &why) == RecordLayout::kUnknown);
   CHECK(why.find("130100") != std::string::npos);
-  CHECK(cupti::layout_for_version(28, &why) == RecordLayout::kUnknown);  // CUDA 12.9 U1
-  CHECK(cupti::layout_for_version(0, &why) == RecordLayout::kUnknown);
+  // The 12.x releases whose walkers were checked (API 18 = 12.1 ... 28 = 12.9 U1).
+  for (uint32_t v : {18u, 20u, 21u, 22u, 24u})
+    CHECK(cupti::layout_for_version(v, &why) == RecordLayout::kCupti12Memcpy5);
+  for (uint32_t v : {26u, 28u})
+    CHECK(cupti::layout_for_version(v, &why) == RecordLayout::kCupti12Memcpy6);
+  // Versions no checked release reports are refused with the version named.
+  for (uint32_t v : {0u, 17u, 19u, 23u, 25u, 27u, 29u, 129999u}) {
+    why.clear();
+    CHECK(cupti::layout_for_version(v, &why) == RecordLayout::kUnknown);
+    CHECK(why.find(std::to_string(v)) != std::string::npos);
+  }
 }
 
 TEST_CASE("13.0 records decode through the simulated libcupti's record walker", "[decoder][simgpu]") {

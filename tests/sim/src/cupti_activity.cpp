@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -70,6 +72,18 @@ State& state() {
   return *s;
 }
 
+}  // namespace
+
+uint32_t api_version() {
+  static const uint32_t v = [] {
+    const char* e = std::getenv("SIMGPU_CUPTI_API_VERSION");
+    return e && *e ? static_cast<uint32_t>(std::strtoul(e, nullptr, 10)) : uint32_t{CUPTI_API_VERSION};
+  }();
+  return v;
+}
+
+namespace {
+
 thread_local ThreadBuffers* tls_buffers = nullptr;
 thread_local std::vector<uint64_t> tls_external[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
 
@@ -84,11 +98,21 @@ ThreadBuffers* this_thread_buffers() {
   return tls_buffers;
 }
 
+// The 12.x structs are the 13.0 ones cut short: Kernel10 appends isDeviceLaunched to Kernel9,
+// Memcpy6 appends copyCount to Memcpy5. So records are built in the 13.0 struct and written
+// with the size of the reported version's struct.
+static_assert(offsetof(CUpti_ActivityKernel10, isDeviceLaunched) >= sizeof(CUpti_ActivityKernel9));
+static_assert(offsetof(CUpti_ActivityMemcpy6, copyCount) >= sizeof(CUpti_ActivityMemcpy5));
+
 size_t record_size(CUpti_ActivityKind kind) {
+  const uint32_t v = api_version();
+  const bool cupti12 = v < 130000;
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return cupti12 ? sizeof(CUpti_ActivityKernel9) : sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return cupti12 && v < 26 ? sizeof(CUpti_ActivityMemcpy5) : sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -187,6 +211,11 @@ void write_record(const void* rec, size_t size, bool gpu, uint64_t start, uint64
     uint8_t* data = nullptr;
     size_t bsize = 0, max_records = 0;
     req(&data, &bsize, &max_records);
+    if (!data && api_version() < 27) {
+      std::fprintf(stderr, "simgpu: CUPTI API %u was handed no activity buffer; CUPTI releases "
+                           "before API 27 can crash here (SIMULATED crash)\n", api_version());
+      std::abort();
+    }
     if (!data || bsize < size) {
       st.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -350,7 +379,7 @@ void on_work(const simgpu_work* w) {
       r.queued = CUPTI_TIMESTAMP_UNKNOWN;     // latency timestamps are not simulated
       r.submitted = CUPTI_TIMESTAMP_UNKNOWN;
       r.isDeviceLaunched = 0;
-      write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
+      write_record(&r, record_size(kind), true, w->start_ns, w->end_ns);
       break;
     }
     case SIMGPU_MEMCPY: {
@@ -365,7 +394,7 @@ void on_work(const simgpu_work* w) {
       r.bytes = w->bytes;
       r.runtimeCorrelationId = w->runtime_correlation_id;
       r.copyCount = 1;
-      write_record(&r, sizeof r, true, w->start_ns, w->end_ns);
+      write_record(&r, record_size(CUPTI_ACTIVITY_KIND_MEMCPY), true, w->start_ns, w->end_ns);
       break;
     }
     case SIMGPU_MEMSET: {
@@ -528,7 +557,10 @@ CUptiResult CUPTIAPI cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, siz
     case CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE: v = 3; break;
     case CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER:
     case CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED: v = 0; natural = sizeof(uint8_t); break;
-    case CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER: v = 1; natural = sizeof(uint8_t); break;  // 13.0 default
+    case CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER:  // default 1 since 13.0, 0 before
+      v = api_version() >= 130000 ? 1 : 0;
+      natural = sizeof(uint8_t);
+      break;
     default: return CUPTI_ERROR_INVALID_PARAMETER;
   }
   State& st = state();

@@ -26,7 +26,7 @@ extern "C" {
 
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
   if (!version) return CUPTI_ERROR_INVALID_PARAMETER;
-  *version = CUPTI_API_VERSION;  // the record layouts below are the ones of this version
+  *version = api_version();  // the record layouts written are the ones of this version
   return CUPTI_SUCCESS;
 }
 

@@ -28,6 +28,12 @@ bool activity_kind_enabled(CUpti_ActivityKind kind);
 void reset_callbacks();
 void reset_activity();
 
+// The CUPTI API version this fake reports: SIMGPU_CUPTI_API_VERSION=<n> (e.g. 22 for 12.4, 26
+// for 12.8), else the toolkit's (13.0). It decides the record layouts written (Kernel9 and
+// Memcpy5/6 below 13.0, as the 12.x releases write them), the attribute defaults, and that a
+// refused buffer request aborts below API 27 (a stand-in for the crash real CUPTI can have there).
+uint32_t api_version();
+
 // Installs the engine hooks once (every public entry point calls it).
 void ensure_hooks();
 
