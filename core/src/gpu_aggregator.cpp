@@ -91,7 +91,7 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   if (a.kind == ActivityKind::kMemcpy) {
     auto k = static_cast<std::size_t>(a.copy_kind);
     MemcpyStat& m = memcpy_[k < memcpy_.size() ? k : memcpy_.size() - 1];
-    ++m.count;
+    m.count += a.copies;  // a batched memcpy record counts every copy it stands for
     m.bytes += a.bytes;
     m.gpu_ns += dur;
   }

@@ -70,7 +70,8 @@ void fill_common(const Record* r, core::ActivityKind kind, core::GpuActivity& a)
 
 // Every checked layout: kernels through Kernel9 (Kernel10 agrees on every field read), memcpy
 // through Memcpy5 (likewise Memcpy6), peer-to-peer MemcpyPtoP4 and memset Memset4 in all of them.
-RecordResult decode_checked(const CUpti_Activity* record, DecodedActivity* out) {
+RecordResult decode_checked(RecordLayout layout, const CUpti_Activity* record,
+                            DecodedActivity* out) {
   core::GpuActivity& a = out->activity;
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -88,6 +89,11 @@ RecordResult decode_checked(const CUpti_Activity* record, DecodedActivity* out) 
       a.copy_kind = copy_kind(m->copyKind);
       a.bytes = m->bytes;
       out->runtime_correlation_id = m->runtimeCorrelationId;
+      // Memcpy6 (12.8 on) says how many copies a batched memcpy record stands for.
+      if (layout != RecordLayout::kCupti12Memcpy5) {
+        const uint32_t n = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)->copyCount;
+        a.copies = n > 0 ? n : 1;
+      }
       return RecordResult::kActivity;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
@@ -117,7 +123,7 @@ RecordResult decode_record(RecordLayout layout, const CUpti_Activity* record, De
   switch (layout) {
     case RecordLayout::kCupti12Memcpy5:
     case RecordLayout::kCupti12Memcpy6:
-    case RecordLayout::kCupti13_0: return decode_checked(record, out);
+    case RecordLayout::kCupti13_0: return decode_checked(layout, record, out);
     case RecordLayout::kUnknown: break;
   }
   return RecordResult::kOther;

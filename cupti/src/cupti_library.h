@@ -55,7 +55,8 @@ LayoutSizes layout_sizes(RecordLayout layout);
 #define TRAINTIME_CUPTI_OPTIONAL_FUNCTIONS(X) \
   X(cuptiActivityEnableRuntimeApi)            \
   X(cuptiActivityEnableDriverApi)             \
-  X(cuptiActivitySetAttribute)
+  X(cuptiActivitySetAttribute)                \
+  X(cuptiSubscribe_v2)
 
 struct CuptiApi {
 #define TRAINTIME_CUPTI_MEMBER(name) decltype(&::name) name = nullptr;

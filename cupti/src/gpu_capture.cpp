@@ -243,14 +243,28 @@ bool GpuCapture::start_capture(std::string* reason) {
   for (const SelectedCallback& s : selected) roles_.set(s.domain, s.cbid, s.role);
 
   // A refusal is reported once, as the reason of gpu_capture "unavailable" (give_up logs it).
-  const CUptiResult sub = TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
-                                                      cuptiSubscribe, &subscriber_,
-                                                      &GpuCapture::on_callback, this);
+  // cuptiSubscribe_v2 (CUPTI 13) names us to other tools ("CUPTI for traintime") and names the
+  // holder when CUPTI is taken; older releases have only cuptiSubscribe.
+  char holder[256] = {};
+  CUptiResult sub;
+  if (lib_.api().cuptiSubscribe_v2) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "traintime";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof holder;
+    sub = TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+                                      cuptiSubscribe_v2, &subscriber_, &GpuCapture::on_callback,
+                                      this, &params);
+  } else {
+    sub = TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+                                      cuptiSubscribe, &subscriber_, &GpuCapture::on_callback, this);
+  }
   if (sub != CUPTI_SUCCESS) {
+    std::string held_by = " (another CUPTI client such as Nsight or a profiler already subscribed)";
+    if (holder[0] != '\0') held_by = std::string(" (CUPTI is held by ") + holder + ")";
     *reason = std::string("cuptiSubscribe refused: ") + lib_.result_string(sub) +
-              (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                   ? " (another CUPTI client such as Nsight or a profiler already subscribed)"
-                   : "");
+              (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? held_by : "");
     subscriber_ = nullptr;
     return false;
   }

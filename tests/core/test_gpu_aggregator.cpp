@@ -310,6 +310,17 @@ TEST_CASE("memcpy is broken down by direction with bytes and time", "[aggregator
   CHECK(f.categories.at("io").gpu_busy_ns == 46);
 }
 
+TEST_CASE("a batched memcpy record counts every copy it stands for", "[aggregator]") {
+  GpuAggregator agg;
+  Act batch = copy(0, 50, CopyKind::kHtoD, 3 * 1024, 1, Category::kIo);
+  batch.a.copies = 3;  // CUPTI's copyCount of a cudaMemcpyBatchAsync record
+  RankFile f = run(agg, {batch, copy(60, 70, CopyKind::kHtoD, 100, 1, Category::kIo)}, 1);
+  CHECK(f.memcpy.at("HtoD").count == 4);
+  CHECK(f.memcpy.at("HtoD").bytes == 3 * 1024 + 100);
+  CHECK(f.memcpy.at("HtoD").gpu_ns == 60);
+  CHECK(f.categories.at("io").count == 2);  // activities, not copies
+}
+
 TEST_CASE("dropped records are reported", "[aggregator]") {
   GpuAggregator agg;
   agg.note_dropped(5);

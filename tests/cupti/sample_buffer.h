@@ -7,6 +7,7 @@
 #include <cupti_activity_deprecated.h>
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "activity_decoder.h"
@@ -55,6 +56,7 @@ inline std::vector<DecodedActivity> decode_sample(const CuptiLibrary& lib, cupti
   auto* m = b.add<Memcpy>();
   m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  if constexpr (std::is_same_v<Memcpy, CUpti_ActivityMemcpy6>) m->copyCount = 3;  // batched
   m->bytes = 4096;
   m->start = 2000;
   m->end = 2400;
@@ -123,6 +125,8 @@ inline void check_sample(const CuptiLibrary& lib) {
   CHECK(m.bytes == 4096);
   CHECK(m.correlation_id == 21);
   CHECK(out[1].runtime_correlation_id == 20);
+  // A batched memcpy counts every copy where the layout says how many (Memcpy6, 12.8 on).
+  CHECK(m.copies == (lib.layout() == RecordLayout::kCupti12Memcpy5 ? 1u : 3u));
 
   const auto& p = out[2].activity;
   CHECK(p.kind == core::ActivityKind::kMemcpy);

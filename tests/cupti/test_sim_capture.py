@@ -117,6 +117,9 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                     f"{where}: gpu_capture {rf.get('gpu_capture')!r}, want 'unavailable'")
             c.check("MULTIPLE_SUBSCRIBERS" in rf.get("gpu_capture_reason", ""),
                     f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not name the refusal")
+            # cuptiSubscribe_v2 names the holder (simgpu's stand-in for an outside tool).
+            c.check("held by Nsight Systems" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not name the holder")
             c.check(steps == truth["steps"]["count"], f"{where}: CPU steps {steps} != {truth['steps']['count']}")
             continue
         if mode.cupti_off:

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "cupti_state.h"
@@ -13,6 +14,7 @@
 struct CUpti_Subscriber_st {
   CUpti_CallbackFunc callback;
   void* userdata;
+  std::string name;  // "CUPTI for <subscriberName>" (cuptiSubscribe_v2), else "CUPTI"
 };
 
 namespace simcupti {
@@ -117,18 +119,36 @@ using namespace simcupti;
 
 extern "C" {
 
-CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
-                                    void* userdata) {
+// Both entry points, as CUPTI 13.0 has them. A refusal names the holder through v2's params:
+// SIMGPU_REFUSE_SUBSCRIBE=1 stands for a tool holding CUPTI from outside ("Nsight Systems").
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                       void* userdata, CUpti_SubscriberParams* params) {
   ensure_hooks();
   if (!subscriber || !callback) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (params && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
+  auto refused = [params](const std::string& holder) {
+    if (params && params->oldSubscriberName && params->oldSubscriberSize > 0) {
+      std::strncpy(params->oldSubscriberName, holder.c_str(), params->oldSubscriberSize - 1);
+      params->oldSubscriberName[params->oldSubscriberSize - 1] = '\0';
+    }
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  };
   const char* refuse = std::getenv("SIMGPU_REFUSE_SUBSCRIBE");
-  if (refuse && std::strcmp(refuse, "1") == 0) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (refuse && std::strcmp(refuse, "1") == 0) return refused("Nsight Systems");
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_subscriber.load()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-  auto* sub = new CUpti_Subscriber_st{callback, userdata};
+  if (CUpti_Subscriber_st* held = g_subscriber.load()) return refused(held->name);
+  const std::string name = params && params->subscriberName
+                               ? std::string("CUPTI for ") + params->subscriberName
+                               : std::string("CUPTI");
+  auto* sub = new CUpti_Subscriber_st{callback, userdata, name};
   g_subscriber.store(sub, std::memory_order_release);
   *subscriber = sub;
   return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                    void* userdata) {
+  return cuptiSubscribe_v2(subscriber, callback, userdata, nullptr);
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {

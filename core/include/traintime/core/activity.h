@@ -80,7 +80,8 @@ struct GpuActivity {
   uint32_t graph_id = 0;       // 0 when not part of a CUDA graph
   uint64_t graph_node_id = 0;  // 0 when not part of a CUDA graph
   CopyKind copy_kind = CopyKind::kNone;
-  uint64_t bytes = 0;          // memcpy/memset size
+  uint64_t bytes = 0;          // memcpy/memset size (a batched memcpy: all of its copies)
+  uint32_t copies = 1;         // memcpy: copies the record stands for (CUPTI's copyCount)
   std::string_view name;       // kernel name (mangled as CUPTI gives it); valid during ingest only
 };
 
