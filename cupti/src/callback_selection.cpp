@@ -49,8 +49,9 @@ ApiRole classify_api_name(std::string_view name) {
   if (starts_with(name, "cudaMemcpy") || starts_with(name, "cuMemcpy")) return ApiRole::kMemcpy;
   if (starts_with(name, "cudaMemset") || starts_with(name, "cuMemset")) return ApiRole::kMemset;
   const std::string_view s = stem(name);
-  if (s == "cudaDeviceReset" || s == "cuCtxDestroy" || s == "cuDevicePrimaryCtxReset" ||
-      s == "cuDevicePrimaryCtxRelease")
+  // Not cuDevicePrimaryCtxRelease: CUDA calls it itself during its exit teardown, where a flush
+  // would run on a stack being torn down (and a context release need not destroy anything).
+  if (s == "cudaDeviceReset" || s == "cuCtxDestroy" || s == "cuDevicePrimaryCtxReset")
     return ApiRole::kContextTeardown;
   return ApiRole::kNone;
 }

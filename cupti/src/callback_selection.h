@@ -19,7 +19,7 @@ enum class ApiRole : uint8_t {
   kGraphLaunch,      // cudaGraphLaunch, cuGraphLaunch
   kMemcpy,           // cudaMemcpy*, cuMemcpy* (peer, 2D/3D, batch variants included)
   kMemset,           // cudaMemset*, cuMemset*
-  kContextTeardown,  // cudaDeviceReset, cuCtxDestroy, cuDevicePrimaryCtxReset/Release: flush first
+  kContextTeardown,  // cudaDeviceReset, cuCtxDestroy, cuDevicePrimaryCtxReset: flush at their exit
 };
 
 const char* api_role_name(ApiRole role);

@@ -356,10 +356,10 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   const ApiRole role = roles_.get(domain, cbid);
   if (role == ApiRole::kNone) return;
   if (role == ApiRole::kContextTeardown) {
-    // FlushAll is allowed inside runtime/driver API callbacks (not resource ones), so the
-    // buffers of a context about to go are delivered here. try_only: if another thread is
-    // flushing, it may be waiting on the very driver lock this thread holds.
-    if (cb->callbackSite == CUPTI_API_ENTER) flush(false, true);
+    // FlushAll is allowed inside runtime/driver API callbacks (not resource ones): at the EXIT
+    // of a context's destruction its work is done and its records can be delivered. try_only:
+    // if another thread is flushing, it may be waiting on the very driver lock this thread holds.
+    if (cb->callbackSite == CUPTI_API_EXIT) flush(false, true);
     return;
   }
   LaunchNest& nest = t_nest;
@@ -370,9 +370,12 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (nest.depth == 0) nest.ctx = current_context();
   ++nest.depth;
   launches_->store(cb->correlationId, nest.ctx);
-  if (!recorded_.load(std::memory_order_relaxed)) {
-    recorded_.store(true, std::memory_order_relaxed);
-    if (hooks_.on_first_launch) hooks_.on_first_launch();  // once: the process has GPU work
+  if (!recorded_.exchange(true, std::memory_order_relaxed)) {
+    // Once, at the first launch, so after CUDA initialised and registered its own atexit
+    // teardown: handlers run in reverse order, so the forced flush runs before CUDA tears down
+    // even when the process recorded a region (and registered its rank-file hook) before cuInit.
+    std::atexit([] { GpuCapture::get().shutdown("exit"); });
+    if (hooks_.on_first_launch) hooks_.on_first_launch();  // the process has GPU work
   }
   if (recorder_) recorder_->on_api(domain, cbid, cb, nest.ctx);
 }

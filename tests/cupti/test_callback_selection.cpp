@@ -45,10 +45,14 @@ TEST_CASE("APIs that launch no GPU work are not selected", "[selection]") {
     CHECK(classify_api_name(name) == ApiRole::kNone);
 }
 
-TEST_CASE("context teardown APIs are selected to flush first", "[selection]") {
-  for (const char* name : {"cudaDeviceReset_v3020", "cuCtxDestroy_v2", "cuDevicePrimaryCtxReset_v2",
-                           "cuDevicePrimaryCtxRelease_v2"})
+TEST_CASE("context teardown APIs are selected to flush at their exit", "[selection]") {
+  for (const char* name : {"cudaDeviceReset_v3020", "cuCtxDestroy_v2", "cuDevicePrimaryCtxReset_v2"})
     CHECK(classify_api_name(name) == ApiRole::kContextTeardown);
+}
+
+TEST_CASE("cuDevicePrimaryCtxRelease, which CUDA calls during its own exit teardown, is not "
+          "selected", "[selection]") {
+  CHECK(classify_api_name("cuDevicePrimaryCtxRelease_v2") == ApiRole::kNone);
 }
 
 TEST_CASE("select_callbacks walks both API domains and keeps only named roles", "[selection]") {

@@ -42,6 +42,7 @@ class Mode:
     cupti_lib: str = "sim"
     cupti_api: int = 0           # SIMGPU_CUPTI_API_VERSION: simgpu reports and writes that release's layouts
     tiny_pool: bool = False      # one 1 MiB activity buffer: requests are refused while it is out
+    record_before_cuda: bool = False  # sim_train opens a region before CUDA initialises
 
 
 def run_capture(build: Path, work: Path, mode: Mode) -> None:
@@ -84,6 +85,7 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
 
     cmd = [str(build / "bin" / "sim_train"), "--steps", str(mode.steps), "--truth", str(work / "truth-%r.json")]
     cmd += ["--graphs"] * mode.graphs + ["--nvtx"] * mode.nvtx + ["--stray-work"] * mode.stray_work
+    cmd += ["--record-before-cuda"] * mode.record_before_cuda
     if mode.np > 1:
         passed = ["LD_LIBRARY_PATH", "LD_PRELOAD", "TRAINTIME_CUPTI_LIB", "TRAINTIME_OUTPUT",
                   "TT_PROBE_DIR", "TT_PROBE_PRELOAD_CUPTI", "TRAINTIME_TRACE", "SIMGPU_DROP_EVERY",
@@ -268,6 +270,13 @@ def test_sim_capture_cupti_12_4_refused_buffer_requests_get_scratch_buffers(capt
     # Below API 27 a refused buffer request can crash CUPTI (simgpu aborts there): the pool of one
     # buffer is exhausted while it is being processed, and nothing may abort.
     capture(cupti_api=22, tiny_pool=True, steps=200)
+
+
+def test_sim_capture_region_before_cuda_init_flushes_before_cuda_teardown(capture) -> None:
+    # The rank file's exit hook is registered at the first region, before cuInit, so it runs
+    # after CUDA's own atexit teardown; the capture's forced flush must not (simgpu aborts on a
+    # forced flush after its teardown), and every record must still reach the rank file.
+    capture(record_before_cuda=True)
 
 
 def test_sim_capture_starts_lazily_when_injection_is_taken(capture) -> None:

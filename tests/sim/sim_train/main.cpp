@@ -37,6 +37,7 @@ struct Options {
   bool nvtx = false;
   bool world_check = false;
   bool stray_work = false;
+  bool record_before_cuda = false;
   std::string truth;
 };
 
@@ -411,6 +412,9 @@ int main(int argc, char** argv) {
   app.add_flag("--stray-work", opt.stray_work,
                "also launch work with no region open each step, and work after the last step marker");
   app.add_flag("--world-check", opt.world_check, "check that NCCL's rank/size agree with the launcher's");
+  app.add_flag("--record-before-cuda", opt.record_before_cuda,
+               "open and close a region before CUDA initialises (the profiler's exit hook then "
+               "predates CUDA's own teardown)");
   app.add_option("--truth", opt.truth, "write the exact expected per-rank result to FILE (%r becomes the rank)");
   CLI11_PARSE(app, argc, argv);
 
@@ -419,6 +423,10 @@ int main(int argc, char** argv) {
   if (world < 1 || rank < 0 || rank >= world) die("bad rank/world from the launcher environment");
 
   if (!opt.truth.empty()) simgpuKeepTimeline(1);
+  if (opt.record_before_cuda) {
+    tt_push("startup");  // no GPU work inside: the truth has no row for it
+    tt_pop();
+  }
   Trainer trainer(opt, rank, world);
   trainer.setup();
   trainer.run();

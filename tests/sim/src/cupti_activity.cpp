@@ -452,6 +452,11 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   if (!state().complete.load()) return CUPTI_ERROR_INVALID_OPERATION;
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && simgpu_cuda_torn_down()) {
+    std::fprintf(stderr, "simgpu: forced CUPTI flush after CUDA's teardown (SIMULATED crash: the "
+                         "tool's exit hook ran after CUDA's)\n");
+    std::abort();
+  }
   flush((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
   return CUPTI_SUCCESS;
 }

@@ -24,6 +24,7 @@ namespace {
 CUctx_st g_context{1};
 std::atomic<int> g_injections{0};
 std::mutex g_init_mu;
+std::atomic<bool> g_torn_down{false};
 std::atomic<int> g_init_state{0};  // 0 not started, 1 running, 2 done
 std::thread::id g_init_owner;
 std::atomic<bool> g_context_announced{false};
@@ -60,12 +61,19 @@ int simgpu_ensure_init(void) {
     if (g_init_state.load(std::memory_order_acquire) == 2) return CUDA_SUCCESS;
     g_init_owner = std::this_thread::get_id();
     g_init_state.store(1, std::memory_order_release);
+    // CUDA's own teardown runs from an atexit handler registered as CUDA initialises, before
+    // the injected tool's InitializeInjection (NVIDIA's injection sample registers its flush
+    // there, and it runs first). Exit work a tool registered before cuInit runs after it
+    // (simgpu_cuda_torn_down says so from then on).
+    std::atexit([] { g_torn_down.store(true, std::memory_order_release); });
     run_injection();
     g_init_state.store(2, std::memory_order_release);
   }
   announce(SIMGPU_RES_CU_INIT_FINISHED);
   return CUDA_SUCCESS;
 }
+
+int simgpu_cuda_torn_down(void) { return g_torn_down.load(std::memory_order_acquire) ? 1 : 0; }
 
 void* simgpu_context(void) { return &g_context; }
 uint32_t simgpu_context_id(void) { return g_context.id; }

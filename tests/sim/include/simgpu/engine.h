@@ -83,6 +83,9 @@ typedef struct simgpu_tool_hooks {
 void simgpu_set_tool_hooks(const simgpu_tool_hooks* hooks);
 /* cuInit's work (idempotent): injection, context. Returns a CUresult. */
 int simgpu_ensure_init(void);
+// 1 once CUDA's (simulated) atexit teardown has run: a forced CUPTI flush after it is the crash
+// real tools have met when their exit hook ran after CUDA's (SIMULATED: cuptiActivityFlushAll aborts).
+int simgpu_cuda_torn_down(void);
 /* Opens/closes a traced API call on this thread (advances the host clock, raises callbacks). */
 void simgpu_api_enter(simgpu_api_frame* f, int domain, uint32_t cbid, const char* function_name,
                       const char* symbol_name, const void* params, void* return_value);
