@@ -301,6 +301,7 @@ bool GpuCapture::start_capture(std::string* reason) {
     if (rc != CUPTI_SUCCESS) return fail("enabling API records for correlation ids", rc);
   }
   for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+                                CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
                                 CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
     if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback(resource)", rc);
@@ -391,6 +392,13 @@ void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd
     return;
   }
   const auto* graph = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) {
+    // Its clones never run again (their last records may still be on the way: retired only).
+    // Not at GRAPH_DESTROY_STARTING: PyTorch destroys the source graph before the first replay.
+    if (graph && graph->graphExec)
+      graph_nodes_->forget_owner(reinterpret_cast<uint64_t>(graph->graphExec));
+    return;
+  }
   if (!graph || !graph->node) return;
   uint64_t node_id = 0;
   if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->node, &node_id) != CUPTI_SUCCESS) return;
@@ -405,7 +413,7 @@ void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd
     if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->originalNode, &original_id) !=
         CUPTI_SUCCESS)
       return;
-    graph_nodes_->cloned(node_id, original_id);
+    graph_nodes_->cloned(node_id, original_id, reinterpret_cast<uint64_t>(graph->graphExec));
     if (recorder_) recorder_->on_graph_node(node_id, original_id, nullptr);
   }
 }

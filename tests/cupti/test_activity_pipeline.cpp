@@ -80,3 +80,26 @@ TEST_CASE("a record without a launch context is counted and left unattributed", 
   REQUIRE(f.pipeline.warnings().size() == 1);
   CHECK(f.pipeline.warnings()[0].find("no launch context") != std::string::npos);
 }
+
+TEST_CASE("clones of a destroyed graph exec stay until their room is needed; the source graph's "
+          "nodes stay", "[graph]") {
+  cupti::GraphNodeTable nodes{4};
+  nodes.created(10, ctx(3, 0, 1));  // captured node of the source graph
+  nodes.cloned(110, 10, /*owner=*/0xE1);  // instantiation 1
+  nodes.cloned(210, 10, /*owner=*/0xE2);  // instantiation 2
+  core::LaunchContext got;
+  nodes.forget_owner(0xE1);  // exec 1 destroyed: records of its last replay may still arrive
+  CHECK(nodes.retired() == 1);
+  REQUIRE(nodes.lookup(110, &got));
+  CHECK(got.path == 3);
+  nodes.created(20, ctx(4, 0, 2));  // 4 of 4: still room without evicting
+  REQUIRE(nodes.lookup(110, &got));
+  nodes.created(30, ctx(5, 0, 3));  // full: the retired clone makes room
+  CHECK_FALSE(nodes.lookup(110, &got));
+  CHECK(nodes.lookup(30, &got));
+  CHECK(nodes.lookup(210, &got));  // exec 2 still alive
+  CHECK(nodes.lookup(10, &got));   // the original, whatever happened to the source graph
+  CHECK(nodes.refused() == 0);
+  nodes.created(40, ctx(6, 0, 4));  // full, nothing retired: refused and counted
+  CHECK(nodes.refused() == 1);
+}

@@ -273,6 +273,10 @@ class Trainer {
     regions_.pop();
     check(cudaStreamEndCapture(compute_, &graph_), "cudaStreamEndCapture");
     check(cudaGraphInstantiate(&graph_exec_, graph_, 0), "cudaGraphInstantiate");
+    // PyTorch's order (CUDAGraph::capture_end): the source graph goes right after instantiation,
+    // before the first replay; the exec's cloned nodes are what runs.
+    check(cudaGraphDestroy(graph_), "cudaGraphDestroy");
+    graph_ = nullptr;
   }
 
   // Main thread: sits in "backward" while the worker launches (strict hand-off, so the order

@@ -89,6 +89,9 @@ void on_resource(int event, void* context, void* handle, void* graph) {
     case SIMGPU_RES_CONTEXT_CREATED: cbid = CUPTI_CBID_RESOURCE_CONTEXT_CREATED; break;
     case SIMGPU_RES_STREAM_CREATED: cbid = CUPTI_CBID_RESOURCE_STREAM_CREATED; break;
     case SIMGPU_RES_GRAPHNODE_CREATED: cbid = CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED; break;
+    case SIMGPU_RES_GRAPHNODE_CLONED: cbid = CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED; break;
+    case SIMGPU_RES_GRAPHEXEC_DESTROY_STARTING: cbid = CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING; break;
+    case SIMGPU_RES_GRAPH_DESTROY_STARTING: cbid = CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING; break;
     default: return;
   }
   CUpti_Subscriber_st* sub = g_subscriber.load(std::memory_order_acquire);
@@ -96,12 +99,31 @@ void on_resource(int event, void* context, void* handle, void* graph) {
   CUpti_GraphData graph_data{};
   CUpti_ResourceData data{};
   data.context = static_cast<CUcontext>(context);
-  if (event == SIMGPU_RES_STREAM_CREATED) data.resourceHandle.stream = static_cast<CUstream>(handle);
-  if (event == SIMGPU_RES_GRAPHNODE_CREATED) {
-    graph_data.graph = static_cast<CUgraph>(graph);
-    graph_data.node = static_cast<CUgraphNode>(handle);
-    graph_data.nodeType = static_cast<CUgraphNodeType>(simgpu_graph_node_type(handle));
-    data.resourceDescriptor = &graph_data;
+  switch (event) {
+    case SIMGPU_RES_STREAM_CREATED: data.resourceHandle.stream = static_cast<CUstream>(handle); break;
+    case SIMGPU_RES_GRAPHNODE_CREATED:
+      graph_data.graph = static_cast<CUgraph>(graph);
+      graph_data.node = static_cast<CUgraphNode>(handle);
+      graph_data.nodeType = static_cast<CUgraphNodeType>(simgpu_graph_node_type(handle));
+      data.resourceDescriptor = &graph_data;
+      break;
+    case SIMGPU_RES_GRAPHNODE_CLONED:  // context = the exec being instantiated
+      data.context = static_cast<CUcontext>(simgpu_context());
+      graph_data.graphExec = static_cast<CUgraphExec>(context);
+      graph_data.node = static_cast<CUgraphNode>(handle);
+      graph_data.originalNode = static_cast<CUgraphNode>(graph);
+      graph_data.nodeType = static_cast<CUgraphNodeType>(simgpu_graph_node_type(handle));
+      data.resourceDescriptor = &graph_data;
+      break;
+    case SIMGPU_RES_GRAPHEXEC_DESTROY_STARTING:
+      graph_data.graphExec = static_cast<CUgraphExec>(handle);
+      data.resourceDescriptor = &graph_data;
+      break;
+    case SIMGPU_RES_GRAPH_DESTROY_STARTING:
+      graph_data.graph = static_cast<CUgraph>(graph);
+      data.resourceDescriptor = &graph_data;
+      break;
+    default: break;
   }
   sub->callback(sub->userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
 }

@@ -45,9 +45,13 @@ struct Graph {
   std::vector<std::unique_ptr<Node>> nodes;
 };
 
+// What CUDA makes of a graph at instantiation: clones of its nodes with ids of their own, which
+// the records of every replay carry (the source graph may be destroyed right away, as PyTorch's
+// CUDAGraph::capture_end does).
 struct Exec {
   uint32_t id = 0;
   Graph* graph = nullptr;
+  std::vector<std::unique_ptr<Node>> clones;
 };
 
 struct KernelInfo {
@@ -424,10 +428,22 @@ int simgpu_is_capturing(void* stream) {
 int simgpu_graph_instantiate(void** exec, void* graph) {
   if (!exec || !graph) return cudaErrorInvalidValue;
   Engine& e = engine();
-  std::lock_guard<std::mutex> lock(e.mu);
   auto* x = new Exec();
-  x->id = e.next_exec_id++;
-  x->graph = static_cast<Graph*>(graph);
+  std::vector<std::pair<Node*, Node*>> cloned;  // (clone, original), announced outside the lock
+  {
+    std::lock_guard<std::mutex> lock(e.mu);
+    x->id = e.next_exec_id++;
+    x->graph = static_cast<Graph*>(graph);
+    for (const auto& n : x->graph->nodes) {
+      auto c = std::make_unique<Node>(*n);
+      c->id = e.next_node_id++;
+      cloned.emplace_back(c.get(), n.get());
+      x->clones.push_back(std::move(c));
+    }
+  }
+  if (const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire); h && h->resource)
+    for (const auto& [clone, original] : cloned)
+      h->resource(SIMGPU_RES_GRAPHNODE_CLONED, x, clone, original);
   *exec = x;
   return cudaSuccess;
 }
@@ -442,9 +458,10 @@ int simgpu_graph_launch(void* exec, void* stream) {
     std::lock_guard<std::mutex> lock(e.mu);
     Stream* s = resolve(e, stream);
     if (s->capture) return cudaErrorStreamCaptureUnsupported;
-    done.reserve(x->graph->nodes.size());
-    // A captured stream is a chain, so nodes run one after the other in capture order.
-    for (auto& n : x->graph->nodes) {
+    done.reserve(x->clones.size());
+    // A captured stream is a chain, so nodes run one after the other in capture order; records
+    // carry the exec's clone ids.
+    for (auto& n : x->clones) {
       simgpu_work w = n->work;
       correlation_ids(w);  // every node of one launch: the launch's correlation ids
       w.graph_id = x->graph->id;
@@ -458,12 +475,19 @@ int simgpu_graph_launch(void* exec, void* stream) {
 }
 
 int simgpu_graph_destroy(void* graph) {
-  // Kept: kernel records of earlier launches still refer to the graph's ids.
-  return graph ? cudaSuccess : cudaErrorInvalidValue;
+  if (!graph) return cudaErrorInvalidValue;
+  Engine& e = engine();
+  if (const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire); h && h->resource)
+    h->resource(SIMGPU_RES_GRAPH_DESTROY_STARTING, simgpu_context(), nullptr, graph);
+  // Kept: its nodes are the originals the execs were cloned from.
+  return cudaSuccess;
 }
 
 int simgpu_graph_exec_destroy(void* exec) {
   if (!exec) return cudaErrorInvalidValue;
+  Engine& e = engine();
+  if (const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire); h && h->resource)
+    h->resource(SIMGPU_RES_GRAPHEXEC_DESTROY_STARTING, simgpu_context(), exec, nullptr);
   delete static_cast<Exec*>(exec);
   return cudaSuccess;
 }

@@ -32,6 +32,7 @@ struct NodeEvent {
   uint64_t node_id;
   uint32_t graph_id;
   int node_type;
+  uint64_t original_id;  // clones (GRAPHNODE_CLONED at instantiation): the node cloned; else 0
 };
 
 struct Record {
@@ -61,12 +62,13 @@ inline thread_local int tls_depth = 0;
 inline void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Collected& c = collected();
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) return;
+    if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
     const auto* rd = static_cast<const CUpti_ResourceData*>(data);
     const auto* gd = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
     NodeEvent n{};
     cuptiGetGraphNodeId(gd->node, &n.node_id);
-    cuptiGetGraphId(gd->graph, &n.graph_id);
+    if (gd->graph) cuptiGetGraphId(gd->graph, &n.graph_id);
+    if (gd->originalNode) cuptiGetGraphNodeId(gd->originalNode, &n.original_id);
     n.node_type = gd->nodeType;
     std::lock_guard<std::mutex> lock(c.mu);
     c.nodes.push_back(n);
@@ -137,6 +139,7 @@ struct Profiler {
     cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
     cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
     cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+    cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
     cuptiActivityRegisterCallbacks(on_request, on_complete);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);

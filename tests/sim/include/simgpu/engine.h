@@ -66,7 +66,12 @@ enum simgpu_resource_event {
   SIMGPU_RES_CU_INIT_FINISHED = 1,
   SIMGPU_RES_CONTEXT_CREATED = 2,
   SIMGPU_RES_STREAM_CREATED = 3,
-  SIMGPU_RES_GRAPHNODE_CREATED = 4
+  SIMGPU_RES_GRAPHNODE_CREATED = 4,
+  // Instantiation clones every node of the graph into the exec: context = the exec,
+  // handle = the clone node, graph = the original node.
+  SIMGPU_RES_GRAPHNODE_CLONED = 5,
+  SIMGPU_RES_GRAPHEXEC_DESTROY_STARTING = 6,  // handle = the exec
+  SIMGPU_RES_GRAPH_DESTROY_STARTING = 7       // graph = the source graph
 };
 
 /* What the fake CUPTI observes. Every hook may be NULL. Hooks run on the calling thread. */
