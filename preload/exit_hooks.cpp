@@ -100,7 +100,7 @@ void writer_loop() {
     const ssize_t n = read(g_request_fd[0], &sig, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n != 1) return;
-    finish(signal_reason(sig));
+    finish(signal_reason(sig), true);
     const unsigned char done = 1;
     while (write(g_done_fd[1], &done, 1) < 0 && errno == EINTR) {
     }
@@ -114,8 +114,10 @@ void snapshot_loop(uint32_t period_sec) {
     if (c->cv.wait_for(lock, std::chrono::seconds(period_sec), [c] { return c->stop; })) return;
     lock.unlock();
     if (Session* s = session()) {
+      // Flushed and ingested before the file lock: the signal path may need that lock.
+      const core::GpuSummary gpu = cupti::summary(true);
       std::lock_guard<std::mutex> state_lock(s->output.mu);
-      write_rank_file_locked(*s, true, "snapshot");
+      write_rank_file_locked(*s, true, "snapshot", gpu);
     }
     lock.lock();
   }
@@ -156,7 +158,7 @@ void install_signal_handlers() {
   }
 }
 
-void on_exit_handler() { finish("exit"); }
+void on_exit_handler() { finish("exit", false); }
 
 }  // namespace
 
@@ -182,7 +184,7 @@ void install_exit_hooks(Session& s) {
   }
 }
 
-void finish(const char* exit_reason) {
+void finish(const char* exit_reason, bool signal) {
   Session* s = session();
   if (!s || !s->recorder.activated.load(std::memory_order_acquire)) return;
   if (g_finished.exchange(true)) return;
@@ -192,10 +194,22 @@ void finish(const char* exit_reason) {
     g_snapshots->stop = true;
     g_snapshots->cv.notify_all();
   }
-  // GPU records still in CUPTI's buffers are flushed and ingested before the final write.
-  cupti::shutdown(exit_reason);
+  core::GpuSummary gpu;
+  if (signal) {
+    // Launchers kill a signalled rank soon after: write what has been processed, never wait on
+    // CUPTI (its flush can take seconds, or block on a lock the interrupted thread holds).
+    gpu = cupti::summary(false);
+    if (gpu.capture == "cupti")
+      gpu.warnings.push_back(std::string("written on ") + exit_reason +
+                             " without waiting for CUPTI: GPU work whose records CUPTI had not "
+                             "delivered yet is missing from the latest steps");
+  } else {
+    // At exit, records still in CUPTI's buffers are flushed and ingested first.
+    cupti::shutdown(exit_reason);
+    gpu = cupti::summary(false);
+  }
   std::lock_guard<std::mutex> lock(s->output.mu);
-  const bool ok = write_rank_file_locked(*s, false, exit_reason);
+  const bool ok = write_rank_file_locked(*s, false, exit_reason, gpu);
   s->output.final_written = true;
   if (ok && s->output.role == "rank") {
     int64_t rank = 0, world = 1;

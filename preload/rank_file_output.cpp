@@ -100,7 +100,8 @@ bool claim_main_name(Session& s, const std::string& claim) {
   return read_small(claim) == mine;
 }
 
-core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason) {
+core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason,
+                        const core::GpuSummary& gpu) {
   core::Identity id;
   id.job_id = s.identity.job_id;
   effective_rank(s, &id.rank, &id.world_size);
@@ -117,7 +118,7 @@ core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason) {
     cpu = r->summary();
   else
     cpu.steps.warmup = s.identity.config.warmup_steps;
-  return core::build_rank_file(id, cpu, cupti::summary(snapshot), nccl::summary());
+  return core::build_rank_file(id, cpu, gpu, nccl::summary());
 }
 
 // TRAINTIME_TRACE=1: rank-00003.json -> rank-00003.trace.json (an aux file rank-00003.pid123.json
@@ -182,11 +183,12 @@ void claim_locked(Session& s) {
   out.claimed_rank = rank;
 }
 
-bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason) {
+bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
+                            const core::GpuSummary& gpu) {
   if (s.output.final_written) return false;
   claim_locked(s);
   if (s.output.file_path.empty()) return false;
-  const core::RankFile f = assemble(s, snapshot, exit_reason);
+  const core::RankFile f = assemble(s, snapshot, exit_reason, gpu);
   std::string error;
   if (!core::write_rank_file(s.output.file_path, f, &error, core::WriteMode::kReplace)) {
     report_write_error(s, error);

@@ -22,6 +22,7 @@
 #include "traintime/core/config.h"
 #include "traintime/core/rank_detect.h"
 #include "traintime/core/region_registry.h"
+#include "traintime/core/summaries.h"
 
 namespace traintime::preload {
 
@@ -124,14 +125,20 @@ void gpu_start_point() noexcept;
 void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);
 
 // rank_file_output.cpp. Claims this process's file name if not yet done and writes the rank
-// file (and, for the final write with TRAINTIME_TRACE=1, the trace). Needs output.mu held.
-bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason);
+// file (and, for the final write with TRAINTIME_TRACE=1, the trace) with the GPU summary the
+// caller took before locking (a snapshot's flush must not hold output.mu: the signal path takes
+// it and never waits on CUPTI). Needs output.mu held.
+bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
+                            const core::GpuSummary& gpu);
 // Claims rank-%05d.json early (at activation) when the launcher gave the rank. Needs output.mu.
 void claim_locked(Session& s);
 
 // exit_hooks.cpp
 void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and snapshot threads
-void finish(const char* exit_reason);  // capture shutdown + final write, once per process
+// The final write, once per process. At exit GPU capture is shut down first (forced flush, all
+// delivered records ingested); on a terminating signal (`signal` true) the file is written from
+// what has been processed and CUPTI is never waited on.
+void finish(const char* exit_reason, bool signal);
 void reset_exit_hooks_after_fork();
 
 }  // namespace traintime::preload

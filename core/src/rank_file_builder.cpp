@@ -132,6 +132,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   static_cast<RankIdentity&>(f) = identity;
   f.gpu_capture = gpu.capture;
   f.gpu_capture_reason = gpu.capture_reason;
+  f.gpu_records_complete = gpu.records_complete;
 
   for (std::size_t c = 0; c < kCategoryCount; ++c)
     f.categories[std::string(kCategoryNames[c])] = gpu.categories[c];

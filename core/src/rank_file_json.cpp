@@ -483,6 +483,7 @@ json rank_file_to_json(const RankFile& f) {
           {"exit_reason", f.exit_reason},
           {"gpu_capture", f.gpu_capture},
           {"gpu_capture_reason", f.gpu_capture_reason},
+          {"gpu_records_complete", f.gpu_records_complete},
           {"start_unix_ns", f.start_unix_ns},
           {"end_unix_ns", f.end_unix_ns},
           {"categories", std::move(categories)},
@@ -517,6 +518,7 @@ RankFile rank_file_from_json(const json& j) {
   f.exit_reason = str(j, "exit_reason", w);
   f.gpu_capture = str(j, "gpu_capture", w);
   f.gpu_capture_reason = str(j, "gpu_capture_reason", w);
+  f.gpu_records_complete = opt_bool(j, "gpu_records_complete", w, true);  // added after 1.0
   f.start_unix_ns = opt_u64(j, "start_unix_ns", w, 0);
   f.end_unix_ns = opt_u64(j, "end_unix_ns", w, 0);
 

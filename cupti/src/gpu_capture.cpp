@@ -592,6 +592,9 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   std::lock_guard<std::mutex> agg(agg_mu_);
   transfer_dropped();
   out = aggregator_->summary(steps_completed());
+  // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
+  // complete buffers only; the signal path does not flush at all).
+  out.records_complete = state == State::kStopped;
   out.capture = "cupti";
   out.capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() +
                        "), started " + trigger_;

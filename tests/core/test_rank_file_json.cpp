@@ -53,6 +53,7 @@ RankFile full_rank_file() {
   f.exit_reason = "signal SIGTERM";
   f.gpu_capture = "cupti";
   f.gpu_capture_reason = "CUPTI 13.0.1 loaded from /usr/local/cuda/lib64";
+  f.gpu_records_complete = false;  // a snapshot
   f.start_unix_ns = 1763793120000000000ull;
   f.end_unix_ns = 1763793180000000000ull;
   uint64_t n = 10;
@@ -442,7 +443,8 @@ TEST_CASE("rank file reader names a missing or mistyped contract field", "[rank_
 
 TEST_CASE("rank file reader accepts files without the optional fields", "[rank_file]") {
   json j = rank_file_to_json(full_rank_file());
-  for (const char* k : {"start_unix_ns", "end_unix_ns", "unbalanced_pops"}) j.erase(k);
+  for (const char* k : {"start_unix_ns", "end_unix_ns", "unbalanced_pops", "gpu_records_complete"})
+    j.erase(k);
   j["regions"][0].erase("top_kernels");
   j["regions"][0].erase("cpu_min_ns");
   j["steps"].erase("detail");
@@ -458,6 +460,7 @@ TEST_CASE("rank file reader accepts files without the optional fields", "[rank_f
   j["regions"][0]["top_kernels"] = json::array();
   const RankFile f = rank_file_from_json(j);
   CHECK(f.start_unix_ns == 0);
+  CHECK(f.gpu_records_complete);  // files from before the field: complete, as they were written
   CHECK(f.unbalanced_pops == 0);
   CHECK(f.regions[0].cpu_min_ns == 0);
   CHECK(f.regions[0].cpu_max_ns == 90000);

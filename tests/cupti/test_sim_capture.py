@@ -279,6 +279,31 @@ def test_sim_capture_region_before_cuda_init_flushes_before_cuda_teardown(captur
     capture(record_before_cuda=True)
 
 
+def test_sim_capture_sigterm_writes_the_file_without_waiting_for_cupti(build_dir: Path, tmp_path: Path) -> None:
+    # A launcher's cancel: SIGTERM mid-run while CUPTI would never finish a forced flush. The
+    # file must be written from what was processed, flagged, and the process must still die by
+    # SIGTERM (not hang until the handler gives up and leave no file).
+    sim = build_dir / "sim"
+    out = tmp_path / "out"
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        "TRAINTIME_OUTPUT": str(out),
+        "SIMGPU_FORCED_FLUSH_HANGS": "1",
+    })
+    run = subprocess.run([str(build_dir / "bin" / "sim_train"), "--steps", "50", "--sigterm-after-step", "7"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == -15, f"sim_train exited {run.returncode}, want death by SIGTERM\n{run.stderr}"
+    rf = load_json(out / "rank-00000.json")
+    assert rf["exit_reason"] == "signal SIGTERM"
+    assert rf["snapshot"] is False
+    assert rf["steps"]["count"] == 7
+    assert rf["gpu_capture"] == "cupti", rf["gpu_capture_reason"]
+    assert rf["gpu_records_complete"] is False
+    assert any("without waiting for CUPTI" in w for w in rf["warnings"]), rf["warnings"]
+
+
 def test_sim_capture_starts_lazily_when_injection_is_taken(capture) -> None:
     capture(foreign_injection=True)
 

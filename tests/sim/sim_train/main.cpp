@@ -5,6 +5,7 @@
 // in "backward", bucketed AllReduce on a comm stream overlapping backward, optimizer, tt_step.
 // With --truth it writes the exact expected result from its own executed schedule.
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -38,6 +39,7 @@ struct Options {
   bool world_check = false;
   bool stray_work = false;
   bool record_before_cuda = false;
+  uint64_t sigterm_after_step = 0;  // 0: never
   std::string truth;
 };
 
@@ -149,6 +151,7 @@ class Trainer {
       io_out();
       if (opt_.nvtx) regions_.pop();
       else tt_step(kSamplesPerStep, kTokensPerStep);
+      if (opt_.sigterm_after_step && s + 1 == opt_.sigterm_after_step) std::raise(SIGTERM);
     }
     if (opt_.stray_work) {
       // After the last step marker: a final, partial step (an evaluation pass, say).
@@ -416,6 +419,8 @@ int main(int argc, char** argv) {
   app.add_flag("--stray-work", opt.stray_work,
                "also launch work with no region open each step, and work after the last step marker");
   app.add_flag("--world-check", opt.world_check, "check that NCCL's rank/size agree with the launcher's");
+  app.add_option("--sigterm-after-step", opt.sigterm_after_step,
+                 "raise SIGTERM after that many steps (as a launcher's cancel would)");
   app.add_flag("--record-before-cuda", opt.record_before_cuda,
                "open and close a region before CUDA initialises (the profiler's exit hook then "
                "predates CUDA's own teardown)");

@@ -452,6 +452,12 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   if (!state().complete.load()) return CUPTI_ERROR_INVALID_OPERATION;
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) {
+    // SIMGPU_FORCED_FLUSH_HANGS=1: a forced flush never returns (a real one can take seconds, or
+    // block on a driver lock the thread a signal interrupted holds).
+    const char* hang = std::getenv("SIMGPU_FORCED_FLUSH_HANGS");
+    while (hang && std::strcmp(hang, "1") == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && simgpu_cuda_torn_down()) {
     std::fprintf(stderr, "simgpu: forced CUPTI flush after CUDA's teardown (SIMULATED crash: the "
                          "tool's exit hook ran after CUDA's)\n");

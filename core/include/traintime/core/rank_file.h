@@ -153,6 +153,10 @@ struct RankFile : RankIdentity {
   std::string schema = kSchema;
   std::string gpu_capture = "none";  // "cupti", "unavailable", "none"
   std::string gpu_capture_reason;
+  // False when the file was written while CUPTI still held records it had not delivered (a
+  // snapshot, or a terminating signal, which never waits for CUPTI): the GPU figures of the
+  // most recent steps may then be missing some work.
+  bool gpu_records_complete = true;
   std::map<std::string, CategoryTotals> categories;
   std::vector<RegionRow> regions;
   uint64_t unbalanced_pops = 0;

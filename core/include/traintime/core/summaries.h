@@ -54,6 +54,7 @@ struct CpuSummary {
 struct GpuSummary {
   std::string capture = "none";  // rank file gpu_capture: "cupti", "unavailable", "none"
   std::string capture_reason;
+  bool records_complete = true;  // rank file gpu_records_complete
   std::array<CategoryTotals, kCategoryCount> categories{};  // by Category
   struct Region : RegionGpu {
     PathId path = kNoPath;

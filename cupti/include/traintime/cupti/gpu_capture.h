@@ -60,7 +60,8 @@ void start(const char* trigger) noexcept;
 void lazy_start_point() noexcept;
 
 // What was captured so far. snapshot == true (mid-run): complete buffers are flushed and
-// ingested first. After shutdown(): the final figures. capture "none" when capture never
+// ingested first; snapshot == false while capturing (a terminating signal): no CUPTI call at
+// all. records_complete is true only after shutdown(): the final figures. capture "none" when capture never
 // started (no CUDA in this process).
 core::GpuSummary summary(bool snapshot);
 
