@@ -201,7 +201,6 @@ std::vector<double> parse_slowdown(const char* spec) {
   return out;
 }
 
-
 void raise_resource(int event, void* context, void* handle, void* graph) {
   const simgpu_tool_hooks* h = engine().hooks.load(std::memory_order_acquire);
   if (h && h->resource) h->resource(event, context, handle, graph);
@@ -292,8 +291,7 @@ int simgpu_enqueue(void* stream, const simgpu_launch* l) {
     }
   }
   if (capturing) {
-    const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire);
-    if (h && h->resource) h->resource(SIMGPU_RES_GRAPHNODE_CREATED, simgpu_context(), node, capturing);
+    simgpu::raise_resource(SIMGPU_RES_GRAPHNODE_CREATED, simgpu_context(), node, capturing);
     return cudaSuccess;
   }
   notify_work(e, done);
@@ -318,8 +316,7 @@ int simgpu_stream_create(void** stream) {
     e.streams.push_back(std::move(owned));
   }
   *stream = s;
-  const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire);
-  if (h && h->resource) h->resource(SIMGPU_RES_STREAM_CREATED, simgpu_context(), s, nullptr);
+  simgpu::raise_resource(SIMGPU_RES_STREAM_CREATED, simgpu_context(), s, nullptr);
   return cudaSuccess;
 }
 
@@ -441,9 +438,8 @@ int simgpu_graph_instantiate(void** exec, void* graph) {
       x->clones.push_back(std::move(c));
     }
   }
-  if (const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire); h && h->resource)
-    for (const auto& [clone, original] : cloned)
-      h->resource(SIMGPU_RES_GRAPHNODE_CLONED, x, clone, original);
+  for (const auto& [clone, original] : cloned)
+    simgpu::raise_resource(SIMGPU_RES_GRAPHNODE_CLONED, x, clone, original);
   *exec = x;
   return cudaSuccess;
 }
@@ -476,18 +472,14 @@ int simgpu_graph_launch(void* exec, void* stream) {
 
 int simgpu_graph_destroy(void* graph) {
   if (!graph) return cudaErrorInvalidValue;
-  Engine& e = engine();
-  if (const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire); h && h->resource)
-    h->resource(SIMGPU_RES_GRAPH_DESTROY_STARTING, simgpu_context(), nullptr, graph);
+  simgpu::raise_resource(SIMGPU_RES_GRAPH_DESTROY_STARTING, simgpu_context(), nullptr, graph);
   // Kept: its nodes are the originals the execs were cloned from.
   return cudaSuccess;
 }
 
 int simgpu_graph_exec_destroy(void* exec) {
   if (!exec) return cudaErrorInvalidValue;
-  Engine& e = engine();
-  if (const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire); h && h->resource)
-    h->resource(SIMGPU_RES_GRAPHEXEC_DESTROY_STARTING, simgpu_context(), exec, nullptr);
+  simgpu::raise_resource(SIMGPU_RES_GRAPHEXEC_DESTROY_STARTING, simgpu_context(), exec, nullptr);
   delete static_cast<Exec*>(exec);
   return cudaSuccess;
 }
