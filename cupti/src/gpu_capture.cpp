@@ -36,6 +36,7 @@
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/support/loader.h"
 #include "traintime/support/log.h"
 
 namespace traintime::cupti {
@@ -136,6 +137,7 @@ class GpuCapture {
   std::atomic<State> state_{State::kIdle};
   std::atomic<bool> capturing_{false};  // hot-path switch for the callbacks
   std::atomic<bool> lazy_pending_{true};
+  std::atomic<unsigned long long> lazy_probed_at_adds_{~0ULL};  // loader adds at the last probe
   std::atomic<bool> recorded_{false};
   std::atomic<bool> forked_{false};
   std::string reason_;        // gpu_capture_reason (written under start_mu_ before publication)
@@ -324,8 +326,11 @@ bool GpuCapture::start_capture(std::string* reason) {
 
 void GpuCapture::lazy_start() noexcept {
   if (!lazy_pending_.load(std::memory_order_relaxed)) return;
-  // Saved before dlopen: it runs on every tt_step until CUDA loads, and a failed dlopen may set
-  // errno inside the application's step.
+  // Runs at every tt_step until CUDA loads: a CPU-only process probes for libcuda again only
+  // when the loader has added an object since the last probe.
+  const unsigned long long adds = support::loaded_object_adds();
+  if (lazy_probed_at_adds_.exchange(adds, std::memory_order_relaxed) == adds) return;
+  // Saved before dlopen: a failed dlopen may set errno inside the application's step.
   const int saved_errno = errno;
   // Only a process that has the CUDA driver loaded pays for CUPTI.
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);

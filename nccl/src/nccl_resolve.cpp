@@ -9,23 +9,10 @@
 #include <cstddef>
 #include <cstring>
 
+#include "traintime/support/loader.h"
+
 namespace traintime::nccl {
 namespace {
-
-// Number of objects the dynamic loader has ever added: a cheap "did anything get loaded since?"
-// test that avoids dlsym storms in a process without NCCL.
-unsigned long long loader_adds() noexcept {
-  unsigned long long adds = 0;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t size, void* out) -> int {
-        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
-          *static_cast<unsigned long long*>(out) = info->dlpi_adds;
-        }
-        return 1;  // the counter is the same in every entry: stop at the first
-      },
-      &adds);
-  return adds;
-}
 
 bool is_nccl_file(const char* path) noexcept {
   if (path == nullptr || path[0] == '\0') return false;
@@ -73,7 +60,7 @@ void* search_loaded_nccl(const char* name, const char* pname, const void* self) 
 
 void* RealSymbol::resolve(const void* self) noexcept {
   const int saved_errno = errno;
-  const unsigned long long adds = loader_adds();
+  const unsigned long long adds = support::loaded_object_adds();
   void* fn = nullptr;
   if (tried_at_adds_.load(std::memory_order_relaxed) != adds) {
     fn = checked(dlsym(RTLD_NEXT, name_), self);
@@ -114,7 +101,7 @@ IsCapturingFn resolve_is_capturing() noexcept {
     return nullptr;
   }
   g_is_capturing_skip.store(kLoaderCheckInterval - 1, std::memory_order_relaxed);
-  const unsigned long long adds = loader_adds();
+  const unsigned long long adds = support::loaded_object_adds();
   if (g_is_capturing_tried_at.load(std::memory_order_relaxed) == adds) return nullptr;
   void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (handle != nullptr) fn = dlsym(handle, "cuStreamIsCapturing");
