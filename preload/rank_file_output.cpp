@@ -13,8 +13,6 @@
 #include <cstring>
 #include <string>
 
-#include <fstream>
-
 #include "session.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
@@ -122,28 +120,19 @@ core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason,
 }
 
 // TRAINTIME_TRACE=1: rank-00003.json -> rank-00003.trace.json (an aux file rank-00003.pid123.json
-// -> rank-00003.pid123.trace.json), via a temporary file and a rename so a reader never sees
-// half of it.
+// -> rank-00003.pid123.trace.json), written as safely as the rank file itself.
 void write_trace(Session& s) {
   const nlohmann::json trace = cupti::trace_json();
   if (trace.is_null()) return;
   std::string path = s.output.file_path;
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) path.resize(path.size() - 5);
   path += ".trace.json";
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    out << trace.dump() << '\n';
-    if (!out) {
-      support::log_warn("cannot write the trace {}", tmp);
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    support::log_warn("cannot write the trace {}", path);
-    std::remove(tmp.c_str());
-  }
+  std::string error;
+  // Kernel names are arbitrary bytes: invalid UTF-8 is replaced, never fatal.
+  const std::string text =
+      trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (!core::write_text_file(path, text, &error, core::WriteMode::kReplace))
+    support::log_warn("cannot write the trace: {}", error);
 }
 
 }  // namespace

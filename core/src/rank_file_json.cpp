@@ -569,6 +569,12 @@ bool write_rank_file(const std::string& path, const RankFile& f, std::string* er
   } catch (const std::exception& e) {
     return set_error(error, path + ": cannot serialize rank file: " + e.what());
   }
+  return write_text_file(path, text, error, mode);
+}
+
+bool write_text_file(const std::string& path, const std::string& text, std::string* error,
+                     WriteMode mode) {
+  ErrnoGuard keep_errno;
 
   const std::string dir = directory_of(path);
   // Hidden, so tools globbing rank-*.json never pick up a half-written file.

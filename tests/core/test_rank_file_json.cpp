@@ -541,6 +541,28 @@ TEST_CASE("the owner can replace its own rank file atomically", "[rank_file]") {
   CHECK(dir.entries() == std::vector<std::string>{"rank-00000.json"});
 }
 
+TEST_CASE("a symlink planted at the file's name is replaced, never written through",
+          "[rank_file]") {
+  TempDir dir;
+  const fs::path victim = dir.path / "victim.txt";
+  { std::ofstream(victim) << "keep me\n"; }
+  for (const char* name : {"rank-00000.json", "rank-00000.trace.json"}) {
+    const fs::path path = dir.path / name;
+    fs::create_symlink(victim, path);
+    std::string error;
+    const bool ok = std::string(name).find("trace") != std::string::npos
+                        ? write_text_file(path.string(), "{}\n", &error, WriteMode::kReplace)
+                        : write_rank_file(path.string(), full_rank_file(), &error, WriteMode::kReplace);
+    REQUIRE(ok);
+    CHECK_FALSE(fs::is_symlink(path));
+    CHECK((fs::status(path).permissions() & fs::perms::others_write) == fs::perms::none);
+  }
+  std::ifstream in(victim);
+  std::string kept;
+  std::getline(in, kept);
+  CHECK(kept == "keep me");
+}
+
 TEST_CASE("writing into an unwritable directory fails cleanly and keeps errno", "[rank_file]") {
   TempDir dir;
   std::vector<std::string> bad_paths = {

@@ -33,6 +33,11 @@ enum class WriteMode {
 // file. errno is preserved: this runs inside the profiled application.
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error);  // kCreateNew
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error, WriteMode mode);
+// The same safe write for any text the profiler puts beside its rank file (the
+// TRAINTIME_TRACE=1 timeline): temporary file created exclusively (never through a symlink),
+// mode 0644, moved into place.
+bool write_text_file(const std::string& path, const std::string& text, std::string* error,
+                     WriteMode mode);
 
 // nullopt with *error = "<path>: <reason>" when the file cannot be read, is not JSON (e.g.
 // truncated) or does not follow the schema. errno is preserved.
