@@ -270,9 +270,20 @@ bool GpuCapture::start_capture(std::string* reason) {
     subscriber_ = nullptr;
     return false;
   }
+  // What was switched on so far, switched off again if a later step fails: a capture that
+  // gives up leaves CUPTI as it found it (no records written for nobody).
+  std::vector<CUpti_ActivityKind> kinds_on;
+  std::vector<SelectedCallback> api_records_on;
   auto fail = [&](const char* what, CUptiResult rc) {
     *reason = std::string(what) + " failed: " + lib_.result_string(rc);
-    TRAINTIME_CUPTI_CALL(lib_, cuptiUnsubscribe, subscriber_);
+    for (CUpti_ActivityKind kind : kinds_on) TRAINTIME_CUPTI_CALL(lib_, cuptiActivityDisable, kind);
+    for (const SelectedCallback& s : api_records_on) {
+      if (s.domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableRuntimeApi, s.cbid, 0);
+      else
+        TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableDriverApi, s.cbid, 0);
+    }
+    TRAINTIME_CUPTI_CALL(lib_, cuptiUnsubscribe, subscriber_);  // its callbacks go with it
     subscriber_ = nullptr;
     return false;
   };
@@ -296,11 +307,16 @@ bool GpuCapture::start_capture(std::string* reason) {
     if (s.role == ApiRole::kContextTeardown) continue;
     // Correlation ids come with API records; enabling them per launch cbid (never the whole
     // RUNTIME/DRIVER kinds) keeps the extra records to one per launch call, dropped at decode.
-    if (s.domain == CUPTI_CB_DOMAIN_RUNTIME_API && lib_.api().cuptiActivityEnableRuntimeApi)
+    bool api_record = false;
+    if (s.domain == CUPTI_CB_DOMAIN_RUNTIME_API && lib_.api().cuptiActivityEnableRuntimeApi) {
       rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableRuntimeApi, s.cbid, 1);
-    else if (s.domain == CUPTI_CB_DOMAIN_DRIVER_API && lib_.api().cuptiActivityEnableDriverApi)
+      api_record = true;
+    } else if (s.domain == CUPTI_CB_DOMAIN_DRIVER_API && lib_.api().cuptiActivityEnableDriverApi) {
       rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableDriverApi, s.cbid, 1);
+      api_record = true;
+    }
     if (rc != CUPTI_SUCCESS) return fail("enabling API records for correlation ids", rc);
+    if (api_record) api_records_on.push_back(s);
   }
   for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
                                 CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
@@ -320,6 +336,7 @@ bool GpuCapture::start_capture(std::string* reason) {
       stop_thread();
       return fail("cuptiActivityEnable", rc);
     }
+    kinds_on.push_back(kind);
   }
   return true;
 }

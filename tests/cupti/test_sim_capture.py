@@ -43,6 +43,7 @@ class Mode:
     cupti_api: int = 0           # SIMGPU_CUPTI_API_VERSION: simgpu reports and writes that release's layouts
     tiny_pool: bool = False      # one 1 MiB activity buffer: requests are refused while it is out
     record_before_cuda: bool = False  # sim_train opens a region before CUDA initialises
+    refuse_kind: int = 0         # simgpu refuses to enable this activity kind (CUpti_ActivityKind)
 
 
 def run_capture(build: Path, work: Path, mode: Mode) -> None:
@@ -76,6 +77,9 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_CUPTI"] = "0"
     if mode.cupti_api:
         env["SIMGPU_CUPTI_API_VERSION"] = str(mode.cupti_api)
+    if mode.refuse_kind:
+        env["SIMGPU_REFUSE_ACTIVITY_KIND"] = str(mode.refuse_kind)
+        env["SIMGPU_ENABLED_KINDS_AT_EXIT"] = str(work / "kinds-at-exit.txt")
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -126,6 +130,15 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
             continue
         if mode.cupti_off:
             c.check(rf.get("gpu_capture") == "none", f"{where}: gpu_capture {rf.get('gpu_capture')!r}, want 'none'")
+            continue
+        if mode.refuse_kind:
+            c.check(rf.get("gpu_capture") == "unavailable" and
+                    "cuptiActivityEnable failed" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture {rf.get('gpu_capture')!r} ({rf.get('gpu_capture_reason')!r})")
+            c.check(steps == truth["steps"]["count"], f"{where}: CPU steps {steps} != {truth['steps']['count']}")
+            # The kinds enabled before the refused one were switched off again.
+            left_on = (work / "kinds-at-exit.txt").read_text().split()
+            c.check(not left_on, f"{where}: activity kinds left enabled after giving up: {left_on}")
             continue
         c.check(rf.get("gpu_capture") == "cupti", f"{where}: gpu_capture {rf.get('gpu_capture')!r} "
                 f"({rf.get('gpu_capture_reason')!r}), want 'cupti'")
@@ -302,6 +315,12 @@ def test_sim_capture_sigterm_writes_the_file_without_waiting_for_cupti(build_dir
     assert rf["gpu_capture"] == "cupti", rf["gpu_capture_reason"]
     assert rf["gpu_records_complete"] is False
     assert any("without waiting for CUPTI" in w for w in rf["warnings"]), rf["warnings"]
+
+
+def test_sim_capture_partly_failed_enable_turns_off_what_it_turned_on(capture) -> None:
+    # MEMSET (CUPTI_ACTIVITY_KIND_MEMSET = 2) is enabled last and refused: the kernel and memcpy
+    # kinds enabled before it must not stay on with nobody reading their records.
+    capture(refuse_kind=2)
 
 
 def test_sim_capture_starts_lazily_when_injection_is_taken(capture) -> None:

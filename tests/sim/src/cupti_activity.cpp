@@ -427,6 +427,25 @@ extern "C" {
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   ensure_hooks();
   if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
+  // SIMGPU_REFUSE_ACTIVITY_KIND=<kind>: that kind cannot be enabled (as on a device without it).
+  const char* refuse = std::getenv("SIMGPU_REFUSE_ACTIVITY_KIND");
+  if (refuse && *refuse && std::strtol(refuse, nullptr, 10) == static_cast<long>(kind))
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  // SIMGPU_ENABLED_KINDS_AT_EXIT=<file>: the kinds still enabled when the process exits, one per
+  // line, so a test can see what a client that gave up left switched on.
+  static const bool report_registered = [] {
+    if (const char* out = std::getenv("SIMGPU_ENABLED_KINDS_AT_EXIT"); out && *out) {
+      std::atexit([] {
+        if (FILE* f = std::fopen(std::getenv("SIMGPU_ENABLED_KINDS_AT_EXIT"), "w")) {
+          for (int k = 1; k < CUPTI_ACTIVITY_KIND_COUNT; ++k)
+            if (state().kinds[k].load(std::memory_order_relaxed)) std::fprintf(f, "%d\n", k);
+          std::fclose(f);
+        }
+      });
+    }
+    return true;
+  }();
+  (void)report_registered;
   state().kinds[kind].store(1, std::memory_order_relaxed);
   return CUPTI_SUCCESS;
 }
