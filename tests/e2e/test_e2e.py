@@ -11,6 +11,7 @@ import contextlib
 import glob
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -378,6 +379,26 @@ def wait_for_snapshot(out: str, newer_than: int, timeout_s: float) -> dict | Non
                 return doc
         time.sleep(0.1)
     return None
+
+
+def test_killed_or_crashing_rank_leaves_its_last_snapshot(tmp_path: Path) -> None:
+    # SIGKILL cannot be handled, and a crash (abort, segfault) skips the exit hooks: with
+    # TRAINTIME_SNAPSHOT_SEC the last periodic snapshot is what remains, complete and marked.
+    for sig in (signal.SIGKILL, signal.SIGABRT, signal.SIGSEGV):
+        out = os.path.join(str(tmp_path), "out-%d" % sig)
+        no_core = lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # noqa: E731
+        with waiting(out, {"TRAINTIME_SNAPSHOT_SEC": "1"}, preexec=no_core) as p:
+            snap = wait_for_snapshot(out, 0, 10)
+            check(snap is not None, "no snapshot within 10 s")
+            p.send_signal(sig)
+            p.wait(timeout=30)
+        check(p.returncode == -sig, "exit status %r, expected death by %s" % (p.returncode, sig))
+        left = load(out, "rank-00000.json")  # parses: a complete file, never a torn one
+        check(left["snapshot"] is True and left["exit_reason"] == "snapshot",
+              "after %s: snapshot %r, exit_reason %r" % (sig, left["snapshot"], left["exit_reason"]))
+        check(left["steps"]["count"] == 3, "steps %s" % left["steps"])
+        check_region(left, "forward", "forward", 3)
+        check(rank_files(out) == ["rank-00000.json"], "files: %s" % rank_files(out))
 
 
 def test_periodic_snapshots_then_final_file(tmp_path: Path) -> None:
