@@ -148,12 +148,26 @@ json communicator_json(const Communicator& c) {
                       {"bytes", r.bytes},
                       {"gpu_start_ns", r.gpu_start_ns},
                       {"gpu_end_ns", r.gpu_end_ns}});
-  return {{"id", c.id},
-          {"size", c.size},
-          {"rank", c.rank},
-          {"ops_enqueued", c.ops_enqueued},
-          {"ops_completed", c.ops_completed},
-          {"recent", std::move(recent)}};
+  json out = {{"id", c.id},
+              {"size", c.size},
+              {"rank", c.rank},
+              {"ops_enqueued", c.ops_enqueued},
+              {"ops_completed", c.ops_completed},
+              {"recent", std::move(recent)}};
+  if (!c.in_flight.empty()) {  // optional: omitted when nothing is in flight
+    json in_flight = json::array();
+    for (const InFlightOp& op : c.in_flight)
+      in_flight.push_back({{"seq", op.seq}, {"op", op.op}, {"bytes", op.bytes}});
+    out["in_flight"] = std::move(in_flight);
+  }
+  return out;
+}
+
+json threads_json(const std::vector<ThreadSnapshot>& threads) {
+  json out = json::array();
+  for (const ThreadSnapshot& t : threads)
+    out.push_back({{"tid", t.tid}, {"step", t.step}, {"open_regions", t.open_regions}});
+  return out;
 }
 
 // ---- reading ---------------------------------------------------------------------------------
@@ -393,7 +407,31 @@ Communicator communicator_from(const json& j, const std::string& w) {
     c.recent.push_back({u64(rj, "seq", rw), str(rj, "op", rw), u64(rj, "bytes", rw),
                         u64(rj, "gpu_start_ns", rw), u64(rj, "gpu_end_ns", rw)});
   }
+  const json& in_flight = opt_array(j, "in_flight", w);
+  for (std::size_t i = 0; i < in_flight.size(); ++i) {
+    const std::string iw = indexed(join(w, "in_flight"), i);
+    const json& ij = in_flight[i];
+    expect_object(ij, iw);
+    c.in_flight.push_back({u64(ij, "seq", iw), str(ij, "op", iw), u64(ij, "bytes", iw)});
+  }
   return c;
+}
+
+std::vector<ThreadSnapshot> threads_from(const json& threads) {
+  std::vector<ThreadSnapshot> out;
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    const std::string tw = indexed("threads", i);
+    const json& tj = threads[i];
+    expect_object(tj, tw);
+    ThreadSnapshot t;
+    t.tid = u64(tj, "tid", tw);
+    t.step = u64(tj, "step", tw);
+    const json& open = need_array(tj, "open_regions", tw);
+    for (std::size_t k = 0; k < open.size(); ++k)
+      t.open_regions.push_back(as_string(open[k], indexed(join(tw, "open_regions"), k)));
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 // ---- files -----------------------------------------------------------------------------------
@@ -472,29 +510,31 @@ json rank_file_to_json(const RankFile& f) {
   for (const Communicator& c : f.communicators) communicators.push_back(communicator_json(c));
 
   // nlohmann keeps keys sorted; the order of fields is not part of the schema.
-  return {{"schema", f.schema},
-          {"job_id", f.job_id},
-          {"rank", f.rank},
-          {"world_size", f.world_size},
-          {"role", f.role},
-          {"host", f.host},
-          {"pid", f.pid},
-          {"snapshot", f.snapshot},
-          {"exit_reason", f.exit_reason},
-          {"gpu_capture", f.gpu_capture},
-          {"gpu_capture_reason", f.gpu_capture_reason},
-          {"gpu_records_complete", f.gpu_records_complete},
-          {"start_unix_ns", f.start_unix_ns},
-          {"end_unix_ns", f.end_unix_ns},
-          {"categories", std::move(categories)},
-          {"regions", std::move(regions)},
-          {"unbalanced_pops", f.unbalanced_pops},
-          {"steps", steps_json(f.steps)},
-          {"comm", std::move(comm)},
-          {"communicators", std::move(communicators)},
-          {"memcpy", std::move(memcpy_stats)},
-          {"dropped_records", f.dropped_records},
-          {"warnings", f.warnings}};
+  json out = {{"schema", f.schema},
+             {"job_id", f.job_id},
+             {"rank", f.rank},
+             {"world_size", f.world_size},
+             {"role", f.role},
+             {"host", f.host},
+             {"pid", f.pid},
+             {"snapshot", f.snapshot},
+             {"exit_reason", f.exit_reason},
+             {"gpu_capture", f.gpu_capture},
+             {"gpu_capture_reason", f.gpu_capture_reason},
+             {"gpu_records_complete", f.gpu_records_complete},
+             {"start_unix_ns", f.start_unix_ns},
+             {"end_unix_ns", f.end_unix_ns},
+             {"categories", std::move(categories)},
+             {"regions", std::move(regions)},
+             {"unbalanced_pops", f.unbalanced_pops},
+             {"steps", steps_json(f.steps)},
+             {"comm", std::move(comm)},
+             {"communicators", std::move(communicators)},
+             {"memcpy", std::move(memcpy_stats)},
+             {"dropped_records", f.dropped_records},
+             {"warnings", f.warnings}};
+  if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
+  return out;
 }
 
 RankFile rank_file_from_json(const json& j) {
@@ -551,6 +591,7 @@ RankFile rank_file_from_json(const json& j) {
   const json& warnings = need_array(j, "warnings", w);
   for (std::size_t i = 0; i < warnings.size(); ++i)
     f.warnings.push_back(as_string(warnings[i], indexed("warnings", i)));
+  f.threads = threads_from(opt_array(j, "threads", w));
   return f;
 }
 

@@ -120,13 +120,29 @@ struct RecentCollective {
   uint64_t gpu_end_ns = 0;
 };
 
+// An operation enqueued (CPU side) whose GPU work had not completed when the file was written.
+struct InFlightOp {
+  uint64_t seq = 0;  // sequence number on its communicator (1-based, consecutive)
+  std::string op;    // as in CommRow::op
+  uint64_t bytes = 0;
+};
+
 struct Communicator {
   std::string id;  // stable id (hash of the NCCL unique id / communicator handle order)
   uint32_t size = 0;
   uint32_t rank = 0;
-  uint64_t ops_enqueued = 0;
-  uint64_t ops_completed = 0;
+  uint64_t ops_enqueued = 0;   // last sequence number enqueued
+  uint64_t ops_completed = 0;  // last sequence number whose GPU work completed
   std::vector<RecentCollective> recent;
+  // At most 16, oldest first; empty (and omitted from the file) when nothing is in flight.
+  std::vector<InFlightOp> in_flight;
+};
+
+// What one application thread was inside when the file was written (hang forensics).
+struct ThreadSnapshot {
+  uint64_t tid = 0;
+  uint64_t step = 0;                      // tt_step calls so far
+  std::vector<std::string> open_regions;  // open region paths, outermost first
 };
 
 struct MemcpyStat {
@@ -166,6 +182,7 @@ struct RankFile : RankIdentity {
   std::map<std::string, MemcpyStat> memcpy;  // HtoD, DtoH, DtoD, PtoP
   uint64_t dropped_records = 0;
   std::vector<std::string> warnings;
+  std::vector<ThreadSnapshot> threads;  // empty (and omitted from the file) when not recorded
 };
 
 }  // namespace traintime::core
