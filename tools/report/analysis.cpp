@@ -1,0 +1,495 @@
+// The statistics and the diagnosis of a job (docs/report.md says what each number means).
+// No clock is compared between ranks: a collective is lined up across ranks by its
+// (communicator, seq), and only durations measured on one rank's own clock are compared.
+#include "analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <unordered_map>
+
+namespace traintime::report {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+double ms(uint64_t ns) { return static_cast<double>(ns) / kNsPerMs; }
+
+// Nearest-rank percentile of sorted values: the ceil(q*n)-th smallest.
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  std::size_t k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  k = std::clamp<std::size_t>(k, 1, sorted.size());
+  return sorted[k - 1];
+}
+
+Dist dist_of(std::vector<double> v) {
+  Dist d;
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  d.n = v.size();
+  double sum = 0;
+  for (double x : v) sum += x;
+  d.mean = sum / static_cast<double>(v.size());
+  d.p50 = percentile(v, 0.5);
+  d.p90 = percentile(v, 0.9);
+  d.max = v.back();
+  return d;
+}
+
+double median(std::vector<double> v) { return dist_of(std::move(v)).p50; }
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+StepView step_view(const Job& job) {
+  std::vector<double> wall, span, busy, compute, comm, exposed, io, idle;
+  for (const RankInput& r : job.ranks) {
+    const core::Steps& s = r.data.steps;
+    for (const core::Steps::Detail& d : s.detail) {
+      if (d.partial || d.index < s.warmup) continue;
+      if (d.wall_ns > 0) wall.push_back(ms(d.wall_ns));
+      span.push_back(ms(d.totals.gpu_busy_ns + d.totals.idle_ns));
+      busy.push_back(ms(d.totals.gpu_busy_ns));
+      compute.push_back(ms(d.totals.compute_ns));
+      comm.push_back(ms(d.totals.comm_ns));
+      exposed.push_back(ms(d.totals.exposed_comm_ns));
+      io.push_back(ms(d.totals.io_ns));
+      idle.push_back(ms(d.totals.idle_ns));
+    }
+  }
+  StepView v;
+  if (!wall.empty()) {
+    v.wall_source = "steps.detail";
+    v.wall = dist_of(wall);
+  } else {
+    // No per-step wall times: the ranks' own statistics.
+    v.wall_source = "wall_ns";
+    std::vector<double> p50, p90;
+    double total = 0, count = 0, max = 0;
+    for (const RankInput& r : job.ranks) {
+      const core::DurationStats& w = r.data.steps.wall_ns;
+      if (w.count == 0) continue;
+      p50.push_back(ms(w.p50_ns));
+      p90.push_back(ms(w.p90_ns));
+      total += ms(w.total_ns);
+      count += static_cast<double>(w.count);
+      max = std::max(max, ms(w.max_ns));
+    }
+    if (count > 0) {
+      v.wall.n = static_cast<uint64_t>(count);
+      v.wall.mean = total / count;
+      v.wall.p50 = median(p50);
+      v.wall.p90 = median(p90);
+      v.wall.max = max;
+    }
+  }
+  if (!busy.empty()) {
+    v.component_source = "steps.detail";
+  } else {
+    // No per-step rows: each rank's totals spread over its steps.
+    v.component_source = "totals";
+    for (const RankInput& r : job.ranks) {
+      const core::StepTotals& t = r.data.steps.totals;
+      const double n = steps_of(r.data);
+      span.push_back(ms(t.gpu_busy_ns + t.idle_ns) / n);
+      busy.push_back(ms(t.gpu_busy_ns) / n);
+      compute.push_back(ms(t.compute_ns) / n);
+      comm.push_back(ms(t.comm_ns) / n);
+      exposed.push_back(ms(t.exposed_comm_ns) / n);
+      io.push_back(ms(t.io_ns) / n);
+      idle.push_back(ms(t.idle_ns) / n);
+    }
+  }
+  v.span = dist_of(span);
+  v.gpu_busy = dist_of(busy);
+  v.compute = dist_of(compute);
+  v.comm = dist_of(comm);
+  v.exposed_comm = dist_of(exposed);
+  v.io = dist_of(io);
+  v.idle = dist_of(idle);
+  return v;
+}
+
+uint64_t bucket_of(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  uint64_t lo = 1;
+  while (lo <= bytes / 2) lo *= 2;
+  return lo;
+}
+
+// Per (communicator, seq) lined up across the member ranks that kept it in their ring.
+struct WaitTotals {
+  double wait_ns = 0, caused_ns = 0;
+  uint64_t matched = 0, last = 0;
+};
+
+struct BwAcc {
+  uint64_t collectives = 0;
+  double bytes = 0, min_ns = 0, all_bytes = 0, all_ns = 0;
+};
+
+void analyze_waits(const Job& job, Report& rep) {
+  struct Member {
+    std::size_t idx;  // into job.ranks
+    const core::Communicator* c;
+  };
+  std::map<std::string, std::vector<Member>> by_comm;
+  for (std::size_t i = 0; i < job.ranks.size(); ++i)
+    for (const core::Communicator& c : job.ranks[i].data.communicators) by_comm[c.id].push_back({i, &c});
+
+  std::vector<double> wait_ms(job.ranks.size(), 0), caused_ms(job.ranks.size(), 0);
+  std::vector<uint64_t> matched(job.ranks.size(), 0), last(job.ranks.size(), 0);
+  std::map<std::tuple<std::string, uint32_t, uint64_t>, BwAcc> bw;
+
+  struct Entry {
+    std::size_t member;
+    uint64_t dur;
+    const core::RecentCollective* rc;
+  };
+  for (const auto& [id, members] : by_comm) {
+    if (members.size() < 2) continue;
+    std::map<uint64_t, std::vector<Entry>> by_seq;
+    for (std::size_t m = 0; m < members.size(); ++m)
+      for (const core::RecentCollective& rc : members[m].c->recent)
+        by_seq[rc.seq].push_back({m, rc.gpu_end_ns > rc.gpu_start_ns ? rc.gpu_end_ns - rc.gpu_start_ns : 0, &rc});
+    std::vector<WaitTotals> tot(members.size());
+    for (auto& [seq, entries] : by_seq) {
+      if (entries.size() != members.size()) continue;  // not kept by every member
+      std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+        return a.dur != b.dur ? a.dur < b.dur
+                              : job.ranks[members[a.member].idx].data.rank < job.ranks[members[b.member].idx].data.rank;
+      });
+      const uint64_t d0 = entries[0].dur, d1 = entries[1].dur;
+      for (const Entry& e : entries) {
+        tot[e.member].wait_ns += static_cast<double>(e.dur - d0);
+        ++tot[e.member].matched;
+      }
+      if (d1 > d0) {  // a tie means nobody arrived last
+        tot[entries[0].member].caused_ns += static_cast<double>(d1 - d0);
+        ++tot[entries[0].member].last;
+      }
+      ++rep.collectives_matched;
+      const core::RecentCollective& rc = *entries[0].rc;
+      BwAcc& b = bw[{rc.op, members[0].c->size, bucket_of(rc.bytes)}];
+      ++b.collectives;
+      b.bytes += static_cast<double>(rc.bytes);
+      b.min_ns += static_cast<double>(d0);
+      for (const Entry& e : entries) {
+        b.all_bytes += static_cast<double>(e.rc->bytes);
+        b.all_ns += static_cast<double>(e.dur);
+      }
+    }
+    // Per step: collectives per step on this communicator, as the rank counted them.
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      if (tot[m].matched == 0) continue;
+      const std::size_t i = members[m].idx;
+      const core::RankFile& f = job.ranks[i].data;
+      double ops = static_cast<double>(members[m].c->ops_enqueued);
+      if (ops == 0)
+        for (const core::CommRow& row : f.comm)
+          if (row.comm_size == members[m].c->size) ops += static_cast<double>(row.calls);
+      const double per_step = ops / steps_of(f) / static_cast<double>(tot[m].matched);
+      wait_ms[i] += tot[m].wait_ns / kNsPerMs * per_step;
+      caused_ms[i] += tot[m].caused_ns / kNsPerMs * per_step;
+      matched[i] += tot[m].matched;
+      last[i] += tot[m].last;
+    }
+  }
+  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
+    rep.per_rank[i].wait_ms = wait_ms[i];
+    rep.per_rank[i].caused_ms = caused_ms[i];
+    rep.per_rank[i].matched = matched[i];
+    rep.per_rank[i].last_arrivals = last[i];
+  }
+  for (const auto& [key, b] : bw) {
+    BandwidthView v;
+    std::tie(v.op, v.comm_size, v.lo_bytes) = key;
+    v.collectives = b.collectives;
+    const double f = busbw_factor(v.op, v.comm_size);
+    v.waitfree_busbw_gbps = b.min_ns > 0 ? b.bytes / b.min_ns * f : 0;  // bytes/ns = 1e9 B/s
+    v.recorded_busbw_gbps = b.all_ns > 0 ? b.all_bytes / b.all_ns * f : 0;
+    rep.bandwidth.push_back(v);
+  }
+}
+
+void find_stragglers(Report& rep) {
+  const double step_ms = rep.steps.reference_ms();
+  const double floor_ms = std::max(step_ms * 0.01, 0.001);  // 1% of a step, at least 1 us
+  std::map<int64_t, Straggler> found;
+  auto entry = [&](const RankView& r) -> Straggler& {
+    Straggler& s = found[r.rank];
+    s.rank = r.rank;
+    s.host = r.host;
+    s.last_arrivals = r.last_arrivals;
+    s.matched = r.matched;
+    return s;
+  };
+  for (const RankView& r : rep.per_rank) {
+    if (r.caused_ms >= floor_ms && r.last_arrivals * 2 >= r.matched && r.matched > 0) {
+      Straggler& s = entry(r);
+      s.cost_ms_per_step = r.caused_ms;
+      s.reasons.push_back("arrived last at " + std::to_string(r.last_arrivals) + " of " +
+                          std::to_string(r.matched) + " collectives lined up across ranks; the job waited " +
+                          fmt("%.3f", r.caused_ms) + " ms/step for it alone");
+    }
+  }
+  if (rep.per_rank.size() >= 2) {
+    std::vector<double> compute;
+    for (const RankView& r : rep.per_rank) compute.push_back(r.compute_ms);
+    const double med = median(compute);
+    for (const RankView& r : rep.per_rank) {
+      if (med <= 0 || r.compute_ms < 1.10 * med || r.compute_ms - med < floor_ms) continue;
+      std::vector<double> others;
+      for (const RankView& o : rep.per_rank)
+        if (o.rank != r.rank) others.push_back(o.exposed_comm_ms);
+      const double others_exposed = median(others);
+      if (others_exposed <= r.exposed_comm_ms) continue;
+      Straggler& s = entry(r);
+      s.compute_ms = r.compute_ms;
+      s.median_compute_ms = med;
+      if (s.cost_ms_per_step == 0) s.cost_ms_per_step = r.compute_ms - med;
+      s.reasons.push_back("GPU compute " + fmt("%.3f", r.compute_ms) + " ms/step is " +
+                          fmt("%.2f", r.compute_ms / med) + "x the median " + fmt("%.3f", med) +
+                          " ms/step, while the other ranks' exposed comm is " + fmt("%.3f", others_exposed) +
+                          " ms/step against its " + fmt("%.3f", r.exposed_comm_ms));
+    }
+  }
+  for (auto& [rank, s] : found) {
+    s.cost_pct = step_ms > 0 ? s.cost_ms_per_step / step_ms * 100.0 : 0;
+    rep.stragglers.push_back(s);
+  }
+  std::stable_sort(rep.stragglers.begin(), rep.stragglers.end(),
+                   [](const Straggler& a, const Straggler& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
+}
+
+std::string join_paths(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : " > ") + s;
+  return out;
+}
+
+std::string what_it_was_doing(const core::RankFile& f) {
+  std::string s = "rank " + std::to_string(f.rank) + " (host " + f.host + ", pid " + std::to_string(f.pid) + ", " +
+                  (f.snapshot ? std::string("snapshot") : f.exit_reason) + "): ";
+  if (f.threads.empty()) return s + "no thread data in its file";
+  std::string t;
+  for (const core::ThreadSnapshot& th : f.threads) {
+    if (!t.empty()) t += "; ";
+    t += "thread " + std::to_string(th.tid) + " in step " + std::to_string(th.step) +
+         (th.open_regions.empty() ? std::string(", no region open")
+                                  : " inside " + th.open_regions.back() + " (open: " + join_paths(th.open_regions) + ")");
+  }
+  return s + t;
+}
+
+void find_hangs(const Job& job, Report& rep) {
+  for (const RankInput& r : job.ranks) {
+    if (!r.data.threads.empty()) rep.hang_data = true;
+    for (const core::Communicator& c : r.data.communicators)
+      if (!c.in_flight.empty()) rep.hang_data = true;
+  }
+  if (!rep.hang_data) return;
+  std::map<std::string, std::vector<const RankInput*>> by_comm;
+  std::map<std::string, uint32_t> size_of;
+  for (const RankInput& r : job.ranks)
+    for (const core::Communicator& c : r.data.communicators) {
+      by_comm[c.id].push_back(&r);
+      size_of[c.id] = std::max(size_of[c.id], c.size);
+    }
+  auto comm_in = [](const RankInput* r, const std::string& id) -> const core::Communicator* {
+    for (const core::Communicator& c : r->data.communicators)
+      if (c.id == id) return &c;
+    return nullptr;
+  };
+  for (const auto& [id, members] : by_comm) {
+    uint64_t oldest = 0;  // the oldest seq some member entered and has not completed
+    for (const RankInput* m : members) {
+      const core::Communicator* c = comm_in(m, id);
+      if (c->ops_completed < c->ops_enqueued && (oldest == 0 || c->ops_completed + 1 < oldest))
+        oldest = c->ops_completed + 1;
+    }
+    if (oldest == 0) continue;
+    Hang h;
+    h.communicator = id;
+    h.comm_size = size_of[id];
+    h.seq = oldest;
+    std::set<int64_t> comm_ranks_seen;
+    bool identity = size_of[id] == job.world_size;  // comm rank == global rank for every file?
+    for (const RankInput* m : members) {
+      const core::Communicator* c = comm_in(m, id);
+      comm_ranks_seen.insert(c->rank);
+      identity = identity && static_cast<int64_t>(c->rank) == m->data.rank;
+      if (m->data.snapshot || m->data.exit_reason.rfind("signal", 0) == 0) h.from_snapshots = true;
+      if (c->ops_enqueued >= oldest) {
+        if (c->ops_completed < oldest) h.waiting_ranks.push_back(m->data.rank);
+        for (const core::InFlightOp& op : c->in_flight)
+          if (op.seq == oldest && h.op.empty()) {
+            h.op = op.op;
+            h.bytes = op.bytes;
+          }
+        continue;
+      }
+      MissingMember mm;
+      mm.rank = m->data.rank;
+      mm.comm_rank = c->rank;
+      mm.has_file = true;
+      mm.last_enqueued = c->ops_enqueued;
+      for (const core::InFlightOp& op : c->in_flight)
+        if (op.seq == c->ops_enqueued) mm.last_op = op.op;
+      for (const core::RecentCollective& rc : c->recent)
+        if (rc.seq == c->ops_enqueued) mm.last_op = rc.op;
+      mm.doing = what_it_was_doing(m->data) + "; its last call on this communicator was seq " +
+                 std::to_string(c->ops_enqueued) + (mm.last_op.empty() ? "" : " (" + mm.last_op + ")");
+      h.missing.push_back(mm);
+    }
+    for (uint32_t cr = 0; cr < size_of[id]; ++cr) {
+      if (comm_ranks_seen.count(cr)) continue;
+      MissingMember mm;
+      mm.comm_rank = cr;
+      mm.rank = identity ? cr : -1;
+      mm.doing = "communicator rank " + std::to_string(cr) +
+                 (identity ? " (rank " + std::to_string(cr) + ")" : std::string()) +
+                 ": no rank file, so it never reported entering; it may have died before writing one";
+      h.missing.push_back(mm);
+    }
+    if (h.missing.empty()) continue;  // every member entered: not a missing-rank hang
+    if (h.op.empty()) h.op = "unknown";
+    for (const MissingMember& mm : h.missing)
+      if (mm.rank >= 0) h.missing_ranks.push_back(mm.rank);
+    std::sort(h.missing_ranks.begin(), h.missing_ranks.end());
+    rep.hangs.push_back(std::move(h));
+  }
+}
+
+}  // namespace
+
+double busbw_factor(const std::string& op, uint32_t n) {
+  if (n == 0) return 1;
+  const double nn = n;
+  if (op == "AllReduce") return 2 * (nn - 1) / nn;
+  if (op == "AllGather" || op == "ReduceScatter" || op == "AlltoAll" || op == "Gather" || op == "Scatter")
+    return (nn - 1) / nn;
+  return 1;
+}
+
+Report analyze(const Job& job) {
+  Report rep;
+  rep.dir = job.dir;
+  rep.job_id = job.job_id;
+  rep.world_size = job.world_size;
+  rep.ranks = job.ranks.size();
+  rep.missing_ranks = job.missing_ranks;
+  rep.problems = job.problems;
+  rep.aux_files = job.aux_files;
+  rep.other_jobs = job.other_jobs;
+  rep.files_seen = job.files_seen;
+  if (job.ranks.empty()) return rep;
+
+  rep.steps = step_view(job);
+
+  // Per rank, and the job-wide shares.
+  double span = 0, exposed = 0, idle = 0, comm = 0, compute = 0, busy = 0, unattributed = 0;
+  std::map<std::string, uint64_t> capture;
+  for (const RankInput& r : job.ranks) {
+    const core::RankFile& f = r.data;
+    const core::StepTotals& t = f.steps.totals;
+    const double n = steps_of(f);
+    RankView v;
+    v.rank = f.rank;
+    v.host = f.host;
+    v.file = r.file;
+    v.state = f.snapshot ? "snapshot" : f.exit_reason;
+    v.steps = f.steps.count;
+    v.wall_p50_ms = ms(f.steps.wall_ns.p50_ns);
+    v.compute_ms = ms(t.compute_ns) / n;
+    v.exposed_comm_ms = ms(t.exposed_comm_ns) / n;
+    v.comm_ms = ms(t.comm_ns) / n;
+    v.gpu_busy_ms = ms(t.gpu_busy_ns) / n;
+    v.io_other_ms = std::max(0.0, v.gpu_busy_ms - v.compute_ms - v.exposed_comm_ms);
+    v.idle_ms = ms(t.idle_ns) / n;
+    const double rank_span = static_cast<double>(t.gpu_busy_ns) + static_cast<double>(t.idle_ns);
+    v.exposed_comm_pct = rank_span > 0 ? static_cast<double>(t.exposed_comm_ns) / rank_span * 100 : 0;
+    v.idle_pct = rank_span > 0 ? static_cast<double>(t.idle_ns) / rank_span * 100 : 0;
+    v.samples_per_s = f.steps.samples_per_s;
+    v.dropped_records = f.dropped_records;
+    for (const core::Steps::Detail& d : f.steps.detail)
+      if (!d.partial) v.step_wall_ms.emplace_back(d.index, ms(d.wall_ns));
+    rep.per_rank.push_back(std::move(v));
+
+    span += rank_span;
+    busy += static_cast<double>(t.gpu_busy_ns);
+    exposed += static_cast<double>(t.exposed_comm_ns);
+    idle += static_cast<double>(t.idle_ns);
+    comm += static_cast<double>(t.comm_ns);
+    compute += static_cast<double>(t.compute_ns);
+    const auto un = f.categories.find("unattributed");
+    if (un != f.categories.end()) unattributed += static_cast<double>(un->second.gpu_busy_ns);
+
+    rep.warmup = std::max(rep.warmup, f.steps.warmup);
+    rep.steps_max = std::max(rep.steps_max, f.steps.count);
+    rep.dropped_records += f.dropped_records;
+    if (f.dropped_records) rep.ranks_dropping.push_back(f.rank);
+    if (!f.gpu_records_complete) rep.incomplete_ranks.push_back(f.rank);
+    for (const std::string& w : f.warnings) rep.rank_warnings[w].push_back(f.rank);
+    ++capture[f.gpu_capture + (f.gpu_capture_reason.empty() ? "" : " (" + f.gpu_capture_reason + ")")];
+
+    if (f.steps.samples_per_s > 0 || f.steps.tokens_per_s > 0) {
+      ++rep.throughput.ranks_with_rates;
+      rep.throughput.samples_per_s += f.steps.samples_per_s;
+      rep.throughput.tokens_per_s += f.steps.tokens_per_s;
+      rep.throughput.samples_per_s_rank.add(f.steps.samples_per_s, f.rank);
+    }
+  }
+  if (span > 0) {
+    rep.exposed_comm_pct = exposed / span * 100;
+    rep.idle_pct = idle / span * 100;
+    rep.comm_pct = comm / span * 100;
+    rep.compute_pct = compute / span * 100;
+  }
+  rep.unattributed_pct = busy > 0 ? unattributed / busy * 100 : 0;
+  for (const auto& [line, n] : capture) rep.capture.push_back(line + ": " + std::to_string(n) + " rank(s)");
+
+  for (std::string_view name : core::kCategoryNames) {
+    CategoryView c;
+    c.name = std::string(name);
+    for (const RankInput& r : job.ranks) {
+      const auto it = r.data.categories.find(c.name);
+      c.busy_ms.add(it == r.data.categories.end() ? 0 : ms(it->second.gpu_busy_ns) / steps_of(r.data), r.data.rank);
+    }
+    rep.categories.push_back(c);
+  }
+
+  for (const auto& [path, ra] : job.regions) rep.regions.push_back(ra);
+  std::stable_sort(rep.regions.begin(), rep.regions.end(), [](const RegionAcross& a, const RegionAcross& b) {
+    if (a.gpu_busy_ms.mean() != b.gpu_busy_ms.mean()) return a.gpu_busy_ms.mean() > b.gpu_busy_ms.mean();
+    return a.cpu_ms.mean() > b.cpu_ms.mean();
+  });
+
+  std::map<std::pair<std::string, uint32_t>, CommView> comm_rows;
+  for (const RankInput& r : job.ranks)
+    for (const core::CommRow& row : r.data.comm) {
+      CommView& c = comm_rows[{row.op, row.comm_size}];
+      c.op = row.op;
+      c.comm_size = row.comm_size;
+      const double n = steps_of(r.data);
+      c.calls.add(static_cast<double>(row.calls) / n, r.data.rank);
+      c.gpu_ms.add(ms(row.gpu_ns) / n, r.data.rank);
+      c.busbw_gbps.add(row.busbw_gbps, r.data.rank);
+      c.bytes += row.bytes;
+      c.calls_total += row.calls;
+      c.bytes_known = c.bytes_known && row.bytes_known;
+    }
+  for (auto& [key, c] : comm_rows) rep.comm.push_back(c);
+
+  analyze_waits(job, rep);
+  find_stragglers(rep);
+  find_hangs(job, rep);
+  return rep;
+}
+
+}  // namespace traintime::report

@@ -1,0 +1,156 @@
+// What the report says about a job (docs/report.md): statistics across ranks and the diagnosis
+// — waits per collective, wait-free bandwidth, stragglers, exposed comm, hangs — computed once
+// from a loaded Job; every output format renders this.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "job.h"
+
+namespace traintime::report {
+
+// A distribution over (rank, step) samples, in ms.
+struct Dist {
+  uint64_t n = 0;
+  double mean = 0, p50 = 0, p90 = 0, max = 0;
+};
+
+// Per-step distributions of step time and of every component of the breakdown.
+struct StepView {
+  // Where the step time comes from: "steps.detail" (the per-step rows of the ranks, warm-up and
+  // partial steps skipped) or "wall_ns" (the ranks' own statistics when their rows carry no wall
+  // time: p50/p90 are then the median of the ranks' p50/p90).
+  std::string wall_source;
+  // Where the components come from: "steps.detail", or "totals" (each rank's mean per step).
+  std::string component_source;
+  Dist wall, span, gpu_busy, compute, comm, exposed_comm, io, idle;  // span: GPU busy + idle
+  // The step the costs are measured against: the larger of the median CPU wall and GPU span
+  // (they agree when the host waits for the GPU every step).
+  double reference_ms() const { return wall.p50 > span.p50 ? wall.p50 : span.p50; }
+};
+
+struct Throughput {
+  double samples_per_s = 0;  // summed over the ranks (data parallelism: each rank its own samples)
+  double tokens_per_s = 0;
+  uint64_t ranks_with_rates = 0;
+  Across samples_per_s_rank;  // per rank
+};
+
+struct CategoryView {
+  std::string name;
+  Across busy_ms;  // GPU busy per step
+};
+
+struct CommView {  // one (op, communicator size) row merged over ranks
+  std::string op;
+  uint32_t comm_size = 0;
+  Across calls;        // per step
+  Across gpu_ms;       // per step, waiting included
+  Across busbw_gbps;   // as recorded: a lower bound, waiting included
+  uint64_t bytes = 0;  // summed over ranks
+  uint64_t calls_total = 0;
+  bool bytes_known = true;
+};
+
+// Wait-free bus bandwidth of one op at one message size (a power-of-two bucket).
+struct BandwidthView {
+  std::string op;
+  uint32_t comm_size = 0;
+  uint64_t lo_bytes = 0;       // messages of lo_bytes <= size < 2 lo_bytes
+  uint64_t collectives = 0;    // (communicator, seq) matched across all members
+  double waitfree_busbw_gbps = 0;  // from the shortest duration of each collective
+  double recorded_busbw_gbps = 0;  // from every rank's duration, waiting included
+};
+
+struct RankView {
+  int64_t rank = 0;
+  std::string host;
+  std::string file;
+  std::string state;  // "exit", "snapshot", "signal SIGTERM", ...
+  uint64_t steps = 0;
+  double wall_p50_ms = 0;
+  double compute_ms = 0, exposed_comm_ms = 0, io_other_ms = 0, idle_ms = 0;  // per step
+  double comm_ms = 0, gpu_busy_ms = 0;                                       // per step
+  double exposed_comm_pct = 0, idle_pct = 0;
+  double wait_ms = 0;    // per step, waiting for peers in matched collectives
+  double caused_ms = 0;  // per step, the others' wait this rank alone caused (arrived last)
+  uint64_t matched = 0, last_arrivals = 0;
+  double samples_per_s = 0;
+  uint64_t dropped_records = 0;
+  std::vector<std::pair<uint64_t, double>> step_wall_ms;  // (index, ms) from steps.detail
+};
+
+struct Straggler {
+  int64_t rank = 0;
+  std::string host;
+  double cost_ms_per_step = 0;  // how much shorter the job's step would be without the delay
+  double cost_pct = 0;          // of the median step time
+  uint64_t last_arrivals = 0, matched = 0;
+  double compute_ms = 0, median_compute_ms = 0;
+  std::vector<std::string> reasons;  // one sentence each: the evidence
+};
+
+struct MissingMember {
+  int64_t rank = -1;         // global rank, -1 when not known
+  int64_t comm_rank = -1;    // rank in the communicator
+  bool has_file = false;
+  uint64_t last_enqueued = 0;  // last seq it entered on this communicator
+  std::string last_op;         // op of that seq, "" when not known
+  std::string doing;           // one sentence: what it was doing
+};
+
+struct Hang {
+  std::string communicator;
+  uint32_t comm_size = 0;
+  std::string op;
+  uint64_t seq = 0;
+  uint64_t bytes = 0;
+  std::vector<int64_t> waiting_ranks;  // entered seq, not completed
+  std::vector<int64_t> missing_ranks;  // global ranks that never entered seq (known ones)
+  std::vector<MissingMember> missing;  // every member that never entered, with what it was doing
+  bool from_snapshots = false;         // some files are periodic snapshots of a running job
+};
+
+struct Report {
+  std::string dir, job_id;
+  int64_t world_size = 0;
+  uint64_t ranks = 0;  // merged
+  uint64_t warmup = 0, steps_max = 0;
+  std::vector<int64_t> missing_ranks;
+  std::vector<Problem> problems;
+  std::vector<std::string> aux_files;
+  std::map<std::string, uint64_t> other_jobs;
+  uint64_t files_seen = 0;
+
+  StepView steps;
+  Throughput throughput;
+  std::vector<CategoryView> categories;
+  std::vector<RegionAcross> regions;  // by mean GPU busy, largest first
+  std::vector<CommView> comm;
+  std::vector<BandwidthView> bandwidth;
+  std::vector<RankView> per_rank;
+  std::vector<Straggler> stragglers;  // largest cost first
+  std::vector<Hang> hangs;
+  bool hang_data = false;  // some file has threads[] or communicators[].in_flight
+  uint64_t collectives_matched = 0;
+
+  // Job-wide shares of the GPU step span (busy + idle, summed over ranks), in percent.
+  double exposed_comm_pct = 0, idle_pct = 0, comm_pct = 0, compute_pct = 0;
+  double unattributed_pct = 0;  // of GPU busy time
+  uint64_t dropped_records = 0;
+  std::vector<int64_t> ranks_dropping;
+  std::vector<int64_t> incomplete_ranks;  // gpu_records_complete false
+  std::map<std::string, std::vector<int64_t>> rank_warnings;  // warning text -> ranks
+  std::vector<std::string> capture;  // distinct "gpu_capture: reason" lines with rank counts
+};
+
+Report analyze(const Job& job);
+
+// The nccl-tests bus-bandwidth factor for an op on n ranks (docs/schema.md, comm[]).
+double busbw_factor(const std::string& op, uint32_t n);
+
+}  // namespace traintime::report

@@ -1,0 +1,296 @@
+// The report as sections of diagnosis and tables, shared by the text, md, csv and html formats.
+#include <algorithm>
+#include <cstdio>
+
+#include "render.h"
+
+namespace traintime::report {
+namespace {
+
+std::string f3(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+std::string f1(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+std::string f2(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
+std::string u(uint64_t v) { return std::to_string(v); }
+std::string i(int64_t v) { return std::to_string(v); }
+
+std::string bytes_text(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int k = 0;
+  while (b >= 1024 && k < 4) {
+    b /= 1024;
+    ++k;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, k == 0 ? "%.0f %s" : "%.1f %s", b, units[k]);
+  return buf;
+}
+
+std::string rank_list(const std::vector<int64_t>& ranks, std::size_t shown = 16) {
+  std::string out;
+  for (std::size_t k = 0; k < ranks.size() && k < shown; ++k) out += (k ? ", " : "") + std::to_string(ranks[k]);
+  if (ranks.size() > shown) out += " and " + std::to_string(ranks.size() - shown) + " more";
+  return out;
+}
+
+Table make(std::string id, std::string title, std::vector<std::pair<std::string, bool>> cols, std::string note = "") {
+  Table t;
+  t.id = std::move(id);
+  t.title = std::move(title);
+  for (auto& [h, numeric] : cols) {
+    t.headers.push_back(h);
+    t.numeric.push_back(numeric);
+  }
+  t.note = std::move(note);
+  return t;
+}
+
+void add_diagnosis(const Report& r, const Extras& x, Document& d) {
+  Section s{"Stragglers", {}};
+  const double step = r.steps.reference_ms();
+  if (r.stragglers.empty()) {
+    s.lines.push_back(r.collectives_matched
+                          ? "none: no rank kept the others waiting (" + u(r.collectives_matched) +
+                                " collectives lined up across ranks) and no rank's compute stands out"
+                          : "none found; no collective could be lined up across ranks (a single rank, or no "
+                            "communicators[].recent in the files), and no rank's compute stands out");
+  }
+  for (const Straggler& st : r.stragglers) {
+    std::string line = "rank " + i(st.rank) + " (host " + st.host + ") costs the job " + f3(st.cost_ms_per_step) +
+                       " ms/step" + (step > 0 ? " (" + f1(st.cost_pct) + "% of the " + f3(step) + " ms median step)" : "") +
+                       ": ";
+    for (std::size_t k = 0; k < st.reasons.size(); ++k) line += (k ? "; " : "") + st.reasons[k];
+    s.lines.push_back(line);
+  }
+  d.diagnosis.push_back(s);
+
+  Section g{"Where the GPU step time goes", {}};
+  if (r.compute_pct + r.comm_pct + r.idle_pct > 0) {
+    g.lines.push_back("exposed comm " + f1(r.exposed_comm_pct) +
+                      "% of the GPU step span (communication the GPU waited for; all comm " + f1(r.comm_pct) +
+                      "%, compute " + f1(r.compute_pct) + "%)");
+    const RankView* worst_exposed = nullptr;
+    const RankView* worst_idle = nullptr;
+    for (const RankView& v : r.per_rank) {
+      if (!worst_exposed || v.exposed_comm_pct > worst_exposed->exposed_comm_pct) worst_exposed = &v;
+      if (!worst_idle || v.idle_pct > worst_idle->idle_pct) worst_idle = &v;
+    }
+    if (worst_exposed) g.lines.back() += "; highest on rank " + i(worst_exposed->rank) + ": " + f1(worst_exposed->exposed_comm_pct) + "%";
+    g.lines.push_back("idle " + f1(r.idle_pct) + "% of the GPU step span (the GPU had nothing to run inside a step)" +
+                      (worst_idle ? "; highest on rank " + i(worst_idle->rank) + ": " + f1(worst_idle->idle_pct) + "%" : ""));
+    g.lines.push_back("unattributed " + f1(r.unattributed_pct) +
+                      "% of GPU busy time (launched while no region was open anywhere)");
+  } else {
+    g.lines.push_back("no GPU step time in the rank files (GPU capture: see \"Input\")");
+  }
+  d.diagnosis.push_back(g);
+
+  Section h{"Hangs", {}};
+  if (!r.hang_data) {
+    h.lines.push_back("no hang data: these rank files have no communicators[].in_flight or threads[] "
+                      "(written by an older traintime)");
+  } else if (r.hangs.empty()) {
+    h.lines.push_back("none found: no collective that some ranks wait in and others never entered");
+  }
+  for (const Hang& hg : r.hangs) {
+    std::vector<int64_t> missing = hg.missing_ranks;
+    std::string who = missing.empty() ? std::to_string(hg.missing.size()) + " member(s) without a rank file"
+                                      : "rank(s) " + rank_list(missing);
+    h.lines.push_back("communicator " + hg.communicator + " (" +
+                      u(hg.comm_size) + " ranks): " + who + " never entered " + hg.op + " seq " + u(hg.seq) +
+                      (hg.bytes ? " (" + bytes_text(static_cast<double>(hg.bytes)) + ")" : "") + ", which rank(s) " +
+                      rank_list(hg.waiting_ranks) + " wait in" +
+                      (hg.from_snapshots ? " (from snapshot or signal files of a running job)" : ""));
+    for (const MissingMember& mm : hg.missing) h.lines.push_back("  " + mm.doing);
+  }
+  d.diagnosis.push_back(h);
+
+  Section k{"Ranks and records", {}};
+  k.lines.push_back(u(r.ranks) + " of " + i(r.world_size) + " ranks merged" +
+                    (r.missing_ranks.empty() ? "" : "; missing: rank(s) " + rank_list(r.missing_ranks, 32) +
+                                                        " (no usable rank file)"));
+  if (r.dropped_records)
+    k.lines.push_back(u(r.dropped_records) + " GPU activity records dropped on rank(s) " + rank_list(r.ranks_dropping) +
+                      ": their GPU figures undercount");
+  else
+    k.lines.push_back("no GPU activity record dropped");
+  if (!r.incomplete_ranks.empty())
+    k.lines.push_back("rank(s) " + rank_list(r.incomplete_ranks) +
+                      " wrote while CUPTI still held records (snapshot or signal): their latest steps may miss GPU work");
+  for (const std::string& c : r.capture) k.lines.push_back("GPU capture " + c);
+  if (!r.problems.empty())
+    k.lines.push_back(u(r.problems.size()) + " input problem(s): see the \"problems\" table");
+  if (!r.aux_files.empty())
+    k.lines.push_back(u(r.aux_files.size()) + " aux file(s) (other processes that claimed a rank) listed, not merged");
+  d.diagnosis.push_back(k);
+
+  if (x.comparison) {
+    const Comparison& c = *x.comparison;
+    Section cs{"Compared with " + c.base_dir, {}};
+    cs.lines.push_back("changes beyond " + f1(c.noise_pct) +
+                       "% (the larger step-to-step spread (p90-p50)/p50 of the two runs) are marked in the \"compare\" table");
+    if (c.region)
+      cs.lines.push_back("region that moved most: " + c.region->name + " " + f3(c.region->base_ms) + " -> " +
+                         f3(c.region->now_ms) + " ms/step (" + c.region->measure + ", mean over ranks)");
+    if (c.collective)
+      cs.lines.push_back("collective that moved most: " + c.collective->name + " " + f3(c.collective->base_ms) + " -> " +
+                         f3(c.collective->now_ms) + " ms/step (" + c.collective->measure + ", mean over ranks)");
+    d.diagnosis.push_back(cs);
+  }
+  if (x.verdicts) {
+    Section gs{"Gate (--fail-if)", {}};
+    for (const Verdict& v : *x.verdicts) gs.lines.push_back(std::string(v.holds ? "HOLDS  " : "ok     ") + v.explanation);
+    d.diagnosis.push_back(gs);
+  }
+}
+
+void dist_row(Table& t, const char* name, const Dist& dd) {
+  t.rows.push_back({name, u(dd.n), f3(dd.mean), f3(dd.p50), f3(dd.p90), f3(dd.max)});
+}
+
+void across_cells(std::vector<std::string>& row, const Across& a) {
+  row.push_back(f3(a.mean()));
+  row.push_back(f3(a.min));
+  row.push_back(f3(a.max));
+  row.push_back(i(a.max_rank));
+  row.push_back(f1(a.spread_pct()));
+}
+
+}  // namespace
+
+Document build_document(const Report& r, const Extras& x) {
+  Document d;
+  d.heading = "traintime-report: job " + r.job_id + ", " + u(r.ranks) + " of " + i(r.world_size) + " ranks, " +
+              u(r.steps_max) + " steps (warm-up " + u(r.warmup) + "), from " + r.dir;
+  add_diagnosis(r, x, d);
+
+  Table steps = make("steps", "Step time and breakdown per step (ms)",
+                     {{"component", false}, {"n", true}, {"mean", true}, {"p50", true}, {"p90", true}, {"max", true}},
+                     std::string(r.steps.wall_source == "steps.detail"
+                                     ? "Step time over every (rank, step) row of steps.detail after warm-up. "
+                                     : "Step time from each rank's steps.wall_ns (its rows carry none; p50/p90 = "
+                                       "median of the ranks' p50/p90). ") +
+                         (r.steps.component_source == "steps.detail"
+                              ? "GPU components over every (rank, step) row after warm-up, partial steps left out."
+                              : "No per-step rows: GPU components as each rank's mean per step."));
+  dist_row(steps, "step time (CPU wall)", r.steps.wall);
+  dist_row(steps, "GPU step span", r.steps.span);
+  dist_row(steps, "GPU busy", r.steps.gpu_busy);
+  dist_row(steps, "compute", r.steps.compute);
+  dist_row(steps, "comm", r.steps.comm);
+  dist_row(steps, "exposed comm", r.steps.exposed_comm);
+  dist_row(steps, "io", r.steps.io);
+  dist_row(steps, "idle", r.steps.idle);
+  d.tables.push_back(steps);
+
+  Table tp = make("throughput", "Throughput after warm-up",
+                  {{"metric", false}, {"job total", true}, {"ranks", true}, {"rank min", true}, {"rank mean", true},
+                   {"rank max", true}, {"max rank", true}},
+                  "Job total = sum over ranks: right for data parallelism, where each rank consumes its own samples; "
+                  "with tensor or pipeline parallelism divide by the model-parallel degree.");
+  if (r.throughput.ranks_with_rates) {
+    const Across& a = r.throughput.samples_per_s_rank;
+    tp.rows.push_back({"samples/s", f1(r.throughput.samples_per_s), u(r.throughput.ranks_with_rates), f1(a.min),
+                       f1(a.mean()), f1(a.max), i(a.max_rank)});
+    tp.rows.push_back({"tokens/s", f1(r.throughput.tokens_per_s), u(r.throughput.ranks_with_rates), "", "", "", ""});
+  }
+  d.tables.push_back(tp);
+
+  Table cat = make("categories", "GPU busy per category (ms/step, across ranks)",
+                   {{"category", false}, {"mean", true}, {"min", true}, {"max", true}, {"max rank", true}, {"spread %", true}},
+                   "Per step = the rank's total / its steps. spread = (max - min) / mean.");
+  for (const CategoryView& c : r.categories) {
+    std::vector<std::string> row{c.name};
+    across_cells(row, c.busy_ms);
+    cat.rows.push_back(row);
+  }
+  d.tables.push_back(cat);
+
+  Table reg = make("regions", "Regions: self GPU busy (ms/step, across ranks)",
+                   {{"region", false}, {"category", false}, {"ranks", true}, {"mean", true}, {"min", true}, {"max", true},
+                    {"max rank", true}, {"spread %", true}, {"cpu mean", true}},
+                   "Exclusive GPU time of the work launched directly in the region; cpu = inclusive CPU wall time.");
+  for (const RegionAcross& ra : r.regions) {
+    std::vector<std::string> row{ra.path, ra.category, u(ra.gpu_busy_ms.n)};
+    across_cells(row, ra.gpu_busy_ms);
+    row.push_back(f3(ra.cpu_ms.mean()));
+    reg.rows.push_back(row);
+  }
+  reg.text_rows = 25;
+  d.tables.push_back(reg);
+
+  Table comm = make("comm", "Communication per op and communicator size (per step, across ranks)",
+                    {{"op", false}, {"size", true}, {"calls", true}, {"bytes/call", true}, {"gpu ms mean", true},
+                     {"gpu ms max", true}, {"max rank", true}, {"busbw GB/s", true}},
+                    "GPU time includes waiting for the slowest rank, so this busbw (mean over ranks) is a lower "
+                    "bound; see \"bandwidth\" for the wait-free figures.");
+  for (const CommView& c : r.comm)
+    comm.rows.push_back({c.op, u(c.comm_size), f2(c.calls.mean()),
+                         c.bytes_known && c.calls_total ? bytes_text(static_cast<double>(c.bytes) / static_cast<double>(c.calls_total)) : "unknown",
+                         f3(c.gpu_ms.mean()), f3(c.gpu_ms.max), i(c.gpu_ms.max_rank), f2(c.busbw_gbps.mean())});
+  d.tables.push_back(comm);
+
+  Table bw = make("bandwidth", "Wait-free bus bandwidth per op and message size (GB/s = 1e9 B/s)",
+                  {{"op", false}, {"size", true}, {"bytes from", true}, {"collectives", true}, {"wait-free busbw", true},
+                   {"recorded busbw", true}},
+                  "Each collective lined up by (communicator, seq); its shortest duration over the member ranks is "
+                  "the wait-free time. recorded = from every rank's duration, waiting included.");
+  for (const BandwidthView& b : r.bandwidth)
+    bw.rows.push_back({b.op, u(b.comm_size), bytes_text(static_cast<double>(b.lo_bytes)), u(b.collectives),
+                       f2(b.waitfree_busbw_gbps), f2(b.recorded_busbw_gbps)});
+  d.tables.push_back(bw);
+
+  Table ranks = make("ranks", "Per rank (ms/step)",
+                     {{"rank", true}, {"host", false}, {"steps", true}, {"p50 step", true}, {"compute", true},
+                      {"exp comm", true}, {"io+other", true}, {"idle", true}, {"wait", true}, {"caused", true},
+                      {"state", false}},
+                     "wait = time this rank's collectives waited for the others; caused = the wait of the job that "
+                     "this rank alone caused by arriving last.");
+  for (const RankView& v : r.per_rank)
+    ranks.rows.push_back({i(v.rank), v.host, u(v.steps), f3(v.wall_p50_ms), f3(v.compute_ms), f3(v.exposed_comm_ms),
+                          f3(v.io_other_ms), f3(v.idle_ms), f3(v.wait_ms), f3(v.caused_ms), v.state});
+  ranks.text_rows = 64;
+  d.tables.push_back(ranks);
+
+  if (x.comparison) {
+    Table c = make("compare", "Compared with " + x.comparison->base_dir,
+                   {{"metric", false}, {"this run", true}, {"baseline", true}, {"change", true}, {"change %", true},
+                    {"beyond spread", false}},
+                   "beyond spread: the change is larger than the runs' own step-to-step spread; '-' for counts.");
+    for (const MetricChange& m : x.comparison->metrics)
+      c.rows.push_back({m.name + (unit_label(m.unit)[0] ? std::string(" (") + unit_label(m.unit) + ")" : ""),
+                        m.now ? f3(*m.now) : "n/a", m.base ? f3(*m.base) : "n/a", m.change ? f3(*m.change) : "n/a",
+                        m.change_pct ? f1(*m.change_pct) : "n/a",
+                        m.beyond_spread ? (*m.beyond_spread ? "yes" : "no") : "-"});
+    d.tables.push_back(c);
+  }
+
+  Table w = make("warnings", "Warnings written in the rank files", {{"warning", false}, {"ranks", false}});
+  for (const auto& [text, rk] : r.rank_warnings) w.rows.push_back({"rank(s) " + rank_list(rk), text});
+  w.headers = {"ranks", "warning"};
+  w.as_lines = true;
+  w.text_rows = 50;
+  d.tables.push_back(w);
+
+  Table p = make("problems", "Input problems (each file named; the rest is still reported)",
+                 {{"file", false}, {"problem", false}});
+  for (const Problem& pr : r.problems) p.rows.push_back({pr.file, pr.message});
+  for (const std::string& a : r.aux_files) p.rows.push_back({a, "aux file: listed, not merged as a rank"});
+  p.as_lines = true;
+  p.text_rows = 200;
+  d.tables.push_back(p);
+  return d;
+}
+
+}  // namespace traintime::report

@@ -1,0 +1,292 @@
+// --format html: one self-contained page (no network): the diagnosis, inline SVG charts with
+// axes, units and legends, and every table. Every string from the data goes through escape().
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "render.h"
+
+namespace traintime::report {
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string num(double v, const char* f = "%.3g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// A round axis maximum and step (1, 2 or 5 times a power of ten) for about five ticks.
+std::pair<double, double> axis(double max) {
+  if (!(max > 0)) return {1, 0.2};
+  const double raw = max / 5;
+  const double p = std::pow(10, std::floor(std::log10(raw)));
+  double step = p;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= raw) {
+      step = m * p;
+      break;
+    }
+  return {std::ceil(max / step) * step, step};
+}
+
+constexpr int kW = 960, kH = 340, kLeft = 72, kRight = 190, kTop = 34, kBottom = 56;
+constexpr int kPlotW = kW - kLeft - kRight, kPlotH = kH - kTop - kBottom;
+
+struct Series {
+  std::string name, color;
+  std::vector<double> values;
+};
+
+std::string frame(const std::string& id, const std::string& title, const std::string& x_title,
+                  const std::string& y_title, double ymax, double ystep) {
+  std::string s = "<figure id=\"" + id + "\"><svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                  std::to_string(kW) + "\" height=\"" + std::to_string(kH) + "\" viewBox=\"0 0 " + std::to_string(kW) +
+                  " " + std::to_string(kH) + "\" role=\"img\" aria-label=\"" + escape(title) + "\">";
+  s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"20\" class=\"title\">" + escape(title) + "</text>";
+  for (double t = 0; t <= ymax * 1.0000001; t += ystep) {
+    const double y = kTop + kPlotH - t / ymax * kPlotH;
+    s += "<line x1=\"" + std::to_string(kLeft) + "\" x2=\"" + std::to_string(kLeft + kPlotW) + "\" y1=\"" + num(y, "%.1f") +
+         "\" y2=\"" + num(y, "%.1f") + "\" class=\"grid\"/>";
+    s += "<text x=\"" + std::to_string(kLeft - 6) + "\" y=\"" + num(y + 4, "%.1f") + "\" class=\"tick\" text-anchor=\"end\">" +
+         num(t, "%g") + "</text>";
+  }
+  s += "<line x1=\"" + std::to_string(kLeft) + "\" x2=\"" + std::to_string(kLeft) + "\" y1=\"" + std::to_string(kTop) +
+       "\" y2=\"" + std::to_string(kTop + kPlotH) + "\" class=\"axis\"/>";
+  s += "<line x1=\"" + std::to_string(kLeft) + "\" x2=\"" + std::to_string(kLeft + kPlotW) + "\" y1=\"" +
+       std::to_string(kTop + kPlotH) + "\" y2=\"" + std::to_string(kTop + kPlotH) + "\" class=\"axis\"/>";
+  s += "<text x=\"" + std::to_string(kLeft + kPlotW / 2) + "\" y=\"" + std::to_string(kH - 8) +
+       "\" text-anchor=\"middle\" class=\"label\">" + escape(x_title) + "</text>";
+  s += "<text transform=\"translate(16 " + std::to_string(kTop + kPlotH / 2) +
+       ") rotate(-90)\" text-anchor=\"middle\" class=\"label\">" + escape(y_title) + "</text>";
+  return s;
+}
+
+std::string legend(const std::vector<std::pair<std::string, std::string>>& items) {
+  std::string s = "<g class=\"legend\">";
+  int y = kTop + 4;
+  for (const auto& [name, color] : items) {
+    s += "<rect x=\"" + std::to_string(kLeft + kPlotW + 16) + "\" y=\"" + std::to_string(y) +
+         "\" width=\"12\" height=\"12\" fill=\"" + color + "\"/>";
+    s += "<text x=\"" + std::to_string(kLeft + kPlotW + 34) + "\" y=\"" + std::to_string(y + 10) + "\" class=\"tick\">" +
+         escape(name) + "</text>";
+    y += 18;
+  }
+  return s + "</g>";
+}
+
+std::string empty_chart(const std::string& id, const std::string& title, const std::string& why) {
+  return frame(id, title, "", "", 1, 1) + "<text x=\"" + std::to_string(kLeft + 20) + "\" y=\"" +
+         std::to_string(kTop + kPlotH / 2) + "\" class=\"label\">" + escape(why) + "</text></svg></figure>";
+}
+
+// Bars per x label, the series stacked or side by side.
+std::string bar_chart(const std::string& id, const std::string& title, const std::vector<std::string>& labels,
+                      const std::vector<Series>& series, bool stacked, const std::string& x_title,
+                      const std::string& y_title) {
+  double max = 0;
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    double sum = 0;
+    for (const Series& s : series) {
+      sum = stacked ? sum + s.values[k] : std::max(sum, s.values[k]);
+    }
+    max = std::max(max, sum);
+  }
+  const auto [ymax, ystep] = axis(max);
+  std::string s = frame(id, title, x_title, y_title, ymax, ystep);
+  const double slot = static_cast<double>(kPlotW) / static_cast<double>(std::max<std::size_t>(labels.size(), 1));
+  const std::size_t label_every = std::max<std::size_t>(1, labels.size() / 24);
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    const double x0 = kLeft + slot * static_cast<double>(k) + slot * 0.1;
+    const double bw = slot * 0.8;
+    double base = 0;
+    for (std::size_t si = 0; si < series.size(); ++si) {
+      const double v = series[si].values[k];
+      const double h = v / ymax * kPlotH;
+      const double w = stacked ? bw : bw / static_cast<double>(series.size());
+      const double x = stacked ? x0 : x0 + w * static_cast<double>(si);
+      const double y = kTop + kPlotH - (stacked ? base + h : h);
+      s += "<rect x=\"" + num(x, "%.2f") + "\" y=\"" + num(y, "%.2f") + "\" width=\"" + num(std::max(w, 0.5), "%.2f") +
+           "\" height=\"" + num(h, "%.2f") + "\" fill=\"" + series[si].color + "\"><title>" +
+           escape(labels[k] + " " + series[si].name + ": " + num(v, "%.4g") + " " + y_title) + "</title></rect>";
+      if (stacked) base += h;
+    }
+    if (k % label_every == 0)
+      s += "<text x=\"" + num(x0 + bw / 2, "%.1f") + "\" y=\"" + std::to_string(kTop + kPlotH + 16) +
+           "\" text-anchor=\"middle\" class=\"tick\">" + escape(labels[k]) + "</text>";
+  }
+  std::vector<std::pair<std::string, std::string>> items;
+  for (const Series& se : series) items.emplace_back(se.name, se.color);
+  return s + legend(items) + "</svg></figure>";
+}
+
+struct Line {
+  std::string name, color;
+  std::vector<std::pair<double, double>> points;
+};
+
+std::string line_chart(const std::string& id, const std::string& title, const std::vector<Line>& lines,
+                       const std::string& x_title, const std::string& y_title) {
+  double xmin = 1e300, xmax = -1e300, ymaxv = 0;
+  for (const Line& l : lines)
+    for (const auto& [x, y] : l.points) {
+      xmin = std::min(xmin, x);
+      xmax = std::max(xmax, x);
+      ymaxv = std::max(ymaxv, y);
+    }
+  const auto [ymax, ystep] = axis(ymaxv);
+  std::string s = frame(id, title, x_title, y_title, ymax, ystep);
+  const double span = xmax > xmin ? xmax - xmin : 1;
+  auto px = [&](double x) { return kLeft + (x - xmin) / span * kPlotW; };
+  for (int t = 0; t <= 5; ++t) {
+    const double xv = xmin + span * t / 5;
+    s += "<text x=\"" + num(px(xv), "%.1f") + "\" y=\"" + std::to_string(kTop + kPlotH + 16) +
+         "\" text-anchor=\"middle\" class=\"tick\">" + num(xv, "%.0f") + "</text>";
+  }
+  for (const Line& l : lines) {
+    std::string pts;
+    for (const auto& [x, y] : l.points) pts += num(px(x), "%.1f") + "," + num(kTop + kPlotH - y / ymax * kPlotH, "%.1f") + " ";
+    s += "<polyline fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"1.5\" points=\"" + pts + "\"><title>" +
+         escape(l.name) + "</title></polyline>";
+  }
+  std::vector<std::pair<std::string, std::string>> items;
+  for (const Line& l : lines) items.emplace_back(l.name, l.color);
+  return s + legend(items) + "</svg></figure>";
+}
+
+const char* kPalette[] = {"#4e79a7", "#e15759", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2",
+                          "#edc948", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#d62728",
+                          "#2ca02c", "#9467bd", "#8c564b", "#17becf"};
+
+std::string charts(const Report& r) {
+  std::string out;
+  std::vector<std::string> labels;
+  for (const RankView& v : r.per_rank) labels.push_back(std::to_string(v.rank));
+
+  // 1. Per-rank breakdown of a step.
+  {
+    std::vector<Series> s{{"compute", "#4e79a7", {}}, {"exposed comm", "#e15759", {}},
+                          {"io + other", "#f28e2b", {}}, {"idle", "#bab0ac", {}}};
+    for (const RankView& v : r.per_rank) {
+      s[0].values.push_back(v.compute_ms);
+      s[1].values.push_back(v.exposed_comm_ms);
+      s[2].values.push_back(v.io_other_ms);
+      s[3].values.push_back(v.idle_ms);
+    }
+    out += bar_chart("chart-breakdown", "GPU time per step by rank: compute, exposed comm, io, idle", labels, s, true,
+                     "rank", "ms per step");
+  }
+  // 2. Step time over the run, for at most 16 ranks: the stragglers first, then spread over the ranks.
+  {
+    std::vector<const RankView*> pick;
+    for (const Straggler& st : r.stragglers)
+      for (const RankView& v : r.per_rank)
+        if (v.rank == st.rank && pick.size() < 16) pick.push_back(&v);
+    const std::size_t n = r.per_rank.size();
+    for (std::size_t k = 0; k < n && pick.size() < 16; k += std::max<std::size_t>(1, n / 16))
+      if (std::find(pick.begin(), pick.end(), &r.per_rank[k]) == pick.end()) pick.push_back(&r.per_rank[k]);
+    std::vector<Line> lines;
+    for (std::size_t k = 0; k < pick.size(); ++k) {
+      Line l{"rank " + std::to_string(pick[k]->rank), kPalette[k % 16], {}};
+      for (const auto& [idx, ms] : pick[k]->step_wall_ms) l.points.emplace_back(static_cast<double>(idx), ms);
+      if (!l.points.empty()) lines.push_back(l);
+    }
+    const std::string title = "Step time over the run" + std::string(n > pick.size() ? " (" + std::to_string(pick.size()) +
+                                                                                            " of " + std::to_string(n) + " ranks)"
+                                                                                      : "");
+    out += lines.empty() ? empty_chart("chart-steps", title, "no per-step rows (steps.detail) in the rank files")
+                         : line_chart("chart-steps", title, lines, "step", "step time, ms (CPU wall)");
+  }
+  // 3. Bus bandwidth by op and message size.
+  {
+    std::vector<std::string> bl;
+    std::vector<Series> s{{"wait-free", "#59a14f", {}}, {"recorded (incl. waiting)", "#bab0ac", {}}};
+    for (const BandwidthView& b : r.bandwidth) {
+      const double lo = static_cast<double>(b.lo_bytes);
+      const std::string size = lo >= 1 << 20 ? num(lo / (1 << 20), "%g") + " MiB"
+                               : lo >= 1 << 10 ? num(lo / (1 << 10), "%g") + " KiB" : num(lo, "%g") + " B";
+      bl.push_back(b.op + " " + size);
+      s[0].values.push_back(b.waitfree_busbw_gbps);
+      s[1].values.push_back(b.recorded_busbw_gbps);
+    }
+    out += bl.empty() ? empty_chart("chart-bandwidth", "Bus bandwidth by op and message size",
+                                    "no collective lined up across ranks (one rank, or no communicators[].recent)")
+                      : bar_chart("chart-bandwidth", "Bus bandwidth by op and message size (messages from the size shown)",
+                                  bl, s, false, "op and message size", "busbw, GB/s (1e9 B/s)");
+  }
+  // 4. Who waits and who makes the others wait.
+  {
+    std::vector<Series> s{{"waited for others", "#76b7b2", {}}, {"made the job wait", "#e15759", {}}};
+    for (const RankView& v : r.per_rank) {
+      s[0].values.push_back(v.wait_ms);
+      s[1].values.push_back(v.caused_ms);
+    }
+    out += bar_chart("chart-waits", "Stragglers: collective wait per rank", labels, s, false, "rank", "ms per step");
+  }
+  return out;
+}
+
+std::string table_html(const Table& t) {
+  std::string s = "<section id=\"table-" + escape(t.id) + "\"><h2>" + escape(t.title) + "</h2>";
+  if (t.rows.empty()) return s + "<p>(none)</p></section>";
+  s += "<table><thead><tr>";
+  for (std::size_t c = 0; c < t.headers.size(); ++c)
+    s += std::string("<th") + (t.numeric[c] ? " class=\"n\"" : "") + ">" + escape(t.headers[c]) + "</th>";
+  s += "</tr></thead><tbody>";
+  for (const auto& row : t.rows) {
+    s += "<tr>";
+    for (std::size_t c = 0; c < row.size(); ++c)
+      s += std::string("<td") + (t.numeric[c] ? " class=\"n\"" : "") + ">" + escape(row[c]) + "</td>";
+    s += "</tr>";
+  }
+  s += "</tbody></table>";
+  if (!t.note.empty()) s += "<p class=\"note\">" + escape(t.note) + "</p>";
+  return s + "</section>";
+}
+
+}  // namespace
+
+std::string render_html(const Document& d, const Report& r) {
+  std::string s =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+      "script-src 'unsafe-inline'; img-src data:\">"
+      "<title>" + escape(d.heading) + "</title><style>"
+      "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}"
+      "h1{font-size:20px}h2{font-size:16px;margin-top:28px}h3{font-size:14px;margin:12px 0 4px}"
+      "table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}"
+      "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.note{color:#555;font-size:12px}"
+      "svg .title{font-size:14px;font-weight:600}svg .tick{font-size:11px;fill:#333}svg .label{font-size:12px;fill:#333}"
+      "svg .grid{stroke:#e5e5e5}svg .axis{stroke:#333}figure{margin:16px 0}ul{margin:0 0 8px}"
+      ".sim{background:#fff3cd;padding:6px 10px}"
+      "</style></head><body>\n";
+  s += "<h1>" + escape(d.heading) + "</h1>\n<section id=\"diagnosis\"><h2>Diagnosis</h2>";
+  for (const Section& sec : d.diagnosis) {
+    s += "<h3>" + escape(sec.title) + "</h3><ul>";
+    for (const std::string& l : sec.lines) s += "<li>" + escape(l) + "</li>";
+    s += "</ul>";
+  }
+  s += "</section>\n<section id=\"charts\"><h2>Charts</h2>" + charts(r) + "</section>\n";
+  for (const Table& t : d.tables) s += table_html(t) + "\n";
+  // Marks the page as rendered with its chart count (the headless-browser test reads it back).
+  s += "<script>document.body.setAttribute('data-charts', String(document.querySelectorAll('svg.chart').length));"
+       "</script>\n</body></html>\n";
+  return s;
+}
+
+}  // namespace traintime::report

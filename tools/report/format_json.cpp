@@ -1,0 +1,154 @@
+// --format json: the machine-readable job summary (docs/report.md is its contract).
+#include "render.h"
+
+namespace traintime::report {
+namespace {
+
+using nlohmann::json;
+
+json dist(const Dist& d) { return {{"n", d.n}, {"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"max", d.max}}; }
+
+json across(const Across& a) {
+  return {{"mean", a.mean()}, {"min", a.min}, {"max", a.max}, {"min_rank", a.min_rank}, {"max_rank", a.max_rank},
+          {"ranks", a.n}, {"spread_pct", a.spread_pct()}};
+}
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+}  // namespace
+
+json summary_json(const Report& r, const Extras& x) {
+  json out;
+  out["format"] = "traintime-report/1";
+  out["dir"] = r.dir;
+  out["job_id"] = r.job_id;
+  out["ranks"] = r.ranks;
+  out["world_size"] = r.world_size;
+  out["missing_ranks"] = r.missing_ranks;
+  out["files_seen"] = r.files_seen;
+  out["steps"] = r.steps_max;
+  out["warmup"] = r.warmup;
+
+  json metrics = json::object();
+  for (const Metric& m : headline_metrics(r)) metrics[m.name] = opt(m.value);
+  out["metrics"] = metrics;
+
+  out["step_time_ms"] = dist(r.steps.wall);
+  out["step_time_source"] = r.steps.wall_source;
+  out["breakdown_source"] = r.steps.component_source;
+  out["reference_step_ms"] = r.steps.reference_ms();
+  out["breakdown_ms"] = {{"span", dist(r.steps.span)}, {"gpu_busy", dist(r.steps.gpu_busy)}, {"compute", dist(r.steps.compute)},
+                         {"comm", dist(r.steps.comm)},         {"exposed_comm", dist(r.steps.exposed_comm)},
+                         {"io", dist(r.steps.io)},             {"idle", dist(r.steps.idle)}};
+  out["shares_pct"] = {{"exposed_comm", r.exposed_comm_pct}, {"comm", r.comm_pct}, {"compute", r.compute_pct},
+                       {"idle", r.idle_pct}, {"unattributed", r.unattributed_pct}};
+  out["throughput"] = {{"samples_per_s", r.throughput.samples_per_s},
+                       {"tokens_per_s", r.throughput.tokens_per_s},
+                       {"ranks_with_rates", r.throughput.ranks_with_rates},
+                       {"summed_over", "ranks (data parallelism: each rank consumes its own samples)"}};
+
+  json cats = json::array();
+  for (const CategoryView& c : r.categories) cats.push_back({{"category", c.name}, {"gpu_busy_ms_per_step", across(c.busy_ms)}});
+  out["categories"] = cats;
+  json regs = json::array();
+  for (const RegionAcross& ra : r.regions)
+    regs.push_back({{"path", ra.path}, {"category", ra.category}, {"gpu_busy_ms_per_step", across(ra.gpu_busy_ms)},
+                    {"cpu_ms_per_step", across(ra.cpu_ms)}, {"entries_per_step", across(ra.entries)}});
+  out["regions"] = regs;
+  json comm = json::array();
+  for (const CommView& c : r.comm)
+    comm.push_back({{"op", c.op}, {"comm_size", c.comm_size}, {"calls_per_step", across(c.calls)},
+                    {"gpu_ms_per_step", across(c.gpu_ms)}, {"busbw_gbps_recorded", across(c.busbw_gbps)},
+                    {"bytes", c.bytes}, {"calls", c.calls_total}, {"bytes_known", c.bytes_known}});
+  out["comm"] = comm;
+  json bw = json::array();
+  for (const BandwidthView& b : r.bandwidth)
+    bw.push_back({{"op", b.op}, {"comm_size", b.comm_size}, {"lo_bytes", b.lo_bytes}, {"collectives", b.collectives},
+                  {"waitfree_busbw_gbps", b.waitfree_busbw_gbps}, {"recorded_busbw_gbps", b.recorded_busbw_gbps}});
+  out["bandwidth"] = bw;
+  out["collectives_matched"] = r.collectives_matched;
+
+  json ranks = json::array();
+  for (const RankView& v : r.per_rank)
+    ranks.push_back({{"rank", v.rank},
+                     {"host", v.host},
+                     {"file", v.file},
+                     {"state", v.state},
+                     {"steps", v.steps},
+                     {"step_time_p50_ms", v.wall_p50_ms},
+                     {"per_step_ms",
+                      {{"gpu_busy", v.gpu_busy_ms},
+                       {"compute", v.compute_ms},
+                       {"comm", v.comm_ms},
+                       {"exposed_comm", v.exposed_comm_ms},
+                       {"io_other", v.io_other_ms},
+                       {"idle", v.idle_ms},
+                       {"wait", v.wait_ms},
+                       {"caused_wait", v.caused_ms}}},
+                     {"exposed_comm_pct", v.exposed_comm_pct},
+                     {"idle_pct", v.idle_pct},
+                     {"collectives_matched", v.matched},
+                     {"last_arrivals", v.last_arrivals},
+                     {"samples_per_s", v.samples_per_s},
+                     {"dropped_records", v.dropped_records}});
+  out["per_rank"] = ranks;
+
+  json st = json::array();
+  for (const Straggler& s : r.stragglers)
+    st.push_back({{"rank", s.rank}, {"host", s.host}, {"cost_ms_per_step", s.cost_ms_per_step},
+                  {"cost_pct_of_step", s.cost_pct}, {"last_arrivals", s.last_arrivals},
+                  {"collectives_matched", s.matched}, {"reasons", s.reasons}});
+  out["stragglers"] = st;
+
+  out["hang_data"] = r.hang_data;
+  json hangs = json::array();
+  for (const Hang& h : r.hangs) {
+    json missing = json::array();
+    for (const MissingMember& m : h.missing)
+      missing.push_back({{"rank", m.rank >= 0 ? json(m.rank) : json(nullptr)}, {"comm_rank", m.comm_rank},
+                         {"has_file", m.has_file}, {"last_seq", m.last_enqueued},
+                         {"last_op", m.last_op}, {"doing", m.doing}});
+    hangs.push_back({{"communicator", h.communicator}, {"comm_size", h.comm_size}, {"op", h.op}, {"seq", h.seq},
+                     {"bytes", h.bytes}, {"missing_ranks", h.missing_ranks}, {"waiting_ranks", h.waiting_ranks},
+                     {"missing", missing}, {"from_snapshots", h.from_snapshots}});
+  }
+  out["hangs"] = hangs;
+
+  out["dropped_records"] = r.dropped_records;
+  out["ranks_dropping_records"] = r.ranks_dropping;
+  out["incomplete_gpu_records_ranks"] = r.incomplete_ranks;
+  json warnings = json::array();
+  for (const auto& [text, rk] : r.rank_warnings) warnings.push_back({{"warning", text}, {"ranks", rk}});
+  out["rank_warnings"] = warnings;
+  json problems = json::array();
+  for (const Problem& p : r.problems) problems.push_back({{"file", p.file}, {"problem", p.message}});
+  out["problems"] = problems;
+  out["aux_files"] = r.aux_files;
+  out["other_jobs"] = r.other_jobs;
+
+  if (x.comparison) {
+    const Comparison& c = *x.comparison;
+    json ms = json::array();
+    for (const MetricChange& m : c.metrics)
+      ms.push_back({{"metric", m.name}, {"unit", unit_label(m.unit)}, {"value", opt(m.now)}, {"baseline", opt(m.base)},
+                    {"change", opt(m.change)}, {"change_pct", opt(m.change_pct)},
+                    {"beyond_spread", m.beyond_spread ? json(*m.beyond_spread) : json(nullptr)}});
+    auto mover = [](const std::optional<Mover>& m) {
+      return m ? json{{"name", m->name}, {"ms_per_step", m->now_ms}, {"baseline_ms_per_step", m->base_ms},
+                      {"measure", m->measure}}
+               : json(nullptr);
+    };
+    out["compare"] = {{"baseline_dir", c.base_dir}, {"baseline_job_id", c.base_job}, {"spread_pct", c.noise_pct},
+                      {"metrics", ms}, {"moved_most_region", mover(c.region)},
+                      {"moved_most_collective", mover(c.collective)}};
+  }
+  if (x.verdicts) {
+    json g = json::array();
+    for (const Verdict& v : *x.verdicts)
+      g.push_back({{"condition", v.condition.text}, {"holds", v.holds}, {"explanation", v.explanation}});
+    out["gate"] = g;
+  }
+  return out;
+}
+
+}  // namespace traintime::report

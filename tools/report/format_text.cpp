@@ -1,0 +1,218 @@
+// text (aligned tables within 100 columns), md and csv renderings of the Document.
+#include <algorithm>
+#include <cctype>
+
+#include "render.h"
+
+namespace traintime::report {
+namespace {
+
+constexpr std::size_t kWidth = 100;
+
+// Cuts to `width` columns, keeping the end of a path ("...rd/layer3") and the start of other text.
+std::string fit(const std::string& s, std::size_t width, bool keep_end) {
+  if (display_width(s) <= width) return s;
+  if (width <= 3) return std::string(width, '.');
+  const std::size_t keep = width - 3;
+  // Walk code points so a cut never splits a UTF-8 sequence.
+  std::vector<std::size_t> starts;
+  for (std::size_t k = 0; k < s.size(); ++k)
+    if ((static_cast<unsigned char>(s[k]) & 0xC0) != 0x80) starts.push_back(k);
+  if (keep_end) return "..." + s.substr(starts[starts.size() - keep]);
+  return s.substr(0, starts[keep]) + "...";
+}
+
+std::string pad(const std::string& s, std::size_t width, bool right) {
+  const std::size_t w = display_width(s);
+  if (w >= width) return s;
+  return right ? std::string(width - w, ' ') + s : s + std::string(width - w, ' ');
+}
+
+// Word-wraps `text` to kWidth columns; continuation lines get `indent`.
+void wrap(std::string& out, const std::string& text, const std::string& first, const std::string& indent) {
+  std::string line = first;
+  std::size_t pos = 0;
+  bool empty_line = true;
+  while (pos <= text.size()) {
+    std::size_t sp = text.find(' ', pos);
+    if (sp == std::string::npos) sp = text.size();
+    const std::string word = text.substr(pos, sp - pos);
+    if (!empty_line && display_width(line) + 1 + display_width(word) > kWidth) {
+      out += line + "\n";
+      line = indent;
+      empty_line = true;
+    }
+    line += (empty_line ? "" : " ") + word;
+    empty_line = false;
+    pos = sp + 1;
+  }
+  out += line + "\n";
+}
+
+void text_table(std::string& out, const Table& t) {
+  out += "\n" + t.title + "\n";
+  if (t.rows.empty()) {
+    out += "  (none)\n";
+    return;
+  }
+  const std::size_t shown = t.text_rows ? std::min(t.text_rows, t.rows.size()) : t.rows.size();
+  if (t.as_lines) {
+    for (std::size_t r = 0; r < shown; ++r) {
+      std::string rest;
+      for (std::size_t c = 1; c < t.rows[r].size(); ++c) rest += (c > 1 ? "; " : "") + t.rows[r][c];
+      wrap(out, t.rows[r][0] + ": " + rest, "  ", "      ");
+    }
+  } else {
+    const std::size_t n = t.headers.size();
+    std::vector<std::size_t> w(n);
+    for (std::size_t c = 0; c < n; ++c) {
+      w[c] = display_width(t.headers[c]);
+      for (std::size_t r = 0; r < shown; ++r) w[c] = std::max(w[c], display_width(t.rows[r][c]));
+    }
+    // Within kWidth: the widest text column gives way first (numbers are never cut).
+    auto total = [&] {
+      std::size_t s = 2 + 2 * (n - 1);
+      for (std::size_t x : w) s += x;
+      return s;
+    };
+    while (total() > kWidth) {
+      std::size_t widest = n;
+      for (std::size_t c = 0; c < n; ++c)
+        if (!t.numeric[c] && w[c] > 8 && (widest == n || w[c] > w[widest])) widest = c;
+      if (widest == n) break;
+      w[widest] -= std::min(w[widest] - 8, total() - kWidth);
+    }
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::string l = " ";
+      for (std::size_t c = 0; c < n; ++c)
+        l += " " + pad(fit(cells[c], w[c], c == 0), w[c], t.numeric[c]);
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      out += l + "\n";
+    };
+    line(t.headers);
+    std::vector<std::string> rule;
+    for (std::size_t c = 0; c < n; ++c) rule.push_back(std::string(w[c], '-'));
+    line(rule);
+    for (std::size_t r = 0; r < shown; ++r) line(t.rows[r]);
+  }
+  if (shown < t.rows.size())
+    out += "  ... " + std::to_string(t.rows.size() - shown) + " more rows (all of them with --format csv or json)\n";
+  if (!t.note.empty()) wrap(out, t.note, "  ", "  ");
+}
+
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '\n') out += ' ';
+    else if (c == '*' || c == '_' || c == '`' || c == '[' || c == ']' || c == '\\') out += std::string("\\") + c;
+    else out += c;
+  }
+  return out;
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string snake(const std::string& h) {
+  std::string out;
+  for (std::size_t k = 0; k < h.size(); ++k) {
+    const unsigned char c = static_cast<unsigned char>(h[k]);
+    if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
+    else if (h[k] == '%') out += out.empty() || out.back() == '_' ? "pct" : "_pct";
+    else if (h[k] == '/') out += "_per_";
+    else if (h[k] == '+') out += "_";
+    else if (!out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
+
+std::string csv_table(const Table& t) {
+  std::string out;
+  for (std::size_t c = 0; c < t.headers.size(); ++c) out += (c ? "," : "") + csv_cell(snake(t.headers[c]));
+  out += "\n";
+  for (const auto& row : t.rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_cell(row[c]);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t display_width(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string render_text(const Document& d) {
+  std::string out;
+  wrap(out, d.heading, "", "  ");
+  out += "\nDIAGNOSIS\n";
+  for (const Section& s : d.diagnosis) {
+    out += s.title + ":\n";
+    for (const std::string& l : s.lines) {
+      const bool sub = l.rfind("  ", 0) == 0;
+      wrap(out, sub ? l.substr(2) : l, sub ? "      " : "  - ", sub ? "        " : "    ");
+    }
+  }
+  for (const Table& t : d.tables) text_table(out, t);
+  return out;
+}
+
+std::string render_markdown(const Document& d) {
+  std::string out = "# " + md_cell(d.heading) + "\n\n## Diagnosis\n";
+  for (const Section& s : d.diagnosis) {
+    out += "\n### " + md_cell(s.title) + "\n\n";
+    for (const std::string& l : s.lines) {
+      const bool sub = l.rfind("  ", 0) == 0;
+      out += (sub ? "  - " + md_cell(l.substr(2)) : "- " + md_cell(l)) + "\n";
+    }
+  }
+  for (const Table& t : d.tables) {
+    out += "\n## " + md_cell(t.title) + "\n\n";
+    if (t.rows.empty()) {
+      out += "(none)\n";
+      continue;
+    }
+    out += "|";
+    for (const std::string& h : t.headers) out += " " + md_cell(h) + " |";
+    out += "\n|";
+    for (std::size_t c = 0; c < t.headers.size(); ++c) out += t.numeric[c] ? " ---: |" : " --- |";
+    out += "\n";
+    const std::size_t shown = t.text_rows ? std::min(t.text_rows, t.rows.size()) : t.rows.size();
+    for (std::size_t r = 0; r < shown; ++r) {
+      out += "|";
+      for (const std::string& cell : t.rows[r]) out += " " + md_cell(cell) + " |";
+      out += "\n";
+    }
+    if (shown < t.rows.size())
+      out += "\n" + std::to_string(t.rows.size() - shown) + " more rows: all of them with `--format csv` or `json`.\n";
+    if (!t.note.empty()) out += "\n_" + md_cell(t.note) + "_\n";
+  }
+  return out;
+}
+
+std::string render_csv(const Document& d) {
+  std::string out;
+  for (const Table& t : d.tables) out += "# view: " + t.id + "\n" + csv_table(t) + "\n";
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> render_csv_tables(const Document& d) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Table& t : d.tables) out.emplace_back(t.id, csv_table(t));
+  return out;
+}
+
+}  // namespace traintime::report

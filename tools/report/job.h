@@ -1,0 +1,84 @@
+// A job's rank files as the report reads them (tools/report/load.cpp): the rank files of one
+// job, their regions merged as they are read, and one line per file that was left out and why.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "traintime/core/rank_file.h"
+
+namespace traintime::report {
+
+// The steps a rank's totals are spread over: its tt_step calls, plus the final partial step
+// when there is one (at least 1, so a file without steps reads as one step).
+inline double steps_of(const core::RankFile& f) {
+  const uint64_t n = f.steps.count + (f.steps.partial_final_step ? 1 : 0);
+  return n > 0 ? static_cast<double>(n) : 1.0;
+}
+
+// A value across ranks: min / mean / max, which rank holds the extremes.
+struct Across {
+  uint64_t n = 0;  // ranks that have the value
+  double sum = 0;
+  double min = 0;
+  double max = 0;
+  int64_t min_rank = -1;
+  int64_t max_rank = -1;
+
+  void add(double v, int64_t rank);
+  double mean() const { return n ? sum / static_cast<double>(n) : 0; }
+  // (max - min) / mean, in percent; 0 when the mean is 0.
+  double spread_pct() const;
+};
+
+// One region path merged over the ranks that have it. Values are per step of each rank
+// (the rank's total / steps_of()).
+struct RegionAcross {
+  std::string path;
+  std::string category;
+  Across gpu_busy_ms;  // self GPU busy, ms per step
+  Across cpu_ms;       // inclusive CPU wall time, ms per step
+  Across entries;      // times entered per step
+};
+
+// One problem with one input, printed as "FILE: MESSAGE".
+struct Problem {
+  std::string file;  // path as given (directory + name), or the directory itself
+  std::string message;
+};
+
+struct RankInput {
+  std::string file;  // path of the rank file
+  core::RankFile data;  // regions moved into Job::regions; top_kernels dropped
+};
+
+struct Job {
+  std::string dir;
+  std::string job_id;
+  int64_t world_size = 0;
+  std::vector<RankInput> ranks;  // role "rank", one per rank, sorted by rank
+  std::map<std::string, RegionAcross> regions;  // by path
+  std::vector<std::string> aux_files;  // "FILE (rank R, pid P, host H)": listed, not merged
+  std::vector<std::string> trace_files;  // rank-*.trace.json beside the rank files
+  std::vector<Problem> problems;  // files left out or doubtful, one line each
+  std::vector<int64_t> missing_ranks;  // of 0..world_size-1, no rank file merged
+  std::map<std::string, uint64_t> other_jobs;  // job id -> rank files left out
+  uint64_t files_seen = 0;  // rank-*.json files found (traces excluded)
+};
+
+struct LoadOptions {
+  std::optional<std::string> job;  // --job
+  bool progress = false;           // a progress line on stderr after a second
+  uint64_t max_file_bytes = 256ull << 20;
+  unsigned threads = 0;  // 0: one per core
+};
+
+// Reads every rank file of DIR and keeps the job asked for (else the one with the most rank
+// files). Never throws for bad input: each problem becomes a Problem naming the file; a missing
+// or unreadable directory is one Problem naming the directory.
+Job load_job(const std::string& dir, const LoadOptions& options);
+
+}  // namespace traintime::report

@@ -1,0 +1,297 @@
+// Reading a job's rank files: the directory listing, parsing on every core through the project's
+// one rank-file reader (core/rank_file_json.h), and the merge of the region rows as files arrive,
+// so memory holds one batch of whole files plus the merged aggregates.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "job.h"
+#include "traintime/core/rank_file_json.h"
+
+namespace traintime::report {
+
+void Across::add(double v, int64_t rank) {
+  if (n == 0 || v < min) {
+    min = v;
+    min_rank = rank;
+  }
+  if (n == 0 || v > max) {
+    max = v;
+    max_rank = rank;
+  }
+  sum += v;
+  ++n;
+}
+
+double Across::spread_pct() const {
+  const double m = mean();
+  return m > 0 ? (max - min) / m * 100.0 : 0.0;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class Kind { kRankFile, kTrace, kOther };
+
+Kind kind_of(const std::string& name) {
+  auto ends_with = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  if (name.rfind("rank-", 0) != 0) return Kind::kOther;
+  if (ends_with(".trace.json")) return Kind::kTrace;
+  if (ends_with(".json")) return Kind::kRankFile;
+  return Kind::kOther;
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[64];
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1ull << 30));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1ull << 20));
+  return buf;
+}
+
+struct Parsed {
+  std::optional<core::RankFile> file;
+  std::string error;  // without the leading "path: "
+};
+
+Parsed parse_one(const std::string& path, uint64_t max_bytes) {
+  Parsed p;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec) {
+    p.error = "cannot read: " + ec.message();
+    return p;
+  }
+  if (!fs::is_regular_file(st)) {
+    p.error = "not a regular file; skipped";
+    return p;
+  }
+  const uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size == 0) {
+    p.error = "empty file (a rank file is never empty: was it truncated?); skipped";
+    return p;
+  }
+  if (!ec && size > max_bytes) {
+    p.error = human_bytes(size) + ", larger than a rank file can be (limit " + human_bytes(max_bytes) +
+              "); skipped without reading";
+    return p;
+  }
+  std::string error;
+  p.file = core::read_rank_file(path, &error);
+  if (!p.file) {
+    // read_rank_file says "<path>: <reason>"; the caller puts the path in front itself.
+    const std::string prefix = path + ": ";
+    p.error = error.rfind(prefix, 0) == 0 ? error.substr(prefix.size()) : error;
+    if (p.error.rfind("rank file: ", 0) == 0) p.error = p.error.substr(11);
+  }
+  return p;
+}
+
+// What is kept of one job while the files stream in.
+struct JobAcc {
+  std::vector<RankInput> ranks;
+  std::map<int64_t, std::string> file_of_rank;
+  std::map<std::string, RegionAcross> regions;
+  std::vector<std::string> aux_files;
+  std::vector<std::string> files;  // every file of this job, for the "other job" lines
+  std::vector<Problem> problems;
+  std::map<int64_t, uint64_t> world_sizes;  // world_size -> files
+};
+
+void merge_regions(JobAcc& acc, core::RankFile& f) {
+  const double steps = steps_of(f);
+  for (core::RegionRow& r : f.regions) {
+    auto [it, fresh] = acc.regions.try_emplace(r.path);
+    RegionAcross& ra = it->second;
+    if (fresh) {
+      ra.path = r.path;
+      ra.category = std::string(core::category_name(r.category));
+    }
+    ra.gpu_busy_ms.add(static_cast<double>(r.gpu_busy_ns) / 1e6 / steps, f.rank);
+    ra.cpu_ms.add(static_cast<double>(r.cpu_ns) / 1e6 / steps, f.rank);
+    ra.entries.add(static_cast<double>(r.count) / steps, f.rank);
+  }
+  f.regions.clear();
+  f.regions.shrink_to_fit();
+}
+
+void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
+  acc.files.push_back(path);
+  if (f.role != "rank") {
+    acc.aux_files.push_back(path + " (role " + f.role + ", rank " + std::to_string(f.rank) +
+                            ", pid " + std::to_string(f.pid) + ", host " + f.host + ")");
+    return;
+  }
+  if (f.world_size < 1 || f.rank < 0 || f.rank >= f.world_size) {
+    acc.problems.push_back({path, "rank " + std::to_string(f.rank) + " is outside 0.." +
+                                      std::to_string(f.world_size - 1) +
+                                      " (its world_size); left out"});
+    return;
+  }
+  const auto dup = acc.file_of_rank.find(f.rank);
+  if (dup != acc.file_of_rank.end()) {
+    acc.problems.push_back({path, "duplicate: rank " + std::to_string(f.rank) +
+                                      " was already read from " + dup->second + "; left out"});
+    return;
+  }
+  acc.file_of_rank[f.rank] = path;
+  ++acc.world_sizes[f.world_size];
+  merge_regions(acc, f);
+  for (core::Communicator& c : f.communicators) c.recent.shrink_to_fit();
+  acc.ranks.push_back({path, std::move(f)});
+}
+
+class Progress {
+ public:
+  Progress(bool enabled, std::size_t total) : enabled_(enabled), total_(total) {}
+  void update(std::size_t done) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    shown_ = true;
+    std::fprintf(stderr, "\rtraintime-report: read %zu of %zu rank files", done, total_);
+    std::fflush(stderr);
+  }
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+  }
+
+ private:
+  bool enabled_;
+  std::size_t total_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = start_;
+};
+
+}  // namespace
+
+Job load_job(const std::string& dir, const LoadOptions& options) {
+  Job job;
+  job.dir = dir;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    job.problems.push_back({dir, "no such directory (give the folder the rank files were written to, "
+                                 "TRAINTIME_OUTPUT or traintime-out/)"});
+    return job;
+  }
+  if (!fs::is_directory(dir, ec)) {
+    job.problems.push_back({dir, "not a directory (give the folder that holds the rank-*.json files)"});
+    return job;
+  }
+  std::vector<std::string> files;
+  fs::directory_iterator it(dir, ec), end;
+  if (ec) {
+    job.problems.push_back({dir, "cannot list: " + ec.message()});
+    return job;
+  }
+  for (; it != end; it.increment(ec)) {
+    if (ec) {
+      job.problems.push_back({dir, "listing stopped: " + ec.message()});
+      break;
+    }
+    const std::string name = it->path().filename().string();
+    const Kind k = kind_of(name);
+    if (k == Kind::kRankFile) files.push_back(it->path().string());
+    if (k == Kind::kTrace) job.trace_files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::sort(job.trace_files.begin(), job.trace_files.end());
+  job.files_seen = files.size();
+  if (files.empty()) {
+    job.problems.push_back({dir, "no rank files (rank-*.json) in this directory"});
+    return job;
+  }
+
+  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, 16);
+  const std::size_t batch = static_cast<std::size_t>(threads) * 8;
+  std::map<std::string, JobAcc> jobs;
+  Progress progress(options.progress, files.size());
+
+  std::vector<Parsed> parsed;
+  for (std::size_t first = 0; first < files.size(); first += batch) {
+    const std::size_t count = std::min(batch, files.size() - first);
+    parsed.assign(count, Parsed{});
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < count;)
+        parsed[i] = parse_one(files[first + i], options.max_file_bytes);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads && t < count; ++t) pool.emplace_back(worker);
+    worker();
+    for (std::thread& t : pool) t.join();
+    // Merged in file-name order, so the result never depends on thread timing.
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::string& path = files[first + i];
+      if (!parsed[i].file) {
+        job.problems.push_back({path, parsed[i].error});
+        continue;
+      }
+      core::RankFile& f = *parsed[i].file;
+      if (options.job && f.job_id != *options.job) {
+        ++job.other_jobs[f.job_id];
+        job.problems.push_back({path, "job \"" + f.job_id + "\", not the job asked for (--job " +
+                                          *options.job + "); left out"});
+        continue;
+      }
+      accept(jobs[f.job_id], path, std::move(f));
+    }
+    parsed.clear();
+    progress.update(first + count);
+  }
+  if (jobs.empty()) return job;
+
+  // The job reported: the one asked for, else the one with the most rank files.
+  auto chosen = jobs.begin();
+  for (auto j = jobs.begin(); j != jobs.end(); ++j)
+    if (j->second.ranks.size() > chosen->second.ranks.size()) chosen = j;
+  for (auto& [id, acc] : jobs) {
+    if (id == chosen->first) continue;
+    job.other_jobs[id] += acc.files.size();
+    for (const std::string& file : acc.files)
+      job.problems.push_back({file, "job \"" + id + "\", not the job reported (\"" + chosen->first +
+                                        "\", which has the most rank files); left out (--job " + id +
+                                        " reports it)"});
+  }
+  JobAcc& acc = chosen->second;
+  job.job_id = chosen->first;
+  for (Problem& p : acc.problems) job.problems.push_back(std::move(p));
+  job.aux_files = std::move(acc.aux_files);
+  job.regions = std::move(acc.regions);
+  job.ranks = std::move(acc.ranks);
+  std::sort(job.ranks.begin(), job.ranks.end(),
+            [](const RankInput& a, const RankInput& b) { return a.data.rank < b.data.rank; });
+  // The world size most files agree on; a file that disagrees is named but still merged.
+  uint64_t votes = 0;
+  for (const auto& [ws, n] : acc.world_sizes)
+    if (n > votes) {
+      votes = n;
+      job.world_size = ws;
+    }
+  for (const RankInput& r : job.ranks)
+    if (r.data.world_size != job.world_size)
+      job.problems.push_back({r.file, "world_size " + std::to_string(r.data.world_size) + " differs from " +
+                                          std::to_string(job.world_size) +
+                                          " in the other rank files of the job; merged anyway"});
+  std::set<int64_t> present;
+  for (const RankInput& r : job.ranks) present.insert(r.data.rank);
+  for (int64_t r = 0; r < job.world_size; ++r)
+    if (!present.count(r)) job.missing_ranks.push_back(r);
+  return job;
+}
+
+}  // namespace traintime::report

@@ -1,0 +1,57 @@
+// The report's output formats (docs/report.md). text, md, csv and html render one Document (the
+// diagnosis lines and the tables); json is the machine-readable summary built from the Report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis.h"
+#include "gate.h"
+
+namespace traintime::report {
+
+struct Table {
+  std::string id;     // the view's name: the csv file's suffix, the html anchor
+  std::string title;  // with the units
+  std::vector<std::string> headers;
+  std::vector<bool> numeric;  // right-aligned
+  std::vector<std::vector<std::string>> rows;
+  std::string note;  // what the numbers mean, one or two sentences
+  std::size_t text_rows = 0;  // text and md show at most this many rows (0: all); csv, html all
+  bool as_lines = false;      // text shows each row as "first: rest" lines (long free text)
+};
+
+struct Section {
+  std::string title;
+  std::vector<std::string> lines;
+};
+
+struct Document {
+  std::string heading;             // one line: job, ranks, directory
+  std::vector<Section> diagnosis;  // first in every format
+  std::vector<Table> tables;
+};
+
+// What the run of the tool adds to the report: the comparison and the gate's verdicts.
+struct Extras {
+  const Comparison* comparison = nullptr;
+  const std::vector<Verdict>* verdicts = nullptr;
+};
+
+Document build_document(const Report& r, const Extras& x);
+
+std::string render_text(const Document& d);
+std::string render_markdown(const Document& d);
+// Every table, each as its own CSV with a header row ("# view: ID" before it, a blank line after).
+std::string render_csv(const Document& d);
+// One CSV per table, as (view id, text); for -o: FILE's stem + "." + id + ".csv".
+std::vector<std::pair<std::string, std::string>> render_csv_tables(const Document& d);
+std::string render_html(const Document& d, const Report& r);
+nlohmann::json summary_json(const Report& r, const Extras& x);
+
+// Display width of UTF-8 text (code points; every name here is narrow).
+std::size_t display_width(const std::string& s);
+
+}  // namespace traintime::report

@@ -1,0 +1,234 @@
+// Chrome trace-event JSON (the format chrome://tracing and ui.perfetto.dev open) from the
+// "traintime-trace/1" dumps. Written event by event, so memory holds one rank's dump at a time.
+#include "trace_export.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace traintime::report {
+namespace {
+
+using nlohmann::json;
+
+std::string trace_path_of(const std::string& rank_file) {
+  const std::string ext = ".json";
+  return rank_file.substr(0, rank_file.size() - ext.size()) + ".trace.json";
+}
+
+std::optional<json> read_trace(const std::string& path, std::vector<std::string>& problems) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;  // no timeline kept for this rank: not a problem
+  json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    problems.push_back(path + ": not valid JSON (truncated or corrupt?); rank left out of the trace");
+    return std::nullopt;
+  }
+  if (!j.is_object() || j.value("format", "") != "traintime-trace/1") {
+    problems.push_back(path + ": not a \"traintime-trace/1\" dump; rank left out of the trace");
+    return std::nullopt;
+  }
+  if (!j.contains("events") || !j["events"].is_array() || !j.contains("columns") || !j["columns"].is_array()) {
+    problems.push_back(path + ": no \"events\"/\"columns\" arrays; rank left out of the trace");
+    return std::nullopt;
+  }
+  return j;
+}
+
+// Index of each column by name (the dump names its columns, so their order may change).
+struct Columns {
+  int start = -1, end = -1, device = -1, stream = -1, category = -1, path = -1, step = -1, kind = -1, name = -1,
+      bytes = -1, copy = -1, comm_op = -1;
+  bool usable() const { return start >= 0 && end >= 0; }
+};
+
+Columns columns_of(const json& cols) {
+  Columns c;
+  for (std::size_t k = 0; k < cols.size(); ++k) {
+    if (!cols[k].is_string()) continue;
+    const std::string n = cols[k].get<std::string>();
+    const int i = static_cast<int>(k);
+    if (n == "start_ns") c.start = i;
+    if (n == "end_ns") c.end = i;
+    if (n == "device") c.device = i;
+    if (n == "stream") c.stream = i;
+    if (n == "category") c.category = i;
+    if (n == "path") c.path = i;
+    if (n == "step") c.step = i;
+    if (n == "kind") c.kind = i;
+    if (n == "name") c.name = i;
+    if (n == "bytes") c.bytes = i;
+    if (n == "copy_kind") c.copy = i;
+    if (n == "comm_op") c.comm_op = i;
+  }
+  return c;
+}
+
+uint64_t u64_at(const json& row, int col) {
+  if (col < 0 || static_cast<std::size_t>(col) >= row.size() || !row[col].is_number()) return 0;
+  return row[col].is_number_unsigned() ? row[col].get<uint64_t>()
+                                       : static_cast<uint64_t>(std::max<int64_t>(0, row[col].get<int64_t>()));
+}
+
+std::string name_at(const json& table, uint64_t i) {
+  if (table.is_array() && i < table.size() && table[i].is_string()) return table[i].get<std::string>();
+  return std::string();
+}
+
+class Writer {
+ public:
+  explicit Writer(std::ofstream& out) : out_(out) {}
+  void event(const json& e) {
+    out_ << (first_ ? "\n" : ",\n") << e.dump(-1, ' ', false, json::error_handler_t::replace);
+    first_ = false;
+  }
+
+ private:
+  std::ofstream& out_;
+  bool first_ = true;
+};
+
+double us(uint64_t ns, uint64_t origin) { return static_cast<double>(ns - std::min(ns, origin)) / 1000.0; }
+
+}  // namespace
+
+std::size_t export_trace(const Job& job, const std::string& out_path, std::vector<std::string>& problems) {
+  // One constant origin for every rank keeps microsecond timestamps exact in a double; ranks are
+  // never shifted against each other.
+  uint64_t origin = std::numeric_limits<uint64_t>::max();
+  std::vector<std::pair<const RankInput*, std::string>> with_trace;
+  for (const RankInput& r : job.ranks) {
+    const std::string path = trace_path_of(r.file);
+    std::ifstream probe(path);
+    if (probe) with_trace.emplace_back(&r, path);
+  }
+  if (with_trace.empty()) {
+    problems.push_back(out_path + ": not written: no merged rank has a timeline (run with TRAINTIME_TRACE=1 to keep "
+                                  "rank-*.trace.json beside the rank files)");
+    return 0;
+  }
+  // First pass: the earliest recorded start over every rank (parsing each dump once more below
+  // keeps one dump in memory at a time).
+  {
+    std::vector<std::string> ignored;  // reported by the second pass
+    for (const auto& [rank, path] : with_trace) {
+      const std::optional<json> dump = read_trace(path, ignored);
+      if (!dump) continue;
+      const Columns c = columns_of((*dump)["columns"]);
+      for (const json& e : (*dump)["events"])
+        if (c.usable() && e.is_array()) origin = std::min(origin, u64_at(e, c.start));
+    }
+    if (origin == std::numeric_limits<uint64_t>::max()) origin = 0;
+  }
+
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    problems.push_back(out_path + ": cannot write the trace here (check the folder exists and is writable)");
+    return 0;
+  }
+  std::size_t written = 0;
+  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  Writer w(out);
+  for (const auto& [rank, path] : with_trace) {
+    std::optional<json> dump = read_trace(path, problems);
+    if (!dump) continue;
+    const json& j = *dump;
+    const Columns c = columns_of(j["columns"]);
+    if (!c.usable()) {
+      problems.push_back(path + ": no start_ns/end_ns columns; rank left out of the trace");
+      continue;
+    }
+    const json& events = j["events"];
+    const int64_t pid = rank->data.rank;
+    w.event({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
+             {"args", {{"name", "rank " + std::to_string(pid) + " (" + rank->data.host + ")"}}}});
+    w.event({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+
+    // Tracks: tid 1 = steps, 2.. = regions (by path), 1000.. = GPU streams (by device, stream).
+    std::map<std::pair<uint64_t, uint64_t>, int> stream_tid;
+    std::map<uint64_t, int> path_tid;
+    // [first start, last end] per step, and per (step, path).
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> step_span;
+    std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, uint64_t>> region_span;
+    auto widen = [](std::pair<uint64_t, uint64_t>& s, uint64_t a, uint64_t b, bool fresh) {
+      if (fresh) s = {a, b};
+      s.first = std::min(s.first, a);
+      s.second = std::max(s.second, b);
+    };
+    const json& paths = j.contains("paths") && j["paths"].is_object() ? j["paths"] : json::object();
+    for (const json& e : events) {
+      if (!e.is_array()) continue;
+      const uint64_t start = u64_at(e, c.start), end = std::max(start, u64_at(e, c.end));
+      const uint64_t device = u64_at(e, c.device), stream = u64_at(e, c.stream), step = u64_at(e, c.step);
+      const uint64_t path = u64_at(e, c.path), kind = u64_at(e, c.kind);
+      auto [st, fresh_stream] = stream_tid.try_emplace({device, stream}, 1000 + static_cast<int>(stream_tid.size()));
+      if (fresh_stream)
+        w.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", st->second},
+                 {"args", {{"name", "GPU " + std::to_string(device) + " stream " + std::to_string(stream)}}}});
+      std::string name = name_at(j["names"], u64_at(e, c.name));
+      const std::string kind_name = name_at(j["kinds"], kind);
+      if (kind_name == "memcpy") name = "memcpy " + name_at(j["copy_kinds"], u64_at(e, c.copy));
+      if (kind_name == "memset") name = "memset";
+      if (name.empty()) name = kind_name.empty() ? "activity" : kind_name;
+      const std::string key = std::to_string(path);
+      const std::string path_name = path && paths.contains(key) && paths[key].is_string() ? paths[key].get<std::string>() : "";
+      json args = {{"step", step}, {"region", path_name}};
+      if (u64_at(e, c.bytes)) args["bytes"] = u64_at(e, c.bytes);
+      const std::string op = name_at(j["comm_ops"], u64_at(e, c.comm_op));
+      if (!op.empty() && op != "none") args["comm_op"] = op;
+      w.event({{"ph", "X"}, {"pid", pid}, {"tid", st->second}, {"ts", us(start, origin)},
+               {"dur", static_cast<double>(end - start) / 1000.0}, {"name", name},
+               {"cat", name_at(j["categories"], u64_at(e, c.category))}, {"args", args}});
+      auto [ss, fresh_step] = step_span.try_emplace(step);
+      widen(ss->second, start, end, fresh_step);
+      if (path) {
+        auto [rs, fresh_region] = region_span.try_emplace({step, path});
+        widen(rs->second, start, end, fresh_region);
+        if (path_tid.try_emplace(path, 2 + static_cast<int>(path_tid.size())).second)
+          w.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", path_tid[path]},
+                   {"args", {{"name", "region " + path_name}}}});
+      }
+    }
+    w.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 1}, {"args", {{"name", "steps (GPU span)"}}}});
+    for (const auto& [step, span] : step_span)
+      w.event({{"ph", "X"}, {"pid", pid}, {"tid", 1}, {"ts", us(span.first, origin)},
+               {"dur", static_cast<double>(span.second - span.first) / 1000.0}, {"name", "step " + std::to_string(step)},
+               {"cat", "step"}});
+    for (const auto& [key, span] : region_span) {
+      const std::string k = std::to_string(key.second);
+      w.event({{"ph", "X"}, {"pid", pid}, {"tid", path_tid[key.second]}, {"ts", us(span.first, origin)},
+               {"dur", static_cast<double>(span.second - span.first) / 1000.0},
+               {"name", paths.contains(k) && paths[k].is_string() ? paths[k].get<std::string>() : "region"},
+               {"cat", "region"}, {"args", {{"step", key.first}}}});
+    }
+    if (j.value("truncated", false))
+      problems.push_back(path + ": the timeline was capped while recording (events_dropped " +
+                         std::to_string(j.value("events_dropped", 0)) + "); its trace shows the first events only");
+    ++written;
+  }
+  out << "\n],\"metadata\":"
+      << json({{"producer", "traintime-report"},
+               {"job_id", job.job_id},
+               {"clock", "timestamps per rank as recorded by CUPTI on that rank's host; ranks are NOT aligned to "
+                         "a common clock. ts = recorded ns - origin_ns (one constant for every rank), in us."},
+               {"origin_ns", origin},
+               {"tracks", "one process per rank; tid 1 = steps (GPU span), 2.. = regions (GPU span of the work "
+                          "launched in the region, per step), 1000.. = GPU streams"}})
+             .dump(-1, ' ', false, json::error_handler_t::replace)
+      << "}\n";
+  out.close();
+  if (!out) {
+    problems.push_back(out_path + ": write failed (disk full?)");
+    return 0;
+  }
+  return written;
+}
+
+}  // namespace traintime::report
