@@ -153,11 +153,11 @@ std::string line_chart(const std::string& id, const std::string& title, const st
   std::string s = frame(id, title, x_title, y_title, ymax, ystep);
   const double span = xmax > xmin ? xmax - xmin : 1;
   auto px = [&](double x) { return kLeft + (x - xmin) / span * kPlotW; };
-  for (int t = 0; t <= 5; ++t) {
-    const double xv = xmin + span * t / 5;
+  // x is a step index: whole-number ticks, about five of them.
+  const double xstep = std::max(1.0, axis(span).second);
+  for (double xv = std::ceil(xmin / xstep) * xstep; xv <= xmax + 1e-9; xv += xstep)
     s += "<text x=\"" + num(px(xv), "%.1f") + "\" y=\"" + std::to_string(kTop + kPlotH + 16) +
          "\" text-anchor=\"middle\" class=\"tick\">" + num(xv, "%.0f") + "</text>";
-  }
   for (const Line& l : lines) {
     std::string pts;
     for (const auto& [x, y] : l.points) pts += num(px(x), "%.1f") + "," + num(kTop + kPlotH - y / ymax * kPlotH, "%.1f") + " ";

@@ -97,7 +97,7 @@ void text_table(std::string& out, const Table& t) {
   }
   if (shown < t.rows.size())
     out += "  ... " + std::to_string(t.rows.size() - shown) + " more rows (all of them with --format csv or json)\n";
-  if (!t.note.empty()) wrap(out, t.note, "  ", "  ");
+  if (!t.note.empty()) wrap(out, "Note: " + t.note, "  ", "  ");
 }
 
 std::string md_cell(const std::string& s) {

@@ -1,0 +1,478 @@
+"""traintime-report on hand-written rank files (tests/report/data/golden): every number checked
+here is worked out by hand below from those files, never captured from the tool.
+
+The golden job ("golden-1", world size 3, 4 steps, no warm-up), per rank and per step (ms):
+
+    rank  busy  compute  comm  overlapped  exposed  io  idle   walls (4 steps)
+    0     14    10       4     1           3        1   1      15 16 17 20
+    1     14    10       4     1           3        1   1      16 16 16 16
+    2     15.5  14       1     0.5         0.5      1   1      16 16 17 18
+
+Communicator 00000000000000aa (3 ranks), AllReduce of 1 MiB, seqs 1..8 in every ring (8
+enqueued = 2 per step); durations (ms) on each rank's own clock:
+    odd seqs:  rank 0 3.5, rank 1 3.0, rank 2 1.0   -> rank 2 arrives last
+    even seqs: rank 0 0.5, rank 1 0.6, rank 2 0.5   -> a tie: nobody arrives last
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from reportlib import GOLDEN, copy_golden, edit, run, summary, text_table
+
+MS = 1_000_000
+MiB = 1 << 20
+
+# ---- hand-worked expectations --------------------------------------------------------------
+# Step time over the 12 (rank, step) rows: 15 16 16 16 16 16 16 16 17 17 18 20.
+STEP_MEAN = (15 + 16 * 7 + 17 * 2 + 18 + 20) / 12  # 16.583
+STEP_P50 = 16.0  # nearest rank: the ceil(0.5*12) = 6th value
+STEP_P90 = 18.0  # the ceil(0.9*12) = 11th value
+STEP_MAX = 20.0
+# Waits: odd seqs rank 0 waits 3.5-1.0 = 2.5, rank 1 3.0-1.0 = 2.0; even seqs rank 1 waits 0.1.
+# Per matched collective x (8 enqueued / 4 steps) collectives per step / 8 matched = x 0.25.
+WAIT_R0 = (4 * 2.5) * 0.25  # 2.5 ms/step
+WAIT_R1 = (4 * 2.0 + 4 * 0.1) * 0.25  # 2.1 ms/step
+# Rank 2 alone delays each odd seq by (second shortest - shortest) = 3.0 - 1.0 = 2.0 ms.
+COST_R2 = (4 * 2.0) * 0.25  # 2.0 ms/step
+# Reference step: the larger of the median CPU wall (16) and the median GPU span (15, the 6th of
+# eight 15s and four 16.5s) = 16 ms, so the cost is 2/16 = 12.5% of a step.
+COST_PCT = 2.0 / 16.0 * 100
+# GPU step span summed over ranks and steps: (14+1)*4 + (14+1)*4 + (15.5+1)*4 = 186 ms.
+SPAN = 186.0
+EXPOSED_PCT = (3 * 4 + 3 * 4 + 0.5 * 4) / SPAN * 100  # 13.978
+IDLE_PCT = (1 * 4 * 3) / SPAN * 100  # 6.452
+COMM_PCT = (4 * 4 + 4 * 4 + 1 * 4) / SPAN * 100  # 19.355
+COMPUTE_PCT = (10 * 4 + 10 * 4 + 14 * 4) / SPAN * 100  # 73.118
+UNATTRIBUTED_PCT = 2.0 / (14 * 4 + 14 * 4 + 15.5 * 4) * 100  # rank 0's 2 ms of 174 ms busy
+# Wait-free busbw of the 1 MiB AllReduce: 8 collectives, 8 MiB over the shortest durations
+# 4 x 1.0 + 4 x 0.5 = 6 ms, times the AllReduce factor 2(n-1)/n = 4/3 for n = 3.
+WAITFREE_BUSBW = 8 * MiB / 6e6 * 4 / 3  # 1.864 GB/s
+# Recorded: all 24 durations (4x(3.5+3.0+1.0) + 4x(0.5+0.6+0.5) = 36.4 ms) for 24 MiB.
+RECORDED_BUSBW = 24 * MiB / 36.4e6 * 4 / 3  # 0.922 GB/s
+# forward busy per step: ranks 0 and 1 16/4 = 4, rank 2 22/4 = 5.5.
+FWD_MEAN, FWD_MIN, FWD_MAX, FWD_SPREAD = (4 + 4 + 5.5) / 3, 4.0, 5.5, (5.5 - 4) / ((4 + 4 + 5.5) / 3) * 100
+
+
+def approx(x: float, rel: float = 1e-6) -> object:
+    return pytest.approx(x, rel=rel, abs=1e-9)
+
+
+def f3(x: float) -> str:
+    return f"{x:.3f}"
+
+
+# ---- the formats ---------------------------------------------------------------------------
+
+def test_json_summary_golden(build_dir: Path) -> None:
+    s, proc = summary(build_dir, GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    assert s["ranks"] == 3 and s["world_size"] == 3 and s["job_id"] == "golden-1"
+    assert s["missing_ranks"] == [] and s["problems"] == []
+    st = s["step_time_ms"]
+    assert (st["n"], st["mean"], st["p50"], st["p90"], st["max"]) == (12, approx(STEP_MEAN), STEP_P50, STEP_P90, STEP_MAX)
+    # compute per (rank, step): eight 10s and four 14s.
+    c = s["breakdown_ms"]["compute"]
+    assert (c["mean"], c["p50"], c["p90"], c["max"]) == (approx((80 + 56) / 12), 10.0, 14.0, 14.0)
+    sh = s["shares_pct"]
+    assert sh["exposed_comm"] == approx(EXPOSED_PCT) and sh["idle"] == approx(IDLE_PCT)
+    assert sh["comm"] == approx(COMM_PCT) and sh["compute"] == approx(COMPUTE_PCT)
+    assert sh["unattributed"] == approx(UNATTRIBUTED_PCT)
+    assert s["throughput"]["samples_per_s"] == approx(1000 + 1000 + 900)
+    assert s["throughput"]["tokens_per_s"] == approx(512000 + 512000 + 460800)
+
+    assert [x["rank"] for x in s["stragglers"]] == [2]
+    (st2,) = s["stragglers"]
+    assert st2["cost_ms_per_step"] == approx(COST_R2) and st2["cost_pct_of_step"] == approx(COST_PCT)
+    assert (st2["last_arrivals"], st2["collectives_matched"]) == (4, 8)
+    assert len(st2["reasons"]) == 2  # the waits and the compute (14 = 1.4x the median 10)
+
+    ranks = {r["rank"]: r for r in s["per_rank"]}
+    assert ranks[0]["per_step_ms"]["wait"] == approx(WAIT_R0)
+    assert ranks[1]["per_step_ms"]["wait"] == approx(WAIT_R1)
+    assert ranks[2]["per_step_ms"]["wait"] == 0 and ranks[2]["per_step_ms"]["caused_wait"] == approx(COST_R2)
+    assert ranks[0]["per_step_ms"]["caused_wait"] == 0 and ranks[1]["per_step_ms"]["caused_wait"] == 0
+    # The even seqs are a tie between ranks 0 and 2 (0.5 ms each): nobody arrived last there.
+    assert [ranks[r]["last_arrivals"] for r in range(3)] == [0, 0, 4]
+    assert [ranks[r]["collectives_matched"] for r in range(3)] == [8, 8, 8]
+    assert ranks[2]["per_step_ms"]["compute"] == approx(14) and ranks[0]["per_step_ms"]["exposed_comm"] == approx(3)
+
+    (bw,) = s["bandwidth"]
+    assert (bw["op"], bw["comm_size"], bw["lo_bytes"], bw["collectives"]) == ("AllReduce", 3, MiB, 8)
+    assert bw["waitfree_busbw_gbps"] == approx(WAITFREE_BUSBW)
+    assert bw["recorded_busbw_gbps"] == approx(RECORDED_BUSBW)
+
+    cats = {c["category"]: c["gpu_busy_ms_per_step"] for c in s["categories"]}
+    fwd = cats["forward"]
+    assert (fwd["mean"], fwd["min"], fwd["max"], fwd["max_rank"]) == (approx(FWD_MEAN), FWD_MIN, FWD_MAX, 2)
+    assert fwd["spread_pct"] == approx(FWD_SPREAD)
+    regions = {r["path"]: r for r in s["regions"]}
+    bwd = regions["step/backward"]["gpu_busy_ms_per_step"]  # 20, 22, 30 ms over 4 steps
+    assert (bwd["min"], bwd["max"], bwd["max_rank"], bwd["ranks"]) == (5.0, 7.5, 2, 3)
+    assert regions["step/<script>alert(1)</script>"]["cpu_ms_per_step"]["mean"] == approx(1.0)  # 4 ms / 4
+    (comm,) = s["comm"]
+    assert (comm["op"], comm["comm_size"], comm["calls"]) == ("AllReduce", 3, 24)
+    assert comm["gpu_ms_per_step"]["max"] == approx(4.0) and comm["gpu_ms_per_step"]["max_rank"] == 0  # 16/4
+
+    assert s["hang_data"] is False and s["hangs"] == []
+    m = s["metrics"]
+    assert m["step_time_p50"] == STEP_P50 and m["stragglers"] == 1 and m["straggler_cost_ms"] == approx(COST_R2)
+    assert m["hangs"] == 0 and m["missing_ranks"] == 0 and m["bad_files"] == 0
+
+
+def test_text_report_golden(build_dir: Path) -> None:
+    proc = run(build_dir, GOLDEN)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    out = proc.stdout
+    assert max(len(line) for line in out.splitlines()) <= 100, "a line is wider than 100 columns"
+    # The diagnosis comes first, before any table.
+    assert out.index("DIAGNOSIS") < out.index("Step time and breakdown")
+    flat = " ".join(out.split())
+    assert (f"rank 2 (host node-2) costs the job {f3(COST_R2)} ms/step ({COST_PCT:.1f}% of the 16.000 ms median step)"
+            in flat)
+    assert "arrived last at 4 of 8 collectives" in flat
+    assert f"exposed comm {EXPOSED_PCT:.1f}% of the GPU step span" in flat
+    assert f"idle {IDLE_PCT:.1f}% of the GPU step span" in flat
+    assert f"unattributed {UNATTRIBUTED_PCT:.1f}% of GPU busy time" in flat
+    assert "no hang data" in flat
+    assert "3 of 3 ranks merged" in flat
+
+    steps = text_table(out, "Step time and breakdown")
+    assert steps["step time (CPU wall)"][1:] == ["12", f3(STEP_MEAN), f3(STEP_P50), f3(STEP_P90), f3(STEP_MAX)]
+    cats = text_table(out, "GPU busy per category")
+    assert cats["forward"][1:] == [f3(FWD_MEAN), f3(FWD_MIN), f3(FWD_MAX), "2", f"{FWD_SPREAD:.1f}"]
+    ranks = text_table(out, "Per rank")
+    assert ranks["0"][8] == f3(WAIT_R0) and ranks["1"][8] == f3(WAIT_R1)
+    assert ranks["2"][9] == f3(COST_R2) and ranks["2"][4] == f3(14)
+    bw = text_table(out, "Wait-free bus bandwidth")
+    assert bw["AllReduce"][4:6] == [f"{WAITFREE_BUSBW:.2f}", f"{RECORDED_BUSBW:.2f}"]
+    warnings = out[out.index("Warnings written in the rank files"):]
+    assert "rank(s) 1: TRAINTIME_WARMUP_STEPS" in warnings
+
+
+def test_markdown_report_golden(build_dir: Path) -> None:
+    proc = run(build_dir, GOLDEN, "--format", "md")
+    assert proc.returncode == 0, proc.stderr
+    md = proc.stdout
+    assert md.startswith("# traintime-report: job golden-1")
+    assert md.index("## Diagnosis") < md.index("## Step time")
+    rows = {}
+    for line in md.splitlines():
+        if line.startswith("| ") and not line.startswith("| ---"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            rows.setdefault(cells[0], cells)
+    assert rows["step time (CPU wall)"][1:] == ["12", f3(STEP_MEAN), f3(STEP_P50), f3(STEP_P90), f3(STEP_MAX)]
+    assert rows["forward"][1:4] == [f3(FWD_MEAN), f3(FWD_MIN), f3(FWD_MAX)]
+    # Region names are data: escaped, never markup.
+    assert "<script>" not in md
+    assert "step/&lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert f"costs the job {f3(COST_R2)} ms/step" in md
+
+
+def test_csv_views_golden(build_dir: Path, tmp_path: Path) -> None:
+    proc = run(build_dir, GOLDEN, "--format", "csv", "-o", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    files = {p.stem for p in tmp_path.glob("*.csv")}
+    assert {"steps", "categories", "regions", "comm", "bandwidth", "ranks", "problems"} <= files
+    with open(tmp_path / "ranks.csv", newline="") as f:
+        ranks = {row["rank"]: row for row in csv.DictReader(f)}
+    assert float(ranks["0"]["wait"]) == approx(WAIT_R0, 1e-3)
+    assert float(ranks["2"]["caused"]) == approx(COST_R2, 1e-3)
+    with open(tmp_path / "categories.csv", newline="") as f:
+        cats = {row["category"]: row for row in csv.DictReader(f)}
+    assert set(cats["forward"]) == {"category", "mean", "min", "max", "max_rank", "spread_pct"}
+    assert float(cats["forward"]["max"]) == FWD_MAX and cats["forward"]["max_rank"] == "2"
+    with open(tmp_path / "regions.csv", newline="") as f:
+        paths = [row["region"] for row in csv.DictReader(f)]
+    assert "step/<script>alert(1)</script>" in paths  # data kept as is in csv
+    # Without a folder: every view on stdout, each after a "# view: NAME" line.
+    proc = run(build_dir, GOLDEN, "--format", "csv")
+    blocks = [b for b in proc.stdout.split("# view: ") if b]
+    views = {b.split("\n", 1)[0]: list(csv.DictReader(io.StringIO(b.split("\n", 1)[1]))) for b in blocks}
+    assert float({r["component"]: r for r in views["steps"]}["step time (CPU wall)"]["p90"]) == STEP_P90
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+def problems_of(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("traintime-report: ")]
+
+
+def test_missing_directory_is_unusable(build_dir: Path, tmp_path: Path) -> None:
+    proc = run(build_dir, tmp_path / "nope")
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'nope'}: no such directory" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_empty_directory_is_unusable(build_dir: Path, tmp_path: Path) -> None:
+    proc = run(build_dir, tmp_path)
+    assert proc.returncode == 2
+    assert f"{tmp_path}: no rank files (rank-*.json) in this directory" in proc.stderr
+
+
+def test_only_bad_files_is_unusable(build_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "rank-00000.json").write_text('{"schema": "traintime/1", "job_id"')
+    proc = run(build_dir, tmp_path)
+    assert proc.returncode == 2
+    lines = problems_of(proc.stderr)
+    assert any(str(tmp_path / "rank-00000.json") in line and "not valid JSON" in line for line in lines), lines
+    assert "nothing usable" in proc.stderr
+
+
+def test_truncated_invalid_wrong_schema_files_are_named_and_the_rest_reported(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "job")
+    good = (d / "rank-00001.json").read_text()
+    (d / "rank-00001.json").write_text(good[: len(good) // 2])  # truncated
+    edit(d / "rank-00002.json", lambda j: j.update(schema="traintime/2"))  # unknown major schema
+    (d / "rank-00003.json").write_text("not json at all")  # invalid
+    (d / "rank-00004.json").write_text("")  # empty
+    bad = json.loads((GOLDEN / "rank-00000.json").read_text())
+    del bad["regions"][0]["cpu_ns"]  # wrong schema: a contract field missing
+    bad["rank"] = 5
+    (d / "rank-00005.json").write_text(json.dumps(bad))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    lines = problems_of(proc.stderr)
+    by_file = {Path(line.split(": ")[1]).name: line for line in lines}
+    assert "not valid JSON (truncated or corrupt?)" in by_file["rank-00001.json"]
+    assert 'unsupported schema "traintime/2"' in by_file["rank-00002.json"]
+    assert "not valid JSON" in by_file["rank-00003.json"]
+    assert "empty file" in by_file["rank-00004.json"]
+    assert 'missing field "regions[0].cpu_ns"' in by_file["rank-00005.json"]
+    assert len(lines) == 5, lines  # one line per problem
+    assert s["ranks"] == 1 and s["missing_ranks"] == [1, 2]
+    assert {Path(p["file"]).name for p in s["problems"]} == {f"rank-0000{i}.json" for i in range(1, 6)}
+    text = run(build_dir, d).stdout
+    assert "1 of 3 ranks merged; missing: rank(s) 1, 2" in " ".join(text.split())
+
+
+def test_duplicate_ranks_mixed_jobs_and_aux_files(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "job")
+    # A second file claiming rank 0 of the same job (e.g. copied in by hand).
+    (d / "rank-00000.copy.json").write_text((GOLDEN / "rank-00000.json").read_text())
+    # A file of another job.
+    other = json.loads((GOLDEN / "rank-00001.json").read_text())
+    other["job_id"] = "other-9"
+    (d / "rank-00009.json").write_text(json.dumps(other))
+    # An aux process (a DataLoader worker that inherited RANK=1).
+    aux = json.loads((GOLDEN / "rank-00001.json").read_text())
+    aux.update(role="aux", pid=4321)
+    (d / "rank-00001.pid4321.json").write_text(json.dumps(aux))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0
+    assert s["ranks"] == 3 and s["job_id"] == "golden-1"
+    msgs = {Path(p["file"]).name: p["problem"] for p in s["problems"]}
+    assert "duplicate: rank 0 was already read from" in msgs["rank-00000.json"] or \
+           "duplicate: rank 0 was already read from" in msgs["rank-00000.copy.json"]
+    assert 'job "other-9", not the job reported ("golden-1"' in msgs["rank-00009.json"]
+    assert "--job other-9" in msgs["rank-00009.json"]
+    assert s["other_jobs"] == {"other-9": 1}
+    assert len(s["aux_files"]) == 1 and "rank-00001.pid4321.json (role aux, rank 1, pid 4321" in s["aux_files"][0]
+    # --job picks the other one; the golden files are then named as left out.
+    s2, proc2 = summary(build_dir, d, "--job", "other-9")
+    assert proc2.returncode == 0 and s2["ranks"] == 1 and s2["job_id"] == "other-9"
+    assert s2["other_jobs"]["golden-1"] >= 3
+    assert 'job "golden-1", not the job asked for (--job other-9)' in proc2.stderr
+    # A job that is not there is nothing usable.
+    assert run(build_dir, d, "--job", "nope").returncode == 2
+
+
+def test_unknown_newer_fields_are_ignored(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "job")
+    edit(d / "rank-00000.json", lambda j: j.update(future_field={"a": [1, 2]}, steps={**j["steps"], "new": 1}))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0 and s["ranks"] == 3 and s["problems"] == [], proc.stderr
+
+
+def test_ten_thousand_files_one_huge(build_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "big"
+    d.mkdir()
+    # 9999 small valid rank files of one job (world size 10000) and one file of 300 MiB (sparse).
+    base = json.loads((GOLDEN / "rank-00000.json").read_text())
+    base.update(world_size=10000, regions=base["regions"][:1])
+    base["steps"]["detail"] = []
+    base["communicators"] = []
+    for r in range(9999):
+        base["rank"] = r
+        (d / f"rank-{r:05d}.json").write_text(json.dumps(base))
+    huge = d / "rank-09999.json"
+    with open(huge, "wb") as f:
+        f.truncate(300 << 20)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert s["ranks"] == 9999 and s["missing_ranks"] == [9999]
+    (p,) = s["problems"]
+    assert p["file"] == str(huge) and "300.0 MiB, larger than a rank file can be" in p["problem"]
+
+
+# ---- hangs ---------------------------------------------------------------------------------
+
+def make_hang(d: Path) -> None:
+    """Ranks 0 and 1 entered AllReduce seq 9 and wait in it; rank 2 stopped at seq 8, inside
+    step/data_loader in step 4 (the snapshot files of a hung job)."""
+    def waiting(j: dict) -> None:
+        c = j["communicators"][0]
+        c.update(ops_enqueued=9, ops_completed=8, in_flight=[{"seq": 9, "op": "AllReduce", "bytes": MiB}])
+        j.update(snapshot=True, exit_reason="snapshot",
+                 threads=[{"tid": 1000 + j["rank"], "step": 4, "open_regions": ["step", "step/backward"]}])
+    edit(d / "rank-00000.json", waiting)
+    edit(d / "rank-00001.json", waiting)
+    edit(d / "rank-00002.json", lambda j: j.update(
+        snapshot=True, exit_reason="snapshot",
+        threads=[{"tid": 4242, "step": 4, "open_regions": ["step", "step/data_loader"]},
+                 {"tid": 4243, "step": 4, "open_regions": []}]))
+
+
+def test_hang_names_the_missing_rank_op_seq_and_what_it_was_doing(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "hung")
+    make_hang(d)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0
+    assert s["hang_data"] is True
+    (h,) = s["hangs"]
+    assert (h["communicator"], h["op"], h["seq"], h["bytes"]) == ("00000000000000aa", "AllReduce", 9, MiB)
+    assert h["missing_ranks"] == [2] and h["waiting_ranks"] == [0, 1] and h["from_snapshots"] is True
+    (mm,) = h["missing"]
+    assert (mm["rank"], mm["last_seq"], mm["last_op"]) == (2, 8, "AllReduce")
+    assert "thread 4242 in step 4 inside step/data_loader" in mm["doing"]
+    assert "thread 4243 in step 4, no region open" in mm["doing"]
+    text = " ".join(run(build_dir, d).stdout.split())
+    assert "rank(s) 2 never entered AllReduce seq 9 (1.0 MiB), which rank(s) 0, 1 wait in" in text
+    assert run(build_dir, d, "--fail-if", "hangs>0").returncode == 1
+
+
+def test_hang_with_a_rank_file_missing(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "hung")
+    make_hang(d)
+    (d / "rank-00002.json").unlink()
+    s, _ = summary(build_dir, d)
+    (h,) = s["hangs"]
+    # The communicator spans the world and every file's communicator rank is its rank, so the
+    # member without a file is rank 2.
+    assert h["missing_ranks"] == [2] and h["missing"][0]["has_file"] is False
+    assert "no rank file" in h["missing"][0]["doing"]
+
+
+def test_no_hang_when_every_rank_entered(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "busy")
+    for r in range(3):
+        edit(d / f"rank-0000{r}.json", lambda j: j["communicators"][0].update(
+            ops_enqueued=9, ops_completed=8, in_flight=[{"seq": 9, "op": "AllReduce", "bytes": MiB}]))
+    s, _ = summary(build_dir, d)
+    assert s["hang_data"] is True and s["hangs"] == []
+    assert "none found" in run(build_dir, d).stdout
+
+
+# ---- gate and compare ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("expr, code", [
+    ("exposed_comm_pct>13.9", 1), ("exposed_comm_pct>14", 0),  # 13.978%
+    ("step_time_p50>=16", 1), ("step_time_p50>16ms", 0), ("step_time_p50<0.017s", 1),
+    ("stragglers>0", 1), ("stragglers==0", 0), ("hangs>0", 0),
+    ("idle_pct>50, stragglers>0", 1), ("idle_pct>50 || hangs>0", 0),
+])
+def test_fail_if_exit_codes(build_dir: Path, expr: str, code: int) -> None:
+    proc = run(build_dir, GOLDEN, "--fail-if", expr)
+    assert proc.returncode == code, proc.stderr
+    if code == 1:
+        assert "--fail-if: " in proc.stderr
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("exposed_comm>20", 'unknown metric "exposed_comm"'),
+    ("exposed_comm_pct 20", "expected one of > >= < <= == !="),
+    ("exposed_comm_pct>", "expected a value"),
+    ("exposed_comm_pct>abc", '"abc" is not a number'),
+    ("stragglers>2ms", "a time unit on stragglers"),
+    ("step_time_p50>5%", "needs a sign"),
+    ("step_time_p50>5 parsecs", 'unknown unit "parsecs"'),
+    ("step_time_p50>+5%", "give --compare DIR"),
+    ("", "empty condition"),
+])
+def test_malformed_fail_if_is_a_usage_error(build_dir: Path, expr: str, message: str) -> None:
+    proc = run(build_dir, GOLDEN, "--fail-if", expr)
+    assert proc.returncode == 2
+    assert message in proc.stderr and proc.stdout == ""
+    assert len(problems_of(proc.stderr)) == 1
+
+
+def test_compare_and_relative_gate(build_dir: Path, tmp_path: Path) -> None:
+    # The new run: rank 2's forward region takes 8 ms more over the 4 steps (2 ms/step) and every
+    # step of every rank 2 ms longer: step time p50 16 -> 18 ms (+12.5%).
+    d = copy_golden(tmp_path / "new")
+    for r in range(3):
+        def slower(j: dict) -> None:
+            for row in j["steps"]["detail"]:
+                row["wall_ns"] += 2 * MS
+            if j["rank"] == 2:
+                j["regions"][0]["gpu_busy_ns"] += 8 * MS
+        edit(d / f"rank-0000{r}.json", slower)
+    s, proc = summary(build_dir, d, "--compare", GOLDEN)
+    assert proc.returncode == 0
+    m = {x["metric"]: x for x in s["compare"]["metrics"]}
+    assert m["step_time_p50"]["value"] == 18.0 and m["step_time_p50"]["baseline"] == 16.0
+    assert m["step_time_p50"]["change_pct"] == approx(12.5)
+    # Spread of the runs: (p90 - p50) / p50 = (18-16)/16 = 12.5% (baseline), (20-18)/18 (new).
+    assert s["compare"]["spread_pct"] == approx(12.5)
+    assert m["step_time_p50"]["beyond_spread"] is False  # 12.5% is not larger than 12.5%
+    assert m["stragglers"]["beyond_spread"] is None
+    moved = s["compare"]["moved_most_region"]
+    assert moved["name"] == "step/forward"
+    # Mean over ranks of step/forward: baseline (4+4+5.5)/3, new (4+4+7.5)/3.
+    assert moved["ms_per_step"] == approx(15.5 / 3) and moved["baseline_ms_per_step"] == approx(13.5 / 3)
+    text = " ".join(run(build_dir, d, "--compare", GOLDEN).stdout.split())
+    assert "region that moved most: step/forward" in text
+    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+10%").returncode == 1
+    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+15%").returncode == 0
+    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+1.5ms").returncode == 1
+    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "samples_per_s<-1%").returncode == 0
+    assert run(build_dir, d, "--compare", tmp_path / "missing").returncode == 2
+
+
+# ---- trace export --------------------------------------------------------------------------
+
+def test_trace_export(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "traced")
+    columns = ["start_ns", "end_ns", "device", "stream", "category", "path", "step", "kind", "name", "bytes",
+               "correlation_id", "copy_kind", "comm_op"]
+    t0 = 1_700_000_000_000_000_000
+    dump = {
+        "format": "traintime-trace/1", "events_kept": 3, "events_dropped": 0, "truncated": False, "late_records": 0,
+        "categories": ["forward", "backward", "optimizer", "comm", "io", "other", "unattributed"],
+        "kinds": ["kernel", "memcpy", "memset"], "copy_kinds": ["none", "HtoD", "DtoH", "DtoD", "PtoP", "Other"],
+        "comm_ops": ["none", "AllReduce"], "names": ["", "(other kernels)", "gemm<\"x\">", "ncclAllReduce"],
+        "paths": {"1": "step/forward", "2": "step/backward"}, "columns": columns,
+        "events": [[t0 + 1000, t0 + 3000, 0, 7, 0, 1, 0, 0, 2, 0, 11, 0, 0],
+                   [t0 + 4000, t0 + 9000, 0, 7, 1, 2, 0, 0, 2, 0, 12, 0, 0],
+                   [t0 + 5000, t0 + 6000, 0, 13, 4, 1, 1, 1, 0, 4096, 13, 1, 0]],
+    }
+    (d / "rank-00001.trace.json").write_text(json.dumps(dump))
+    out = tmp_path / "trace.json"
+    proc = run(build_dir, d, "--trace", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "trace of 1 rank(s) written to" in proc.stderr
+    trace = json.loads(out.read_text())
+    assert "NOT aligned" in trace["metadata"]["clock"] and trace["metadata"]["origin_ns"] == t0 + 1000
+    ev = trace["traceEvents"]
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] in ("process_name", "thread_name")}
+    assert {"rank 1 (node-1)", "GPU 0 stream 7", "GPU 0 stream 13", "region step/forward",
+            "region step/backward", "steps (GPU span)"} <= names
+    x = [e for e in ev if e["ph"] == "X"]
+    assert all(e["pid"] == 1 for e in x)
+    kernels = [e for e in x if e["name"] == 'gemm<"x">']
+    assert [(e["ts"], e["dur"], e["cat"]) for e in kernels] == [(0.0, 2.0, "forward"), (3.0, 5.0, "backward")]
+    (copy,) = [e for e in x if e["name"] == "memcpy HtoD"]
+    assert (copy["ts"], copy["dur"], copy["args"]["bytes"], copy["args"]["step"]) == (4.0, 1.0, 4096, 1)
+    # Step 0 spans the first two events: [t0+1000, t0+9000] -> ts 0, dur 8 us.
+    (step0,) = [e for e in x if e["name"] == "step 0"]
+    assert (step0["ts"], step0["dur"]) == (0.0, 8.0)
+    # Without any trace dump: one clear line, and the report itself still succeeds.
+    proc = run(build_dir, GOLDEN, "--trace", tmp_path / "none.json")
+    assert proc.returncode == 0 and "no merged rank has a timeline" in proc.stderr

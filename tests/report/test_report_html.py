@@ -1,0 +1,79 @@
+"""The HTML report rendered by a headless Chromium (Debian's chromium; this file is registered
+only when CMake found it, and then it never skips): the screenshot is taken, the page's script
+runs without an error, every chart is present, and a region named <script>alert(1)</script>
+shows as text."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from reportlib import GOLDEN, run
+
+CHARTS = ("chart-breakdown", "chart-steps", "chart-bandwidth", "chart-waits")
+
+
+def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    exe = os.environ.get("TRAINTIME_TEST_CHROMIUM", "")
+    assert exe and Path(exe).exists(), "TRAINTIME_TEST_CHROMIUM does not name chromium (tests/report/CMakeLists.txt)"
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
+           "--enable-logging=stderr", "--v=0", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_html_renders_in_headless_chromium(build_dir: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    proc = run(build_dir, GOLDEN, "--format", "html", "-o", page)
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    # Self-contained: no URL the browser would fetch.
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
+    for chart in CHARTS:
+        assert f'id="{chart}"' in html
+    # Data is escaped, never markup: exactly one script element, the page's own.
+    assert html.count("<script") == 1
+    assert "step/&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+    shot = tmp_path / "report.png"
+    p = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,3000", page.as_uri())
+    assert shot.exists() and shot.stat().st_size > 10_000, f"no screenshot:\n{p.stderr}"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    p = chromium(tmp_path, "--dump-dom", page.as_uri())
+    dom = p.stdout
+    assert "Uncaught" not in p.stderr, p.stderr
+    # The page's script ran to its end and counted every chart as an <svg class="chart">.
+    assert f'data-charts="{len(CHARTS)}"' in dom, dom[:2000]
+    assert dom.count("<script") == 1
+    # The region's name is text in a table cell, not an element.
+    assert "<td>step/&lt;script&gt;alert(1)&lt;/script&gt;</td>" in dom
+    for chart in CHARTS:
+        svg = re.search(rf'<figure id="{chart}"><svg class="chart".*?</svg>', dom, re.S)
+        assert svg, f"{chart} missing from the rendered page"
+        body = svg.group(0)
+        # Axes with units and a legend (or, for an empty chart, the reason).
+        assert 'class="axis"' in body and 'class="label"' in body
+    for chart in ("chart-breakdown", "chart-waits", "chart-bandwidth", "chart-steps"):
+        body = re.search(rf'<figure id="{chart}">.*?</figure>', dom, re.S).group(0)
+        assert 'class="legend"' in body, f"{chart} has no legend"
+    assert "ms per step" in dom and "GB/s" in dom
+
+
+def test_html_renders_with_empty_charts(build_dir: Path, tmp_path: Path) -> None:
+    """A page with empty charts (no per-step rows, no lined-up collectives) still renders."""
+    import json
+    d = tmp_path / "job"
+    d.mkdir()
+    doc = json.loads((GOLDEN / "rank-00000.json").read_text())
+    doc["steps"]["detail"] = []
+    doc["communicators"] = []
+    doc.update(world_size=1)
+    (d / "rank-00000.json").write_text(json.dumps(doc))
+    page = tmp_path / "empty.html"
+    assert run(build_dir, d, "--format", "html", "-o", page).returncode == 0
+    p = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert "Uncaught" not in p.stderr
+    assert f'data-charts="{len(CHARTS)}"' in p.stdout
+    assert "no per-step rows" in p.stdout

@@ -1,0 +1,71 @@
+"""traintime-report names a SIMULATED straggler (simgpu, tests/sim/README.md): 4 ranks of
+sim_train under mpirun and LD_PRELOAD, rank 3's compute kernels stretched by SIMGPU_SLOWDOWN.
+
+The expected cost comes from simgpu's own ground truth, not from the report: ranks 0-2 are
+identical, so at every collective the second-shortest duration is theirs and rank 3's is the
+shortest; the job's wait caused by rank 3 over the run is therefore rank 0's collective GPU time
+minus rank 3's (the truth files' comm gpu_ns), spread over the steps.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reportlib import run, summary
+from testlib import check, clean_env, load_json
+
+STEPS = 20
+
+
+def sim_job(build_dir: Path, out: Path, slowdown: str) -> None:
+    mpirun = shutil.which("mpirun")
+    check(mpirun, "mpirun not found (install openmpi-bin)")
+    for f in (build_dir / "lib" / "libtraintime.so", build_dir / "bin" / "sim_train",
+              build_dir / "sim" / "libcupti.so.13"):
+        check(f.exists(), f"{f} is not built")
+    out.mkdir(parents=True)
+    cmd = [mpirun, "--oversubscribe", "-np", "4", "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
+           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}", "-x", f"TRAINTIME_OUTPUT={out}"]
+    if slowdown:
+        cmd += ["-x", f"SIMGPU_SLOWDOWN={slowdown}"]
+    cmd += [str(build_dir / "bin" / "sim_train"), "--steps", str(STEPS), "--truth", str(out / "truth-%r.json")]
+    p = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"sim job failed:\n{p.stdout}\n{p.stderr}"
+
+
+def comm_gpu_ns(truth: dict) -> int:
+    return sum(row["gpu_ns"] for row in truth["comm"])
+
+
+def test_sim_straggler_is_named_with_its_cost(build_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    sim_job(build_dir, out, "3:1.5")
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0, proc.stderr
+    assert s["ranks"] == 4 and s["problems"] == []
+    assert [x["rank"] for x in s["stragglers"]] == [3], s["stragglers"]
+    truth = [load_json(out / f"truth-{r}.json") for r in range(4)]
+    assert comm_gpu_ns(truth[0]) == comm_gpu_ns(truth[1]) == comm_gpu_ns(truth[2])  # ranks 0-2 identical
+    expected_ms = (comm_gpu_ns(truth[0]) - comm_gpu_ns(truth[3])) / STEPS / 1e6
+    assert expected_ms > 0.1, "the simulated slowdown made nobody wait"
+    assert s["stragglers"][0]["cost_ms_per_step"] == pytest.approx(expected_ms, rel=1e-6)
+    # Rank 3 computes 1.5x as long as the median rank.
+    assert any("1.50x the median" in r for r in s["stragglers"][0]["reasons"])
+    text = " ".join(run(build_dir, out).stdout.split())
+    assert f"rank 3 (host " in text and f"costs the job {expected_ms:.3f} ms/step" in text
+    assert run(build_dir, out, "--fail-if", f"straggler_cost_ms>{expected_ms / 2:.4f}").returncode == 1
+
+
+def test_sim_without_slowdown_has_no_straggler(build_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    sim_job(build_dir, out, "")
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0 and s["ranks"] == 4
+    assert s["stragglers"] == [], s["stragglers"]
+    assert s["collectives_matched"] > 0
+    assert all(r["per_step_ms"]["wait"] == 0 for r in s["per_rank"])
