@@ -148,6 +148,10 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
   merge_regions(acc, f);
+  // Kept per rank: what the cross-rank views need (step rows, rings); the rest is dropped so
+  // memory stays near the merged aggregates.
+  for (core::Steps::Detail& d : f.steps.detail) d.busy_ns_by_category = {};
+  f.steps.detail.shrink_to_fit();
   for (core::Communicator& c : f.communicators) c.recent.shrink_to_fit();
   acc.ranks.push_back({path, std::move(f)});
 }
