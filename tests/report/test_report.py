@@ -476,3 +476,20 @@ def test_trace_export(build_dir: Path, tmp_path: Path) -> None:
     # Without any trace dump: one clear line, and the report itself still succeeds.
     proc = run(build_dir, GOLDEN, "--trace", tmp_path / "none.json")
     assert proc.returncode == 0 and "no merged rank has a timeline" in proc.stderr
+
+
+def test_docs_list_every_fail_if_metric_and_summary_field(build_dir: Path) -> None:
+    """docs/report.md is the contract: every metric the tool accepts and every top-level field
+    of the JSON summary is documented there."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text()
+    proc = run(build_dir, GOLDEN, "--fail-if", "no_such_metric>1")
+    known = re.search(r"\(known: ([^)]*)\)", proc.stderr)
+    assert known, proc.stderr
+    metrics = known.group(1).split(", ")
+    assert len(metrics) >= 15
+    for m in metrics:
+        assert f"| `{m}` |" in doc, f"metric {m} is not in the --fail-if table of docs/report.md"
+    s, _ = summary(build_dir, GOLDEN, "--fail-if", "ranks<1")
+    for key in s:
+        assert f"`{key}`" in doc or f"`{key}[]`" in doc, f"summary field {key} is not in docs/report.md"
+    assert set(s["metrics"]) == set(metrics)
