@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the main job under traintime and summarizes every rank's file. Works from any directory.
+# Runs the main job under traintime and reports on it with traintime-report (the text report,
+# then an HTML report written beside the rank files). Works from any directory.
 #
 #   scripts/demo.sh            build if needed, then run the demo (below)
 #   scripts/demo.sh --plan     only say which demo would run here and why (builds and runs nothing)
@@ -21,6 +22,7 @@ BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 LIB="$BUILD/lib/libtraintime.so"
 SIM_TRAIN="$BUILD/bin/sim_train"
 CUDA_MLP="$BUILD/bin/cuda_mlp"
+REPORT="$BUILD/bin/traintime-report"
 SIM_LIBS=(libcuda.so.1 libcudart.so.13 libcupti.so.13 libnccl.so.2)
 STEPS=20
 
@@ -71,7 +73,7 @@ fi
 
 # What the chosen demo runs; empty when all of it is there.
 missing_files() {
-  local f files=("$LIB")
+  local f files=("$LIB" "$REPORT")
   if [ "$MODE" = gpu ]; then files+=("$CUDA_MLP"); else files+=("$SIM_TRAIN" "${SIM_LIBS[@]/#/$BUILD/sim/}"); fi
   for f in "${files[@]}"; do [ -e "$f" ] || echo "$f"; done
 }
@@ -153,7 +155,16 @@ ls -l "$OUT"/rank-*.json 2>/dev/null || echo "(none)"
 echo
 label="REAL GPU"
 [ "$MODE" = sim ] && label="SIMULATED GPU"
-"$PYTHON" "$ROOT/scripts/summarize_rank_files.py" "$OUT" --label "$label" || status=1
+echo "== traintime-report $OUT ($label: the job's rank files merged; docs/report.md says what each line means)"
+"$REPORT" "$OUT" || status=1
+HTML="$OUT/report.html"
+if "$REPORT" "$OUT" --format html -o "$HTML"; then
+  echo
+  echo "HTML report ($label): $HTML (one self-contained file: open it in any browser)"
+else
+  echo "demo.sh: the HTML report could not be written to $HTML" >&2
+  status=1
+fi
 
 if [ "$MODE" = sim ]; then
   echo
@@ -164,13 +175,6 @@ if [ "$MODE" = sim ]; then
   done
 fi
 
-echo
-if [ -x "$BUILD/bin/traintime-report" ]; then
-  echo "== traintime-report $OUT"
-  "$BUILD/bin/traintime-report" "$OUT" || status=1
-else
-  echo "(traintime-report, the cross-rank report, is not built yet; the summary above reads the rank files directly)"
-fi
 echo
 banner above
 [ "$status" -eq 0 ] || echo "demo.sh: something above failed (exit status 1)" >&2
