@@ -128,8 +128,33 @@ run memory_names -- "$BIN/bench_memory_growth" "$KERNELS" 100000
 # 7. Inert process.
 run spawn -- "$BIN/bench_spawn" --runs "$SPAWN_RUNS" --preload "$LIB" -- /bin/true
 
-# 8. Report merge: measurable once the report tool exists.
+# 8. Report merge: traintime-report over synthetic rank files of one job (4096; 64 in a smoke run),
+# copies of one rank file that sim_train writes as rank 0 of 4 on the SIMULATED GPU, with its
+# collectives (tools/make_rank_files.py).
+# Wall time into $OUT/report_merge.out as JSON.
 REPORT="$BUILD/bin/traintime-report"
+MERGE_RANKS=4096
+[ "$SMOKE" = 1 ] && MERGE_RANKS=64
+if [ -x "$REPORT" ] && [ -x "$BUILD/bin/sim_train" ]; then
+  merge_dir="$OUT/report-merge"
+  run report_template "LD_LIBRARY_PATH=$SIM" "LD_PRELOAD=$LIB" "TRAINTIME_CUPTI_LIB=$SIM/libcupti.so.13" \
+    "TRAINTIME_OUTPUT=$merge_dir/template" RANK=0 WORLD_SIZE=4 -- "$BUILD/bin/sim_train" --steps 20
+  run report_files -- /usr/bin/python3 "$ROOT/tools/make_rank_files.py" "$merge_dir/template/rank-00000.json" \
+    "$merge_dir/ranks" --ranks "$MERGE_RANKS"
+  sync
+  t0=$(date +%s%N)
+  run report_merge_run -- "$REPORT" "$merge_dir/ranks" --format json -o "$merge_dir/summary.json"
+  t1=$(date +%s%N)
+  merged=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"])' \
+             "$merge_dir/summary.json" 2>/dev/null || echo 0)
+  bytes=$(du -sb "$merge_dir/ranks" | cut -f1)
+  printf '{"ranks": %s, "merged": %s, "bytes": %s, "wall_s": %s, "cores": %s}\n' "$MERGE_RANKS" "$merged" \
+    "$bytes" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" "$(nproc)" \
+    >"$OUT/report_merge.out"
+  echo "bench.sh: report merge: $(cat "$OUT/report_merge.out")" >&2
+  [ "$merged" = "$MERGE_RANKS" ] || { echo "bench.sh: report merge merged $merged of $MERGE_RANKS" >&2; failed=1; }
+  rm -rf "$merge_dir/ranks"
+fi
 
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
