@@ -444,13 +444,14 @@ def test_trace_export(build_dir: Path, tmp_path: Path) -> None:
                "correlation_id", "copy_kind", "comm_op"]
     t0 = 1_700_000_000_000_000_000
     dump = {
-        "format": "traintime-trace/1", "events_kept": 3, "events_dropped": 0, "truncated": False, "late_records": 0,
+        "format": "traintime-trace/1", "events_kept": 4, "events_dropped": 0, "truncated": False, "late_records": 0,
         "categories": ["forward", "backward", "optimizer", "comm", "io", "other", "unattributed"],
         "kinds": ["kernel", "memcpy", "memset"], "copy_kinds": ["none", "HtoD", "DtoH", "DtoD", "PtoP", "Other"],
-        "comm_ops": ["none", "AllReduce"], "names": ["", "(other kernels)", "gemm<\"x\">", "ncclAllReduce"],
+        "comm_ops": ["none", "AllReduce"], "names": ["", "(other kernels)", "gemm<\"x\">", "_Z15gelu_bwd_kernelPKfS0_Pfi"],
         "paths": {"1": "step/forward", "2": "step/backward"}, "columns": columns,
         "events": [[t0 + 1000, t0 + 3000, 0, 7, 0, 1, 0, 0, 2, 0, 11, 0, 0],
                    [t0 + 4000, t0 + 9000, 0, 7, 1, 2, 0, 0, 2, 0, 12, 0, 0],
+                   [t0 + 9000, t0 + 9500, 0, 7, 1, 2, 0, 0, 3, 0, 14, 0, 0],
                    [t0 + 5000, t0 + 6000, 0, 13, 4, 1, 1, 1, 0, 4096, 13, 1, 0]],
     }
     (d / "rank-00001.trace.json").write_text(json.dumps(dump))
@@ -470,9 +471,12 @@ def test_trace_export(build_dir: Path, tmp_path: Path) -> None:
     assert [(e["ts"], e["dur"], e["cat"]) for e in kernels] == [(0.0, 2.0, "forward"), (3.0, 5.0, "backward")]
     (copy,) = [e for e in x if e["name"] == "memcpy HtoD"]
     assert (copy["ts"], copy["dur"], copy["args"]["bytes"], copy["args"]["step"]) == (4.0, 1.0, 4096, 1)
-    # Step 0 spans the first two events: [t0+1000, t0+9000] -> ts 0, dur 8 us.
+    # Mangled kernel names are shown demangled.
+    (gelu,) = [e for e in x if e["name"] == "gelu_bwd_kernel(float const*, float const*, float*, int)"]
+    assert (gelu["ts"], gelu["dur"]) == (8.0, 0.5)
+    # Step 0 spans the events of step 0: [t0+1000, t0+9500] -> ts 0, dur 8.5 us.
     (step0,) = [e for e in x if e["name"] == "step 0"]
-    assert (step0["ts"], step0["dur"]) == (0.0, 8.0)
+    assert (step0["ts"], step0["dur"]) == (0.0, 8.5)
     # Without any trace dump: one clear line, and the report itself still succeeds.
     proc = run(build_dir, GOLDEN, "--trace", tmp_path / "none.json")
     assert proc.returncode == 0 and "no merged rank has a timeline" in proc.stderr

@@ -2,8 +2,11 @@
 // "traintime-trace/1" dumps. Written event by event, so memory holds one rank's dump at a time.
 #include "trace_export.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -80,6 +83,16 @@ uint64_t u64_at(const json& row, int col) {
 std::string name_at(const json& table, uint64_t i) {
   if (table.is_array() && i < table.size() && table[i].is_string()) return table[i].get<std::string>();
   return std::string();
+}
+
+// Kernel names are kept raw (mangled) in the dump; the trace shows them as a person reads them.
+std::string demangled(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string result = status == 0 && out ? out : name;
+  std::free(out);
+  return result;
 }
 
 class Writer {
@@ -172,7 +185,7 @@ std::size_t export_trace(const Job& job, const std::string& out_path, std::vecto
       if (fresh_stream)
         w.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", st->second},
                  {"args", {{"name", "GPU " + std::to_string(device) + " stream " + std::to_string(stream)}}}});
-      std::string name = name_at(j["names"], u64_at(e, c.name));
+      std::string name = demangled(name_at(j["names"], u64_at(e, c.name)));
       const std::string kind_name = name_at(j["kinds"], kind);
       if (kind_name == "memcpy") name = "memcpy " + name_at(j["copy_kinds"], u64_at(e, c.copy));
       if (kind_name == "memset") name = "memset";
