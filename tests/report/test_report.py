@@ -360,6 +360,17 @@ def test_hang_with_a_rank_file_missing(build_dir: Path, tmp_path: Path) -> None:
     assert "no rank file" in h["missing"][0]["doing"]
 
 
+def test_a_wait_in_send_names_no_missing_rank(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "p2p")
+    make_hang(d)
+    for r in (0, 1):
+        edit(d / f"rank-0000{r}.json", lambda j: j["communicators"][0]["in_flight"][0].update(op="Send"))
+    s, _ = summary(build_dir, d)
+    assert s["hangs"] == []
+    assert s["p2p_waits"] == ["rank(s) 0, 1 wait in Send seq 9 on communicator 00000000000000aa; "
+                              "its peer is not recorded in the rank files"]
+
+
 def test_no_hang_when_every_rank_entered(build_dir: Path, tmp_path: Path) -> None:
     d = copy_golden(tmp_path / "busy")
     for r in range(3):

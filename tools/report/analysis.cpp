@@ -358,6 +358,15 @@ void find_hangs(const Job& job, Report& rep) {
       h.missing.push_back(mm);
     }
     if (h.missing.empty()) continue;  // every member entered: not a missing-rank hang
+    if (h.op == "Send" || h.op == "Recv") {
+      // Only the peer had to enter a point-to-point op, and the files do not record which rank
+      // that is: naming the members that did not enter would accuse ranks that had no part in it.
+      std::string who;
+      for (int64_t r : h.waiting_ranks) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      rep.p2p_waits.push_back("rank(s) " + who + " wait in " + h.op + " seq " + std::to_string(h.seq) +
+                              " on communicator " + id + "; its peer is not recorded in the rank files");
+      continue;
+    }
     if (h.op.empty()) h.op = "unknown";
     for (const MissingMember& mm : h.missing)
       if (mm.rank >= 0) h.missing_ranks.push_back(mm.rank);

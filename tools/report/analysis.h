@@ -136,6 +136,7 @@ struct Report {
   std::vector<Straggler> stragglers;  // largest cost first
   std::vector<Hang> hangs;
   bool hang_data = false;  // some file has threads[] or communicators[].in_flight
+  std::vector<std::string> p2p_waits;  // ranks stuck in a Send/Recv (peer unknown), one line each
   uint64_t collectives_matched = 0;
 
   // Job-wide shares of the GPU step span (busy + idle, summed over ranks), in percent.

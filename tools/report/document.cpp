@@ -103,6 +103,7 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   } else if (r.hangs.empty()) {
     h.lines.push_back("none found: no collective that some ranks wait in and others never entered");
   }
+  for (const std::string& line : r.p2p_waits) h.lines.push_back(line);
   for (const Hang& hg : r.hangs) {
     std::vector<int64_t> missing = hg.missing_ranks;
     std::string who = missing.empty() ? std::to_string(hg.missing.size()) + " member(s) without a rank file"

@@ -113,6 +113,7 @@ json summary_json(const Report& r, const Extras& x) {
                      {"missing", missing}, {"from_snapshots", h.from_snapshots}});
   }
   out["hangs"] = hangs;
+  out["p2p_waits"] = r.p2p_waits;
 
   out["dropped_records"] = r.dropped_records;
   out["ranks_dropping_records"] = r.ranks_dropping;

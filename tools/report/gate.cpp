@@ -304,6 +304,18 @@ Comparison compare(const Report& now, const Report& base) {
       cmp.region = Mover{r.path, a, b, gpu ? "GPU busy" : "CPU wall"};
     }
   }
+  // A region only the baseline has went from its time to nothing.
+  std::map<std::string, const RegionAcross*> now_regions;
+  for (const RegionAcross& r : now.regions) now_regions[r.path] = &r;
+  for (const RegionAcross& r : base.regions) {
+    if (now_regions.count(r.path)) continue;
+    const bool gpu = r.gpu_busy_ms.mean() > 0;
+    const double b = gpu ? r.gpu_busy_ms.mean() : r.cpu_ms.mean();
+    if (b > best) {
+      best = b;
+      cmp.region = Mover{r.path, 0, b, gpu ? "GPU busy" : "CPU wall"};
+    }
+  }
   best = 0;
   for (const CommView& c : now.comm) {
     double b = 0;
