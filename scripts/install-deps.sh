@@ -6,10 +6,11 @@ set -euo pipefail
 # Build: compiler, CMake, the header-only libraries and Catch2, Open MPI for the multi-rank runs.
 # Tests: Debian's python3 (/usr/bin/python3, which the tests call by path) with pytest, pip and
 # setuptools (the Python package is installed with pip in a test) and PyTorch 1.13; pkg-config
-# for the out-of-tree consumer test.
+# for the out-of-tree consumer test; headless Chromium renders the HTML report in tests/report.
 TRAINTIME_DEPS=(g++ cmake make libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev
                 openmpi-bin libopenmpi-dev libbenchmark-dev
-                pkg-config python3 python3-pytest python3-pip python3-setuptools python3-torch)
+                pkg-config python3 python3-pytest python3-pip python3-setuptools python3-torch
+                chromium)
 
 missing=()
 for pkg in "${TRAINTIME_DEPS[@]}"; do
