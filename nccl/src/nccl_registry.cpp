@@ -12,6 +12,7 @@
 #include <string>
 
 #include "nccl_resolve.h"
+#include "traintime/support/log.h"
 
 namespace traintime::nccl {
 namespace {
@@ -45,6 +46,9 @@ std::atomic<Registry*> g_current{&g_initial};
 std::atomic<bool> g_recording{false};
 
 Registry& reg() noexcept { return *g_current.load(std::memory_order_acquire); }
+
+// Calls that found no real function: process-wide (they can happen before configure()).
+std::atomic<uint64_t> g_missing_real{0};
 
 RealSymbol g_comm_count{"ncclCommCount", "pncclCommCount"};
 RealSymbol g_comm_user_rank{"ncclCommUserRank", "pncclCommUserRank"};
@@ -116,6 +120,11 @@ core::CommSummary summary() {
   core::CommSummary out;
   Registry& r = reg();
   if (r.table == nullptr) return out;
+  if (const uint64_t n = g_missing_real.load(std::memory_order_relaxed)) {
+    out.warnings.push_back(std::to_string(n) +
+                           " NCCL call(s) found no NCCL function in the process and returned "
+                           "ncclSystemError; load the NCCL the program was built with");
+  }
   out.calls = r.table->snapshot();
   if (out.calls.comms.empty()) return out;
   if (const uint64_t n = r.unregistered.load(std::memory_order_relaxed)) {
@@ -145,7 +154,7 @@ uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) noexcept {
   return h;
 }
 
-uint32_t comm_id_for(const void* comm) noexcept {
+uint32_t comm_id_for(const void* comm, const void* caller) noexcept {
   if (comm == nullptr) return 0;
   Registry& r = reg();
   const uint32_t index = r.table->find_communicator(key_of(comm));
@@ -156,8 +165,8 @@ uint32_t comm_id_for(const void* comm) noexcept {
   const int saved_errno = errno;
   uint32_t comm_id = 0;
   using QueryFn = ncclResult_t (*)(const ncclComm_t, int*);
-  auto count_fn = reinterpret_cast<QueryFn>(g_comm_count.get(nullptr));
-  auto rank_fn = reinterpret_cast<QueryFn>(g_comm_user_rank.get(nullptr));
+  auto count_fn = reinterpret_cast<QueryFn>(g_comm_count.get(nullptr, caller));
+  auto rank_fn = reinterpret_cast<QueryFn>(g_comm_user_rank.get(nullptr, caller));
   int size = 0;
   int rank = 0;
   auto handle = static_cast<ncclComm_t>(const_cast<void*>(comm));
@@ -224,8 +233,9 @@ void note_child(const void* comm, uint64_t stable_id, CommOrigin origin) noexcep
   // More than kMaxPending children not used yet: this one gets a first-seen id.
 }
 
-uint64_t next_child_id(const void* parent, CommOrigin origin, int color) noexcept {
-  const uint32_t parent_id = comm_id_for(parent);
+uint64_t next_child_id(const void* parent, CommOrigin origin, int color,
+                       const void* caller) noexcept {
+  const uint32_t parent_id = comm_id_for(parent, caller);
   Registry& r = reg();
   std::lock_guard<std::mutex> lock(r.mutex);
   uint64_t parent_stable = 0;
@@ -253,6 +263,16 @@ void retire(const void* comm) noexcept {
   for (PendingChild& p : r.pending) {
     if (p.handle == comm) p = PendingChild{};
   }
+}
+
+void note_missing_real(const char* function) noexcept {
+  g_missing_real.fetch_add(1, std::memory_order_relaxed);
+  const int saved_errno = errno;
+  support::warn_once(function,
+                     "{} was called but no loaded library defines it; returning ncclSystemError "
+                     "(load the NCCL the program was built with before calling it)",
+                     function);
+  errno = saved_errno;
 }
 
 void count_unregistered_call() noexcept {

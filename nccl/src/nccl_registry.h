@@ -55,8 +55,10 @@ const Hooks& hooks() noexcept;
 
 // comm_id (table index + 1) of `comm`, registering it on first sight; 0 when it cannot be
 // registered (null handle, the real size/rank query fails, e.g. a nonblocking communicator that
-// is not ready yet, or the table is full). errno is preserved.
-uint32_t comm_id_for(const void* comm) noexcept;
+// is not ready yet, or the table is full). The size and rank are asked of the NCCL that
+// `caller` (the wrapper's return address) belongs to, the one that made `comm`. errno is
+// preserved.
+uint32_t comm_id_for(const void* comm, const void* caller) noexcept;
 
 // The entry of a comm_id returned above, else nullptr. Entries never change once published.
 const CommEntry* entry(uint32_t comm_id) noexcept;
@@ -70,7 +72,8 @@ void note_child(const void* comm, uint64_t stable_id, CommOrigin origin) noexcep
 // Stable id for the child that this split/shrink call of `parent` creates. Called once per
 // call on every rank of the parent (NCCL requires all of them to call, NCCL_SPLIT_NOCOLOR
 // included), so the n-th split of a parent has the same id on every rank.
-uint64_t next_child_id(const void* parent, CommOrigin origin, int color) noexcept;
+uint64_t next_child_id(const void* parent, CommOrigin origin, int color,
+                       const void* caller) noexcept;
 // Stable id of the n-th ncclCommInitAll of this process.
 uint64_t next_init_all_id(int ndev) noexcept;
 // Before ncclCommDestroy / ncclCommAbort: the handle stops naming its entry.
@@ -78,6 +81,10 @@ void retire(const void* comm) noexcept;
 
 // 64-bit FNV-1a, the hash behind every stable id.
 uint64_t hash_bytes(const void* data, size_t n, uint64_t seed = 0xcbf29ce484222325ULL) noexcept;
+
+// A call whose real function no loaded object provides (it returned ncclSystemError): counted
+// for the rank file's warnings and warned about once per entry point. errno is preserved.
+void note_missing_real(const char* function) noexcept;
 
 // Calls made on communicators that could not be registered (counted nowhere else).
 void count_unregistered_call() noexcept;

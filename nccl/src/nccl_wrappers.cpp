@@ -13,11 +13,15 @@
 //    through. ncclBcast is therefore counted once, as "Broadcast" (DESIGN §6 op names).
 //  - TRAINTIME_NCCL=0, or before configure(): straight through, nothing recorded; the GPU side
 //    still finds NCCL kernels by name.
-//  - No real function (no NCCL in the process provides the symbol): ncclSystemError with
-//    errno = ENOSYS. This cannot happen to an application that linked against NCCL (the loader
-//    would have refused it); it covers code that found our export through dlsym(RTLD_DEFAULT)
-//    against an older NCCL lacking the entry point, where failing the call is the only answer
-//    that neither crashes nor pretends the work was done.
+//  - The real function is the caller's own NCCL (RealSymbol in nccl_resolve.h: the calling
+//    object's definition first, so NCCL linked statically into a library loaded RTLD_LOCAL is
+//    found), and the communicator's size and rank are asked of that same NCCL.
+//  - No real function (no loaded object provides the symbol): ncclSystemError with
+//    errno = ENOSYS, warned once and counted in the rank file. This cannot happen to an
+//    application that linked against NCCL (the loader would have refused it); it covers code
+//    that found our export through dlsym(RTLD_DEFAULT) against an older NCCL lacking the entry
+//    point, where failing the call is the only answer that neither crashes nor pretends the
+//    work was done.
 //
 // Counting: a call is counted (calls, bytes, size bucket, sequence number) when it is the
 // outermost one, its communicator is registered, its stream is not being captured into a CUDA
@@ -72,11 +76,16 @@ TT_NCCL_ENTRY_POINTS(TT_NCCL_REAL_SYMBOL)
 // The prologue every wrapper shares: errno as the application left it (put back before the
 // real call, so the real call sees and leaves errno exactly as without us) and the real
 // function, or nullptr when no loaded object provides it.
+// `caller` is the wrapper's return address: the real function is the one the calling object's
+// own NCCL provides (nccl_resolve.h).
 template <auto Wrapper>
 struct Entry {
   using Fn = decltype(Wrapper);
+  explicit Entry(const void* caller)
+      : fn(reinterpret_cast<Fn>(
+            real_symbol<Wrapper>().get(reinterpret_cast<const void*>(Wrapper), caller))) {}
   int entry_errno = errno;
-  Fn fn = reinterpret_cast<Fn>(real_symbol<Wrapper>().get(reinterpret_cast<const void*>(Wrapper)));
+  Fn fn;
 };
 
 // Group members of one thread's open group. Allocated at the thread's first outermost
@@ -162,24 +171,30 @@ void first_call_once() {
   }
 }
 
+// No loaded object defines the entry point: the program could not have linked without us, so
+// this is code that found our export by name (dlsym(RTLD_DEFAULT)) in a process without NCCL,
+// or against an older NCCL that lacks it. Failing the call is the only answer that neither
+// crashes nor pretends the work was done. Warned once, counted in the rank file.
+template <auto Wrapper>
 ncclResult_t missing_real() {
+  note_missing_real(real_symbol<Wrapper>().name());
   errno = ENOSYS;
   return ncclSystemError;
 }
 
 // One collective or point-to-point call. `invoke(fn)` calls the real function `fn`.
 template <auto Wrapper, typename Invoke>
-ncclResult_t run_op(CommOp op, Extent extent, size_t count, ncclDataType_t type, ncclComm_t comm,
-                    cudaStream_t stream, Invoke&& invoke) {
-  const Entry<Wrapper> e;
-  if (e.fn == nullptr) return missing_real();
+ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
+                    ncclDataType_t type, ncclComm_t comm, cudaStream_t stream, Invoke&& invoke) {
+  const Entry<Wrapper> e(caller);
+  if (e.fn == nullptr) return missing_real<Wrapper>();
   ThreadState& t = t_nccl;
   if (t.depth > 0 || !recording()) {
     errno = e.entry_errno;
     return invoke(e.fn);
   }
   ++t.depth;
-  const uint32_t comm_id = comm_id_for(comm);
+  const uint32_t comm_id = comm_id_for(comm, caller);
   const CommEntry* ce = entry(comm_id);
   const bool captured = stream_is_capturing(stream);
   uint64_t bytes = static_cast<uint64_t>(count) * type_size(type);
@@ -219,9 +234,9 @@ ncclResult_t run_op(CommOp op, Extent extent, size_t count, ncclDataType_t type,
 }
 
 template <auto Wrapper, typename Invoke>
-ncclResult_t pass_through(Invoke&& invoke) {
-  const Entry<Wrapper> e;
-  if (e.fn == nullptr) return missing_real();
+ncclResult_t pass_through(const void* caller, Invoke&& invoke) {
+  const Entry<Wrapper> e(caller);
+  if (e.fn == nullptr) return missing_real<Wrapper>();
   errno = e.entry_errno;
   return invoke(e.fn);
 }
@@ -229,9 +244,9 @@ ncclResult_t pass_through(Invoke&& invoke) {
 // Communicator lifecycle wrappers: the real call first (outermost or not: a comm created inside
 // another NCCL call is still a communicator), then the registry's slow path.
 template <auto Wrapper, typename Invoke, typename After>
-ncclResult_t run_lifecycle(Invoke&& invoke, After&& after) {
-  const Entry<Wrapper> e;
-  if (e.fn == nullptr) return missing_real();
+ncclResult_t run_lifecycle(const void* caller, Invoke&& invoke, After&& after) {
+  const Entry<Wrapper> e(caller);
+  if (e.fn == nullptr) return missing_real<Wrapper>();
   if (!recording()) {
     errno = e.entry_errno;
     return invoke(e.fn);
@@ -253,9 +268,10 @@ void retire_if_recording(const void* comm) {
   errno = saved_errno;
 }
 
-uint64_t child_id_if_recording(const void* parent, CommOrigin origin, int color) {
+uint64_t child_id_if_recording(const void* parent, CommOrigin origin, int color,
+                               const void* caller) {
   const int saved_errno = errno;
-  const uint64_t id = recording() ? next_child_id(parent, origin, color) : 0;
+  const uint64_t id = recording() ? next_child_id(parent, origin, color, caller) : 0;
   errno = saved_errno;
   return id;
 }
@@ -268,9 +284,9 @@ uint64_t unique_id_hash(const ncclUniqueId* ids, int n) {
 // Ends the application's group on this thread: NCCL decrements its group depth on every
 // ncclGroupEnd/ncclGroupSimulateEnd made inside a group, whatever it returns.
 template <auto Wrapper, typename Invoke>
-ncclResult_t run_group_end(bool launches, Invoke&& invoke) {
-  const Entry<Wrapper> e;
-  if (e.fn == nullptr) return missing_real();
+ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
+  const Entry<Wrapper> e(caller);
+  if (e.fn == nullptr) return missing_real<Wrapper>();
   ThreadState& t = t_nccl;
   if (t.depth > 0 || !recording() || t.group_depth == 0) {
     errno = e.entry_errno;
@@ -299,9 +315,9 @@ ncclResult_t run_group_end(bool launches, Invoke&& invoke) {
   return r;
 }
 
-ncclResult_t group_start() {
-  const Entry<&::ncclGroupStart> e;
-  if (e.fn == nullptr) return missing_real();
+ncclResult_t group_start(const void* caller) {
+  const Entry<&::ncclGroupStart> e(caller);
+  if (e.fn == nullptr) return missing_real<&::ncclGroupStart>();
   ThreadState& t = t_nccl;
   if (t.depth > 0 || !recording()) {
     errno = e.entry_errno;
@@ -334,6 +350,8 @@ const Call* current_call() noexcept {
 }  // namespace traintime::nccl
 
 namespace tn = traintime::nccl;
+// The code that called the wrapper: it picks which NCCL the call belongs to.
+#define TT_CALLER __builtin_return_address(0)
 using traintime::core::CommOp;
 using tn::Extent;
 
@@ -342,88 +360,88 @@ extern "C" {
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  return tn::run_op<&ncclAllReduce>(CommOp::kAllReduce, Extent::kBuffer, count, datatype, comm, stream,
+  return tn::run_op<&ncclAllReduce>(TT_CALLER, CommOp::kAllReduce, Extent::kBuffer, count, datatype, comm, stream,
       [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  return tn::run_op<&ncclBroadcast>(CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
+  return tn::run_op<&ncclBroadcast>(TT_CALLER, CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
       [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
                        ncclComm_t comm, cudaStream_t stream) {
-  return tn::run_op<&ncclBcast>(CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
+  return tn::run_op<&ncclBcast>(TT_CALLER, CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
       [&](auto fn) { return fn(buff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                         cudaStream_t stream) {
-  return tn::run_op<&ncclReduce>(CommOp::kReduce, Extent::kBuffer, count, datatype, comm, stream,
+  return tn::run_op<&ncclReduce>(TT_CALLER, CommOp::kReduce, Extent::kBuffer, count, datatype, comm, stream,
       [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return tn::run_op<&ncclAllGather>(CommOp::kAllGather, Extent::kTimesRanks, sendcount, datatype,
+  return tn::run_op<&ncclAllGather>(TT_CALLER, CommOp::kAllGather, Extent::kTimesRanks, sendcount, datatype,
       comm, stream, [&](auto fn) { return fn(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-  return tn::run_op<&ncclReduceScatter>(CommOp::kReduceScatter, Extent::kTimesRanks, recvcount,
+  return tn::run_op<&ncclReduceScatter>(TT_CALLER, CommOp::kReduceScatter, Extent::kTimesRanks, recvcount,
       datatype, comm, stream,
       [&](auto fn) { return fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return tn::run_op<&ncclAlltoAll>(CommOp::kAlltoAll, Extent::kTimesRanks, count, datatype, comm,
+  return tn::run_op<&ncclAlltoAll>(TT_CALLER, CommOp::kAlltoAll, Extent::kTimesRanks, count, datatype, comm,
       stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return tn::run_op<&ncclGather>(CommOp::kGather, Extent::kTimesRanks, count, datatype, comm, stream,
+  return tn::run_op<&ncclGather>(TT_CALLER, CommOp::kGather, Extent::kTimesRanks, count, datatype, comm, stream,
       [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return tn::run_op<&ncclScatter>(CommOp::kScatter, Extent::kTimesRanks, count, datatype, comm, stream,
+  return tn::run_op<&ncclScatter>(TT_CALLER, CommOp::kScatter, Extent::kTimesRanks, count, datatype, comm, stream,
       [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  return tn::run_op<&ncclSend>(CommOp::kSend, Extent::kBuffer, count, datatype, comm, stream,
+  return tn::run_op<&ncclSend>(TT_CALLER, CommOp::kSend, Extent::kBuffer, count, datatype, comm, stream,
       [&](auto fn) { return fn(sendbuff, count, datatype, peer, comm, stream); });
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  return tn::run_op<&ncclRecv>(CommOp::kRecv, Extent::kBuffer, count, datatype, comm, stream,
+  return tn::run_op<&ncclRecv>(TT_CALLER, CommOp::kRecv, Extent::kBuffer, count, datatype, comm, stream,
       [&](auto fn) { return fn(recvbuff, count, datatype, peer, comm, stream); });
 }
 
-ncclResult_t ncclGroupStart() { return tn::group_start(); }
+ncclResult_t ncclGroupStart() { return tn::group_start(TT_CALLER); }
 
 ncclResult_t ncclGroupEnd() {
-  return tn::run_group_end<&ncclGroupEnd>(true, [](auto fn) { return fn(); });
+  return tn::run_group_end<&ncclGroupEnd>(TT_CALLER, true, [](auto fn) { return fn(); });
 }
 
 // Ends the group without launching it. Its ops were counted when queued: simulated groups
 // (tuning code) inflate calls/bytes; see docs.
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  return tn::run_group_end<&ncclGroupSimulateEnd>(false, [&](auto fn) { return fn(simInfo); });
+  return tn::run_group_end<&ncclGroupSimulateEnd>(TT_CALLER, false, [&](auto fn) { return fn(simInfo); });
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return tn::run_lifecycle<&ncclCommInitRank>(
+  return tn::run_lifecycle<&ncclCommInitRank>(TT_CALLER,
       [&](auto fn) { return fn(comm, nranks, commId, rank); },
       [&] {
         if (comm == nullptr) return;
@@ -434,7 +452,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
-  return tn::run_lifecycle<&ncclCommInitRankConfig>(
+  return tn::run_lifecycle<&ncclCommInitRankConfig>(TT_CALLER,
       [&](auto fn) { return fn(comm, nranks, commId, rank, config); },
       [&] {
         if (comm == nullptr) return;
@@ -445,7 +463,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                       ncclUniqueId* commIds, ncclConfig_t* config) {
-  return tn::run_lifecycle<&ncclCommInitRankScalable>(
+  return tn::run_lifecycle<&ncclCommInitRankScalable>(TT_CALLER,
       [&](auto fn) { return fn(newcomm, nranks, myrank, nId, commIds, config); },
       [&] {
         if (newcomm == nullptr) return;
@@ -455,7 +473,7 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
-  return tn::run_lifecycle<&ncclCommInitAll>(
+  return tn::run_lifecycle<&ncclCommInitAll>(TT_CALLER,
       [&](auto fn) { return fn(comm, ndev, devlist); },
       [&] {
         if (comm == nullptr || ndev <= 0) return;
@@ -471,8 +489,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
                            ncclConfig_t* config) {
   // The child's id is taken before the call so every rank numbers its splits alike, whatever
   // the call returns on this rank.
-  const uint64_t id = tn::child_id_if_recording(comm, tn::CommOrigin::kSplit, color);
-  return tn::run_lifecycle<&ncclCommSplit>(
+  const uint64_t id = tn::child_id_if_recording(comm, tn::CommOrigin::kSplit, color, TT_CALLER);
+  return tn::run_lifecycle<&ncclCommSplit>(TT_CALLER,
       [&](auto fn) { return fn(comm, color, key, newcomm, config); },
       [&] {
         if (newcomm != nullptr) tn::note_child(*newcomm, id, tn::CommOrigin::kSplit);
@@ -481,8 +499,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
 
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  const uint64_t id = tn::child_id_if_recording(comm, tn::CommOrigin::kShrink, 0);
-  return tn::run_lifecycle<&ncclCommShrink>(
+  const uint64_t id = tn::child_id_if_recording(comm, tn::CommOrigin::kShrink, 0, TT_CALLER);
+  return tn::run_lifecycle<&ncclCommShrink>(TT_CALLER,
       [&](auto fn) { return fn(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); },
       [&] {
         if (newcomm != nullptr) tn::note_child(*newcomm, id, tn::CommOrigin::kShrink);
@@ -492,12 +510,12 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   // Retired before the call: once NCCL frees the communicator its address may be reused.
   tn::retire_if_recording(comm);
-  return tn::pass_through<&ncclCommDestroy>([&](auto fn) { return fn(comm); });
+  return tn::pass_through<&ncclCommDestroy>(TT_CALLER, [&](auto fn) { return fn(comm); });
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   tn::retire_if_recording(comm);
-  return tn::pass_through<&ncclCommAbort>([&](auto fn) { return fn(comm); });
+  return tn::pass_through<&ncclCommAbort>(TT_CALLER, [&](auto fn) { return fn(comm); });
 }
 
 }  // extern "C"

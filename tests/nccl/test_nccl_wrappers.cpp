@@ -108,7 +108,7 @@ ncclComm_t make_comm(int nranks, int rank, const ncclUniqueId& id) {
 ncclComm_t make_comm(int nranks, int rank) { return make_comm(nranks, rank, unique_id(1)); }
 
 uint32_t comm_id(ncclComm_t comm) {
-  const uint32_t id = nccl::comm_id_for(comm);
+  const uint32_t id = nccl::comm_id_for(comm, nullptr);
   REQUIRE(id != 0);
   return id;
 }
@@ -527,7 +527,7 @@ TEST_CASE_METHOD(Fixture, "threads calling at once count exactly and register a 
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      shared_ids[t] = nccl::comm_id_for(shared);
+      shared_ids[t] = nccl::comm_id_for(shared, nullptr);
       char buf[1];
       for (int i = 0; i < kCalls; ++i) {
         ncclAllReduce(buf, buf, 3, ncclFloat32, ncclSum, own[t], nullptr);
