@@ -14,6 +14,10 @@ MODE
             failed calls are not counted.
   graph     NCCL calls captured into a CUDA graph count once per replay (calls, bytes, GPU time),
             not at capture.
+  driver    SIMGPU_NCCL_LAUNCH=driver: NCCL launches through cuLaunchKernelEx (driver callbacks
+            only), as real NCCL does with runtime and driver >= 11.8; the busbw checks hold and
+            every communicator's ops_completed reaches its ops_enqueued (each kernel linked to
+            its call's sequence number).
   fallback  TRAINTIME_NCCL=0: no interposition, yet comm kernels are found by name: rows with
             comm_size 0, bytes unknown, one call per kernel per op the kernel name says.
 """
@@ -215,6 +219,14 @@ def run_mode(build: Path, mode: str, np: int) -> None:
                 os.makedirs(sub)
                 ranks = run_job(args, sub, {"SIMGPU_NCCL_FAIL": spec}, ["--expect-fail", spec])
                 check_counts(ranks, np)
+        elif mode == "driver":
+            ranks = run_job(args, work, {"SIMGPU_NCCL_LAUNCH": "driver"}, [])
+            check_busbw(ranks, np)
+            for r, _, doc in ranks:
+                for c in doc.get("communicators", []):
+                    check(c["ops_completed"] == c["ops_enqueued"],
+                          "rank %d communicator %s: %d of %d ops completed" %
+                          (r, c["id"], c["ops_completed"], c["ops_enqueued"]))
         elif mode == "graph":
             check_graph(run_job(args, work, {}, ["--graph-replays", "4"]), np)
         else:
@@ -252,6 +264,10 @@ def test_sim_nccl_fail_np2(build_dir: Path) -> None:
 
 def test_sim_nccl_graph_np2(build_dir: Path) -> None:
     run_mode(build_dir, "graph", 2)
+
+
+def test_sim_nccl_driver_np2(build_dir: Path) -> None:
+    run_mode(build_dir, "driver", 2)
 
 
 def test_sim_nccl_fallback_np2(build_dir: Path) -> None:

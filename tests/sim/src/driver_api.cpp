@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <cuda.h>
+#include <cupti.h>  // cuLaunchKernelEx_params and its callback id
 
 #include "simgpu/engine.h"
 #include "sim_costs.h"
@@ -191,6 +192,35 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* ca
   *captureStatus = simgpu_is_capturing(hStream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                 : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
+}
+
+// What real NCCL (runtime and driver >= 11.8) launches its kernels with, found through
+// cuGetProcAddress: traced in the driver domain only, with no runtime call around it. `f` is a
+// function handle as the runtime's registration made it (simgpu: the host stub's address).
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                  void** extra) {
+  const char* name = simgpu_kernel_name(reinterpret_cast<const void*>(f));
+  cuLaunchKernelEx_params params{config, f, kernelParams, extra};
+  simgpu_api_frame frame{};
+  CUresult result = CUDA_SUCCESS;
+  simgpu_api_enter(&frame, 1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", name, &params,
+                   &result);
+  if (!config || !name) {
+    result = CUDA_ERROR_INVALID_VALUE;
+  } else {
+    simgpu_launch l{};
+    l.kind = SIMGPU_KERNEL;
+    l.name = name;
+    const uint64_t blocks = uint64_t{config->gridDimX} * config->gridDimY * config->gridDimZ;
+    l.duration_ns = static_cast<uint64_t>(
+        static_cast<double>(blocks * SIMGPU_NS_PER_BLOCK) * simgpu_slowdown(simgpu_rank()) + 0.5);
+    l.grid[0] = config->gridDimX, l.grid[1] = config->gridDimY, l.grid[2] = config->gridDimZ;
+    l.block[0] = config->blockDimX, l.block[1] = config->blockDimY, l.block[2] = config->blockDimZ;
+    l.shared_mem = config->sharedMemBytes;
+    result = simgpu_enqueue(config->hStream, &l) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
+  simgpu_api_exit(&frame);
+  return result;
 }
 
 // Driver entry points by name, as the runtime and libraries ask for them: the versioned

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -132,6 +133,22 @@ struct Op {
 thread_local int tls_group_depth = 0;
 thread_local std::vector<Op> tls_group;
 
+// SIMGPU_NCCL_LAUNCH=driver: launch as real NCCL does with runtime and driver >= 11.8, through
+// cuLaunchKernelEx found with cuGetProcAddress (driver callbacks only). Default: the runtime's
+// cudaLaunchKernel (runtime and driver callbacks, as NCCL before 2.19 and older drivers).
+using LaunchExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+LaunchExFn driver_launch() {
+  static const LaunchExFn fn = []() -> LaunchExFn {
+    const char* mode = std::getenv("SIMGPU_NCCL_LAUNCH");
+    if (mode == nullptr || std::strcmp(mode, "driver") != 0) return nullptr;
+    void* pfn = nullptr;
+    if (cuGetProcAddress("cuLaunchKernelEx", &pfn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, nullptr) != CUDA_SUCCESS)
+      return nullptr;
+    return reinterpret_cast<LaunchExFn>(pfn);
+  }();
+  return fn;
+}
+
 ncclResult_t launch(const std::string& kernel, double bus_bytes, ncclComm* comm, cudaStream_t stream) {
   simgpu_collective c{};
   c.comm_key = comm->key;
@@ -141,9 +158,21 @@ ncclResult_t launch(const std::string& kernel, double bus_bytes, ncclComm* comm,
   c.rank = comm->rank;
   simgpu_set_next_collective(&c);
   void* args[1] = {nullptr};
-  const cudaError_t e = cudaLaunchKernel(kernel_for(kernel), dim3(kChannels), dim3(kThreads), args, 0, stream);
+  bool ok = false;
+  if (LaunchExFn launch_ex = driver_launch()) {
+    CUlaunchConfig config{};
+    config.gridDimX = kChannels, config.gridDimY = 1, config.gridDimZ = 1;
+    config.blockDimX = kThreads, config.blockDimY = 1, config.blockDimZ = 1;
+    config.hStream = reinterpret_cast<CUstream>(stream);
+    // simgpu's function handle is the host stub the runtime registered (cuModuleGetFunction
+    // on NCCL's own module, in real NCCL).
+    auto f = reinterpret_cast<CUfunction>(const_cast<void*>(kernel_for(kernel)));
+    ok = launch_ex(&config, f, args, nullptr) == CUDA_SUCCESS;
+  } else {
+    ok = cudaLaunchKernel(kernel_for(kernel), dim3(kChannels), dim3(kThreads), args, 0, stream) == cudaSuccess;
+  }
   simgpu_set_next_collective(nullptr);
-  return e == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+  return ok ? ncclSuccess : ncclUnhandledCudaError;
 }
 
 // One collective or p2p operation. `s` is the nccl-tests size S, `factor` its bus factor;
