@@ -8,6 +8,7 @@
 
 #include "ascii_text.h"
 #include "traintime/core/category_rules.h"
+#include "traintime/core/nvtx_domains.h"
 
 namespace traintime::core {
 namespace {
@@ -17,7 +18,7 @@ using StringField = std::string Config::*;
 using U32Field = uint32_t Config::*;
 using U64Field = uint64_t Config::*;
 
-enum class Kind { kString, kBool, kU32, kU64, kLogLevel, kCategoryRules };
+enum class Kind { kString, kBool, kU32, kU64, kLogLevel, kCategoryRules, kNvtxDomains };
 
 // The field a row fills; the alternative matches the row's Kind (string kinds use StringField).
 using Field = std::variant<StringField, BoolField, U32Field, U64Field>;
@@ -72,6 +73,11 @@ const Row kRows[] = {
       "Extra name rules tried before the built-in ones, e.g. "
       "\"forward=fwd,encode;io=prefetch,loader\"."},
      Kind::kCategoryRules, &Config::category_rules},
+    {{"TRAINTIME_NVTX_DOMAINS", "*,-NCCL",
+      "NVTX domains whose ranges become regions: comma-separated names, '-' before one leaves "
+      "it out, '*' is every domain, 'default' the domain-less calls; the last entry naming a "
+      "domain decides."},
+     Kind::kNvtxDomains, &Config::nvtx_domains},
     {{"TRAINTIME_BUFFER_MB", "8", "Size of one CUPTI activity buffer in MiB (1 to 1024)."},
      Kind::kU32, &Config::buffer_mb, 1, 1024},
     {{"TRAINTIME_BUFFER_COUNT", "64",
@@ -148,6 +154,14 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
       if (std::find(kLogLevelNames.begin(), kLogLevelNames.end(), v) == kLogLevelNames.end())
         return warning(row.var, value, "one of trace, debug, info, warn, error, off");
       cfg.*std::get<StringField>(row.field) = v;
+      return "";
+    }
+    case Kind::kNvtxDomains: {
+      std::string error;
+      NvtxDomainFilter filter;
+      if (!NvtxDomainFilter::parse(value, &filter, &error))
+        return warning(row.var, value, "a domain list such as \"*,-NCCL\" (" + error + ")");
+      cfg.*std::get<StringField>(row.field) = std::string(value);
       return "";
     }
     case Kind::kCategoryRules: {

@@ -64,12 +64,45 @@ NameId RegionRegistry::name_for_pointer(ThreadState* ts, const char* name, int c
     const NameEntry& e = names_[s.id];
     if (e.category == category && std::strcmp(e.text.c_str(), name) == 0) return s.id;
   }
+  // The same text from another buffer: found by its hash, checked by content, no lock.
+  uint64_t hash = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(category + 1);
+  for (const char* c = name; *c != '\0'; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 0x100000001b3ULL;
+  hash |= 1;  // 0 marks an empty slot
+  ThreadState::TextSlot& t = ts->texts_[hash & (ThreadState::kTextCacheSize - 1)];
+  if (t.hash == hash && t.id != kNoName) {
+    const NameEntry& e = names_[t.id];
+    if (e.category == category && std::strcmp(e.text.c_str(), name) == 0) {
+      s.ptr = name;
+      s.id = t.id;
+      return t.id;
+    }
+  }
   const int saved = errno;  // the preload calls this from the application's threads
+  locked_lookups_.fetch_add(1, std::memory_order_relaxed);
   const NameId id = register_name(name, category);
   errno = saved;
   s.ptr = name;
   s.id = id;
+  if (id != kNoName) t = ThreadState::TextSlot{hash, id};
   return id;
+}
+
+void RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns) {
+  int at = ts->depth_ - 1;
+  while (at >= 0 && ts->stack_[at].entry != entry) --at;
+  if (at < 0) {
+    ts->unbalanced_pops_.store(ts->unbalanced_pops_.load(std::memory_order_relaxed) + 1,
+                               std::memory_order_relaxed);
+    return;
+  }
+  if (at == ts->depth_ - 1) {
+    pop(ts, now_ns);
+    return;
+  }
+  const ThreadState::Frame f = ts->stack_[at];
+  if (f.path != kNoPath) record(ts, f.path, now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
+  for (int i = at; i + 1 < ts->depth_; ++i) ts->stack_[i] = ts->stack_[i + 1];
+  --ts->depth_;  // the innermost region is unchanged: current_path/current_entry stay
 }
 
 void RegionRegistry::push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {

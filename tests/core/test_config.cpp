@@ -72,7 +72,7 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
       "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_TRACE",
       "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_CATEGORY_RULES",
-      "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE"};
+      "TRAINTIME_NVTX_DOMAINS",   "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE"};
   std::vector<std::string> names;
   for (const auto& v : config_vars()) {
     names.push_back(v.name);

@@ -79,6 +79,13 @@ class ThreadState {
     NameId id = kNoName;
   };
   static constexpr std::size_t kNameCacheSize = 256;
+  // Text hash -> name id, consulted when the pointer cache misses (a Python string is a new
+  // buffer on every call): a repeated name never takes the registry's lock.
+  struct TextSlot {
+    uint64_t hash = 0;
+    NameId id = kNoName;
+  };
+  static constexpr std::size_t kTextCacheSize = 512;
 
   explicit ThreadState(uint64_t index) : entry_base_(index << 40) {}
 
@@ -93,6 +100,7 @@ class ThreadState {
   std::vector<ChildSlot> children_ = std::vector<ChildSlot>(64);
   std::size_t child_count_ = 0;
   NameSlot names_[kNameCacheSize];
+  TextSlot texts_[kTextCacheSize];
 
   ChunkedArray<PathStats, 10, 4096> stats_;
   std::atomic<uint64_t> unbalanced_pops_{0};
@@ -161,6 +169,13 @@ class RegionRegistry {
     }
   }
 
+  // Closes the open region of `ts` whose entry id is `entry` (ts->current_entry() right after
+  // its push), wherever it sits on the thread's stack: NVTX ranges of different domains
+  // interleave, and a pop in one domain closes that domain's innermost range even when another
+  // domain opened one after it. The regions above it stay open with the paths they were opened
+  // with. An entry not on the stack is counted as an unbalanced pop. No lock, no allocation.
+  void close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns);
+
   // Cross-thread ranges (tt_range_start/end, NVTX start/end): a top-level path named after the
   // range. Lock-free: ranges live in a fixed ring; a range still open when its slot is reused
   // kRangeSlots starts later ends as "unknown". Returns 0 when the name cannot be registered.
@@ -194,6 +209,8 @@ class RegionRegistry {
   uint64_t unbalanced_pops() const;
   uint64_t depth_overflows() const;
   uint64_t unknown_range_ends() const { return unknown_range_ends_.load(std::memory_order_relaxed); }
+  // Name look-ups that had to take the registry's lock (a name new to the calling thread).
+  uint64_t locked_name_lookups() const { return locked_lookups_.load(std::memory_order_relaxed); }
   // Registrations refused because a table was full.
   uint64_t dropped_names() const { return dropped_.load(std::memory_order_relaxed); }
 
@@ -269,6 +286,7 @@ class RegionRegistry {
   std::atomic<uint64_t> next_range_{0};
   std::atomic<uint64_t> unknown_range_ends_{0};
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> locked_lookups_{0};
 
   StepTracker steps_;
 };
