@@ -5,6 +5,7 @@
 
 #include "session.h"
 #include "traintime/core/category.h"
+#include "traintime/nvtx/nvtx_injection.h"
 #include "traintime/traintime.h"
 
 // The public header's category values are the ABI; the model's enum must agree with them, since
@@ -81,12 +82,55 @@ void api_step(uint64_t samples, uint64_t tokens) {
   errno = saved;
 }
 
+// NVTX's push/pop (nvtx/): a token per open region, so a pop in one NVTX domain can close that
+// domain's range below another domain's. kOverflowToken: the push went beyond the registry's
+// depth and was counted there; its close is a plain pop, which un-counts it.
+constexpr uint64_t kOverflowToken = ~0ULL;
+
+uint64_t nvtx_open(const char* name) noexcept {
+  uint64_t token = 0;
+  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    const int depth = ts->depth();
+    r->push(ts, name, TT_CATEGORY_AUTO, now);
+    token = ts->depth() > depth ? ts->current_entry() : kOverflowToken;
+  });
+  return token;
+}
+
+void nvtx_close(uint64_t token) noexcept {
+  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    if (token == kOverflowToken) {
+      r->pop(ts, now);
+    } else {
+      r->close_entry(ts, token, now);
+    }
+  });
+}
+
+uint64_t nvtx_range_start(const char* name) noexcept { return api_range_start(name); }
+void nvtx_range_end(uint64_t id) noexcept { api_range_end(id); }
+void nvtx_step() noexcept { api_step(0, 0); }
+
 const tt_api_v1 kApi = {
     sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
     api_push_category, api_pop,    api_range_start,   api_range_end, api_step,
 };
 
 }  // namespace
+
+const nvtx::Regions& nvtx_regions() {
+  static const nvtx::Regions regions = [] {
+    nvtx::Regions r;
+    r.open = nvtx_open;
+    r.close = nvtx_close;
+    r.range_start = nvtx_range_start;
+    r.range_end = nvtx_range_end;
+    r.step = nvtx_step;
+    return r;
+  }();
+  return regions;
+}
+
 }  // namespace traintime::preload
 
 extern "C" __attribute__((visibility("default"))) const tt_api_v1* traintime_get_api_v1(void) {

@@ -8,8 +8,6 @@
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nvtx/nvtx_injection.h"
 
-extern "C" const tt_api_v1* traintime_get_api_v1(void);
-
 extern "C" {
 
 // Called by the CUDA driver while cuInit runs. Once per process, thread-safe; returns 1.
@@ -25,8 +23,11 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     traintime::nvtx::GetExportTable get_export_table) {
   const int saved_errno = errno;
-  const tt_api_v1* api = traintime_get_api_v1();
-  const int ok = api ? traintime::nvtx::inject(api, get_export_table) : 0;
+  const traintime::preload::Session* s = traintime::preload::session();
+  const int ok = s != nullptr ? traintime::nvtx::inject(traintime::preload::nvtx_regions(),
+                                                        s->identity.config.nvtx_domains,
+                                                        get_export_table)
+                              : 0;
   errno = saved_errno;
   return ok;
 }

@@ -23,6 +23,7 @@
 #include "traintime/core/rank_detect.h"
 #include "traintime/core/region_registry.h"
 #include "traintime/core/summaries.h"
+#include "traintime/nvtx/nvtx_injection.h"
 
 namespace traintime::preload {
 
@@ -116,6 +117,9 @@ inline uint64_t ensure_active(uint64_t now_ns, uint64_t origin_ns) {
   return mono_ns();
 }
 inline uint64_t ensure_active(uint64_t now_ns) { return ensure_active(now_ns, now_ns); }
+
+// The region operations NVTX ranges record through (annotation_api.cpp).
+const nvtx::Regions& nvtx_regions();
 
 // tt_step and each new NCCL communicator: where GPU capture may start lazily when the driver
 // will never call InitializeInjection (another tool owns CUDA_INJECTION64_PATH, DESIGN §2).

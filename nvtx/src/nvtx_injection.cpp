@@ -1,18 +1,32 @@
-// NVTX ranges become traintime regions (DESIGN §3): PyTorch's, Megatron's, NCCL's own and the
-// application's. The preload points NVTX_INJECTION64_PATH at libtraintime.so; every module that
-// carries NVTX v3 (libtorch, NCCL, the nvtx Python package, ...) then calls
+// NVTX ranges become traintime regions (DESIGN §3): PyTorch's, Megatron's, the nvtx Python
+// package's and the application's. The preload points NVTX_INJECTION64_PATH at libtraintime.so;
+// every module that carries NVTX v3 (libtorch, NCCL, the nvtx Python package, ...) then calls
 // InitializeInjectionNvtx2 once on its first NVTX call, and we write our handlers into that
-// module's function table. Push/pop nest per thread like tt_push/tt_pop; start/end ranges may
-// end on another thread like tt_range_start/tt_range_end. This needs no CUPTI: NVTX injection is
-// independent of the CUPTI subscription (and of NVTX's CUPTI route, which would require one).
+// module's function tables. This needs no CUPTI: NVTX injection is independent of the CUPTI
+// subscription (and of NVTX's CUPTI route, which would require one).
+//
+// Domains: nvtxDomainCreateA/W hand out our own Domain objects; calls without a domain belong to
+// the domain spelt `default`. TRAINTIME_NVTX_DOMAINS (core::NvtxDomainFilter) says which are
+// recorded; by default every one but NCCL's, whose ranges wrap the very calls the NCCL
+// interposer measures. Ranges of an unrecorded domain still nest and return NVTX's levels, but
+// open no region.
+//
+// Nesting: on each thread, push/pop ranges of every recorded domain nest into one region path
+// in the order they opened (they share the thread's region stack with tt_push). A pop in domain
+// D closes D's innermost open range, even when another domain opened a range after it; the
+// ranges above it stay open with their paths. Start/end ranges may end on another thread like
+// tt_range_start/tt_range_end.
 //
 // Steps: a range named exactly "step" (any case) is a step marker (DESIGN §3): its end counts as
 // one tt_step, which is how NVTX-only programs (one "step" range per iteration) get steps.
 //
 // Names: ASCII messages as given; registered strings (nvtxDomainRegisterStringA, which NCCL and
 // the Python package use) through handles that point at our own copy of the string; wide
-// strings narrowed (non-ASCII characters become '?'). Attributes other than the message (color,
-// NVTX category, payload) are ignored.
+// strings narrowed (non-ASCII characters become '?'). Names that carry per-call numbers
+// (PyTorch's "aten::mm, seq = 812, op_id = 9, ...") are folded to one region
+// (core::fold_nvtx_name). Attributes other than the message (color, NVTX category, payload) are
+// ignored. A name seen before costs no lock, whatever buffer it arrives in (the registry's
+// per-thread caches).
 // NVTX_NO_IMPL: declarations and the tool-side types (nvtxTypes.h), not NVTX's own dispatch.
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
@@ -23,8 +37,10 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "traintime/core/nvtx_domains.h"
 #include "traintime/nvtx/nvtx_injection.h"
 
 static_assert(std::is_same_v<traintime::nvtx::GetExportTable, NvtxGetExportTableFunc_t>,
@@ -33,12 +49,43 @@ static_assert(std::is_same_v<traintime::nvtx::GetExportTable, NvtxGetExportTable
 namespace traintime::nvtx {
 namespace {
 
-const tt_api_v1* g_api = nullptr;  // set once before any handler is installed
-thread_local int t_push_depth = 0;  // what nvtxRangePush/Pop report back: the nesting level
+Regions g_regions;  // set once before any handler is installed
+core::NvtxDomainFilter* g_filter = nullptr;
 
-// Which open push ranges of this thread are "step" ranges, for the first kStepDepth levels.
-constexpr int kStepDepth = 64;
-thread_local bool t_is_step[kStepDepth];
+// A domain as its handle points at it. Created on nvtxDomainCreate, never destroyed (NVTX
+// handles may be used until exit; nvtxDomainDestroy only says the caller is done).
+struct Domain {
+  std::string name;
+  bool recorded = true;
+};
+Domain g_default{std::string(core::NvtxDomainFilter::kDefaultDomain), true};
+std::mutex g_domains_mu;
+std::unordered_map<std::string, Domain*>& domains() {
+  static auto* d = new std::unordered_map<std::string, Domain*>();  // leaked: used until exit
+  return *d;
+}
+
+const Domain* domain_of(nvtxDomainHandle_t handle) {
+  return handle != nullptr ? reinterpret_cast<const Domain*>(handle) : &g_default;
+}
+
+nvtxDomainHandle_t create_domain(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_domains_mu);
+  Domain*& d = domains()[name];
+  if (d == nullptr) d = new Domain{name, g_filter == nullptr || g_filter->records(name)};
+  return reinterpret_cast<nvtxDomainHandle_t>(d);
+}
+
+// The push ranges open on this thread, innermost last, of every domain (recorded or not).
+struct Open {
+  const Domain* domain;
+  uint64_t token;  // Regions::open's token; 0 when no region was opened
+  bool step;       // a recorded range named "step"
+};
+constexpr int kMaxOpen = 256;
+thread_local Open t_open[kMaxOpen];
+thread_local int t_depth = 0;
+thread_local int t_overflow = 0;  // pushes beyond kMaxOpen, not tracked
 
 // Start/end ranges named "step": their ids, until they end (rare; a lock is fine there).
 std::atomic<int> g_open_step_ranges{0};
@@ -47,6 +94,9 @@ std::unordered_set<nvtxRangeId_t>& step_ranges() {
   static auto* s = new std::unordered_set<nvtxRangeId_t>();  // leaked: used until exit
   return *s;
 }
+// Ids handed out for start ranges of unrecorded domains: never a registry id.
+constexpr nvtxRangeId_t kUnrecordedRange = nvtxRangeId_t{1} << 63;
+std::atomic<nvtxRangeId_t> g_next_unrecorded{0};
 
 bool is_step_name(const char* name) {
   return name && (name[0] | 0x20) == 's' && (name[1] | 0x20) == 't' && (name[2] | 0x20) == 'e' &&
@@ -54,8 +104,10 @@ bool is_step_name(const char* name) {
 }
 
 constexpr const char* kUnnamed = "nvtx";
+constexpr std::size_t kNameMax = 512;  // a folded name is cut to this (it is the operator name)
 
-// Registered strings live for the process (NVTX handles never expire); few per program.
+// Registered strings live for the process (NVTX handles never expire); few per program. They
+// are stored folded, so a registered PyTorch name costs nothing per call.
 std::mutex g_strings_mu;
 std::unordered_set<std::string>& strings() {
   static auto* s = new std::unordered_set<std::string>();  // leaked: used until exit
@@ -63,8 +115,10 @@ std::unordered_set<std::string>& strings() {
 }
 
 nvtxStringHandle_t register_string(const std::string& s) {
+  char folded[kNameMax];
+  const std::string text = core::fold_nvtx_name(s.c_str(), folded, sizeof folded) ? folded : s;
   std::lock_guard<std::mutex> lock(g_strings_mu);
-  const std::string& kept = *strings().insert(s).first;  // node-based: the address is stable
+  const std::string& kept = *strings().insert(text).first;  // node-based: the address is stable
   return reinterpret_cast<nvtxStringHandle_t>(const_cast<char*>(kept.c_str()));
 }
 
@@ -91,40 +145,82 @@ const char* message_of(const nvtxEventAttributes_t* a, std::string& scratch) {
   }
 }
 
-int push(const char* name) {
-  const int saved_errno = errno;
-  g_api->push(name && *name ? name : kUnnamed);
-  if (t_push_depth >= 0 && t_push_depth < kStepDepth) t_is_step[t_push_depth] = is_step_name(name);
-  errno = saved_errno;
-  return t_push_depth++;
+// The region name: per-call numbers folded away into `buffer` (thread-local, so the registry's
+// pointer cache sees one stable address for every folded name of the thread).
+const char* region_name(const char* name) {
+  static thread_local char buffer[kNameMax];
+  if (name == nullptr || *name == '\0') return kUnnamed;
+  return core::fold_nvtx_name(name, buffer, sizeof buffer) ? buffer : name;
 }
 
-int pop() {
+// NVTX's answer for a push or pop: the 0-based level within the domain.
+int level_below(const Domain* d, int end) {
+  int level = 0;
+  for (int i = 0; i < end; ++i) level += t_open[i].domain == d ? 1 : 0;
+  return level;
+}
+
+int push(const Domain* d, const char* name) {
   const int saved_errno = errno;
-  g_api->pop();
-  int level = -1;  // NVTX's answer for a pop without a push
-  if (t_push_depth > 0) {
-    level = --t_push_depth;
-    if (level < kStepDepth && t_is_step[level]) g_api->step(0, 0);
+  const int level = level_below(d, t_depth);
+  if (t_depth == kMaxOpen) {
+    ++t_overflow;
+  } else {
+    Open o{d, 0, false};
+    if (d->recorded && g_regions.open) {
+      const char* region = region_name(name);
+      o.token = g_regions.open(region);
+      o.step = is_step_name(region);
+    }
+    t_open[t_depth++] = o;
   }
   errno = saved_errno;
   return level;
 }
 
-nvtxRangeId_t start(const char* name) {
+int pop(const Domain* d) {
   const int saved_errno = errno;
-  const nvtxRangeId_t id = g_api->range_start(name && *name ? name : kUnnamed);
-  if (is_step_name(name)) {
-    std::lock_guard<std::mutex> lock(g_step_ranges_mu);
-    if (step_ranges().insert(id).second) g_open_step_ranges.fetch_add(1, std::memory_order_relaxed);
+  int level = -1;  // NVTX's answer for a pop without a push
+  if (t_overflow > 0) {
+    --t_overflow;  // beyond kMaxOpen: not tracked, so the level is the tracked depth
+    level = level_below(d, t_depth);
+  } else {
+    int at = t_depth - 1;
+    while (at >= 0 && t_open[at].domain != d) --at;
+    if (at >= 0) {
+      const Open o = t_open[at];
+      for (int i = at; i + 1 < t_depth; ++i) t_open[i] = t_open[i + 1];
+      --t_depth;
+      level = level_below(d, at);
+      if (o.token != 0 && g_regions.close) g_regions.close(o.token);
+      if (o.step && g_regions.step) g_regions.step();
+    }
+  }
+  errno = saved_errno;
+  return level;
+}
+
+nvtxRangeId_t start(const Domain* d, const char* name) {
+  const int saved_errno = errno;
+  nvtxRangeId_t id = 0;
+  if (!d->recorded || !g_regions.range_start) {
+    id = kUnrecordedRange | (g_next_unrecorded.fetch_add(1, std::memory_order_relaxed) + 1);
+  } else {
+    const char* region = region_name(name);
+    id = g_regions.range_start(region);
+    if (is_step_name(region)) {
+      std::lock_guard<std::mutex> lock(g_step_ranges_mu);
+      if (step_ranges().insert(id).second) g_open_step_ranges.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   errno = saved_errno;
   return id;
 }
 
 void end(nvtxRangeId_t id) {
+  if ((id & kUnrecordedRange) != 0 || !g_regions.range_end) return;
   const int saved_errno = errno;
-  g_api->range_end(id);
+  g_regions.range_end(id);
   if (g_open_step_ranges.load(std::memory_order_relaxed) > 0) {
     bool was_step = false;
     {
@@ -133,35 +229,37 @@ void end(nvtxRangeId_t id) {
     }
     if (was_step) {
       g_open_step_ranges.fetch_sub(1, std::memory_order_relaxed);
-      g_api->step(0, 0);
+      if (g_regions.step) g_regions.step();
     }
   }
   errno = saved_errno;
 }
 
-int NVTX_API RangePushA(const char* message) { return push(message); }
-int NVTX_API RangePushW(const wchar_t* message) { return push(narrow(message).c_str()); }
+int NVTX_API RangePushA(const char* message) { return push(&g_default, message); }
+int NVTX_API RangePushW(const wchar_t* message) { return push(&g_default, narrow(message).c_str()); }
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
   std::string scratch;
-  return push(message_of(a, scratch));
+  return push(&g_default, message_of(a, scratch));
 }
-int NVTX_API RangePop() { return pop(); }
-nvtxRangeId_t NVTX_API RangeStartA(const char* message) { return start(message); }
-nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* message) { return start(narrow(message).c_str()); }
+int NVTX_API RangePop() { return pop(&g_default); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* message) { return start(&g_default, message); }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* message) {
+  return start(&g_default, narrow(message).c_str());
+}
 nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
   std::string scratch;
-  return start(message_of(a, scratch));
+  return start(&g_default, message_of(a, scratch));
 }
 void NVTX_API RangeEnd(nvtxRangeId_t id) { end(id); }
 
-int NVTX_API DomainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   std::string scratch;
-  return push(message_of(a, scratch));
+  return push(domain_of(domain), message_of(a, scratch));
 }
-int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return pop(); }
-nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
+int NVTX_API DomainRangePop(nvtxDomainHandle_t domain) { return pop(domain_of(domain)); }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   std::string scratch;
-  return start(message_of(a, scratch));
+  return start(domain_of(domain), message_of(a, scratch));
 }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
 nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
@@ -176,18 +274,40 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wcha
   errno = saved_errno;
   return h;
 }
+nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
+  const int saved_errno = errno;
+  nvtxDomainHandle_t h = create_domain(name ? name : "");
+  errno = saved_errno;
+  return h;
+}
+nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
+  const int saved_errno = errno;
+  nvtxDomainHandle_t h = create_domain(narrow(name));
+  errno = saved_errno;
+  return h;
+}
+void NVTX_API DomainDestroy(nvtxDomainHandle_t) {}
 
 }  // namespace
 
-int inject(const tt_api_v1* api, GetExportTable get_export_table) {
+int inject(const Regions& regions, std::string_view domains, GetExportTable get_export_table) {
   const int saved_errno = errno;
   static std::once_flag once;
-  std::call_once(once, [api] { g_api = api; });
+  std::call_once(once, [&] {
+    auto* filter = new core::NvtxDomainFilter();
+    std::string error;
+    if (!domains.empty() && !core::NvtxDomainFilter::parse(domains, filter, &error)) {
+      *filter = core::NvtxDomainFilter();  // config validated it: unreachable in the library
+    }
+    g_filter = filter;
+    g_default.recorded = filter->records(core::NvtxDomainFilter::kDefaultDomain);
+    g_regions = regions;
+  });
   int ok = 0;
   const auto* callbacks = get_export_table
       ? static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS))
       : nullptr;
-  if (g_api && callbacks && callbacks->struct_size >= sizeof(NvtxExportTableCallbacks) &&
+  if (g_regions.open && callbacks && callbacks->struct_size >= sizeof(NvtxExportTableCallbacks) &&
       callbacks->GetModuleFunctionTable) {
     struct Slot {
       NvtxCallbackModule module;
@@ -210,6 +330,9 @@ int inject(const tt_api_v1* api, GetExportTable get_export_table) {
         {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangeEnd, fp(&DomainRangeEnd)},
         {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRegisterStringA, fp(&DomainRegisterStringA)},
         {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRegisterStringW, fp(&DomainRegisterStringW)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainCreateA, fp(&DomainCreateA)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainCreateW, fp(&DomainCreateW)},
+        {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainDestroy, fp(&DomainDestroy)},
     };
     for (NvtxCallbackModule module : {NVTX_CB_MODULE_CORE, NVTX_CB_MODULE_CORE2}) {
       NvtxFunctionTable table = nullptr;

@@ -1,5 +1,8 @@
 """NVTX ranges become traintime regions (DESIGN §3), through NVTX_INJECTION64_PATH.
 
+The domain tests run tt_nvtx_domains (nvtx_domains.cpp): NCCL's own domain, two interleaving
+domains and PyTorch emit_nvtx names, under the default TRAINTIME_NVTX_DOMAINS and under "*".
+
 Runs the test program (tt_nvtx_ranges) under LD_PRELOAD (the preload points NVTX_INJECTION64_PATH at itself) and
 checks the rank file: three steps (one "step" range each), and a region for every NVTX flavour
 (registered string, domain ASCII, wide, start/end), each entered three times, with the category
@@ -35,4 +38,64 @@ def test_capture_nvtx_ranges_become_regions(build_dir: Path, tmp_path: Path) -> 
                     f"region {name}: category {categories.get(name)}, want {category}")
     if c.failures:
         c.failures.append("regions: " + json.dumps(rf["regions"], indent=1))
+    c.done()
+
+
+def run_domains(build: Path, tmp: Path, extra: dict[str, str]) -> tuple[dict, dict[str, dict]]:
+    binary, lib = build / "bin" / "tt_nvtx_domains", build / "lib" / "libtraintime.so"
+    env = clean_env({"LD_PRELOAD": str(lib), "TRAINTIME_OUTPUT": str(tmp), **extra})
+    run = subprocess.run([str(binary)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, f"{binary} exited {run.returncode}: {run.stdout}{run.stderr}"
+    rf = load_json(tmp / "rank-00000.json")
+    return rf, {row["path"]: row for row in rf["regions"]}
+
+
+def test_nccl_nvtx_ranges_are_not_regions_by_default(build_dir: Path, tmp_path: Path) -> None:
+    rf, rows = run_domains(build_dir, tmp_path, {})
+    c = Checks()
+    c.check(not any("ncclAllReduce" in p for p in rows),
+            f"NCCL's own NVTX range became a region: {sorted(rows)}")
+    c.check(rf["steps"]["count"] == 3, f"steps.count {rf['steps']['count']}, want 3")
+    c.done()
+
+
+def test_nvtx_domains_star_records_nccl_ranges_too(build_dir: Path, tmp_path: Path) -> None:
+    _, rows = run_domains(build_dir, tmp_path, {"TRAINTIME_NVTX_DOMAINS": "*"})
+    row = rows.get("step/ncclAllReduce")
+    assert row is not None and row["count"] == 3, f"step/ncclAllReduce expected 3 times: {sorted(rows)}"
+
+
+def test_interleaved_domains_nest_in_open_order_and_pop_their_own_range(build_dir: Path, tmp_path: Path) -> None:
+    rf, rows = run_domains(build_dir, tmp_path, {})
+    c = Checks()
+    outer, inner = rows.get("step/outer"), rows.get("step/outer/inner")
+    c.check(outer is not None and outer["count"] == 3, f"step/outer expected 3 times: {sorted(rows)}")
+    c.check(inner is not None and inner["count"] == 3, f"step/outer/inner expected 3 times: {sorted(rows)}")
+    # "step" was closed by its own pop each time, not by the app domain's early pop.
+    c.check(rows.get("step", {}).get("count") == 3, f"step entered {rows.get('step')}")
+    c.check(not any("unbalanced" in w or "pop" in w for w in rf.get("warnings", [])),
+            f"pops reported unbalanced: {rf.get('warnings')}")
+    c.done()
+
+
+def test_emit_nvtx_names_fold_to_one_region_per_operator(build_dir: Path, tmp_path: Path) -> None:
+    _, rows = run_domains(build_dir, tmp_path, {})
+    c = Checks()
+    row = rows.get("step/aten::add")
+    c.check(row is not None and row["count"] == 30, f"step/aten::add expected 30 times: {row}")
+    c.check(not any("seq =" in p for p in rows), f"a per-call name became a region: {sorted(rows)}")
+    c.done()
+
+
+def test_bad_nvtx_domains_value_warns_once_and_keeps_the_default(build_dir: Path, tmp_path: Path) -> None:
+    binary, lib = build_dir / "bin" / "tt_nvtx_domains", build_dir / "lib" / "libtraintime.so"
+    env = clean_env({"LD_PRELOAD": str(lib), "TRAINTIME_OUTPUT": str(tmp_path),
+                     "TRAINTIME_NVTX_DOMAINS": "*,,NCCL"})
+    run = subprocess.run([str(binary)], env=env, capture_output=True, text=True, timeout=60)
+    c = Checks()
+    c.check(run.returncode == 0, f"exit {run.returncode}: {run.stdout}")
+    lines = [line for line in run.stderr.splitlines() if "TRAINTIME_NVTX_DOMAINS" in line]
+    c.check(len(lines) == 1 and "empty entry" in lines[0], f"one warning naming the variable: {run.stderr!r}")
+    rows = {row["path"] for row in load_json(tmp_path / "rank-00000.json")["regions"]}
+    c.check(not any("ncclAllReduce" in p for p in rows), f"the default was not kept: {sorted(rows)}")
     c.done()

@@ -1,21 +1,35 @@
 // NVTX ranges become traintime regions (DESIGN §3). The preload's InitializeInjectionNvtx2
-// entry point (NVTX_INJECTION64_PATH) hands each NVTX-carrying module's export-table getter and
-// the annotation table to inject(); from then on that module's NVTX calls reach the regions.
+// entry point (NVTX_INJECTION64_PATH) hands each NVTX-carrying module's export-table getter to
+// inject(), with the region operations the handlers record through; from then on that module's
+// NVTX calls reach the regions.
 #pragma once
 
 #include <cstdint>
-
-#include "traintime/traintime.h"
+#include <string_view>
 
 namespace traintime::nvtx {
 
 // NVTX's NvtxGetExportTableFunc_t (nvtxTypes.h), spelt without NVTX's headers.
 using GetExportTable = const void* (*)(uint32_t export_table_id);
 
-// Writes traintime's handlers into the calling module's NVTX function tables. `api` is the
-// annotation table every handler records through (the same one traintime.h dispatches to); the
-// first call fixes it for the process. Returns 1 when handlers were installed (NVTX's
-// convention), 0 otherwise. Thread-safe; errno untouched.
-int inject(const tt_api_v1* api, GetExportTable get_export_table);
+// What the handlers record through, on the calling thread. Each keeps errno.
+struct Regions {
+  // Opens the region `name`; returns a token for close(): 0 when nothing was recorded (the
+  // profiler is off), otherwise a value that names this region among the thread's open ones.
+  uint64_t (*open)(const char* name) noexcept = nullptr;
+  // Closes the region `token` names, wherever it sits among the thread's open regions.
+  void (*close)(uint64_t token) noexcept = nullptr;
+  // Ranges that may end on another thread.
+  uint64_t (*range_start)(const char* name) noexcept = nullptr;
+  void (*range_end)(uint64_t id) noexcept = nullptr;
+  // A range named "step" ended: one tt_step.
+  void (*step)() noexcept = nullptr;
+};
+
+// Writes traintime's handlers into the calling module's NVTX function tables. The first call
+// fixes `regions` and the domains recorded (`domains`: TRAINTIME_NVTX_DOMAINS, already
+// validated; core::NvtxDomainFilter) for the process. Returns 1 when handlers were installed
+// (NVTX's convention), 0 otherwise. Thread-safe; errno untouched.
+int inject(const Regions& regions, std::string_view domains, GetExportTable get_export_table);
 
 }  // namespace traintime::nvtx
