@@ -7,7 +7,7 @@
 // Send and Recv; the total over the n ranks for AllGather (sendcount), ReduceScatter
 // (recvcount), AlltoAll, Gather and Scatter (per-peer count).
 //
-//   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K]
+//   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking]
 //
 // Rank/world from OMPI_COMM_WORLD_RANK/SIZE (else 0 of 1). With --expect-fail (run it with the
 // same SIMGPU_NCCL_FAIL), every call of FUNCTION must return CODE with errno EREMOTEIO (the
@@ -16,6 +16,9 @@
 // the graph is launched K times: the truth is K calls of each (counted per replay, not at
 // capture). Exits 77 when the simulated driver cannot say whether a stream is capturing (the
 // harness, test_sim_nccl.py, counts that as a failure: simgpu is always built with the tests).
+// With --nonblocking the communicators are created with config.blocking = 0: calls return
+// ncclInProgress, simgpu's NCCL launches from a thread of its own, and the program polls
+// ncclCommGetAsyncError until each call is ready, as frameworks do.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +26,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -66,7 +70,21 @@ std::map<std::pair<std::string, int>, Row> g_rows;  // (op, comm_size)
 // Scatter, Send and Recv run as SendRecv kernels, whose name says nothing ("unknown").
 std::map<std::string, uint64_t> g_kernels;
 int g_group_depth = 0;
+bool g_nonblocking = false;     // --nonblocking: communicators created with config.blocking = 0
+Comm* g_group_comm = nullptr;  // the communicator the open group's ops use (one per group here)
 std::vector<std::string> g_group_kernels;  // kernel op of each op queued in the open group
+
+// A nonblocking communicator's call returned ncclInProgress: poll until NCCL's own thread has
+// launched it, as frameworks do (PyTorch's ProcessGroupNCCL polls ncclCommGetAsyncError).
+void wait_ready(Comm& comm) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(comm.handle, &state) != ncclSuccess) die("ncclCommGetAsyncError");
+    if (state == ncclSuccess) return;
+    if (state != ncclInProgress) die(std::string("async error: ") + ncclGetErrorString(state));
+    std::this_thread::yield();
+  }
+}
 
 // One NCCL call. `function` is the entry point called (for --expect-fail), `op` its DESIGN §6
 // name, `bytes` its nccl-tests size, `kernel_op` the op its kernel's name gives.
@@ -89,7 +107,11 @@ void nccl(const char* function, const char* op, uint64_t bytes, Comm& comm, cons
     ++comm.enqueued;
     return;
   }
-  if (r != ncclSuccess) die(std::string(function) + " failed: " + ncclGetErrorString(r));
+  if (r == ncclInProgress && g_nonblocking) {
+    wait_ready(comm);
+  } else if (r != ncclSuccess) {
+    die(std::string(function) + " failed: " + ncclGetErrorString(r));
+  }
   Row& row = g_rows[{op, comm.size}];
   ++row.calls;
   row.bytes += bytes;
@@ -98,6 +120,7 @@ void nccl(const char* function, const char* op, uint64_t bytes, Comm& comm, cons
   const bool p2p = std::strcmp(op, "Send") == 0 || std::strcmp(op, "Recv") == 0;
   if (comm.size == 1 && !p2p) return;
   if (g_group_depth > 0) {
+    g_group_comm = &comm;
     g_group_kernels.push_back(kernel_op);
   } else {
     ++g_kernels[kernel_op];
@@ -114,7 +137,11 @@ void group_start() {
 void group_end() {
   errno = 0;
   const ncclResult_t r = ncclGroupEnd();
-  if (r != ncclSuccess) die(std::string("ncclGroupEnd failed: ") + ncclGetErrorString(r));
+  if (r == ncclInProgress && g_nonblocking && g_group_depth == 1) {
+    wait_ready(*g_group_comm);
+  } else if (r != ncclSuccess) {
+    die(std::string("ncclGroupEnd failed: ") + ncclGetErrorString(r));
+  }
   if (--g_group_depth > 0 || g_group_kernels.empty()) return;
   std::string kernel = g_group_kernels.front();
   for (const std::string& k : g_group_kernels) {
@@ -216,10 +243,12 @@ int main(int argc, char** argv) {
       if (colon == std::string::npos) die("--expect-fail wants FUNCTION:CODE");
       g_fail_function = spec.substr(0, colon);
       g_fail_code = std::atoi(spec.c_str() + colon + 1);
+    } else if (a == "--nonblocking") {
+      g_nonblocking = true;
     } else if (a == "--graph-replays" && i + 1 < argc) {
       graph_replays = std::atoi(argv[++i]);
     } else {
-      die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K]");
+      die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking]");
     }
   }
   if (truth_path.empty()) die("--truth FILE is required");
@@ -236,10 +265,12 @@ int main(int argc, char** argv) {
   Comm world{"world", nullptr, g_world, 0};
   Comm twin{"twin", nullptr, g_world, 0};
   ncclUniqueId id;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = g_nonblocking ? 0 : 1;
   if (ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId");
-  if (ncclCommInitRank(&world.handle, g_world, id, g_rank) != ncclSuccess) die("init world");
+  if (ncclCommInitRankConfig(&world.handle, g_world, id, g_rank, &config) != ncclSuccess) die("init world");
   if (ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId");
-  if (ncclCommInitRank(&twin.handle, g_world, id, g_rank) != ncclSuccess) die("init twin");
+  if (ncclCommInitRankConfig(&twin.handle, g_world, id, g_rank, &config) != ncclSuccess) die("init twin");
 
   if (graph_replays > 0) {
     run_graph(world, stream, buf, graph_replays);

@@ -18,6 +18,9 @@ MODE
             only), as real NCCL does with runtime and driver >= 11.8; the busbw checks hold and
             every communicator's ops_completed reaches its ops_enqueued (each kernel linked to
             its call's sequence number).
+  nonblocking  communicators created with config.blocking = 0: every call returns ncclInProgress
+            and simgpu's NCCL launches from a thread it creates, where the calling thread's
+            context is absent; counts, busbw and ops_completed == ops_enqueued still hold.
   fallback  TRAINTIME_NCCL=0: no interposition, yet comm kernels are found by name: rows with
             comm_size 0, bytes unknown, one call per kernel per op the kernel name says.
 """
@@ -219,8 +222,12 @@ def run_mode(build: Path, mode: str, np: int) -> None:
                 os.makedirs(sub)
                 ranks = run_job(args, sub, {"SIMGPU_NCCL_FAIL": spec}, ["--expect-fail", spec])
                 check_counts(ranks, np)
-        elif mode == "driver":
-            ranks = run_job(args, work, {"SIMGPU_NCCL_LAUNCH": "driver"}, [])
+        elif mode in ("driver", "nonblocking"):
+            if mode == "driver":
+                ranks = run_job(args, work, {"SIMGPU_NCCL_LAUNCH": "driver"}, [])
+            else:
+                ranks = run_job(args, work, {"SIMGPU_NCCL_LAUNCH": "driver"}, ["--nonblocking"])
+                check_counts(ranks, np)
             check_busbw(ranks, np)
             for r, _, doc in ranks:
                 for c in doc.get("communicators", []):
@@ -268,6 +275,10 @@ def test_sim_nccl_graph_np2(build_dir: Path) -> None:
 
 def test_sim_nccl_driver_np2(build_dir: Path) -> None:
     run_mode(build_dir, "driver", 2)
+
+
+def test_sim_nccl_nonblocking_np2(build_dir: Path) -> None:
+    run_mode(build_dir, "nonblocking", 2)
 
 
 def test_sim_nccl_fallback_np2(build_dir: Path) -> None:

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda.h>
@@ -24,11 +25,21 @@
 #include "simgpu/engine.h"
 #include "simgpu/nvcc_runtime_decls.h"
 
+// A nonblocking communicator's launches in flight: NCCL runs them on a thread it creates inside
+// the call (ncclGroupEnd), which returns ncclInProgress; ncclCommGetAsyncError says
+// ncclInProgress until that thread is done.
+struct AsyncJob {
+  std::thread thread;
+  std::atomic<bool> done{false};
+};
+
 struct ncclComm {
   int nranks;
   int rank;
   uint64_t key;
   uint64_t epoch_ns;  // creation time: every rank is taken to start from here
+  bool blocking = true;  // ncclConfig_t.blocking
+  std::shared_ptr<AsyncJob> job;
 };
 
 namespace {
@@ -175,6 +186,54 @@ ncclResult_t launch(const std::string& kernel, double bus_bytes, ncclComm* comm,
   return ok ? ncclSuccess : ncclUnhandledCudaError;
 }
 
+// The launches of a group (or of one op): one kernel per stream for everything grouped on it,
+// named after the operation when all agree, SendRecv for p2p, ncclDevKernel_Generic otherwise.
+ncclResult_t launch_group(const std::vector<Op>& ops) {
+  std::vector<bool> done(ops.size(), false);
+  ncclResult_t result = ncclSuccess;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (done[i]) continue;
+    std::string kernel = ops[i].kernel;
+    double bus_bytes = 0;
+    bool all_p2p = true;
+    for (size_t j = i; j < ops.size(); ++j) {
+      if (done[j] || ops[j].stream != ops[i].stream) continue;
+      done[j] = true;
+      bus_bytes += ops[j].bus_bytes;
+      all_p2p = all_p2p && ops[j].p2p;
+      if (ops[j].kernel != kernel) kernel.clear();
+    }
+    if (kernel.empty()) kernel = all_p2p ? "ncclDevKernel_SendRecv" : "ncclDevKernel_Generic";
+    const ncclResult_t r = launch(kernel, bus_bytes, ops[i].comm, ops[i].stream);
+    if (r != ncclSuccess) result = r;
+  }
+  return result;
+}
+
+// Waits for a communicator's previous asynchronous launches (the application should have polled
+// ncclCommGetAsyncError until they were done, as NCCL requires).
+void finish_job(ncclComm* comm) {
+  if (comm->job && comm->job->thread.joinable()) comm->job->thread.join();
+  comm->job.reset();
+}
+
+// Nonblocking communicators: the launches run on a new thread, as NCCL's ncclGroupEnd does for
+// them (it sets the device there first); the call returns ncclInProgress.
+ncclResult_t launch_async(std::vector<Op> ops) {
+  auto job = std::make_shared<AsyncJob>();
+  for (const Op& op : ops) {
+    if (op.comm->job != job) finish_job(op.comm);
+    op.comm->job = job;
+  }
+  AsyncJob* raw = job.get();
+  job->thread = std::thread([raw, ops = std::move(ops)] {
+    cudaSetDevice(0);
+    launch_group(ops);
+    raw->done.store(true, std::memory_order_release);
+  });
+  return ncclInProgress;
+}
+
 // One collective or p2p operation. `s` is the nccl-tests size S, `factor` its bus factor;
 // `self_copy` is what a world of 1 copies (0: nothing) when sendbuff != recvbuff.
 ncclResult_t submit(const std::string& kernel, double s, double factor, bool p2p, ncclComm* comm,
@@ -191,6 +250,7 @@ ncclResult_t submit(const std::string& kernel, double s, double factor, bool p2p
     tls_group.push_back({kernel, s * factor, p2p, comm, stream});
     return ncclSuccess;
   }
+  if (!comm->blocking) return launch_async({{kernel, s * factor, p2p, comm, stream}});
   return launch(kernel, s * factor, comm, stream);
 }
 
@@ -214,7 +274,7 @@ ncclResult_t rooted_sendrecv(const void* sendbuff, void* recvbuff, size_t count,
 
 ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank) {
   if (!comm || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
-  *comm = new ncclComm{nranks, rank, fnv1a(id.internal, sizeof id.internal), simgpu_host_now()};
+  *comm = new ncclComm{nranks, rank, fnv1a(id.internal, sizeof id.internal), simgpu_host_now(), true, nullptr};
   return ncclSuccess;
 }
 
@@ -253,9 +313,11 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
     SIMGPU_NCCL_ALIAS(ncclCommInitRank);
 
 ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                     ncclConfig_t*) {
+                                     ncclConfig_t* config) {
   if (ncclResult_t f = injected("ncclCommInitRankConfig")) return f;
-  return init_rank(comm, nranks, commId, rank);
+  const ncclResult_t r = init_rank(comm, nranks, commId, rank);
+  if (r == ncclSuccess && config != nullptr && config->blocking == 0) (*comm)->blocking = false;
+  return r;
 }
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) SIMGPU_NCCL_ALIAS(ncclCommInitRankConfig);
@@ -281,7 +343,7 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm
     return ncclSuccess;
   }
   const uint64_t key = comm->key * 31 + static_cast<uint64_t>(color) + 1;
-  *newcomm = new ncclComm{comm->nranks, comm->rank, key, simgpu_host_now()};
+  *newcomm = new ncclComm{comm->nranks, comm->rank, key, simgpu_host_now(), comm->blocking, nullptr};
   return ncclSuccess;
 }
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config)
@@ -295,6 +357,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclCommFinaliz
 
 ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (ncclResult_t f = injected("ncclCommDestroy")) return f;
+  if (comm) finish_job(comm);
   delete comm;
   return ncclSuccess;
 }
@@ -302,6 +365,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclCommDestroy)
 
 ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (ncclResult_t f = injected("ncclCommAbort")) return f;
+  if (comm) finish_job(comm);
   delete comm;
   return ncclSuccess;
 }
@@ -334,6 +398,11 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) SIMGPU_NCCL_AL
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (ncclResult_t f = injected("ncclCommGetAsyncError")) return f;
   if (!comm || !asyncError) return ncclInvalidArgument;
+  if (comm->job && !comm->job->done.load(std::memory_order_acquire)) {
+    *asyncError = ncclInProgress;
+    return ncclSuccess;
+  }
+  finish_job(comm);
   *asyncError = ncclSuccess;
   return ncclSuccess;
 }
@@ -477,33 +546,17 @@ ncclResult_t pncclGroupStart() {
 }
 ncclResult_t ncclGroupStart() SIMGPU_NCCL_ALIAS(ncclGroupStart);
 
-// The outermost ncclGroupEnd launches one kernel per stream for everything grouped on it:
-// named after the operation when all agree, SendRecv for p2p, ncclDevKernel_Generic otherwise.
+// The outermost ncclGroupEnd launches the group (launch_group), on a new thread for nonblocking
+// communicators.
 ncclResult_t pncclGroupEnd() {
   if (ncclResult_t f = injected("ncclGroupEnd")) return f;
   if (tls_group_depth == 0) return ncclInvalidUsage;
   if (--tls_group_depth > 0) return ncclSuccess;
   std::vector<Op> ops;
   ops.swap(tls_group);
-  std::vector<bool> done(ops.size(), false);
-  ncclResult_t result = ncclSuccess;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (done[i]) continue;
-    std::string kernel = ops[i].kernel;
-    double bus_bytes = 0;
-    bool all_p2p = true;
-    for (size_t j = i; j < ops.size(); ++j) {
-      if (done[j] || ops[j].stream != ops[i].stream) continue;
-      done[j] = true;
-      bus_bytes += ops[j].bus_bytes;
-      all_p2p = all_p2p && ops[j].p2p;
-      if (ops[j].kernel != kernel) kernel.clear();
-    }
-    if (kernel.empty()) kernel = all_p2p ? "ncclDevKernel_SendRecv" : "ncclDevKernel_Generic";
-    const ncclResult_t r = launch(kernel, bus_bytes, ops[i].comm, ops[i].stream);
-    if (r != ncclSuccess) result = r;
-  }
-  return result;
+  // NCCL requires every communicator of a group to share one blocking mode.
+  if (!ops.empty() && !ops.front().comm->blocking) return launch_async(std::move(ops));
+  return launch_group(ops);
 }
 ncclResult_t ncclGroupEnd() SIMGPU_NCCL_ALIAS(ncclGroupEnd);
 
