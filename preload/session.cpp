@@ -59,6 +59,16 @@ core::LaunchContext launch_context() noexcept {
   return ctx;
 }
 
+// An NCCL kernel launched by NCCL's own thread (nonblocking communicators): the call that
+// waits for it on its stream, in the comm fields of the launching context.
+bool pending_comm_call(const void* stream, core::LaunchContext* ctx) noexcept {
+  nccl::Call c;
+  if (!nccl::take_pending_call(stream, &c)) return false;
+  std::tie(ctx->comm_op, ctx->comm_id, ctx->comm_seq, ctx->comm_bytes, ctx->comm_group,
+           ctx->comm_captured) = std::tie(c.op, c.comm_id, c.seq, c.bytes, c.group_id, c.captured);
+  return true;
+}
+
 uint32_t steps_completed() noexcept {
   const core::RegionRegistry* r = existing_registry();
   return r ? r->launch_context(nullptr).step : 0;
@@ -94,6 +104,7 @@ void configure_nccl(Session& s) {
 void configure_cupti(Session& s) {
   cupti::Hooks hooks;
   hooks.launch_context = &launch_context;
+  hooks.pending_comm_call = &pending_comm_call;
   hooks.steps_completed = &steps_completed;
   hooks.on_first_launch = &mark_recorded;
   hooks.category_of = &category_of;

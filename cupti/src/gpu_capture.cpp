@@ -36,6 +36,7 @@
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/nccl_kernel_name.h"
 #include "traintime/support/loader.h"
 #include "traintime/support/log.h"
 
@@ -361,6 +362,49 @@ void GpuCapture::lazy_start() noexcept {
   errno = saved_errno;
 }
 
+namespace {
+
+// The stream a kernel launch API was given, from its parameters (the *_params structs of
+// CUPTI's generated_cuda*_meta.h), for the launch APIs NCCL uses: the runtime's
+// cudaLaunchKernel (NCCL before 2.19, old drivers) and the driver's cuLaunchKernel and
+// cuLaunchKernelEx (NCCL with runtime and driver >= 11.8). False for any other API.
+bool launch_stream(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params,
+                   const void** stream) {
+  if (params == nullptr) return false;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+        *stream = static_cast<const cudaLaunchKernel_v7000_params*>(params)->stream;
+        return true;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+        *stream = static_cast<const cudaLaunchKernel_ptsz_v7000_params*>(params)->stream;
+        return true;
+      default:
+        return false;
+    }
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return false;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      *stream = static_cast<const cuLaunchKernel_params*>(params)->hStream;
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      *stream = static_cast<const cuLaunchKernel_ptsz_params*>(params)->hStream;
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const CUlaunchConfig* config = static_cast<const cuLaunchKernelEx_params*>(params)->config;
+      if (config == nullptr) return false;
+      *stream = config->hStream;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domain,
                                       CUpti_CallbackId cbid, const void* data) {
   auto* self = static_cast<GpuCapture*>(self_ptr);
@@ -390,7 +434,16 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     if (nest.depth > 0) --nest.depth;
     return;
   }
-  if (nest.depth == 0) nest.ctx = current_context();
+  if (nest.depth == 0) {
+    nest.ctx = current_context();
+    if (nest.ctx.comm_op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
+        hooks_.pending_comm_call != nullptr && cb->symbolName != nullptr &&
+        core::is_nccl_kernel(cb->symbolName)) {
+      const void* stream = nullptr;
+      if (launch_stream(domain, cbid, cb->functionParams, &stream))
+        hooks_.pending_comm_call(stream, &nest.ctx);
+    }
+  }
   ++nest.depth;
   launches_->store(cb->correlationId, nest.ctx);
   if (!recorded_.exchange(true, std::memory_order_relaxed)) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "nccl_resolve.h"
+#include "pending_calls.h"
 #include "traintime/support/log.h"
 
 namespace traintime::nccl {
@@ -103,6 +104,7 @@ void announce(const Registry& r, const Published& p) {
 
 void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noexcept {
   g_recording.store(false, std::memory_order_relaxed);
+  reset_pending();
   if (table == nullptr) return;
   auto* r = new (std::nothrow) Registry();
   if (r == nullptr) return;
@@ -131,6 +133,11 @@ core::CommSummary summary() {
     out.warnings.push_back(std::to_string(n) +
                            " NCCL call(s) on a communicator whose size and rank could not be read "
                            "were not counted");
+  }
+  if (const uint64_t n = pending_dropped()) {
+    out.warnings.push_back(std::to_string(n) +
+                           " NCCL call(s) launched later by NCCL's own thread could not wait for "
+                           "their kernel (queue full); some kernels may be linked to a later call");
   }
   if (out.calls.calls_without_communicator > 0) {
     out.warnings.push_back(std::to_string(out.calls.calls_without_communicator) +

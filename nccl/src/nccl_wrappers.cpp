@@ -45,6 +45,7 @@
 
 #include "nccl_registry.h"
 #include "nccl_resolve.h"
+#include "pending_calls.h"
 #include "traintime/nccl/nccl_interposer.h"
 
 namespace traintime::nccl {
@@ -93,11 +94,24 @@ struct Entry {
 // bytes (as CommCallTable::record_group folds what exceeds its own record).
 constexpr uint32_t kGroupCapacity = 4096;
 
+// Streams of the open group that will each get a kernel: one per communicator, its first
+// stream (NCCL launches a communicator's share of a group on the first stream it was given).
+constexpr int kGroupLaunchStreams = 16;
+struct GroupLaunch {
+  uint32_t comm_id;
+  const void* stream;
+  const void* comm;
+};
+
 struct ThreadState {
   int depth = 0;        // interposed calls active on this thread
   int group_depth = 0;  // the application's ncclGroupStart nesting (outermost calls only)
   bool call_active = false;
+  bool call_launched = false;  // a launch callback read `call` while it was active
   Call call;
+  GroupLaunch launches[kGroupLaunchStreams];
+  int launch_count = 0;
+  bool group_nonblocking = false;  // a member's communicator is nonblocking
   uint64_t group_id = 0;  // of the open group, assigned at its outermost ncclGroupStart
   uint32_t group_count = 0;
   uint64_t group_bytes = 0;
@@ -182,6 +196,25 @@ ncclResult_t missing_real() {
   return ncclSystemError;
 }
 
+// Whether NCCL launches a kernel for this call: not for a collective on a communicator of one
+// rank (a copy at most), not while the stream is captured (the graph's replays launch it).
+bool launches_kernel(const CommEntry* ce, CommOp op, bool captured) {
+  if (ce == nullptr || captured) return false;
+  return ce->size > 1 || op == CommOp::kSend || op == CommOp::kRecv;
+}
+
+// A queued group member: remembers its communicator's first stream, where its kernel will be.
+void note_group_launch(ThreadState& t, uint32_t comm_id, const void* stream, const void* comm,
+                       bool launches, bool nonblocking) {
+  if (!launches) return;
+  t.group_nonblocking = t.group_nonblocking || nonblocking;
+  for (int i = 0; i < t.launch_count; ++i) {
+    if (t.launches[i].comm_id == comm_id) return;
+  }
+  if (t.launch_count < kGroupLaunchStreams)
+    t.launches[t.launch_count++] = GroupLaunch{comm_id, stream, comm};
+}
+
 // One collective or point-to-point call. `invoke(fn)` calls the real function `fn`.
 template <auto Wrapper, typename Invoke>
 ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
@@ -205,9 +238,22 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
 
   t.call = Call{op, comm_id, seq, bytes, 0, captured};
   t.call_active = true;
+  t.call_launched = false;
+  // A nonblocking communicator's kernel is launched by NCCL's own thread, possibly before the
+  // call returns: the call waits for it on its stream from before the real call.
+  const bool async_launch = t.group_depth == 0 && launches_kernel(ce, op, captured);
+  const bool queued = async_launch && is_nonblocking(comm);
+  if (queued) queue_pending(stream, t.call);
   int exit_errno = 0;
   const ncclResult_t r = call_real([&] { return invoke(e.fn); }, e.entry_errno, &exit_errno);
   t.call_active = false;
+  if (queued && (t.call_launched || !succeeded(r))) {
+    retract_pending(stream, t.call);
+  } else if (!queued && async_launch && r == ncclInProgress && !t.call_launched) {
+    // First sight of a nonblocking communicator created where we could not see its config.
+    note_nonblocking(comm);
+    queue_pending(stream, t.call);
+  }
 
   if (succeeded(r)) {
     if (ce == nullptr) {
@@ -217,6 +263,8 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
       first_call_once();
     }
     if (t.group_depth > 0 && ce != nullptr) {
+      note_group_launch(t, comm_id, stream, comm, launches_kernel(ce, op, captured),
+                        is_nonblocking(comm));
       core::CommGroupMember* m = t.members;
       const core::CommGroupMember member{op, comm_id, seq, bytes};
       if (m != nullptr && t.group_count < kGroupCapacity) {
@@ -265,7 +313,13 @@ ncclResult_t run_lifecycle(const void* caller, Invoke&& invoke, After&& after) {
 void retire_if_recording(const void* comm) {
   const int saved_errno = errno;
   if (recording()) retire(comm);
+  forget_nonblocking(comm);
   errno = saved_errno;
+}
+
+// ncclConfig_t.blocking = 0 (NCCL_CONFIG_UNDEF_INT, the initializer's value, means blocking).
+bool nonblocking_config(const ncclConfig_t* config) {
+  return config != nullptr && config->blocking == 0;
 }
 
 uint64_t child_id_if_recording(const void* parent, CommOrigin origin, int color,
@@ -294,21 +348,39 @@ ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
   }
   const bool outermost = t.group_depth == 1;
   ++t.depth;
-  if (outermost && launches && t.group_count > 0) {
+  const bool group_launches = outermost && launches && t.group_count > 0;
+  if (group_launches) {
     const core::CommGroupMember& first = t.members[0];
     call_table().record_group(t.group_id, t.members, t.group_count);
     t.call = Call{first.op, first.comm_id, first.seq, t.group_bytes, t.group_id, t.group_captured};
     t.call_active = true;
+    t.call_launched = false;
+  }
+  // Nonblocking: NCCL's own thread launches one kernel per communicator of the group, possibly
+  // before ncclGroupEnd returns.
+  const bool queued = group_launches && t.group_nonblocking;
+  if (queued) {
+    for (int i = 0; i < t.launch_count; ++i) queue_pending(t.launches[i].stream, t.call);
   }
   int exit_errno = 0;
   const ncclResult_t r = call_real([&] { return invoke(e.fn); }, e.entry_errno, &exit_errno);
   t.call_active = false;
+  if (queued && (t.call_launched || !succeeded(r))) {
+    for (int i = 0; i < t.launch_count; ++i) retract_pending(t.launches[i].stream, t.call);
+  } else if (!queued && group_launches && r == ncclInProgress && !t.call_launched) {
+    for (int i = 0; i < t.launch_count; ++i) {
+      note_nonblocking(t.launches[i].comm);
+      queue_pending(t.launches[i].stream, t.call);
+    }
+  }
   --t.group_depth;
   if (outermost) {
     t.group_id = 0;
     t.group_count = 0;
     t.group_bytes = 0;
     t.group_captured = false;
+    t.launch_count = 0;
+    t.group_nonblocking = false;
   }
   --t.depth;
   errno = exit_errno;
@@ -333,6 +405,8 @@ ncclResult_t group_start(const void* caller) {
       t.group_count = 0;
       t.group_bytes = 0;
       t.group_captured = false;
+      t.launch_count = 0;
+      t.group_nonblocking = false;
     }
   }
   --t.depth;
@@ -343,8 +417,10 @@ ncclResult_t group_start(const void* caller) {
 }  // namespace
 
 const Call* current_call() noexcept {
-  const ThreadState& t = t_nccl;
-  return t.call_active ? &t.call : nullptr;
+  ThreadState& t = t_nccl;
+  if (!t.call_active) return nullptr;
+  t.call_launched = true;  // launched inside the call: nothing waits for NCCL's own thread
+  return &t.call;
 }
 
 }  // namespace traintime::nccl
@@ -456,6 +532,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
       [&](auto fn) { return fn(comm, nranks, commId, rank, config); },
       [&] {
         if (comm == nullptr) return;
+        if (tn::nonblocking_config(config)) tn::note_nonblocking(*comm);
         tn::note_created(*comm, static_cast<uint32_t>(nranks), static_cast<uint32_t>(rank),
                          tn::unique_id_hash(&commId, 1), tn::CommOrigin::kInitRank);
       });
@@ -467,6 +544,7 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
       [&](auto fn) { return fn(newcomm, nranks, myrank, nId, commIds, config); },
       [&] {
         if (newcomm == nullptr) return;
+        if (tn::nonblocking_config(config)) tn::note_nonblocking(*newcomm);
         tn::note_created(*newcomm, static_cast<uint32_t>(nranks), static_cast<uint32_t>(myrank),
                          tn::unique_id_hash(commIds, nId), tn::CommOrigin::kInitRank);
       });
@@ -493,7 +571,11 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return tn::run_lifecycle<&ncclCommSplit>(TT_CALLER,
       [&](auto fn) { return fn(comm, color, key, newcomm, config); },
       [&] {
-        if (newcomm != nullptr) tn::note_child(*newcomm, id, tn::CommOrigin::kSplit);
+        if (newcomm == nullptr) return;
+        // A split without a config inherits the parent's blocking mode (nccl.h).
+        if (config != nullptr ? tn::nonblocking_config(config) : tn::is_nonblocking(comm))
+          tn::note_nonblocking(*newcomm);
+        tn::note_child(*newcomm, id, tn::CommOrigin::kSplit);
       });
 }
 
@@ -503,7 +585,10 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   return tn::run_lifecycle<&ncclCommShrink>(TT_CALLER,
       [&](auto fn) { return fn(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); },
       [&] {
-        if (newcomm != nullptr) tn::note_child(*newcomm, id, tn::CommOrigin::kShrink);
+        if (newcomm == nullptr) return;
+        if (config != nullptr ? tn::nonblocking_config(config) : tn::is_nonblocking(comm))
+          tn::note_nonblocking(*newcomm);
+        tn::note_child(*newcomm, id, tn::CommOrigin::kShrink);
       });
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nccl_registry.h"
+#include "pending_calls.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/nccl/nccl_interposer.h"
 
@@ -548,4 +549,54 @@ TEST_CASE_METHOD(Fixture, "threads calling at once count exactly and register a 
     CHECK(enqueued(own[t]) == 3 * kCalls);
   }
   CHECK(shared_ids[0] != 0);
+}
+
+TEST_CASE("calls of a nonblocking communicator wait per stream, in order, for their kernels", "[nccl]") {
+  nccl::reset_pending();
+  int stream_a = 0;
+  int stream_b = 0;
+  nccl::Call out;
+  CHECK_FALSE(nccl::take_pending_call(&stream_a, &out));
+  nccl::queue_pending(&stream_a, nccl::Call{CommOp::kAllReduce, 1, 1, 64, 0, false});
+  nccl::queue_pending(&stream_b, nccl::Call{CommOp::kBroadcast, 2, 1, 8, 0, false});
+  nccl::queue_pending(&stream_a, nccl::Call{CommOp::kAllGather, 1, 2, 32, 0, false});
+  nccl::queue_pending(nullptr, nccl::Call{CommOp::kReduce, 3, 1, 4, 0, false});  // default stream
+  REQUIRE(nccl::take_pending_call(&stream_a, &out));
+  CHECK((out.op == CommOp::kAllReduce && out.seq == 1));
+  REQUIRE(nccl::take_pending_call(&stream_a, &out));
+  CHECK((out.op == CommOp::kAllGather && out.seq == 2));
+  CHECK_FALSE(nccl::take_pending_call(&stream_a, &out));
+  REQUIRE(nccl::take_pending_call(nullptr, &out));
+  CHECK(out.op == CommOp::kReduce);
+  REQUIRE(nccl::take_pending_call(&stream_b, &out));
+  CHECK(out.op == CommOp::kBroadcast);
+  nccl::reset_pending();
+}
+
+TEST_CASE("a call that launched on its own thread is taken back from its stream's queue", "[nccl]") {
+  nccl::reset_pending();
+  int stream = 0;
+  const nccl::Call first{CommOp::kAllReduce, 1, 7, 64, 0, false};
+  const nccl::Call second{CommOp::kAllReduce, 1, 8, 64, 0, false};
+  nccl::queue_pending(&stream, first);
+  nccl::queue_pending(&stream, second);
+  nccl::retract_pending(&stream, first);
+  nccl::Call out;
+  REQUIRE(nccl::take_pending_call(&stream, &out));
+  CHECK(out.seq == 8);
+  CHECK_FALSE(nccl::take_pending_call(&stream, &out));
+  nccl::reset_pending();
+}
+
+TEST_CASE("a full stream queue drops its oldest call and counts it", "[nccl]") {
+  nccl::reset_pending();
+  int stream = 0;
+  const uint64_t dropped_before = nccl::pending_dropped();
+  for (uint64_t seq = 1; seq <= nccl::kPendingDepth + 2; ++seq)
+    nccl::queue_pending(&stream, nccl::Call{CommOp::kAllReduce, 1, seq, 4, 0, false});
+  CHECK(nccl::pending_dropped() - dropped_before == 2);
+  nccl::Call out;
+  REQUIRE(nccl::take_pending_call(&stream, &out));
+  CHECK(out.seq == 3);
+  nccl::reset_pending();
 }

@@ -35,6 +35,10 @@ struct Hooks {
   // NCCL call it is inside. Called in every launch callback: lock-free, no allocation, errno
   // untouched.
   core::LaunchContext (*launch_context)() noexcept = nullptr;
+  // An NCCL kernel launched while its thread is in no NCCL call (nonblocking communicators:
+  // NCCL launches from a thread it creates): fills ctx's comm fields with the call waiting for
+  // it on `stream` and returns true, else false. Lock-free when nothing waits. May be null.
+  bool (*pending_comm_call)(const void* stream, core::LaunchContext* ctx) noexcept = nullptr;
   // Number of tt_step calls so far. Lock-free.
   uint32_t (*steps_completed)() noexcept = nullptr;
   // The first launch this process made: it now has something to write. Called once.

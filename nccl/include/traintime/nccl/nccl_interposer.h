@@ -57,6 +57,13 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
 // The interposed NCCL call (or outermost ncclGroupEnd) this thread is inside, else nullptr.
 const Call* current_call() noexcept;
 
+// For a launch of an NCCL kernel made with no interposed call on its thread: the oldest call
+// still waiting for its kernel on `stream`, removed from the queue; false when there is none.
+// Calls wait there when NCCL returned ncclInProgress without launching inside the call
+// (nonblocking communicators: NCCL launches from a thread it creates). One relaxed load when
+// nothing waits; errno untouched.
+bool take_pending_call(const void* stream, Call* out) noexcept;
+
 // The call table's snapshot (stable ids included) and the interposer's own warnings (calls on
 // communicators it could not register, groups lost, table overflow). Empty when nothing was
 // recorded.
