@@ -51,8 +51,8 @@ Registry& reg() noexcept { return *g_current.load(std::memory_order_acquire); }
 // Calls that found no real function: process-wide (they can happen before configure()).
 std::atomic<uint64_t> g_missing_real{0};
 
-RealSymbol g_comm_count{"ncclCommCount", "pncclCommCount"};
-RealSymbol g_comm_user_rank{"ncclCommUserRank", "pncclCommUserRank"};
+RealSymbol g_comm_count{"ncclCommCount", "pncclCommCount", "libnccl"};
+RealSymbol g_comm_user_rank{"ncclCommUserRank", "pncclCommUserRank", "libnccl"};
 
 uint64_t key_of(const void* comm) { return reinterpret_cast<uint64_t>(comm); }
 

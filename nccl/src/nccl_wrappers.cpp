@@ -68,7 +68,7 @@ RealSymbol& real_symbol() noexcept;
 #define TT_NCCL_REAL_SYMBOL(name)                   \
   template <>                                       \
   RealSymbol& real_symbol<&::name>() noexcept {     \
-    static RealSymbol symbol{#name, "p" #name};     \
+    static RealSymbol symbol{#name, "p" #name, "libnccl"}; \
     return symbol;                                  \
   }
 TT_NCCL_ENTRY_POINTS(TT_NCCL_REAL_SYMBOL)
