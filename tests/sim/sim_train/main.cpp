@@ -4,6 +4,8 @@
 // launched from a second thread (as PyTorch's autograd engine does) while the main thread sits
 // in "backward", bucketed AllReduce on a comm stream overlapping backward, optimizer, tt_step.
 // With --truth it writes the exact expected result from its own executed schedule.
+#include <dlfcn.h>
+
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -41,6 +43,15 @@ struct Options {
   bool record_before_cuda = false;
   uint64_t sigterm_after_step = 0;  // 0: never
   std::string truth;
+  std::string profiler_client;                // --profiler-client: the library to load
+  std::vector<std::string> profiler_windows;  // --profiler-window START:STOP
+};
+
+// A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
+// before step `start`, stopped after step `stop` - 1, and what it reported.
+struct ProfilerWindow {
+  uint64_t start = 0, stop = 0;
+  uint64_t kernels_seen = 0, foreign_buffers = 0, t_start = 0, t_stop = 0;
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -118,6 +129,7 @@ class Trainer {
   Trainer(const Options& o, int rank, int world) : opt_(o), rank_(rank), world_(world), regions_(o.nvtx) {}
 
   void setup() {
+    load_profiler();
     kernels_.register_all();
     check(cudaSetDevice(0), "cudaSetDevice");
     check(cudaStreamCreate(&compute_), "cudaStreamCreate");
@@ -142,6 +154,8 @@ class Trainer {
   void run() {
     for (uint64_t s = 0; s < opt_.steps; ++s) {
       step_ = s;
+      for (ProfilerWindow& w : windows_)
+        if (w.start == s) profiler_start();
       if (opt_.stray_work) unattributed_work();
       if (opt_.nvtx) regions_.push("step");
       io_in();
@@ -151,6 +165,8 @@ class Trainer {
       io_out();
       if (opt_.nvtx) regions_.pop();
       else tt_step(kSamplesPerStep, kTokensPerStep);
+      for (ProfilerWindow& w : windows_)
+        if (w.stop == s + 1) profiler_stop(&w);
       if (opt_.sigterm_after_step && s + 1 == opt_.sigterm_after_step) std::raise(SIGTERM);
     }
     if (opt_.stray_work) {
@@ -189,6 +205,7 @@ class Trainer {
     in.comm_calls = comm_calls_;
     in.options = {{"steps", opt_.steps}, {"layers", opt_.layers}, {"graphs", opt_.graphs}, {"nvtx", opt_.nvtx},
                   {"stray_work", opt_.stray_work}};
+    in.profiler_windows = nlohmann::json::array();
     const size_t n = simgpuTimelineCount();
     for (size_t i = 0; i < n; ++i) {
       simgpu_work w{};
@@ -205,6 +222,16 @@ class Trainer {
       else a.path = names_.name(label_id(w.label));
       in.activities.push_back(a);
     }
+    // The profiler client's windows: what it saw against the kernels the simulated GPU ran
+    // inside them (the device was idle at both ends, so the window holds whole steps).
+    for (const ProfilerWindow& w : windows_) {
+      uint64_t expected = 0;
+      for (const Activity& a : in.activities)
+        if (a.kind == SIMGPU_KERNEL && a.start >= w.t_start && a.end <= w.t_stop) ++expected;
+      in.profiler_windows.push_back({{"start_step", w.start}, {"stop_step", w.stop},
+                                     {"kernels_expected", expected}, {"kernels_seen", w.kernels_seen},
+                                     {"foreign_buffers", w.foreign_buffers}});
+    }
     return in;
   }
 
@@ -216,6 +243,39 @@ class Trainer {
   static constexpr uint64_t kTokensPerStep = 32 * 512;
 
   void label(Cat c) { simgpuSetLabel(make_label(c, names_.id(regions_.path()), step_)); }
+
+  // The profiler client is loaded as PyTorch's libtorch_cuda.so is: dlopen, RTLD_LOCAL.
+  void load_profiler() {
+    for (const std::string& spec : opt_.profiler_windows) {
+      ProfilerWindow w;
+      const size_t colon = spec.find(':');
+      if (colon == std::string::npos) die("--profiler-window wants START:STOP, got " + spec);
+      w.start = std::stoull(spec.substr(0, colon));
+      w.stop = std::stoull(spec.substr(colon + 1));
+      if (w.stop <= w.start || w.stop > opt_.steps) die("--profiler-window " + spec + ": need START < STOP <= steps");
+      windows_.push_back(w);
+    }
+    if (windows_.empty()) return;
+    if (opt_.profiler_client.empty()) die("--profiler-window needs --profiler-client");
+    void* lib = dlopen(opt_.profiler_client.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) die(std::string("cannot load the profiler client: ") + dlerror());
+    profiler_start_ = reinterpret_cast<int (*)()>(dlsym(lib, "simgpu_profiler_start"));
+    profiler_stop_ = reinterpret_cast<int (*)(uint64_t*, uint64_t*, uint64_t*, uint64_t*)>(
+        dlsym(lib, "simgpu_profiler_stop"));
+    if (!profiler_start_ || !profiler_stop_) die("the profiler client lacks its entry points");
+  }
+
+  // torch.profiler's start and stop, with the device idle at both ends (as `with profile():`
+  // around whole steps, whose exit synchronises).
+  void profiler_start() {
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    if (int rc = profiler_start_()) die("profiler client start failed: CUPTI error " + std::to_string(rc));
+  }
+  void profiler_stop(ProfilerWindow* w) {
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    if (int rc = profiler_stop_(&w->kernels_seen, &w->foreign_buffers, &w->t_start, &w->t_stop))
+      die("profiler client stop failed: CUPTI error " + std::to_string(rc));
+  }
 
   void launch(cudaKernel_t k, unsigned blocks, Cat c) {
     label(c);
@@ -387,6 +447,9 @@ class Trainer {
   void *dev_batch_ = nullptr, *dev_labels_ = nullptr, *dev_loss_ = nullptr, *dev_grads_ = nullptr;
   ncclComm_t comm_ = nullptr;
   uint64_t step_ = 0;
+  std::vector<ProfilerWindow> windows_;
+  int (*profiler_start_)() = nullptr;
+  int (*profiler_stop_)(uint64_t*, uint64_t*, uint64_t*, uint64_t*) = nullptr;
   std::string backward_path_;
   std::vector<CommCall> comm_calls_;
   std::thread worker_;
@@ -424,6 +487,10 @@ int main(int argc, char** argv) {
   app.add_flag("--record-before-cuda", opt.record_before_cuda,
                "open and close a region before CUDA initialises (the profiler's exit hook then "
                "predates CUDA's own teardown)");
+  app.add_option("--profiler-client", opt.profiler_client,
+                 "library of the in-process profiler client (SIMULATED torch.profiler, simgpu)");
+  app.add_option("--profiler-window", opt.profiler_windows,
+                 "START:STOP: the profiler client runs from before step START to after step STOP-1 (repeatable)");
   app.add_option("--truth", opt.truth, "write the exact expected per-rank result to FILE (%r becomes the rank)");
   CLI11_PARSE(app, argc, argv);
 

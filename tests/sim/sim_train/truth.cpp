@@ -88,6 +88,7 @@ nlohmann::json compute_truth(const TruthInput& in) {
   out["rank"] = in.rank;
   out["world_size"] = in.world_size;
   out["options"] = in.options;
+  if (!in.profiler_windows.empty()) out["profiler_windows"] = in.profiler_windows;
   json jc = json::object();
   for (int c = 0; c < kCatCount; ++c)
     jc[cat_name(static_cast<Cat>(c))] = {{"gpu_busy_ns", cats[c].busy}, {"gpu_sum_ns", cats[c].sum}, {"count", cats[c].count}};

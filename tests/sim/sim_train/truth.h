@@ -39,6 +39,7 @@ struct TruthInput {
   std::vector<Activity> activities;
   std::vector<CommCall> comm_calls;
   nlohmann::json options;
+  nlohmann::json profiler_windows;  // --profiler-window: seen vs expected, copied to the truth
 };
 
 // Measure (ns) of the union of half-open intervals [start, end).
