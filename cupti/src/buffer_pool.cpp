@@ -61,6 +61,15 @@ uint8_t* BufferPool::acquire_scratch() noexcept {
   return take(scratch_free_, scratch_all_, kScratchBytes, SIZE_MAX);
 }
 
+bool BufferPool::owns(const uint8_t* buffer) const noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const uint8_t* b : all_)
+    if (b == buffer) return true;
+  for (const uint8_t* b : scratch_all_)
+    if (b == buffer) return true;
+  return false;
+}
+
 bool BufferPool::is_scratch(const uint8_t* buffer) const noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   for (const uint8_t* b : scratch_all_)

@@ -30,6 +30,10 @@ class BufferPool {
   bool is_scratch(const uint8_t* buffer) const noexcept;
   void release_scratch(uint8_t* buffer) noexcept;
 
+  // Whether the pool handed `buffer` out (a pool or scratch buffer), as opposed to a buffer
+  // another CUPTI client allocated (client_mux.h).
+  bool owns(const uint8_t* buffer) const noexcept;
+
   size_t buffer_bytes() const { return buffer_bytes_; }
   uint64_t refused() const;
   uint32_t allocated() const;

@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,7 @@
 #include "activity_pipeline.h"
 #include "buffer_pool.h"
 #include "callback_selection.h"
+#include "client_mux.h"
 #include "correlation_table.h"
 #include "cupti_library.h"
 #include "fixture_recorder.h"
@@ -38,6 +40,7 @@
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/nccl_kernel_name.h"
 #include "traintime/support/loader.h"
+#include "traintime/support/real_symbol.h"
 #include "traintime/support/log.h"
 
 namespace traintime::cupti {
@@ -47,6 +50,10 @@ namespace {
 // and nested driver ids) between a launch and its record, i.e. several full activity buffers.
 constexpr uint32_t kCorrelationSlots = 1u << 18;
 constexpr size_t kMaxGraphNodes = size_t{1} << 18;
+// The activity kinds traintime switches on.
+constexpr CUpti_ActivityKind kOwnKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                            CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+                                            CUPTI_ACTIVITY_KIND_MEMSET};
 // Normal flushes keep records flowing: CUPTI 13.0 keeps one buffer per launching thread and
 // hands a half-full one over only when flushed, while the aggregator holds at most 1024 open
 // steps (a record older than that is "late" and loses exactness). So flush once a second, and
@@ -121,6 +128,9 @@ class GpuCapture {
   }
 
   bool start_capture(std::string* reason);
+  // After another client switched the whole RUNTIME or DRIVER kind off: the per-launch API
+  // records (correlation ids) on again.
+  void restore_api_records() noexcept;
   void give_up(const std::string& reason);
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
@@ -146,6 +156,8 @@ class GpuCapture {
 
   CuptiLibrary lib_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<SelectedCallback> api_records_;  // per-cbid API records switched on at start
+  std::string static_cupti_;  // a library with CUPTI linked in statically, if one was found
   RoleTable roles_;
   std::unique_ptr<CorrelationTable> launches_;
   std::unique_ptr<GraphNodeTable> graph_nodes_;
@@ -286,6 +298,7 @@ bool GpuCapture::start_capture(std::string* reason) {
     }
     TRAINTIME_CUPTI_CALL(lib_, cuptiUnsubscribe, subscriber_);  // its callbacks go with it
     subscriber_ = nullptr;
+    ClientMux::get().detach();
     return false;
   };
   // Per-thread activity buffers, the 13.0 default, set explicitly where the attribute exists
@@ -301,6 +314,22 @@ bool GpuCapture::start_capture(std::string* reason) {
   CUptiResult rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityRegisterCallbacks,
                                         &GpuCapture::on_requested, &GpuCapture::on_completed);
   if (rc != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", rc);
+  // A CUPTI linked statically into another library (a framework built with libcupti_static.a)
+  // makes its calls inside that library: they never reach the interposers, so its profiler and
+  // this capture cannot share CUPTI. Said once; the capture goes on.
+  char static_cupti[512] = {};
+  if (support::object_defining("cuptiActivityRegisterCallbacks", "libcupti",
+                               reinterpret_cast<const void*>(&GpuCapture::on_completed), static_cupti,
+                               sizeof static_cupti)) {
+    static_cupti_ = static_cupti;
+    support::log_warn("{} contains its own (static) CUPTI: a profiler using it in this process "
+                      "cannot share CUPTI with traintime, and the two may disturb each other's records",
+                      static_cupti_);
+  }
+  // From here CUPTI's buffers come to us: a client that registered before (torch.profiler
+  // started first) is multiplexed, and gets CUPTI back if this start fails below.
+  ClientMux::get().attach(&lib_, kOwnKinds, static_cast<int>(std::size(kOwnKinds)),
+                          [] { GpuCapture::get().restore_api_records(); });
 
   for (const SelectedCallback& s : selected) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, s.domain, s.cbid);
@@ -317,7 +346,10 @@ bool GpuCapture::start_capture(std::string* reason) {
       api_record = true;
     }
     if (rc != CUPTI_SUCCESS) return fail("enabling API records for correlation ids", rc);
-    if (api_record) api_records_on.push_back(s);
+    if (api_record) {
+      api_records_on.push_back(s);
+      api_records_.push_back(s);
+    }
   }
   for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
                                 CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
@@ -329,8 +361,7 @@ bool GpuCapture::start_capture(std::string* reason) {
   thread_ = std::thread([this] { processing_loop(); });
   state_.store(State::kCapturing, std::memory_order_release);
   capturing_.store(true, std::memory_order_release);
-  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                  CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET}) {
+  for (CUpti_ActivityKind kind : kOwnKinds) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnable, kind);
     if (rc != CUPTI_SUCCESS) {
       capturing_.store(false, std::memory_order_release);
@@ -340,6 +371,15 @@ bool GpuCapture::start_capture(std::string* reason) {
     kinds_on.push_back(kind);
   }
   return true;
+}
+
+void GpuCapture::restore_api_records() noexcept {
+  for (const SelectedCallback& s : api_records_) {
+    if (s.domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+      TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableRuntimeApi, s.cbid, 1);
+    else
+      TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnableDriverApi, s.cbid, 1);
+  }
 }
 
 void GpuCapture::lazy_start() noexcept {
@@ -508,9 +548,13 @@ void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* m
   *size = b ? bytes : 0;  // no buffer: CUPTI drops and counts the records
 }
 
-void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                                        size_t valid_size) {
   GpuCapture& self = get();
+  // Another CUPTI client's buffer goes back to it; its records in ours are copied to it.
+  if (buffer && ClientMux::get().on_completed(buffer, size, valid_size,
+                                              self.pool_ && self.pool_->owns(buffer)))
+    return;
   size_t dropped = 0;
   if (TRAINTIME_CUPTI_CALL(self.lib_, cuptiActivityGetNumDroppedRecords, ctx, stream, &dropped) ==
       CUPTI_SUCCESS)
@@ -625,6 +669,7 @@ void GpuCapture::shutdown(const char* reason) {
   capturing_.store(false, std::memory_order_release);
   state_.store(State::kStopped, std::memory_order_release);
   stop_thread();
+  ClientMux::get().detach();  // a profiler still running in the process gets CUPTI back
   if (recorder_) {
     std::lock_guard<std::mutex> agg(agg_mu_);
     const uint32_t steps = steps_completed();
@@ -673,6 +718,11 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   out.capture = "cupti";
   out.capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() +
                        "), started " + trigger_;
+  if (const std::string shared = ClientMux::get().describe(); !shared.empty())
+    out.capture_reason += "; " + shared;
+  if (!static_cupti_.empty())
+    out.warnings.push_back(static_cupti_ + " contains a statically linked CUPTI that traintime cannot "
+                           "share: a profiler using it in this process may disturb GPU capture");
   for (std::string& w : pipeline_->warnings()) out.warnings.push_back(std::move(w));
   if (out.dropped_records)
     out.warnings.push_back(std::to_string(out.dropped_records) +

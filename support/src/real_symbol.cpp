@@ -152,7 +152,7 @@ struct Fill {
 // lock (ranges and paths copied into one allocation sized by a first pass) and opened after it
 // is released: dlopen inside dl_iterate_phdr could deadlock against a thread loading a library.
 void* search_loaded(const char* name, const char* pname, uintptr_t own_lo, const char* prefix,
-                    bool preferred) noexcept {
+                    bool preferred, char* path_out = nullptr, size_t path_size = 0) noexcept {
   Listing l{own_lo, prefix, preferred, 0, 0};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* arg) -> int {
@@ -193,7 +193,12 @@ void* search_loaded(const char* name, const char* pname, uintptr_t own_lo, const
       void* handle = open_loaded(o);
       if (handle == nullptr) continue;
       found = defined_in(handle, o, name, pname);
-      if (found == nullptr) dlclose(handle);
+      if (found == nullptr) {
+        dlclose(handle);
+      } else if (path_out != nullptr && path_size > 0) {
+        std::strncpy(path_out, o.path, path_size - 1);
+        path_out[path_size - 1] = '\0';
+      }
     }
   }
   delete[] fill.candidates;
@@ -254,6 +259,17 @@ void* RealSymbol::resolve(const void* self, const void* caller) noexcept {
   dlerror();  // a failed dlsym leaves a message the app's next dlerror() would otherwise read
   errno = saved_errno;
   return fn;
+}
+
+bool object_defining(const char* name, const char* skip_prefix, const void* self, char* path,
+                     size_t path_size) noexcept {
+  const int saved_errno = errno;
+  ObjectInfo own;
+  if (self == nullptr || !object_holding(self, &own)) own = ObjectInfo{};
+  const bool found = search_loaded(name, nullptr, own.lo, skip_prefix, false, path, path_size) != nullptr;
+  dlerror();
+  errno = saved_errno;
+  return found;
 }
 
 }  // namespace traintime::support

@@ -44,6 +44,12 @@ class Mode:
     tiny_pool: bool = False      # one 1 MiB activity buffer: requests are refused while it is out
     record_before_cuda: bool = False  # sim_train opens a region before CUDA initialises
     refuse_kind: int = 0         # simgpu refuses to enable this activity kind (CUpti_ActivityKind)
+    # sim_train --profiler-window: a second in-process CUPTI client that uses CUPTI as
+    # torch.profiler's Kineto does runs over these step windows; each window must see every kernel
+    # the simulated GPU ran inside it, get back no buffer it did not allocate, and the rank file
+    # must still equal the truth.
+    profiler_windows: tuple = ()
+    static_cupti_host: bool = False  # a library with CUPTI linked in statically is preloaded too
 
 
 def run_capture(build: Path, work: Path, mode: Mode) -> None:
@@ -83,6 +89,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
+    if mode.static_cupti_host:
+        env["LD_PRELOAD"] += f":{build / 'lib' / 'libtt_static_cupti_host.so'}"
     if mode.foreign_injection:
         # Any library that is not traintime: the maps probe exports no InitializeInjection.
         env["CUDA_INJECTION64_PATH"] = str(build / "lib" / "libtt_maps_probe.so")
@@ -90,6 +98,10 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     cmd = [str(build / "bin" / "sim_train"), "--steps", str(mode.steps), "--truth", str(work / "truth-%r.json")]
     cmd += ["--graphs"] * mode.graphs + ["--nvtx"] * mode.nvtx + ["--stray-work"] * mode.stray_work
     cmd += ["--record-before-cuda"] * mode.record_before_cuda
+    if mode.profiler_windows:
+        cmd += ["--profiler-client", str(sim / "libsimgpu_profiler_client.so")]
+        for window in mode.profiler_windows:
+            cmd += ["--profiler-window", window]
     if mode.np > 1:
         passed = ["LD_LIBRARY_PATH", "LD_PRELOAD", "TRAINTIME_CUPTI_LIB", "TRAINTIME_OUTPUT",
                   "TT_PROBE_DIR", "TT_PROBE_PRELOAD_CUPTI", "TRAINTIME_TRACE", "SIMGPU_DROP_EVERY",
@@ -170,6 +182,24 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                     f"{where}: {counted} activities counted + {dropped} dropped != {want} in the truth")
             continue
         c.extend(compare_truth.compare(rf, truth), f"{where}: ")
+        if mode.static_cupti_host:
+            c.check(any("libtt_static_cupti_host.so" in w and "statically linked CUPTI" in w
+                        for w in rf.get("warnings", [])),
+                    f"{where}: no warning naming the library with a static CUPTI: {rf.get('warnings')}")
+            c.check("libtt_static_cupti_host.so" in run.stderr, f"no warning on stderr: {run.stderr!r}")
+        if mode.profiler_windows:
+            windows = truth.get("profiler_windows", [])
+            c.check(len(windows) == len(mode.profiler_windows),
+                    f"{where}: {len(windows)} profiler windows in the truth, want {len(mode.profiler_windows)}")
+            for w in windows:
+                span = f"{where}: profiler window {w['start_step']}:{w['stop_step']}"
+                c.check(w["kernels_expected"] > 0, f"{span}: no kernels ran inside it")
+                c.check(w["kernels_seen"] == w["kernels_expected"],
+                        f"{span}: the profiler saw {w['kernels_seen']} kernels, the GPU ran {w['kernels_expected']}")
+                c.check(w["foreign_buffers"] == 0,
+                        f"{span}: the profiler was handed {w['foreign_buffers']} buffer(s) it did not allocate")
+            c.check("shared with another in-process client" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not say CUPTI was shared")
         if not mode.stray_work:
             unattributed = rf.get("categories", {}).get("unattributed", {}).get("count", 0)
             c.check(unattributed == 0, f"{where}: {unattributed} unattributed activities")
@@ -283,6 +313,18 @@ def test_sim_capture_cupti_12_4_refused_buffer_requests_get_scratch_buffers(capt
     # Below API 27 a refused buffer request can crash CUPTI (simgpu aborts there): the pool of one
     # buffer is exhausted while it is being processed, and nothing may abort.
     capture(cupti_api=22, tiny_pool=True, steps=200)
+
+
+def test_sim_capture_torch_profiler_started_twice_mid_run_loses_nothing_on_either_side(capture) -> None:
+    capture(steps=14, profiler_windows=("3:6", "9:11"))
+
+
+def test_sim_capture_torch_profiler_with_cupti_12_4_layouts_loses_nothing(capture) -> None:
+    capture(steps=10, cupti_api=22, profiler_windows=("2:5",))
+
+
+def test_sim_capture_names_a_library_with_a_statically_linked_cupti(capture) -> None:
+    capture(steps=4, static_cupti_host=True)
 
 
 def test_sim_capture_region_before_cuda_init_flushes_before_cuda_teardown(capture) -> None:

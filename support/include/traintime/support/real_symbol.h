@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -87,5 +88,11 @@ class RealSymbol {
   std::atomic<unsigned long long> missing_at_adds_{~0ULL};
   std::mutex mutex_;  // writers of slots_
 };
+
+// Whether a loaded object other than the one holding `self`, and not named `skip_prefix`*.so*,
+// itself defines (and exports) `name`; its path goes to `path`. E.g. a library with CUPTI
+// linked into it statically: its calls never reach an interposer. Slow (loader lock); errno kept.
+bool object_defining(const char* name, const char* skip_prefix, const void* self, char* path,
+                     size_t path_size) noexcept;
 
 }  // namespace traintime::support

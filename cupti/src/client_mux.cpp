@@ -1,0 +1,234 @@
+#include "client_mux.h"
+
+#include <cstring>
+
+namespace traintime::cupti {
+namespace {
+
+bool valid_kind(CUpti_ActivityKind kind) {
+  return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
+}
+
+}  // namespace
+
+ClientMux& ClientMux::get() {
+  static ClientMux* mux = new ClientMux();  // leaked: CUPTI may call back until exit
+  return *mux;
+}
+
+bool ClientMux::multiplexing(const void* real, const void* ours) const {
+  return lib_.load(std::memory_order_acquire) != nullptr && real == ours;
+}
+
+CUptiResult ClientMux::register_callbacks(CUpti_BuffersCallbackRequestFunc request,
+                                          CUpti_BuffersCallbackCompleteFunc complete,
+                                          decltype(&::cuptiActivityRegisterCallbacks) real,
+                                          bool from_cupti) {
+  if (from_cupti) return real(request, complete);
+  std::lock_guard<std::mutex> lock(mu_);
+  const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+  if (lib == nullptr || !multiplexing(reinterpret_cast<const void*>(real),
+                                      reinterpret_cast<const void*>(lib->api().cuptiActivityRegisterCallbacks))) {
+    const CUptiResult rc = real(request, complete);
+    if (rc == CUPTI_SUCCESS && lib == nullptr) {  // remembered: a later capture adopts it
+      request_.store(request, std::memory_order_release);
+      complete_.store(complete, std::memory_order_release);
+    }
+    return rc;
+  }
+  if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  request_.store(request, std::memory_order_release);
+  complete_.store(complete, std::memory_order_release);
+  registrations_.fetch_add(1, std::memory_order_relaxed);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult ClientMux::enable(CUpti_ActivityKind kind, decltype(&::cuptiActivityEnable) real,
+                              bool from_cupti) {
+  if (from_cupti || !valid_kind(kind)) return real(kind);
+  std::lock_guard<std::mutex> lock(mu_);
+  const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+  const bool mux = lib != nullptr && multiplexing(reinterpret_cast<const void*>(real),
+                                                  reinterpret_cast<const void*>(lib->api().cuptiActivityEnable));
+  if (lib != nullptr && !mux) return real(kind);  // another CUPTI than traintime's
+  // Ours already on: nothing to switch on in CUPTI.
+  const CUptiResult rc = mux && own_kinds_[kind] ? CUPTI_SUCCESS : real(kind);
+  if (rc == CUPTI_SUCCESS && client_kinds_[kind].exchange(1, std::memory_order_acq_rel) == 0)
+    client_kind_count_.fetch_add(1, std::memory_order_release);
+  return rc;
+}
+
+CUptiResult ClientMux::disable(CUpti_ActivityKind kind, decltype(&::cuptiActivityDisable) real,
+                               bool from_cupti) {
+  if (from_cupti || !valid_kind(kind)) return real(kind);
+  std::lock_guard<std::mutex> lock(mu_);
+  const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+  const bool mux = lib != nullptr && multiplexing(reinterpret_cast<const void*>(real),
+                                                  reinterpret_cast<const void*>(lib->api().cuptiActivityDisable));
+  if (lib != nullptr && !mux) return real(kind);
+  if (client_kinds_[kind].exchange(0, std::memory_order_acq_rel) != 0)
+    client_kind_count_.fetch_sub(1, std::memory_order_release);
+  if (mux && own_kinds_[kind]) return CUPTI_SUCCESS;  // traintime still uses it
+  const CUptiResult rc = real(kind);
+  // Switching the whole RUNTIME or DRIVER kind off may take traintime's per-launch API records
+  // (its correlation ids) with it: they are switched on again.
+  if (mux && restore_api_records_ != nullptr &&
+      (kind == CUPTI_ACTIVITY_KIND_RUNTIME || kind == CUPTI_ACTIVITY_KIND_DRIVER))
+    restore_api_records_();
+  return rc;
+}
+
+CUptiResult ClientMux::set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value,
+                                     decltype(&::cuptiActivitySetAttribute) real, bool from_cupti) {
+  if (!from_cupti && attr == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER) {
+    const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+    // Undefined once a session runs (cupti_activity.h): traintime's session keeps its setting.
+    if (lib != nullptr && multiplexing(reinterpret_cast<const void*>(real),
+                                       reinterpret_cast<const void*>(lib->api().cuptiActivitySetAttribute)))
+      return size != nullptr && value != nullptr ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  return real(attr, size, value);
+}
+
+CUptiResult ClientMux::finalize(decltype(&::cuptiFinalize) real, bool from_cupti) {
+  if (from_cupti) return real();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lib_.load(std::memory_order_acquire) == nullptr) {
+    request_.store(nullptr, std::memory_order_release);
+    complete_.store(nullptr, std::memory_order_release);
+    for (auto& k : client_kinds_) k.store(0, std::memory_order_relaxed);
+    client_kind_count_.store(0, std::memory_order_release);
+    return real();
+  }
+  // Finalize would detach traintime too: the client is done, so it is forgotten instead.
+  request_.store(nullptr, std::memory_order_release);
+  complete_.store(nullptr, std::memory_order_release);
+  return CUPTI_SUCCESS;
+}
+
+void ClientMux::note_subscribe_result(CUptiResult rc) {
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && lib_.load(std::memory_order_acquire))
+    subscribe_refused_.store(true, std::memory_order_relaxed);
+}
+
+void ClientMux::attach(const CuptiLibrary* lib, const CUpti_ActivityKind* own, int own_count,
+                       void (*restore_api_records)()) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::memset(own_kinds_, 0, sizeof own_kinds_);
+  for (int i = 0; i < own_count; ++i)
+    if (valid_kind(own[i])) own_kinds_[own[i]] = 1;
+  restore_api_records_ = restore_api_records;
+  lib_.store(lib, std::memory_order_release);
+}
+
+void ClientMux::detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const CuptiLibrary* lib = lib_.exchange(nullptr, std::memory_order_acq_rel);
+  if (lib == nullptr) return;
+  CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
+  CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
+  if (request == nullptr || complete == nullptr) return;
+  // The client goes on profiling: only its kinds stay on, and its callbacks get its records.
+  for (int k = 1; k < CUPTI_ACTIVITY_KIND_COUNT; ++k) {
+    if (own_kinds_[k] && !client_kinds_[k].load(std::memory_order_relaxed))
+      lib->api().cuptiActivityDisable(static_cast<CUpti_ActivityKind>(k));
+  }
+  lib->api().cuptiActivityRegisterCallbacks(request, complete);
+}
+
+bool ClientMux::on_completed(uint8_t* buffer, size_t size, size_t valid_size, bool ours) {
+  CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
+  if (!ours) {
+    // Allocated by the client before traintime registered: it goes back to the client. Without
+    // a client to take it (it finalized) it is not ours to free either: it leaks.
+    if (complete != nullptr) {
+      handed_back_.fetch_add(1, std::memory_order_relaxed);
+      complete(nullptr, 0, buffer, size, valid_size);
+    }
+    return true;
+  }
+  const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+  if (lib != nullptr && complete != nullptr && valid_size > 0 &&
+      client_kind_count_.load(std::memory_order_acquire) > 0)
+    forward(*lib, buffer, valid_size);
+  return false;
+}
+
+// Records are copied whole: a record's size is the distance to the next one as the library's
+// own cuptiActivityGetNextRecord steps (the last one ends at valid_size), so the client's walk
+// of its buffer with the same function finds exactly the same records.
+void ClientMux::forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size) {
+  CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
+  CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
+  if (request == nullptr || complete == nullptr) return;
+  auto next_record = lib.api().cuptiActivityGetNextRecord;
+  uint8_t* out = nullptr;
+  size_t out_size = 0;
+  size_t used = 0;
+  uint64_t copied = 0;
+  uint64_t lost = 0;
+  auto hand_over = [&] {
+    if (out != nullptr) complete(nullptr, 0, out, out_size, used);
+    out = nullptr;
+    out_size = used = 0;
+  };
+  auto copy = [&](const CUpti_Activity* record, size_t bytes) {
+    if (out == nullptr || used + bytes > out_size) {
+      hand_over();
+      size_t max_records = 0;
+      request(&out, &out_size, &max_records);
+      if (out == nullptr || out_size < bytes) {
+        if (out != nullptr) hand_over();
+        ++lost;
+        return;
+      }
+    }
+    std::memcpy(out + used, record, bytes);
+    used += bytes;
+    ++copied;
+  };
+  CUpti_Activity* record = nullptr;
+  if (next_record(buffer, valid_size, &record) != CUPTI_SUCCESS) return;
+  for (;;) {
+    CUpti_Activity* next = record;
+    const CUptiResult rc = next_record(buffer, valid_size, &next);
+    const auto* at = reinterpret_cast<const uint8_t*>(record);
+    size_t bytes = 0;
+    if (rc == CUPTI_ERROR_MAX_LIMIT_REACHED) {
+      bytes = static_cast<size_t>(buffer + valid_size - at);
+    } else if (next != nullptr && next != record) {  // success, or an incomplete record next
+      bytes = static_cast<size_t>(reinterpret_cast<const uint8_t*>(next) - at);
+    } else {
+      break;  // cannot be sized: it stays with traintime
+    }
+    const CUpti_ActivityKind kind = record->kind;
+    if (valid_kind(kind) && client_kinds_[kind].load(std::memory_order_relaxed)) copy(record, bytes);
+    if (rc != CUPTI_SUCCESS) break;
+    record = next;
+  }
+  hand_over();
+  forwarded_.fetch_add(copied, std::memory_order_relaxed);
+  lost_.fetch_add(lost, std::memory_order_relaxed);
+}
+
+std::string ClientMux::describe() const {
+  const uint64_t registrations = registrations_.load(std::memory_order_relaxed);
+  std::string out;
+  if (registrations > 0 || forwarded_.load(std::memory_order_relaxed) > 0) {
+    out = "CUPTI shared with another in-process client (e.g. torch.profiler): " +
+          std::to_string(registrations) + " registration(s), " +
+          std::to_string(forwarded_.load(std::memory_order_relaxed)) + " record(s) forwarded to it";
+    if (const uint64_t n = handed_back_.load(std::memory_order_relaxed))
+      out += ", " + std::to_string(n) + " of its buffer(s) handed back";
+    if (const uint64_t n = lost_.load(std::memory_order_relaxed))
+      out += ", " + std::to_string(n) + " record(s) it gave no buffer for";
+  }
+  if (subscribe_refused_.load(std::memory_order_relaxed)) {
+    if (!out.empty()) out += "; ";
+    out += "its cuptiSubscribe was refused while traintime held the subscription (its CUPTI "
+           "callbacks are off; its activity records are not affected)";
+  }
+  return out;
+}
+
+}  // namespace traintime::cupti

@@ -1,0 +1,90 @@
+// Another CUPTI activity client in the process — torch.profiler's Kineto — sharing the one CUPTI
+// with traintime (docs/attribution.md, "Sharing CUPTI with torch.profiler"). libtorch calls the
+// CUPTI entry points through its PLT, so libtraintime.so exports the ones Kineto uses
+// (cupti_interpose.cpp) and they land here with the caller's own real function.
+//
+// While traintime captures, CUPTI has one buffer registration: traintime's. Multiplexing:
+//  - the buffer callbacks the client registers (at every profiler start) are kept here;
+//  - an activity kind the client enables is switched on in CUPTI only when traintime does not
+//    use it, and its Disable switches it off only then (one user count per kind and client);
+//  - every completed buffer of traintime's: the records of the kinds the client enabled are
+//    copied, whole and in order, into buffers from the client's request callback and handed to
+//    its completed callback, synchronously, so the client's forced FlushAll has them all when it
+//    returns and neither side loses a record or sees a gap;
+//  - a buffer the client allocated before traintime registered, completed to traintime, is
+//    handed back to the client untouched;
+//  - the client's PER_THREAD_ACTIVITY_BUFFER change (undefined mid-session, says the header)
+//    and its cuptiFinalize (which would end traintime's subscription) are absorbed: success,
+//    and the client's callbacks are forgotten at Finalize;
+//  - when traintime's capture ends, the client's callbacks are registered with CUPTI again and
+//    the kinds only traintime used are switched off.
+// While traintime does not capture, every call goes straight to CUPTI and is remembered, so a
+// capture that starts later adopts the client. Calls made from inside a libcupti (its own PLT
+// calls) and calls whose real function is another CUPTI than traintime's always go straight
+// through.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "cupti_library.h"
+
+namespace traintime::cupti {
+
+class ClientMux {
+ public:
+  static ClientMux& get();
+
+  // --- The interposed entry points (each gets the caller's real function). ---
+  CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc request,
+                                 CUpti_BuffersCallbackCompleteFunc complete,
+                                 decltype(&::cuptiActivityRegisterCallbacks) real, bool from_cupti);
+  CUptiResult enable(CUpti_ActivityKind kind, decltype(&::cuptiActivityEnable) real, bool from_cupti);
+  CUptiResult disable(CUpti_ActivityKind kind, decltype(&::cuptiActivityDisable) real, bool from_cupti);
+  CUptiResult set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value,
+                            decltype(&::cuptiActivitySetAttribute) real, bool from_cupti);
+  CUptiResult finalize(decltype(&::cuptiFinalize) real, bool from_cupti);
+  // A subscription the client asked for: passed through; a refusal because traintime holds
+  // CUPTI is remembered for the rank file.
+  void note_subscribe_result(CUptiResult rc);
+
+  // --- GpuCapture. ---
+  // Capture started on `lib` with traintime's callbacks registered and `own` kinds enabled.
+  // `restore_api_records` re-enables traintime's per-cbid API records after the client disabled
+  // the whole RUNTIME or DRIVER kind.
+  void attach(const CuptiLibrary* lib, const CUpti_ActivityKind* own, int own_count,
+              void (*restore_api_records)());
+  // Capture ended: the client, if any, gets CUPTI back.
+  void detach();
+  // A completed buffer: true when it was the client's (it has been handed back). Otherwise the
+  // client's records in it are forwarded to the client; traintime keeps the buffer.
+  bool on_completed(uint8_t* buffer, size_t size, size_t valid_size, bool ours);
+
+  // For gpu_capture_reason / warnings: empty when no other client showed up.
+  std::string describe() const;
+
+ private:
+  ClientMux() = default;
+  bool multiplexing(const void* real, const void* ours) const;
+  void forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size);
+
+  std::mutex mu_;  // the client's calls and attach/detach
+  std::atomic<const CuptiLibrary*> lib_{nullptr};
+  std::atomic<CUpti_BuffersCallbackRequestFunc> request_{nullptr};
+  std::atomic<CUpti_BuffersCallbackCompleteFunc> complete_{nullptr};
+  std::atomic<uint8_t> client_kinds_[CUPTI_ACTIVITY_KIND_COUNT] = {};
+  std::atomic<int> client_kind_count_{0};
+  uint8_t own_kinds_[CUPTI_ACTIVITY_KIND_COUNT] = {};  // under mu_ (set by attach)
+  void (*restore_api_records_)() = nullptr;
+  std::atomic<uint64_t> registrations_{0};
+  std::atomic<uint64_t> forwarded_{0};
+  std::atomic<uint64_t> lost_{0};          // client records with no client buffer to take them
+  std::atomic<uint64_t> handed_back_{0};
+  std::atomic<bool> subscribe_refused_{false};
+};
+
+}  // namespace traintime::cupti
