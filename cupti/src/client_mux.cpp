@@ -154,19 +154,24 @@ bool ClientMux::on_completed(uint8_t* buffer, size_t size, size_t valid_size, bo
   return false;
 }
 
-// Records are copied whole: a record's size is the distance to the next one as the library's
-// own cuptiActivityGetNextRecord steps (the last one ends at valid_size), so the client's walk
-// of its buffer with the same function finds exactly the same records.
 void ClientMux::forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size) {
   CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
   CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
   if (request == nullptr || complete == nullptr) return;
+  const ForwardCounts n = forward_records(lib, buffer, valid_size, client_kinds_, request, complete);
+  forwarded_.fetch_add(n.copied, std::memory_order_relaxed);
+  lost_.fetch_add(n.lost, std::memory_order_relaxed);
+}
+
+ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
+                              const std::atomic<uint8_t>* wanted,
+                              CUpti_BuffersCallbackRequestFunc request,
+                              CUpti_BuffersCallbackCompleteFunc complete) {
+  ForwardCounts counts;
   auto next_record = lib.api().cuptiActivityGetNextRecord;
   uint8_t* out = nullptr;
   size_t out_size = 0;
   size_t used = 0;
-  uint64_t copied = 0;
-  uint64_t lost = 0;
   auto hand_over = [&] {
     if (out != nullptr) complete(nullptr, 0, out, out_size, used);
     out = nullptr;
@@ -178,17 +183,17 @@ void ClientMux::forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_s
       size_t max_records = 0;
       request(&out, &out_size, &max_records);
       if (out == nullptr || out_size < bytes) {
-        if (out != nullptr) hand_over();
-        ++lost;
+        hand_over();
+        ++counts.lost;
         return;
       }
     }
     std::memcpy(out + used, record, bytes);
     used += bytes;
-    ++copied;
+    ++counts.copied;
   };
   CUpti_Activity* record = nullptr;
-  if (next_record(buffer, valid_size, &record) != CUPTI_SUCCESS) return;
+  if (next_record(buffer, valid_size, &record) != CUPTI_SUCCESS) return counts;
   for (;;) {
     CUpti_Activity* next = record;
     const CUptiResult rc = next_record(buffer, valid_size, &next);
@@ -202,13 +207,12 @@ void ClientMux::forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_s
       break;  // cannot be sized: it stays with traintime
     }
     const CUpti_ActivityKind kind = record->kind;
-    if (valid_kind(kind) && client_kinds_[kind].load(std::memory_order_relaxed)) copy(record, bytes);
+    if (valid_kind(kind) && wanted[kind].load(std::memory_order_relaxed)) copy(record, bytes);
     if (rc != CUPTI_SUCCESS) break;
     record = next;
   }
   hand_over();
-  forwarded_.fetch_add(copied, std::memory_order_relaxed);
-  lost_.fetch_add(lost, std::memory_order_relaxed);
+  return counts;
 }
 
 std::string ClientMux::describe() const {

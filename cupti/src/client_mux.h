@@ -35,6 +35,20 @@
 
 namespace traintime::cupti {
 
+// Copies the records of a completed buffer whose kind `wanted[kind]` marks, whole and in order,
+// into buffers from `request`, each handed to `complete` when full and the last one at the end.
+// A record's size is the distance to the next one as the library's own
+// cuptiActivityGetNextRecord steps (the last ends at valid_size), so a walk of the copies with
+// the same function finds exactly the same records. A record no buffer can take is lost.
+struct ForwardCounts {
+  uint64_t copied = 0;
+  uint64_t lost = 0;
+};
+ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
+                              const std::atomic<uint8_t>* wanted,
+                              CUpti_BuffersCallbackRequestFunc request,
+                              CUpti_BuffersCallbackCompleteFunc complete);
+
 class ClientMux {
  public:
   static ClientMux& get();

@@ -7,11 +7,15 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "callback_selection.h"
+#include "client_mux.h"
 #include "cupti_library.h"
 #include "sample_buffer.h"
 
@@ -54,4 +58,100 @@ TEST_CASE("a released libcupti decodes through its own walker and names its laun
   for (const char* name : {"cudaGraphLaunch", "cuGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync"})
     CHECK(others.count(name) == 1);
   for (const auto& s : selected) CHECK(base(s.name) != "cudaMalloc");
+}
+
+namespace {
+
+// The other client (torch.profiler's Kineto) as ClientMux sees it: small buffers of its own,
+// collected when completed.
+struct OtherClient {
+  static constexpr size_t kBytes = 400;  // room for about two records: the copy must split
+  std::vector<std::vector<uint64_t>> storage;
+  std::vector<std::pair<uint8_t*, size_t>> completed;
+};
+OtherClient* g_client = nullptr;
+
+void CUPTIAPI client_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+  g_client->storage.emplace_back(OtherClient::kBytes / sizeof(uint64_t));
+  *buffer = reinterpret_cast<uint8_t*>(g_client->storage.back().data());
+  *size = OtherClient::kBytes;
+  *max_records = 0;
+}
+
+void CUPTIAPI client_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  g_client->completed.emplace_back(buffer, valid);
+}
+
+template <class Kernel, class Memcpy>
+void check_forwarding(const tc::CuptiLibrary& lib) {
+  tc::testing::BufferBuilder b;
+  b.add<CUpti_ActivityAPI>()->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  uint32_t correlation = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto* k = b.add<Kernel>();
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->start = 1000 + 10 * i;
+    k->end = 1005 + 10 * i;
+    k->correlationId = ++correlation;
+    auto* m = b.add<Memcpy>();
+    m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m->start = 2000 + 10 * i;
+    m->end = 2005 + 10 * i;
+    m->correlationId = ++correlation;
+    b.add<CUpti_ActivityMemset4>()->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  }
+  std::atomic<uint8_t> wanted[CUPTI_ACTIVITY_KIND_COUNT] = {};
+  wanted[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] = 1;
+  wanted[CUPTI_ACTIVITY_KIND_MEMCPY] = 1;
+  OtherClient client;
+  g_client = &client;
+  const tc::ForwardCounts n =
+      tc::forward_records(lib, b.data(), b.used, wanted, client_request, client_complete);
+  g_client = nullptr;
+  CHECK(n.copied == 6);
+  CHECK(n.lost == 0);
+  CHECK(client.completed.size() > 1);  // split across the client's buffers at record boundaries
+  // The client walks what it got with the same release's walker: the kernels and memcpys, in
+  // order, with their fields intact, and nothing else.
+  std::vector<uint32_t> seen;
+  for (auto& [buffer, valid] : client.completed) {
+    CUpti_Activity* r = nullptr;
+    while (lib.api().cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+      REQUIRE((r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_MEMCPY));
+      if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        const auto* k = reinterpret_cast<const Kernel*>(r);
+        CHECK(k->end - k->start == 5);
+        seen.push_back(k->correlationId);
+      } else {
+        const auto* m = reinterpret_cast<const Memcpy*>(r);
+        CHECK(m->end - m->start == 5);
+        seen.push_back(m->correlationId);
+      }
+    }
+  }
+  CHECK(seen == std::vector<uint32_t>{1, 2, 3, 4, 5, 6});
+}
+
+}  // namespace
+
+TEST_CASE("records forwarded to torch.profiler's buffers walk the same through the release's own walker",
+          "[release]") {
+  const char* path = std::getenv("TT_CUPTI_LIB");
+  REQUIRE(path != nullptr);
+  tc::CuptiLibrary lib;
+  std::string why;
+  REQUIRE(lib.load(path, &why));
+  switch (lib.layout()) {
+    case tc::RecordLayout::kCupti12Memcpy5:
+      check_forwarding<CUpti_ActivityKernel9, CUpti_ActivityMemcpy5>(lib);
+      break;
+    case tc::RecordLayout::kCupti12Memcpy6:
+      check_forwarding<CUpti_ActivityKernel9, CUpti_ActivityMemcpy6>(lib);
+      break;
+    case tc::RecordLayout::kCupti13_0:
+      check_forwarding<CUpti_ActivityKernel10, CUpti_ActivityMemcpy6>(lib);
+      break;
+    case tc::RecordLayout::kUnknown:
+      FAIL("no checked layout for " << path);
+  }
 }
