@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what traintime needs to build and test, from Debian/Ubuntu packages. Sourced or run
-# by test.sh and demo.sh. A prepared machine is detected with dpkg and left alone.
+# by test.sh and demo.sh. A prepared machine is detected with dpkg and left alone. Arguments name
+# further packages a caller needs (fuzz.sh: clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
 # Build: compiler, CMake, the header-only libraries and Catch2, Open MPI for the multi-rank runs.
@@ -13,7 +14,7 @@ TRAINTIME_DEPS=(g++ cmake make libspdlog-dev libfmt-dev nlohmann-json3-dev catch
                 chromium)
 
 missing=()
-for pkg in "${TRAINTIME_DEPS[@]}"; do
+for pkg in "${TRAINTIME_DEPS[@]}" "$@"; do
   if ! dpkg -s "$pkg" >/dev/null 2>&1; then missing+=("$pkg"); fi
 done
 

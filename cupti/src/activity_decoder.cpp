@@ -3,6 +3,7 @@
 #include <cupti_activity_deprecated.h>
 
 #include <cstddef>
+#include <cstring>
 
 namespace traintime::cupti {
 namespace {
@@ -68,12 +69,20 @@ void fill_common(const Record* r, core::ActivityKind kind, core::GpuActivity& a)
   a.graph_node_id = r->graphNodeId;
 }
 
+// The record's kind as the raw 32-bit value CUPTI wrote: a newer CUPTI may write kinds this
+// header's enum does not have, and loading those through the enum type is undefined.
+uint32_t record_kind(const CUpti_Activity* record) {
+  uint32_t kind = 0;
+  std::memcpy(&kind, record, sizeof kind);
+  return kind;
+}
+
 // Every checked layout: kernels through Kernel9 (Kernel10 agrees on every field read), memcpy
 // through Memcpy5 (likewise Memcpy6), peer-to-peer MemcpyPtoP4 and memset Memset4 in all of them.
 RecordResult decode_checked(RecordLayout layout, const CUpti_Activity* record,
                             DecodedActivity* out) {
   core::GpuActivity& a = out->activity;
-  switch (record->kind) {
+  switch (record_kind(record)) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(record);

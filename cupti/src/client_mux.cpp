@@ -206,8 +206,11 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
     } else {
       break;  // cannot be sized: it stays with traintime
     }
-    const CUpti_ActivityKind kind = record->kind;
-    if (valid_kind(kind) && wanted[kind].load(std::memory_order_relaxed)) copy(record, bytes);
+    uint32_t kind = 0;  // raw: a newer CUPTI's kinds are outside this header's enum
+    std::memcpy(&kind, record, sizeof kind);
+    if (kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT &&
+        wanted[kind].load(std::memory_order_relaxed))
+      copy(record, bytes);
     if (rc != CUPTI_SUCCESS) break;
     record = next;
   }

@@ -129,7 +129,7 @@ void FixtureRecorder::finish(uint64_t steps_completed, const PipelineStats& live
       {"paths", paths},
   };
   std::ofstream out(dir_ + "/fixture.json");
-  out << j.dump(1) << '\n';
+  out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';  // kernel names need not be UTF-8
   if (!out || write_failed_)
     support::log_warn("TRAINTIME_RECORD_FIXTURE: could not write every file in {}", dir_);
 }
