@@ -424,6 +424,19 @@ def test_periodic_snapshots_then_final_file(tmp_path: Path) -> None:
     check(rank_files(out) == ["rank-00000.json"], "files: %s" % rank_files(out))
 
 
+def test_app_with_its_own_spdlog_fmt_and_json_runs_unchanged(build_dir: Path, tmp_path: Path) -> None:
+    app = str(build_dir / "bin" / "own_libraries_app")
+    alone = run([app], base_env(str(tmp_path / "alone"), preload=False))
+    out = str(tmp_path / "out")
+    profiled = run([app], base_env(out, TRAINTIME_LOG_LEVEL="debug"))
+    check(profiled.stdout == alone.stdout,
+          "the app's own logging changed under the preload:\n%s\n--- without ---\n%s"
+          % (profiled.stdout, alone.stdout))
+    check("[app] info default logger is still 'app', level debug" in alone.stdout, alone.stdout)
+    check(rank_files(out) == ["rank-00000.json"], "no rank file from the profiled run: %s" % rank_files(out))
+    check(regions(load(out, "rank-00000.json"))["forward"]["count"] == 3, "forward not recorded 3 times")
+
+
 def test_exported_symbols_are_exactly_the_expected_set() -> None:
     with open(ARGS.expected_exports) as f:
         expected = {l.strip() for l in f if l.strip() and not l.startswith("#")}
