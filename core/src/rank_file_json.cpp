@@ -4,6 +4,8 @@
 #include "traintime/core/rank_file_json.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -613,9 +615,48 @@ bool write_rank_file(const std::string& path, const RankFile& f, std::string* er
   return write_text_file(path, text, error, mode);
 }
 
+namespace {
+
+// A file-size limit (RLIMIT_FSIZE, as a quota may set) must fail our write with EFBIG, not end
+// the program with SIGXFSZ, which the program's own writes never raised. The signal is blocked
+// on this thread for the write; one our write left pending is taken back before unblocking.
+class SigxfszBlocked {
+ public:
+  SigxfszBlocked() {
+    sigset_t xfsz;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    sigset_t pending;
+    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+    blocked_ = pthread_sigmask(SIG_BLOCK, &xfsz, &old_) == 0;
+  }
+  ~SigxfszBlocked() {
+    if (!blocked_) return;
+    sigset_t pending;
+    if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1) {
+      sigset_t xfsz;
+      sigemptyset(&xfsz);
+      sigaddset(&xfsz, SIGXFSZ);
+      const timespec now{0, 0};
+      (void)sigtimedwait(&xfsz, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigxfszBlocked(const SigxfszBlocked&) = delete;
+  SigxfszBlocked& operator=(const SigxfszBlocked&) = delete;
+
+ private:
+  sigset_t old_{};
+  bool blocked_ = false;
+  bool was_pending_ = false;
+};
+
+}  // namespace
+
 bool write_text_file(const std::string& path, const std::string& text, std::string* error,
                      WriteMode mode) {
   ErrnoGuard keep_errno;
+  const SigxfszBlocked no_sigxfsz;
 
   const std::string dir = directory_of(path);
   // Hidden, so tools globbing rank-*.json never pick up a half-written file.

@@ -303,6 +303,32 @@ def test_unwritable_output_keeps_exit_status(tmp_path: Path) -> None:
     run([ARGS.example, "--steps", "1", "--work-us", "10"], base_env(out), expect_rc=0)
 
 
+def test_full_disk_gives_one_error_line_and_keeps_exit_status(tmp_path: Path) -> None:
+    """A write that fails for lack of space (here: a file-size limit, as a quota or a full disk
+    refuses it) costs one error line naming the file, leaves no temporary file behind, and the
+    program's exit status is its own."""
+    out = str(tmp_path / "out")
+
+    def limit_file_size() -> None:
+        # SIGXFSZ keeps its default action (end the process): traintime's own write must fail
+        # with EFBIG instead of ending a program that writes nothing itself.
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+
+    # A C++ program: CPython ignores SIGXFSZ itself, which would hide the difference.
+    p = subprocess.run([ARGS.example, "--steps", "2", "--work-us", "10"], env=base_env(out),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=60, preexec_fn=limit_file_size)
+    check(p.returncode == 0, "exit status %r, expected the program's own 0" % p.returncode)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(len(lines) == 1 and lines[0].startswith("traintime: ") and "rank-00000.json" in lines[0],
+          "expected one error line naming the rank file, got %r" % p.stderr)
+    left = os.listdir(out) if os.path.isdir(out) else []
+    # The rank's claim marker stays by design (rank_file_output.cpp); a half-written file must not.
+    check(not [f for f in left if ".tmp." in f or f.startswith("rank-")],
+          "temporary or partial files left behind: %s" % left)
+
+
 def start_waiting(out: str, extra_env: dict[str, str] | None = None,
                   preexec: Callable[[], Any] | None = None) -> subprocess.Popen:
     p = subprocess.Popen([ARGS.example, "--steps", "3", "--work-us", "50", "--wait-for-signal"],
