@@ -50,6 +50,8 @@ class Mode:
     # must still equal the truth.
     profiler_windows: tuple = ()
     static_cupti_host: bool = False  # a library with CUPTI linked in statically is preloaded too
+    fork_workers: int = 0        # sim_train --fork-workers: DataLoader-like children after CUDA init
+    workers_record: bool = False  # ... that each open a region of their own
 
 
 def run_capture(build: Path, work: Path, mode: Mode) -> None:
@@ -98,6 +100,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     cmd = [str(build / "bin" / "sim_train"), "--steps", str(mode.steps), "--truth", str(work / "truth-%r.json")]
     cmd += ["--graphs"] * mode.graphs + ["--nvtx"] * mode.nvtx + ["--stray-work"] * mode.stray_work
     cmd += ["--record-before-cuda"] * mode.record_before_cuda
+    if mode.fork_workers:
+        cmd += ["--fork-workers", str(mode.fork_workers)] + ["--workers-record"] * mode.workers_record
     if mode.profiler_windows:
         cmd += ["--profiler-client", str(sim / "libsimgpu_profiler_client.so")]
         for window in mode.profiler_windows:
@@ -113,6 +117,7 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                 mpi += ["-x", var]
         cmd = mpi + cmd
     run = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=240)
+    aux = sorted((work / "out").glob("rank-*.pid*.json")) if (work / "out").exists() else []
     assert run.returncode == 0, f"{' '.join(cmd)} exited {run.returncode}\n{run.stdout}\n{run.stderr}"
 
     c = Checks()
@@ -182,6 +187,17 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                     f"{where}: {counted} activities counted + {dropped} dropped != {want} in the truth")
             continue
         c.extend(compare_truth.compare(rf, truth), f"{where}: ")
+        if mode.fork_workers:
+            # The parent's file is the truth (checked below); the children wrote nothing of it.
+            want_aux = mode.fork_workers if mode.workers_record else 0
+            c.check(len(aux) == want_aux, f"{len(aux)} aux files from forked workers, want {want_aux}: {aux}")
+            for path in aux:
+                doc = load_json(path)
+                paths = sorted(r["path"] for r in doc.get("regions", []))
+                c.check(doc.get("role") == "aux" and paths == ["loader_worker"],
+                        f"{path.name}: role {doc.get('role')!r}, regions {paths}: the parent's data leaked")
+                c.check(sum(v.get("count", 0) for v in doc.get("categories", {}).values()) == 0,
+                        f"{path.name}: GPU activity in a worker that launched none")
         if mode.static_cupti_host:
             c.check(any("libtt_static_cupti_host.so" in w and "statically linked CUPTI" in w
                         for w in rf.get("warnings", [])),
@@ -225,7 +241,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     c.check(len({tuple(ids) for ids in ids_by_rank}) <= 1, f"communicator ids differ across ranks: {ids_by_rank}")
 
     maps = sorted(probe_dir.glob("maps-*.txt"))
-    c.check(len(maps) == mode.np, f"{len(maps)} sim_train processes reported their maps, want {mode.np}")
+    procs = mode.np * (1 + mode.fork_workers)  # forked workers exit normally and report too
+    c.check(len(maps) == procs, f"{len(maps)} sim_train processes reported their maps, want {procs}")
     for path in maps:
         libs = [line.strip() for line in path.read_text().splitlines() if line.strip()]
         if mode.cupti_off:
@@ -321,6 +338,14 @@ def test_sim_capture_torch_profiler_started_twice_mid_run_loses_nothing_on_eithe
 
 def test_sim_capture_torch_profiler_with_cupti_12_4_layouts_loses_nothing(capture) -> None:
     capture(steps=10, cupti_api=22, profiler_windows=("2:5",))
+
+
+def test_sim_capture_dataloader_workers_forked_after_cuda_init_write_nothing(capture) -> None:
+    capture(steps=4, fork_workers=3)
+
+
+def test_sim_capture_recording_forked_workers_write_only_their_own_data(capture) -> None:
+    capture(steps=4, fork_workers=2, workers_record=True)
 
 
 def test_sim_capture_names_a_library_with_a_statically_linked_cupti(capture) -> None:

@@ -463,6 +463,25 @@ def test_app_with_its_own_spdlog_fmt_and_json_runs_unchanged(build_dir: Path, tm
     check(regions(load(out, "rank-00000.json"))["forward"]["count"] == 3, "forward not recorded 3 times")
 
 
+def test_exec_chains_behave_exactly_as_without_the_preload(tmp_path: Path) -> None:
+    """Shells, make and compilers under the preload: the same output, exit status and built
+    program as without it, and no files (they record nothing)."""
+    (tmp_path / "hello.c").write_text('#include <stdio.h>\nint main(void) { puts("built"); return 0; }\n')
+    (tmp_path / "Makefile").write_text("hello: hello.c\n\tcc -O1 -o $@ $<\n\t./$@\n")
+    results = []
+    for preload in (False, True):
+        out = str(tmp_path / ("out-preload" if preload else "out-plain"))
+        env = base_env(out, preload=preload)
+        shell = run(["bash", "-c", "echo out; echo err >&2; (exit 7)"], env, expect_rc=7)
+        make = run(["make", "-s", "-B", "-C", str(tmp_path), "hello"], env)
+        results.append((shell.stdout, shell.stderr, make.stdout, make.stderr))
+        written = os.listdir(out) if os.path.exists(out) else []
+        check(not written, "files written by %s: %s"
+              % ("the preloaded chain" if preload else "the plain chain", written))
+    check(results[0] == results[1], "output differs under the preload: %r vs %r" % tuple(results))
+    check(results[1][2].strip() == "built", "make did not build and run the program: %r" % results[1][2])
+
+
 def test_exported_symbols_are_exactly_the_expected_set() -> None:
     with open(ARGS.expected_exports) as f:
         expected = {l.strip() for l in f if l.strip() and not l.startswith("#")}

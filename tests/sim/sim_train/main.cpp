@@ -5,6 +5,8 @@
 // in "backward", bucketed AllReduce on a comm stream overlapping backward, optimizer, tt_step.
 // With --truth it writes the exact expected result from its own executed schedule.
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <csignal>
@@ -43,6 +45,8 @@ struct Options {
   bool record_before_cuda = false;
   uint64_t sigterm_after_step = 0;  // 0: never
   std::string truth;
+  int fork_workers = 0;        // --fork-workers: DataLoader-like children forked after CUDA init
+  bool workers_record = false;  // --workers-record: each child opens a region of its own
   std::string profiler_client;                // --profiler-client: the library to load
   std::vector<std::string> profiler_windows;  // --profiler-window START:STOP
 };
@@ -156,6 +160,7 @@ class Trainer {
       step_ = s;
       for (ProfilerWindow& w : windows_)
         if (w.start == s) profiler_start();
+      if (s == 1 && opt_.fork_workers > 0) fork_workers();
       if (opt_.stray_work) unattributed_work();
       if (opt_.nvtx) regions_.push("step");
       io_in();
@@ -263,6 +268,29 @@ class Trainer {
     profiler_stop_ = reinterpret_cast<int (*)(uint64_t*, uint64_t*, uint64_t*, uint64_t*)>(
         dlsym(lib, "simgpu_profiler_stop"));
     if (!profiler_start_ || !profiler_stop_) die("the profiler client lacks its entry points");
+  }
+
+  // DataLoader workers: forked after CUDA and CUPTI are up (the parent's threads, CUPTI state and
+  // recorded data do not come along), each doing CPU work and exiting normally (atexit runs).
+  void fork_workers() {
+    std::vector<pid_t> children;
+    for (int i = 0; i < opt_.fork_workers; ++i) {
+      const pid_t pid = fork();
+      if (pid < 0) die("fork failed");
+      if (pid == 0) {
+        if (opt_.workers_record) tt_push("loader_worker");
+        volatile uint64_t sum = 0;
+        for (uint64_t k = 0; k < 2000000; ++k) sum += k;
+        if (opt_.workers_record) tt_pop();
+        std::exit(0);
+      }
+      children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+      int status = 0;
+      if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        die("a forked worker did not exit cleanly");
+    }
   }
 
   // torch.profiler's start and stop, with the device idle at both ends (as `with profile():`
@@ -487,6 +515,10 @@ int main(int argc, char** argv) {
   app.add_flag("--record-before-cuda", opt.record_before_cuda,
                "open and close a region before CUDA initialises (the profiler's exit hook then "
                "predates CUDA's own teardown)");
+  app.add_option("--fork-workers", opt.fork_workers,
+                 "fork that many DataLoader-like workers at step 1, after CUDA initialised")
+      ->check(CLI::Range(0, 64));
+  app.add_flag("--workers-record", opt.workers_record, "the forked workers open a region of their own");
   app.add_option("--profiler-client", opt.profiler_client,
                  "library of the in-process profiler client (SIMULATED torch.profiler, simgpu)");
   app.add_option("--profiler-window", opt.profiler_windows,
