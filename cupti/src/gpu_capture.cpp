@@ -131,6 +131,8 @@ class GpuCapture {
   // After another client switched the whole RUNTIME or DRIVER kind off: the per-launch API
   // records (correlation ids) on again.
   void restore_api_records() noexcept;
+  // start_capture threw part way: what it switched on is switched off again.
+  void abandon_start() noexcept;
   void give_up(const std::string& reason);
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
@@ -212,7 +214,24 @@ void GpuCapture::start(const char* trigger) {
     return;
   }
   std::string reason;
-  if (!start_capture(&reason)) give_up(reason);
+  try {
+    if (!start_capture(&reason)) give_up(reason);
+  } catch (const std::exception& e) {
+    // Out of memory, or no thread to be had (a process limit): the program goes on without GPU
+    // capture instead of ending in std::terminate from this noexcept entry point.
+    abandon_start();
+    give_up(std::string("could not start GPU capture: ") + e.what());
+  }
+}
+
+void GpuCapture::abandon_start() noexcept {
+  capturing_.store(false, std::memory_order_release);
+  if (subscriber_ != nullptr) {
+    for (CUpti_ActivityKind kind : kOwnKinds) lib_.api().cuptiActivityDisable(kind);
+    lib_.api().cuptiUnsubscribe(subscriber_);  // its callbacks go with it
+    subscriber_ = nullptr;
+  }
+  ClientMux::get().detach();
 }
 
 bool GpuCapture::start_capture(std::string* reason) {

@@ -50,6 +50,7 @@ class Mode:
     # must still equal the truth.
     profiler_windows: tuple = ()
     static_cupti_host: bool = False  # a library with CUPTI linked in statically is preloaded too
+    no_tool_threads: bool = False  # every thread libtraintime.so starts fails (EAGAIN)
     fork_workers: int = 0        # sim_train --fork-workers: DataLoader-like children after CUDA init
     workers_record: bool = False  # ... that each open a region of their own
 
@@ -93,6 +94,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_BUFFER_MB"] = "1"
     if mode.static_cupti_host:
         env["LD_PRELOAD"] += f":{build / 'lib' / 'libtt_static_cupti_host.so'}"
+    if mode.no_tool_threads:
+        env["LD_PRELOAD"] += f":{build / 'lib' / 'libtt_fail_tool_threads.so'}"
     if mode.foreign_injection:
         # Any library that is not traintime: the maps probe exports no InitializeInjection.
         env["CUDA_INJECTION64_PATH"] = str(build / "lib" / "libtt_maps_probe.so")
@@ -143,6 +146,12 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
             # cuptiSubscribe_v2 names the holder (simgpu's stand-in for an outside tool).
             c.check("held by Nsight Systems" in rf.get("gpu_capture_reason", ""),
                     f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not name the holder")
+            c.check(steps == truth["steps"]["count"], f"{where}: CPU steps {steps} != {truth['steps']['count']}")
+            continue
+        if mode.no_tool_threads:
+            c.check(rf.get("gpu_capture") == "unavailable" and
+                    "could not start GPU capture" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture {rf.get('gpu_capture')!r} ({rf.get('gpu_capture_reason')!r})")
             c.check(steps == truth["steps"]["count"], f"{where}: CPU steps {steps} != {truth['steps']['count']}")
             continue
         if mode.cupti_off:
@@ -338,6 +347,10 @@ def test_sim_capture_torch_profiler_started_twice_mid_run_loses_nothing_on_eithe
 
 def test_sim_capture_torch_profiler_with_cupti_12_4_layouts_loses_nothing(capture) -> None:
     capture(steps=10, cupti_api=22, profiler_windows=("2:5",))
+
+
+def test_sim_capture_no_thread_for_the_profiler_degrades_to_capture_unavailable(capture) -> None:
+    capture(steps=4, no_tool_threads=True)
 
 
 def test_sim_capture_dataloader_workers_forked_after_cuda_init_write_nothing(capture) -> None:
