@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -32,6 +33,8 @@ namespace {
 
 constexpr int kSignals[] = {SIGTERM, SIGINT};
 constexpr int kHandlerWaitMs = 20000;  // a stuck write must not keep a dying process alive
+// After its signal-time write, how long a rank waits for its peers' (see wait_for_peers).
+constexpr int kPeerWaitMs = 1000;
 
 struct sigaction g_prior[NSIG];
 std::atomic<bool> g_handling{false};
@@ -94,6 +97,45 @@ void on_signal(int sig, siginfo_t* info, void* context) {
   errno = saved;  // reached only if the default action does not terminate
 }
 
+// The number of ranks on this host, as the launcher says (else the world's size).
+int64_t local_ranks(int64_t world) {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(var);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && n > 0) return n;
+  }
+  return world;
+}
+
+// A launcher that forwards SIGTERM to every rank (mpirun) kills all the others as soon as the
+// first one dies: on a busy host a rank that has not been scheduled yet then leaves no file.
+// So a rank that wrote its signal-time file waits, at most kPeerWaitMs, until the ranks of its
+// host have written theirs: each appends one byte to the job's hidden signal file in the output
+// directory and the wait ends when it holds as many bytes as this host has ranks (on a shared
+// filesystem, other hosts' bytes only end it sooner). The process still ends by its signal.
+void wait_for_peers(Session& s) {
+  int64_t rank = 0, world = 1;
+  effective_rank(s, &rank, &world);
+  if (world <= 1 || s.output.role != "rank" || s.output.dir.empty()) return;
+  const int64_t peers = local_ranks(world);
+  if (peers <= 1) return;
+  const std::string path = s.output.dir + "/.signal-" + s.identity.job_id;
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return;
+  const unsigned char one = 1;
+  const bool counted = write(fd, &one, 1) == 1;
+  close(fd);
+  if (!counted) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kPeerWaitMs);
+  struct stat st;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (stat(path.c_str(), &st) != 0 || st.st_size >= peers) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 void writer_loop() {
   for (;;) {
     unsigned char sig = 0;
@@ -101,6 +143,7 @@ void writer_loop() {
     if (n < 0 && errno == EINTR) continue;
     if (n != 1) return;
     finish(signal_reason(sig), true);
+    if (Session* s = session()) wait_for_peers(*s);
     const unsigned char done = 1;
     while (write(g_done_fd[1], &done, 1) < 0 && errno == EINTR) {
     }

@@ -248,6 +248,45 @@ def test_mpirun_np4_gives_one_file_per_rank(tmp_path: Path) -> None:
     check(len(jobs) == 1, "ranks disagree on the job id: %s" % jobs)
 
 
+def test_sigterm_to_mpirun_20_times_under_load_leaves_every_rank_file(tmp_path: Path) -> None:
+    """What Ctrl-C or a scheduler's cancel does: SIGTERM to mpirun, which forwards it to the
+    ranks and kills the rest once one has died. With both cores kept busy, 20 jobs of 4 ranks
+    in a row must each leave 4 complete rank files written on the signal."""
+    mpirun = shutil.which("mpirun")
+    check(mpirun, "mpirun not found (install openmpi-bin)")
+    busy_loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    failures = []
+    try:
+        for i in range(20):
+            out = str(tmp_path / ("job%02d" % i))
+            p = subprocess.Popen([mpirun, "-np", "4", "--oversubscribe", "-x", "LD_PRELOAD",
+                                  "-x", "TRAINTIME_OUTPUT", ARGS.example, "--steps", "3",
+                                  "--work-us", "50", "--wait-for-signal"],
+                                 env=base_env(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 universal_newlines=True)
+            ready = 0
+            while ready < 4:
+                line = p.stdout.readline()
+                if not line:
+                    break
+                ready += line.strip() == "ready"
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=120)
+            files = rank_files(out)
+            if files != ["rank-%05d.json" % r for r in range(4)]:
+                failures.append("job %d: %s" % (i, files))
+                continue
+            for name in files:
+                doc = load(out, name)
+                if doc.get("exit_reason") != "signal SIGTERM" or doc.get("snapshot"):
+                    failures.append("job %d %s: exit_reason %r" % (i, name, doc.get("exit_reason")))
+    finally:
+        for busy in busy_loops:
+            busy.kill()
+            busy.wait()
+    check(not failures, "rank files missing or not written on the signal:\n  " + "\n  ".join(failures))
+
+
 def test_child_inheriting_rank_writes_aux_file(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     out = os.path.join(tmp, "out")
