@@ -54,8 +54,21 @@ void api_push_category(int category, const char* name) {
 
 void api_push(const char* name) { api_push_category(TT_CATEGORY_AUTO, name); }
 
+// A region named "step" that closes ends a step (RegionRegistry's one rule): like tt_step, that
+// is where GPU capture may start lazily.
+template <typename Close>
+void close_region(Close&& close) {
+  bool ended_step = false;
+  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    const uint32_t steps = r->steps().count();
+    close(r, ts, now);
+    ended_step = r->steps().count() != steps;
+  });
+  if (__builtin_expect(ended_step, 0)) gpu_start_point();
+}
+
 void api_pop() {
-  record([](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->pop(ts, now); });
+  close_region([](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->pop(ts, now); });
 }
 
 uint64_t api_range_start(const char* name) {
@@ -67,7 +80,7 @@ uint64_t api_range_start(const char* name) {
 }
 
 void api_range_end(uint64_t id) {
-  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->range_end(ts, id, now); });
+  close_region([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->range_end(ts, id, now); });
 }
 
 void api_step(uint64_t samples, uint64_t tokens) {
@@ -98,7 +111,7 @@ uint64_t nvtx_open(const char* name) noexcept {
 }
 
 void nvtx_close(uint64_t token) noexcept {
-  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+  close_region([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
     if (token == kOverflowToken) {
       r->pop(ts, now);
     } else {
@@ -109,7 +122,6 @@ void nvtx_close(uint64_t token) noexcept {
 
 uint64_t nvtx_range_start(const char* name) noexcept { return api_range_start(name); }
 void nvtx_range_end(uint64_t id) noexcept { api_range_end(id); }
-void nvtx_step() noexcept { api_step(0, 0); }
 
 const tt_api_v1 kApi = {
     sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
@@ -125,7 +137,6 @@ const nvtx::Regions& nvtx_regions() {
     r.close = nvtx_close;
     r.range_start = nvtx_range_start;
     r.range_end = nvtx_range_end;
-    r.step = nvtx_step;
     return r;
   }();
   return regions;

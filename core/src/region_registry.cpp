@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "traintime/core/category_rules.h"
+
 namespace traintime::core {
 
 RegionRegistry::RegionRegistry(CategoryRules rules, uint64_t warmup_steps)
@@ -47,6 +49,7 @@ NameId RegionRegistry::register_locked(std::string_view name, int category) {
   }
   names_[id].text.assign(name);
   names_[id].category = category;
+  names_[id].step_marker = is_step_marker(name);
   name_index_.emplace(std::move(key), id);
   name_count_.store(id, std::memory_order_release);
   return id;
@@ -103,6 +106,7 @@ void RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now_n
   if (f.path != kNoPath) record(ts, f.path, now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
   for (int i = at; i + 1 < ts->depth_; ++i) ts->stack_[i] = ts->stack_[i + 1];
   --ts->depth_;  // the innermost region is unchanged: current_path/current_entry stay
+  if (f.step_marker) end_step_region(ts, f.steps_at_push, now_ns);
 }
 
 void RegionRegistry::push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
@@ -197,6 +201,9 @@ uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t n
   slot.id.store(0, std::memory_order_relaxed);
   slot.path.store(path, std::memory_order_relaxed);
   slot.start_ns.store(now_ns, std::memory_order_relaxed);
+  const bool marker = names_[name].step_marker;
+  slot.step_marker.store(marker, std::memory_order_relaxed);
+  slot.steps_at_start.store(marker ? steps_.count() : 0, std::memory_order_relaxed);
   slot.id.store(id, std::memory_order_release);
   return id;
 }
@@ -213,6 +220,8 @@ void RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_
   }
   const PathId path = slot.path.load(std::memory_order_relaxed);
   const uint64_t start = slot.start_ns.load(std::memory_order_relaxed);
+  const bool marker = slot.step_marker.load(std::memory_order_relaxed);
+  const uint32_t steps_at_start = slot.steps_at_start.load(std::memory_order_relaxed);
   uint64_t expected = range_id;
   // Claim the slot: of two ends of one id (or an end racing a reuse) only one records.
   if (!slot.id.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
@@ -223,6 +232,7 @@ void RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_
   ts->stats_.ensure(path);  // only the owning thread allocates its stats chunks
   errno = saved;
   record(ts, path, now_ns >= start ? now_ns - start : 0);
+  if (marker) end_step_region(ts, steps_at_start, now_ns);
 }
 
 void RegionRegistry::step(ThreadState* ts, uint64_t now_ns, uint64_t samples, uint64_t tokens) {

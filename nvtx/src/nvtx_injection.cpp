@@ -17,8 +17,9 @@
 // ranges above it stay open with their paths. Start/end ranges may end on another thread like
 // tt_range_start/tt_range_end.
 //
-// Steps: a range named exactly "step" (any case) is a step marker (DESIGN §3): its end counts as
-// one tt_step, which is how NVTX-only programs (one "step" range per iteration) get steps.
+// Steps: a range named "step" (any case) ends a step when it closes, as a region named "step"
+// does through every API (core::RegionRegistry's one rule): NVTX-only programs (one "step"
+// range per iteration) get their steps that way.
 //
 // Names: ASCII messages as given; registered strings (nvtxDomainRegisterStringA, which NCCL and
 // the Python package use) through handles that point at our own copy of the string; wide
@@ -80,28 +81,15 @@ nvtxDomainHandle_t create_domain(const std::string& name) {
 struct Open {
   const Domain* domain;
   uint64_t token;  // Regions::open's token; 0 when no region was opened
-  bool step;       // a recorded range named "step"
 };
 constexpr int kMaxOpen = 256;
 thread_local Open t_open[kMaxOpen];
 thread_local int t_depth = 0;
 thread_local int t_overflow = 0;  // pushes beyond kMaxOpen, not tracked
 
-// Start/end ranges named "step": their ids, until they end (rare; a lock is fine there).
-std::atomic<int> g_open_step_ranges{0};
-std::mutex g_step_ranges_mu;
-std::unordered_set<nvtxRangeId_t>& step_ranges() {
-  static auto* s = new std::unordered_set<nvtxRangeId_t>();  // leaked: used until exit
-  return *s;
-}
 // Ids handed out for start ranges of unrecorded domains: never a registry id.
 constexpr nvtxRangeId_t kUnrecordedRange = nvtxRangeId_t{1} << 63;
 std::atomic<nvtxRangeId_t> g_next_unrecorded{0};
-
-bool is_step_name(const char* name) {
-  return name && (name[0] | 0x20) == 's' && (name[1] | 0x20) == 't' && (name[2] | 0x20) == 'e' &&
-         (name[3] | 0x20) == 'p' && name[4] == '\0';
-}
 
 constexpr const char* kUnnamed = "nvtx";
 constexpr std::size_t kNameMax = 512;  // a folded name is cut to this (it is the operator name)
@@ -166,12 +154,8 @@ int push(const Domain* d, const char* name) {
   if (t_depth == kMaxOpen) {
     ++t_overflow;
   } else {
-    Open o{d, 0, false};
-    if (d->recorded && g_regions.open) {
-      const char* region = region_name(name);
-      o.token = g_regions.open(region);
-      o.step = is_step_name(region);
-    }
+    Open o{d, 0};
+    if (d->recorded && g_regions.open) o.token = g_regions.open(region_name(name));
     t_open[t_depth++] = o;
   }
   errno = saved_errno;
@@ -193,7 +177,6 @@ int pop(const Domain* d) {
       --t_depth;
       level = level_below(d, at);
       if (o.token != 0 && g_regions.close) g_regions.close(o.token);
-      if (o.step && g_regions.step) g_regions.step();
     }
   }
   errno = saved_errno;
@@ -206,12 +189,7 @@ nvtxRangeId_t start(const Domain* d, const char* name) {
   if (!d->recorded || !g_regions.range_start) {
     id = kUnrecordedRange | (g_next_unrecorded.fetch_add(1, std::memory_order_relaxed) + 1);
   } else {
-    const char* region = region_name(name);
-    id = g_regions.range_start(region);
-    if (is_step_name(region)) {
-      std::lock_guard<std::mutex> lock(g_step_ranges_mu);
-      if (step_ranges().insert(id).second) g_open_step_ranges.fetch_add(1, std::memory_order_relaxed);
-    }
+    id = g_regions.range_start(region_name(name));
   }
   errno = saved_errno;
   return id;
@@ -221,17 +199,6 @@ void end(nvtxRangeId_t id) {
   if ((id & kUnrecordedRange) != 0 || !g_regions.range_end) return;
   const int saved_errno = errno;
   g_regions.range_end(id);
-  if (g_open_step_ranges.load(std::memory_order_relaxed) > 0) {
-    bool was_step = false;
-    {
-      std::lock_guard<std::mutex> lock(g_step_ranges_mu);
-      was_step = step_ranges().erase(id) > 0;
-    }
-    if (was_step) {
-      g_open_step_ranges.fetch_sub(1, std::memory_order_relaxed);
-      if (g_regions.step) g_regions.step();
-    }
-  }
   errno = saved_errno;
 }
 

@@ -329,3 +329,53 @@ TEST_CASE("many distinct paths on one thread grow the per-thread lookup table", 
   CHECK(r->count == 2);
   CHECK(r->cpu_ns == 3000);
 }
+
+TEST_CASE("one rule for step: a region named step ends a step when it closes, whatever API opened it",
+          "[region][step]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  const NameId step = reg.register_name("step", kCategoryAuto);
+  const NameId fwd = reg.register_name("forward", kCategoryAuto);
+  // Push/pop (tt_push, traintime.region, NVTX push/pop).
+  for (uint64_t i = 0; i < 3; ++i) {
+    reg.push_id(ts, step, 100 * i);
+    reg.push_id(ts, fwd, 100 * i + 10);
+    reg.pop(ts, 100 * i + 20);
+    CHECK(reg.steps().count() == i);  // the inner region ends nothing
+    reg.pop(ts, 100 * i + 50);
+    CHECK(reg.steps().count() == i + 1);
+  }
+  // A name in any case, by pointer (tt_push("Step")).
+  reg.push(ts, "Step", kCategoryAuto, 400);
+  reg.pop(ts, 450);
+  CHECK(reg.steps().count() == 4);
+  // Start/end ranges (NVTX start/end, tt_range_start) may end on another thread.
+  ThreadState* other = reg.thread_state();
+  const uint64_t r = reg.range_start(ts, "step", 500);
+  reg.range_end(other, r, 550);
+  CHECK(reg.steps().count() == 5);
+  // Closed below another domain's range.
+  reg.push_id(ts, step, 600);
+  const uint64_t entry = ts->current_entry();
+  reg.push_id(ts, fwd, 610);
+  reg.close_entry(ts, entry, 620);
+  CHECK(reg.steps().count() == 6);
+  reg.pop(ts, 630);
+  CHECK(reg.steps().count() == 6);
+}
+
+TEST_CASE("a step region with tt_step called inside it counts the step once", "[region][step]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  const NameId step = reg.register_name("step", kCategoryAuto);
+  for (uint64_t i = 0; i < 3; ++i) {
+    reg.push_id(ts, step, 100 * i);
+    reg.step(ts, 100 * i + 40, 8, 0);  // the training loop also calls tt_step
+    reg.pop(ts, 100 * i + 50);
+  }
+  CHECK(reg.steps().count() == 3);
+  const uint64_t r = reg.range_start(ts, "step", 400);
+  reg.step(ts, 420, 8, 0);
+  reg.range_end(ts, r, 430);
+  CHECK(reg.steps().count() == 4);
+}

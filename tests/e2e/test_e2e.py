@@ -145,6 +145,23 @@ def test_python_annotations_produce_rank_file(tmp_path: Path) -> None:
           "steps %s" % doc["steps"])
 
 
+def test_python_step_region_ends_a_step_and_never_twice(tmp_path: Path) -> None:
+    """The one rule for "step": traintime.region("step") ends a step like an NVTX range named
+    step; with traintime.step() also called inside it, each step still counts once."""
+    code = ("import traintime\n"
+            "for i in range(3):\n"
+            "    with traintime.region('step'):\n"
+            "        with traintime.region('forward'):\n"
+            "            pass\n"
+            "for i in range(2):\n"
+            "    with traintime.region('step'):\n"
+            "        traintime.step(samples=4)\n")
+    out = str(tmp_path / "out")
+    run([str(SYSTEM_PYTHON), "-c", code], base_env(out))
+    doc = load(out, "rank-00000.json")
+    check(doc["steps"]["count"] == 5, "steps.count %r, expected 3 + 2" % doc["steps"]["count"])
+
+
 def test_python_package_installs_with_pip(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     # Installed from a copy: setuptools writes build/ next to the sources.

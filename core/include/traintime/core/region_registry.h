@@ -67,6 +67,10 @@ class ThreadState {
     PathId path;
     uint64_t start_ns;
     uint64_t entry;
+    // A region named "step" ends a step when it closes, unless tt_step was called since it
+    // opened (the one rule for every API: RegionRegistry::push_id).
+    bool step_marker;
+    uint32_t steps_at_push;
   };
   // (parent path, name) -> child path: open addressing, grown only on the slow path.
   struct ChildSlot {
@@ -133,7 +137,8 @@ class RegionRegistry {
     PathId path = lookup_child(ts, parent, name);
     if (path == kNoPath) path = child_slow(ts, parent, name);
     uint64_t entry = ts->entry_base_ | ++ts->entries_;
-    ts->stack_[ts->depth_++] = ThreadState::Frame{path, now_ns, entry};
+    const bool marker = path != kNoPath && names_[name].step_marker;
+    ts->stack_[ts->depth_++] = ThreadState::Frame{path, now_ns, entry, marker, marker ? steps_.count() : 0};
     if (path != kNoPath) {
       PathStats& s = ts->stats_[path];
       s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -157,8 +162,9 @@ class RegionRegistry {
                                  std::memory_order_relaxed);
       return;
     }
-    const ThreadState::Frame& f = ts->stack_[--ts->depth_];
+    const ThreadState::Frame f = ts->stack_[--ts->depth_];
     if (f.path != kNoPath) record(ts, f.path, now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
+    if (f.step_marker) end_step_region(ts, f.steps_at_push, now_ns);
     if (ts->depth_ > 0) {
       const ThreadState::Frame& top = ts->stack_[ts->depth_ - 1];
       ts->current_entry_.store(top.entry, std::memory_order_relaxed);
@@ -185,6 +191,10 @@ class RegionRegistry {
 
   // tt_step: records the step and makes `ts` the step thread (DESIGN §4 rule 2).
   void step(ThreadState* ts, uint64_t now_ns, uint64_t samples, uint64_t tokens);
+
+  // The one rule for "step", whatever API opened the region (tt_push, traintime.region, NVTX
+  // push/pop or start/end): a region named "step" (any case) that closes ends one step, unless
+  // tt_step was called since it opened — then that call already counted the step.
 
   // Lock-free, allocation-free: attribution context for work launched now by the thread owning
   // `ts` (may be null for a thread that never opened a region). Path: the innermost region of
@@ -225,6 +235,7 @@ class RegionRegistry {
   struct NameEntry {
     std::string text;
     int category = kCategoryAuto;
+    bool step_marker = false;  // is_step_marker(text)
   };
   struct PathNode {
     PathId parent = kNoPath;
@@ -236,6 +247,8 @@ class RegionRegistry {
     std::atomic<uint64_t> id{0};
     std::atomic<PathId> path{kNoPath};
     std::atomic<uint64_t> start_ns{0};
+    std::atomic<bool> step_marker{false};
+    std::atomic<uint32_t> steps_at_start{0};
   };
 
   static uint64_t child_key(PathId parent, NameId name) {
@@ -263,6 +276,9 @@ class RegionRegistry {
     s.closed.store(closed + 1, std::memory_order_relaxed);
   }
 
+  void end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now_ns) {
+    if (steps_.count() == steps_at_open) step(ts, now_ns, 0, 0);
+  }
   PathId child_slow(ThreadState* ts, PathId parent, NameId name);
   PathId intern_path(PathId parent, NameId name);  // needs mu_
   NameId register_locked(std::string_view name, int category);  // needs mu_

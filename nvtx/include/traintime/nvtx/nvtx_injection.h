@@ -22,8 +22,6 @@ struct Regions {
   // Ranges that may end on another thread.
   uint64_t (*range_start)(const char* name) noexcept = nullptr;
   void (*range_end)(uint64_t id) noexcept = nullptr;
-  // A range named "step" ended: one tt_step.
-  void (*step)() noexcept = nullptr;
 };
 
 // Writes traintime's handlers into the calling module's NVTX function tables. The first call
