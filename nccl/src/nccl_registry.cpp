@@ -29,6 +29,9 @@ constexpr size_t kMaxPending = 64;
 // mutex may have been held by a thread that does not exist in the child). Never destroyed, so
 // exit-time writers can always read it.
 struct Registry {
+  // The registry this one replaced (a fork child's reconfiguration): never freed, since a
+  // wrapper may still be reading it, but reachable, so leak checkers see no leak.
+  Registry* replaced = nullptr;
   std::array<CommEntry, kMaxCommunicators> entries{};
   std::array<std::atomic<bool>, kMaxCommunicators> published{};
   std::array<uint32_t, kMaxCommunicators> children_made{};  // splits/shrinks per parent
@@ -110,6 +113,7 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
   if (r == nullptr) return;
   r->table = table;
   r->hooks = hooks;
+  r->replaced = g_current.load(std::memory_order_acquire);
   g_current.store(r, std::memory_order_release);
   g_recording.store(enabled, std::memory_order_release);
 }

@@ -334,7 +334,7 @@ TEST_CASE_METHOD(Fixture, "group ops are counted one by one and the group kernel
   CHECK(counts(c, CommOp::kRecv).calls == 1);
   CHECK(enqueued(c) == seq_before + 3);
   REQUIRE(g_launches.size() == 1);
-  const nccl::Call& g = g_launches[0].call;
+  const nccl::Call g = g_launches[0].call;  // a copy: later launches grow g_launches
   CHECK(g_launches[0].function == "ncclGroupEnd");
   CHECK(g.group_id != 0);
   CHECK(g.op == CommOp::kAllReduce);  // the first member

@@ -319,6 +319,7 @@ TEST_CASE("graph kernels share the launch's correlation id and carry graph and n
   REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
   REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
   REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
   const auto ev = api_events();
   const ApiEvent* l1 = find_event(ev, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, 0);
