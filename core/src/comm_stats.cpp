@@ -62,6 +62,14 @@ struct CommCallTable::Counters {
   std::atomic<bool> retired{false};
   std::atomic<uint64_t> seq{0};
   std::array<Op, kCommOpCount> ops;
+  // Ring of the last calls enqueued, slot = seq % kEnqueuedRing: op and bytes are stored before
+  // the seq that makes them valid (release), and a reader re-checks the seq after copying them.
+  struct Enqueued {
+    std::atomic<uint64_t> seq{0};
+    std::atomic<uint8_t> op{0};
+    std::atomic<uint64_t> bytes{0};
+  };
+  std::array<Enqueued, kEnqueuedRing> enqueued;
 };
 
 struct CommCallTable::GroupSlot {
@@ -163,7 +171,7 @@ CommCallTable::Counters* CommCallTable::counters_at(uint32_t comm_index) const n
                                         : nullptr;
 }
 
-void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes) noexcept {
+void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes, uint64_t seq) noexcept {
   Counters* c = counters_at(comm_index);
   auto oi = static_cast<std::size_t>(op);
   if (c == nullptr || oi >= kCommOpCount) {
@@ -174,6 +182,13 @@ void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes) noex
   uint32_t b = size_bucket(bytes);
   o.bucket_calls[b].fetch_add(1, std::memory_order_relaxed);
   o.bucket_bytes[b].fetch_add(bytes, std::memory_order_relaxed);
+  if (seq != 0) {
+    Counters::Enqueued& e = c->enqueued[seq % kEnqueuedRing];
+    e.seq.store(0, std::memory_order_relaxed);  // invalid while op and bytes change
+    e.op.store(static_cast<uint8_t>(oi), std::memory_order_release);
+    e.bytes.store(bytes, std::memory_order_release);
+    e.seq.store(seq, std::memory_order_release);
+  }
 }
 
 uint64_t CommCallTable::next_seq(uint32_t comm_index) noexcept {
@@ -260,6 +275,16 @@ CommCallTable::Snapshot CommCallTable::snapshot() const {
     s.stable_id = c->stable_id.load(std::memory_order_relaxed);
     s.retired = c->retired.load(std::memory_order_relaxed);
     s.ops_enqueued = c->seq.load(std::memory_order_relaxed);
+    for (const Counters::Enqueued& e : c->enqueued) {
+      const uint64_t seq = e.seq.load(std::memory_order_acquire);
+      if (seq == 0) continue;
+      const auto op = static_cast<CommOp>(e.op.load(std::memory_order_acquire));
+      const uint64_t bytes = e.bytes.load(std::memory_order_acquire);
+      if (e.seq.load(std::memory_order_acquire) != seq) continue;  // rewritten meanwhile
+      s.recent_enqueued.push_back({seq, op, bytes});
+    }
+    std::sort(s.recent_enqueued.begin(), s.recent_enqueued.end(),
+              [](const CommSnapshot::Enqueued& a, const CommSnapshot::Enqueued& b) { return a.seq < b.seq; });
     for (std::size_t o = 0; o < kCommOpCount; ++o) {
       const Counters::Op& src = c->ops[o];
       OpCounts& dst = s.ops[o];

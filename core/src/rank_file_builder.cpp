@@ -111,6 +111,8 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     c.rank = cs.rank;
     c.ops_enqueued = cs.ops_enqueued;
   }
+  // What was enqueued and has not completed: only where GPU completion is observed at all.
+  const bool completion_known = gpu.capture == "cupti";
   for (const GpuSummary::Ring& ring : gpu.rings) {
     auto [it, fresh] = comms.try_emplace(ring.comm_index);
     Communicator& c = it->second;
@@ -120,6 +122,13 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     }
     c.ops_completed = ring.ops_completed;
     c.recent = ring.recent;
+  }
+  if (completion_known) {
+    for (const CommCallTable::CommSnapshot& cs : comm.calls.comms) {
+      Communicator& c = comms[cs.index];
+      for (const CommCallTable::CommSnapshot::Enqueued& e : cs.recent_enqueued)
+        if (e.seq > c.ops_completed) c.in_flight.push_back({e.seq, std::string(comm_op_name(e.op)), e.bytes});
+    }
   }
   for (auto& [index, c] : comms) f.communicators.push_back(std::move(c));
 }
@@ -149,6 +158,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
 
   add_comm_rows(f, gpu, comm);
   add_communicators(f, gpu, comm);
+  f.threads = cpu.threads;
   f.dropped_records = gpu.dropped_records;
 
   f.warnings = identity.warnings;

@@ -1,5 +1,7 @@
 #include "traintime/core/region_registry.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -20,6 +22,7 @@ ThreadState* RegionRegistry::thread_state() {
   std::lock_guard<std::mutex> lock(mu_);
   threads_.emplace_back(new ThreadState(threads_.size() + 1));
   ThreadState* ts = threads_.back().get();
+  ts->tid_ = static_cast<uint64_t>(::gettid());  // on the thread it is for
   const ThreadState* none = nullptr;
   first_thread_.compare_exchange_strong(none, ts, std::memory_order_release);
   return ts;
@@ -343,6 +346,23 @@ CpuSummary RegionRegistry::summary() const {
   for (uint32_t p = 1; p <= n; ++p) out.path_names[p] = path_string(p);
   out.steps = steps_.summary();
   out.unbalanced_pops = unbalanced_pops();
+  // What each thread is inside (hang forensics): the open regions are the prefixes of the
+  // innermost one's path, which was made from them. Read from the atomic the owner publishes,
+  // never from its stack: the writer may run while the owner is stopped anywhere.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& t : threads_) {
+      ThreadSnapshot row;
+      row.tid = t->tid_;
+      row.step = out.steps.count;
+      const std::string path = path_string(t->current_path());
+      for (std::size_t at = path.find('/'); !path.empty(); at = path.find('/', at + 1)) {
+        row.open_regions.push_back(path.substr(0, at));
+        if (at == std::string::npos) break;
+      }
+      out.threads.push_back(std::move(row));
+    }
+  }
   auto warn = [&out](uint64_t count, const std::string& what) {
     if (count > 0) out.warnings.push_back(std::to_string(count) + what);
   };

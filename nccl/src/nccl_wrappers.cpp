@@ -259,7 +259,7 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
     if (ce == nullptr) {
       count_unregistered_call();
     } else if (!captured) {
-      call_table().on_call(index, op, bytes);
+      call_table().on_call(index, op, bytes, seq);
       first_call_once();
     }
     if (t.group_depth > 0 && ce != nullptr) {

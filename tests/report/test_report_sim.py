@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,53 @@ def test_sim_without_slowdown_has_no_straggler(build_dir: Path, tmp_path: Path) 
     assert s["stragglers"] == [], s["stragglers"]
     assert s["collectives_matched"] > 0
     assert all(r["per_step_ms"]["wait"] == 0 for r in s["per_rank"])
+
+
+def test_sim_hang_names_the_missing_rank_the_collective_and_what_it_was_doing(build_dir: Path,
+                                                                            tmp_path: Path) -> None:
+    """SIMGPU_HANG=1:3: rank 1 of 2 stops before step 3's first collective; rank 0 enters it and
+    blocks. sim_train makes two bucketed AllReduces per step (4 layers, 2 per bucket), so step 3's
+    first collective is the 7th on the world communicator. The job is cancelled once the
+    periodic snapshots show both ranks in step 3; the files written on the signal must let the
+    report name rank 1, AllReduce seq 7 and that rank 1 was in step 3, inside "backward"."""
+    mpirun = shutil.which("mpirun")
+    check(mpirun, "mpirun not found (install openmpi-bin)")
+    out = tmp_path / "job"
+    out.mkdir()
+    cmd = [mpirun, "--oversubscribe", "-np", "2", "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
+           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}",
+           "-x", f"TRAINTIME_OUTPUT={out}", "-x", "TRAINTIME_SNAPSHOT_SEC=1", "-x", "SIMGPU_HANG=1:3",
+           str(build_dir / "bin" / "sim_train"), "--steps", "8"]
+    p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        in_step_3 = False
+        while time.monotonic() < deadline and not in_step_3:
+            time.sleep(0.5)
+            check(p.poll() is None, "the hung job ended by itself")
+            steps = []
+            for r in range(2):
+                f = out / f"rank-{r:05d}.json"
+                try:
+                    steps.append(json.loads(f.read_text())["steps"]["count"])
+                except (OSError, ValueError, KeyError):
+                    steps.append(-1)
+            in_step_3 = all(s == 3 for s in steps)
+        check(in_step_3, "the snapshots never showed both ranks in step 3")
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0, proc.stderr
+    assert len(s["hangs"]) == 1, s["hangs"]
+    h = s["hangs"][0]
+    assert h["missing_ranks"] == [1] and h["waiting_ranks"] == [0], h
+    assert h["op"] == "AllReduce" and h["seq"] == 7, h
+    world = [c["id"] for c in load_json(out / "rank-00000.json")["communicators"] if c["size"] == 2]
+    assert h["communicator"] in world, (h["communicator"], world)
+    doing = h["missing"][0]["doing"]
+    assert "step 3" in doing and "backward" in doing, doing

@@ -307,13 +307,31 @@ void find_hangs(const Job& job, Report& rep) {
     return nullptr;
   };
   for (const auto& [id, members] : by_comm) {
-    uint64_t oldest = 0;  // the oldest seq some member entered and has not completed
+    // The collective the job hangs in: the oldest seq that some member entered and another
+    // never did (a member with no file never entered anything we know of), and that no member
+    // completed (a collective cannot complete without all of them). Completion is not needed to
+    // find it: GPU records may not have been delivered when a hung rank's file was written.
+    uint64_t least = ~uint64_t{0};
+    uint64_t most = 0;
+    uint64_t not_completed = 0;  // the oldest seq some member entered and has not completed
     for (const RankInput* m : members) {
       const core::Communicator* c = comm_in(m, id);
-      if (c->ops_completed < c->ops_enqueued && (oldest == 0 || c->ops_completed + 1 < oldest))
-        oldest = c->ops_completed + 1;
+      least = std::min(least, c->ops_enqueued);
+      most = std::max(most, c->ops_enqueued);
+      if (c->ops_completed < c->ops_enqueued &&
+          (not_completed == 0 || c->ops_completed + 1 < not_completed))
+        not_completed = c->ops_completed + 1;
+    }
+    uint64_t oldest = 0;
+    if (members.size() < size_of[id]) {
+      oldest = not_completed;  // a member without a file entered nothing we know of
+    } else if (most > least) {
+      oldest = least + 1;
     }
     if (oldest == 0) continue;
+    bool completed = false;
+    for (const RankInput* m : members) completed = completed || comm_in(m, id)->ops_completed >= oldest;
+    if (completed) continue;
     Hang h;
     h.communicator = id;
     h.comm_size = size_of[id];

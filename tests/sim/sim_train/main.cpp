@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -407,7 +409,27 @@ class Trainer {
     check(__cudaLaunchKernel(k, dim3(blocks), dim3(256), args, 0, compute_), "__cudaLaunchKernel");
   }
 
+  // SIMGPU_HANG=RANK:STEP: a hung job. RANK stops before STEP's first collective and sleeps
+  // (forever, until killed); every other rank enters that collective, whose GPU work then never
+  // completes: later work queues behind it and the next synchronisation blocks.
+  void maybe_hang() {
+    static const std::pair<int, long long> spec = [] {
+      const char* v = std::getenv("SIMGPU_HANG");
+      int r = -1;
+      long long st = -1;
+      if (v && std::sscanf(v, "%d:%lld", &r, &st) != 2) die(std::string("SIMGPU_HANG wants RANK:STEP, got ") + v);
+      return std::make_pair(r, st);
+    }();
+    if (spec.first < 0 || hang_entered_ || static_cast<long long>(step_) != spec.second) return;
+    hang_entered_ = true;
+    if (rank_ == spec.first) {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    simgpuHangNextCollective();
+  }
+
   void allreduce_bucket(int first_layer, int layers) {
+    maybe_hang();
     cudaEvent_t ready;
     check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
     check(cudaEventRecord(ready, compute_), "cudaEventRecord");
@@ -476,6 +498,7 @@ class Trainer {
   ncclComm_t comm_ = nullptr;
   uint64_t step_ = 0;
   std::vector<ProfilerWindow> windows_;
+  bool hang_entered_ = false;  // SIMGPU_HANG done
   int (*profiler_start_)() = nullptr;
   int (*profiler_stop_)(uint64_t*, uint64_t*, uint64_t*, uint64_t*) = nullptr;
   std::string backward_path_;

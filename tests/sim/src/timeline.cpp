@@ -8,7 +8,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +22,15 @@
 #include "sim_costs.h"
 
 namespace {
+
+// The end of work that never completes (simgpuHangNextCollective).
+constexpr uint64_t kNever = ~uint64_t{0};
+
+// A synchronisation that waits for work that never completes: blocks, as CUDA would, until the
+// process is ended from outside.
+[[noreturn]] void block_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
 
 struct Stream {
   uint32_t id = 0;
@@ -84,6 +95,7 @@ struct Engine {
   std::map<uint64_t, CommState> comms;
   std::vector<double> slowdown;  // index = rank
   int rank = 0;
+  bool hang_next_collective = false;  // simgpuHangNextCollective
 
   Engine() {
     default_stream.id = simgpu::kDefaultStreamId;
@@ -134,6 +146,14 @@ simgpu_work execute(Engine& e, Stream* s, simgpu_work w, uint64_t duration_ns,
   w.launch_ns = e.host_ns.load(std::memory_order_relaxed);
   const uint64_t ready = std::max(w.launch_ns + simgpu::kLaunchLatencyNs, s->free_at);
   w.start_ns = ready;
+  if (ready == kNever || (coll && e.hang_next_collective)) {
+    // A collective a peer never enters, or work queued behind it: it never runs.
+    if (coll) e.hang_next_collective = false;
+    w.start_ns = w.end_ns = kNever;
+    s->free_at = kNever;
+    w.seq = e.executed++;
+    return w;
+  }
   if (coll) {
     // Straggler model: every rank left the previous collective of this communicator together;
     // rank k reaches this one after the same work scaled by its own slowdown factor, so all
@@ -162,6 +182,7 @@ simgpu_work execute(Engine& e, Stream* s, simgpu_work w, uint64_t duration_ns,
 }
 
 void notify_work(Engine& e, const simgpu_work& w) {
+  if (w.end_ns == kNever) return;  // never completes: no record of it ever
   const simgpu_tool_hooks* h = e.hooks.load(std::memory_order_acquire);
   if (h && h->work) h->work(&w);
 }
@@ -337,6 +358,7 @@ int simgpu_stream_synchronize(void* stream) {
     std::lock_guard<std::mutex> lock(e.mu);
     t = resolve(e, stream)->free_at;
   }
+  if (t == kNever) block_forever();
   advance_host_to(e, t);
   return cudaSuccess;
 }
@@ -349,6 +371,7 @@ int simgpu_device_synchronize(void) {
     t = e.default_stream.free_at;
     for (auto& s : e.streams) t = std::max(t, s->free_at);
   }
+  if (t == kNever) block_forever();
   advance_host_to(e, t);
   return cudaSuccess;
 }
@@ -389,7 +412,9 @@ int simgpu_stream_wait_event(void* stream, void* event) {
 
 int simgpu_event_synchronize(void* event) {
   if (!event) return cudaErrorInvalidResourceHandle;
-  advance_host_to(engine(), static_cast<Event*>(event)->time);
+  const uint64_t t = static_cast<Event*>(event)->time;
+  if (t == kNever) block_forever();
+  advance_host_to(engine(), t);
   return cudaSuccess;
 }
 
@@ -534,6 +559,12 @@ double simgpu_slowdown(int rank) {
 int simgpu_rank(void) { return engine().rank; }
 
 void simgpuSetLabel(uint64_t label) { tls_label = label; }
+
+void simgpuHangNextCollective(void) {
+  Engine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mu);
+  e.hang_next_collective = true;
+}
 uint64_t simgpuGetLabel(void) { return tls_label; }
 
 void simgpuKeepTimeline(int keep) {

@@ -96,8 +96,11 @@ class CommCallTable {
   // index. The retired communicator's counters stay in the snapshot.
   void retire_communicator(uint32_t comm_index);
 
-  // Hot path: one outermost NCCL call. Lock-free, allocation-free; ignores bad indices.
-  void on_call(uint32_t comm_index, CommOp op, uint64_t bytes) noexcept;
+  // Hot path: one outermost NCCL call. Lock-free, allocation-free; ignores bad indices. A
+  // non-zero `seq` (its next_seq()) also enters it in the communicator's ring of the last
+  // kEnqueuedRing calls enqueued, from which the rank file says what is still in flight.
+  void on_call(uint32_t comm_index, CommOp op, uint64_t bytes, uint64_t seq = 0) noexcept;
+  static constexpr uint32_t kEnqueuedRing = 16;
   // Hot path: the call's sequence number on its communicator, 1, 2, ... (0 for a bad index).
   uint64_t next_seq(uint32_t comm_index) noexcept;
 
@@ -124,6 +127,13 @@ class CommCallTable {
     bool retired = false;
     uint64_t ops_enqueued = 0;  // sequence numbers handed out
     std::array<OpCounts, kCommOpCount> ops{};  // indexed by CommOp
+    // The last calls enqueued (at most kEnqueuedRing), oldest first.
+    struct Enqueued {
+      uint64_t seq = 0;
+      CommOp op = CommOp::kNone;
+      uint64_t bytes = 0;
+    };
+    std::vector<Enqueued> recent_enqueued;
   };
   struct Snapshot {
     std::vector<CommSnapshot> comms;  // by index

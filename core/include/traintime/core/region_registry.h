@@ -93,6 +93,7 @@ class ThreadState {
 
   explicit ThreadState(uint64_t index) : entry_base_(index << 40) {}
 
+  uint64_t tid_ = 0;  // kernel thread id of the owner
   Frame stack_[kMaxDepth];
   int depth_ = 0;
   int overflow_ = 0;  // pushes beyond kMaxDepth not on the stack (popped without recording)

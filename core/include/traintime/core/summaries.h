@@ -48,6 +48,9 @@ struct CpuSummary {
   std::vector<std::string> path_names;
   Steps steps;  // CPU part: count, warmup, wall_ns, samples, tokens, rates
   uint64_t unbalanced_pops = 0;
+  // One row per thread that recorded (rank file threads[]): its tid, the process's step count
+  // and its open region paths, outermost first. Threads that ended keep their row (nothing open).
+  std::vector<ThreadSnapshot> threads;
   std::vector<std::string> warnings;
 };
 

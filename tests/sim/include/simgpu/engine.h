@@ -175,6 +175,11 @@ int simgpuTimelineGet(size_t index, simgpu_work* out);
 uint64_t simgpuGpuEndNs(void);
 /* Number of times cuInit ran the injection protocol (0 or 1). */
 int simgpuInjectionCount(void);
+/* SIMGPU_HANG (sim_train): the next NCCL collective this process runs never completes, as when
+ * a peer never enters it. Work queued behind it on its stream, or waiting on an event recorded
+ * after it, never runs; a synchronisation that would wait for it blocks forever; CUPTI never
+ * delivers a record of it. */
+void simgpuHangNextCollective(void);
 
 /* Duration model of the simulated kernels launched with <<<>>>/cudaLaunchKernel: every block
  * of the grid costs SIMGPU_NS_PER_BLOCK ns of GPU time (times the rank's slowdown factor). */
