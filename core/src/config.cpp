@@ -78,7 +78,9 @@ const Row kRows[] = {
       "it out, '*' is every domain, 'default' the domain-less calls; the last entry naming a "
       "domain decides."},
      Kind::kNvtxDomains, &Config::nvtx_domains},
-    {{"TRAINTIME_BUFFER_MB", "8", "Size of one CUPTI activity buffer in MiB (1 to 1024)."},
+    {{"TRAINTIME_BUFFER_MB", "2",
+      "Size of one CUPTI activity buffer in MiB (1 to 1024); more than 2 is not used, so that "
+      "every buffer arrives before the correlation table could lose a launch."},
      Kind::kU32, &Config::buffer_mb, 1, 1024},
     {{"TRAINTIME_BUFFER_COUNT", "64",
       "Maximum number of CUPTI activity buffers in the pool (1 to 65536)."},

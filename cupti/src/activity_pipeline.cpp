@@ -1,5 +1,6 @@
 #include "activity_pipeline.h"
 
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -71,6 +72,14 @@ std::vector<std::string> ActivityPipeline::warnings() const {
                   std::to_string(launches_.overwritten()) +
                   " of them because later launches reused their correlation slot before the "
                   "record arrived");
+  if (launches_.overwritten()) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.1f", launches_.ids_per_store());
+    out.push_back(std::to_string(launches_.overwritten()) + " activity record(s) arrived after " +
+                  std::to_string(launches_.capacity()) +
+                  " newer launches had taken their launch context's place (correlation ids: " +
+                  rate + " per launch); lower TRAINTIME_BUFFER_MB so buffers arrive sooner");
+  }
   if (stats_.no_timestamps)
     out.push_back(std::to_string(stats_.no_timestamps) +
                   " GPU activity records carried no timestamps and were skipped");

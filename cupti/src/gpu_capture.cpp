@@ -69,6 +69,15 @@ constexpr uint32_t kFlushSteps = 64;
 // step has; never below kMinRecordsPerBuffer, never beyond what the buffer holds.
 constexpr uint64_t kStepsPerBuffer = 128;
 constexpr uint64_t kMinRecordsPerBuffer = 4096;
+// A launch's context waits in the correlation table until its record arrives, and per-thread
+// buffers arrive when full; the table evicts a context only after about its capacity of newer
+// launches (correlation_table.h: keyed by id, aged by launch, so the id rate does not matter).
+// A buffer is bounded by bytes so that it completes within capacity / (2 × kLaunchingThreads)
+// launches even when every launch leaves only its smallest record (a memset's), with up to
+// kLaunchingThreads threads filling buffers side by side and the 2 as slack for buffers
+// waiting in the queue.
+constexpr uint64_t kLaunchingThreads = 4;
+constexpr size_t kSmallestLaunchRecord = sizeof(CUpti_ActivityMemset4);
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
 
 enum class State : uint8_t {
@@ -185,6 +194,7 @@ class GpuCapture {
   std::thread thread_;
   std::atomic<uint64_t> dropped_pending_{0};
   std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
+  size_t buffer_limit_ = ~size_t{0};  // most bytes per buffer, see kLaunchingThreads
   uint64_t records_seen_ = 0;  // processing thread only
 };
 
@@ -260,8 +270,10 @@ bool GpuCapture::start_capture(std::string* reason) {
   }
 
   launches_ = std::make_unique<CorrelationTable>(kCorrelationSlots);
+  buffer_limit_ = launches_->capacity() / (2 * kLaunchingThreads) * kSmallestLaunchRecord;
   graph_nodes_ = std::make_unique<GraphNodeTable>(kMaxGraphNodes);
-  pool_ = std::make_unique<BufferPool>(size_t{config_.buffer_mb} << 20, config_.buffer_count);
+  pool_ = std::make_unique<BufferPool>(std::min(size_t{config_.buffer_mb} << 20, buffer_limit_),
+                                       config_.buffer_count);
   queue_.reserve(config_.buffer_count + 1);
   core::AggregatorOptions options;
   options.warmup_steps = config_.warmup_steps;

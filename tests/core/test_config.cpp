@@ -53,7 +53,7 @@ TEST_CASE("config with no variables set is all defaults and warns about nothing"
   CHECK(c.trace_max_events == 1000000);
   CHECK(c.step_detail == 64);
   CHECK(c.category_rules.empty());
-  CHECK(c.buffer_mb == 8);
+  CHECK(c.buffer_mb == 2);
   CHECK(c.buffer_count == 64);
 }
 
@@ -156,7 +156,7 @@ TEST_CASE("config range-checks bounded integers and says the range", "[config]")
                           {"TRAINTIME_BUFFER_COUNT", "100000"},
                           {"TRAINTIME_TRACE_MAX_EVENTS", "5000000000"}},
                          warnings);
-  CHECK(c.buffer_mb == 8);
+  CHECK(c.buffer_mb == 2);
   CHECK(c.buffer_count == 64);
   CHECK(c.trace_max_events == 1000000);
   REQUIRE(warnings.size() == 3);
@@ -164,7 +164,7 @@ TEST_CASE("config range-checks bounded integers and says the range", "[config]")
         "TRAINTIME_TRACE_MAX_EVENTS=\"5000000000\" is not an integer in [1, 1000000000]; using "
         "the default 1000000");
   CHECK(warnings[1] == "TRAINTIME_BUFFER_MB=\"0\" is not an integer in [1, 1024]; using the "
-                       "default 8");
+                       "default 2");
   CHECK(warnings[2].find("TRAINTIME_BUFFER_COUNT=\"100000\"") == 0);
   CHECK(warnings[2].find("using the default 64") != std::string::npos);
 }

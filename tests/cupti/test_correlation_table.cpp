@@ -51,18 +51,32 @@ TEST_CASE("a stored context is found under its id with every field intact", "[co
   CHECK(t.overwritten() == 0);
 }
 
-TEST_CASE("a later launch on the same slot replaces the entry and the loss is counted",
-          "[correlation]") {
+TEST_CASE("ids that advance by thousands per launch keep every pending context", "[correlation]") {
+  // CUPTI numbers every traced API call: a launch-heavy loop moves the ids far faster than the
+  // launches. 256 launches 1024 ids apart in a 1024-slot table: indexed by id, all would share
+  // one slot; keyed by id with eviction by launch age, all stay until their records arrive.
+  CorrelationTable t(1024);
+  for (uint32_t k = 0; k < 256; ++k) t.store(7 + 1024 * k, context_for(7 + 1024 * k));
+  LaunchContext got;
+  for (uint32_t k = 0; k < 256; ++k) {
+    REQUIRE(t.lookup(7 + 1024 * k, &got));
+    CHECK(same(got, context_for(7 + 1024 * k)));
+  }
+  CHECK(t.overwritten() == 0);
+  CHECK(t.ids_per_store() == Approx((255.0 * 1024 + 1) / 256).epsilon(1e-9));  // ids spanned / launches
+}
+
+TEST_CASE("a context is evicted only by newer launches, and its loss is counted", "[correlation]") {
   CorrelationTable t(16);
   t.store(3, context_for(3));
-  t.store(3 + 16, context_for(3 + 16));
+  for (uint32_t id = 100; id < 100 + 64; ++id) t.store(id, context_for(id));  // 4x the capacity
   LaunchContext got;
   CHECK_FALSE(t.lookup(3, &got));
   CHECK(t.overwritten() == 1);
-  REQUIRE(t.lookup(19, &got));
-  CHECK(same(got, context_for(19)));
-  // An id that has not been stored yet (the slot holds an older one) is a miss, not a loss.
-  CHECK_FALSE(t.lookup(35, &got));
+  REQUIRE(t.lookup(163, &got));  // the newest is always there
+  CHECK(same(got, context_for(163)));
+  // An id no launch has reached yet is a miss, not a loss.
+  CHECK_FALSE(t.lookup(500, &got));
   CHECK(t.overwritten() == 1);
 }
 

@@ -50,6 +50,8 @@ class Mode:
     # must still equal the truth.
     profiler_windows: tuple = ()
     static_cupti_host: bool = False  # a library with CUPTI linked in statically is preloaded too
+    untraced_ids: int = 0        # SIMGPU_UNTRACED_IDS: ids run ahead of records
+    buffers_when_full: bool = False  # SIMGPU_BUFFERS_WHEN_FULL: buffers arrive only when full
     no_tool_threads: bool = False  # every thread libtraintime.so starts fails (EAGAIN)
     fork_workers: int = 0        # sim_train --fork-workers: DataLoader-like children after CUDA init
     workers_record: bool = False  # ... that each open a region of their own
@@ -86,6 +88,10 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_CUPTI"] = "0"
     if mode.cupti_api:
         env["SIMGPU_CUPTI_API_VERSION"] = str(mode.cupti_api)
+    if mode.untraced_ids:
+        env["SIMGPU_UNTRACED_IDS"] = str(mode.untraced_ids)
+    if mode.buffers_when_full:
+        env["SIMGPU_BUFFERS_WHEN_FULL"] = "1"
     if mode.refuse_kind:
         env["SIMGPU_REFUSE_ACTIVITY_KIND"] = str(mode.refuse_kind)
         env["SIMGPU_ENABLED_KINDS_AT_EXIT"] = str(work / "kinds-at-exit.txt")
@@ -113,7 +119,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         passed = ["LD_LIBRARY_PATH", "LD_PRELOAD", "TRAINTIME_CUPTI_LIB", "TRAINTIME_OUTPUT",
                   "TT_PROBE_DIR", "TT_PROBE_PRELOAD_CUPTI", "TRAINTIME_TRACE", "SIMGPU_DROP_EVERY",
                   "SIMGPU_REFUSE_SUBSCRIBE", "TRAINTIME_CUPTI", "CUDA_INJECTION64_PATH",
-                  "SIMGPU_CUPTI_API_VERSION", "TRAINTIME_BUFFER_COUNT", "TRAINTIME_BUFFER_MB"]
+                  "SIMGPU_CUPTI_API_VERSION", "TRAINTIME_BUFFER_COUNT", "TRAINTIME_BUFFER_MB",
+                  "SIMGPU_UNTRACED_IDS", "SIMGPU_BUFFERS_WHEN_FULL"]
         mpi = ["mpirun", "-np", str(mode.np), "--oversubscribe"]
         for var in passed:
             if var in env:
@@ -347,6 +354,14 @@ def test_sim_capture_torch_profiler_started_twice_mid_run_loses_nothing_on_eithe
 
 def test_sim_capture_torch_profiler_with_cupti_12_4_layouts_loses_nothing(capture) -> None:
     capture(steps=10, cupti_api=22, profiler_windows=("2:5",))
+
+
+def test_sim_capture_launch_heavy_loop_with_ids_far_ahead_of_records_attributes_every_kernel(capture) -> None:
+    # Two launching threads (the training thread and the backward worker), every API call taking
+    # 65536 correlation ids, and buffers that arrive only when full: far more ids go by before a
+    # record arrives than the correlation table has slots (2^18), and ids a power of two apart
+    # would all land in a handful of slots of a table indexed by id. No kernel is unattributed.
+    capture(steps=30, untraced_ids=65535, buffers_when_full=True)
 
 
 def test_sim_capture_no_thread_for_the_profiler_degrades_to_capture_unavailable(capture) -> None:

@@ -247,7 +247,13 @@ std::vector<Buffer> collect(bool forced, bool include_current) {
       std::lock_guard<std::mutex> lock((*it)->mu);
       Buffer& b = (*it)->current;
       if (!b.data) continue;
-      if (forced || (b.records > 0 && buffer_complete(b, now))) {
+      // SIMGPU_BUFFERS_WHEN_FULL=1: a GPU that is never idle when a flush comes, so a thread's
+      // current buffer always holds unfinished work and arrives only when full (or forced).
+      static const bool when_full = [] {
+        const char* v = std::getenv("SIMGPU_BUFFERS_WHEN_FULL");
+        return v && std::strcmp(v, "1") == 0;
+      }();
+      if (forced || (!when_full && b.records > 0 && buffer_complete(b, now))) {
         out.push_back(std::move(b));
         b = Buffer{};
       }

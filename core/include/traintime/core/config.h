@@ -30,7 +30,7 @@ struct Config {
   uint32_t step_detail = 64;                   // TRAINTIME_STEP_DETAIL: per-step rows kept
   std::string category_rules;                  // TRAINTIME_CATEGORY_RULES (raw; CategoryRules)
   std::string nvtx_domains = "*,-NCCL";        // TRAINTIME_NVTX_DOMAINS (raw; NvtxDomainFilter)
-  uint32_t buffer_mb = 8;                      // TRAINTIME_BUFFER_MB: CUPTI activity buffer size
+  uint32_t buffer_mb = 2;                      // TRAINTIME_BUFFER_MB: CUPTI activity buffer size
   uint32_t buffer_count = 64;                  // TRAINTIME_BUFFER_COUNT: max buffers in the pool
   std::string record_fixture;                  // TRAINTIME_RECORD_FIXTURE: directory (empty = off)
 };
