@@ -14,6 +14,7 @@
 #include <string>
 
 #include "session.h"
+#include "traintime/nvtx/nvtx_injection.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
 #include "traintime/cupti/gpu_capture.h"
@@ -111,6 +112,9 @@ core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason,
   id.start_unix_ns = s.identity.load_unix_ns;
   id.end_unix_ns = unix_ns();
   id.warnings = s.identity.config_warnings;
+  if (const uint64_t n = nvtx::untracked_ranges())
+    id.warnings.push_back(std::to_string(n) +
+                          " NVTX range(s) opened beyond 256 open on one thread were not recorded");
   core::CpuSummary cpu;
   if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
     cpu = r->summary();

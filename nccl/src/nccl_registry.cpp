@@ -41,6 +41,7 @@ struct Registry {
   uint32_t init_alls = 0;
   uint32_t largest_size = 0;
   std::atomic<uint64_t> unregistered{0};
+  uint64_t children_unnamed = 0;  // under mutex: splits beyond kMaxPending waiting to be used
   core::CommCallTable* table = nullptr;
   Hooks hooks;
 };
@@ -143,6 +144,17 @@ core::CommSummary summary() {
                            " NCCL call(s) launched later by NCCL's own thread could not wait for "
                            "their kernel (queue full); some kernels may be linked to a later call");
   }
+  uint64_t unnamed = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    unnamed = r.children_unnamed;
+  }
+  if (unnamed > 0) {
+    out.warnings.push_back(std::to_string(unnamed) +
+                           " communicator(s) made by ncclCommSplit/Shrink were not used before " +
+                           std::to_string(kMaxPending) +
+                           " newer ones: their ids are per process, not the same on every rank");
+  }
   if (out.calls.calls_without_communicator > 0) {
     out.warnings.push_back(std::to_string(out.calls.calls_without_communicator) +
                            " NCCL call(s) beyond the communicator table's capacity were not counted");
@@ -241,7 +253,8 @@ void note_child(const void* comm, uint64_t stable_id, CommOrigin origin) noexcep
       return;
     }
   }
-  // More than kMaxPending children not used yet: this one gets a first-seen id.
+  // More than kMaxPending children not used yet: this one gets a first-seen id (counted).
+  ++r.children_unnamed;
 }
 
 uint64_t next_child_id(const void* parent, CommOrigin origin, int color,

@@ -86,6 +86,7 @@ constexpr int kMaxOpen = 256;
 thread_local Open t_open[kMaxOpen];
 thread_local int t_depth = 0;
 thread_local int t_overflow = 0;  // pushes beyond kMaxOpen, not tracked
+std::atomic<uint64_t> g_overflows{0};  // all threads: nvtx::untracked_ranges()
 
 // Ids handed out for start ranges of unrecorded domains: never a registry id.
 constexpr nvtxRangeId_t kUnrecordedRange = nvtxRangeId_t{1} << 63;
@@ -153,6 +154,7 @@ int push(const Domain* d, const char* name) {
   const int level = level_below(d, t_depth);
   if (t_depth == kMaxOpen) {
     ++t_overflow;
+    g_overflows.fetch_add(1, std::memory_order_relaxed);
   } else {
     Open o{d, 0};
     if (d->recorded && g_regions.open) o.token = g_regions.open(region_name(name));
@@ -313,5 +315,7 @@ int inject(const Regions& regions, std::string_view domains, GetExportTable get_
   errno = saved_errno;
   return ok;
 }
+
+uint64_t untracked_ranges() noexcept { return g_overflows.load(std::memory_order_relaxed); }
 
 }  // namespace traintime::nvtx

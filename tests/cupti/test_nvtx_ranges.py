@@ -99,3 +99,17 @@ def test_bad_nvtx_domains_value_warns_once_and_keeps_the_default(build_dir: Path
     rows = {row["path"] for row in load_json(tmp_path / "rank-00000.json")["regions"]}
     c.check(not any("ncclAllReduce" in p for p in rows), f"the default was not kept: {sorted(rows)}")
     c.done()
+
+
+def test_nvtx_ranges_nested_beyond_the_limit_are_counted_not_lost_silently(build_dir: Path, tmp_path: Path) -> None:
+    binary, lib = build_dir / "bin" / "tt_nvtx_domains", build_dir / "lib" / "libtraintime.so"
+    env = clean_env({"LD_PRELOAD": str(lib), "TRAINTIME_OUTPUT": str(tmp_path)})
+    run = subprocess.run([str(binary), "--deep"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    rf = load_json(tmp_path / "rank-00000.json")
+    c = Checks()
+    c.check(any(w.startswith("44 NVTX range(s) opened beyond 256") for w in rf["warnings"]),
+            f"no warning counting the 44 untracked ranges: {rf['warnings']}")
+    rows = {row["path"]: row for row in rf["regions"]}
+    c.check(rows.get("after", {}).get("count") == 1, f"the pops did not balance: {sorted(rows)[:5]}")
+    c.done()

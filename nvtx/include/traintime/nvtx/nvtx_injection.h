@@ -30,4 +30,8 @@ struct Regions {
 // (NVTX's convention), 0 otherwise. Thread-safe; errno untouched.
 int inject(const Regions& regions, std::string_view domains, GetExportTable get_export_table);
 
+// NVTX push ranges opened on a thread beyond 256 open at once: not regions (for the rank
+// file's warnings).
+uint64_t untracked_ranges() noexcept;
+
 }  // namespace traintime::nvtx
