@@ -22,7 +22,8 @@
 
 namespace {
 
-volatile uint64_t g_sink = 0;
+// Keeps the busy loop from being optimised away; per thread, since several threads spin.
+thread_local volatile uint64_t g_sink = 0;
 
 void busy(int us) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(us);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer builds and runs (DESIGN §8), by hand before landing risky changes; not part of CI.
+# Sanitizer builds and runs (DESIGN §8); .ci/run runs `all` after the tests.
 #
 #   scripts/sanitize.sh asan|tsan|all
 #
@@ -14,7 +14,8 @@
 #      LD_PRELOAD of the instrumented libtraintime.so (sanitizer runtime preloaded first), each
 #      rank file compared with sim_train's truth by tests/sim/compare_truth.py.
 # Any sanitizer report fails the run (halt_on_error, leaks included). The CUDA examples are not
-# built (nvcc takes no -fsanitize, and they need a GPU). Works from any directory. Exit status:
+# built (nvcc takes no -fsanitize, and they need a GPU), nor are the benchmarks (timing, not
+# correctness). Works from any directory. Exit status:
 # 0 clean, 1 a build, test, report or comparison failed, 2 bad usage.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,14 +37,17 @@ PYTHON=/usr/bin/python3
 
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+# die_after_fork=0: a forked child that records starts a writer thread, which TSan refuses by
+# default after a multi-threaded fork (a TSan limitation, not a race).
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
 failed=()
 for kind in "${KINDS[@]}"; do
   BUILD="$ROOT/build-$kind"
   echo "== $kind: building $BUILD"
   if ! TRAINTIME_BUILD_DIR="$BUILD" TRAINTIME_JOBS="${TRAINTIME_JOBS:-2}" "$ROOT/scripts/build.sh" \
-      -DTRAINTIME_SANITIZE="$kind" -DTRAINTIME_WERROR=ON -DTRAINTIME_BUILD_CUDA_EXAMPLES=OFF; then
+      -DTRAINTIME_SANITIZE="$kind" -DTRAINTIME_WERROR=ON -DTRAINTIME_BUILD_CUDA_EXAMPLES=OFF \
+      -DTRAINTIME_BUILD_BENCH=OFF; then
     failed+=("$kind: build")
     continue
   fi

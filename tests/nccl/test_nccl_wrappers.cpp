@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -40,7 +41,7 @@ namespace {
 // file and environment work that may leave errno changed: so do these, and the wrappers must
 // hide it.
 int g_first_calls = 0;
-int g_communicators = 0;
+std::atomic<int> g_communicators{0};  // the hook runs on several threads at once
 int64_t g_world_rank = -1;
 int64_t g_world_size = 0;
 
