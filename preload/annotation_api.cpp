@@ -64,20 +64,25 @@ void close_region(Close&& close) {
     close(r, ts, now);
     ended_step = r->steps().count() != steps;
   });
-  if (__builtin_expect(ended_step, 0)) gpu_start_point();
+  if (__builtin_expect(ended_step, 0)) {
+    gpu_start_point();
+    after_step();
+  }
 }
 
 void api_pop() {
   close_region([](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->pop(ts, now); });
 }
 
-uint64_t api_range_start(const char* name) {
+uint64_t api_range_start_category(int category, const char* name) {
   uint64_t id = 0;
   record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
-    id = r->range_start(ts, name, now);
+    id = r->range_start(ts, name, now, category);
   });
   return id;
 }
+
+uint64_t api_range_start(const char* name) { return api_range_start_category(TT_CATEGORY_AUTO, name); }
 
 void api_range_end(uint64_t id) {
   close_region([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->range_end(ts, id, now); });
@@ -92,8 +97,15 @@ void api_step(uint64_t samples, uint64_t tokens) {
     live_registry()->step(ts, now, samples, tokens);
   }
   gpu_start_point();
+  after_step();
   errno = saved;
 }
+
+void api_set_flops(double flops_per_step, double flops_per_token) {
+  set_flops(flops_per_step, flops_per_token);
+}
+
+uint32_t api_metrics(tt_metric* out, uint32_t capacity) { return metrics(out, capacity); }
 
 // NVTX's push/pop (nvtx/): a token per open region, so a pop in one NVTX domain can close that
 // domain's range below another domain's. kOverflowToken: the push went beyond the registry's
@@ -126,6 +138,7 @@ void nvtx_range_end(uint64_t id) noexcept { api_range_end(id); }
 const tt_api_v1 kApi = {
     sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
     api_push_category, api_pop,    api_range_start,   api_range_end, api_step,
+    api_range_start_category,      api_set_flops,     api_metrics,
 };
 
 }  // namespace

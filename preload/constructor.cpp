@@ -65,6 +65,7 @@ void do_initialize() {
   ProcessIdentity& id = s->identity;
   id.config = std::move(config);
   id.config_warnings = std::move(warnings);
+  s->live.flops_per_token.store(id.config.flops_per_token, std::memory_order_relaxed);
   id.load_mono_ns = mono_ns();
   id.load_unix_ns = unix_ns();
   id.launcher_rank = core::detect_rank(env);

@@ -35,6 +35,8 @@ constexpr int kSignals[] = {SIGTERM, SIGINT};
 constexpr int kHandlerWaitMs = 20000;  // a stuck write must not keep a dying process alive
 // After its signal-time write, how long a rank waits for its peers' (see wait_for_peers).
 constexpr int kPeerWaitMs = 1000;
+// TRAINTIME_PROMETHEUS_FILE's period when TRAINTIME_SNAPSHOT_SEC is unset.
+constexpr uint32_t kPrometheusDefaultSec = 10;
 
 struct sigaction g_prior[NSIG];
 std::atomic<bool> g_handling{false};
@@ -150,6 +152,8 @@ void writer_loop() {
   }
 }
 
+// Every period: the rank-file snapshot (TRAINTIME_SNAPSHOT_SEC) and the Prometheus file
+// (TRAINTIME_PROMETHEUS_FILE), whichever is on.
 void snapshot_loop(uint32_t period_sec) {
   SnapshotControl* c = g_snapshots;
   std::unique_lock<std::mutex> lock(c->mu);
@@ -157,10 +161,13 @@ void snapshot_loop(uint32_t period_sec) {
     if (c->cv.wait_for(lock, std::chrono::seconds(period_sec), [c] { return c->stop; })) return;
     lock.unlock();
     if (Session* s = session()) {
-      // Flushed and ingested before the file lock: the signal path may need that lock.
-      const core::GpuSummary gpu = cupti::summary(true);
-      std::lock_guard<std::mutex> state_lock(s->output.mu);
-      write_rank_file_locked(*s, true, "snapshot", gpu);
+      if (s->identity.config.snapshot_sec > 0) {
+        // Flushed and ingested before the file lock: the signal path may need that lock.
+        const core::GpuSummary gpu = cupti::summary(true);
+        std::lock_guard<std::mutex> state_lock(s->output.mu);
+        write_rank_file_locked(*s, true, "snapshot", gpu);
+      }
+      write_prometheus(*s);
     }
     lock.lock();
   }
@@ -221,9 +228,10 @@ void install_exit_hooks(Session& s) {
   if (g_request_fd[0] >= 0 && start_thread([](uint32_t) { writer_loop(); }, 0))
     g_writer_pid.store(getpid());
   install_signal_handlers();
-  if (s.identity.config.snapshot_sec > 0) {
+  const core::Config& c = s.identity.config;
+  if (c.snapshot_sec > 0 || !c.prometheus_file.empty()) {
     if (!g_snapshots) g_snapshots = new SnapshotControl();
-    start_thread(snapshot_loop, s.identity.config.snapshot_sec);
+    start_thread(snapshot_loop, c.snapshot_sec > 0 ? c.snapshot_sec : kPrometheusDefaultSec);
   }
 }
 
@@ -254,6 +262,7 @@ void finish(const char* exit_reason, bool signal) {
   std::lock_guard<std::mutex> lock(s->output.mu);
   const bool ok = write_rank_file_locked(*s, false, exit_reason, gpu);
   s->output.final_written = true;
+  write_prometheus(*s);  // once more, with the final figures
   if (ok && s->output.role == "rank") {
     int64_t rank = 0, world = 1;
     effective_rank(*s, &rank, &world);

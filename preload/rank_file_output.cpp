@@ -112,6 +112,10 @@ core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason,
   id.start_unix_ns = s.identity.load_unix_ns;
   id.end_unix_ns = unix_ns();
   id.warnings = s.identity.config_warnings;
+  id.model.flops_per_step = s.live.flops_per_step.load(std::memory_order_relaxed);
+  id.model.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
+  id.model.peak_tflops = s.identity.config.peak_tflops;
+  id.model.dtype = s.identity.config.dtype;
   if (const uint64_t n = nvtx::untracked_ranges())
     id.warnings.push_back(std::to_string(n) +
                           " NVTX range(s) opened beyond 256 open on one thread were not recorded");

@@ -127,6 +127,10 @@ void on_fork_child() {
   s->identity.load_mono_ns = mono_ns();
   s->identity.load_unix_ns = unix_ns();
   s->identity.forked_child = true;
+  s->live.flops_per_step.store(parent->live.flops_per_step.load(std::memory_order_relaxed),
+                               std::memory_order_relaxed);
+  s->live.flops_per_token.store(parent->live.flops_per_token.load(std::memory_order_relaxed),
+                                std::memory_order_relaxed);
   s->recorder.comm_rank.store(parent->recorder.comm_rank.load(std::memory_order_relaxed),
                               std::memory_order_relaxed);
   s->recorder.comm_world.store(parent->recorder.comm_world.load(std::memory_order_relaxed),
@@ -202,6 +206,7 @@ void activate(uint64_t origin_ns) {
       // Config warnings wait until here so that shells and launchers stay silent.
       for (const auto& w : s->identity.config_warnings) support::log_warn("{}", w);
       if (s->identity.launcher_rank.from_launcher) claim_locked(*s);
+      enable_live_outputs(*s);
       install_exit_hooks(*s);
       s->recorder.activated.store(true, std::memory_order_release);
     }

@@ -20,10 +20,12 @@
 
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/config.h"
+#include "traintime/core/live_metrics.h"
 #include "traintime/core/rank_detect.h"
 #include "traintime/core/region_registry.h"
 #include "traintime/core/summaries.h"
 #include "traintime/nvtx/nvtx_injection.h"
+#include "traintime/traintime.h"
 
 namespace traintime::preload {
 
@@ -75,12 +77,25 @@ struct Output {
   bool write_error_reported = false;
 };
 
+// Live metrics (live_metrics.cpp): the model's FLOPs, the peak once resolved, rank 0's last
+// console line.
+struct Live {
+  std::atomic<double> flops_per_step{0};
+  std::atomic<double> flops_per_token{0};  // TRAINTIME_FLOPS_PER_TOKEN until tt_set_flops
+  std::atomic<bool> requested{false};      // tt_metrics was called
+  std::atomic<bool> peak_resolved{false};
+  std::atomic<double> peak{0};
+  std::mutex print_mu;
+  core::StepCounters printed;  // counters at the last console line
+};
+
 // One per process image; a fork child gets a fresh one (the parent's is leaked there, since
 // its mutexes may have been held by threads that do not exist in the child).
 struct Session {
   ProcessIdentity identity;
   Recorder recorder;
   Output output;
+  Live live;
 };
 
 // Null when TRAINTIME_DISABLE=1 (initialises on first call if the constructor has not run).
@@ -136,6 +151,15 @@ bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
                             const core::GpuSummary& gpu);
 // Claims rank-%05d.json early (at activation) when the launcher gave the rank. Needs output.mu.
 void claim_locked(Session& s);
+
+// live_metrics.cpp. At activation: GPU figures are published when an output needs them.
+void enable_live_outputs(Session& s);
+void set_flops(double flops_per_step, double flops_per_token) noexcept;
+uint32_t metrics(tt_metric* out, uint32_t capacity) noexcept;
+// After every step: rank 0's console line every TRAINTIME_PRINT_EVERY steps.
+void after_step() noexcept;
+// TRAINTIME_PROMETHEUS_FILE, written atomically (snapshot thread, and at exit).
+void write_prometheus(Session& s);
 
 // exit_hooks.cpp
 void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and snapshot threads

@@ -7,11 +7,13 @@ set -euo pipefail
 # Build: compiler, CMake, the header-only libraries and Catch2, Open MPI for the multi-rank runs.
 # Tests: Debian's python3 (/usr/bin/python3, which the tests call by path) with pytest, pip and
 # setuptools (the Python package is installed with pip in a test) and PyTorch 1.13; pkg-config
-# for the out-of-tree consumer test; headless Chromium renders the HTML report in tests/report.
+# for the out-of-tree consumer test; headless Chromium renders the HTML report in tests/report;
+# the Prometheus client library parses the live-metrics file; python3-venv makes the virtual
+# environment PyPI's packages go into (scripts/pyenv.py).
 TRAINTIME_DEPS=(g++ cmake make libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev
                 openmpi-bin libopenmpi-dev libbenchmark-dev
                 pkg-config python3 python3-pytest python3-pip python3-setuptools python3-torch
-                chromium)
+                python3-prometheus-client python3-venv chromium)
 
 missing=()
 for pkg in "${TRAINTIME_DEPS[@]}" "$@"; do

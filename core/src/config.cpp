@@ -1,6 +1,8 @@
 #include "traintime/core/config.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -9,6 +11,7 @@
 #include "ascii_text.h"
 #include "traintime/core/category_rules.h"
 #include "traintime/core/nvtx_domains.h"
+#include "traintime/core/peak_flops.h"
 
 namespace traintime::core {
 namespace {
@@ -17,11 +20,12 @@ using BoolField = bool Config::*;
 using StringField = std::string Config::*;
 using U32Field = uint32_t Config::*;
 using U64Field = uint64_t Config::*;
+using DoubleField = double Config::*;
 
-enum class Kind { kString, kBool, kU32, kU64, kLogLevel, kCategoryRules, kNvtxDomains };
+enum class Kind { kString, kBool, kU32, kU64, kDouble, kLogLevel, kCategoryRules, kNvtxDomains, kDtype };
 
 // The field a row fills; the alternative matches the row's Kind (string kinds use StringField).
-using Field = std::variant<StringField, BoolField, U32Field, U64Field>;
+using Field = std::variant<StringField, BoolField, U32Field, U64Field, DoubleField>;
 
 constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
@@ -88,6 +92,25 @@ const Row kRows[] = {
     {{"TRAINTIME_RECORD_FIXTURE", "",
       "Directory to record raw CUPTI callbacks and activity buffers into, for replay tests."},
      Kind::kString, &Config::record_fixture},
+    {{"TRAINTIME_PRINT_EVERY", "0",
+      "Rank 0 prints one 'traintime:' line every N steps (step time, breakdown, samples/s, "
+      "TFLOP/s; 0 = off)."},
+     Kind::kU32, &Config::print_every, 0, kU32Max},
+    {{"TRAINTIME_PROMETHEUS_FILE", "",
+      "File the live metrics are written to in the Prometheus text format, for node_exporter's "
+      "textfile collector ('%r' becomes the rank), every TRAINTIME_SNAPSHOT_SEC seconds (10 if "
+      "unset) and at exit."},
+     Kind::kString, &Config::prometheus_file},
+    {{"TRAINTIME_FLOPS_PER_TOKEN", "0",
+      "The model's FLOPs per token (forward and backward, e.g. 6 x parameters), for TFLOP/s and "
+      "MFU; 0 = not given."},
+     Kind::kDouble, &Config::flops_per_token},
+    {{"TRAINTIME_PEAK_TFLOPS", "0",
+      "Peak TFLOP/s of one GPU for MFU; 0 = from the table of known GPUs (docs/metrics.md)."},
+     Kind::kDouble, &Config::peak_tflops},
+    {{"TRAINTIME_DTYPE", "bf16",
+      "Which peak of the table MFU is measured against: bf16, fp16, fp8, tf32 or fp32."},
+     Kind::kDtype, &Config::dtype},
 };
 
 using ascii::lower;
@@ -112,6 +135,17 @@ std::optional<uint64_t> parse_uint(std::string_view text, uint64_t min, uint64_t
   }
   if (value < min || value > max) return std::nullopt;
   return value;
+}
+
+std::optional<double> parse_double(std::string_view text) {
+  // from_chars: the application's locale must not change what "1.5" means.
+  text = trim(text);
+  double d = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d) ||
+      d < 0)
+    return std::nullopt;
+  return d;
 }
 
 std::string describe_default(const ConfigVar& var) {
@@ -149,6 +183,18 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
         cfg.*std::get<U32Field>(row.field) = static_cast<uint32_t>(*n);
       else
         cfg.*std::get<U64Field>(row.field) = *n;
+      return "";
+    }
+    case Kind::kDouble: {
+      const std::optional<double> d = parse_double(value);
+      if (!d) return warning(row.var, value, "a non-negative number");
+      cfg.*std::get<DoubleField>(row.field) = *d;
+      return "";
+    }
+    case Kind::kDtype: {
+      const std::string v = lower(trim(value));
+      if (!is_peak_dtype(v)) return warning(row.var, value, "one of bf16, fp16, fp8, tf32, fp32");
+      cfg.*std::get<StringField>(row.field) = v;
       return "";
     }
     case Kind::kLogLevel: {

@@ -108,9 +108,11 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
     }
   }
 
+  if (!any_activity_) first_device_ = static_cast<int>(a.device);
   any_activity_ = true;
   const uint64_t step = ctx.step;
   max_step_ = std::max(max_step_, step);
+  if (published_below_ > step) ++after_publish_;
   const OpenRec rec{start, end, ctx.entry, a.device, slot, static_cast<uint8_t>(ci)};
   if (step != last_step_ || last_buf_ == nullptr) {
     if (step < folded_below_) {

@@ -1,5 +1,8 @@
 #include "traintime/core/rank_file_builder.h"
 
+#include "traintime/core/live_metrics.h"
+#include "traintime/core/peak_flops.h"
+
 #include <array>
 #include <cinttypes>
 #include <cstdio>
@@ -133,6 +136,23 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
   for (auto& [index, c] : comms) f.communicators.push_back(std::move(c));
 }
 
+// TFLOP/s over the measured (post-warm-up) steps, and MFU against the device's peak.
+void add_model_flops(RankFile& f, const ModelFlops& model, const std::string& device_name) {
+  f.device_name = device_name;
+  const Peak peak = resolve_peak(model.peak_tflops, device_name, model.dtype);
+  f.peak_tflops = peak.tflops;
+  if (!device_name.empty() || peak.tflops > 0) f.peak_source = peak.source;
+  Steps& s = f.steps;
+  const double secs = static_cast<double>(s.wall_ns.total_ns) / 1e9;
+  const double tokens = s.tokens_per_s * secs;  // tokens of the measured steps
+  const double flops = model_flops(model.flops_per_step, model.flops_per_token, s.wall_ns.count,
+                                   static_cast<uint64_t>(tokens + 0.5));
+  if (flops <= 0 || secs <= 0 || s.wall_ns.count == 0) return;
+  s.flops_per_step = flops / static_cast<double>(s.wall_ns.count);
+  s.tflops = flops / secs / 1e12;
+  if (peak.tflops > 0) s.mfu = s.tflops / peak.tflops;
+}
+
 }  // namespace
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
@@ -152,6 +172,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.unbalanced_pops = cpu.unbalanced_pops;
 
   f.steps = cpu.steps;
+  add_model_flops(f, identity.model, gpu.device_name);
   f.steps.totals = gpu.totals;
   f.steps.partial_final_step = gpu.partial_final_step;
   f.steps.detail = gpu.detail;

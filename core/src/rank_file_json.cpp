@@ -116,16 +116,22 @@ json steps_json(const Steps& s) {
                       {"totals", step_totals_json(d.totals)},
                       {"busy_ns_by_category", std::move(busy)}});
   }
-  return {{"count", s.count},
-          {"warmup", s.warmup},
-          {"wall_ns", u64_object(s.wall_ns, kDurationFields)},
-          {"samples", s.samples},
-          {"tokens", s.tokens},
-          {"samples_per_s", finite(s.samples_per_s)},
-          {"tokens_per_s", finite(s.tokens_per_s)},
-          {"totals", step_totals_json(s.totals)},
-          {"partial_final_step", s.partial_final_step},
-          {"detail", std::move(detail)}};
+  json out = {{"count", s.count},
+              {"warmup", s.warmup},
+              {"wall_ns", u64_object(s.wall_ns, kDurationFields)},
+              {"samples", s.samples},
+              {"tokens", s.tokens},
+              {"samples_per_s", finite(s.samples_per_s)},
+              {"tokens_per_s", finite(s.tokens_per_s)},
+              {"totals", step_totals_json(s.totals)},
+              {"partial_final_step", s.partial_final_step},
+              {"detail", std::move(detail)}};
+  if (s.flops_per_step > 0) {
+    out["flops_per_step"] = finite(s.flops_per_step);
+    out["tflops"] = finite(s.tflops);
+    if (s.mfu > 0) out["mfu"] = finite(s.mfu);
+  }
+  return out;
 }
 
 json comm_json(const CommRow& c) {
@@ -353,6 +359,9 @@ Steps steps_from(const json& j, const std::string& w) {
   s.tokens = opt_u64(j, "tokens", w, 0);
   s.samples_per_s = opt_dbl(j, "samples_per_s", w, 0);
   s.tokens_per_s = opt_dbl(j, "tokens_per_s", w, 0);
+  s.flops_per_step = opt_dbl(j, "flops_per_step", w, 0);
+  s.tflops = opt_dbl(j, "tflops", w, 0);
+  s.mfu = opt_dbl(j, "mfu", w, 0);
   s.totals = step_totals_from(need(j, "totals", w), join(w, "totals"));
   s.partial_final_step = opt_bool(j, "partial_final_step", w, false);
   const json& detail = opt_array(j, "detail", w);
@@ -536,6 +545,11 @@ json rank_file_to_json(const RankFile& f) {
              {"dropped_records", f.dropped_records},
              {"warnings", f.warnings}};
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
+  if (!f.device_name.empty() || f.peak_tflops > 0 || !f.peak_source.empty()) {
+    out["device"] = {{"name", f.device_name},
+                     {"peak_tflops", finite(f.peak_tflops)},
+                     {"peak_source", f.peak_source}};
+  }
   return out;
 }
 
@@ -575,6 +589,12 @@ RankFile rank_file_from_json(const json& j) {
   f.unbalanced_pops = opt_u64(j, "unbalanced_pops", w, 0);
 
   f.steps = steps_from(need(j, "steps", w), "steps");
+  if (const json* device = find(j, "device")) {  // optional, added with MFU
+    expect_object(*device, "device");
+    f.device_name = str(*device, "name", "device");
+    f.peak_tflops = opt_dbl(*device, "peak_tflops", "device", 0);
+    f.peak_source = str(*device, "peak_source", "device");
+  }
 
   const json& comm = need_array(j, "comm", w);
   for (std::size_t i = 0; i < comm.size(); ++i)

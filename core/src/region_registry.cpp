@@ -186,8 +186,9 @@ PathId RegionRegistry::intern_path(PathId parent, NameId name) {
   return id;
 }
 
-uint64_t RegionRegistry::range_start(ThreadState* ts, const char* name, uint64_t now_ns) {
-  return range_start_id(ts, name_for_pointer(ts, name, kCategoryAuto), now_ns);
+uint64_t RegionRegistry::range_start(ThreadState* ts, const char* name, uint64_t now_ns,
+                                     int category) {
+  return range_start_id(ts, name_for_pointer(ts, name, category), now_ns);
 }
 
 uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t now_ns) {

@@ -24,6 +24,13 @@ void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
   last_ns_ = now_ns;
   samples_ += samples;
   tokens_ += tokens;
+  live_.totals.steps = index + 1;
+  live_.totals.wall_ns += wall;
+  live_.totals.samples = samples_;
+  live_.totals.tokens = tokens_;
+  live_.last_wall_ns = wall;
+  live_.last_samples = samples;
+  live_.last_tokens = tokens;
   if (index >= warmup_) {
     measured_wall_ns_ += wall;
     measured_samples_ += samples;
@@ -43,6 +50,11 @@ void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
     }
   }
   count_.store(index + 1, std::memory_order_relaxed);
+}
+
+StepTracker::Live StepTracker::live() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_;
 }
 
 Steps StepTracker::summary() const {

@@ -249,4 +249,36 @@ void GpuAggregator::fold_late(const OpenRec& r, uint64_t step) {
   }
 }
 
+bool GpuAggregator::step_figures(uint64_t step, GpuStepFigures* out) {
+  // Folded into a scratch Accum as summary() folds open steps into a copy: a step folded in
+  // segments (its detail so far, its devices' spans in the open buffer) comes out whole.
+  Accum tmp;
+  tmp.regions.resize(acc_.regions.size());
+  const auto folded = acc_.detail.find(step);
+  if (folded != acc_.detail.end()) tmp.detail.emplace(step, folded->second);
+  const auto open = open_.find(step);
+  if (open != open_.end()) {
+    peek_recs_.assign(open->second.recs.begin(), open->second.recs.end());
+    std::vector<DeviceSpan> devices = open->second.devices;
+    fold_records(peek_recs_, devices, step, tmp, peek_scratch_, 1);
+    finish_step(devices, step, tmp, 1);
+  } else if (folded == acc_.detail.end() && step < folded_below_) {
+    return false;  // folded with no detail row kept
+  }
+  *out = GpuStepFigures{};
+  out->step = step;
+  const auto d = tmp.detail.find(step);
+  if (d == tmp.detail.end()) return true;  // no GPU work in this step
+  const DetailAcc& acc = d->second;
+  out->span_ns = acc.span;
+  out->busy_ns = acc.totals.gpu_busy_ns;
+  out->compute_ns = acc.totals.compute_ns;
+  out->comm_ns = acc.totals.comm_ns;
+  out->exposed_comm_ns = acc.totals.exposed_comm_ns;
+  out->io_ns = acc.totals.io_ns;
+  out->idle_ns = acc.totals.idle_ns;
+  out->category_busy_ns = acc.cat_busy;
+  return true;
+}
+
 }  // namespace traintime::core

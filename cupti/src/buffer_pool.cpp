@@ -9,6 +9,7 @@ BufferPool::BufferPool(size_t buffer_bytes, uint32_t max_buffers)
     : buffer_bytes_((buffer_bytes + 7) & ~size_t{7}), max_buffers_(max_buffers) {
   free_.reserve(max_buffers_);
   all_.reserve(max_buffers_);
+  out_.reserve(max_buffers_);
 }
 
 BufferPool::~BufferPool() {
@@ -43,10 +44,14 @@ uint8_t* take(std::vector<uint8_t*>& free, std::vector<uint8_t*>& all, size_t by
 
 }  // namespace
 
-uint8_t* BufferPool::acquire() noexcept {
+uint8_t* BufferPool::acquire(uint32_t step) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   uint8_t* b = take(free_, all_, buffer_bytes_, max_buffers_);
-  if (!b) ++refused_;
+  if (!b) {
+    ++refused_;
+    return nullptr;
+  }
+  if (out_.size() < out_.capacity()) out_.push_back({b, step});  // capacity: every buffer
   return b;
 }
 
@@ -54,6 +59,20 @@ void BufferPool::release(uint8_t* buffer) noexcept {
   if (!buffer) return;
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(buffer);  // capacity reserved up front
+  for (std::size_t i = 0; i < out_.size(); ++i) {
+    if (out_[i].buffer == buffer) {
+      out_[i] = out_.back();
+      out_.pop_back();
+      break;
+    }
+  }
+}
+
+uint32_t BufferPool::min_outstanding_step() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t m = UINT32_MAX;
+  for (const Out& o : out_) m = o.step < m ? o.step : m;
+  return m;
 }
 
 uint8_t* BufferPool::acquire_scratch() noexcept {

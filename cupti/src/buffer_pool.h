@@ -19,8 +19,13 @@ class BufferPool {
   BufferPool& operator=(const BufferPool&) = delete;
 
   // nullptr when all max_buffers are in use (or memory is short): CUPTI then drops records.
-  uint8_t* acquire() noexcept;
+  // `step` is the number of steps completed when CUPTI asked for it (live metrics: records of a
+  // step may be in any buffer handed out before the step ended).
+  uint8_t* acquire(uint32_t step = 0) noexcept;
   void release(uint8_t* buffer) noexcept;
+  // The smallest `step` of the pool buffers handed out and not yet released (CUPTI holds them,
+  // or they wait to be ingested); UINT32_MAX when none is out.
+  uint32_t min_outstanding_step() const;
 
   // For CUPTI releases that must never be refused a buffer (API < 27 can crash then): a small
   // scratch buffer whose records the caller counts as dropped instead of ingesting them.
@@ -44,6 +49,11 @@ class BufferPool {
   mutable std::mutex mu_;  // leaf lock
   std::vector<uint8_t*> free_;
   std::vector<uint8_t*> all_;
+  struct Out {
+    uint8_t* buffer;
+    uint32_t step;
+  };
+  std::vector<Out> out_;  // handed out, not released; capacity reserved for every buffer
   uint64_t refused_ = 0;
   std::vector<uint8_t*> scratch_free_;
   std::vector<uint8_t*> scratch_all_;

@@ -69,6 +69,12 @@ constexpr uint32_t kFlushSteps = 64;
 // step has; never below kMinRecordsPerBuffer, never beyond what the buffer holds.
 constexpr uint64_t kStepsPerBuffer = 128;
 constexpr uint64_t kMinRecordsPerBuffer = 4096;
+// Live metrics (enable_live_metrics): a step's GPU figures are published once every buffer
+// handed out before the next step ended has arrived, so buffers are kept to a few steps' worth
+// of records and complete ones are flushed every few steps.
+constexpr uint64_t kLiveStepsPerBuffer = 4;
+constexpr uint64_t kLiveMinRecordsPerBuffer = 512;
+constexpr uint32_t kLiveFlushSteps = 4;
 // A launch's context waits in the correlation table until its record arrives, and per-thread
 // buffers arrive when full; the table evicts a context only after about its capacity of newer
 // launches (correlation_table.h: keyed by id, aged by launch, so the id rate does not matter).
@@ -113,6 +119,9 @@ class GpuCapture {
   void shutdown(const char* reason);
   nlohmann::json trace_json();
   void on_fork_child() noexcept;
+  void enable_live() noexcept;
+  bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
+  std::string device_name();
 
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                    const void* data);
@@ -151,6 +160,10 @@ class GpuCapture {
   bool drain();
   void transfer_dropped();  // caller holds agg_mu_
   void stop_thread();
+  // Processing thread: publishes the newest step whose records have all arrived (live metrics).
+  void publish_live();
+  // Processing thread, once: the CUDA name of the device of the first record.
+  void resolve_device_name();
 
   Hooks hooks_;
   core::Config config_;
@@ -196,6 +209,17 @@ class GpuCapture {
   std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
   size_t buffer_limit_ = ~size_t{0};  // most bytes per buffer, see kLaunchingThreads
   uint64_t records_seen_ = 0;  // processing thread only
+
+  std::atomic<bool> live_{false};
+  bool live_published_ = false;  // processing thread only
+  uint64_t live_published_step_ = 0;
+  std::mutex live_mu_;  // leaf: the published figures
+  bool live_valid_ = false;
+  core::GpuStepFigures live_figures_;
+  std::atomic<uint64_t> live_late_{0};
+  bool device_resolved_ = false;  // processing thread only
+  std::mutex device_mu_;          // leaf
+  std::string device_name_;
 };
 
 void GpuCapture::give_up(const std::string& reason) {
@@ -567,7 +591,9 @@ void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd
 void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   GpuCapture& self = get();
   *max_records = self.max_records_.load(std::memory_order_relaxed);
-  uint8_t* b = self.capturing_.load(std::memory_order_acquire) ? self.pool_->acquire() : nullptr;
+  uint8_t* b = self.capturing_.load(std::memory_order_acquire)
+                   ? self.pool_->acquire(self.steps_completed())
+                   : nullptr;
   size_t bytes = self.pool_->buffer_bytes();
   if (!b && self.lib_.version() < 27) {
     // Releases before API 27 can crash when refused a buffer: give a scratch one, whose
@@ -619,8 +645,15 @@ void GpuCapture::processing_loop() {
     if (queue_.empty()) {
       if (stop_thread_) break;
       const uint32_t step = steps_completed();
+      const bool live = live_.load(std::memory_order_relaxed);
+      if (live) {
+        lock.unlock();
+        publish_live();
+        lock.lock();
+        if (!queue_.empty() || stop_thread_) continue;
+      }
       if (flush_requested_ || std::chrono::steady_clock::now() >= next_flush ||
-          step - flushed_at_step >= kFlushSteps) {
+          step - flushed_at_step >= (live ? kLiveFlushSteps : kFlushSteps)) {
         flush_requested_ = false;
         flushed_at_step = step;
         lock.unlock();
@@ -642,20 +675,88 @@ void GpuCapture::processing_loop() {
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
+      live_late_.store(aggregator_->records_after_publish(), std::memory_order_relaxed);
     }
     if (const uint32_t steps = steps_completed()) {
+      const bool live = live_.load(std::memory_order_relaxed);
       const uint64_t per_step = records_seen_ / steps + 1;
       const uint64_t fits = pool_->buffer_bytes() / sizeof(CUpti_ActivityAPI);
-      max_records_.store(std::clamp(per_step * kStepsPerBuffer, kMinRecordsPerBuffer, fits),
+      max_records_.store(std::clamp(per_step * (live ? kLiveStepsPerBuffer : kStepsPerBuffer),
+                                    std::min(live ? kLiveMinRecordsPerBuffer : kMinRecordsPerBuffer, fits),
+                                    fits),
                          std::memory_order_relaxed);
     }
     pool_->release(item.buffer);
+    if (!device_resolved_) resolve_device_name();
+    if (live_.load(std::memory_order_relaxed)) publish_live();
     lock.lock();
     busy_ = false;
     if (queue_.empty()) drained_cv_.notify_all();
   }
   busy_ = false;
   drained_cv_.notify_all();
+}
+
+void GpuCapture::publish_live() {
+  // Records of step k are in buffers handed out before step k+1 ended (a launch's record goes
+  // to the buffer current on its thread; one more step of slack covers work still running when
+  // the next step ends). So once every buffer handed out with fewer than k+2 steps completed has
+  // been ingested, and k+2 steps are complete (no such buffer can be handed out any more), the
+  // step's figures are final — except for work still running two steps later, which
+  // records_after_publish() counts.
+  const uint32_t limit = std::min(steps_completed(), pool_->min_outstanding_step());
+  if (limit < 2) return;
+  const uint64_t step = limit - 2;
+  if (live_published_ && step <= live_published_step_) return;
+  core::GpuStepFigures figures;
+  {
+    std::lock_guard<std::mutex> agg(agg_mu_);
+    if (!aggregator_->step_figures(step, &figures)) return;
+    aggregator_->set_published_below(step + 1);
+  }
+  live_published_ = true;
+  live_published_step_ = step;
+  std::lock_guard<std::mutex> lock(live_mu_);
+  live_figures_ = figures;
+  live_valid_ = true;
+}
+
+void GpuCapture::resolve_device_name() {
+  int device = -1;
+  {
+    std::lock_guard<std::mutex> agg(agg_mu_);
+    device = aggregator_->first_device();
+  }
+  if (device < 0) return;
+  device_resolved_ = true;
+  // The driver is loaded (it produced the record); RTLD_NOLOAD never loads another one.
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return;
+  using GetFn = int (*)(int*, int);
+  using NameFn = int (*)(char*, int, int);
+  auto get = reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet"));
+  auto name_of = reinterpret_cast<NameFn>(dlsym(cuda, "cuDeviceGetName"));
+  char name[256] = {};
+  int handle = 0;
+  if (get && name_of && get(&handle, device) == 0 && name_of(name, sizeof name - 1, handle) == 0) {
+    std::lock_guard<std::mutex> lock(device_mu_);
+    device_name_ = name;
+  }
+  dlclose(cuda);
+}
+
+void GpuCapture::enable_live() noexcept { live_.store(true, std::memory_order_relaxed); }
+
+bool GpuCapture::live_step(core::GpuStepFigures* out, uint64_t* late_records) {
+  *late_records = live_late_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(live_mu_);
+  if (live_valid_) *out = live_figures_;
+  return live_valid_;
+}
+
+std::string GpuCapture::device_name() {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  return device_name_;
 }
 
 void GpuCapture::flush(bool forced, bool try_only) {
@@ -747,6 +848,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   // complete buffers only; the signal path does not flush at all).
   out.records_complete = state == State::kStopped;
   out.capture = "cupti";
+  out.device_name = device_name();
   out.capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() +
                        "), started " + trigger_;
   if (const std::string shared = ClientMux::get().describe(); !shared.empty())
@@ -798,5 +900,10 @@ core::GpuSummary summary(bool snapshot) { return GpuCapture::get().summary(snaps
 void shutdown(const char* reason) { GpuCapture::get().shutdown(reason); }
 nlohmann::json trace_json() { return GpuCapture::get().trace_json(); }
 void on_fork_child() noexcept { GpuCapture::get().on_fork_child(); }
+void enable_live_metrics() noexcept { GpuCapture::get().enable_live(); }
+bool live_step(core::GpuStepFigures* out, uint64_t* late_records) {
+  return GpuCapture::get().live_step(out, late_records);
+}
+std::string device_name() { return GpuCapture::get().device_name(); }
 
 }  // namespace traintime::cupti

@@ -72,7 +72,9 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
       "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_TRACE",
       "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_CATEGORY_RULES",
-      "TRAINTIME_NVTX_DOMAINS",   "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE"};
+      "TRAINTIME_NVTX_DOMAINS",   "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE",
+      "TRAINTIME_PRINT_EVERY",    "TRAINTIME_PROMETHEUS_FILE", "TRAINTIME_FLOPS_PER_TOKEN",
+      "TRAINTIME_PEAK_TFLOPS",    "TRAINTIME_DTYPE"};
   std::vector<std::string> names;
   for (const auto& v : config_vars()) {
     names.push_back(v.name);
@@ -113,6 +115,46 @@ TEST_CASE("config reads good values into their fields", "[config]") {
   CHECK(c.category_rules == "io=prefetch");
   CHECK(c.buffer_mb == 32);
   CHECK(c.buffer_count == 128);
+}
+
+TEST_CASE("config reads the live-metrics and MFU variables", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_PRINT_EVERY", "50"},
+                          {"TRAINTIME_PROMETHEUS_FILE", "/var/lib/node_exporter/tt-%r.prom"},
+                          {"TRAINTIME_FLOPS_PER_TOKEN", "4.2e10"},
+                          {"TRAINTIME_PEAK_TFLOPS", " 989.5 "},
+                          {"TRAINTIME_DTYPE", "FP8"}},
+                         warnings);
+  CHECK(warnings.empty());
+  CHECK(c.print_every == 50);
+  CHECK(c.prometheus_file == "/var/lib/node_exporter/tt-%r.prom");
+  CHECK(c.flops_per_token == 4.2e10);
+  CHECK(c.peak_tflops == 989.5);
+  CHECK(c.dtype == "fp8");
+  const Config d = parse({}, warnings);
+  CHECK(d.print_every == 0);
+  CHECK(d.prometheus_file.empty());
+  CHECK(d.flops_per_token == 0);
+  CHECK(d.peak_tflops == 0);
+  CHECK(d.dtype == "bf16");
+}
+
+TEST_CASE("config rejects bad numbers and dtypes, naming the variable and the default", "[config]") {
+  for (const char* bad : {"-1", "abc", "1e400", "nan", "inf", "1,5", "2.5x"}) {
+    std::vector<std::string> warnings;
+    const Config c = parse({{"TRAINTIME_PEAK_TFLOPS", bad}}, warnings);
+    INFO(bad);
+    CHECK(c.peak_tflops == 0);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0] == std::string("TRAINTIME_PEAK_TFLOPS=\"") + bad +
+                             "\" is not a non-negative number; using the default 0");
+  }
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_DTYPE", "int4"}}, warnings);
+  CHECK(c.dtype == "bf16");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "TRAINTIME_DTYPE=\"int4\" is not one of bf16, fp16, fp8, tf32, fp32; "
+                       "using the default bf16");
 }
 
 TEST_CASE("config accepts every boolean spelling in any case", "[config]") {

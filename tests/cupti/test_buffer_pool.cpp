@@ -23,3 +23,19 @@ TEST_CASE("buffer pool hands out at most its limit, 8-byte aligned, and reuses r
   CHECK(pool.acquire() == a);
   CHECK(pool.allocated() == 2);
 }
+
+TEST_CASE("buffer pool knows the oldest step of the buffers still out", "[buffer_pool]") {
+  BufferPool pool(1024, 4);
+  CHECK(pool.min_outstanding_step() == UINT32_MAX);
+  uint8_t* a = pool.acquire(3);
+  uint8_t* b = pool.acquire(5);
+  CHECK(pool.min_outstanding_step() == 3);
+  pool.release(a);
+  CHECK(pool.min_outstanding_step() == 5);
+  uint8_t* c = pool.acquire(9);  // reuses a's memory
+  CHECK(c == a);
+  CHECK(pool.min_outstanding_step() == 5);
+  pool.release(b);
+  pool.release(c);
+  CHECK(pool.min_outstanding_step() == UINT32_MAX);
+}

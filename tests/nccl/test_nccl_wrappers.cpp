@@ -445,8 +445,10 @@ TEST_CASE_METHOD(Fixture, "the summary gives CPU-only rows and stable ids withou
   ncclComm_t c = make_comm(5, 2);  // the only size-5 communicator of this program
   char buf[1];
   REQUIRE(ncclReduceScatter(buf, buf, 25, ncclFloat32, ncclSum, c, nullptr) == ncclSuccess);
+  const traintime::core::Identity identity;
+  const traintime::core::CpuSummary cpu;
   const traintime::core::RankFile f = traintime::core::build_rank_file(
-      {}, {}, traintime::core::GpuSummary{}, nccl::summary());
+      identity, cpu, traintime::core::GpuSummary{}, nccl::summary());
   uint64_t rs_calls = 0;
   uint64_t rs_bytes = 0;
   for (const auto& row : f.comm) {

@@ -11,6 +11,8 @@
  *   uint64_t r = tt_range_start("prefetch");   // a range that may end on another thread
  *   tt_range_end(r);
  *   tt_step(samples, tokens);      // the end of one training step (counts samples and tokens)
+ *   tt_set_flops(per_step, per_token);        // the model's FLOPs: TFLOP/s and MFU
+ *   n = tt_metrics(out, capacity);            // live metrics ("traintime/step_ms", ...)
  *
  *   C++:  { TT_SCOPE("forward"); ... }   // RAII region; the name is registered once per site
  *
@@ -40,6 +42,7 @@
 #ifndef TRAINTIME_TRAINTIME_H
 #define TRAINTIME_TRAINTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -59,6 +62,12 @@ typedef enum tt_category {
 /* Category value meaning "derive it from the name rules". */
 #define TT_CATEGORY_AUTO (-1)
 
+/* One live metric: a name that lives as long as the process ("traintime/step_ms") and a value. */
+typedef struct tt_metric {
+  const char* name;
+  double value;
+} tt_metric;
+
 /*
  * The function table libtraintime.so hands out. Append-only: new members go at the end and
  * callers check `size` before using them.
@@ -76,7 +85,18 @@ typedef struct tt_api_v1 {
   uint64_t (*range_start)(const char* name);
   void (*range_end)(uint64_t id);
   void (*step)(uint64_t samples, uint64_t tokens);
+  /* --- Appended in 0.2 (check `size` first: TT_API_HAS) ------------------------------------ */
+  /* tt_range_start with an explicit category. */
+  uint64_t (*range_start_category)(int category, const char* name);
+  /* The model's FLOPs: per step, or per token (times each step's tokens); 0 leaves one unset. */
+  void (*set_flops)(double flops_per_step, double flops_per_token);
+  /* Live metrics (docs/metrics.md): fills up to `capacity` entries, returns how many exist. */
+  uint32_t (*metrics)(tt_metric* out, uint32_t capacity);
 } tt_api_v1;
+
+/* Whether the table `api` points at has `member` (libraries older than this header lack it). */
+#define TT_API_HAS(api, member) \
+  ((api)->size >= offsetof(tt_api_v1, member) + sizeof(((tt_api_v1*)0)->member))
 
 /* Exported by libtraintime.so; returns NULL when the profiler is disabled. */
 typedef const tt_api_v1* (*tt_get_api_v1_fn)(void);
@@ -104,6 +124,20 @@ static inline void tt_range_end(uint64_t id) { (void)id; }
 static inline void tt_step(uint64_t samples, uint64_t tokens) {
   (void)samples;
   (void)tokens;
+}
+static inline uint64_t tt_range_start_category(tt_category category, const char* name) {
+  (void)category;
+  (void)name;
+  return 0;
+}
+static inline void tt_set_flops(double flops_per_step, double flops_per_token) {
+  (void)flops_per_step;
+  (void)flops_per_token;
+}
+static inline uint32_t tt_metrics(tt_metric* out, uint32_t capacity) {
+  (void)out;
+  (void)capacity;
+  return 0;
 }
 #ifdef __cplusplus
 } /* extern "C" */
@@ -153,6 +187,34 @@ static inline void tt_range_end(uint64_t id) {
 static inline void tt_step(uint64_t samples, uint64_t tokens) {
   const tt_api_v1* api = tt_detail_api();
   if (api) api->step(samples, tokens);
+}
+
+/* tt_range_start with an explicit category (overrides the name rules). */
+static inline uint64_t tt_range_start_category(tt_category category, const char* name) {
+  const tt_api_v1* api = tt_detail_api();
+  return api && TT_API_HAS(api, range_start_category) ? api->range_start_category((int)category, name)
+                                                      : 0;
+}
+
+/*
+ * The model's FLOPs, for achieved TFLOP/s and MFU: per training step (all micro-batches of this
+ * rank), or per token (multiplied by the tokens each tt_step reports). Pass 0 for the one you do
+ * not give. Call it once, any time; a later call replaces the figures.
+ */
+static inline void tt_set_flops(double flops_per_step, double flops_per_token) {
+  const tt_api_v1* api = tt_detail_api();
+  if (api && TT_API_HAS(api, set_flops)) api->set_flops(flops_per_step, flops_per_token);
+}
+
+/*
+ * Live metrics of the latest completed steps, as (name, value) pairs — names in docs/metrics.md.
+ * Fills at most `capacity` entries of `out` and returns how many there are (call with 64 and you
+ * get them all; 0 when not profiled). No GPU synchronisation: GPU figures trail by a few steps
+ * and say which step they belong to ("traintime/gpu_step").
+ */
+static inline uint32_t tt_metrics(tt_metric* out, uint32_t capacity) {
+  const tt_api_v1* api = tt_detail_api();
+  return api && TT_API_HAS(api, metrics) ? api->metrics(out, capacity) : 0;
 }
 
 #ifdef __cplusplus

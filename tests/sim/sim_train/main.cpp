@@ -51,6 +51,9 @@ struct Options {
   bool workers_record = false;  // --workers-record: each child opens a region of its own
   std::string profiler_client;                // --profiler-client: the library to load
   std::vector<std::string> profiler_windows;  // --profiler-window START:STOP
+  std::string metrics_log;   // --metrics-log: tt_metrics() after every step, as JSON lines
+  double flops_per_step = 0;  // --flops-per-step: tt_set_flops
+  uint32_t step_sleep_us = 0;  // --step-sleep-us: real time per step (the CPU loop's pace)
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -170,8 +173,10 @@ class Trainer {
       backward();
       optimizer();
       io_out();
+      if (opt_.step_sleep_us) std::this_thread::sleep_for(std::chrono::microseconds(opt_.step_sleep_us));
       if (opt_.nvtx) regions_.pop();
       else tt_step(kSamplesPerStep, kTokensPerStep);
+      if (!opt_.metrics_log.empty()) log_metrics(s);
       for (ProfilerWindow& w : windows_)
         if (w.stop == s + 1) profiler_stop(&w);
       if (opt_.sigterm_after_step && s + 1 == opt_.sigterm_after_step) std::raise(SIGTERM);
@@ -193,6 +198,16 @@ class Trainer {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
 
+  // tt_metrics() as the training loop sees it right after step `s` ended: one JSON object.
+  void log_metrics(uint64_t s) {
+    tt_metric m[64];
+    const uint32_t n = tt_metrics(m, 64);
+    nlohmann::json line = {{"after_step", s}, {"count", n}};
+    for (uint32_t i = 0; i < n && i < 64; ++i) line["metrics"][m[i].name] = m[i].value;
+    metrics_lines_.push_back(line.dump());
+  }
+  const std::vector<std::string>& metrics_lines() const { return metrics_lines_; }
+
   void teardown() {
     check(ncclCommDestroy(comm_), "ncclCommDestroy");
     if (graph_exec_) check(cudaGraphExecDestroy(graph_exec_), "cudaGraphExecDestroy");
@@ -211,7 +226,8 @@ class Trainer {
     in.steps = opt_.steps;
     in.comm_calls = comm_calls_;
     in.options = {{"steps", opt_.steps}, {"layers", opt_.layers}, {"graphs", opt_.graphs}, {"nvtx", opt_.nvtx},
-                  {"stray_work", opt_.stray_work}};
+                  {"stray_work", opt_.stray_work}, {"samples_per_step", kSamplesPerStep},
+                  {"tokens_per_step", kTokensPerStep}};
     in.profiler_windows = nlohmann::json::array();
     const size_t n = simgpuTimelineCount();
     for (size_t i = 0; i < n; ++i) {
@@ -503,6 +519,7 @@ class Trainer {
   int (*profiler_stop_)(uint64_t*, uint64_t*, uint64_t*, uint64_t*) = nullptr;
   std::string backward_path_;
   std::vector<CommCall> comm_calls_;
+  std::vector<std::string> metrics_lines_;
   std::thread worker_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -546,6 +563,12 @@ int main(int argc, char** argv) {
                  "library of the in-process profiler client (SIMULATED torch.profiler, simgpu)");
   app.add_option("--profiler-window", opt.profiler_windows,
                  "START:STOP: the profiler client runs from before step START to after step STOP-1 (repeatable)");
+  app.add_option("--metrics-log", opt.metrics_log,
+                 "after every step write tt_metrics() to FILE as a JSON line (%r becomes the rank)");
+  app.add_option("--flops-per-step", opt.flops_per_step, "the model's FLOPs per step, given with tt_set_flops")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--step-sleep-us", opt.step_sleep_us, "sleep this long (real time) in every step")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--truth", opt.truth, "write the exact expected per-rank result to FILE (%r becomes the rank)");
   CLI11_PARSE(app, argc, argv);
 
@@ -558,11 +581,18 @@ int main(int argc, char** argv) {
     tt_push("startup");  // no GPU work inside: the truth has no row for it
     tt_pop();
   }
+  if (opt.flops_per_step > 0) tt_set_flops(opt.flops_per_step, 0);
   Trainer trainer(opt, rank, world);
   trainer.setup();
   trainer.run();
   trainer.teardown();
 
+  if (!opt.metrics_log.empty()) {
+    const std::string path = expand_rank(opt.metrics_log, rank);
+    std::ofstream f(path);
+    for (const std::string& line : trainer.metrics_lines()) f << line << '\n';
+    if (!f) die("cannot write " + path);
+  }
   if (!opt.truth.empty()) {
     const std::string path = expand_rank(opt.truth, rank);
     std::ofstream f(path);

@@ -52,6 +52,7 @@ nlohmann::json compute_truth(const TruthInput& in) {
   CatTotals cats[kCatCount];
   uint64_t busy = 0, compute = 0, comm = 0, overlapped = 0, exposed = 0, io = 0, idle = 0;
 
+  json steps_detail = json::array();  // per step, for the live metrics (steps.by_step)
   for (const auto& [step, acts] : by_step) {
     Intervals all, comp, com, inout, per_cat[kCatCount];
     uint64_t first = UINT64_MAX, last = 0;
@@ -68,18 +69,28 @@ nlohmann::json compute_truth(const TruthInput& in) {
       t.sum += a->end - a->start;
       t.count += 1;
     }
-    for (int c = 0; c < kCatCount; ++c) cats[c].busy += union_ns(per_cat[c]);
+    json step_cats = json::object();
+    for (int c = 0; c < kCatCount; ++c) {
+      const uint64_t u = union_ns(per_cat[c]);
+      cats[c].busy += u;
+      step_cats[cat_name(static_cast<Cat>(c))] = u;
+    }
     const uint64_t u_all = union_ns(all), u_comp = union_ns(comp), u_comm = union_ns(com);
     Intervals comm_or_comp = comp;
     comm_or_comp.insert(comm_or_comp.end(), com.begin(), com.end());
     const uint64_t both = u_comp + u_comm - union_ns(comm_or_comp);  // |comm ∩ compute|
+    const uint64_t u_io = union_ns(inout);
     busy += u_all;
     compute += u_comp;
     comm += u_comm;
     overlapped += both;
     exposed += u_comm - both;
-    io += union_ns(inout);
+    io += u_io;
     idle += (last - first) - u_all;
+    steps_detail.push_back({{"index", step}, {"span_ns", last - first}, {"gpu_busy_ns", u_all},
+                            {"compute_ns", u_comp}, {"comm_ns", u_comm},
+                            {"exposed_comm_ns", u_comm - both}, {"io_ns", u_io},
+                            {"idle_ns", (last - first) - u_all}, {"busy_ns_by_category", step_cats}});
   }
 
   json out;
@@ -97,7 +108,8 @@ nlohmann::json compute_truth(const TruthInput& in) {
                   {"partial_final_step", by_step.count(in.steps) > 0},
                   {"totals", {{"gpu_busy_ns", busy}, {"compute_ns", compute}, {"comm_ns", comm},
                               {"comm_overlapped_ns", overlapped}, {"exposed_comm_ns", exposed},
-                              {"io_ns", io}, {"idle_ns", idle}}}};
+                              {"io_ns", io}, {"idle_ns", idle}}},
+                  {"by_step", std::move(steps_detail)}};
 
   // comm rows per (op, comm_size): calls and bytes from the calls, gpu_ns from the work.
   struct Row { uint64_t calls = 0, bytes = 0, gpu_ns = 0; };

@@ -116,7 +116,9 @@ CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
 CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  std::snprintf(name, static_cast<size_t>(len), "simgpu (SIMULATED GPU)");
+  // SIMGPU_DEVICE_NAME: the name a real GPU would report (MFU's peak table is keyed by it).
+  const char* given = std::getenv("SIMGPU_DEVICE_NAME");
+  std::snprintf(name, static_cast<size_t>(len), "%s", given && *given ? given : "simgpu (SIMULATED GPU)");
   return CUDA_SUCCESS;
 }
 

@@ -33,6 +33,11 @@ struct Config {
   uint32_t buffer_mb = 2;                      // TRAINTIME_BUFFER_MB: CUPTI activity buffer size
   uint32_t buffer_count = 64;                  // TRAINTIME_BUFFER_COUNT: max buffers in the pool
   std::string record_fixture;                  // TRAINTIME_RECORD_FIXTURE: directory (empty = off)
+  uint32_t print_every = 0;                    // TRAINTIME_PRINT_EVERY: rank 0's console line
+  std::string prometheus_file;                 // TRAINTIME_PROMETHEUS_FILE (empty = off)
+  double flops_per_token = 0;                  // TRAINTIME_FLOPS_PER_TOKEN (0 = not given)
+  double peak_tflops = 0;                      // TRAINTIME_PEAK_TFLOPS (0 = from the table)
+  std::string dtype = "bf16";                  // TRAINTIME_DTYPE: peak column (peak_flops.h)
 };
 
 // TRAINTIME_LOG_LEVEL spellings, most verbose first; the index is the level's rank.

@@ -7,6 +7,7 @@
 // lock if another thread writes the rank file). No globals; no CUDA.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/interval_union.h"
+#include "traintime/core/live_metrics.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/summaries.h"
 
@@ -67,6 +69,18 @@ class GpuAggregator {
   // far: activities with step >= it form the partial step. capture/capture_reason are left to
   // the adapter.
   GpuSummary summary(uint64_t steps_completed) const;
+
+  // Live metrics (live_metrics.h): the figures of one step from what has been ingested so far,
+  // open or already folded, without changing anything the summary reports. False when nothing
+  // of the step can be told (it folded while TRAINTIME_STEP_DETAIL=0). Costs a sort and an
+  // interval union of that step's records.
+  bool step_figures(uint64_t step, GpuStepFigures* out);
+  // The live metrics have published every step < `below`: records of those steps that arrive
+  // from now on are counted by records_after_publish().
+  void set_published_below(uint64_t below) { published_below_ = std::max(published_below_, below); }
+  uint64_t records_after_publish() const { return after_publish_; }
+  // The device of the first activity ingested; -1 before one.
+  int first_device() const { return first_device_; }
 
   // TRAINTIME_TRACE=1 dump ("traintime-trace/1", docs/attribution.md "Trace dump").
   nlohmann::json trace_json(const std::function<std::string(PathId)>& path_name) const;
@@ -266,6 +280,12 @@ class GpuAggregator {
   StepBuf* last_buf_ = nullptr;
   Accum acc_;
   Scratch scratch_;
+
+  int first_device_ = -1;
+  uint64_t published_below_ = 0;  // live metrics: steps below this were published
+  uint64_t after_publish_ = 0;
+  std::vector<OpenRec> peek_recs_;  // step_figures(): a copy of the step's records
+  Scratch peek_scratch_;
 
   std::vector<TraceEvent> trace_;
   uint64_t trace_dropped_ = 0;

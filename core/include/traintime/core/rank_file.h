@@ -79,6 +79,12 @@ struct Steps {
   uint64_t tokens = 0;
   double samples_per_s = 0;  // over the steps after warm-up
   double tokens_per_s = 0;
+  // Model FLOPs (when the user gave them: tt_set_flops, TRAINTIME_FLOPS_PER_TOKEN), over the
+  // steps after warm-up: FLOPs per step, achieved TFLOP/s, and MFU against device.peak_tflops.
+  // 0 = unknown (omitted from the file).
+  double flops_per_step = 0;
+  double tflops = 0;
+  double mfu = 0;
   StepTotals totals;      // summed over every step, warm-up included
   bool partial_final_step = false;  // GPU work launched after the last tt_step
   // Per-step detail for a bounded number of steps (index = step number).
@@ -169,6 +175,11 @@ struct RankFile : RankIdentity {
   std::string schema = kSchema;
   std::string gpu_capture = "none";  // "cupti", "unavailable", "none"
   std::string gpu_capture_reason;
+  // The rank's GPU (the device of its first record) and its peak TFLOP/s for MFU, with where the
+  // peak came from ("table: H100 SXM, bf16", "TRAINTIME_PEAK_TFLOPS"). Omitted when all empty.
+  std::string device_name;
+  double peak_tflops = 0;
+  std::string peak_source;
   // False when the file was written while CUPTI still held records it had not delivered (a
   // snapshot, or a terminating signal, which never waits for CUPTI): the GPU figures of the
   // most recent steps may then be missing some work.

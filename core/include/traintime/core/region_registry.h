@@ -186,7 +186,8 @@ class RegionRegistry {
   // Cross-thread ranges (tt_range_start/end, NVTX start/end): a top-level path named after the
   // range. Lock-free: ranges live in a fixed ring; a range still open when its slot is reused
   // kRangeSlots starts later ends as "unknown". Returns 0 when the name cannot be registered.
-  uint64_t range_start(ThreadState* ts, const char* name, uint64_t now_ns);
+  uint64_t range_start(ThreadState* ts, const char* name, uint64_t now_ns,
+                       int category = kCategoryAuto);
   uint64_t range_start_id(ThreadState* ts, NameId name, uint64_t now_ns);
   void range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns);
 

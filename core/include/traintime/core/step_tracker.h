@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "traintime/core/live_metrics.h"
 #include "traintime/core/rank_file.h"
 
 namespace traintime::core {
@@ -36,6 +37,16 @@ class StepTracker {
 
   uint64_t warmup() const { return warmup_; }
 
+  // For live metrics: cumulative counters (every step) and the last step's figures. One short
+  // lock, no allocation.
+  struct Live {
+    StepCounters totals;
+    uint64_t last_wall_ns = 0;
+    uint64_t last_samples = 0;
+    uint64_t last_tokens = 0;
+  };
+  Live live() const;
+
   // Wall times kept for percentiles: exact up to this many post-warm-up steps, a uniform
   // sample of them beyond (mean and max stay exact), so memory stays bounded on long runs.
   static constexpr std::size_t kMaxWallSamples = std::size_t{1} << 20;
@@ -47,6 +58,7 @@ class StepTracker {
   mutable std::mutex mu_;
   const uint64_t warmup_;
   uint64_t last_ns_ = 0;
+  Live live_;
   uint64_t samples_ = 0;  // all steps
   uint64_t tokens_ = 0;
   uint64_t measured_ = 0;  // post-warm-up steps

@@ -35,8 +35,17 @@ struct CommGpuTime {
   std::array<uint64_t, kSizeBuckets> bucket_captured_bytes{};
 };
 
+// What the user told about the model, for TFLOP/s and MFU.
+struct ModelFlops {
+  double flops_per_step = 0;
+  double flops_per_token = 0;
+  double peak_tflops = 0;     // TRAINTIME_PEAK_TFLOPS (0: from the table)
+  std::string dtype = "bf16";  // TRAINTIME_DTYPE
+};
+
 struct Identity : RankIdentity {
   std::vector<std::string> warnings;  // configuration warnings, first in the file
+  ModelFlops model;
 };
 
 struct CpuSummary {
@@ -57,6 +66,7 @@ struct CpuSummary {
 struct GpuSummary {
   std::string capture = "none";  // rank file gpu_capture: "cupti", "unavailable", "none"
   std::string capture_reason;
+  std::string device_name;       // CUDA name of the device of the first record ("" unknown)
   bool records_complete = true;  // rank file gpu_records_complete
   std::array<CategoryTotals, kCategoryCount> categories{};  // by Category
   struct Region : RegionGpu {

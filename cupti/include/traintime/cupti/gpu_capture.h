@@ -26,6 +26,7 @@
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/config.h"
+#include "traintime/core/live_metrics.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
@@ -72,6 +73,16 @@ core::GpuSummary summary(bool snapshot);
 // Exit or terminating signal: forced flush, everything delivered ingested, capture stopped.
 // Idempotent; never runs in a fork child.
 void shutdown(const char* reason);
+
+// Live metrics: from now on the processing thread publishes the GPU figures of each step whose
+// records have all arrived, and keeps activity buffers small enough for that to happen within a
+// few steps. Idempotent; cheap.
+void enable_live_metrics() noexcept;
+// The latest published step's figures (false when none yet) and the records that arrived for
+// steps already published. A short leaf lock; never waits on CUPTI.
+bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
+// The CUDA name of the device the first record ran on ("" until one arrived).
+std::string device_name();
 
 // TRAINTIME_TRACE=1 timeline ("traintime-trace/1", docs/attribution.md "Trace dump"); null when
 // no capture ran.

@@ -1,0 +1,214 @@
+#include "traintime/core/live_metrics.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace traintime::core {
+namespace {
+
+struct Help {
+  const char* name;
+  const char* help;
+};
+
+// Every name live_metrics() can produce, in its order (docs/metrics.md lists the same).
+constexpr Help kHelp[] = {
+    {"traintime/step", "index (0-based) of the last completed step: the CPU figures' step"},
+    {"traintime/step_ms", "wall time of that step in ms"},
+    {"traintime/samples_per_s", "samples of that step per second of its wall time"},
+    {"traintime/tokens_per_s", "tokens of that step per second of its wall time"},
+    {"traintime/tflops", "achieved model TFLOP/s of that step on this rank"},
+    {"traintime/mfu", "model FLOPs utilisation: tflops / the GPU's peak (0 to 1)"},
+    {"traintime/gpu_step", "index of the step the gpu_* figures belong to"},
+    {"traintime/gpu_lag_steps", "step - gpu_step: how far the GPU figures trail"},
+    {"traintime/gpu_span_ms", "GPU span of gpu_step: first start to last end of its work, per device"},
+    {"traintime/gpu_busy_ms", "GPU busy time of gpu_step (union of all its work)"},
+    {"traintime/gpu_compute_ms", "GPU compute time of gpu_step (forward, backward, optimizer, other)"},
+    {"traintime/gpu_comm_ms", "GPU communication time of gpu_step"},
+    {"traintime/gpu_exposed_comm_ms", "communication of gpu_step not hidden behind compute"},
+    {"traintime/gpu_io_ms", "GPU copy and memset time of gpu_step in io regions"},
+    {"traintime/gpu_idle_ms", "GPU idle time inside the span of gpu_step"},
+    {"traintime/gpu_compute_pct", "gpu_compute_ms as % of gpu_span_ms"},
+    {"traintime/gpu_exposed_comm_pct", "gpu_exposed_comm_ms as % of gpu_span_ms"},
+    {"traintime/gpu_io_pct", "gpu_io_ms as % of gpu_span_ms"},
+    {"traintime/gpu_idle_pct", "gpu_idle_ms as % of gpu_span_ms"},
+    {"traintime/gpu_forward_ms", "GPU busy time of gpu_step in the forward category"},
+    {"traintime/gpu_backward_ms", "GPU busy time of gpu_step in the backward category"},
+    {"traintime/gpu_optimizer_ms", "GPU busy time of gpu_step in the optimizer category"},
+    {"traintime/gpu_other_ms", "GPU busy time of gpu_step in the other category"},
+    {"traintime/gpu_unattributed_ms", "GPU busy time of gpu_step launched with no region open"},
+    {"traintime/gpu_late_records", "GPU records that arrived after their step's figures were published"},
+};
+
+constexpr const char* kCategoryMetric[kCategoryCount] = {
+    "traintime/gpu_forward_ms", "traintime/gpu_backward_ms", "traintime/gpu_optimizer_ms",
+    nullptr /* comm: gpu_comm_ms */, nullptr /* io: gpu_io_ms */, "traintime/gpu_other_ms",
+    "traintime/gpu_unattributed_ms"};
+
+class Sink {
+ public:
+  Sink(LiveMetric* out, std::size_t capacity) : out_(out), cap_(capacity) {}
+  void add(const char* name, double value) {
+    if (n_ < cap_) out_[n_] = LiveMetric{name, value};
+    ++n_;
+  }
+  std::size_t count() const { return n_; }
+
+ private:
+  LiveMetric* out_;
+  std::size_t cap_;
+  std::size_t n_ = 0;
+};
+
+double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+}  // namespace
+
+double model_flops(double flops_per_step, double flops_per_token, uint64_t steps, uint64_t tokens) {
+  if (flops_per_step > 0) return flops_per_step * static_cast<double>(steps);
+  if (flops_per_token > 0) return flops_per_token * static_cast<double>(tokens);
+  return 0;
+}
+
+std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capacity) {
+  Sink s(out, capacity);
+  if (in.totals.steps > 0) {
+    const double secs = static_cast<double>(in.last_wall_ns) / 1e9;
+    s.add("traintime/step", static_cast<double>(in.totals.steps - 1));
+    s.add("traintime/step_ms", ms(in.last_wall_ns));
+    s.add("traintime/samples_per_s", secs > 0 ? static_cast<double>(in.last_samples) / secs : 0);
+    s.add("traintime/tokens_per_s", secs > 0 ? static_cast<double>(in.last_tokens) / secs : 0);
+    const double flops = model_flops(in.flops_per_step, in.flops_per_token, 1, in.last_tokens);
+    if (flops > 0 && secs > 0) {
+      const double tflops = flops / secs / 1e12;
+      s.add("traintime/tflops", tflops);
+      if (in.peak_tflops > 0) s.add("traintime/mfu", tflops / in.peak_tflops);
+    }
+  }
+  if (in.gpu_valid) {
+    const GpuStepFigures& g = in.gpu;
+    s.add("traintime/gpu_step", static_cast<double>(g.step));
+    if (in.totals.steps > 0 && in.totals.steps - 1 >= g.step)
+      s.add("traintime/gpu_lag_steps", static_cast<double>(in.totals.steps - 1 - g.step));
+    s.add("traintime/gpu_span_ms", ms(g.span_ns));
+    s.add("traintime/gpu_busy_ms", ms(g.busy_ns));
+    s.add("traintime/gpu_compute_ms", ms(g.compute_ns));
+    s.add("traintime/gpu_comm_ms", ms(g.comm_ns));
+    s.add("traintime/gpu_exposed_comm_ms", ms(g.exposed_comm_ns));
+    s.add("traintime/gpu_io_ms", ms(g.io_ns));
+    s.add("traintime/gpu_idle_ms", ms(g.idle_ns));
+    s.add("traintime/gpu_compute_pct", pct(g.compute_ns, g.span_ns));
+    s.add("traintime/gpu_exposed_comm_pct", pct(g.exposed_comm_ns, g.span_ns));
+    s.add("traintime/gpu_io_pct", pct(g.io_ns, g.span_ns));
+    s.add("traintime/gpu_idle_pct", pct(g.idle_ns, g.span_ns));
+    for (std::size_t c = 0; c < kCategoryCount; ++c)
+      if (kCategoryMetric[c]) s.add(kCategoryMetric[c], ms(g.category_busy_ns[c]));
+    s.add("traintime/gpu_late_records", static_cast<double>(in.gpu_late_records));
+  }
+  return s.count();
+}
+
+const char* live_metric_help(const char* name) {
+  for (const Help& h : kHelp)
+    if (std::strcmp(h.name, name) == 0) return h.help;
+  return "";
+}
+
+std::string console_line(const StepCounters& interval, const LiveInput& now) {
+  char buf[512];
+  int n = std::snprintf(buf, sizeof buf, "step %" PRIu64,
+                        now.totals.steps ? now.totals.steps - 1 : 0);
+  auto append = [&](const char* fmt, auto... args) {
+    if (n >= 0 && static_cast<std::size_t>(n) < sizeof buf)
+      n += std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), fmt, args...);
+  };
+  const double secs = static_cast<double>(interval.wall_ns) / 1e9;
+  if (interval.steps > 0) {
+    append(" | %.1f ms/step", ms(interval.wall_ns) / static_cast<double>(interval.steps));
+    if (secs > 0 && interval.samples > 0)
+      append(" | %.1f samples/s", static_cast<double>(interval.samples) / secs);
+    if (secs > 0 && interval.tokens > 0)
+      append(" | %.0f tokens/s", static_cast<double>(interval.tokens) / secs);
+    const double flops =
+        model_flops(now.flops_per_step, now.flops_per_token, interval.steps, interval.tokens);
+    if (flops > 0 && secs > 0) {
+      const double tflops = flops / secs / 1e12;
+      append(" | %.1f TFLOP/s", tflops);
+      if (now.peak_tflops > 0) append(" (MFU %.1f%%)", 100.0 * tflops / now.peak_tflops);
+    }
+  }
+  if (now.gpu_valid) {
+    const GpuStepFigures& g = now.gpu;
+    append(" | GPU step %" PRIu64 ": compute %.1f%%, exposed comm %.1f%%, io %.1f%%, idle %.1f%%",
+           g.step, pct(g.compute_ns, g.span_ns), pct(g.exposed_comm_ns, g.span_ns),
+           pct(g.io_ns, g.span_ns), pct(g.idle_ns, g.span_ns));
+  } else {
+    append(" | GPU: no step published yet");
+  }
+  return std::string(buf, n > 0 && static_cast<std::size_t>(n) < sizeof buf
+                              ? static_cast<std::size_t>(n)
+                              : sizeof buf - 1);
+}
+
+namespace {
+
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string prom_name(const char* name) {
+  std::string out;
+  for (const char* p = name; *p; ++p) {
+    const char c = *p;
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string prometheus_text(const LiveMetric* metrics, std::size_t n, const StepCounters& totals,
+                            const PrometheusLabels& labels) {
+  const std::string lbl = "{job=\"" + escape_label(labels.job) + "\",rank=\"" +
+                          std::to_string(labels.rank) + "\",host=\"" + escape_label(labels.host) +
+                          "\"}";
+  std::string out;
+  auto one = [&](const std::string& name, const char* type, const char* help, double v) {
+    out += "# HELP " + name + " " + help + "\n";
+    out += "# TYPE " + name + " " + type + "\n";
+    out += name + lbl + " " + number(v) + "\n";
+  };
+  one("traintime_steps_total", "counter", "training steps completed", static_cast<double>(totals.steps));
+  one("traintime_step_seconds_total", "counter", "wall time of all completed steps in seconds",
+      static_cast<double>(totals.wall_ns) / 1e9);
+  one("traintime_samples_total", "counter", "samples of all completed steps",
+      static_cast<double>(totals.samples));
+  one("traintime_tokens_total", "counter", "tokens of all completed steps",
+      static_cast<double>(totals.tokens));
+  for (std::size_t i = 0; i < n; ++i)
+    one(prom_name(metrics[i].name), "gauge", live_metric_help(metrics[i].name), metrics[i].value);
+  return out;
+}
+
+}  // namespace traintime::core

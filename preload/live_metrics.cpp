@@ -1,0 +1,157 @@
+// Live metrics (docs/metrics.md): tt_set_flops and tt_metrics, rank 0's console line
+// (TRAINTIME_PRINT_EVERY) and the Prometheus file (TRAINTIME_PROMETHEUS_FILE). The figures come
+// from the step tracker (CPU side, exact at once) and from the GPU figures the CUPTI adapter
+// publishes once a step's records have all arrived (cupti::live_step); core/live_metrics.h
+// computes and formats them. Nothing here waits on the GPU or on CUPTI.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "session.h"
+#include "traintime/core/live_metrics.h"
+#include "traintime/core/peak_flops.h"
+#include "traintime/core/rank_file_json.h"
+#include "traintime/cupti/gpu_capture.h"
+#include "traintime/support/log.h"
+
+namespace traintime::preload {
+namespace {
+
+// The peak depends on the device name, known once the first GPU record arrived: resolved until
+// then, cached after.
+double peak_tflops(Session& s) {
+  Live& live = s.live;
+  if (live.peak_resolved.load(std::memory_order_acquire))
+    return live.peak.load(std::memory_order_relaxed);
+  const std::string device = cupti::device_name();
+  const core::Peak p =
+      core::resolve_peak(s.identity.config.peak_tflops, device, s.identity.config.dtype);
+  live.peak.store(p.tflops, std::memory_order_relaxed);
+  if (p.tflops > 0 || !device.empty()) live.peak_resolved.store(true, std::memory_order_release);
+  return p.tflops;
+}
+
+core::LiveInput gather(Session& s) {
+  core::LiveInput in;
+  if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire)) {
+    const core::StepTracker::Live l = r->steps().live();
+    in.totals = l.totals;
+    in.last_wall_ns = l.last_wall_ns;
+    in.last_samples = l.last_samples;
+    in.last_tokens = l.last_tokens;
+  }
+  in.gpu_valid = cupti::live_step(&in.gpu, &in.gpu_late_records);
+  in.flops_per_step = s.live.flops_per_step.load(std::memory_order_relaxed);
+  in.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
+  in.peak_tflops = peak_tflops(s);
+  return in;
+}
+
+// The Prometheus file for this process: '%r' becomes the rank (zero-padded like rank files).
+std::string prometheus_path(Session& s) {
+  std::string path = s.identity.config.prometheus_file;
+  const std::size_t at = path.find("%r");
+  if (at != std::string::npos) {
+    int64_t rank = 0, world = 1;
+    effective_rank(s, &rank, &world);
+    char text[32];
+    std::snprintf(text, sizeof text, "%05" PRId64, rank);
+    path.replace(at, 2, text);
+  }
+  return path;
+}
+
+}  // namespace
+
+void enable_live_outputs(Session& s) {
+  const core::Config& c = s.identity.config;
+  if (c.print_every > 0 || !c.prometheus_file.empty()) cupti::enable_live_metrics();
+}
+
+void set_flops(double flops_per_step, double flops_per_token) noexcept {
+  Session* s = session();
+  if (!s) return;
+  // NaN, infinities and negatives mean "not given".
+  auto clean = [](double v) { return v > 0 && v < 1e300 ? v : 0.0; };
+  s->live.flops_per_step.store(clean(flops_per_step), std::memory_order_relaxed);
+  s->live.flops_per_token.store(clean(flops_per_token), std::memory_order_relaxed);
+}
+
+uint32_t metrics(tt_metric* out, uint32_t capacity) noexcept {
+  Session* s = session();
+  if (!s) return 0;
+  const int saved = errno;
+  uint32_t n = 0;
+  try {
+    // The first call asks the adapter to publish GPU figures from now on.
+    if (!s->live.requested.exchange(true, std::memory_order_relaxed)) cupti::enable_live_metrics();
+    core::LiveMetric m[core::kMaxLiveMetrics];
+    const std::size_t total = core::live_metrics(gather(*s), m, core::kMaxLiveMetrics);
+    n = static_cast<uint32_t>(total);
+    for (uint32_t i = 0; out != nullptr && i < capacity && i < n; ++i) out[i] = {m[i].name, m[i].value};
+  } catch (...) {
+    n = 0;  // out of memory in the name lookup: no metrics this time
+  }
+  errno = saved;
+  return n;
+}
+
+void after_step() noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s) return;
+  const uint32_t every = s->identity.config.print_every;
+  if (every == 0 || s->identity.forked_child) return;
+  const core::RegionRegistry* r = s->recorder.registry.load(std::memory_order_acquire);
+  if (!r || r->steps().count() % every != 0) return;
+  int64_t rank = 0, world = 1;
+  effective_rank(*s, &rank, &world);
+  if (rank != 0) return;
+  const int saved = errno;
+  try {
+    const core::LiveInput now = gather(*s);
+    core::StepCounters interval;
+    {
+      std::lock_guard<std::mutex> lock(s->live.print_mu);
+      const core::StepCounters& then = s->live.printed;
+      if (now.totals.steps <= then.steps) {
+        errno = saved;
+        return;  // printed for this step already (two threads ending steps)
+      }
+      interval = {now.totals.steps - then.steps, now.totals.wall_ns - then.wall_ns,
+                  now.totals.samples - then.samples, now.totals.tokens - then.tokens};
+      s->live.printed = now.totals;
+    }
+    support::notice("{}", core::console_line(interval, now));
+  } catch (...) {
+  }
+  errno = saved;
+}
+
+void write_prometheus(Session& s) {
+  if (s.identity.config.prometheus_file.empty()) return;
+  try {
+    const core::LiveInput in = gather(s);
+    core::LiveMetric m[core::kMaxLiveMetrics];
+    const std::size_t n = std::min(core::live_metrics(in, m, core::kMaxLiveMetrics),
+                                   core::kMaxLiveMetrics);
+    core::PrometheusLabels labels;
+    labels.job = s.identity.job_id;
+    int64_t world = 1;
+    effective_rank(s, &labels.rank, &world);
+    char host[256] = {};
+    labels.host = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+    const std::string path = prometheus_path(s);
+    std::string error;
+    if (!core::write_text_file(path, core::prometheus_text(m, n, in.totals, labels), &error,
+                               core::WriteMode::kReplace))
+      support::warn_once("prometheus-file", "cannot write TRAINTIME_PROMETHEUS_FILE: {}", error);
+  } catch (...) {
+  }
+}
+
+}  // namespace traintime::preload

@@ -1,0 +1,187 @@
+"""Live metrics on the SIMULATED GPU (simgpu): tt_metrics() called by sim_train after every step,
+the Prometheus file and rank 0's console line, checked against sim_train's own truth.
+
+Every GPU figure here is simulated. What is checked:
+- each step's published GPU figures (traintime/gpu_*) equal the truth of that step (steps.by_step)
+  to the nanosecond, they appear while the run goes on (not only at exit), and they trail the
+  CPU's step by at least one step (the published step's records have all arrived: no late
+  records);
+- the CPU figures belong to the step that just ended; samples/s, TFLOP/s and MFU follow from
+  it; the rank file's TFLOP/s and MFU follow from its own step figures;
+- TRAINTIME_PRINT_EVERY=N prints a "traintime: step ..." line every N steps on rank 0 only, and
+  nothing of the kind without it;
+- TRAINTIME_PROMETHEUS_FILE parses with Debian's prometheus_client, one file per rank, labelled
+  with job, rank and host;
+- the MFU peak comes from the table by the device's CUDA name (SIMGPU_DEVICE_NAME), or from
+  TRAINTIME_PEAK_TFLOPS.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from testlib import Checks, clean_env, load_json
+
+STEPS = 60
+WORLD = 2
+FLOPS_PER_STEP = 2.5e9
+# Fields of the truth's steps.by_step[] and the metric that must equal each (ms).
+FIGURES = {"span_ns": "gpu_span_ms", "gpu_busy_ns": "gpu_busy_ms", "compute_ns": "gpu_compute_ms",
+           "comm_ns": "gpu_comm_ms", "exposed_comm_ns": "gpu_exposed_comm_ms", "io_ns": "gpu_io_ms",
+           "idle_ns": "gpu_idle_ms"}
+CATEGORIES = ("forward", "backward", "optimizer", "other", "unattributed")
+
+
+def sim_run(build: Path, work: Path, np: int, extra_env: dict[str, str], args: list[str]) -> subprocess.CompletedProcess:
+    sim = build / "sim"
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": str(build / "lib" / "libtraintime.so"),
+        "TRAINTIME_OUTPUT": str(work / "out"),
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        **extra_env,
+    })
+    cmd = [str(build / "bin" / "sim_train"), "--steps", str(STEPS), "--truth", str(work / "truth-%r.json"),
+           *args]
+    if np > 1:
+        mpi = ["mpirun", "-np", str(np), "--oversubscribe"]
+        for var in ["LD_LIBRARY_PATH", "LD_PRELOAD", *[k for k in env if k.startswith(("TRAINTIME_", "SIMGPU_"))]]:
+            mpi += ["-x", var]
+        cmd = mpi + cmd
+    p = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+def near(a: float, b: float, rel: float = 1e-9) -> bool:
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def check_lines(c: Checks, rank: int, lines: list[dict[str, Any]], truth: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """The per-step checks of one rank's metrics log; returns the GPU figures seen per step."""
+    by_step = {d["index"]: d for d in truth["steps"]["by_step"]}
+    published: dict[int, dict[str, float]] = {}
+    c.check(len(lines) == STEPS, f"rank {rank}: {len(lines)} metrics lines, expected {STEPS}")
+    for line in lines:
+        s, m = line["after_step"], line["metrics"]
+        where = f"rank {rank} after step {s}"
+        c.check(m.get("traintime/step") == s, f"{where}: traintime/step {m.get('traintime/step')}")
+        wall_s = m["traintime/step_ms"] / 1e3
+        c.check(wall_s > 0, f"{where}: step_ms {m['traintime/step_ms']}")
+        c.check(near(m["traintime/samples_per_s"], truth_samples(truth) / wall_s, 1e-6),
+                f"{where}: samples_per_s {m['traintime/samples_per_s']} for step_ms {m['traintime/step_ms']}")
+        tflops = FLOPS_PER_STEP / wall_s / 1e12
+        c.check(near(m.get("traintime/tflops", -1), tflops, 1e-6), f"{where}: tflops {m.get('traintime/tflops')} != {tflops}")
+        c.check(near(m.get("traintime/mfu", -1), tflops / 100.0, 1e-6), f"{where}: mfu {m.get('traintime/mfu')}")
+        if "traintime/gpu_step" not in m:
+            continue
+        k = int(m["traintime/gpu_step"])
+        # Never the figures of a step whose records may still come (how far they trail depends
+        # on the machine's pace: not checked here).
+        c.check(s - k >= 1, f"{where}: GPU figures of step {k} (lag {s - k}, expected at least 1)")
+        c.check(m["traintime/gpu_lag_steps"] == s - k, f"{where}: gpu_lag_steps {m['traintime/gpu_lag_steps']}")
+        c.check(m["traintime/gpu_late_records"] == 0, f"{where}: {m['traintime/gpu_late_records']} late records")
+        t = by_step.get(k)
+        if not c.check(t is not None, f"{where}: gpu_step {k} not in the truth"):
+            continue
+        for field, name in FIGURES.items():
+            c.check(abs(m[f"traintime/{name}"] * 1e6 - t[field]) < 0.5,
+                    f"{where}: {name} of step {k} = {m[f'traintime/{name}']} ms, truth {t[field]} ns")
+        for cat in CATEGORIES:
+            c.check(abs(m[f"traintime/gpu_{cat}_ms"] * 1e6 - t["busy_ns_by_category"][cat]) < 0.5,
+                    f"{where}: gpu_{cat}_ms of step {k} = {m[f'traintime/gpu_{cat}_ms']}, truth "
+                    f"{t['busy_ns_by_category'][cat]} ns")
+        c.check(near(m["traintime/gpu_compute_pct"], 100.0 * t["compute_ns"] / t["span_ns"], 1e-9),
+                f"{where}: gpu_compute_pct {m['traintime/gpu_compute_pct']}")
+        published[k] = m
+    return published
+
+
+def truth_samples(truth: dict[str, Any]) -> float:
+    return truth["options"]["samples_per_step"]
+
+
+def test_sim_live_metrics_match_truth_every_step(build_dir: Path, tmp_path: Path) -> None:
+    p = sim_run(build_dir, tmp_path, WORLD,
+                {"TRAINTIME_PRINT_EVERY": "10", "TRAINTIME_PROMETHEUS_FILE": str(tmp_path / "tt-%r.prom"),
+                 "TRAINTIME_PEAK_TFLOPS": "100", "SIMGPU_SLOWDOWN": "1:1.3"},
+                ["--metrics-log", str(tmp_path / "metrics-%r.jsonl"), "--flops-per-step", str(FLOPS_PER_STEP),
+                 "--step-sleep-us", "2000"])
+    c = Checks()
+    last: dict[int, dict[str, float]] = {}
+    for rank in range(WORLD):
+        truth = load_json(tmp_path / f"truth-{rank}.json")
+        lines = [json.loads(x) for x in (tmp_path / f"metrics-{rank}.jsonl").read_text().splitlines()]
+        published = check_lines(c, rank, lines, truth)
+        # Published while the run went on: the figures of many steps, not one at the end.
+        c.check(len(published) >= 5, f"rank {rank}: GPU figures published for {sorted(published)} only")
+        c.check(any(m["traintime/gpu_exposed_comm_ms"] > 0 for m in published.values()) or rank == 1,
+                f"rank {rank}: no exposed communication in any published step (rank 1 is slowed, "
+                f"so rank 0 waits in its AllReduces)")
+        doc = load_json(tmp_path / "out" / f"rank-{rank:05d}.json")
+        steps = doc["steps"]
+        measured_s = steps["wall_ns"]["total_ns"] / 1e9
+        c.check(near(steps.get("flops_per_step", -1), FLOPS_PER_STEP, 1e-9), f"rank {rank}: flops_per_step {steps.get('flops_per_step')}")
+        tflops = FLOPS_PER_STEP * steps["wall_ns"]["count"] / measured_s / 1e12
+        c.check(near(steps.get("tflops", -1), tflops, 1e-9), f"rank {rank}: rank-file tflops {steps.get('tflops')} != {tflops}")
+        c.check(near(steps.get("mfu", -1), tflops / 100.0, 1e-9), f"rank {rank}: rank-file mfu {steps.get('mfu')}")
+        device = doc.get("device", {})
+        c.check(device.get("name") == "simgpu (SIMULATED GPU)" and device.get("peak_tflops") == 100
+                and device.get("peak_source") == "TRAINTIME_PEAK_TFLOPS", f"rank {rank}: device {device}")
+        last[rank] = lines[-1]["metrics"]
+
+        # The Prometheus file, written at exit with the last figures.
+        text = (tmp_path / f"tt-{rank:05d}.prom").read_text()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        for name in ("traintime_step_ms", "traintime_gpu_exposed_comm_ms", "traintime_mfu"):
+            c.check(name in families and families[name].type == "gauge", f"rank {rank}: {name} missing or not a gauge")
+        c.check("traintime_steps" in families and families["traintime_steps"].type == "counter",
+                f"rank {rank}: no counter traintime_steps_total ({sorted(families)})")
+        for fam in families.values():
+            for sample in fam.samples:
+                c.check(sample.labels == {"job": doc["job_id"], "rank": str(rank), "host": socket.gethostname()},
+                        f"rank {rank}: {sample.name} labelled {sample.labels}")
+        steps_total = [s.value for s in families["traintime_steps"].samples if s.name == "traintime_steps_total"]
+        c.check(steps_total == [STEPS], f"rank {rank}: traintime_steps_total {steps_total}")
+        step_ms = [s.value for s in families["traintime_step_ms"].samples]
+        c.check(step_ms == [last[rank]["traintime/step_ms"]],
+                f"rank {rank}: traintime_step_ms {step_ms} != the last step's {last[rank]['traintime/step_ms']}")
+
+    # Rank 0 alone prints, every 10 steps.
+    console = [x for x in p.stderr.splitlines() if x.startswith("traintime: step ")]
+    c.check(len(console) == STEPS // 10, f"{len(console)} console lines, expected {STEPS // 10}:\n" + p.stderr)
+    for i, line in enumerate(console):
+        c.check(line.startswith(f"traintime: step {10 * (i + 1) - 1} | ") and " ms/step | " in line
+                and " samples/s | " in line and " TFLOP/s (MFU " in line,
+                f"console line {i}: {line!r}")
+    c.check(any("| GPU step " in line and "exposed comm" in line for line in console),
+            f"no console line with a GPU breakdown: {console}")
+    c.done()
+
+
+def test_sim_live_metrics_peak_from_the_table_and_quiet_by_default(build_dir: Path, tmp_path: Path) -> None:
+    # A GPU named as an H100 SXM reports itself (simulated); no output option is set.
+    p = sim_run(build_dir, tmp_path, 1, {"SIMGPU_DEVICE_NAME": "NVIDIA H100 80GB HBM3"},
+                ["--metrics-log", str(tmp_path / "metrics-%r.jsonl"), "--flops-per-step", str(FLOPS_PER_STEP),
+                 "--step-sleep-us", "2000"])
+    c = Checks()
+    doc = load_json(tmp_path / "out" / "rank-00000.json")
+    device = doc.get("device", {})
+    c.check(device == {"name": "NVIDIA H100 80GB HBM3", "peak_tflops": 989.5,
+                       "peak_source": "table: H100 SXM, bf16"}, f"device {device}")
+    c.check(near(doc["steps"].get("mfu", -1), doc["steps"]["tflops"] / 989.5, 1e-9), f"steps {doc['steps']}")
+    lines = [json.loads(x) for x in (tmp_path / "metrics-0.jsonl").read_text().splitlines()]
+    # MFU needs the device's name, known once its first record arrived: from then on in every line.
+    with_mfu = [x["after_step"] for x in lines if "traintime/mfu" in x["metrics"]]
+    c.check(with_mfu and with_mfu == list(range(with_mfu[0], STEPS)), f"steps with mfu: {with_mfu}")
+    m = lines[-1]["metrics"]
+    c.check(near(m.get("traintime/mfu", -1), m["traintime/tflops"] / 989.5, 1e-9), f"last metrics {m}")
+    # Unasked, the library prints only its one exit line.
+    own = [x for x in p.stderr.splitlines() if x.startswith("traintime:")]
+    c.check(len(own) == 1 and "rank files" in own[0], f"stderr lines of traintime: {own}")
+    c.done()
