@@ -14,6 +14,8 @@ cheap no-op, so annotated code runs unchanged anywhere.
     def next_batch(): ...
 
     traintime.step(samples=32, tokens=65536)    # the end of one training step
+    traintime.set_flops(per_token=6 * n_params) # the model's FLOPs: TFLOP/s and MFU
+    wandb.log(traintime.metrics())              # live metrics: {"traintime/step_ms": ..., ...}
 
 Categories: an explicit ``category`` ("forward", "backward", "optimizer", "comm", "io",
 "other") wins; otherwise the profiler derives it from the name (``forward``/``fwd``,
@@ -21,11 +23,17 @@ Categories: an explicit ``category`` ("forward", "backward", "optimizer", "comm"
 then from the enclosing region. A region named exactly ``step`` marks a step.
 """
 
+from __future__ import annotations
+
 import ctypes
 import functools
 import threading
+from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
-__all__ = ["region", "step", "enabled", "range_start", "range_end", "CATEGORIES"]
+__all__ = ["region", "step", "enabled", "range_start", "range_end", "set_flops", "metrics",
+           "log_to_tensorboard", "CATEGORIES"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: Category names in the order of the C enum tt_category (their index is the value).
 CATEGORIES = ("forward", "backward", "optimizer", "comm", "io", "other")
@@ -46,7 +54,17 @@ class _ApiV1(ctypes.Structure):
         ("range_start", ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_char_p)),
         ("range_end", ctypes.CFUNCTYPE(None, ctypes.c_uint64)),
         ("step", ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)),
+        # Appended later (older libraries lack them: check ``size``).
+        ("range_start_category", ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p)),
+        ("set_flops", ctypes.CFUNCTYPE(None, ctypes.c_double, ctypes.c_double)),
+        ("metrics", ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32)),
     ]
+
+
+class _Metric(ctypes.Structure):
+    """Mirror of ``tt_metric``."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_double)]
 
 
 def _load_api():
@@ -60,9 +78,18 @@ def _load_api():
     if not ptr:
         return None  # TRAINTIME_DISABLE=1
     api = ptr.contents
-    if api.version != 1 or api.size < ctypes.sizeof(_ApiV1):
+    if api.version != 1 or api.size < _BASE_SIZE:
         return None
     return api
+
+
+def _has(api: Any, member: str) -> bool:
+    field = getattr(_ApiV1, member)
+    return api is not None and api.size >= field.offset + field.size
+
+
+# The members every library has; later ones are checked one by one.
+_BASE_SIZE = _ApiV1.range_start_category.offset
 
 
 _api = _load_api()
@@ -73,17 +100,21 @@ _pop = _api.pop if _api else None
 _range_start = _api.range_start if _api else None
 _range_end = _api.range_end if _api else None
 _step = _api.step if _api else None
+_range_start_category = _api.range_start_category if _has(_api, "range_start_category") else None
+_set_flops = _api.set_flops if _has(_api, "set_flops") else None
+_metrics = _api.metrics if _has(_api, "metrics") else None
+_METRICS_CAPACITY = 128
 
 _ids = {}
 _ids_lock = threading.Lock()
 
 
-def enabled():
+def enabled() -> bool:
     """True when the profiler is preloaded and active in this process."""
     return _api is not None
 
 
-def _category_value(category):
+def _category_value(category: Union[str, int, None]) -> int:
     if category is None:
         return _CATEGORY_AUTO
     if isinstance(category, int) and 0 <= category < len(CATEGORIES):
@@ -95,7 +126,7 @@ def _category_value(category):
     )
 
 
-def _name_id(name, category):
+def _name_id(name: str, category: int) -> int:
     """Registers (name, category) once per process and returns its id (0 when disabled)."""
     key = (name, category)
     rid = _ids.get(key)
@@ -117,24 +148,24 @@ class region:
 
     __slots__ = ("name", "category", "_id")
 
-    def __init__(self, name, category=None):
+    def __init__(self, name: str, category: Union[str, int, None] = None) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("traintime: a region name must be a non-empty string")
         self.name = name
         self.category = category
         self._id = _name_id(name, _category_value(category)) if _api else 0
 
-    def __enter__(self):
+    def __enter__(self) -> "region":
         if self._id:
             _push_id(self._id)
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         if self._id:
             _pop()
         return False
 
-    def __call__(self, fn):
+    def __call__(self, fn: _F) -> _F:
         rid = self._id
 
         @functools.wraps(fn)
@@ -147,21 +178,69 @@ class region:
             finally:
                 _pop()
 
-        return wrapper
+        return wrapper  # type: ignore[return-value]
 
 
-def step(samples=0, tokens=0):
+def step(samples: int = 0, tokens: int = 0) -> None:
     """Marks the end of one training step that processed ``samples`` and ``tokens``."""
     if _api:
         _step(int(samples), int(tokens))
 
 
-def range_start(name):
+def range_start(name: str, category: Union[str, int, None] = None) -> int:
     """Starts a range that may end on another thread; returns its id (0 when disabled)."""
-    return int(_range_start(name.encode("utf-8"))) if _api else 0
+    if not _api:
+        return 0
+    if category is not None and _range_start_category:
+        return int(_range_start_category(_category_value(category), name.encode("utf-8")))
+    return int(_range_start(name.encode("utf-8")))
 
 
-def range_end(range_id):
+def range_end(range_id: int) -> None:
     """Ends a range returned by :func:`range_start`."""
     if _api:
         _range_end(int(range_id))
+
+
+def set_flops(per_step: float = 0.0, per_token: float = 0.0) -> None:
+    """The model's FLOPs, for achieved TFLOP/s and MFU (``traintime/tflops``, ``traintime/mfu``).
+
+    ``per_step``: FLOPs of one training step on this rank (all its micro-batches, forward and
+    backward); or ``per_token``: FLOPs per token (6 x parameters is the usual estimate for a
+    transformer's forward and backward), multiplied by each step's tokens. Call it once; a later
+    call replaces both figures. ``TRAINTIME_FLOPS_PER_TOKEN`` sets the per-token figure without
+    code.
+    """
+    if per_step < 0 or per_token < 0:
+        raise ValueError("traintime: FLOPs must be >= 0")
+    if _set_flops:
+        _set_flops(float(per_step), float(per_token))
+
+
+def metrics() -> Dict[str, float]:
+    """The live metrics of the latest completed steps as a flat ``{"traintime/...": value}``.
+
+    Cheap enough for every step: no GPU synchronisation, no file. CPU figures (``step_ms``,
+    ``samples_per_s``, ...) belong to step ``traintime/step``; GPU figures (``gpu_compute_ms``,
+    ``gpu_exposed_comm_ms``, ...) to ``traintime/gpu_step``, which trails it while CUPTI has not
+    delivered the newer records. Names and units: docs/metrics.md. Empty when not profiled.
+    """
+    if not _metrics:
+        return {}
+    buf = (_Metric * _METRICS_CAPACITY)()
+    n = min(int(_metrics(ctypes.addressof(buf), _METRICS_CAPACITY)), _METRICS_CAPACITY)
+    return {buf[i].name.decode("ascii"): float(buf[i].value) for i in range(n)}
+
+
+def log_to_tensorboard(writer: Any, step: Optional[int] = None,
+                       values: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+    """Writes :func:`metrics` (or ``values``) to a TensorBoard ``SummaryWriter`` as scalars.
+
+    ``step`` defaults to ``traintime/step``. Returns what it wrote.
+    """
+    values = metrics() if values is None else values
+    if step is None:
+        step = int(values.get("traintime/step", 0))
+    for name, value in values.items():
+        writer.add_scalar(name, value, step)
+    return values
