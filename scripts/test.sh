@@ -8,6 +8,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # folder): tests/cupti checks each one without a GPU.
 BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 /usr/bin/python3 "$ROOT/scripts/fetch-cupti-releases.py" "$BUILD/cupti-releases"
+# PyPI's current PyTorch and the metrics tools (W&B, MLflow, TensorBoard), pinned, in a virtual
+# environment kept in the build folder: the tests of traintime.torch and traintime.metrics().
+/usr/bin/python3 "$ROOT/scripts/pyenv.py" "$BUILD/pyenv"
 "$ROOT/scripts/build.sh" -DTRAINTIME_WERROR=ON
 # shellcheck source=mpi-env.sh
 . "$ROOT/scripts/mpi-env.sh"

@@ -68,3 +68,13 @@ def load_module(path: Path, name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def pyenv_python(build_dir: Path) -> Path:
+    """The PyPI virtual environment's interpreter (scripts/pyenv.py; scripts/test.sh makes it in
+    <build>/pyenv). Skips the calling test, naming the path and the script, when it is missing."""
+    import pytest
+    python = build_dir / "pyenv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"{python} is missing: run scripts/pyenv.py {build_dir / 'pyenv'} (needs PyPI)")
+    return python
