@@ -508,3 +508,40 @@ def test_docs_list_every_fail_if_metric_and_summary_field(build_dir: Path) -> No
     for key in s:
         assert f"`{key}`" in doc or f"`{key}[]`" in doc, f"summary field {key} is not in docs/report.md"
     assert set(s["metrics"]) == set(metrics)
+
+
+def test_tflops_and_mfu_per_rank_and_for_the_job(build_dir: Path, tmp_path: Path) -> None:
+    """Ranks 0 and 1 know their FLOPs and peak (an H100 SXM, 989.5 TFLOP/s bf16), rank 2 its
+    FLOPs only: the job's MFU counts the ranks with a peak, TFLOP/s every rank with FLOPs."""
+    d = copy_golden(tmp_path / "run")
+    known = {0: (400.0, 989.5), 1: (300.0, 989.5), 2: (200.0, 0.0)}
+    for rank, (tflops, peak) in known.items():
+        def change(doc: dict, tflops: float = tflops, peak: float = peak) -> None:
+            doc["steps"].update({"flops_per_step": tflops * 1e12 * 0.008, "tflops": tflops})
+            if peak:
+                doc["steps"]["mfu"] = tflops / peak
+                doc["device"] = {"name": "NVIDIA H100 80GB HBM3", "peak_tflops": peak,
+                                 "peak_source": "table: H100 SXM, bf16"}
+        edit(d / f"rank-{rank:05d}.json", change)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    tp = s["throughput"]
+    assert tp["tflops"] == approx(900.0) and tp["ranks_with_flops"] == 3
+    assert tp["mfu"] == approx(700.0 / (2 * 989.5)) and tp["ranks_with_mfu"] == 2
+    assert tp["peak_sources"] == "table: H100 SXM, bf16"
+    ranks = {r["rank"]: r for r in s["per_rank"]}
+    assert ranks[0]["tflops"] == 400.0 and ranks[0]["mfu"] == approx(400.0 / 989.5)
+    assert ranks[2]["mfu"] == 0 and ranks[0]["device"] == "NVIDIA H100 80GB HBM3"
+    assert s["metrics"]["mfu_pct"] == approx(100 * 700.0 / (2 * 989.5))
+    assert s["metrics"]["tflops"] == approx(900.0)
+
+    text = run(build_dir, d).stdout
+    tput = text_table(text, "Throughput")
+    assert tput["TFLOP/s"][1:3] == ["900.0", "3"], tput
+    assert tput["MFU %"][1:3] == [f"{100 * 700.0 / (2 * 989.5):.1f}", "2"], tput
+    per_rank = text_table(text, "Per rank")
+    assert per_rank["0"][-3:-1] == ["400.0", f"{100 * 400.0 / 989.5:.1f}"], per_rank
+    assert per_rank["2"][-3:-1] == ["200.0", "-"], per_rank
+    # The gate reads them too.
+    assert run(build_dir, d, "--fail-if", "mfu_pct<40").returncode == 1
+    assert run(build_dir, d, "--fail-if", "mfu_pct<30").returncode == 0

@@ -421,6 +421,7 @@ Report analyze(const Job& job) {
 
   // Per rank, and the job-wide shares.
   double span = 0, exposed = 0, idle = 0, comm = 0, compute = 0, busy = 0, unattributed = 0;
+  double mfu_tflops = 0, mfu_peak = 0;  // over the ranks with a known peak
   std::map<std::string, uint64_t> capture;
   for (const RankInput& r : job.ranks) {
     const core::RankFile& f = r.data;
@@ -443,6 +444,9 @@ Report analyze(const Job& job) {
     v.exposed_comm_pct = rank_span > 0 ? static_cast<double>(t.exposed_comm_ns) / rank_span * 100 : 0;
     v.idle_pct = rank_span > 0 ? static_cast<double>(t.idle_ns) / rank_span * 100 : 0;
     v.samples_per_s = f.steps.samples_per_s;
+    v.tflops = f.steps.tflops;
+    v.mfu = f.steps.mfu;
+    v.device = f.device_name;
     v.dropped_records = f.dropped_records;
     for (const core::Steps::Detail& d : f.steps.detail)
       if (!d.partial) v.step_wall_ms.emplace_back(d.index, ms(d.wall_ns));
@@ -471,7 +475,21 @@ Report analyze(const Job& job) {
       rep.throughput.tokens_per_s += f.steps.tokens_per_s;
       rep.throughput.samples_per_s_rank.add(f.steps.samples_per_s, f.rank);
     }
+    if (f.steps.tflops > 0) {
+      Throughput& tp = rep.throughput;
+      ++tp.ranks_with_flops;
+      tp.tflops += f.steps.tflops;
+      tp.tflops_rank.add(f.steps.tflops, f.rank);
+      if (f.steps.mfu > 0 && f.peak_tflops > 0) {
+        tp.mfu_rank.add(f.steps.mfu, f.rank);
+        mfu_tflops += f.steps.tflops;
+        mfu_peak += f.peak_tflops;
+        if (tp.peak_sources.find(f.peak_source) == std::string::npos)
+          tp.peak_sources += (tp.peak_sources.empty() ? "" : "; ") + f.peak_source;
+      }
+    }
   }
+  if (mfu_peak > 0) rep.throughput.job_mfu = mfu_tflops / mfu_peak;
   if (span > 0) {
     rep.exposed_comm_pct = exposed / span * 100;
     rep.idle_pct = idle / span * 100;

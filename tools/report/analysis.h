@@ -38,6 +38,15 @@ struct Throughput {
   double tokens_per_s = 0;
   uint64_t ranks_with_rates = 0;
   Across samples_per_s_rank;  // per rank
+  // Model FLOPs (ranks whose files carry steps.tflops): achieved TFLOP/s summed over the ranks,
+  // and per rank; MFU per rank (ranks with a known peak) and the job's: total TFLOP/s over the
+  // summed peaks of those ranks.
+  double tflops = 0;
+  uint64_t ranks_with_flops = 0;
+  Across tflops_rank;
+  Across mfu_rank;  // as a fraction
+  double job_mfu = 0;
+  std::string peak_sources;  // distinct peak sources, "; "-joined
 };
 
 struct CategoryView {
@@ -80,6 +89,8 @@ struct RankView {
   double caused_ms = 0;  // per step, the others' wait this rank alone caused (arrived last)
   uint64_t matched = 0, last_arrivals = 0;
   double samples_per_s = 0;
+  double tflops = 0, mfu = 0;  // 0: not known
+  std::string device;
   uint64_t dropped_records = 0;
   std::vector<std::pair<uint64_t, double>> step_wall_ms;  // (index, ms) from steps.detail
 };

@@ -206,6 +206,18 @@ Document build_document(const Report& r, const Extras& x) {
                        f1(a.mean()), f1(a.max), i(a.max_rank)});
     tp.rows.push_back({"tokens/s", f1(r.throughput.tokens_per_s), u(r.throughput.ranks_with_rates), "", "", "", ""});
   }
+  if (r.throughput.ranks_with_flops) {
+    const Across& t = r.throughput.tflops_rank;
+    tp.rows.push_back({"TFLOP/s", f1(r.throughput.tflops), u(r.throughput.ranks_with_flops), f1(t.min), f1(t.mean()),
+                       f1(t.max), i(t.max_rank)});
+  }
+  if (r.throughput.mfu_rank.n) {
+    const Across& m = r.throughput.mfu_rank;
+    tp.rows.push_back({"MFU %", f1(100 * r.throughput.job_mfu), u(m.n), f1(100 * m.min), f1(100 * m.mean()),
+                       f1(100 * m.max), i(m.max_rank)});
+    tp.note += " MFU = achieved model TFLOP/s / the GPU's peak (" + r.throughput.peak_sources +
+               "); job MFU = summed TFLOP/s / summed peaks.";
+  }
   d.tables.push_back(tp);
 
   Table cat = make("categories", "GPU busy per category (ms/step, across ranks)",
@@ -258,9 +270,23 @@ Document build_document(const Report& r, const Extras& x) {
                       {"state", false}},
                      "wait = time this rank's collectives waited for the others; caused = the wait of the job that "
                      "this rank alone caused by arriving last.");
-  for (const RankView& v : r.per_rank)
-    ranks.rows.push_back({i(v.rank), v.host, u(v.steps), f3(v.wall_p50_ms), f3(v.compute_ms), f3(v.exposed_comm_ms),
-                          f3(v.io_other_ms), f3(v.idle_ms), f3(v.wait_ms), f3(v.caused_ms), v.state});
+  // TFLOP/s and MFU columns only when some rank knows its model FLOPs.
+  const bool flops = r.throughput.ranks_with_flops > 0;
+  if (flops) {
+    ranks.headers.insert(ranks.headers.end() - 1, {"TFLOP/s", "MFU %"});
+    ranks.numeric.insert(ranks.numeric.end() - 1, {true, true});
+  }
+  for (const RankView& v : r.per_rank) {
+    std::vector<std::string> row{i(v.rank), v.host, u(v.steps), f3(v.wall_p50_ms), f3(v.compute_ms),
+                                 f3(v.exposed_comm_ms), f3(v.io_other_ms), f3(v.idle_ms), f3(v.wait_ms),
+                                 f3(v.caused_ms)};
+    if (flops) {
+      row.push_back(v.tflops > 0 ? f1(v.tflops) : "-");
+      row.push_back(v.mfu > 0 ? f1(100 * v.mfu) : "-");
+    }
+    row.push_back(v.state);
+    ranks.rows.push_back(std::move(row));
+  }
   ranks.text_rows = 64;
   d.tables.push_back(ranks);
 

@@ -45,6 +45,11 @@ json summary_json(const Report& r, const Extras& x) {
   out["throughput"] = {{"samples_per_s", r.throughput.samples_per_s},
                        {"tokens_per_s", r.throughput.tokens_per_s},
                        {"ranks_with_rates", r.throughput.ranks_with_rates},
+                       {"tflops", r.throughput.tflops},
+                       {"ranks_with_flops", r.throughput.ranks_with_flops},
+                       {"mfu", r.throughput.job_mfu},
+                       {"ranks_with_mfu", r.throughput.mfu_rank.n},
+                       {"peak_sources", r.throughput.peak_sources},
                        {"summed_over", "ranks (data parallelism: each rank consumes its own samples)"}};
 
   json cats = json::array();
@@ -90,6 +95,9 @@ json summary_json(const Report& r, const Extras& x) {
                      {"collectives_matched", v.matched},
                      {"last_arrivals", v.last_arrivals},
                      {"samples_per_s", v.samples_per_s},
+                     {"tflops", v.tflops},
+                     {"mfu", v.mfu},
+                     {"device", v.device},
                      {"dropped_records", v.dropped_records}});
   out["per_rank"] = ranks;
 

@@ -29,6 +29,8 @@ constexpr MetricDef kMetrics[] = {
     {"unattributed_pct", Unit::kPct, "GPU work launched with no region open, % of GPU busy time"},
     {"samples_per_s", Unit::kRate, "samples/s after warm-up, summed over ranks"},
     {"tokens_per_s", Unit::kRate, "tokens/s after warm-up, summed over ranks"},
+    {"tflops", Unit::kCount, "achieved model TFLOP/s after warm-up, summed over ranks"},
+    {"mfu_pct", Unit::kPct, "model FLOPs utilisation: summed TFLOP/s / summed GPU peaks, %"},
     {"straggler_cost_ms", Unit::kMs, "ms per step the worst straggler costs the job (0 without one)"},
     {"stragglers", Unit::kCount, "straggler ranks"},
     {"hangs", Unit::kCount, "hangs found (collectives some ranks never entered)"},
@@ -198,6 +200,10 @@ std::vector<Metric> headline_metrics(const Report& r) {
   v["samples_per_s"] = rates ? std::optional<double>(r.throughput.samples_per_s) : std::nullopt;
   v["tokens_per_s"] = rates ? std::optional<double>(r.throughput.tokens_per_s) : std::nullopt;
   why["samples_per_s"] = why["tokens_per_s"] = "no rates in the rank files (tt_step(samples, tokens) not given)";
+  v["tflops"] = r.throughput.ranks_with_flops ? std::optional<double>(r.throughput.tflops) : std::nullopt;
+  why["tflops"] = "no model FLOPs in the rank files (tt_set_flops or TRAINTIME_FLOPS_PER_TOKEN not given)";
+  v["mfu_pct"] = r.throughput.mfu_rank.n ? std::optional<double>(100 * r.throughput.job_mfu) : std::nullopt;
+  why["mfu_pct"] = "no MFU in the rank files (model FLOPs and the GPU's peak are both needed)";
   v["straggler_cost_ms"] = r.stragglers.empty() ? 0.0 : r.stragglers.front().cost_ms_per_step;
   v["stragglers"] = static_cast<double>(r.stragglers.size());
   v["hangs"] = static_cast<double>(r.hangs.size());
