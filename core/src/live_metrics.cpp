@@ -119,6 +119,12 @@ const char* live_metric_help(const char* name) {
   return "";
 }
 
+std::vector<std::pair<std::string, std::string>> live_metric_docs() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Help& h : kHelp) out.emplace_back(h.name, h.help);
+  return out;
+}
+
 std::string console_line(const StepCounters& interval, const LiveInput& now) {
   char buf[512];
   int n = std::snprintf(buf, sizeof buf, "step %" PRIu64,

@@ -2,7 +2,11 @@
 // counters and the aggregator's per-step figures. Expected values are worked out by hand here.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <map>
 #include <string>
 
@@ -234,4 +238,44 @@ TEST_CASE("aggregator: a step's live figures equal its detail row, open or folde
   CHECK(f.step == 5);
   CHECK(f.span_ns == 0);
   CHECK(agg.first_device() == 0);
+}
+
+namespace {
+
+std::string doc_text(const char* relative) {
+  std::string here = __FILE__;  // .../tests/core/test_live_metrics.cpp
+  std::ifstream in(here.substr(0, here.rfind("/tests/")) + "/" + relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE("docs/metrics.md lists every metric name and the peak table exactly", "[live][docs]") {
+  const std::string doc = doc_text("docs/metrics.md");
+  REQUIRE_FALSE(doc.empty());
+  std::set<std::string> names, peaks;
+  std::istringstream lines(doc);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `traintime/", 0) == 0) names.insert(line);
+    else if (line.rfind("| ", 0) == 0 && line.find(" | ") != std::string::npos) peaks.insert(line);
+  }
+  std::set<std::string> want_names;
+  for (const auto& [name, help] : live_metric_docs()) want_names.insert("| `" + name + "` | " + help + " |");
+  CHECK(names == want_names);
+  for (const PeakGpu& p : peak_table()) {
+    std::string tokens = p.tokens[0];
+    if (p.tokens[1]) tokens += std::string(" ") + p.tokens[1];
+    const std::string row = std::string("| ") + p.label + " | " + tokens + " | " + g(p.bf16) + " | " +
+                            g(p.fp16) + " | " + g(p.fp8) + " | " + g(p.tf32) + " | " + g(p.fp32) + " |";
+    INFO(row);
+    CHECK(peaks.count(row) == 1);
+  }
 }

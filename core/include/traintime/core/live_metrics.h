@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "traintime/core/category.h"
 
@@ -67,6 +69,8 @@ double model_flops(double flops_per_step, double flops_per_token, uint64_t steps
 
 // One help line per metric name, for the Prometheus file and docs (empty for unknown names).
 const char* live_metric_help(const char* name);
+// Every name live_metrics() can produce with its help line, in its order (docs/metrics.md).
+std::vector<std::pair<std::string, std::string>> live_metric_docs();
 
 // Rank 0's console line for the steps between two counter readings (`interval` = now - then),
 // with the GPU figures of the latest published step: "step 119 | 312.4 ms/step | ...". The
