@@ -9,33 +9,91 @@ After the call, every training step shows up as
 * ``optimizer`` - ``optimizer.step()``, followed by ``traintime.step()``, so a step ends when
   the optimizer steps. With gradient accumulation, one step covers all its micro-batches.
 
-Samples per step are counted from the leading dimension of the model's first tensor argument
-in every forward pass of the step; tokens are its element count when it is an integer tensor
-(token ids), else 0. Pass ``count=False`` to report zero samples and tokens, or call
-``traintime.step`` yourself with ``step=False``.
+Options (keyword names are the contract):
 
-Everything is a no-op when libtraintime.so is not preloaded.
+* ``depth=N`` adds a region per submodule down to N levels below the model, named after the
+  module's attribute (the last part of its qualified name: ``encoder``, ``layers``, ``0``), so
+  paths read ``forward/encoder/layers``. Forward regions are opened and closed by module hooks on
+  the calling thread, so the GPU work each layer launches is attributed to it. Backward hooks run
+  on autograd's threads, so per-module backward regions are cross-thread ranges
+  (``traintime.range_start``), one top-level path per module such as ``backward/encoder/layers``:
+  they carry the CPU time and the count of each module's backward; GPU work launched by
+  autograd's threads stays attributed to the training thread's open region (``backward``). They
+  need ``register_full_backward_pre_hook`` (PyTorch 2.0 on); on PyTorch 1.13 only the forward
+  per-module regions are added (``handle.backward_modules`` is then 0). Every region has an
+  explicit category, so a module named ``data_embed`` is never taken for I/O.
+* ``dataloader=loader``: the time the loop waits on the loader's iterator (every ``next()``)
+  becomes a ``dataloader`` region in the ``io`` category.
+* ``tokens_per_batch=``: tokens per forward call (an int), or a callable given the forward's
+  arguments (``tokens_per_batch(*args, **kwargs)``; on PyTorch 1.13 ``*args`` only) that returns
+  them. Without it, the tokens of a call are the element count of its first tensor argument when
+  that is an integer tensor (token ids), else 0.
+* ``backward=False`` leaves out the per-module backward regions (PyTorch's full backward hooks
+  wrap a module's inputs and outputs; a model that later modifies such an output in place then
+  raises, and modules without parameters, such as in-place activations, never get them).
+* ``count=False`` reports zero samples and tokens; ``step=False`` leaves ``traintime.step`` to
+  you.
+
+Samples per step are the leading dimension of the model's first tensor argument, summed over the
+step's forward calls.
+
+``torch.compile``: inside compiled code the hooks add no region (``torch.compiler.is_compiling()``),
+so they never cause graph breaks. Instrument the compiled module (``instrument(torch.compile(model),
+...)``): its own hooks run outside the compiled code, so ``forward``, samples and tokens stay,
+while the per-module regions of compiled submodules are skipped and a compiled model gets no
+per-module backward regions (full backward hooks do not work in compiled code). Hooks of a model
+compiled after instrumenting run inside the compiled code and are all skipped.
+
+Calling ``instrument`` again on the same model or optimizer first removes the earlier
+instrumentation, so nothing is counted twice. Everything is a no-op when libtraintime.so is not
+preloaded (the model, optimizer and loader are left untouched).
 """
+from __future__ import annotations
 
+import inspect
 import threading
 import types
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import traintime
 
-__all__ = ["instrument"]
+__all__ = ["instrument", "Handle"]
 
 _patch_lock = threading.Lock()
 _backward_patched = False
+_loader_classes: Dict[type, type] = {}
+
+TokensPerBatch = Union[int, Callable[..., int], None]
 
 
-def _first_tensor(args, torch):
+def _never() -> bool:
+    return False
+
+
+def _compiling_check(torch: Any) -> Callable[[], bool]:
+    """torch.compiler.is_compiling (2.1+), torch._dynamo.is_compiling (2.0), else never (1.13).
+    Looked up once: the hooks call it directly, which torch.compile traces without a break."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling
+    dynamo = getattr(torch, "_dynamo", None)
+    if dynamo is not None and hasattr(dynamo, "is_compiling"):
+        return dynamo.is_compiling
+    return _never
+
+
+_is_compiling: Callable[[], bool] = _never
+
+
+def _first_tensor(args: Any, torch: Any) -> Any:
     for a in args:
         if isinstance(a, torch.Tensor):
             return a
     return None
 
 
-def _patch_backward(torch):
+def _patch_backward(torch: Any) -> None:
     """Wraps torch.autograd.backward (what Tensor.backward calls) once per process."""
     global _backward_patched
     with _patch_lock:
@@ -45,78 +103,251 @@ def _patch_backward(torch):
         original = torch.autograd.backward
         backward_region = traintime.region("backward")
 
-        def backward(*args, **kwargs):
+        def backward(*args: Any, **kwargs: Any) -> Any:
             with backward_region:
                 return original(*args, **kwargs)
 
-        backward.__wrapped__ = original
+        backward.__wrapped__ = original  # type: ignore[attr-defined]
         backward.__doc__ = original.__doc__
         torch.autograd.backward = backward
 
 
-def instrument(model, optimizer, count=True, step=True):
-    """Adds forward/backward/optimizer regions and step marks to a PyTorch training loop.
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
-    Returns a handle whose ``remove()`` takes the model hooks and the optimizer wrapper off
-    again (the backward wrapper stays: it is shared by every instrumented model).
+
+class _RegionStack(threading.local):
+    """Per thread: the regions this instrumentation opened, innermost last."""
+
+    def __init__(self) -> None:
+        self.open: List[Any] = []
+
+
+def _forward_hooks(module: Any, region: Any, stack: _RegionStack, on_enter: Optional[Callable[..., None]],
+                   with_kwargs: bool, always_call: bool) -> List[Any]:
+    """A pre/post hook pair around `module`'s forward that opens and closes `region`."""
+
+    def enter(args: Any, kwargs: Any) -> None:
+        if _is_compiling():
+            return
+        region.__enter__()
+        stack.open.append(region)
+        if on_enter is not None:
+            on_enter(args, kwargs)
+
+    if with_kwargs:
+        def pre_hook_kw(m: Any, args: Any, kwargs: Any) -> None:
+            enter(args, kwargs)
+        pre = module.register_forward_pre_hook(pre_hook_kw, with_kwargs=True)
+    else:
+        def pre_hook(m: Any, args: Any) -> None:
+            enter(args, {})
+        pre = module.register_forward_pre_hook(pre_hook)
+
+    def post_hook(m: Any, args: Any, output: Any) -> None:
+        # Pops only what this pair pushed (a region skipped while compiling is not on the stack).
+        if stack.open and stack.open[-1] is region:
+            stack.open.pop()
+            region.__exit__(None, None, None)
+
+    post = (module.register_forward_hook(post_hook, always_call=True) if always_call
+            else module.register_forward_hook(post_hook))
+    return [pre, post]
+
+
+def _backward_range_hooks(module: Any, name: str) -> List[Any]:
+    """Cross-thread ranges around `module`'s backward (PyTorch 2.0 on)."""
+    open_ids: List[int] = []
+    lock = threading.Lock()
+
+    def pre_hook(m: Any, grad_output: Any) -> None:
+        if _is_compiling():
+            return
+        rid = traintime.range_start(name, category="backward")
+        with lock:
+            open_ids.append(rid)
+
+    def post_hook(m: Any, grad_input: Any, grad_output: Any) -> None:
+        if _is_compiling():
+            return
+        with lock:
+            rid = open_ids.pop() if open_ids else 0
+        if rid:
+            traintime.range_end(rid)
+
+    # A module whose inputs need no gradient (an embedding of token ids) makes PyTorch warn that
+    # the post hook fires at its outputs' gradients instead; these ranges expect exactly that.
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message="Full backward hook is firing when gradients are computed with respect to "
+                                    "module outputs since no inputs require gradients")
+    handles = [module.register_full_backward_pre_hook(pre_hook)]
+    try:
+        handles.append(module.register_full_backward_hook(post_hook))
+    except Exception:
+        handles[0].remove()
+        raise
+    return handles
+
+
+def _loader_subclass(cls: type, region: Any) -> type:
+    """A subclass of the loader's class whose iterators time every next() as `region`."""
+    sub = _loader_classes.get(cls)
+    if sub is not None:
+        return sub
+
+    class _TimedIterator:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def __iter__(self) -> "_TimedIterator":
+            return self
+
+        def __next__(self) -> Any:
+            with region:
+                return next(self._inner)
+
+        def __len__(self) -> int:
+            return len(self._inner)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    def __iter__(self: Any) -> Any:
+        return _TimedIterator(cls.__iter__(self))
+
+    sub = type(cls.__name__, (cls,), {"__iter__": __iter__, "__module__": cls.__module__,
+                                      "__qualname__": cls.__qualname__, "_traintime_original": cls})
+    _loader_classes[cls] = sub
+    return sub
+
+
+def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader: Any = None,
+               tokens_per_batch: TokensPerBatch = None, backward: bool = True, count: bool = True,
+               step: bool = True) -> "Handle":
+    """Adds forward/backward/optimizer regions, step marks and, on request, per-module and
+    data-loading regions to a PyTorch training loop (see the module's documentation).
+
+    Returns a handle whose ``remove()`` takes it all off again (the backward wrapper stays: it
+    is shared by every instrumented model).
     """
+    global _is_compiling
+    if depth < 0:
+        raise ValueError("traintime: depth must be >= 0")
+    if not traintime.enabled():
+        return Handle([], None, None, None, None)
     import torch
 
-    if not traintime.enabled():
-        return _Handle([], optimizer, None)
+    _is_compiling = _compiling_check(torch)
 
-    forward_region = traintime.region("forward")
-    optimizer_region = traintime.region("optimizer")
+    for obj in (model, optimizer):
+        previous = getattr(obj, "_traintime_handle", None)
+        if previous is not None:
+            previous.remove()
+
+    pre_hook_params = inspect.signature(model.register_forward_pre_hook).parameters
+    with_kwargs = "with_kwargs" in pre_hook_params
+    always_call = _accepts(model.register_forward_hook, "always_call")
+    stack = _RegionStack()
     counts = {"samples": 0, "tokens": 0}
-    # Forward hooks may be nested (a model called inside itself); pop only what we pushed.
-    depth = threading.local()
 
-    def pre_hook(module, args):
-        depth.n = getattr(depth, "n", 0) + 1
-        forward_region.__enter__()
-        if count:
-            t = _first_tensor(args, torch)
-            if t is not None and t.dim() > 0:
-                counts["samples"] += int(t.shape[0])
-                if not t.is_floating_point() and not t.is_complex():
-                    counts["tokens"] += int(t.numel())
+    def on_model_enter(args: Any, kwargs: Any) -> None:
+        if not count:
+            return
+        t = _first_tensor(args, torch)
+        if t is not None and t.dim() > 0:
+            counts["samples"] += int(t.shape[0])
+        if tokens_per_batch is None:
+            if t is not None and t.dim() > 0 and not t.is_floating_point() and not t.is_complex():
+                counts["tokens"] += int(t.numel())
+        elif callable(tokens_per_batch):
+            counts["tokens"] += int(tokens_per_batch(*args, **kwargs))
+        else:
+            counts["tokens"] += int(tokens_per_batch)
 
-    def post_hook(module, args, output):
-        if getattr(depth, "n", 0) > 0:
-            depth.n -= 1
-            forward_region.__exit__(None, None, None)
-
-    hooks = [model.register_forward_pre_hook(pre_hook), model.register_forward_hook(post_hook)]
+    hooks = _forward_hooks(model, traintime.region("forward", category="forward"), stack, on_model_enter,
+                           with_kwargs, always_call)
+    backward_modules = 0
+    if depth > 0:
+        # A torch.compile'd model (OptimizedModule): its layers are those of the original. Its
+        # compiled code cannot run full backward hooks, so it gets no per-module backward ranges.
+        inner = getattr(model, "_orig_mod", model)
+        can_backward = backward and hasattr(model, "register_full_backward_pre_hook") and inner is model
+        for qualified, module in inner.named_modules():
+            if not qualified or qualified.count(".") + 1 > depth:
+                continue
+            name = qualified.rsplit(".", 1)[-1]
+            hooks += _forward_hooks(module, traintime.region(name, category="forward"), stack, None,
+                                    False, always_call)
+            # Full backward hooks wrap a module's inputs and outputs, which PyTorch refuses for
+            # in-place activations: modules without parameters (ReLU, Dropout) get none.
+            if can_backward and any(True for _ in module.parameters()):
+                try:
+                    hooks += _backward_range_hooks(module, "backward/" + qualified.replace(".", "/"))
+                    backward_modules += 1
+                except Exception:
+                    pass  # a module whose backward cannot be hooked keeps its forward region only
     _patch_backward(torch)
 
-    original_step = optimizer.step
+    original_step = None
+    if optimizer is not None:
+        original_step = optimizer.step
+        optimizer_region = traintime.region("optimizer", category="optimizer")
 
-    # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.
-    def stepped(self, *args, **kwargs):
-        with optimizer_region:
-            result = original_step(*args, **kwargs)
-        if step:
-            traintime.step(counts["samples"], counts["tokens"])
-        counts["samples"] = counts["tokens"] = 0
-        return result
+        # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.
+        def stepped(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with optimizer_region:
+                result = original_step(*args, **kwargs)
+            if step:
+                traintime.step(counts["samples"], counts["tokens"])
+            counts["samples"] = counts["tokens"] = 0
+            return result
 
-    # Keep the markers others set on the step function (LR schedulers check _with_counter to
-    # warn about a scheduler stepping before the optimizer).
-    stepped.__dict__.update(getattr(getattr(original_step, "__func__", original_step), "__dict__", {}))
-    optimizer.step = types.MethodType(stepped, optimizer)
-    return _Handle(hooks, optimizer, original_step)
+        # Keep the markers others set on the step function (LR schedulers check _with_counter to
+        # warn about a scheduler stepping before the optimizer).
+        stepped.__dict__.update(getattr(getattr(original_step, "__func__", original_step), "__dict__", {}))
+        optimizer.step = types.MethodType(stepped, optimizer)
+
+    loader_class = None
+    if dataloader is not None:
+        loader_class = type(dataloader)
+        base = getattr(loader_class, "_traintime_original", loader_class)
+        dataloader.__class__ = _loader_subclass(base, traintime.region("dataloader", category="io"))
+        loader_class = base
+
+    handle = Handle(hooks, optimizer, original_step, dataloader, loader_class)
+    handle.backward_modules = backward_modules
+    for obj in (model, optimizer):
+        if obj is not None:
+            try:
+                obj._traintime_handle = handle
+            except AttributeError:
+                pass
+    return handle
 
 
-class _Handle:
-    def __init__(self, hooks, optimizer, original_step):
+class Handle:
+    """What instrument() changed; ``remove()`` undoes it."""
+
+    def __init__(self, hooks: List[Any], optimizer: Any, original_step: Any, dataloader: Any,
+                 loader_class: Optional[type]) -> None:
         self._hooks = hooks
         self._optimizer = optimizer
         self._original_step = original_step
+        self._dataloader = dataloader
+        self._loader_class = loader_class
+        #: Modules with per-module backward regions (0 on PyTorch 1.13 or without ``depth``).
+        self.backward_modules = 0
 
-    def remove(self):
+    def remove(self) -> None:
         for h in self._hooks:
             h.remove()
         self._hooks = []
         if self._original_step is not None:
             self._optimizer.step = self._original_step
             self._original_step = None
+        if self._dataloader is not None and self._loader_class is not None:
+            self._dataloader.__class__ = self._loader_class
+            self._dataloader = None

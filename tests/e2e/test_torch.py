@@ -1,0 +1,96 @@
+"""traintime.torch.instrument on real PyTorch (CPU): Debian's 1.13 and PyPI's current release
+(scripts/pyenv.py). A small model with a DataLoader, instrumented with one line and depth=2,
+must give per-layer forward (and, on PyTorch 2, backward) regions whose counts match the loop,
+an io region for the loader, steps with samples and tokens, nothing doubled when instrument is
+called twice, torch.compile without graph breaks, and nothing at all without the preload."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testlib import SOURCE_DIR, SYSTEM_PYTHON, Checks, clean_env, load_json, pyenv_python
+
+HERE = Path(__file__).resolve().parent
+STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8
+FORWARDS = STEPS * ACCUM
+LAYERS = ["embed", "blocks", "blocks/0", "blocks/1", "head"]
+
+
+def run_layers(python: Path, build_dir: Path, out: Path, *flags: str, preload: bool = True) -> dict[str, Any]:
+    env = clean_env({"TRAINTIME_OUTPUT": str(out), "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
+    if preload:
+        env["LD_PRELOAD"] = str(build_dir / "lib" / "libtraintime.so")
+    p = subprocess.run([str(python), "-W", "error", str(HERE / "torch_layers.py"), "--steps", str(STEPS),
+                        "--accum", str(ACCUM), *flags], env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"torch_layers.py {flags} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    ran = json.loads(p.stdout.splitlines()[-1])
+    # Nothing from traintime but its exit line (warnings of the library or PyTorch would show here).
+    noise = [x for x in p.stderr.splitlines() if x.strip() and not x.startswith("traintime: rank files")]
+    assert not noise, f"unexpected stderr: {noise}"
+    return ran
+
+
+def regions(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    doc = load_json(out / "rank-00000.json")
+    return doc, {r["path"]: r for r in doc["regions"]}
+
+
+def check_run(c: Checks, out: Path, ran: dict[str, Any], backward_layers: bool, layers: bool = True) -> None:
+    doc, rows = regions(out)
+    c.check(ran["forwards"] == FORWARDS and ran["nexts"] == FORWARDS, f"the loop ran {ran}")
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS)}
+    for name in LAYERS if layers else []:
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+        if backward_layers:
+            expect[f"backward/{name}"] = ("backward", FORWARDS)
+    for path, (category, count) in expect.items():
+        row = rows.get(path)
+        c.check(row is not None and (row["category"], row["count"]) == (category, count),
+                f"{path}: {row and (row['category'], row['count'])}, expected {(category, count)}")
+    extra = sorted(set(rows) - set(expect))
+    c.check(not extra, f"regions not expected: {extra}")  # no depth 3, no activations' backward
+    steps = doc["steps"]
+    c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
+            f"steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
+
+
+def test_debian_torch_1_13_per_layer_forward_and_loader(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    ran = run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "out")
+    c.check(ran["torch"].startswith("1.13") and ran["backward_modules"] == 0, f"ran {ran}")
+    check_run(c, tmp_path / "out", ran, backward_layers=False)
+    ran = run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "twice", "--twice")
+    check_run(c, tmp_path / "twice", ran, backward_layers=False)
+    c.done()
+
+
+def test_pypi_torch_per_layer_forward_and_backward(build_dir: Path, tmp_path: Path) -> None:
+    python = pyenv_python(build_dir)
+    c = Checks()
+    ran = run_layers(python, build_dir, tmp_path / "out")
+    c.check(ran["torch"].startswith("2.") and ran["backward_modules"] == len(LAYERS), f"ran {ran}")
+    check_run(c, tmp_path / "out", ran, backward_layers=True)
+    ran = run_layers(python, build_dir, tmp_path / "twice", "--twice")
+    check_run(c, tmp_path / "twice", ran, backward_layers=True)
+    c.done()
+
+
+def test_pypi_torch_compile_keeps_the_step_regions_without_graph_breaks(build_dir: Path, tmp_path: Path) -> None:
+    python = pyenv_python(build_dir)
+    c = Checks()
+    ran = run_layers(python, build_dir, tmp_path / "out", "--compile")
+    # The compiled module's own hooks run outside the compiled code: forward, samples and tokens
+    # stay. Its layers run inside it, where the hooks add nothing (and break no graph).
+    c.check(ran["graph_breaks"] == 0, f"graph breaks: {ran}")
+    c.check(ran["backward_modules"] == 0, f"ran {ran}")
+    check_run(c, tmp_path / "out", ran, backward_layers=False, layers=False)
+    c.done()
+
+
+def test_without_the_preload_torch_is_untouched(build_dir: Path, tmp_path: Path) -> None:
+    ran = run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "out", preload=False)
+    assert ran["enabled"] is False and ran["backward_modules"] == 0 and ran["loader_class"] == "DataLoader"
+    assert not (tmp_path / "out").exists()

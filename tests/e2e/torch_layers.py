@@ -1,0 +1,80 @@
+"""A small PyTorch model with named layers two levels deep, trained on the CPU from a DataLoader
+and instrumented with one line: `traintime.torch.instrument(model, opt, depth=2,
+dataloader=loader)`. Run by test_torch.py under LD_PRELOAD with Debian's PyTorch 1.13 and with
+PyPI's current one; prints one JSON line saying what it ran."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+import traintime
+import traintime.torch
+
+BATCH, SEQ, VOCAB, DIM = 4, 8, 50, 16
+
+
+class Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = torch.nn.Linear(DIM, DIM)
+        self.mlp = torch.nn.Linear(DIM, DIM)
+        self.act = torch.nn.ReLU(inplace=True)  # no parameters: no backward hooks
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.mlp(self.act(self.attn(x)))
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, DIM)
+        self.blocks = torch.nn.Sequential(Block(), Block())
+        self.head = torch.nn.Linear(DIM, VOCAB)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.embed(ids)))
+
+
+def main(steps: int, accum: int, compile_model: bool, twice: bool) -> None:
+    torch.manual_seed(0)
+    data = torch.randint(0, VOCAB, (steps * accum * BATCH, SEQ))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=BATCH)
+    model: torch.nn.Module = Net()
+    if compile_model:
+        model = torch.compile(model, backend="eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader)
+    if twice:
+        handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader)
+    forwards = nexts = 0
+    it = iter(loader)
+    for _ in range(steps):
+        for _ in range(accum):
+            (ids,) = next(it)
+            nexts += 1
+            logits = model(ids)
+            forwards += 1
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), ids.reshape(-1)) / accum
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+    graph_breaks = 0
+    if compile_model:
+        from torch._dynamo.utils import counters
+        graph_breaks = sum(counters["graph_break"].values())
+    print(json.dumps({"enabled": traintime.enabled(), "steps": steps, "forwards": forwards, "nexts": nexts,
+                      "graph_breaks": graph_breaks,
+                      "torch": torch.__version__, "backward_modules": handle.backward_modules,
+                      "loader_class": type(loader).__name__}))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--accum", type=int, default=2)
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (backend eager), then instrument it")
+    ap.add_argument("--twice", action="store_true", help="call instrument twice")
+    a = ap.parse_args()
+    main(a.steps, a.accum, a.compile, a.twice)
