@@ -64,6 +64,9 @@ def test_debian_torch_1_13_per_layer_forward_and_loader(build_dir: Path, tmp_pat
     check_run(c, tmp_path / "out", ran, backward_layers=False)
     ran = run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "twice", "--twice")
     check_run(c, tmp_path / "twice", ran, backward_layers=False)
+    run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "half", "--half-tokens")
+    doc, _ = regions(tmp_path / "half")
+    c.check(doc["steps"]["tokens"] == FORWARDS * BATCH * SEQ // 2, f"tokens_per_batch: {doc['steps']['tokens']}")
     c.done()
 
 

@@ -37,7 +37,7 @@ class Net(torch.nn.Module):
         return self.head(self.blocks(self.embed(ids)))
 
 
-def main(steps: int, accum: int, compile_model: bool, twice: bool) -> None:
+def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: bool) -> None:
     torch.manual_seed(0)
     data = torch.randint(0, VOCAB, (steps * accum * BATCH, SEQ))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=BATCH)
@@ -45,7 +45,9 @@ def main(steps: int, accum: int, compile_model: bool, twice: bool) -> None:
     if compile_model:
         model = torch.compile(model, backend="eager")
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader)
+    # --half-tokens: a tokens_per_batch callable (as for padded batches: count half the ids).
+    tokens = (lambda ids: ids.numel() // 2) if half_tokens else None
+    handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader, tokens_per_batch=tokens)
     if twice:
         handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader)
     forwards = nexts = 0
@@ -76,5 +78,6 @@ if __name__ == "__main__":
     ap.add_argument("--accum", type=int, default=2)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (backend eager), then instrument it")
     ap.add_argument("--twice", action="store_true", help="call instrument twice")
+    ap.add_argument("--half-tokens", action="store_true", help="tokens_per_batch= counts half the ids")
     a = ap.parse_args()
-    main(a.steps, a.accum, a.compile, a.twice)
+    main(a.steps, a.accum, a.compile, a.twice, a.half_tokens)
