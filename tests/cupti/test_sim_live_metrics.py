@@ -106,7 +106,7 @@ def truth_samples(truth: dict[str, Any]) -> float:
     return truth["options"]["samples_per_step"]
 
 
-def test_sim_live_metrics_match_truth_every_step(build_dir: Path, tmp_path: Path) -> None:
+def test_sim_live_metrics_mpirun2_match_truth_every_step(build_dir: Path, tmp_path: Path) -> None:
     p = sim_run(build_dir, tmp_path, WORLD,
                 {"TRAINTIME_PRINT_EVERY": "10", "TRAINTIME_PROMETHEUS_FILE": str(tmp_path / "tt-%r.prom"),
                  "TRAINTIME_PEAK_TFLOPS": "100", "SIMGPU_SLOWDOWN": "1:1.3"},
