@@ -63,3 +63,47 @@ def test_metrics_logged_to_wandb_mlflow_and_tensorboard_read_back_equal(build_di
     c.check(abs(steps["tflops"] - sum(m["traintime/tflops"] * m["traintime/step_ms"] for m in returned[steps["warmup"]:])
                 / sum(measured)) < 1e-6 * steps["tflops"], f"rank-file tflops {steps['tflops']}")
     c.done()
+
+
+SCRIPT = """
+import json, sys, time
+import traintime
+out = []
+for s in range(6):
+    with traintime.region("forward"):
+        time.sleep(0.002)
+    traintime.step(samples=4, tokens=64)
+    out.append(traintime.metrics())
+print(json.dumps({"enabled": traintime.enabled(), "metrics": out}))
+"""
+
+
+def test_metrics_in_debian_python_agree_with_the_rank_file_and_are_empty_without_preload(
+        build_dir: Path, tmp_path: Path) -> None:
+    """No PyPI needed: the Python API itself, with Debian's interpreter."""
+    env = clean_env({"TRAINTIME_OUTPUT": str(tmp_path / "out"), "TRAINTIME_WARMUP_STEPS": "1",
+                     "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
+    plain = subprocess.run(["/usr/bin/python3", "-W", "error", "-c", SCRIPT], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    got = json.loads(plain.stdout)
+    assert got == {"enabled": False, "metrics": [{}] * 6}, got
+    env["LD_PRELOAD"] = str(build_dir / "lib" / "libtraintime.so")
+    p = subprocess.run(["/usr/bin/python3", "-W", "error", "-c", SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    metrics = json.loads(p.stdout)["metrics"]
+    c = Checks()
+    for s, m in enumerate(metrics):
+        c.check(m.get("traintime/step") == s and m.get("traintime/step_ms", 0) >= 2.0,
+                f"step {s}: {m}")
+        c.check(abs(m["traintime/samples_per_s"] - 4 / (m["traintime/step_ms"] / 1e3)) < 1e-6 * m["traintime/samples_per_s"],
+                f"step {s}: samples_per_s {m['traintime/samples_per_s']}")
+        c.check(not any(k.startswith("traintime/gpu_") or k in ("traintime/tflops", "traintime/mfu") for k in m),
+                f"step {s}: figures nobody could know: {sorted(m)}")
+    steps = load_json(tmp_path / "out" / "rank-00000.json")["steps"]
+    measured = [m["traintime/step_ms"] for m in metrics[1:]]
+    c.check(abs(sum(measured) - steps["wall_ns"]["total_ns"] / 1e6) < 1e-5,
+            f"{sum(measured)} ms vs the rank file's {steps['wall_ns']['total_ns'] / 1e6}")
+    c.check(abs(min(measured) - steps["wall_ns"]["min_ns"] / 1e6) < 1e-6, "min step time differs")
+    c.done()
