@@ -41,8 +41,10 @@ step's forward calls.
 so they never cause graph breaks. Instrument the compiled module (``instrument(torch.compile(model),
 ...)``): its own hooks run outside the compiled code, so ``forward``, samples and tokens stay,
 while the per-module regions of compiled submodules are skipped and a compiled model gets no
-per-module backward regions (full backward hooks do not work in compiled code). Hooks of a model
-compiled after instrumenting run inside the compiled code and are all skipped.
+per-module backward regions (full backward hooks do not work in compiled code). Compile first,
+then instrument: a model compiled after instrumenting runs all its forward hooks inside compiled
+code (no ``forward`` region, no samples or tokens), and with ``depth`` its full backward hooks
+make PyTorch break the graph.
 
 Calling ``instrument`` again on the same model or optimizer first removes the earlier
 instrumentation, so nothing is counted twice. Everything is a no-op when libtraintime.so is not
