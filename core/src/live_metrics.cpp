@@ -126,39 +126,46 @@ std::vector<std::pair<std::string, std::string>> live_metric_docs() {
 }
 
 std::string console_line(const StepCounters& interval, const LiveInput& now) {
-  char buf[512];
-  int n = std::snprintf(buf, sizeof buf, "step %" PRIu64,
-                        now.totals.steps ? now.totals.steps - 1 : 0);
-  auto append = [&](const char* fmt, auto... args) {
-    if (n >= 0 && static_cast<std::size_t>(n) < sizeof buf)
-      n += std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), fmt, args...);
-  };
+  // Each piece is formatted with its own literal format (no format string is ever computed).
+  char buf[192];
+  std::string line;
+  std::snprintf(buf, sizeof buf, "step %" PRIu64, now.totals.steps ? now.totals.steps - 1 : 0);
+  line += buf;
   const double secs = static_cast<double>(interval.wall_ns) / 1e9;
   if (interval.steps > 0) {
-    append(" | %.1f ms/step", ms(interval.wall_ns) / static_cast<double>(interval.steps));
-    if (secs > 0 && interval.samples > 0)
-      append(" | %.1f samples/s", static_cast<double>(interval.samples) / secs);
-    if (secs > 0 && interval.tokens > 0)
-      append(" | %.0f tokens/s", static_cast<double>(interval.tokens) / secs);
+    std::snprintf(buf, sizeof buf, " | %.1f ms/step", ms(interval.wall_ns) / static_cast<double>(interval.steps));
+    line += buf;
+    if (secs > 0 && interval.samples > 0) {
+      std::snprintf(buf, sizeof buf, " | %.1f samples/s", static_cast<double>(interval.samples) / secs);
+      line += buf;
+    }
+    if (secs > 0 && interval.tokens > 0) {
+      std::snprintf(buf, sizeof buf, " | %.0f tokens/s", static_cast<double>(interval.tokens) / secs);
+      line += buf;
+    }
     const double flops =
         model_flops(now.flops_per_step, now.flops_per_token, interval.steps, interval.tokens);
     if (flops > 0 && secs > 0) {
       const double tflops = flops / secs / 1e12;
-      append(" | %.1f TFLOP/s", tflops);
-      if (now.peak_tflops > 0) append(" (MFU %.1f%%)", 100.0 * tflops / now.peak_tflops);
+      std::snprintf(buf, sizeof buf, " | %.1f TFLOP/s", tflops);
+      line += buf;
+      if (now.peak_tflops > 0) {
+        std::snprintf(buf, sizeof buf, " (MFU %.1f%%)", 100.0 * tflops / now.peak_tflops);
+        line += buf;
+      }
     }
   }
   if (now.gpu_valid) {
     const GpuStepFigures& g = now.gpu;
-    append(" | GPU step %" PRIu64 ": compute %.1f%%, exposed comm %.1f%%, io %.1f%%, idle %.1f%%",
-           g.step, pct(g.compute_ns, g.span_ns), pct(g.exposed_comm_ns, g.span_ns),
-           pct(g.io_ns, g.span_ns), pct(g.idle_ns, g.span_ns));
+    std::snprintf(buf, sizeof buf,
+                  " | GPU step %" PRIu64 ": compute %.1f%%, exposed comm %.1f%%, io %.1f%%, idle %.1f%%",
+                  g.step, pct(g.compute_ns, g.span_ns), pct(g.exposed_comm_ns, g.span_ns),
+                  pct(g.io_ns, g.span_ns), pct(g.idle_ns, g.span_ns));
+    line += buf;
   } else {
-    append(" | GPU: no step published yet");
+    line += " | GPU: no step published yet";
   }
-  return std::string(buf, n > 0 && static_cast<std::size_t>(n) < sizeof buf
-                              ? static_cast<std::size_t>(n)
-                              : sizeof buf - 1);
+  return line;
 }
 
 namespace {
