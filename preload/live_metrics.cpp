@@ -3,8 +3,6 @@
 // from the step tracker (CPU side, exact at once) and from the GPU figures the CUPTI adapter
 // publishes once a step's records have all arrived (cupti::live_step); core/live_metrics.h
 // computes and formats them. Nothing here waits on the GPU or on CUPTI.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -22,20 +20,6 @@
 namespace traintime::preload {
 namespace {
 
-// The peak depends on the device name, known once the first GPU record arrived: resolved until
-// then, cached after.
-double peak_tflops(Session& s) {
-  Live& live = s.live;
-  if (live.peak_resolved.load(std::memory_order_acquire))
-    return live.peak.load(std::memory_order_relaxed);
-  const std::string device = cupti::device_name();
-  const core::Peak p =
-      core::resolve_peak(s.identity.config.peak_tflops, device, s.identity.config.dtype);
-  live.peak.store(p.tflops, std::memory_order_relaxed);
-  if (p.tflops > 0 || !device.empty()) live.peak_resolved.store(true, std::memory_order_release);
-  return p.tflops;
-}
-
 core::LiveInput gather(Session& s) {
   core::LiveInput in;
   if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire)) {
@@ -48,7 +32,10 @@ core::LiveInput gather(Session& s) {
   in.gpu_valid = cupti::live_step(&in.gpu, &in.gpu_late_records);
   in.flops_per_step = s.live.flops_per_step.load(std::memory_order_relaxed);
   in.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
-  in.peak_tflops = peak_tflops(s);
+  // The device's name is known once its first record arrived; resolving is a table scan.
+  in.peak_tflops =
+      core::resolve_peak(s.identity.config.peak_tflops, cupti::device_name(), s.identity.config.dtype)
+          .tflops;
   return in;
 }
 
@@ -88,8 +75,7 @@ uint32_t metrics(tt_metric* out, uint32_t capacity) noexcept {
   const int saved = errno;
   uint32_t n = 0;
   try {
-    // The first call asks the adapter to publish GPU figures from now on.
-    if (!s->live.requested.exchange(true, std::memory_order_relaxed)) cupti::enable_live_metrics();
+    cupti::enable_live_metrics();  // from the first call on, GPU figures are published
     core::LiveMetric m[core::kMaxLiveMetrics];
     const std::size_t total = core::live_metrics(gather(*s), m, core::kMaxLiveMetrics);
     n = static_cast<uint32_t>(total);
@@ -143,8 +129,7 @@ void write_prometheus(Session& s) {
     labels.job = s.identity.job_id;
     int64_t world = 1;
     effective_rank(s, &labels.rank, &world);
-    char host[256] = {};
-    labels.host = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+    labels.host = host_name();
     const std::string path = prometheus_path(s);
     std::string error;
     if (!core::write_text_file(path, core::prometheus_text(m, n, in.totals, labels), &error,

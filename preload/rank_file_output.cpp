@@ -24,12 +24,6 @@
 namespace traintime::preload {
 namespace {
 
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 // mkdir -p; returns 0 or the errno of the failing step.
 int make_dirs(const std::string& dir) {
   std::string partial;
@@ -144,6 +138,12 @@ void write_trace(Session& s) {
 }
 
 }  // namespace
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
 
 void claim_locked(Session& s) {
   Output& out = s.output;

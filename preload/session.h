@@ -77,14 +77,10 @@ struct Output {
   bool write_error_reported = false;
 };
 
-// Live metrics (live_metrics.cpp): the model's FLOPs, the peak once resolved, rank 0's last
-// console line.
+// Live metrics (live_metrics.cpp): the model's FLOPs and rank 0's last console line.
 struct Live {
   std::atomic<double> flops_per_step{0};
   std::atomic<double> flops_per_token{0};  // TRAINTIME_FLOPS_PER_TOKEN until tt_set_flops
-  std::atomic<bool> requested{false};      // tt_metrics was called
-  std::atomic<bool> peak_resolved{false};
-  std::atomic<double> peak{0};
   std::mutex print_mu;
   core::StepCounters printed;  // counters at the last console line
 };
@@ -149,6 +145,8 @@ void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);
 // it and never waits on CUPTI). Needs output.mu held.
 bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
                             const core::GpuSummary& gpu);
+// This host's name, as rank files and the Prometheus labels give it ("unknown" if none).
+std::string host_name();
 // Claims rank-%05d.json early (at activation) when the launcher gave the rank. Needs output.mu.
 void claim_locked(Session& s);
 

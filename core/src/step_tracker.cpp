@@ -22,12 +22,10 @@ void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
   }
   const uint64_t wall = now_ns >= prev ? now_ns - prev : 0;
   last_ns_ = now_ns;
-  samples_ += samples;
-  tokens_ += tokens;
   live_.totals.steps = index + 1;
   live_.totals.wall_ns += wall;
-  live_.totals.samples = samples_;
-  live_.totals.tokens = tokens_;
+  live_.totals.samples += samples;
+  live_.totals.tokens += tokens;
   live_.last_wall_ns = wall;
   live_.last_samples = samples;
   live_.last_tokens = tokens;
@@ -64,8 +62,8 @@ Steps StepTracker::summary() const {
     std::lock_guard<std::mutex> lock(mu_);
     s.count = count_.load(std::memory_order_relaxed);
     s.warmup = warmup_;
-    s.samples = samples_;
-    s.tokens = tokens_;
+    s.samples = live_.totals.samples;
+    s.tokens = live_.totals.tokens;
     if (measured_wall_ns_ > 0) {
       const double secs = static_cast<double>(measured_wall_ns_) / 1e9;
       s.samples_per_s = static_cast<double>(measured_samples_) / secs;

@@ -211,9 +211,7 @@ class GpuCapture {
   uint64_t records_seen_ = 0;  // processing thread only
 
   std::atomic<bool> live_{false};
-  bool live_published_ = false;  // processing thread only
-  uint64_t live_published_step_ = 0;
-  std::mutex live_mu_;  // leaf: the published figures
+  std::mutex live_mu_;  // leaf: the published figures (written by the processing thread only)
   bool live_valid_ = false;
   core::GpuStepFigures live_figures_;
   std::atomic<uint64_t> live_late_{0};
@@ -707,15 +705,16 @@ void GpuCapture::publish_live() {
   const uint32_t limit = std::min(steps_completed(), pool_->min_outstanding_step());
   if (limit < 2) return;
   const uint64_t step = limit - 2;
-  if (live_published_ && step <= live_published_step_) return;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    if (live_valid_ && step <= live_figures_.step) return;
+  }
   core::GpuStepFigures figures;
   {
     std::lock_guard<std::mutex> agg(agg_mu_);
     if (!aggregator_->step_figures(step, &figures)) return;
     aggregator_->set_published_below(step + 1);
   }
-  live_published_ = true;
-  live_published_step_ = step;
   std::lock_guard<std::mutex> lock(live_mu_);
   live_figures_ = figures;
   live_valid_ = true;

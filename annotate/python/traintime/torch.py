@@ -249,8 +249,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
         if previous is not None:
             previous.remove()
 
-    pre_hook_params = inspect.signature(model.register_forward_pre_hook).parameters
-    with_kwargs = "with_kwargs" in pre_hook_params
+    with_kwargs = _accepts(model.register_forward_pre_hook, "with_kwargs")
     always_call = _accepts(model.register_forward_hook, "always_call")
     stack = _RegionStack()
     counts = {"samples": 0, "tokens": 0}

@@ -58,9 +58,7 @@ class StepTracker {
   mutable std::mutex mu_;
   const uint64_t warmup_;
   uint64_t last_ns_ = 0;
-  Live live_;
-  uint64_t samples_ = 0;  // all steps
-  uint64_t tokens_ = 0;
+  Live live_;  // every step's counters (samples, tokens: the rank file's totals) and the last
   uint64_t measured_ = 0;  // post-warm-up steps
   uint64_t measured_wall_ns_ = 0;
   uint64_t measured_samples_ = 0;
