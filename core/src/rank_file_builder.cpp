@@ -181,6 +181,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   add_communicators(f, gpu, comm);
   f.threads = cpu.threads;
   f.dropped_records = gpu.dropped_records;
+  f.capture_stats = gpu.capture_stats;
 
   f.warnings = identity.warnings;
   for (const auto* list : {&cpu.warnings, &gpu.warnings, &comm.warnings})

@@ -545,6 +545,16 @@ json rank_file_to_json(const RankFile& f) {
              {"dropped_records", f.dropped_records},
              {"warnings", f.warnings}};
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
+  if (const CaptureStats& c = f.capture_stats; c.present) {
+    out["capture_stats"] = {{"buffers", c.buffers},
+                            {"records", c.records},
+                            {"launch_callbacks", c.launch_callbacks},
+                            {"correlation_ids_per_callback", finite(c.correlation_ids_per_callback)},
+                            {"joined", c.joined},
+                            {"graph_node_context", c.graph_node_context},
+                            {"missing_context", c.missing_context},
+                            {"overwritten", c.overwritten}};
+  }
   if (!f.device_name.empty() || f.peak_tflops > 0 || !f.peak_source.empty()) {
     out["device"] = {{"name", f.device_name},
                      {"peak_tflops", finite(f.peak_tflops)},
@@ -610,6 +620,20 @@ RankFile rank_file_from_json(const json& j) {
   }
 
   f.dropped_records = u64(j, "dropped_records", w);
+  if (const json* c = find(j, "capture_stats")) {  // optional, added with the GPU validation
+    expect_object(*c, "capture_stats");
+    const std::string cw = "capture_stats";
+    CaptureStats& s = f.capture_stats;
+    s.present = true;
+    s.buffers = opt_u64(*c, "buffers", cw, 0);
+    s.records = opt_u64(*c, "records", cw, 0);
+    s.launch_callbacks = opt_u64(*c, "launch_callbacks", cw, 0);
+    s.correlation_ids_per_callback = opt_dbl(*c, "correlation_ids_per_callback", cw, 0);
+    s.joined = opt_u64(*c, "joined", cw, 0);
+    s.graph_node_context = opt_u64(*c, "graph_node_context", cw, 0);
+    s.missing_context = opt_u64(*c, "missing_context", cw, 0);
+    s.overwritten = opt_u64(*c, "overwritten", cw, 0);
+  }
   const json& warnings = need_array(j, "warnings", w);
   for (std::size_t i = 0; i < warnings.size(); ++i)
     f.warnings.push_back(as_string(warnings[i], indexed("warnings", i)));

@@ -64,20 +64,22 @@ void CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) noexce
   s.words[5].store(ctx.comm_group, std::memory_order_release);
   s.tag.store(id, std::memory_order_release);
   // The id rate (ids_per_store): every traced API call takes an id, not only launches.
+  // Each advance of the newest id adds its step to a 64-bit span, so the rate stays right after
+  // the 32-bit ids wrap (a long run of a launch-heavy program passes 2^32 API calls).
   uint32_t newest = newest_.load(std::memory_order_relaxed);
-  while ((newest == kEmpty || static_cast<int32_t>(id - newest) > 0) &&
-         !newest_.compare_exchange_weak(newest, id, std::memory_order_relaxed)) {
+  while (newest == kEmpty || static_cast<int32_t>(id - newest) > 0) {
+    if (newest_.compare_exchange_weak(newest, id, std::memory_order_relaxed)) {
+      if (newest != kEmpty) ids_spanned_.fetch_add(id - newest, std::memory_order_relaxed);
+      break;
+    }
   }
-  uint32_t first = first_.load(std::memory_order_relaxed);
-  if (first == kEmpty) first_.compare_exchange_strong(first, id, std::memory_order_relaxed);
 }
 
 double CorrelationTable::ids_per_store() const noexcept {
   const uint64_t n = launches_.load(std::memory_order_relaxed);
-  const uint32_t first = first_.load(std::memory_order_relaxed);
-  const uint32_t newest = newest_.load(std::memory_order_relaxed);
-  if (n < 2 || first == kEmpty) return 1.0;
-  return static_cast<double>(static_cast<uint32_t>(newest - first) + 1) / static_cast<double>(n);
+  if (n < 2) return 1.0;
+  return static_cast<double>(ids_spanned_.load(std::memory_order_relaxed) + 1) /
+         static_cast<double>(n);
 }
 
 bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexcept {

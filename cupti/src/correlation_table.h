@@ -43,8 +43,11 @@ class CorrelationTable {
   uint64_t overwritten() const { return overwritten_.load(std::memory_order_relaxed); }
   // Stores skipped because other threads were writing every slot of the probe window.
   uint64_t store_collisions() const { return collisions_.load(std::memory_order_relaxed); }
-  // Correlation ids consumed per stored launch so far (1.0 until two launches were stored).
+  // Correlation ids consumed per stored launch so far (1.0 until two launches were stored):
+  // the ids from the first stored to the newest, counted across 32-bit wraps, per launch.
   double ids_per_store() const noexcept;
+  // Launch contexts stored (launch callbacks seen), including those lost to collisions.
+  uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr uint32_t kEmpty = 0;           // correlation ids start at 1
@@ -62,8 +65,8 @@ class CorrelationTable {
   std::atomic<uint64_t> launches_{0};
   mutable std::atomic<uint64_t> overwritten_{0};
   std::atomic<uint64_t> collisions_{0};
-  std::atomic<uint32_t> first_{kEmpty};   // first id stored
-  std::atomic<uint32_t> newest_{kEmpty};  // highest id stored (modulo 2^32)
+  std::atomic<uint32_t> newest_{kEmpty};   // highest id stored (modulo 2^32)
+  std::atomic<uint64_t> ids_spanned_{0};   // newest - first stored, across wraps
 };
 
 }  // namespace traintime::cupti

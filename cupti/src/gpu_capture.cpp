@@ -855,6 +855,17 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   if (!static_cupti_.empty())
     out.warnings.push_back(static_cupti_ + " contains a statically linked CUPTI that traintime cannot "
                            "share: a profiler using it in this process may disturb GPU capture");
+  const PipelineStats& ps = pipeline_->stats();
+  core::CaptureStats& cs = out.capture_stats;
+  cs.present = true;
+  cs.buffers = ps.buffers;
+  cs.records = ps.activities;
+  cs.launch_callbacks = launches_->launches();
+  cs.correlation_ids_per_callback = launches_->ids_per_store();
+  cs.joined = ps.joined_runtime + ps.joined_correlation;
+  cs.graph_node_context = ps.graph_node_context;
+  cs.missing_context = ps.missing_context;
+  cs.overwritten = launches_->overwritten();
   for (std::string& w : pipeline_->warnings()) out.warnings.push_back(std::move(w));
   if (out.dropped_records)
     out.warnings.push_back(std::to_string(out.dropped_records) +

@@ -132,6 +132,7 @@ RankFile full_rank_file() {
   f.memcpy["DtoD"] = {7, 700, 70};
   f.memcpy["PtoP"] = {8, 800, 80};
   f.dropped_records = 17;
+  f.capture_stats = {true, 40, 123456, 120000, 3.25, 123000, 400, 56, 7};
   f.warnings = {"TRAINTIME_WARMUP_STEPS=\"abc\" is not a non-negative integer; using the default 2",
                 "unbalanced tt_pop"};
   return f;
@@ -284,6 +285,15 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(m.gpu_ns == b.memcpy.at(kind).gpu_ns);
   }
   CHECK(a.dropped_records == b.dropped_records);
+  CHECK(a.capture_stats.present == b.capture_stats.present);
+  CHECK(a.capture_stats.buffers == b.capture_stats.buffers);
+  CHECK(a.capture_stats.records == b.capture_stats.records);
+  CHECK(a.capture_stats.launch_callbacks == b.capture_stats.launch_callbacks);
+  CHECK(a.capture_stats.correlation_ids_per_callback == b.capture_stats.correlation_ids_per_callback);
+  CHECK(a.capture_stats.joined == b.capture_stats.joined);
+  CHECK(a.capture_stats.graph_node_context == b.capture_stats.graph_node_context);
+  CHECK(a.capture_stats.missing_context == b.capture_stats.missing_context);
+  CHECK(a.capture_stats.overwritten == b.capture_stats.overwritten);
   CHECK(a.warnings == b.warnings);
 }
 
@@ -354,6 +364,11 @@ TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_fil
   CHECK(j.at("communicators").at(0).at("recent").at(1).at("op") == "Broadcast");
   CHECK(j.at("memcpy").at("PtoP").at("gpu_ns") == 80);
   CHECK(j.at("dropped_records") == 17);
+  const json& cs = j.at("capture_stats");
+  CHECK(cs.at("launch_callbacks") == 120000);
+  CHECK(cs.at("correlation_ids_per_callback") == 3.25);
+  CHECK(cs.at("missing_context") == 56);
+  CHECK(cs.at("overwritten") == 7);
   CHECK(j.at("unbalanced_pops") == 2);
   CHECK(j.at("warnings").size() == 2);
 }
@@ -373,6 +388,7 @@ TEST_CASE("an empty rank file still has every category and memcpy key, all zero"
   }
   CHECK(j.at("memcpy").size() == 4);
   CHECK(j.at("gpu_capture") == "none");
+  CHECK_FALSE(j.contains("capture_stats"));  // only when CUPTI capture ran
   CHECK(j.at("role") == "rank");
   CHECK(j.at("regions") == json::array());
   CHECK(j.at("comm") == json::array());
@@ -443,7 +459,8 @@ TEST_CASE("rank file reader names a missing or mistyped contract field", "[rank_
 
 TEST_CASE("rank file reader accepts files without the optional fields", "[rank_file]") {
   json j = rank_file_to_json(full_rank_file());
-  for (const char* k : {"start_unix_ns", "end_unix_ns", "unbalanced_pops", "gpu_records_complete"})
+  for (const char* k :
+       {"start_unix_ns", "end_unix_ns", "unbalanced_pops", "gpu_records_complete", "capture_stats"})
     j.erase(k);
   j["regions"][0].erase("top_kernels");
   j["regions"][0].erase("cpu_min_ns");
@@ -461,6 +478,7 @@ TEST_CASE("rank file reader accepts files without the optional fields", "[rank_f
   const RankFile f = rank_file_from_json(j);
   CHECK(f.start_unix_ns == 0);
   CHECK(f.gpu_records_complete);  // files from before the field: complete, as they were written
+  CHECK_FALSE(f.capture_stats.present);
   CHECK(f.unbalanced_pops == 0);
   CHECK(f.regions[0].cpu_min_ns == 0);
   CHECK(f.regions[0].cpu_max_ns == 90000);

@@ -66,6 +66,20 @@ TEST_CASE("ids that advance by thousands per launch keep every pending context",
   CHECK(t.ids_per_store() == Approx((255.0 * 1024 + 1) / 256).epsilon(1e-9));  // ids spanned / launches
 }
 
+TEST_CASE("the id rate stays right when the 32-bit correlation ids wrap", "[correlation]") {
+  // A long launch-heavy run passes 2^32 traced API calls: the rate must count across the wrap,
+  // not from the first id to the (numerically smaller) newest one.
+  CorrelationTable t(64);
+  t.store(0xFFFFFFF0u, context_for(1));
+  t.store(0xFFFFFFF8u, context_for(2));
+  t.store(0x00000010u, context_for(3));  // 0x20 ids after the first, past the wrap
+  CHECK(t.launches() == 3);
+  CHECK(t.ids_per_store() == Approx((0x20 + 1) / 3.0).epsilon(1e-9));
+  // An out-of-order (older) id from another thread spans nothing new.
+  t.store(0xFFFFFFFCu, context_for(4));
+  CHECK(t.ids_per_store() == Approx((0x20 + 1) / 4.0).epsilon(1e-9));
+}
+
 TEST_CASE("a context is evicted only by newer launches, and its loss is counted", "[correlation]") {
   CorrelationTable t(16);
   t.store(3, context_for(3));

@@ -235,6 +235,19 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         if not mode.stray_work:
             unattributed = rf.get("categories", {}).get("unattributed", {}).get("count", 0)
             c.check(unattributed == 0, f"{where}: {unattributed} unattributed activities")
+        # capture_stats: every record decoded joined a launch; ids advance at least once a launch.
+        stats = rf.get("capture_stats")
+        if c.check(isinstance(stats, dict), f"{where}: no capture_stats although CUPTI captured"):
+            counted = sum(v.get("count", 0) for v in rf.get("categories", {}).values())
+            c.check(stats.get("records") == counted,
+                    f"{where}: capture_stats.records {stats.get('records')} != {counted} activities counted")
+            c.check(stats.get("missing_context") == 0 and stats.get("overwritten") == 0,
+                    f"{where}: launch contexts lost: {stats}")
+            c.check(stats.get("launch_callbacks", 0) > 0 and stats.get("correlation_ids_per_callback", 0) >= 1,
+                    f"{where}: no launches or an id rate below 1: {stats}")
+            if mode.graphs:
+                c.check(stats.get("graph_node_context", 0) > 0,
+                        f"{where}: graph replays took no graph node's context: {stats}")
         c.check(rf.get("dropped_records", 0) == 0, f"{where}: dropped_records {rf.get('dropped_records')}")
         if mode.trace:
             trace_path = work / "out" / f"rank-{rank:05d}.trace.json"

@@ -157,6 +157,22 @@ struct MemcpyStat {
   uint64_t gpu_ns = 0;
 };
 
+// How the CUPTI capture joined records to launches (rank file capture_stats): the evidence that
+// no launch context was lost, and how fast the process consumes correlation ids.
+struct CaptureStats {
+  bool present = false;                   // written only when CUPTI capture ran
+  uint64_t buffers = 0;                   // activity buffers CUPTI delivered
+  uint64_t records = 0;                   // kernel, copy and memset records decoded
+  uint64_t launch_callbacks = 0;          // launch contexts stored (a runtime launch and the
+                                          // driver launch nested in it are two)
+  double correlation_ids_per_callback = 0;  // ids consumed per launch callback: every traced API
+                                            // call takes one
+  uint64_t joined = 0;                    // records that found their launch context
+  uint64_t graph_node_context = 0;        // records that took their CUDA graph node's region
+  uint64_t missing_context = 0;           // records with no launch context: counted unattributed
+  uint64_t overwritten = 0;               // of those, lost to newer launches reusing the slot
+};
+
 // Who wrote a rank file, when and why (the preload's part of it).
 struct RankIdentity {
   std::string job_id;
@@ -192,6 +208,7 @@ struct RankFile : RankIdentity {
   std::vector<Communicator> communicators;
   std::map<std::string, MemcpyStat> memcpy;  // HtoD, DtoH, DtoD, PtoP
   uint64_t dropped_records = 0;
+  CaptureStats capture_stats;  // omitted from the file when !present
   std::vector<std::string> warnings;
   std::vector<ThreadSnapshot> threads;  // empty (and omitted from the file) when not recorded
 };

@@ -97,6 +97,7 @@ struct GpuSummary {
   };
   std::vector<Ring> rings;
   uint64_t dropped_records = 0;
+  CaptureStats capture_stats;  // filled by the CUPTI capture
   std::vector<std::string> warnings;
 };
 
