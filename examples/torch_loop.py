@@ -19,8 +19,21 @@ traintime's regions[].gpu_span_ns. scripts/compare_events.py compares the two.
                   ("optimizer"); those paths are what instrument is expected to name, so this
                   mode is compared for information only.
 
-Warm-up steps run inside `traintime.region("warmup")`, keeping one-time costs (cuBLAS handles,
-allocator growth) out of the compared rows. With several ranks (torchrun's RANK/WORLD_SIZE),
+Options for the real-stack checks of docs/validation.md (scripts/check_gpu_run.py judges them):
+--cuda-graphs      forward and backward are captured once into a torch.cuda.CUDAGraph inside
+                   `traintime.region("forward")` / `("backward")`, and each step replays it inside
+                   `traintime.region("replay")`: the replayed kernels must land in the captured
+                   regions. The events file then times "io" and "optimizer" as usual and the
+                   whole replay under "graph_replay".
+--profile-steps A:B  a torch.profiler session (CPU and CUDA activities) runs from step A to
+                   step B, in the middle of the traintime run; --profile-trace PATH exports its
+                   Chrome trace. The user's profiler must see kernels and traintime stay exact.
+--metrics-log PATH traintime.metrics() after every step, one JSON object per line (rank 0).
+
+All GPU work of the program runs inside a region (model set-up in "setup", the final loss read
+in "final"), so an annotated run must have no unattributed GPU work. Warm-up steps run inside
+`traintime.region("warmup")`, keeping one-time costs (cuBLAS handles, allocator growth) out of
+the compared rows. With several ranks (torchrun's RANK/WORLD_SIZE),
 gradients are averaged with torch.distributed (NCCL) inside a "comm" region within backward.
 Without CUDA it runs on the CPU with small sizes and writes no events file.
 """
@@ -57,9 +70,26 @@ def parse_args():
     ap.add_argument("--classes", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--events-out", help="CUDA-event timings as JSON; %%r becomes the rank")
+    ap.add_argument("--cuda-graphs", action="store_true",
+                    help="capture forward+backward in a CUDA graph and replay it each step")
+    ap.add_argument("--profile-steps", metavar="A:B",
+                    help="run a torch.profiler session from step A to step B (0-based, B exclusive)")
+    ap.add_argument("--profile-trace", help="where --profile-steps exports its Chrome trace")
+    ap.add_argument("--metrics-log", help="traintime.metrics() after each step, as JSON lines")
     a = ap.parse_args()
     if a.steps < 1 or a.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
+    a.profile_window = None
+    if a.profile_steps:
+        try:
+            lo, hi = (int(v) for v in a.profile_steps.split(":"))
+        except ValueError:
+            ap.error(f"--profile-steps wants A:B (two step numbers), not {a.profile_steps!r}")
+        if not 0 <= lo < hi <= a.steps:
+            ap.error(f"--profile-steps {a.profile_steps}: want 0 <= A < B <= --steps ({a.steps})")
+        a.profile_window = (lo, hi)
+    if a.cuda_graphs and a.api != "region":
+        ap.error("--cuda-graphs goes with --api region (the captured regions are named there)")
     return a
 
 
@@ -111,32 +141,85 @@ def main():
     layers = a.layers or (8 if cuda else 2)
 
     if world > 1:
+        if a.cuda_graphs:
+            sys.exit("torch_loop.py: --cuda-graphs runs at world size 1 (no collectives in the graph)")
         import torch.distributed as dist
         dist.init_process_group("nccl" if cuda else "gloo")
+    if a.cuda_graphs and not cuda:
+        sys.exit("torch_loop.py: --cuda-graphs needs a CUDA device")
 
-    torch.manual_seed(1234)
-    mods = []
-    for _ in range(layers):
-        mods += [torch.nn.Linear(hidden, hidden, bias=False), torch.nn.ReLU()]
-    mods.append(torch.nn.Linear(hidden, a.classes, bias=False))
-    model = torch.nn.Sequential(*mods).to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
-    if a.api == "instrument":
-        import traintime.torch as traintime_torch  # only this mode needs the PyTorch helper
-        traintime_torch.instrument(model, opt)
+    # Every GPU operation of the program runs inside a region: an annotated run has no
+    # unattributed GPU work (scripts/check_gpu_run.py context).
+    with traintime.region("setup"):
+        torch.manual_seed(1234)
+        mods = []
+        for _ in range(layers):
+            mods += [torch.nn.Linear(hidden, hidden, bias=False), torch.nn.ReLU()]
+        mods.append(torch.nn.Linear(hidden, a.classes, bias=False))
+        model = torch.nn.Sequential(*mods).to(dev)
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+        if a.api == "instrument":
+            import traintime.torch as traintime_torch  # only this mode needs the PyTorch helper
+            traintime_torch.instrument(model, opt)
 
-    g = torch.Generator().manual_seed(rank)
-    pin = cuda
-    xs = [torch.randn(batch, hidden, generator=g).pin_memory() if pin else
-          torch.randn(batch, hidden, generator=g) for _ in range(2)]
-    ys = [torch.randint(0, a.classes, (batch,), generator=g) for _ in range(2)]
-    ys = [y.pin_memory() if pin else y for y in ys]
+        g = torch.Generator().manual_seed(rank)
+        pin = cuda
+        xs = [torch.randn(batch, hidden, generator=g).pin_memory() if pin else
+              torch.randn(batch, hidden, generator=g) for _ in range(2)]
+        ys = [torch.randint(0, a.classes, (batch,), generator=g) for _ in range(2)]
+        ys = [y.pin_memory() if pin else y for y in ys]
 
     comm = world > 1
-    paths = ["io", "forward", "backward"] + (["backward/comm"] if comm else []) + ["optimizer"]
+    if a.cuda_graphs:
+        paths = ["io", "optimizer"]  # the replay is timed separately: see graph_replays
+    else:
+        paths = ["io", "forward", "backward"] + (["backward/comm"] if comm else []) + ["optimizer"]
+
+    graph = None
+    graph_replays = []  # (start, end) event pairs around every replay, warm-up ones included
+    if a.cuda_graphs:
+        with traintime.region("setup"):
+            x_static = torch.empty(batch, hidden, device=dev)
+            y_static = torch.empty(batch, dtype=torch.long, device=dev)
+            x_static.copy_(xs[0])
+            y_static.copy_(ys[0])
+        # PyTorch's whole-network capture recipe: warm up on a side stream, then capture with
+        # the gradients unset so the replay writes them (no zero_grad needed between replays).
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with traintime.region("warmup"), torch.cuda.stream(side):
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                F.cross_entropy(model(x_static), y_static).backward()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            with traintime.region("forward"):
+                static_loss = F.cross_entropy(model(x_static), y_static)
+            with traintime.region("backward"):
+                static_loss.backward()
 
     def step(i, ev):
         slot = max(i, 0) % 2
+        if graph is not None:
+            with traintime.region("io"):
+                ev.begin("io", i)
+                x_static.copy_(xs[slot], non_blocking=True)
+                y_static.copy_(ys[slot], non_blocking=True)
+                ev.end("io", i)
+            with traintime.region("replay"):
+                pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                pair[0].record()
+                graph.replay()
+                pair[1].record()
+                graph_replays.append(pair)
+            with traintime.region("optimizer"):
+                ev.begin("optimizer", i)
+                opt.step()
+                ev.end("optimizer", i)
+            traintime.step(samples=batch)
+            return static_loss
         with traintime.region("io"):
             ev.begin("io", i)
             x = xs[slot].to(dev, non_blocking=True)
@@ -183,17 +266,45 @@ def main():
         traintime.step(samples=batch)
         return loss
 
+    metrics = []
+
+    def log_metrics():
+        if a.metrics_log and rank == 0:
+            m = traintime.metrics()
+            m["wall_s"] = time.time()
+            metrics.append(m)
+
     for _ in range(a.warmup):
         with traintime.region("warmup"):
             step(-1, NoEvents())
+        log_metrics()
     if cuda:
         torch.cuda.synchronize()
     ev = RegionEvents(paths, a.steps) if cuda else NoEvents()
+    prof = None
     t0 = time.perf_counter()
     for i in range(a.steps):
+        if a.profile_window and i == a.profile_window[0]:
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if cuda:
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            prof = torch.profiler.profile(activities=activities)
+            prof.start()
         loss = step(i, ev)
-    final = loss.item()  # synchronises: after the loop only
+        log_metrics()
+        if prof is not None and i == a.profile_window[1] - 1:
+            prof.stop()
+            if a.profile_trace:
+                prof.export_chrome_trace(a.profile_trace.replace("%r", str(rank)))
+            prof = None
+    with traintime.region("final"):
+        final = loss.item()  # synchronises: after the loop only
     wall = time.perf_counter() - t0
+    log_metrics()
+    if metrics:
+        with open(a.metrics_log, "w", encoding="utf-8") as f:
+            for m in metrics:
+                f.write(json.dumps(m) + "\n")
 
     if cuda and a.events_out:
         ms = ev.read()
@@ -205,7 +316,7 @@ def main():
             "timing": "torch.cuda.Event.elapsed_time read once after the loop's synchronize",
             "steps": a.steps, "warmup_steps": a.warmup,
             "config": {"batch": batch, "hidden": hidden, "layers": layers, "classes": a.classes,
-                       "api": a.api, "torch": torch.__version__},
+                       "api": a.api, "cuda_graphs": a.cuda_graphs, "torch": torch.__version__},
             "regions": [{"path": p, "single_stream": True, "entries": len(v),
                          "total_ms": sum(v), "per_step_ms": v} for p, v in ms.items()],
             "comm": [],
@@ -215,6 +326,15 @@ def main():
         if a.api == "instrument":
             out["notes"].append("paths are the names traintime.torch.instrument is expected to "
                                 "use; compared for information only")
+        if graph is not None:
+            replay_ms = [b.elapsed_time(e) for b, e in graph_replays]
+            out["graph_replay"] = {
+                "captured_paths": ["forward", "backward"], "replays": len(replay_ms),
+                "total_ms": sum(replay_ms), "per_replay_ms": replay_ms,
+                "note": "every replay of the graph, warm-up replays included; the replayed "
+                        "kernels belong to the regions open at capture"}
+        if a.profile_window:
+            out["profiler_window"] = list(a.profile_window)
         with open(a.events_out.replace("%r", str(rank)), "w", encoding="utf-8") as f:
             json.dump(out, f, indent=2)
     if rank == 0:

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""Judge the real-stack checks of a GPU validation run (docs/validation.md, issue 11 item 4).
+
+    check_gpu_run.py context  --rank-file R
+    check_gpu_run.py profiler --rank-file R --trace T
+    check_gpu_run.py graphs   --rank-file R --events E
+    check_gpu_run.py exit     --rank-file R --expect X
+    check_gpu_run.py live     --rank-file R --metrics-log M
+    check_gpu_run.py --self-test
+
+context   An annotated loop (examples/torch_loop.py runs every GPU operation inside a region):
+          no unattributed GPU work, no launch context lost (capture_stats.missing_context 0), no
+          record dropped. Prints how many CUPTI correlation ids the process consumed per launch
+          callback, which sizes traintime's correlation table against real PyTorch.
+profiler  A torch.profiler session ran in the middle of the traintime run: the user's Chrome
+          trace holds GPU kernels (the profiler works), and traintime says how it shared CUPTI
+          with it (gpu_capture_reason) or names the gap in a warning. traintime's own figures of
+          the same run are judged against CUDA events by compare_events.py.
+graphs    torch_loop.py --cuda-graphs: the replayed kernels belong to the regions open at capture
+          ("forward", "backward"), none to the "replay" region the graph launch ran in, none
+          unattributed, at least one record took its graph node's context, and the GPU span of
+          the captured regions (per replay: first start to last end, DESIGN §6) is within
+          --tolerance-pct of the CUDA-event time of all replays (the replay's kernels run back to
+          back on one stream, so the two measure the same up to the gap between the regions).
+exit      examples/torch_exit_in_region.py: a region opened before CUDA initialised is still
+          open at exit. The rank file was written at a normal exit, with every GPU record
+          delivered, and the region holds at least the kernels the program says it launched.
+live      torch_loop.py --metrics-log: traintime.metrics() published GPU figures while the run
+          went on (traintime/gpu_step advanced), and no record arrived after its step was
+          published (traintime/gpu_late_records 0 at the end).
+
+Exit status: 0 the check passes, 1 it fails, 2 unusable input. Standard library only (it runs
+on the GPU machine); rank files are read with compare_events.py's reader.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_events import EXIT_DISAGREE, EXIT_OK, EXIT_UNUSABLE, Unusable, check_rank_file, load_json  # noqa: E402
+
+Result = tuple[int, list[str]]
+
+
+def _rank(path: str) -> dict:
+    rank = load_json(path, "rank file")
+    if not isinstance(rank, dict):
+        raise Unusable(f"{path} is not a JSON object")
+    check_rank_file(rank, path)
+    return rank
+
+
+def _count(rank: dict, category: str) -> int:
+    return int(rank.get("categories", {}).get(category, {}).get("count", 0))
+
+
+def _row(rank: dict, path: str) -> dict:
+    return next((r for r in rank.get("regions", []) if r.get("path") == path), {})
+
+
+def _verdict(lines: list[str], failures: list[str], what: str) -> Result:
+    lines += [f"  FAIL: {f}" for f in failures]
+    lines.append(f"RESULT: {what}: " + ("PASS" if not failures else f"FAIL ({len(failures)})"))
+    return (EXIT_DISAGREE if failures else EXIT_OK), lines
+
+
+def check_context(rank: dict) -> Result:
+    stats = rank.get("capture_stats")
+    if not isinstance(stats, dict):
+        raise Unusable("the rank file has no capture_stats (written by traintime since the GPU "
+                       "validation tooling; rebuild the carried tree)")
+    records, callbacks = stats.get("records", 0), stats.get("launch_callbacks", 0)
+    lines = [
+        f"gpu_capture_reason: {rank.get('gpu_capture_reason', '')}",
+        f"CUPTI records {records}, launch callbacks {callbacks}, buffers {stats.get('buffers', 0)}",
+        f"correlation ids per launch callback: {stats.get('correlation_ids_per_callback', 0):.2f}",
+        f"joined {stats.get('joined', 0)}, graph-node context {stats.get('graph_node_context', 0)}, "
+        f"missing context {stats.get('missing_context', 0)} "
+        f"(overwritten {stats.get('overwritten', 0)})",
+        f"unattributed activities {_count(rank, 'unattributed')}, dropped records "
+        f"{rank.get('dropped_records', 0)}",
+    ]
+    failures = []
+    if records == 0:
+        failures.append("no GPU record was captured")
+    if stats.get("missing_context", 0):
+        failures.append(f"{stats['missing_context']} records found no launch context")
+    if _count(rank, "unattributed"):
+        failures.append(f"{_count(rank, 'unattributed')} activities are unattributed in a loop "
+                        "that runs every GPU operation inside a region")
+    if rank.get("dropped_records", 0):
+        failures.append(f"{rank['dropped_records']} records were dropped")
+    return _verdict(lines, failures, "launch context")
+
+
+def check_profiler(rank: dict, trace: Any) -> Result:
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else []
+    kernels = sum(1 for e in events if isinstance(e, dict) and e.get("cat") == "kernel")
+    reason = rank.get("gpu_capture_reason", "")
+    shared = "shared with another in-process client" in reason
+    gap_warnings = [w for w in rank.get("warnings", []) if "profiler" in w or "CUPTI" in w]
+    lines = [f"torch.profiler trace: {len(events)} events, {kernels} GPU kernels",
+             f"traintime gpu_capture_reason: {reason}"]
+    lines += [f"traintime warning: {w}" for w in gap_warnings]
+    failures = []
+    if kernels == 0:
+        failures.append("the user's torch.profiler trace has no GPU kernel: traintime kept the "
+                        "profiler from seeing the GPU")
+    if not shared and not gap_warnings:
+        failures.append("traintime says nothing about the profiler: neither that CUPTI was shared "
+                        "(gpu_capture_reason) nor a gap (warnings)")
+    return _verdict(lines, failures, "torch.profiler in the run")
+
+
+def check_graphs(rank: dict, events: Any, tolerance_pct: float) -> Result:
+    replay = events.get("graph_replay") if isinstance(events, dict) else None
+    if not isinstance(replay, dict):
+        raise Unusable("the events file has no graph_replay (run torch_loop.py --cuda-graphs)")
+    captured = replay.get("captured_paths", ["forward", "backward"])
+    rows = {p: _row(rank, p) for p in captured}
+    lines = []
+    failures = []
+    gpu_ms = 0.0
+    for path, row in rows.items():
+        lines.append(f"region {path}: {row.get('kernels', 0)} kernels, "
+                     f"{row.get('gpu_busy_ns', 0) / 1e6:.3f} ms busy, "
+                     f"{row.get('gpu_span_ns', 0) / 1e6:.3f} ms span")
+        if row.get("kernels", 0) == 0:
+            failures.append(f"no replayed kernel landed in the captured region {path!r}")
+        gpu_ms += row.get("gpu_span_ns", 0) / 1e6
+    replay_row = _row(rank, "replay")
+    lines.append(f"region replay (the graph launch): {replay_row.get('kernels', 0)} kernels")
+    if replay_row.get("kernels", 0):
+        failures.append(f"{replay_row['kernels']} replayed kernels went to the region of the graph "
+                        "launch instead of the regions open at capture")
+    if _count(rank, "unattributed"):
+        failures.append(f"{_count(rank, 'unattributed')} activities are unattributed")
+    stats = rank.get("capture_stats")  # absent in a fixture replay's output
+    if isinstance(stats, dict) and not stats.get("graph_node_context", 0):
+        failures.append("no record took its graph node's context (capture_stats.graph_node_context 0)")
+    ev_ms = float(replay.get("total_ms", 0))
+    diff = (gpu_ms - ev_ms) / ev_ms * 100 if ev_ms > 0 else None
+    lines.append(f"{replay.get('replays', 0)} replays: CUDA events {ev_ms:.3f} ms, traintime "
+                 f"busy in {', '.join(captured)} {gpu_ms:.3f} ms"
+                 + (f" ({diff:+.2f} %)" if diff is not None else ""))
+    if diff is None:
+        failures.append("the events file timed no replay")
+    elif abs(diff) > tolerance_pct:
+        failures.append(f"captured regions' GPU time differs from the replays' CUDA-event time by "
+                        f"{diff:+.2f} % (> {tolerance_pct:g} %)")
+    return _verdict(lines, failures, "CUDA graph attribution")
+
+
+def check_exit(rank: dict, expect: Any) -> Result:
+    if not isinstance(expect, dict) or "kernels_launched" not in expect:
+        raise Unusable("the expectation file has no kernels_launched")
+    region = expect.get("region", "startup")
+    row = _row(rank, region)
+    want = int(expect["kernels_launched"])
+    lines = [f"exit_reason {rank.get('exit_reason')!r}, gpu_records_complete "
+             f"{rank.get('gpu_records_complete', True)}, snapshot {rank.get('snapshot')}",
+             f"region {region}: {row.get('kernels', 0)} kernels (the program launched {want})"]
+    failures = []
+    if rank.get("exit_reason") != "exit" or rank.get("snapshot"):
+        failures.append(f"the rank file is not the one written at a normal exit "
+                        f"(exit_reason {rank.get('exit_reason')!r})")
+    if rank.get("gpu_records_complete", True) is not True:
+        failures.append("records were still undelivered when the exit file was written")
+    if not row:
+        failures.append(f"no region {region!r} in the rank file")
+    elif row.get("kernels", 0) < want:
+        failures.append(f"region {region!r} has {row.get('kernels', 0)} kernels, the program "
+                        f"launched {want}: work in flight at exit was lost")
+    if _count(rank, "unattributed"):
+        failures.append(f"{_count(rank, 'unattributed')} activities are unattributed although "
+                        "the region was open from before CUDA initialised")
+    return _verdict(lines, failures, "exit with a region open from before CUDA init")
+
+
+def check_live(rank: dict, metrics: list[dict]) -> Result:
+    if not metrics:
+        raise Unusable("the metrics log is empty")
+    steps = [m.get("traintime/gpu_step", -1) for m in metrics]
+    published = [s for s in steps if s is not None and s >= 0]
+    # The last line is read after the loop's final synchronise; the ones before it ran mid-run.
+    during = [s for s in steps[:-1] if s is not None and s >= 0]
+    late = metrics[-1].get("traintime/gpu_late_records", 0)
+    lines = [f"{len(metrics)} metrics() reads, gpu_step published during the run: "
+             f"{min(during) if during else '-'}..{max(during) if during else '-'}, "
+             f"at the end {steps[-1]}", f"gpu_late_records at the end: {late}"]
+    failures = []
+    if not during:
+        failures.append("no GPU step was published while the run went on")
+    if late:
+        failures.append(f"{late} records arrived after their step's figures were published")
+    if published and any(b < a for a, b in zip(published, published[1:])):
+        failures.append("traintime/gpu_step went backwards")
+    return _verdict(lines, failures, "live metrics")
+
+
+def _read_metrics(path: str) -> list[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except OSError as e:
+        raise Unusable(f"cannot read the metrics log {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise Unusable(f"the metrics log {path} is not JSON lines: {e}") from e
+
+
+def run(args: argparse.Namespace) -> Result:
+    rank = _rank(args.rank_file)
+    if args.check == "context":
+        return check_context(rank)
+    if args.check == "profiler":
+        return check_profiler(rank, load_json(args.trace, "torch.profiler trace"))
+    if args.check == "graphs":
+        return check_graphs(rank, load_json(args.events, "events file"), args.tolerance_pct)
+    if args.check == "exit":
+        return check_exit(rank, load_json(args.expect, "expectation file"))
+    return check_live(rank, _read_metrics(args.metrics_log))
+
+
+def self_test() -> int:
+    """Hand-made rank files and side files, each with the exit status it must give."""
+    def rank(**over: Any) -> dict:
+        r = {"schema": "traintime/1", "gpu_capture": "cupti", "gpu_capture_reason": "CUPTI 130000",
+             "exit_reason": "exit", "snapshot": False, "gpu_records_complete": True,
+             "dropped_records": 0, "warnings": [],
+             "categories": {"forward": {"count": 10}, "unattributed": {"count": 0}},
+             "capture_stats": {"records": 10, "launch_callbacks": 20, "buffers": 1,
+                               "correlation_ids_per_callback": 3.5, "joined": 10,
+                               "graph_node_context": 4, "missing_context": 0, "overwritten": 0},
+             "regions": [{"path": "forward", "kernels": 6, "gpu_span_ns": 6_000_000},
+                         {"path": "backward", "kernels": 4, "gpu_span_ns": 3_950_000},
+                         {"path": "replay", "kernels": 0, "gpu_busy_ns": 0},
+                         {"path": "startup", "kernels": 2000, "gpu_busy_ns": 1}]}
+        for k, v in over.items():
+            r[k] = v
+        return r
+
+    lost = rank(capture_stats={**rank()["capture_stats"], "missing_context": 3})
+    stray = rank(categories={"forward": {"count": 10}, "unattributed": {"count": 2}})
+    graph_events = {"graph_replay": {"captured_paths": ["forward", "backward"], "replays": 5,
+                                     "total_ms": 10.0}}
+    cases: list[tuple[str, Callable[[], Result], int, str]] = [
+        ("context: healthy run passes", lambda: check_context(rank()), EXIT_OK, "3.50"),
+        ("context: a lost launch context fails", lambda: check_context(lost), EXIT_DISAGREE,
+         "found no launch context"),
+        ("context: unattributed work fails", lambda: check_context(stray), EXIT_DISAGREE,
+         "unattributed"),
+        ("profiler: kernels in the trace and CUPTI shared passes",
+         lambda: check_profiler(rank(gpu_capture_reason="CUPTI 130000; CUPTI shared with another "
+                                     "in-process client (e.g. torch.profiler): 1 registration(s)"),
+                                {"traceEvents": [{"cat": "kernel"}]}), EXIT_OK, "1 GPU kernels"),
+        ("profiler: a trace without kernels fails",
+         lambda: check_profiler(rank(gpu_capture_reason="CUPTI shared with another in-process client"),
+                                {"traceEvents": [{"cat": "cpu_op"}]}), EXIT_DISAGREE, "no GPU kernel"),
+        ("profiler: traintime silent about the profiler fails",
+         lambda: check_profiler(rank(), {"traceEvents": [{"cat": "kernel"}]}), EXIT_DISAGREE,
+         "says nothing"),
+        ("graphs: captured regions hold the replay (-0.50 %) passes",
+         lambda: check_graphs(rank(), graph_events, 1.0), EXIT_OK, "-0.50 %"),
+        ("graphs: kernels in the replay region fail",
+         lambda: check_graphs(rank(regions=[{"path": "forward", "kernels": 6, "gpu_span_ns": 6e6},
+                                            {"path": "backward", "kernels": 4, "gpu_span_ns": 4e6},
+                                            {"path": "replay", "kernels": 3}]), graph_events, 1.0),
+         EXIT_DISAGREE, "graph launch instead"),
+        ("graphs: 2 % short of the events fails",
+         lambda: check_graphs(rank(regions=[{"path": "forward", "kernels": 6, "gpu_span_ns": 5.8e6},
+                                            {"path": "backward", "kernels": 4, "gpu_span_ns": 4e6}]),
+                              graph_events, 1.0), EXIT_DISAGREE, "-2.00 %"),
+        ("exit: every launched kernel in the open region passes",
+         lambda: check_exit(rank(), {"kernels_launched": 2000}), EXIT_OK, "2000 kernels"),
+        ("exit: kernels lost at exit fail",
+         lambda: check_exit(rank(), {"kernels_launched": 2500}), EXIT_DISAGREE, "lost"),
+        ("exit: a snapshot instead of the exit file fails",
+         lambda: check_exit(rank(exit_reason="snapshot", snapshot=True), {"kernels_launched": 1}),
+         EXIT_DISAGREE, "normal exit"),
+        ("live: steps published during the run, none late, passes",
+         lambda: check_live(rank(), [{"traintime/gpu_step": -1}, {"traintime/gpu_step": 0},
+                                     {"traintime/gpu_step": 2, "traintime/gpu_late_records": 0}]),
+         EXIT_OK, "0..0"),
+        ("live: late records fail",
+         lambda: check_live(rank(), [{"traintime/gpu_step": 1},
+                                     {"traintime/gpu_step": 2, "traintime/gpu_late_records": 7}]),
+         EXIT_DISAGREE, "7 records arrived"),
+        ("live: nothing published mid-run fails",
+         lambda: check_live(rank(), [{"traintime/gpu_step": -1}, {"traintime/gpu_step": 3}]),
+         EXIT_DISAGREE, "no GPU step was published"),
+    ]
+    failures = []
+    for name, fn, want, needle in cases:
+        code, lines = fn()
+        text = "\n".join(lines)
+        if code != want or needle not in text:
+            failures.append(f"{name}: exit {code} (wanted {want}), {needle!r} in output: "
+                            f"{needle in text}\n{text}")
+        else:
+            print(f"ok: {name}")
+    # Unusable input through the command line: exit 2 with one line.
+    with tempfile.TemporaryDirectory() as tmp:
+        r = Path(tmp) / "rank.json"
+        r.write_text(json.dumps(rank(capture_stats=None)))
+        code = main(["context", "--rank-file", str(r)])
+        if code != EXIT_UNUSABLE:
+            failures.append(f"context without capture_stats: exit {code}, wanted {EXIT_UNUSABLE}")
+        else:
+            print("ok: a rank file without capture_stats is unusable input")
+        code = main(["live", "--rank-file", str(r), "--metrics-log", str(Path(tmp) / "none")])
+        if code != EXIT_UNUSABLE:
+            failures.append(f"missing metrics log: exit {code}, wanted {EXIT_UNUSABLE}")
+        else:
+            print("ok: a missing metrics log is unusable input")
+    for f in failures:
+        print("FAIL: " + f)
+    print("self-test: " + ("passed" if not failures else f"{len(failures)} failed"))
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--self-test", action="store_true", help="check this script on hand-made input")
+    sub = ap.add_subparsers(dest="check")
+    for name, extra in (("context", []), ("profiler", ["--trace"]), ("graphs", ["--events"]),
+                        ("exit", ["--expect"]), ("live", ["--metrics-log"])):
+        p = sub.add_parser(name)
+        p.add_argument("--rank-file", required=True)
+        for opt in extra:
+            p.add_argument(opt, required=True)
+        if name == "graphs":
+            p.add_argument("--tolerance-pct", type=float, default=1.0)
+    a = ap.parse_args(argv)
+    if a.self_test:
+        return self_test()
+    if not a.check:
+        ap.error("name a check (context, profiler, graphs, exit, live) or --self-test")
+    try:
+        code, lines = run(a)
+    except Unusable as e:
+        print(f"check_gpu_run {a.check}: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    print("\n".join(lines))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
