@@ -6,7 +6,8 @@
 #   scripts/gpu-validate.sh --build [--build-dir DIR]
 #       HERE (a machine with the CUDA toolkit, no GPU needed): configure and build the Release
 #       tree with the CUDA examples into build/ (or DIR): lib/libtraintime.so, bin/cuda_mlp,
-#       bin/nccl_sweep (and bin/*_mpi when MPI is installed). Carry DIR/lib and DIR/bin.
+#       bin/nccl_sweep (and bin/*_mpi when MPI is installed), and for scripts/gpu_overhead.py
+#       bin/gpu_launch_loop and lib/libgpu_bare_cupti_tracer.so. Carry DIR/lib and DIR/bin.
 #
 #   scripts/gpu-validate.sh [--tree DIR] [--steps N] [--launcher auto|mpirun|direct]
 #                           [--skip-sweep] [--skip-torch]
@@ -16,15 +17,27 @@
 #            directly. World size 1: with one GPU NCCL runs at world size 1 and launches no
 #            collective kernel, so no bandwidth is claimed anywhere in this validation.
 #            scripts/compare_events.py then compares every region's regions[].gpu_span_ns in the
-#            rank file with the CUDA-event total of the same region in the same run: within 2 %
+#            rank file with the CUDA-event total of the same region in the same run: within 1 %
 #            on regions of >= 1 ms per entry. Disagreement fails the validation.
 #         2. nccl_sweep: AllReduce, AllGather, Broadcast, ReduceScatter from 1 KiB to 256 MiB,
 #            each call timed with CUDA events; traintime's comm rows are printed beside them
 #            and their calls and bytes must match (times are shown, not judged: world size 1).
-#         3. examples/torch_loop.py, when python3 has torch with CUDA: once with the plain
-#            traintime.region API (judged like cuda_mlp) and once with
-#            traintime.torch.instrument (printed, not judged: its region names are its own).
-#       Prints a table per run (region, traintime ms, events ms, diff %, verdict).
+#         3. When python3 has torch with CUDA, examples/torch_loop.py and friends; each
+#            real-stack check is judged by scripts/check_gpu_run.py:
+#            a. --api region: judged like cuda_mlp; `context` (nothing unattributed, no launch
+#               context lost, correlation ids per launch callback, the CUPTI used) and `live`
+#               (traintime.metrics() published GPU steps mid-run, no late record).
+#            b. --cuda-graphs: io/optimizer judged like cuda_mlp; `graphs` (the replayed kernels
+#               in the regions open at capture, their span vs the replays' events).
+#            c. --api instrument (traintime.torch.instrument): printed, not judged.
+#            d. --profile-steps: a torch.profiler session mid-run; judged like cuda_mlp, and
+#               `profiler` (its trace has kernels; traintime says it shared CUPTI or the gap).
+#            e. examples/torch_exit_in_region.py: `exit` (a region opened before CUDA init is
+#               open at exit, with work in flight: every kernel is in the exit file).
+#       Prints a table per run (region, traintime ms, events ms, diff %, verdict) and each
+#       check's lines. Fixtures are recorded for cuda_mlp, torch_regions and torch_graphs only,
+#       with their events.json beside them (CI judges the replays against those events).
+#       Overhead (item 3 of the validation) is a separate command: scripts/gpu_overhead.py.
 #
 # Environment:
 #   TRAINTIME_RECORD_FIXTURE  set by this script to a fresh folder per run; implemented by the
@@ -59,7 +72,9 @@ while [ $# -gt 0 ]; do
     --build) MODE=build ;;
     --build-dir) BUILD_DIR=$(realpath -m "${2:?--build-dir needs a folder}"); shift ;;
     --tree) TREE=$(realpath -m "${2:?--tree needs a folder}"); shift ;;
-    --steps) STEPS=${2:?--steps needs a number}; shift ;;
+    --steps) STEPS=${2:?--steps needs a number}; shift
+             [[ $STEPS =~ ^[0-9]+$ ]] && [ "$STEPS" -ge 4 ] ||
+               { echo "gpu-validate: --steps wants a whole number >= 4, not '$STEPS'" >&2; exit 2; } ;;
     --launcher) LAUNCHER=${2:?--launcher needs auto, mpirun or direct}; shift ;;
     --skip-sweep) SKIP_SWEEP=1 ;;
     --skip-torch) SKIP_TORCH=1 ;;
@@ -82,9 +97,9 @@ if [ "$MODE" = build ]; then
     die 2 "configure failed"
   cmake --build "$BUILD_DIR" -j "${JOBS:-2}" || die 2 "build failed"
   # Named again so that a configuration without the CUDA examples fails here, not on the GPU.
-  cmake --build "$BUILD_DIR" --target traintime cuda_mlp nccl_sweep ||
+  cmake --build "$BUILD_DIR" --target traintime cuda_mlp nccl_sweep gpu_launch_loop gpu_bare_cupti_tracer ||
     die 2 "the CUDA examples were not configured (no CUDA compiler or NCCL found?)"
-  for f in lib/libtraintime.so bin/cuda_mlp bin/nccl_sweep; do
+  for f in lib/libtraintime.so bin/cuda_mlp bin/nccl_sweep bin/gpu_launch_loop lib/libgpu_bare_cupti_tracer.so; do
     [ -f "$BUILD_DIR/$f" ] || die 2 "the build did not produce $BUILD_DIR/$f"
   done
   echo "gpu-validate: built $BUILD_DIR ($(du -sh "$BUILD_DIR/lib" "$BUILD_DIR/bin" | awk '{print $1}' | paste -sd+) in lib+bin)."
@@ -187,17 +202,30 @@ note_status() {  # keeps the worst: 2 (unusable) > 1 (disagreement) > 0
   return 0
 }
 
-# run_profiled NAME CMD...: runs CMD under the profiler with its own output and fixture folders.
+# run_profiled NAME CMD...: runs CMD under the profiler with its own output folder, and records
+# a fixture when RECORD=1 (the runs whose CUDA events can judge a replay; kept few and small).
+RECORD=1
 run_profiled() {
   local name=$1; shift
-  mkdir -p "$RESULTS/$name" "$FIXTURES/$name"
+  mkdir -p "$RESULTS/$name"
+  local fixture=
+  if [ "$RECORD" = 1 ]; then fixture=$FIXTURES/$name; mkdir -p "$fixture"; fi
   echo
   echo "=== $name: $*"
   LD_PRELOAD=$LIB TRAINTIME_OUTPUT=$RESULTS/$name/traintime-out \
-    TRAINTIME_RECORD_FIXTURE=$FIXTURES/$name "$@" 2>&1 | tee "$RESULTS/$name/stdout.txt"
+    TRAINTIME_RECORD_FIXTURE=$fixture "$@" 2>&1 | tee "$RESULTS/$name/stdout.txt"
   local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || echo "$name: exited with status $rc"
   return "$rc"
+}
+
+# check NAME KIND [options]: scripts/check_gpu_run.py KIND on rank 0's file of run NAME.
+check() {
+  local name=$1 kind=$2; shift 2
+  local rank=$RESULTS/$name/traintime-out/rank-00000.json
+  echo "=== $name: $kind" >>"$SUMMARY"
+  python3 "$ROOT/scripts/check_gpu_run.py" "$kind" --rank-file "$rank" "$@" 2>&1 | tee -a "$SUMMARY"
+  note_status "${PIPESTATUS[0]}"
 }
 
 # compare NAME [extra compare_events.py options]: rank 0's file against rank 0's events.
@@ -222,7 +250,8 @@ else
   note_status 2
 fi
 
-# 2. NCCL sweep
+# 2. NCCL sweep (no fixture: at world size 1 its replay has nothing the events could judge)
+RECORD=0
 if [ "$SKIP_SWEEP" = 0 ]; then
   if run_profiled nccl_sweep "${LAUNCH[@]}" "$SWEEP" \
        --events-out "$RESULTS/nccl_sweep/events-%r.json"; then
@@ -232,19 +261,56 @@ if [ "$SKIP_SWEEP" = 0 ]; then
   fi
 fi
 
-# 3. PyTorch loop
+# 3. PyTorch: accuracy, then the real-stack checks (check_gpu_run.py).
 if [ "$SKIP_TORCH" = 0 ]; then
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "device", torch.cuda.get_device_name())' \
+      >>"$RESULTS/machine.txt" 2>&1
     export PYTHONPATH=$ROOT/annotate/python${PYTHONPATH:+:$PYTHONPATH}
-    if run_profiled torch_regions python3 "$ROOT/examples/torch_loop.py" --api region \
-         --steps "$STEPS" --events-out "$RESULTS/torch_regions/events-%r.json"; then
+    LOOP=$ROOT/examples/torch_loop.py
+    # 3a. The plain region API, judged against events; it runs every GPU operation inside a
+    #     region, so nothing may be unattributed; traintime.metrics() is read every step.
+    RECORD=1
+    if run_profiled torch_regions python3 "$LOOP" --api region --steps "$STEPS" \
+         --events-out "$RESULTS/torch_regions/events-%r.json" \
+         --metrics-log "$RESULTS/torch_regions/metrics.jsonl"; then
       compare torch_regions
+      check torch_regions context
+      check torch_regions live --metrics-log "$RESULTS/torch_regions/metrics.jsonl"
     else
       note_status 2
     fi
-    if run_profiled torch_instrument python3 "$ROOT/examples/torch_loop.py" --api instrument \
+    # 3b. CUDA graphs: forward+backward captured in regions, replayed in another.
+    if run_profiled torch_graphs python3 "$LOOP" --api region --cuda-graphs --steps "$STEPS" \
+         --events-out "$RESULTS/torch_graphs/events-%r.json"; then
+      compare torch_graphs
+      check torch_graphs graphs --events "$RESULTS/torch_graphs/events-0.json"
+    else
+      note_status 2
+    fi
+    RECORD=0
+    # 3c. traintime.torch.instrument: printed, not judged.
+    if run_profiled torch_instrument python3 "$LOOP" --api instrument \
          --steps "$STEPS" --events-out "$RESULTS/torch_instrument/events-%r.json"; then
       compare torch_instrument --informational
+    else
+      note_status 2
+    fi
+    # 3d. A torch.profiler session in the middle of the run: the profiler sees kernels and
+    #     traintime's own figures stay exact.
+    if run_profiled torch_profiler python3 "$LOOP" --api region --steps "$STEPS" \
+         --profile-steps "$((STEPS / 4)):$((STEPS / 2))" \
+         --profile-trace "$RESULTS/torch_profiler/profiler-trace.json" \
+         --events-out "$RESULTS/torch_profiler/events-%r.json"; then
+      compare torch_profiler
+      check torch_profiler profiler --trace "$RESULTS/torch_profiler/profiler-trace.json"
+    else
+      note_status 2
+    fi
+    # 3e. Exit with a region open since before CUDA initialised, work still in flight.
+    if run_profiled torch_exit python3 "$ROOT/examples/torch_exit_in_region.py" \
+         --expect-out "$RESULTS/torch_exit/expect.json"; then
+      check torch_exit exit --expect "$RESULTS/torch_exit/expect.json"
     else
       note_status 2
     fi
@@ -253,10 +319,18 @@ if [ "$SKIP_TORCH" = 0 ]; then
   fi
 fi
 
+# The CUDA events of each recorded run go beside its fixture: CI judges the replay against them
+# (tests/cupti/check_replay.py), not only against the rank file traintime wrote while recording.
+for dir in "$FIXTURES"/*/; do
+  name=$(basename "$dir")
+  if [ -z "$(find "$dir" -type f)" ]; then rmdir "$dir" 2>/dev/null; continue; fi
+  [ -f "$RESULTS/$name/events-0.json" ] && cp "$RESULTS/$name/events-0.json" "$dir/events.json"
+done
+
 # Collect.
 echo
 echo "=== summary (tables above and in summary.txt)"
-grep -E '^(=== |RESULT|.*: no rank file|.*skipped)' "$SUMMARY"
+grep -E '^(=== |RESULT|.*: no rank file|.*skipped|check_gpu_run)' "$SUMMARY"
 fixture_files=$(find "$FIXTURES" -type f | wc -l)
 echo "fixtures recorded (TRAINTIME_RECORD_FIXTURE): $fixture_files file(s)"
 if [ -n "${OUT:-}" ]; then

@@ -8,6 +8,11 @@ Expected, when the fixture has:
                and steps.totals equal it exactly;
   rank.json    (real GPU: the rank file of the recording run) categories and steps.totals equal
                it exactly, i.e. the replay reproduces what the live capture computed.
+  events.json  (real GPU, in the fixture folder or the run folder above it: the CUDA-event
+               timings scripts/gpu-validate.sh measured in the recording run, independent of
+               traintime) every region of >= 1 ms per entry agrees within 1 %
+               (scripts/compare_events.py), and a CUDA-graph run's replays agree with the
+               captured regions (scripts/check_gpu_run.py graphs).
 Always: every activity found its launch context, and the replay saw as many activities as the
 live capture did. Exit 0 pass, 1 fail.
 """
@@ -21,8 +26,35 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import check_gpu_run  # noqa: E402
+import compare_events  # noqa: E402
+
 TOTALS = ("gpu_busy_ns", "compute_ns", "comm_ns", "comm_overlapped_ns", "exposed_comm_ns", "io_ns",
           "idle_ns")
+
+
+def check_events(fixture: Path, got: dict) -> list[str]:
+    """The replay against the CUDA events of the recording run, when they were kept beside it."""
+    path = next((p for p in (fixture / "events.json", fixture.parent / "events.json") if p.exists()),
+                None)
+    if path is None:
+        return []
+    with open(path, encoding="utf-8") as f:
+        events = json.load(f)
+    failures: list[str] = []
+    text, judged, bad = compare_events.compare_regions(got, events, 1.0, 1.0)
+    print(f"replay against {path}:\n{text}")
+    if bad:
+        failures.append(f"{bad} region(s) disagree with the CUDA events of {path}")
+    if "graph_replay" in events:
+        code, lines = check_gpu_run.check_graphs(got, events, 1.0)
+        print("\n".join(lines))
+        if code != 0:
+            failures.append(f"the graph replays disagree with {path}")
+    elif judged == 0:
+        failures.append(f"{path}: no region of >= 1 ms per entry to judge the replay against")
+    return failures
 
 
 def main() -> int:
@@ -67,6 +99,7 @@ def main() -> int:
         g, w = got["steps"]["totals"].get(field), want["steps"]["totals"].get(field)
         if g != w:
             failures.append(f"steps.totals.{field}: replay {g} != {os.path.basename(expected_path)} {w}")
+    failures += check_events(Path(fixture), got)
     if failures:
         print(f"FAIL replaying {fixture}:")
         for line in failures:

@@ -38,6 +38,15 @@ fx=$(ls "$tmp/out"/fixtures-gpu-*.tar.gz 2>/dev/null)
 if [ -z "$fx" ] || ! tar tzf "$fx" | grep -q '^tests/fixtures/gpu-[0-9]*/cuda_mlp/activity-0.bin$'; then
   echo "FAIL: recorded fixtures are not collected as tests/fixtures/gpu-<date>/cuda_mlp/"; fail=1
 fi
+# The run's CUDA events go beside its fixture (CI judges the replay against them); runs that
+# record no fixture (the sweep) leave no folder.
+if [ -n "$fx" ]; then
+  tar tzf "$fx" | grep -q '^tests/fixtures/gpu-[0-9]*/cuda_mlp/events.json$' ||
+    { echo "FAIL: cuda_mlp's events.json is not beside its fixture"; fail=1; }
+  if tar tzf "$fx" | grep -q 'nccl_sweep'; then
+    echo "FAIL: a fixture was collected for nccl_sweep, which records none"; fail=1
+  fi
+fi
 grep -q 'RESULT: all 4 judged rows agree' "$tmp/out/summary.txt" ||
   { echo "FAIL: summary.txt lacks the region verdict"; fail=1; }
 grep -q 'world size 1' "$tmp/out/gpu-validate.log" ||
