@@ -63,13 +63,17 @@ void CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) noexce
   s.words[4].store(ctx.comm_bytes, std::memory_order_release);
   s.words[5].store(ctx.comm_group, std::memory_order_release);
   s.tag.store(id, std::memory_order_release);
-  // The id rate (ids_per_store): every traced API call takes an id, not only launches.
-  // Each advance of the newest id adds its step to a 64-bit span, so the rate stays right after
-  // the 32-bit ids wrap (a long run of a launch-heavy program passes 2^32 API calls).
-  uint32_t newest = newest_.load(std::memory_order_relaxed);
-  while (newest == kEmpty || static_cast<int32_t>(id - newest) > 0) {
-    if (newest_.compare_exchange_weak(newest, id, std::memory_order_relaxed)) {
-      if (newest != kEmpty) ids_spanned_.fetch_add(id - newest, std::memory_order_relaxed);
+  // The id rate (ids_per_store): every traced API call takes an id, not only launches. The
+  // newest id is kept unwrapped to 64 bits (each advance adds its 32-bit step), so the span from
+  // the first id stays right after the ids wrap (a long launch-heavy run passes 2^32 API calls);
+  // one compare-exchange per launch, as for a plain maximum.
+  uint64_t newest = newest_.load(std::memory_order_relaxed);
+  for (;;) {
+    const auto ahead = static_cast<int32_t>(id - static_cast<uint32_t>(newest));
+    if (newest != kEmpty && ahead <= 0) break;  // an older id (another thread's): nothing new
+    const uint64_t next = newest == kEmpty ? id : newest + static_cast<uint32_t>(ahead);
+    if (newest_.compare_exchange_weak(newest, next, std::memory_order_relaxed)) {
+      if (newest == kEmpty) first_.store(id, std::memory_order_relaxed);
       break;
     }
   }
@@ -77,9 +81,10 @@ void CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) noexce
 
 double CorrelationTable::ids_per_store() const noexcept {
   const uint64_t n = launches_.load(std::memory_order_relaxed);
-  if (n < 2) return 1.0;
-  return static_cast<double>(ids_spanned_.load(std::memory_order_relaxed) + 1) /
-         static_cast<double>(n);
+  const uint64_t first = first_.load(std::memory_order_relaxed);
+  const uint64_t newest = newest_.load(std::memory_order_relaxed);
+  if (n < 2 || first == kEmpty || newest < first) return 1.0;
+  return static_cast<double>(newest - first + 1) / static_cast<double>(n);
 }
 
 bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexcept {
@@ -104,8 +109,8 @@ bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexc
   }
   // Not there: lost if a later launch was stored (its context was evicted or never kept); a
   // miss for an id no launch reached yet is not a loss.
-  const uint32_t newest = newest_.load(std::memory_order_relaxed);
-  if (newest != kEmpty && static_cast<int32_t>(newest - id) > 0)
+  const uint64_t newest = newest_.load(std::memory_order_relaxed);
+  if (newest != kEmpty && static_cast<int32_t>(static_cast<uint32_t>(newest) - id) > 0)
     overwritten_.fetch_add(1, std::memory_order_relaxed);
   return false;
 }

@@ -65,8 +65,8 @@ class CorrelationTable {
   std::atomic<uint64_t> launches_{0};
   mutable std::atomic<uint64_t> overwritten_{0};
   std::atomic<uint64_t> collisions_{0};
-  std::atomic<uint32_t> newest_{kEmpty};   // highest id stored (modulo 2^32)
-  std::atomic<uint64_t> ids_spanned_{0};   // newest - first stored, across wraps
+  std::atomic<uint64_t> newest_{kEmpty};  // highest id stored, unwrapped (its low 32 bits: the id)
+  std::atomic<uint64_t> first_{kEmpty};   // first id stored (set once, after newest_)
 };
 
 }  // namespace traintime::cupti
