@@ -31,7 +31,7 @@
 #               in the regions open at capture, their span vs the replays' events).
 #            c. --api instrument (traintime.torch.instrument): printed, not judged.
 #            d. --profile-steps: a torch.profiler session mid-run; judged like cuda_mlp, and
-#               `profiler` (its trace has kernels; traintime says it shared CUPTI or the gap).
+#               `profiler` (its trace has kernels; traintime says it shared CUPTI or warns it cannot).
 #            e. examples/torch_exit_in_region.py: `exit` (a region opened before CUDA init is
 #               open at exit, with work in flight: every kernel is in the exit file).
 #       Prints a table per run (region, traintime ms, events ms, diff %, verdict) and each
