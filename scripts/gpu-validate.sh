@@ -142,31 +142,12 @@ echo "GPU(s): $GPU_LIST"
   echo "gpus: $GPU_LIST"; "$SMI" 2>&1 || true
 } >"$RESULTS/machine.txt"
 
-# Toolkit libraries the examples need (libcublas.so.13, libnccl.so.2). The GPU machine may keep
-# them in the CUDA toolkit or only in PyTorch's nvidia-* wheels: find each one ldd misses.
-find_lib_dirs() {
-  ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null
-  python3 - <<'EOF' 2>/dev/null
-import glob, os, sys
-for p in sys.path:
-    for d in glob.glob(os.path.join(p, "nvidia", "*", "lib")):
-        print(d)
-EOF
-}
-missing_libs() { ldd "$1" 2>/dev/null | awk '/not found/ {print $1}'; }
-for bin in "$TREE"/bin/cuda_mlp "$TREE"/bin/nccl_sweep; do
-  for lib in $(missing_libs "$bin"); do
-    for d in $(find_lib_dirs); do
-      if [ -e "$d/$lib" ]; then
-        export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-        echo "using $d/$lib"
-        break
-      fi
-    done
-  done
-  left=$(missing_libs "$bin" | tr '\n' ' ')
-  [ -z "$left" ] || die 2 "$bin cannot load: $left not found (looked in the CUDA toolkit and python's nvidia packages)"
-done
+# Toolkit libraries the examples need (libcublas.so.13, libnccl.so.2): the GPU machine may keep
+# them in the CUDA toolkit or only in PyTorch's nvidia-* wheels (scripts/gpu_libs.py finds each
+# one ldd misses; gpu_overhead.py uses the same lookup).
+libpath=$(python3 "$ROOT/scripts/gpu_libs.py" "$TREE/bin/cuda_mlp" "$TREE/bin/nccl_sweep") ||
+  die 2 "the examples cannot load their libraries (the line above names the one missing)"
+[ -z "$libpath" ] || export LD_LIBRARY_PATH=$libpath
 ldd "$TREE/bin/cuda_mlp" >"$RESULTS/ldd-cuda_mlp.txt" 2>&1
 
 # mpirun -np 1 when there is one; the MPI build only when its libmpi loads here.

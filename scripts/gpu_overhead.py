@@ -39,9 +39,10 @@ So ~21 s per repeat of 6 runs, and the default 10 repeats plus the warm-up round
 would not finish in time; fewer than 3 finished repeats is a failure.
 
 Libraries that the programs miss (libcublas.so.13, libnccl.so.2, libcupti.so.13) are looked for
-in the CUDA toolkit and python's nvidia-* packages and added to LD_LIBRARY_PATH of all three
-ways; traintime gets TRAINTIME_CUPTI_LIB = the libcupti the tracer loads, so both use the same
-one. Program paths can be overridden (--launch-loop, --mlp, --tracer-lib, --traintime-lib).
+in the CUDA toolkit and python's nvidia-* packages (scripts/gpu_libs.py, gpu-validate.sh's lookup
+too) and added to LD_LIBRARY_PATH of all three ways; traintime gets TRAINTIME_CUPTI_LIB = the
+libcupti the tracer loads, so both use the same one. Program paths can be overridden
+(--launch-loop, --mlp, --tracer-lib, --traintime-lib).
 
 Exit status: 0 every budget met, 1 a budget missed, 2 a run failed, printed nothing parseable,
 or traintime did not capture (one line on stderr names the run and what to do).
@@ -50,7 +51,6 @@ or traintime did not capture (one line on stderr names the run and what to do).
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import re
@@ -68,6 +68,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from compare_events import Unusable, load_json  # noqa: E402  (the scripts' one rank-file reader)
+from gpu_libs import MissingLibrary, ldd, library_env  # noqa: E402  (gpu-validate.sh's lookup too)
 WAYS = ("none", "tracer", "traintime")
 WAY_LABEL = {"none": "no tool", "tracer": "bare tracer", "traintime": "traintime"}
 STRIPPED_ENV = ("LD_PRELOAD", "CUDA_INJECTION64_PATH", "TRAINTIME_OUTPUT", "TRAINTIME_RECORD_FIXTURE")
@@ -103,45 +104,6 @@ def parse_loop(out: str) -> Optional[Tuple[float, str]]:
 def parse_mlp(out: str) -> Optional[Tuple[float, str]]:
     m = MLP_RE.search(out)
     return (float(m.group(3)), m.group(1)) if m else None
-
-
-def lib_search_dirs() -> List[str]:
-    dirs = ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"]
-    for p in sys.path:
-        dirs += sorted(glob.glob(os.path.join(p, "nvidia", "*", "lib")))
-    return [d for d in dirs if os.path.isdir(d)]
-
-
-def ldd(path: Path, env: Dict[str, str]) -> Dict[str, Optional[str]]:
-    """soname -> resolved path (None when not found); {} for a file ldd cannot read."""
-    try:
-        out = subprocess.run(["ldd", str(path)], env=env, capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    libs: Dict[str, Optional[str]] = {}
-    for line in out.splitlines():
-        m = re.match(r"\s*(\S+) => (not found|(\S+))", line)
-        if m:
-            libs[m.group(1)] = None if m.group(2) == "not found" else m.group(3)
-    return libs
-
-
-def prepare_env(files: List[Path]) -> Tuple[Dict[str, str], List[str]]:
-    """The environment shared by all three ways, and the library folders it had to add."""
-    env = {k: v for k, v in os.environ.items() if k not in STRIPPED_ENV}
-    added: List[str] = []
-    for f in files:
-        for lib, where in ldd(f, env).items():
-            if where is not None:
-                continue
-            hit = next((d for d in lib_search_dirs() if os.path.exists(os.path.join(d, lib))), None)
-            if hit is None:
-                raise Failure(f"{f} cannot load: {lib} not found (looked in the CUDA toolkit and python's "
-                              f"nvidia-* packages); put its folder on LD_LIBRARY_PATH")
-            if hit not in added:
-                added.append(hit)
-                env["LD_LIBRARY_PATH"] = hit + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    return env, added
 
 
 def check_capture(out_dir: Path, run: str) -> None:
@@ -292,7 +254,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             if not p.is_file():
                 raise Failure(f"{p} is missing: build it with 'cmake --build DIR --target traintime cuda_mlp "
                               f"gpu_launch_loop gpu_bare_cupti_tracer' and carry DIR/lib and DIR/bin")
-        env, added = prepare_env(list(paths.values()))
+        try:
+            env, added = library_env(list(paths.values()),
+                                     {k: v for k, v in os.environ.items() if k not in STRIPPED_ENV})
+        except MissingLibrary as e:
+            raise Failure(str(e)) from e
         cupti = ldd(paths["tracer"], env).get("libcupti.so.13")
         if cupti and "TRAINTIME_CUPTI_LIB" not in env:
             env["TRAINTIME_CUPTI_LIB"] = cupti
