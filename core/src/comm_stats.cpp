@@ -17,7 +17,10 @@ double busbw_factor(CommOp op, uint32_t n) {
     case CommOp::kBroadcast:
     case CommOp::kReduce:
     case CommOp::kSend:
-    case CommOp::kRecv: return 1.0;
+    case CommOp::kRecv:
+    case CommOp::kPutSignal:  // point to point, like Send
+    case CommOp::kSignal:     // Signal and WaitSignal move no bytes
+    case CommOp::kWaitSignal: return 1.0;
     case CommOp::kUnknown:
     case CommOp::kNone: break;
   }

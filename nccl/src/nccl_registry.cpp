@@ -42,6 +42,9 @@ struct Registry {
   uint32_t largest_size = 0;
   std::atomic<uint64_t> unregistered{0};
   uint64_t children_unnamed = 0;  // under mutex: splits beyond kMaxPending waiting to be used
+  // The first counted call of this configuration was seen (on_first_call ran). Per
+  // configuration, so a fork child's reconfiguration activates the child on its own first call.
+  std::atomic<bool> first_call_seen{false};
   core::CommCallTable* table = nullptr;
   Hooks hooks;
 };
@@ -120,8 +123,18 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
 }
 
 bool recording() noexcept { return g_recording.load(std::memory_order_relaxed); }
+
+void note_counted_call() noexcept {
+  Registry& r = reg();
+  // One relaxed load on every later call; the exchange makes the hook run once even when two
+  // threads make their first calls together.
+  if (r.first_call_seen.load(std::memory_order_relaxed)) return;
+  if (r.first_call_seen.exchange(true, std::memory_order_relaxed)) return;
+  const int saved = errno;
+  if (r.hooks.on_first_call) r.hooks.on_first_call();
+  errno = saved;
+}
 core::CommCallTable& call_table() noexcept { return *reg().table; }
-const Hooks& hooks() noexcept { return reg().hooks; }
 
 core::CommSummary summary() {
   core::CommSummary out;

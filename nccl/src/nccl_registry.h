@@ -50,8 +50,9 @@ struct CommEntry {
 bool recording() noexcept;
 // The table configure() gave. Only valid while recording() (or after it was once true).
 core::CommCallTable& call_table() noexcept;
-// The hooks configure() gave.
-const Hooks& hooks() noexcept;
+// A call was counted: runs the on_first_call hook configure() gave on the first one since
+// configure() (a fork child's reconfiguration starts over). errno is preserved.
+void note_counted_call() noexcept;
 
 // comm_id (table index + 1) of `comm`, registering it on first sight; 0 when it cannot be
 // registered (null handle, the real size/rank query fails, e.g. a nonblocking communicator that

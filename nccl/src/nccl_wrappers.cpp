@@ -1,6 +1,16 @@
 // Interposed NCCL entry points (DESIGN §5). Every wrapper has the exact prototype of nccl.h
-// 2.28 and calls the real function found by RealSymbol. About 500 lines because each of the 22
-// entry points is written out with its prototype; the shared logic is in the templates above them.
+// (2.28, and 2.32 for the entry points it added: traintime/nccl_2_32.h) and calls the real
+// function found by RealSymbol. About 600 lines because each of the 33 entry points is written
+// out with its prototype; the shared logic is in the templates above them.
+//
+// NCCL 2.32's *Config collectives (ncclAllReduceConfig ...) do not go through the classic entry
+// points (pncclAllReduceConfig calls ncclEnqueueCheck itself), so each is wrapped and counted as
+// its classic call. Its one-sided RMA calls (ncclPutSignal, ncclSignal, ncclWaitSignal) are
+// counted under their own ops; they run on NCCL's proxy thread and the copy engines, never as an
+// NCCL kernel, so they take no sequence number (one that no GPU record ever completes would
+// stay in the rank file's in_flight and read as a hang) and nothing waits for their kernel.
+// Against an older NCCL these symbols resolve to nothing until called; a caller can only reach
+// them by dlsym, and then gets the missing-function answer below.
 //
 // Rules every wrapper keeps:
 //  - The real function's return value is returned unchanged, and errno is what the real call
@@ -41,6 +51,8 @@
 
 #pragma GCC visibility push(default)
 #include <nccl.h>
+
+#include "traintime/nccl_2_32.h"
 #pragma GCC visibility pop
 
 #include "nccl_registry.h"
@@ -60,7 +72,10 @@ using core::CommOp;
   X(ncclReduceScatter) X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv)   \
   X(ncclGroupStart) X(ncclGroupEnd) X(ncclGroupSimulateEnd) X(ncclCommInitRank)               \
   X(ncclCommInitRankConfig) X(ncclCommInitRankScalable) X(ncclCommInitAll) X(ncclCommSplit)   \
-  X(ncclCommShrink) X(ncclCommDestroy) X(ncclCommAbort)
+  X(ncclCommShrink) X(ncclCommDestroy) X(ncclCommAbort)                                       \
+  X(ncclAllReduceConfig) X(ncclBroadcastConfig) X(ncclReduceConfig) X(ncclAllGatherConfig)    \
+  X(ncclReduceScatterConfig) X(ncclAlltoAllConfig) X(ncclGatherConfig) X(ncclScatterConfig)   \
+  X(ncclPutSignal) X(ncclSignal) X(ncclWaitSignal)
 
 // The real-symbol slot of the wrapper `Wrapper` (constant-initialised: no guard on the hot path).
 template <auto Wrapper>
@@ -122,7 +137,6 @@ struct ThreadState {
 thread_local ThreadState t_nccl;
 
 std::atomic<uint64_t> g_next_group{0};
-std::atomic<bool> g_first_call_seen{false};
 pthread_key_t g_members_key;
 pthread_once_t g_members_once = PTHREAD_ONCE_INIT;
 
@@ -176,15 +190,6 @@ ncclResult_t call_real(Real&& real, int entry_errno, int* exit_errno) {
 
 bool succeeded(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
 
-void first_call_once() {
-  if (!g_first_call_seen.load(std::memory_order_relaxed)) {
-    g_first_call_seen.store(true, std::memory_order_relaxed);
-    const int saved = errno;
-    if (auto hook = hooks().on_first_call) hook();
-    errno = saved;
-  }
-}
-
 // No loaded object defines the entry point: the program could not have linked without us, so
 // this is code that found our export by name (dlsym(RTLD_DEFAULT)) in a process without NCCL,
 // or against an older NCCL that lacks it. Failing the call is the only answer that neither
@@ -196,10 +201,16 @@ ncclResult_t missing_real() {
   return ncclSystemError;
 }
 
+// NCCL 2.32's one-sided calls: no NCCL kernel, no sequence number (see the top of the file).
+constexpr bool is_rma(CommOp op) {
+  return op == CommOp::kPutSignal || op == CommOp::kSignal || op == CommOp::kWaitSignal;
+}
+
 // Whether NCCL launches a kernel for this call: not for a collective on a communicator of one
-// rank (a copy at most), not while the stream is captured (the graph's replays launch it).
+// rank (a copy at most), not while the stream is captured (the graph's replays launch it), never
+// for a one-sided call.
 bool launches_kernel(const CommEntry* ce, CommOp op, bool captured) {
-  if (ce == nullptr || captured) return false;
+  if (ce == nullptr || captured || is_rma(op)) return false;
   return ce->size > 1 || op == CommOp::kSend || op == CommOp::kRecv;
 }
 
@@ -234,7 +245,7 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
   if (extent == Extent::kTimesRanks) bytes *= ce != nullptr ? ce->size : 0;
   const uint32_t index = comm_id - 1;
   uint64_t seq = 0;
-  if (ce != nullptr && !captured) seq = call_table().next_seq(index);
+  if (ce != nullptr && !captured && !is_rma(op)) seq = call_table().next_seq(index);
 
   t.call = Call{op, comm_id, seq, bytes, 0, captured};
   t.call_active = true;
@@ -260,9 +271,10 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
       count_unregistered_call();
     } else if (!captured) {
       call_table().on_call(index, op, bytes, seq);
-      first_call_once();
+      note_counted_call();
     }
-    if (t.group_depth > 0 && ce != nullptr) {
+    // A one-sided call in a group has no share of the group's kernel.
+    if (t.group_depth > 0 && ce != nullptr && !is_rma(op)) {
       note_group_launch(t, comm_id, stream, comm, launches_kernel(ce, op, captured),
                         is_nonblocking(comm));
       core::CommGroupMember* m = t.members;
@@ -502,6 +514,89 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
                       ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclRecv>(TT_CALLER, CommOp::kRecv, Extent::kBuffer, count, datatype, comm, stream,
       [&](auto fn) { return fn(recvbuff, count, datatype, peer, comm, stream); });
+}
+
+// NCCL 2.32: each *Config collective is its classic call plus a per-call configuration, and
+// is counted as that call.
+ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclAllReduceConfig>(TT_CALLER, CommOp::kAllReduce, Extent::kBuffer, count, datatype, comm,
+      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, comm, stream, config); });
+}
+
+ncclResult_t ncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, int root, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclBroadcastConfig>(TT_CALLER, CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm,
+      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
+}
+
+ncclResult_t ncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclReduceConfig>(TT_CALLER, CommOp::kReduce, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream, config); });
+}
+
+ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                 const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclAllGatherConfig>(TT_CALLER, CommOp::kAllGather, Extent::kTimesRanks, sendcount,
+      datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, sendcount, datatype, comm, stream, config); });
+}
+
+ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                     cudaStream_t stream, const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclReduceScatterConfig>(TT_CALLER, CommOp::kReduceScatter, Extent::kTimesRanks,
+      recvcount, datatype, comm, stream,
+      [&](auto fn) { return fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, config); });
+}
+
+ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclAlltoAllConfig>(TT_CALLER, CommOp::kAlltoAll, Extent::kTimesRanks, count, datatype,
+      comm, stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, comm, stream, config); });
+}
+
+ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclGatherConfig>(TT_CALLER, CommOp::kGather, Extent::kTimesRanks, count, datatype, comm,
+      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
+}
+
+ncclResult_t ncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config) {
+  return tn::run_op<&ncclScatterConfig>(TT_CALLER, CommOp::kScatter, Extent::kTimesRanks, count, datatype, comm,
+      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
+}
+
+// NCCL 2.32's one-sided calls: PutSignal's bytes are its local buffer (count × element size,
+// as Send); Signal and WaitSignal move none.
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                           ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                           unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+  return tn::run_op<&ncclPutSignal>(TT_CALLER, CommOp::kPutSignal, Extent::kBuffer, count, datatype, comm, stream,
+      [&](auto fn) {
+        return fn(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm, stream);
+      });
+}
+
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream) {
+  return tn::run_op<&ncclSignal>(TT_CALLER, CommOp::kSignal, Extent::kBuffer, 0, ncclInt8, comm, stream,
+      [&](auto fn) { return fn(peer, sigIdx, ctx, flags, comm, stream); });
+}
+
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                            cudaStream_t stream) {
+  return tn::run_op<&ncclWaitSignal>(TT_CALLER, CommOp::kWaitSignal, Extent::kBuffer, 0, ncclInt8, comm, stream,
+      [&](auto fn) { return fn(nDesc, signalDescs, comm, stream); });
 }
 
 ncclResult_t ncclGroupStart() { return tn::group_start(TT_CALLER); }

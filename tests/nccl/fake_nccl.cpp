@@ -1,8 +1,11 @@
 // A tiny stand-in for libnccl.so.2 (real SONAME and nccl.h prototypes) for the white-box wrapper
 // test: no GPU, no simgpu. It moves no data. Each entry point records that it ran, may call a
 // test hook (where the real NCCL would launch a kernel), and returns the result the test chose,
-// setting errno the way a failing system call inside NCCL would.
+// setting errno the way a failing system call inside NCCL would. It has NCCL 2.32's *Config
+// collectives and one-sided calls, but no ncclCommShrink (the test of a missing entry point).
 #include <nccl.h>
+
+#include "traintime/nccl_2_32.h"
 
 #include <cerrno>
 #include <cstring>
@@ -202,6 +205,61 @@ ncclResult_t ncclSend(const void*, size_t, ncclDataType_t, int, ncclComm_t, cuda
 
 ncclResult_t ncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
   return run("ncclRecv", !in_group());
+}
+
+// NCCL 2.32: pncclXConfig enqueues by itself (ncclEnqueueCheck), not through ncclX.
+ncclResult_t ncclAllReduceConfig(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                 ncclComm_t, cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclAllReduceConfig", !in_group());
+}
+
+ncclResult_t ncclBroadcastConfig(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
+                                 cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclBroadcastConfig", !in_group());
+}
+
+ncclResult_t ncclReduceConfig(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int,
+                              ncclComm_t, cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclReduceConfig", !in_group());
+}
+
+ncclResult_t ncclAllGatherConfig(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                 cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclAllGatherConfig", !in_group());
+}
+
+ncclResult_t ncclReduceScatterConfig(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                     ncclComm_t, cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclReduceScatterConfig", !in_group());
+}
+
+ncclResult_t ncclAlltoAllConfig(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclAlltoAllConfig", !in_group());
+}
+
+ncclResult_t ncclGatherConfig(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
+                              cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclGatherConfig", !in_group());
+}
+
+ncclResult_t ncclScatterConfig(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
+                               cudaStream_t, const ncclCollConfig_t*) {
+  return run("ncclScatterConfig", !in_group());
+}
+
+// One-sided calls: NCCL's proxy thread and the copy engines do the work, no kernel is launched.
+ncclResult_t ncclPutSignal(const void*, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int,
+                           int, unsigned int, ncclComm_t, cudaStream_t) {
+  return run("ncclPutSignal", false);
+}
+
+ncclResult_t ncclSignal(int, int, int, unsigned int, ncclComm_t, cudaStream_t) {
+  return run("ncclSignal", false);
+}
+
+ncclResult_t ncclWaitSignal(int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t) {
+  return run("ncclWaitSignal", false);
 }
 
 ncclResult_t ncclGroupStart() {

@@ -7,7 +7,8 @@
 // Send and Recv; the total over the n ranks for AllGather (sendcount), ReduceScatter
 // (recvcount), AlltoAll, Gather and Scatter (per-peer count).
 //
-//   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking]
+//   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking |
+//                              --v2-32]
 //
 // Rank/world from OMPI_COMM_WORLD_RANK/SIZE (else 0 of 1). With --expect-fail (run it with the
 // same SIMGPU_NCCL_FAIL), every call of FUNCTION must return CODE with errno EREMOTEIO (the
@@ -19,6 +20,10 @@
 // With --nonblocking the communicators are created with config.blocking = 0: calls return
 // ncclInProgress, simgpu's NCCL launches from a thread of its own, and the program polls
 // ncclCommGetAsyncError until each call is ready, as frameworks do.
+// With --v2-32 the collectives are NCCL 2.32's *Config forms (counted as the classic ops), and
+// the one-sided calls run on a registered window: ncclPutSignal (its bytes: count x element
+// size), ncclSignal and ncclWaitSignal (no bytes). These launch no kernel and take no sequence
+// number, so they add to the comm rows but not to ops_enqueued.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +40,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <nlohmann/json.hpp>
+
+#include "traintime/nccl_2_32.h"
 
 namespace {
 
@@ -87,7 +94,8 @@ void wait_ready(Comm& comm) {
 }
 
 // One NCCL call. `function` is the entry point called (for --expect-fail), `op` its DESIGN §6
-// name, `bytes` its nccl-tests size, `kernel_op` the op its kernel's name gives.
+// name, `bytes` its nccl-tests size, `kernel_op` the op its kernel's name gives (nullptr: a
+// one-sided call, which launches no kernel and takes no sequence number).
 template <typename Call>
 void nccl(const char* function, const char* op, uint64_t bytes, Comm& comm, const char* kernel_op,
           Call&& call) {
@@ -104,7 +112,7 @@ void nccl(const char* function, const char* op, uint64_t bytes, Comm& comm, cons
     }
     // Not counted, but its sequence number was taken before the call (nccl/src/nccl_wrappers.cpp:
     // the kernel launched inside a call must carry it), so ops_enqueued includes it.
-    ++comm.enqueued;
+    if (kernel_op != nullptr) ++comm.enqueued;
     return;
   }
   if (r == ncclInProgress && g_nonblocking) {
@@ -115,6 +123,7 @@ void nccl(const char* function, const char* op, uint64_t bytes, Comm& comm, cons
   Row& row = g_rows[{op, comm.size}];
   ++row.calls;
   row.bytes += bytes;
+  if (kernel_op == nullptr) return;
   ++comm.enqueued;
   // At one rank NCCL launches no collective kernel (a copy at most); p2p still runs a kernel.
   const bool p2p = std::strcmp(op, "Send") == 0 || std::strcmp(op, "Recv") == 0;
@@ -202,6 +211,44 @@ void run(Comm& world, Comm& twin, cudaStream_t s, void* buf) {
   }
 }
 
+// --v2-32: NCCL 2.32's *Config collectives (a NULL config is the plain call) on `world`, then a
+// one-sided ring exchange into the next rank's window.
+void run_v2_32(Comm& world, cudaStream_t s, void* buf) {
+  const int n = world.size;
+  const int peer = (g_rank + 1) % n;
+  const int from = (g_rank + n - 1) % n;
+  ncclWindow_t window = nullptr;
+  if (ncclCommWindowRegister(world.handle, buf, size_t{1} << 20, &window, 0) != ncclSuccess) die("window");
+  for (int iter = 0; iter < 2; ++iter) {
+    const size_t big = size_t{1} << (16 + iter);
+    nccl("ncclAllReduceConfig", "AllReduce", big * 4, world, "AllReduce",
+         [&] { return ncclAllReduceConfig(buf, buf, big, ncclFloat32, ncclSum, world.handle, s, nullptr); });
+    nccl("ncclBroadcastConfig", "Broadcast", 1000 * 8, world, "Broadcast",
+         [&] { return ncclBroadcastConfig(buf, buf, 1000, ncclFloat64, 0, world.handle, s, nullptr); });
+    nccl("ncclReduceConfig", "Reduce", 4096, world, "Reduce",
+         [&] { return ncclReduceConfig(buf, buf, 4096, ncclInt8, ncclMax, 0, world.handle, s, nullptr); });
+    nccl("ncclAllGatherConfig", "AllGather", 256 * 2 * uint64_t(n), world, "AllGather",
+         [&] { return ncclAllGatherConfig(buf, buf, 256, ncclFloat16, world.handle, s, nullptr); });
+    nccl("ncclReduceScatterConfig", "ReduceScatter", 128 * 4 * uint64_t(n), world, "ReduceScatter",
+         [&] { return ncclReduceScatterConfig(buf, buf, 128, ncclInt32, ncclSum, world.handle, s, nullptr); });
+    nccl("ncclAlltoAllConfig", "AlltoAll", 64 * 8 * uint64_t(n), world, "unknown",
+         [&] { return ncclAlltoAllConfig(buf, buf, 64, ncclInt64, world.handle, s, nullptr); });
+    nccl("ncclGatherConfig", "Gather", 32 * 4 * uint64_t(n), world, "unknown",
+         [&] { return ncclGatherConfig(buf, buf, 32, ncclFloat32, 0, world.handle, s, nullptr); });
+    nccl("ncclScatterConfig", "Scatter", 16 * uint64_t(n), world, "unknown",
+         [&] { return ncclScatterConfig(buf, buf, 16, ncclUint8, 0, world.handle, s, nullptr); });
+    nccl("ncclPutSignal", "PutSignal", 300 * 2, world, nullptr, [&] {
+      return ncclPutSignal(buf, 300, ncclBfloat16, peer, window, 4096, 0, 0, 0, world.handle, s);
+    });
+    nccl("ncclSignal", "Signal", 0, world, nullptr,
+         [&] { return ncclSignal(peer, 1, 0, 0, world.handle, s); });
+    ncclWaitSignalDesc_t desc[2] = {{1, from, 0, 0}, {1, from, 1, 0}};
+    nccl("ncclWaitSignal", "WaitSignal", 0, world, nullptr,
+         [&] { return ncclWaitSignal(2, desc, world.handle, s); });
+  }
+  if (ncclCommWindowDeregister(world.handle, window) != ncclSuccess) die("window deregister");
+}
+
 // One AllReduce and one Broadcast captured once, replayed `replays` times. A captured call
 // enqueues nothing when it is made, so it is in the truth once per replay and takes no sequence
 // number; at one rank NCCL captures no kernel, so nothing can be counted there.
@@ -233,6 +280,7 @@ void run_graph(Comm& world, cudaStream_t s, void* buf, int replays) {
 int main(int argc, char** argv) {
   std::string truth_path;
   int graph_replays = 0;
+  bool v2_32 = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--truth" && i + 1 < argc) {
@@ -245,10 +293,13 @@ int main(int argc, char** argv) {
       g_fail_code = std::atoi(spec.c_str() + colon + 1);
     } else if (a == "--nonblocking") {
       g_nonblocking = true;
+    } else if (a == "--v2-32") {
+      v2_32 = true;
     } else if (a == "--graph-replays" && i + 1 < argc) {
       graph_replays = std::atoi(argv[++i]);
     } else {
-      die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking]");
+      die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking | "
+          "--v2-32]");
     }
   }
   if (truth_path.empty()) die("--truth FILE is required");
@@ -274,6 +325,8 @@ int main(int argc, char** argv) {
 
   if (graph_replays > 0) {
     run_graph(world, stream, buf, graph_replays);
+  } else if (v2_32) {
+    run_v2_32(world, stream, buf);
   } else {
     run(world, twin, stream, buf);
   }

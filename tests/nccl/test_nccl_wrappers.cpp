@@ -18,6 +18,7 @@
 
 #include "nccl_registry.h"
 #include "pending_calls.h"
+#include "traintime/nccl_2_32.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/nccl/nccl_interposer.h"
 
@@ -129,10 +130,34 @@ uint64_t enqueued(ncclComm_t comm) {
 
 cudaStream_t stream_of(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); }
 
+// `expected` (op, bytes) were called once each, in order, on the fresh communicator `c`: each is
+// counted once with its bytes, and the launch inside it saw the call with the next sequence
+// number.
+void check_one_call_each(ncclComm_t c, const std::vector<std::pair<CommOp, uint64_t>>& expected) {
+  REQUIRE(g_launches.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO("op #" << i);
+    const auto [op, bytes] = expected[i];
+    CHECK(counts(c, op).calls == 1);
+    CHECK(counts(c, op).bytes == bytes);
+    CHECK(g_launches[i].inside);
+    CHECK(g_launches[i].call.op == op);
+    CHECK(g_launches[i].call.bytes == bytes);
+    CHECK(g_launches[i].call.comm_id == comm_id(c));
+    CHECK(g_launches[i].call.seq == i + 1);
+    CHECK(g_launches[i].call.group_id == 0);
+    CHECK_FALSE(g_launches[i].call.captured);
+  }
+  CHECK(enqueued(c) == expected.size());
+}
+
 }  // namespace
 
 TEST_CASE_METHOD(Fixture, "every op counts one call with nccl-tests bytes and carries its context",
                  "[nccl]") {
+  // A fresh configuration, as at start-up: its first counted call activates the process once.
+  configure(true);
+  g_first_calls = 0;
   ncclComm_t c = make_comm(4, 1);
   const cudaStream_t s = stream_of(0x100);
   char buf[1];
@@ -161,23 +186,89 @@ TEST_CASE_METHOD(Fixture, "every op counts one call with nccl-tests bytes and ca
       {CommOp::kAllGather, 800},     {CommOp::kReduceScatter, 800},
       {CommOp::kAlltoAll, 256},      {CommOp::kGather, 48},    {CommOp::kScatter, 20},
       {CommOp::kSend, 18},           {CommOp::kRecv, 11}};
-  REQUIRE(g_launches.size() == expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    INFO("op #" << i);
-    const auto [op, bytes] = expected[i];
-    CHECK(counts(c, op).calls == 1);
-    CHECK(counts(c, op).bytes == bytes);
-    CHECK(g_launches[i].inside);
-    CHECK(g_launches[i].call.op == op);
-    CHECK(g_launches[i].call.bytes == bytes);
-    CHECK(g_launches[i].call.comm_id == comm_id(c));
-    CHECK(g_launches[i].call.seq == i + 1);
-    CHECK(g_launches[i].call.group_id == 0);
-    CHECK_FALSE(g_launches[i].call.captured);
-  }
-  CHECK(enqueued(c) == expected.size());
+  check_one_call_each(c, expected);
   CHECK(nccl::current_call() == nullptr);
-  CHECK(g_first_calls > 0);
+  CHECK(g_first_calls == 1);
+}
+
+TEST_CASE_METHOD(Fixture, "NCCL 2.32's *Config collectives count as their classic calls",
+                 "[nccl]") {
+  ncclComm_t c = make_comm(4, 1);
+  const cudaStream_t s = stream_of(0x110);
+  char buf[1];
+  const int classic_before = fake_nccl_calls("ncclAllReduce");
+  auto call = [](auto&& op) {
+    errno = EILSEQ;
+    REQUIRE(op() == ncclSuccess);
+    CHECK(errno == EILSEQ);
+  };
+  // The configuration is passed through untouched; NULL is NCCL's "plain call".
+  const auto* config = reinterpret_cast<const ncclCollConfig_t*>(buf);
+  call([&] { return ncclAllReduceConfig(buf, buf, 1000, ncclFloat32, ncclSum, c, s, config); });
+  call([&] { return ncclBroadcastConfig(buf, buf, 10, ncclFloat64, 0, c, s, nullptr); });
+  call([&] { return ncclReduceConfig(buf, buf, 7, ncclInt8, ncclMax, 0, c, s, config); });
+  call([&] { return ncclAllGatherConfig(buf, buf, 100, ncclFloat16, c, s, config); });
+  call([&] { return ncclReduceScatterConfig(buf, buf, 50, ncclInt32, ncclSum, c, s, config); });
+  call([&] { return ncclAlltoAllConfig(buf, buf, 8, ncclInt64, c, s, config); });
+  call([&] { return ncclGatherConfig(buf, buf, 3, ncclFloat32, 0, c, s, config); });
+  call([&] { return ncclScatterConfig(buf, buf, 5, ncclUint8, 0, c, s, config); });
+  CHECK(fake_nccl_calls("ncclAllReduce") == classic_before);  // the real *Config ran, not ncclX
+
+  const std::vector<std::pair<CommOp, uint64_t>> expected = {
+      {CommOp::kAllReduce, 4000}, {CommOp::kBroadcast, 80},      {CommOp::kReduce, 7},
+      {CommOp::kAllGather, 800},  {CommOp::kReduceScatter, 800}, {CommOp::kAlltoAll, 256},
+      {CommOp::kGather, 48},      {CommOp::kScatter, 20}};
+  check_one_call_each(c, expected);
+}
+
+TEST_CASE_METHOD(Fixture, "NCCL 2.32's one-sided calls are counted with their own ops and take "
+                 "no sequence number", "[nccl]") {
+  ncclComm_t c = make_comm(4, 2);
+  const cudaStream_t s = stream_of(0x120);
+  char buf[1];
+  auto* window = reinterpret_cast<ncclWindow_t>(buf);
+  errno = EILSEQ;
+  REQUIRE(ncclPutSignal(buf, 256, ncclFloat32, 3, window, 64, 0, 0, 0, c, s) == ncclSuccess);
+  CHECK(errno == EILSEQ);
+  REQUIRE(ncclSignal(1, 0, 0, 0, c, s) == ncclSuccess);
+  ncclWaitSignalDesc_t desc{2, 3, 0, 0};
+  REQUIRE(ncclWaitSignal(1, &desc, c, s) == ncclSuccess);
+  CHECK(errno == EILSEQ);
+  CHECK(counts(c, CommOp::kPutSignal).calls == 1);
+  CHECK(counts(c, CommOp::kPutSignal).bytes == 1024);
+  CHECK(counts(c, CommOp::kSignal).calls == 1);
+  CHECK(counts(c, CommOp::kSignal).bytes == 0);
+  CHECK(counts(c, CommOp::kWaitSignal).calls == 1);
+  CHECK(counts(c, CommOp::kWaitSignal).bytes == 0);
+  CHECK(fake_nccl_calls("ncclPutSignal") >= 1);
+  // No NCCL kernel ever completes them: a sequence number would read as an op in flight.
+  CHECK(enqueued(c) == 0);
+  // A collective after them is the communicator's first op.
+  REQUIRE(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, c, s) == ncclSuccess);
+  REQUIRE(g_launches.size() == 1);
+  CHECK(g_launches[0].call.seq == 1);
+  // A failed one-sided call passes its result and errno through and is not counted.
+  fake_nccl_fail("ncclSignal", ncclRemoteError, ECONNRESET);
+  errno = 0;
+  CHECK(ncclSignal(1, 0, 0, 0, c, s) == ncclRemoteError);
+  CHECK(errno == ECONNRESET);
+  CHECK(counts(c, CommOp::kSignal).calls == 1);
+  fake_nccl_clear_failure();
+
+  // In a group, a one-sided call has no share of the group's kernel.
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclAllReduce(buf, buf, 10, ncclFloat32, ncclSum, c, s) == ncclSuccess);
+  REQUIRE(ncclPutSignal(buf, 100, ncclFloat32, 3, window, 0, 0, 0, 0, c, s) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  REQUIRE(g_launches.size() == 2);
+  const nccl::Call g = g_launches[1].call;
+  CHECK(g.bytes == 40);
+  traintime::core::CommGroupRecord rec;
+  REQUIRE(nccl::call_table().find_group(g.group_id, rec));
+  REQUIRE(rec.count == 1);
+  CHECK(rec.members[0].op == CommOp::kAllReduce);
+  CHECK(counts(c, CommOp::kPutSignal).calls == 2);
+  CHECK(enqueued(c) == 2);
 }
 
 TEST_CASE_METHOD(Fixture, "ncclBcast is counted once, as Broadcast", "[nccl]") {
@@ -476,22 +567,34 @@ TEST_CASE_METHOD(Fixture, "the summary gives CPU-only rows and stable ids withou
 }
 
 TEST_CASE_METHOD(Fixture, "a fork child reconfigured with a fresh table reports none of the "
-                 "parent's NCCL calls", "[nccl]") {
+                 "parent's NCCL calls and is activated by its own first call", "[nccl]") {
   ncclComm_t c = make_comm(6, 0);
   char buf[1];
   REQUIRE(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, c, nullptr) == ncclSuccess);
+  REQUIRE(g_first_calls > 0);  // the parent was activated (by this call or an earlier test's)
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
     // What the preload's fork handler does: a fresh session table, the same hooks.
     static CommCallTable fresh;
     nccl::configure(&fresh, true, kHooks);
+    // Exit codes name the failed check (the parent reports them).
+    if (!nccl::summary().calls.comms.empty()) _exit(1);  // the parent's calls leaked
+    // A child that only calls NCCL must still be activated, or it writes no file.
+    const int before = g_first_calls;
+    if (ncclAllReduce(buf, buf, 3, ncclFloat32, ncclSum, c, nullptr) != ncclSuccess) _exit(2);
+    if (g_first_calls != before + 1) _exit(3);
+    if (ncclAllReduce(buf, buf, 3, ncclFloat32, ncclSum, c, nullptr) != ncclSuccess) _exit(2);
+    if (g_first_calls != before + 1) _exit(4);  // once, not per call
     const traintime::core::CommSummary mine = nccl::summary();
-    _exit(mine.calls.comms.empty() ? 0 : 1);
+    if (mine.calls.comms.size() != 1) _exit(5);
+    _exit(mine.calls.comms[0].ops[static_cast<size_t>(CommOp::kAllReduce)].bytes == 24 ? 0 : 6);
   }
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
-  CHECK(WIFEXITED(status));
+  REQUIRE(WIFEXITED(status));
+  INFO("child exit code: 1 parent's calls leaked, 3 not activated, 4 activated twice, "
+       "5/6 its own call not counted");
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_FALSE(nccl::summary().calls.comms.empty());
 }

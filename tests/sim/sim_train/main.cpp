@@ -27,6 +27,8 @@
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include "traintime/nccl_2_32.h"
+
 #include "labels.h"
 #include "simgpu/engine.h"
 #include "simgpu/nvcc_runtime_decls.h"
@@ -54,6 +56,7 @@ struct Options {
   std::string metrics_log;   // --metrics-log: tt_metrics() after every step, as JSON lines
   double flops_per_step = 0;  // --flops-per-step: tt_set_flops
   uint32_t step_sleep_us = 0;  // --step-sleep-us: real time per step (the CPU loop's pace)
+  bool nccl_2_32 = false;  // --nccl-2-32: ncclAllReduceConfig and the one-sided calls
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -156,6 +159,10 @@ class Trainer {
     ncclUniqueId id;
     check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     check(ncclCommInitRank(&comm_, world_, id, rank_), "ncclCommInitRank");
+    if (opt_.nccl_2_32) {
+      check(ncclCommWindowRegister(comm_, dev_grads_, kGradBytesPerLayer * opt_.layers, &grads_window_, 0),
+            "ncclCommWindowRegister");
+    }
     if (opt_.world_check) world_check();
     worker_ = std::thread([this] { backward_worker(); });
   }
@@ -209,6 +216,7 @@ class Trainer {
   const std::vector<std::string>& metrics_lines() const { return metrics_lines_; }
 
   void teardown() {
+    if (grads_window_) check(ncclCommWindowDeregister(comm_, grads_window_), "ncclCommWindowDeregister");
     check(ncclCommDestroy(comm_), "ncclCommDestroy");
     if (graph_exec_) check(cudaGraphExecDestroy(graph_exec_), "cudaGraphExecDestroy");
     if (graph_) check(cudaGraphDestroy(graph_), "cudaGraphDestroy");
@@ -453,9 +461,33 @@ class Trainer {
     const size_t bytes = kGradBytesPerLayer * static_cast<size_t>(layers);
     simgpuSetLabel(make_label(Cat::kComm, names_.id("AllReduce"), step_));
     void* grads = static_cast<char*>(dev_grads_) + kGradBytesPerLayer * static_cast<size_t>(first_layer);
-    check(ncclAllReduce(grads, grads, bytes / sizeof(float), ncclFloat32, ncclSum, comm_, comm_stream_), "ncclAllReduce");
+    if (opt_.nccl_2_32) {
+      // NCCL 2.32's per-call-config form (NULL: the defaults), counted as AllReduce.
+      check(ncclAllReduceConfig(grads, grads, bytes / sizeof(float), ncclFloat32, ncclSum, comm_, comm_stream_,
+                                nullptr), "ncclAllReduceConfig");
+    } else {
+      check(ncclAllReduce(grads, grads, bytes / sizeof(float), ncclFloat32, ncclSum, comm_, comm_stream_),
+            "ncclAllReduce");
+    }
     comm_calls_.push_back({"AllReduce", world_, bytes});
     check(cudaEventDestroy(ready), "cudaEventDestroy");
+  }
+
+  // --nccl-2-32: each rank puts its first gradient layer's first 1 KiB into the next rank's
+  // window and signals it, then waits for the previous rank's two signals (NCCL 2.32's one-sided
+  // calls; no kernel, so no GPU time in the truth).
+  void one_sided_exchange() {
+    const int next = (rank_ + 1) % world_;
+    const int prev = (rank_ + world_ - 1) % world_;
+    constexpr size_t kFloats = 256;
+    check(ncclPutSignal(dev_grads_, kFloats, ncclFloat32, next, grads_window_, 0, 0, 0, 0, comm_, comm_stream_),
+          "ncclPutSignal");
+    comm_calls_.push_back({"PutSignal", world_, kFloats * sizeof(float)});
+    check(ncclSignal(next, 0, 0, 0, comm_, comm_stream_), "ncclSignal");
+    comm_calls_.push_back({"Signal", world_, 0});
+    ncclWaitSignalDesc_t desc{2, prev, 0, 0};
+    check(ncclWaitSignal(1, &desc, comm_, comm_stream_), "ncclWaitSignal");
+    comm_calls_.push_back({"WaitSignal", world_, 0});
   }
 
   void backward_body() {
@@ -471,6 +503,7 @@ class Trainer {
         pending = 0;
       }
     }
+    if (opt_.nccl_2_32) one_sided_exchange();
     simgpuSetLabel(make_label(Cat::kBackward, names_.id(backward_path_), step_));
     check(cudaEventRecord(comm_done_, comm_stream_), "cudaEventRecord");
   }
@@ -512,6 +545,7 @@ class Trainer {
   void *host_batch_ = nullptr, *host_labels_ = nullptr, *host_loss_ = nullptr;
   void *dev_batch_ = nullptr, *dev_labels_ = nullptr, *dev_loss_ = nullptr, *dev_grads_ = nullptr;
   ncclComm_t comm_ = nullptr;
+  ncclWindow_t grads_window_ = nullptr;  // --nccl-2-32
   uint64_t step_ = 0;
   std::vector<ProfilerWindow> windows_;
   bool hang_entered_ = false;  // SIMGPU_HANG done
@@ -550,6 +584,9 @@ int main(int argc, char** argv) {
   app.add_flag("--stray-work", opt.stray_work,
                "also launch work with no region open each step, and work after the last step marker");
   app.add_flag("--world-check", opt.world_check, "check that NCCL's rank/size agree with the launcher's");
+  app.add_flag("--nccl-2-32", opt.nccl_2_32,
+               "NCCL 2.32's calls: ncclAllReduceConfig for the gradients and a one-sided exchange "
+               "(ncclPutSignal, ncclSignal, ncclWaitSignal) per step");
   app.add_option("--sigterm-after-step", opt.sigterm_after_step,
                  "raise SIGTERM after that many steps (as a launcher's cancel would)");
   app.add_flag("--record-before-cuda", opt.record_before_cuda,

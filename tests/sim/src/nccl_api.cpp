@@ -1,11 +1,13 @@
-// SIMULATION: the fake libnccl.so.2 — the public NCCL 2.28 API with the real signatures. Each
-// collective or p2p call enqueues one kernel, named as NCCL 2.28 names them, through the fake
-// runtime's cudaLaunchKernel (so CUPTI callbacks fire inside the NCCL call); its duration comes
-// from a bandwidth model and the straggler model of the engine. No data moves, no rank talks
-// to another: every rank computes the same schedule.
+// SIMULATION: the fake libnccl.so.2 — the public NCCL 2.28 API with the real signatures, plus
+// NCCL 2.32's *Config collectives and one-sided calls (ncclPutSignal, ncclSignal,
+// ncclWaitSignal). Each collective or p2p call enqueues one kernel, named as NCCL 2.28 names
+// them, through the fake runtime's cudaLaunchKernel (so CUPTI callbacks fire inside the NCCL
+// call); its duration comes from a bandwidth model and the straggler model of the engine. No data
+// moves, no rank talks to another: every rank computes the same schedule.
 //
 // Like NCCL built with PROFAPI, every ncclX is a weak alias of a strong pncclX, and ncclBcast
-// calls ncclBroadcast through the dynamic symbol (so an interposer sees the nested call).
+// calls ncclBroadcast through the dynamic symbol (so an interposer sees the nested call). As in
+// NCCL 2.32, pncclXConfig enqueues by itself, never through ncclX.
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -24,6 +26,7 @@
 
 #include "simgpu/engine.h"
 #include "simgpu/nvcc_runtime_decls.h"
+#include "traintime/nccl_2_32.h"
 
 // A nonblocking communicator's launches in flight: NCCL runs them on a thread it creates inside
 // the call (ncclGroupEnd), which returns ncclInProgress; ncclCommGetAsyncError says
@@ -31,6 +34,12 @@
 struct AsyncJob {
   std::thread thread;
   std::atomic<bool> done{false};
+};
+
+// A registered window (ncclCommWindowRegister): the target of ncclPutSignal.
+struct ncclWindow_vidmem {
+  ncclComm* comm;
+  size_t size;
 };
 
 struct ncclComm {
@@ -427,27 +436,53 @@ const char* pncclGetLastError(ncclComm_t) { return ""; }
 const char* ncclGetLastError(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclGetLastError);
 
 // ---- collectives (S and factor per nccl-tests doc/PERFORMANCE.md) ----
-ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+static ncclResult_t enqueue_AllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                             ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  if (ncclResult_t f = injected("ncclAllReduce")) return f;
   if (!comm) return ncclInvalidArgument;
   const size_t bytes = count * type_size(datatype);
   const std::string k = std::string("ncclDevKernel_AllReduce_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
   return submit(k, double(bytes), comm->nranks > 1 ? 2.0 * (comm->nranks - 1) / comm->nranks : 0.0, false, comm,
                 stream, sendbuff, recvbuff, bytes);
 }
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclAllReduce")) return f;
+  return enqueue_AllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclAllReduce);
+ncclResult_t pncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclAllReduceConfig")) return f;
+  return enqueue_AllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclAllReduceConfig);
 
-ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+static ncclResult_t enqueue_Broadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                             ncclComm_t comm, cudaStream_t stream) {
-  if (ncclResult_t f = injected("ncclBroadcast")) return f;
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   const size_t bytes = count * type_size(datatype);
   return submit("ncclDevKernel_Broadcast_RING_LL", double(bytes), 1.0, false, comm, stream, sendbuff, recvbuff, bytes);
 }
+ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclBroadcast")) return f;
+  return enqueue_Broadcast(sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclBroadcast);
+ncclResult_t pncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclBroadcastConfig")) return f;
+  return enqueue_Broadcast(sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+ncclResult_t ncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclBroadcastConfig);
 
 ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                         cudaStream_t stream) {
@@ -458,66 +493,144 @@ ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int r
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclBcast);
 
-ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+static ncclResult_t enqueue_Reduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                          ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  if (ncclResult_t f = injected("ncclReduce")) return f;
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   const size_t bytes = count * type_size(datatype);
   const std::string k = std::string("ncclDevKernel_Reduce_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
   return submit(k, double(bytes), 1.0, false, comm, stream, sendbuff, recvbuff, bytes);
 }
+ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclReduce")) return f;
+  return enqueue_Reduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                         int root, ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclReduce);
+ncclResult_t pncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclReduceConfig")) return f;
+  return enqueue_Reduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
+ncclResult_t ncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclReduceConfig);
 
-ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+static ncclResult_t enqueue_AllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                             ncclComm_t comm, cudaStream_t stream) {
-  if (ncclResult_t f = injected("ncclAllGather")) return f;
   if (!comm) return ncclInvalidArgument;
   const size_t per_rank = sendcount * type_size(datatype);
   return submit("ncclDevKernel_AllGather_RING_LL", double(per_rank) * comm->nranks, ring_factor(comm), false, comm,
                 stream, sendbuff, recvbuff, per_rank);
 }
+ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclAllGather")) return f;
+  return enqueue_AllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclAllGather);
+ncclResult_t pncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclAllGatherConfig")) return f;
+  return enqueue_AllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
+ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclAllGatherConfig);
 
-ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+static ncclResult_t enqueue_ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  if (ncclResult_t f = injected("ncclReduceScatter")) return f;
   if (!comm) return ncclInvalidArgument;
   const size_t per_rank = recvcount * type_size(datatype);
   const std::string k = std::string("ncclDevKernel_ReduceScatter_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
   return submit(k, double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream, sendbuff, recvbuff, per_rank);
 }
+ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclReduceScatter")) return f;
+  return enqueue_ReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+}
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclReduceScatter);
+ncclResult_t pncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclReduceScatterConfig")) return f;
+  return enqueue_ReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+}
+ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclReduceScatterConfig);
 
 // NCCL 2.28 runs AlltoAll, Gather and Scatter as grouped send/recv: one SendRecv kernel.
-ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+static ncclResult_t enqueue_AlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
-  if (ncclResult_t f = injected("ncclAlltoAll")) return f;
   if (!comm) return ncclInvalidArgument;
   const size_t per_peer = count * type_size(datatype);
   return submit("ncclDevKernel_SendRecv", double(per_peer) * comm->nranks, ring_factor(comm), false, comm, stream,
                 sendbuff, recvbuff, per_peer);
 }
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t f = injected("ncclAlltoAll")) return f;
+  return enqueue_AlltoAll(sendbuff, recvbuff, count, datatype, comm, stream);
+}
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclAlltoAll);
+ncclResult_t pncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclAlltoAllConfig")) return f;
+  return enqueue_AlltoAll(sendbuff, recvbuff, count, datatype, comm, stream);
+}
+ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclAlltoAllConfig);
 
+static ncclResult_t enqueue_Gather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream) {
+  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
 ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) {
   if (ncclResult_t f = injected("ncclGather")) return f;
-  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
+  return enqueue_Gather(sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclGather);
+ncclResult_t pncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclGatherConfig")) return f;
+  return enqueue_Gather(sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclGatherConfig);
 
+static ncclResult_t enqueue_Scatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream) {
+  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
 ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                           ncclComm_t comm, cudaStream_t stream) {
   if (ncclResult_t f = injected("ncclScatter")) return f;
-  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
+  return enqueue_Scatter(sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclScatter);
+ncclResult_t pncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t*) {
+  if (ncclResult_t f = injected("ncclScatterConfig")) return f;
+  return enqueue_Scatter(sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+ncclResult_t ncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config) SIMGPU_NCCL_ALIAS(ncclScatterConfig);
 
 ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t stream) {
@@ -538,6 +651,57 @@ ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, in
 }
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclRecv);
+
+// ---- windows and NCCL 2.32's one-sided calls ----
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int) {
+  if (ncclResult_t f = injected("ncclCommWindowRegister")) return f;
+  if (!comm || !buff || !win) return ncclInvalidArgument;
+  *win = new ncclWindow_vidmem{comm, size};
+  return ncclSuccess;
+}
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags)
+    SIMGPU_NCCL_ALIAS(ncclCommWindowRegister);
+
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  if (ncclResult_t f = injected("ncclCommWindowDeregister")) return f;
+  if (!comm || !win || win->comm != comm) return ncclInvalidArgument;
+  delete win;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) SIMGPU_NCCL_ALIAS(ncclCommWindowDeregister);
+
+// Real NCCL runs these on its proxy thread and the copy engines: no NCCL kernel is launched. The
+// simulation checks the arguments as NCCL does and moves nothing (no copy-engine work either).
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                            ncclWindow_t peerWin, size_t peerWinOffset, int, int, unsigned int, ncclComm_t comm,
+                            cudaStream_t) {
+  if (ncclResult_t f = injected("ncclPutSignal")) return f;
+  if (!comm || peer < 0 || peer >= comm->nranks || !peerWin || (count > 0 && !localbuff)) return ncclInvalidArgument;
+  if (peerWinOffset + count * type_size(datatype) > peerWin->size) return ncclInvalidArgument;
+  return ncclSuccess;
+}
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                           ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags,
+                           ncclComm_t comm, cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclPutSignal);
+
+ncclResult_t pncclSignal(int peer, int, int, unsigned int, ncclComm_t comm, cudaStream_t) {
+  if (ncclResult_t f = injected("ncclSignal")) return f;
+  if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
+  return ncclSuccess;
+}
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream)
+    SIMGPU_NCCL_ALIAS(ncclSignal);
+
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm, cudaStream_t) {
+  if (ncclResult_t f = injected("ncclWaitSignal")) return f;
+  if (!comm || nDesc < 0 || (nDesc > 0 && !signalDescs)) return ncclInvalidArgument;
+  for (int i = 0; i < nDesc; ++i) {
+    if (signalDescs[i].peer < 0 || signalDescs[i].peer >= comm->nranks) return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm, cudaStream_t stream)
+    SIMGPU_NCCL_ALIAS(ncclWaitSignal);
 
 ncclResult_t pncclGroupStart() {
   if (ncclResult_t f = injected("ncclGroupStart")) return f;

@@ -28,6 +28,11 @@ enum class CommOp : uint8_t {
   kScatter,
   kSend,
   kRecv,
+  // NCCL 2.32's one-sided RMA calls (ncclPutSignal, ncclSignal, ncclWaitSignal), named as NCCL
+  // names them (ncclFuncToString).
+  kPutSignal,
+  kSignal,
+  kWaitSignal,
   kUnknown,
 };
 
@@ -43,6 +48,9 @@ constexpr std::string_view comm_op_name(CommOp op) {
     case CommOp::kScatter: return "Scatter";
     case CommOp::kSend: return "Send";
     case CommOp::kRecv: return "Recv";
+    case CommOp::kPutSignal: return "PutSignal";
+    case CommOp::kSignal: return "Signal";
+    case CommOp::kWaitSignal: return "WaitSignal";
     case CommOp::kUnknown: return "unknown";
     case CommOp::kNone: break;
   }
