@@ -8,6 +8,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # folder): tests/cupti checks each one without a GPU.
 BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 /usr/bin/python3 "$ROOT/scripts/fetch-cupti-releases.py" "$BUILD/cupti-releases"
+# The released libnccl.so.2 of the NCCL versions whose entry points tests/nccl checks (PyPI
+# wheels, unpacked into the build folder).
+/usr/bin/python3 "$ROOT/scripts/fetch-nccl-releases.py" "$BUILD/nccl-releases"
 # PyPI's current PyTorch and the metrics tools (W&B, MLflow, TensorBoard), pinned, in a virtual
 # environment kept in the build folder: the tests of traintime.torch and traintime.metrics().
 /usr/bin/python3 "$ROOT/scripts/pyenv.py" "$BUILD/pyenv"
