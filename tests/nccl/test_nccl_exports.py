@@ -10,10 +10,12 @@ import re
 import subprocess
 from pathlib import Path
 
-from testlib import Checks, missing_dependency
+from testlib import SOURCE_DIR, Checks, load_module, missing_dependency
 
 HERE = Path(__file__).resolve().parent
 REVIEWED = HERE / "nccl_exports_without_gpu_work.txt"
+# The releases scripts/fetch-nccl-releases.py fetches: each has a test function below.
+RELEASES = load_module(SOURCE_DIR / "scripts" / "fetch-nccl-releases.py", "fetch_nccl_releases").RELEASES
 
 
 def reviewed() -> set[str]:
@@ -81,9 +83,15 @@ def test_nccl_2_32_3_entry_points_are_wrapped_or_reviewed(build_dir: Path) -> No
 
 def test_reviewed_list_names_only_real_entry_points(build_dir: Path) -> None:
     """A stale entry (an entry point no checked release exports) would hide nothing, but says
-    something untrue: every listed name is exported by one of the releases."""
+    something untrue: every listed name is exported by one of the releases. And every fetched
+    release has its test here."""
+    c = Checks()
+    for version in RELEASES:
+        name = f"test_nccl_{version.replace('.', '_')}_entry_points_are_wrapped_or_reviewed"
+        c.check(name in globals(), f"NCCL {version} is fetched but has no {name}")
     exported: set[str] = set()
-    for version in ("2.28.9", "2.32.3"):
+    for version in RELEASES:
         exported |= defined_nccl_symbols(release(build_dir, version)[0])
     stale = sorted(reviewed() - exported)
-    assert not stale, f"{REVIEWED.name} lists entry points no checked NCCL exports: {stale}"
+    c.check(not stale, f"{REVIEWED.name} lists entry points no checked NCCL exports: {stale}")
+    c.done()
