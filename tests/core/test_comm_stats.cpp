@@ -26,7 +26,8 @@ TEST_CASE("busbw factors follow nccl-tests for every op and communicator size", 
     CHECK(busbw_factor(op, 4) == Approx(0.75));
     CHECK(busbw_factor(op, 8) == Approx(0.875));
   }
-  for (CommOp op : {CommOp::kBroadcast, CommOp::kReduce, CommOp::kSend, CommOp::kRecv}) {
+  for (CommOp op : {CommOp::kBroadcast, CommOp::kReduce, CommOp::kSend, CommOp::kRecv,
+                    CommOp::kPutSignal, CommOp::kSignal, CommOp::kWaitSignal}) {
     INFO(std::string(comm_op_name(op)));
     for (uint32_t n : {1u, 2u, 4u, 8u}) CHECK(busbw_factor(op, n) == Approx(1.0));
   }
