@@ -1,6 +1,8 @@
 """Every entry point of a real NCCL is either wrapped by libtraintime.so or reviewed as launching
 no GPU work (nccl_exports_without_gpu_work.txt), so a new NCCL's new way to launch a collective
-cannot go uncounted unnoticed. The libraries are PyPI's nvidia-nccl-cu12 wheels, unpacked by
+cannot go uncounted unnoticed; and the released library, loaded RTLD_LOCAL under the preload,
+gets every call through the wrappers with exactly its own answer (real_nccl_rtld_local.cpp,
+2.32's *Config and one-sided calls included, on a NULL communicator: no GPU needed). The libraries are PyPI's nvidia-nccl-cu12 wheels, unpacked by
 scripts/fetch-nccl-releases.py (scripts/test.sh runs it) into <build>/nccl-releases. A release
 that could not be downloaded fails the test under TRAINTIME_CI=1 and leaves it Not Run elsewhere.
 """
@@ -8,9 +10,10 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
-from testlib import SOURCE_DIR, Checks, load_module, missing_dependency
+from testlib import SOURCE_DIR, Checks, clean_env, load_module, missing_dependency
 
 HERE = Path(__file__).resolve().parent
 REVIEWED = HERE / "nccl_exports_without_gpu_work.txt"
@@ -79,6 +82,25 @@ def test_nccl_2_28_9_entry_points_are_wrapped_or_reviewed(build_dir: Path) -> No
 
 def test_nccl_2_32_3_entry_points_are_wrapped_or_reviewed(build_dir: Path) -> None:
     check_release(build_dir, "2.32.3")
+
+
+def check_pass_through(build_dir: Path, version: str) -> None:
+    lib, _ = release(build_dir, version)
+    with tempfile.TemporaryDirectory(prefix="nccl_release_") as out:
+        env = clean_env({"LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"), "TRAINTIME_OUTPUT": out})
+        p = subprocess.run([str(build_dir / "tests" / "nccl" / "real_nccl_rtld_local"), str(lib)], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"NCCL {version} under the preload (exit {p.returncode}):\n{p.stdout}{p.stderr}"
+    if version != "2.28.9":
+        assert "ncclAllReduceConfig on a NULL communicator" in p.stdout, p.stdout
+
+
+def test_nccl_2_28_9_calls_reach_the_real_library(build_dir: Path) -> None:
+    check_pass_through(build_dir, "2.28.9")
+
+
+def test_nccl_2_32_3_calls_reach_the_real_library(build_dir: Path) -> None:
+    check_pass_through(build_dir, "2.32.3")
 
 
 def test_reviewed_list_names_only_real_entry_points(build_dir: Path) -> None:
