@@ -204,6 +204,25 @@ def problems_of(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("traintime-report: ")]
 
 
+def test_bandwidth_of_an_op_with_no_known_factor_claims_no_busbw(build_dir: Path, tmp_path: Path) -> None:
+    """The report's bus factor is core's (one source with the rank-file writer): an op it does not
+    know gets 0, no busbw claimed, where a second copy in the report used to claim algbw x 1."""
+    d = copy_golden(tmp_path / "job")
+
+    def rename(doc: dict) -> None:
+        for c in doc["communicators"]:
+            for r in c["recent"]:
+                r["op"] = "Barrier"  # a spelling the writer never writes: read as "unknown"
+
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, rename)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    (bw,) = s["bandwidth"]
+    assert (bw["op"], bw["comm_size"], bw["collectives"]) == ("unknown", 3, 8)
+    assert bw["waitfree_busbw_gbps"] == 0 and bw["recorded_busbw_gbps"] == 0
+
+
 def test_missing_directory_is_unusable(build_dir: Path, tmp_path: Path) -> None:
     proc = run(build_dir, tmp_path / "nope")
     assert proc.returncode == 2
