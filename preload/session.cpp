@@ -171,7 +171,7 @@ core::RegionRegistry* registry() {
     auto rules = core::CategoryRules::parse(c.category_rules, &error);
     // parse_config validated the rules already and warned; an invalid spec means defaults.
     r = new core::RegionRegistry(rules ? std::move(*rules) : core::CategoryRules::defaults(),
-                                 c.warmup_steps);
+                                 c.warmup_steps, c.step_detail);
     s->recorder.registry.store(r, std::memory_order_release);
   }
   errno = saved;

@@ -3,14 +3,30 @@
 
 A current PyTorch (torch.compile, full backward pre-hooks: what Debian's 1.13 lacks) and the
 tools users log live metrics to (Weights & Biases in offline mode, MLflow with a local store,
-TensorBoard's own event reader). Versions are pinned below. The environment goes to OUT
-(scripts/test.sh: <build>/pyenv) and is reused while its stamp matches the pins; pip's download
-cache makes a rebuild cheap. Without network the environment is not made: one warning line, and
-the tests that need it skip, naming this script. Uses Debian's /usr/bin/python3 (python3-venv).
+TensorBoard's own event reader). The top-level versions are PINS below; every package they pull
+in is pinned by scripts/pyenv-constraints.txt, so a new release of a dependency cannot change
+what CI tests.
+
+Why PyPI's CUDA build of torch (5.0 GB installed: nvidia-* 2.7 GB, torch 1.2 GB, triton 0.6 GB)
+and not PyTorch's CPU wheel: a test runs the real wheel's Kineto against a stand-in libcupti, and
+only the CUDA build has that path (its libtorch_cpu.so has DT_NEEDED libcupti.so.13 and imports
+20 cupti* symbols; the CPU build is made without CUDA, so its Kineto has no CUPTI). The CPU
+wheels' index (download.pytorch.org) is also not reachable from every CI machine, PyPI is. The
+nvidia-* libraries are DT_NEEDED by libtorch_cuda.so, so they cannot be left out either.
+
+The environment is made once per set of pins: it lives in CACHE/pyenv-<key> (key: a hash of the
+pins and constraints; CACHE: --cache-dir, TRAINTIME_PYENV_CACHE or ~/.cache/traintime) and OUT
+(scripts/test.sh: <build>/pyenv) is a symbolic link to it, so every build folder and checkout of
+the same pins shares one copy. pip gets a timeout and retries, and installs wheels only. Without
+network the environment is not made: one warning line, and the tests that need it show as
+"Not Run" (failed under TRAINTIME_CI), naming this script. Uses Debian's /usr/bin/python3
+(python3-venv).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -24,35 +40,79 @@ PINS: list[str] = [
     "mlflow-skinny==3.6.0",
     "tensorboard==2.20.0",
 ]
+CONSTRAINTS = Path(__file__).resolve().parent / "pyenv-constraints.txt"
+STAMP = "traintime-pins.txt"
+# A stalled download fails after PIP_TIMEOUT_S without data and is retried PIP_RETRIES times.
+PIP_TIMEOUT_S = 60
+PIP_RETRIES = 5
+
+
+def env_key(pins: list[str], constraints: str) -> str:
+    """The name of the environment for these pins: equal pins and constraints, equal key."""
+    return hashlib.sha256(("\n".join(pins) + "\n--\n" + constraints).encode()).hexdigest()[:16]
+
+
+def default_cache() -> Path:
+    if os.environ.get("TRAINTIME_PYENV_CACHE"):
+        return Path(os.environ["TRAINTIME_PYENV_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "traintime"
+
+
+def is_ready(env: Path, wanted: str) -> bool:
+    stamp = env / STAMP
+    return stamp.is_file() and stamp.read_text() == wanted and (env / "bin" / "python").exists()
+
+
+def point(out: Path, env: Path) -> None:
+    """Makes OUT a link to env, replacing what was there (an older environment, a stale link)."""
+    if out.is_symlink() or out.is_file():
+        out.unlink()
+    elif out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.symlink_to(env, target_is_directory=True)
+
+
+def warn(text: str) -> int:
+    print(f"pyenv: warning: {text}; the tests that need PyPI's PyTorch, W&B, MLflow or TensorBoard "
+          "do not run (they fail under TRAINTIME_CI)", file=sys.stderr)
+    return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path, help="folder of the virtual environment")
+    ap.add_argument("out", type=Path, help="where the environment is linked (e.g. build/pyenv)")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter to base it on")
+    ap.add_argument("--cache-dir", type=Path, default=None,
+                    help="folder of the shared environments (default: TRAINTIME_PYENV_CACHE or ~/.cache/traintime)")
     args = ap.parse_args()
     out: Path = args.out
-    stamp = out / "traintime-pins.txt"
-    wanted = "\n".join(PINS) + "\n"
-    if stamp.is_file() and stamp.read_text() == wanted and (out / "bin" / "python").exists():
+    constraints = CONSTRAINTS.read_text()
+    key = env_key(PINS, constraints)
+    wanted = "\n".join(PINS) + f"\nconstraints {key}\n"
+    env = (args.cache_dir or default_cache()) / f"pyenv-{key}"
+    if is_ready(env, wanted):
+        if not (out.is_symlink() and out.resolve() == env.resolve()):
+            point(out, env)
         return 0
-    if out.exists():
-        shutil.rmtree(out)
-    made = subprocess.run([args.python, "-m", "venv", str(out)], capture_output=True, text=True)
+    if env.exists():
+        shutil.rmtree(env)  # a half-made environment of these pins
+    env.parent.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run([args.python, "-m", "venv", str(env)], capture_output=True, text=True)
     if made.returncode != 0:
-        print(f"pyenv: warning: no virtual environment at {out}: {args.python} -m venv failed "
-              f"({(made.stderr.strip().splitlines() or ['no output'])[-1]}); the tests that need "
-              "PyPI's PyTorch, W&B, MLflow or TensorBoard are skipped", file=sys.stderr)
-        return 0
-    pip = [str(out / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        return warn(f"no virtual environment at {env}: {args.python} -m venv failed "
+                    f"({(made.stderr.strip().splitlines() or ['no output'])[-1]})")
+    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+           "--only-binary=:all:", "--timeout", str(PIP_TIMEOUT_S), "--retries", str(PIP_RETRIES),
+           "-c", str(CONSTRAINTS)]
     p = subprocess.run(pip + PINS, capture_output=True, text=True)
     if p.returncode != 0:
+        shutil.rmtree(env, ignore_errors=True)
         last = (p.stderr.strip().splitlines() or ["no output"])[-1]
-        print(f"pyenv: warning: pip could not install {' '.join(PINS)} ({last}); the tests that need "
-              "them are skipped", file=sys.stderr)
-        shutil.rmtree(out, ignore_errors=True)
-        return 0
-    stamp.write_text(wanted)
+        return warn(f"pip could not install {' '.join(PINS)} under {CONSTRAINTS.name} ({last})")
+    (env / STAMP).write_text(wanted)
+    point(out, env)
     return 0
 
 

@@ -21,3 +21,19 @@ def build_dir(request: pytest.FixtureRequest) -> Path:
         pytest.fail("--build-dir is required (CTest passes it; see tests/CMakeLists.txt)")
     return path.resolve()
 
+
+
+# Exit status of a session in which every test that ran was skipped: tt_add_pytest gives CTest
+# SKIP_RETURN_CODE 77, so a skipped test shows as "Not Run", never as "Passed".
+SKIPPED_EXIT = 77
+_outcomes: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or report.outcome != "passed":
+        _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if exitstatus == 0 and _outcomes["skipped"] > 0 and _outcomes["passed"] == 0:
+        session.exitstatus = SKIPPED_EXIT

@@ -21,20 +21,6 @@ LEAKY_NAMES = ("RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "CUDA_
                "NVTX_INJECTION64_PATH")
 
 
-# The exit code of a test whose dependency is missing; its CTest test has this SKIP_RETURN_CODE,
-# so it shows as "Not Run", never "Passed".
-SKIP_RETURN_CODE = 77
-
-
-def missing_dependency(what: str) -> NoReturn:
-    """Ends a test whose dependency (a download, a built environment) is absent: a failure under
-    TRAINTIME_CI=1 (.ci/run sets it), else the test process exits with SKIP_RETURN_CODE."""
-    import pytest
-    if os.environ.get("TRAINTIME_CI") == "1":
-        pytest.fail(f"{what} (TRAINTIME_CI=1: a missing dependency fails the test)", pytrace=False)
-    pytest.exit(f"not run: {what}", returncode=SKIP_RETURN_CODE)
-
-
 class Checks:
     """Collects every failed check, so one run reports all differences, then fails once."""
 
@@ -84,11 +70,20 @@ def load_module(path: Path, name: str) -> ModuleType:
     return module
 
 
+def missing_dependency(what: str) -> NoReturn:
+    """Stops the calling test because something it needs was not installed. Under TRAINTIME_CI
+    (.ci/run sets it) that is a failure; elsewhere the test is skipped, which CTest shows as
+    "Not Run" (tests/conftest.py), never as "Passed"."""
+    import pytest
+    if os.environ.get("TRAINTIME_CI"):
+        pytest.fail(f"{what} (TRAINTIME_CI is set: a missing dependency fails the run)", pytrace=False)
+    pytest.skip(what)
+
+
 def pyenv_python(build_dir: Path) -> Path:
     """The PyPI virtual environment's interpreter (scripts/pyenv.py; scripts/test.sh makes it in
-    <build>/pyenv). Skips the calling test, naming the path and the script, when it is missing."""
-    import pytest
+    <build>/pyenv); missing_dependency(), naming the path and the script, when it is missing."""
     python = build_dir / "pyenv" / "bin" / "python"
     if not python.exists():
-        pytest.skip(f"{python} is missing: run scripts/pyenv.py {build_dir / 'pyenv'} (needs PyPI)")
+        missing_dependency(f"{python} is missing: run scripts/pyenv.py {build_dir / 'pyenv'} (needs PyPI)")
     return python

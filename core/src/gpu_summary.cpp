@@ -91,7 +91,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     r.ops_completed = ring.ops_completed;
     for (const RingEntry& e : ring.ring) {
       if (e.seq == 0) continue;
-      r.recent.push_back({e.seq, std::string(comm_op_name(e.op)), e.bytes, e.start, e.end});
+      r.recent.push_back({e.seq, e.op, e.bytes, e.start, e.end});
     }
     std::sort(r.recent.begin(), r.recent.end(),
               [](const RecentCollective& a, const RecentCollective& b) { return a.seq < b.seq; });

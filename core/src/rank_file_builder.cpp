@@ -3,6 +3,7 @@
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/peak_flops.h"
 
+#include <algorithm>
 #include <array>
 #include <cinttypes>
 #include <cstdio>
@@ -88,7 +89,7 @@ void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) 
   for (const auto& [key, value] : ordered) {
     const RowAcc& acc = *value.second;
     CommRow row = acc.row;
-    row.op = key.first;
+    row.op = value.first;
     row.comm_size = key.second;
     // bytes per ns is 1e9 bytes/s: algbw over all calls is total bytes / total GPU time.
     if (row.bytes_known && row.gpu_ns > 0)
@@ -130,7 +131,7 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     for (const CommCallTable::CommSnapshot& cs : comm.calls.comms) {
       Communicator& c = comms[cs.index];
       for (const CommCallTable::CommSnapshot::Enqueued& e : cs.recent_enqueued)
-        if (e.seq > c.ops_completed) c.in_flight.push_back({e.seq, std::string(comm_op_name(e.op)), e.bytes});
+        if (e.seq > c.ops_completed) c.in_flight.push_back({e.seq, e.op, e.bytes});
     }
   }
   for (auto& [index, c] : comms) f.communicators.push_back(std::move(c));
@@ -151,6 +152,25 @@ void add_model_flops(RankFile& f, const ModelFlops& model, const std::string& de
   s.flops_per_step = flops / static_cast<double>(s.wall_ns.count);
   s.tflops = flops / secs / 1e12;
   if (peak.tflops > 0) s.mfu = s.tflops / peak.tflops;
+}
+
+// steps.detail: the GPU rows (span, totals, busy by category) with the CPU wall time of the same
+// step index, and CPU-only rows for kept steps that launched no GPU work. Each side keeps its own
+// most recent TRAINTIME_STEP_DETAIL steps; the union keeps as many rows as the larger side.
+std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cpu,
+                                            const std::vector<Steps::Detail>& gpu) {
+  std::map<uint64_t, Steps::Detail> by_index;
+  for (const Steps::Detail& g : gpu) by_index[g.index] = g;
+  for (const Steps::Detail& c : cpu) {
+    auto [it, added] = by_index.try_emplace(c.index, c);
+    if (!added) it->second.wall_ns = c.wall_ns;
+  }
+  const std::size_t keep = std::max(cpu.size(), gpu.size());
+  while (by_index.size() > keep) by_index.erase(by_index.begin());
+  std::vector<Steps::Detail> out;
+  out.reserve(by_index.size());
+  for (auto& [index, row] : by_index) out.push_back(std::move(row));
+  return out;
 }
 
 }  // namespace
@@ -175,7 +195,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   add_model_flops(f, identity.model, gpu.device_name);
   f.steps.totals = gpu.totals;
   f.steps.partial_final_step = gpu.partial_final_step;
-  f.steps.detail = gpu.detail;
+  f.steps.detail = join_step_detail(cpu.steps.detail, gpu.detail);
 
   add_comm_rows(f, gpu, comm);
   add_communicators(f, gpu, comm);

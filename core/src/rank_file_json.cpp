@@ -137,7 +137,7 @@ json steps_json(const Steps& s) {
 json comm_json(const CommRow& c) {
   json sizes = json::array();
   for (const SizeBucket& b : c.sizes) sizes.push_back(u64_object(b, kSizeBucketFields));
-  return {{"op", c.op},
+  return {{"op", comm_op_name(c.op)},
           {"comm_size", c.comm_size},
           {"calls", c.calls},
           {"bytes", c.bytes},
@@ -152,7 +152,7 @@ json communicator_json(const Communicator& c) {
   json recent = json::array();
   for (const RecentCollective& r : c.recent)
     recent.push_back({{"seq", r.seq},
-                      {"op", r.op},
+                      {"op", comm_op_name(r.op)},
                       {"bytes", r.bytes},
                       {"gpu_start_ns", r.gpu_start_ns},
                       {"gpu_end_ns", r.gpu_end_ns}});
@@ -165,7 +165,7 @@ json communicator_json(const Communicator& c) {
   if (!c.in_flight.empty()) {  // optional: omitted when nothing is in flight
     json in_flight = json::array();
     for (const InFlightOp& op : c.in_flight)
-      in_flight.push_back({{"seq", op.seq}, {"op", op.op}, {"bytes", op.bytes}});
+      in_flight.push_back({{"seq", op.seq}, {"op", comm_op_name(op.op)}, {"bytes", op.bytes}});
     out["in_flight"] = std::move(in_flight);
   }
   return out;
@@ -388,7 +388,7 @@ Steps steps_from(const json& j, const std::string& w) {
 CommRow comm_from(const json& j, const std::string& w) {
   expect_object(j, w);
   CommRow c;
-  c.op = str(j, "op", w);
+  c.op = comm_op_from_name(str(j, "op", w));
   c.comm_size = u32(j, "comm_size", w);
   c.calls = u64(j, "calls", w);
   c.bytes = u64(j, "bytes", w);
@@ -415,7 +415,7 @@ Communicator communicator_from(const json& j, const std::string& w) {
     const std::string rw = indexed(join(w, "recent"), i);
     const json& rj = recent[i];
     expect_object(rj, rw);
-    c.recent.push_back({u64(rj, "seq", rw), str(rj, "op", rw), u64(rj, "bytes", rw),
+    c.recent.push_back({u64(rj, "seq", rw), comm_op_from_name(str(rj, "op", rw)), u64(rj, "bytes", rw),
                         u64(rj, "gpu_start_ns", rw), u64(rj, "gpu_end_ns", rw)});
   }
   const json& in_flight = opt_array(j, "in_flight", w);
@@ -423,7 +423,7 @@ Communicator communicator_from(const json& j, const std::string& w) {
     const std::string iw = indexed(join(w, "in_flight"), i);
     const json& ij = in_flight[i];
     expect_object(ij, iw);
-    c.in_flight.push_back({u64(ij, "seq", iw), str(ij, "op", iw), u64(ij, "bytes", iw)});
+    c.in_flight.push_back({u64(ij, "seq", iw), comm_op_from_name(str(ij, "op", iw)), u64(ij, "bytes", iw)});
   }
   return c;
 }

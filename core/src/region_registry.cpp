@@ -11,8 +11,8 @@
 
 namespace traintime::core {
 
-RegionRegistry::RegionRegistry(CategoryRules rules, uint64_t warmup_steps)
-    : rules_(std::move(rules)), steps_(warmup_steps) {
+RegionRegistry::RegionRegistry(CategoryRules rules, uint64_t warmup_steps, uint32_t step_detail)
+    : rules_(std::move(rules)), steps_(warmup_steps, step_detail) {
   // PathId 0 and NameId 0 are the "none" values: reserve slot 0 of both tables.
   names_.ensure(0);
   paths_.ensure(0);

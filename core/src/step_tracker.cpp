@@ -47,6 +47,10 @@ void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
       if (slot < walls_.size()) walls_[slot] = wall;
     }
   }
+  if (detail_steps_ > 0) {
+    if (recent_walls_.size() < detail_steps_) recent_walls_.push_back(wall);
+    else recent_walls_[index % detail_steps_] = wall;
+  }
   count_.store(index + 1, std::memory_order_relaxed);
 }
 
@@ -77,6 +81,15 @@ Steps StepTracker::summary() const {
     s.wall_ns.min_ns = min_wall_ns_;
     s.wall_ns.max_ns = max_wall_ns_;
     s.wall_ns.mean_ns = measured_ ? measured_wall_ns_ / measured_ : 0;
+    // The ring holds steps count−kept … count−1; step i sits at i % detail_steps_ (while the
+    // ring fills, i % detail_steps_ == i).
+    const uint64_t kept = recent_walls_.size();
+    for (uint64_t i = s.count - kept; i < s.count; ++i) {
+      Steps::Detail d;
+      d.index = i;
+      d.wall_ns = recent_walls_[i % detail_steps_];
+      s.detail.push_back(d);
+    }
   }
   return s;
 }

@@ -22,6 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "nccl": {"core", "support"},
     "nvtx": {"annotate", "core", "support"},
     "preload": {"annotate", "core", "support", "cupti", "nccl", "nvtx"},
+    "tools": {"core"},  # traintime-report reads rank files through core's one reader
 }
 
 # A public header "traintime/<module>/x.h" belongs to <module>; "traintime/traintime.h" and
@@ -29,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 
 
-def module_of_include(path: str, including_folder: str) -> str | None:
+def module_of_include(path: str) -> str | None:
     parts = path.split("/")
     if parts[0] == "traintime":
         if len(parts) == 2 or parts[1] == "detail":
@@ -38,44 +39,89 @@ def module_of_include(path: str, including_folder: str) -> str | None:
     return None  # system header or a file of the including folder's own src/
 
 
-def private_headers() -> dict[str, str]:
-    """Bare header names ("session.h") -> the folder whose src/ (or root) defines them."""
-    owners: dict[str, str] = {}
-    for folder in ALLOWED:
-        for header in (ROOT / folder).rglob("*.h"):
-            if "include" not in header.relative_to(ROOT / folder).parts:
-                owners.setdefault(header.name, folder)
+def sources(root: Path, folder: str) -> list[Path]:
+    return sorted(p for p in (root / folder).rglob("*") if p.suffix in {".h", ".cpp", ".c", ".hpp"})
+
+
+def private_headers(root: Path, folder: str) -> dict[str, set[str]]:
+    """Bare header names ("session.h") -> the folders whose private files (not under include/)
+    define them."""
+    owners: dict[str, set[str]] = {}
+    for other in ALLOWED:
+        if (root / other).is_dir():
+            for header in (root / other).rglob("*.h"):
+                if "include" not in header.relative_to(root / other).parts:
+                    owners.setdefault(header.name, set()).add(other)
     return owners
 
 
-def sources(folder: str) -> list[Path]:
-    return sorted(p for p in (ROOT / folder).rglob("*") if p.suffix in {".h", ".cpp", ".c", ".hpp"})
+def crossings(root: Path, folder: str) -> list[str]:
+    """Every include in root/folder that reaches a folder ALLOWED[folder] does not name."""
+    owners = private_headers(root, folder)
+    bad: list[str] = []
+    for source in sources(root, folder):
+        for included in INCLUDE.findall(source.read_text(errors="replace")):
+            target = module_of_include(included)
+            if target is None and "/" not in included and included in owners:
+                # A bare name is the folder's own header when it has one by that name.
+                found = owners[included]
+                target = folder if folder in found else sorted(found)[0]
+            if target is None or target == folder:
+                continue
+            if target not in ALLOWED[folder]:
+                bad.append(f"{source.relative_to(root)} includes {included} ({target})")
+    return bad
 
 
 @pytest.mark.parametrize("folder", sorted(ALLOWED))
 def test_includes_point_down(folder: str) -> None:
-    owners = private_headers()
-    bad: list[str] = []
-    for source in sources(folder):
-        for included in INCLUDE.findall(source.read_text(errors="replace")):
-            target = module_of_include(included, folder)
-            if target is None and "/" not in included and included in owners:
-                target = owners[included]
-            if target is None or target == folder:
-                continue
-            if target not in ALLOWED[folder]:
-                bad.append(f"{source.relative_to(ROOT)} includes {included} ({target})")
+    bad = crossings(ROOT, folder)
     assert not bad, "includes that cross a layer upwards or sideways:\n" + "\n".join(bad)
 
 
 def test_every_layer_folder_exists() -> None:
     # A renamed folder would make the check above pass vacuously.
     for folder in ALLOWED:
-        assert sources(folder), f"{folder}/ has no sources: update ALLOWED with the new layout"
+        assert sources(ROOT, folder), f"{folder}/ has no sources: update ALLOWED with the new layout"
 
 
 def test_a_crossing_include_is_caught(tmp_path: Path) -> None:
-    # The check must be able to fail: a core file naming a preload header is a crossing.
-    assert module_of_include("traintime/cupti/gpu_capture.h", "core") == "cupti"
-    assert "cupti" not in ALLOWED["core"]
-    assert module_of_include("traintime/traintime.h", "nvtx") == "annotate"
+    # The scan must be able to fail: run it on a planted tree with one crossing of each kind.
+    def plant(rel: str, text: str) -> None:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+
+    plant("preload/session.h", "#pragma once\n")
+    plant("cupti/include/traintime/cupti/gpu_capture.h", "#pragma once\n")
+    plant("core/src/up.cpp", '#include "traintime/cupti/gpu_capture.h"\n')     # public header, upwards
+    plant("core/src/private.cpp", '#include "session.h"\n')                   # preload's private header
+    plant("tools/report/main.cpp", '#include <traintime/traintime.h>\n')        # sideways into annotate
+    plant("core/src/fine.cpp", '#include <vector>\n#include "traintime/core/activity.h"\n')
+    plant("preload/session.cpp", '#include "session.h"\n#include "traintime/cupti/gpu_capture.h"\n')
+    assert crossings(tmp_path, "core") == [
+        "core/src/private.cpp includes session.h (preload)",
+        "core/src/up.cpp includes traintime/cupti/gpu_capture.h (cupti)",
+    ]
+    assert crossings(tmp_path, "tools") == ["tools/report/main.cpp includes traintime/traintime.h (annotate)"]
+    assert crossings(tmp_path, "preload") == []  # its own header and a layer below
+
+
+def named_paths(doc: str) -> list[str]:
+    """The repository paths a document names in `code` spans: a span with a slash that is not a
+    placeholder (<family>, …), a scope (::) or a bare module folder such as `src/`."""
+    spans = re.findall(r"`([^`\s]+)`", doc)
+    return sorted({s for s in spans if "/" in s.strip("/") and not re.search(r"[<>…*]|::|\.\.\.", s)})
+
+
+def test_paths_in_architecture_md_exist() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    paths = named_paths(doc)
+    assert len(paths) >= 10, f"only {paths} found: the pattern no longer reads the document"
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert not missing, "docs/architecture.md names paths that do not exist: " + ", ".join(missing)
+
+
+def test_a_missing_path_in_a_document_is_caught() -> None:
+    doc = "See `core/src/rank_file_json.cpp`, `core/no_such.h`, `<family>/src/x.cpp` and `src/`."
+    assert named_paths(doc) == ["core/no_such.h", "core/src/rank_file_json.cpp"]
+    assert not (ROOT / "core/no_such.h").exists()

@@ -70,6 +70,7 @@ def test_find_package_builds_and_the_annotations_reach_the_profiler(prefix: Path
     assert doc["steps"]["count"] == 3
     assert region(doc, "forward")["count"] == 3
     assert region(doc, "forward/prefetch")["category"] == "io"
+    assert region(doc, "optimizer")["count"] == 3 and region(doc, "optimizer")["category"] == "optimizer"
 
 
 def test_compiled_out_annotations_leave_no_dispatch_and_record_nothing(prefix: Path,
@@ -95,4 +96,11 @@ def test_pkg_config_gives_the_flags_of_the_installed_header(prefix: Path, tmp_pa
          *flags], env)
     doc = json.loads(profile(exe, prefix, tmp_path / "out").read_text())
     assert region(doc, "backward")["count"] == 3
+    # TT_PUSH_STATIC nests like tt_push; tt_register_name keeps the category it was given.
+    assert region(doc, "backward/layer")["count"] == 3 and region(doc, "backward/layer")["category"] == "backward"
+    assert region(doc, "fetch")["count"] == 3 and region(doc, "fetch")["category"] == "io"
+    assert doc.get("unbalanced_pops", 0) == 0
     assert doc["steps"]["samples"] == 12
+    # Compiled out, the same C file still builds (the macros expand to nothing).
+    run(["cc", "-std=c99", "-Wall", "-Werror", "-DTRAINTIME_DISABLE_ANNOTATIONS", str(HERE / "project" / "consumer.c"),
+         "-o", str(tmp_path / "consumer_c_off"), *flags], env)

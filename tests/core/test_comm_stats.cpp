@@ -35,6 +35,18 @@ TEST_CASE("busbw factors follow nccl-tests for every op and communicator size", 
   CHECK(busbw_factor(CommOp::kAllReduce, 0) == 0.0);  // size unknown
 }
 
+TEST_CASE("an op read back from its rank-file spelling is the op that was written", "[comm]") {
+  for (uint8_t i = 0; i < kCommOpCount; ++i) {
+    const auto op = static_cast<CommOp>(i);
+    INFO(std::string(comm_op_name(op)));
+    CHECK(comm_op_from_name(comm_op_name(op)) == op);
+  }
+  CHECK(comm_op_from_name("AllReduce") == CommOp::kAllReduce);
+  CHECK(comm_op_from_name("allreduce") == CommOp::kUnknown);  // spellings are exact
+  CHECK(comm_op_from_name("Barrier") == CommOp::kUnknown);
+  CHECK(comm_op_from_name("") == CommOp::kNone);
+}
+
 TEST_CASE("message sizes fall into power-of-two buckets", "[comm]") {
   CHECK(size_bucket(0) == 0);
   CHECK(size_bucket(1) == 1);
@@ -201,7 +213,7 @@ GpuActivity nccl_kernel(uint64_t start, uint64_t end,
   return a;
 }
 
-const CommRow* row(const RankFile& f, const std::string& op, uint32_t size) {
+const CommRow* row(const RankFile& f, CommOp op, uint32_t size) {
   for (const auto& r : f.comm)
     if (r.op == op && r.comm_size == size) return &r;
   return nullptr;
@@ -223,7 +235,7 @@ TEST_CASE("comm rows join CPU calls and bytes with GPU time; bandwidths from the
   }
   auto snap = t.snapshot();
   RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
-  const CommRow* r = row(f, "AllReduce", 4);
+  const CommRow* r = row(f, CommOp::kAllReduce, 4);
   REQUIRE(r != nullptr);
   CHECK(r->calls == 2);
   CHECK(r->bytes == 4000);
@@ -245,7 +257,7 @@ TEST_CASE("comm rows join CPU calls and bytes with GPU time; bandwidths from the
   CHECK(cm.ops_completed == 2);
   REQUIRE(cm.recent.size() == 2);
   CHECK(cm.recent[1].seq == 2);
-  CHECK(cm.recent[1].op == "AllReduce");
+  CHECK(cm.recent[1].op == CommOp::kAllReduce);
   CHECK(cm.recent[1].bytes == 3000);
   CHECK(cm.recent[1].gpu_start_ns == 2000);
   CHECK(cm.recent[1].gpu_end_ns == 2300);
@@ -264,8 +276,8 @@ TEST_CASE("two communicators of different sizes give separate rows", "[comm][agg
              nccl_ctx(CommOp::kAllGather, c8 + 1, t.next_seq(c8), 800), Category::kOther);
   auto snap = t.snapshot();
   RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
-  const CommRow* r2 = row(f, "AllGather", 2);
-  const CommRow* r8 = row(f, "AllGather", 8);
+  const CommRow* r2 = row(f, CommOp::kAllGather, 2);
+  const CommRow* r8 = row(f, CommOp::kAllGather, 8);
   REQUIRE(r2 != nullptr);
   REQUIRE(r8 != nullptr);
   CHECK(r2->busbw_gbps == Approx(8.0 * 0.5));    // 800/100 × (2−1)/2
@@ -284,13 +296,13 @@ TEST_CASE("without interposition NCCL kernels are found by name, bytes unknown",
   RankFile f = testing::gpu_rank_file(agg, name_of, 1);
   CHECK(f.categories.at("comm").gpu_busy_ns == 100);
   CHECK(f.categories.at("backward").count == 0);
-  const CommRow* ag = row(f, "AllGather", 0);
+  const CommRow* ag = row(f, CommOp::kAllGather, 0);
   REQUIRE(ag != nullptr);
   CHECK(ag->calls == 1);
   CHECK_FALSE(ag->bytes_known);
   CHECK(ag->gpu_ns == 50);
   CHECK(ag->busbw_gbps == 0.0);
-  const CommRow* unk = row(f, "unknown", 0);
+  const CommRow* unk = row(f, CommOp::kUnknown, 0);
   REQUIRE(unk != nullptr);
   CHECK(unk->calls == 2);
   CHECK(unk->gpu_ns == 50);
@@ -311,8 +323,8 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
   agg.ingest(nccl_kernel(1000, 1100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
   auto snap = t.snapshot();
   RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
-  const CommRow* send = row(f, "Send", 2);
-  const CommRow* recv = row(f, "Recv", 2);
+  const CommRow* send = row(f, CommOp::kSend, 2);
+  const CommRow* recv = row(f, CommOp::kRecv, 2);
   REQUIRE(send != nullptr);
   REQUIRE(recv != nullptr);
   CHECK(send->gpu_ns == 75);
@@ -331,7 +343,7 @@ TEST_CASE("a group kernel whose group is unknown counts for the first op", "[com
   ctx.comm_group = 12;
   agg.ingest(nccl_kernel(0, 100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
   RankFile f = testing::gpu_rank_file(agg, name_of, 1);
-  const CommRow* send = row(f, "Send", 0);
+  const CommRow* send = row(f, CommOp::kSend, 0);
   REQUIRE(send != nullptr);
   CHECK(send->gpu_ns == 100);
 }
@@ -347,7 +359,7 @@ TEST_CASE("NCCL work captured into a CUDA graph counts one call per replayed ker
     agg.ingest(nccl_kernel(replay * 1000, replay * 1000 + 100), ctx, Category::kOther);
   auto snap = t.snapshot();
   RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
-  const CommRow* r = row(f, "AllReduce", 2);
+  const CommRow* r = row(f, CommOp::kAllReduce, 2);
   REQUIRE(r != nullptr);
   CHECK(r->calls == 3);
   CHECK(r->bytes == 6144);

@@ -434,7 +434,7 @@ TEST_CASE("region spans stay exact when a step holds hundreds of region entries"
   // 300 entries per step over 3 regions; each entry's second kernel comes after every entry's
   // first, so folding finds entries again after many others (and the per-fold entry table grows).
   AggregatorOptions o;
-  o.max_open_steps = 1;  // steps 0 and 1 fold while ingesting, step 2 in fill()
+  o.max_open_steps = 1;  // steps 0 and 1 fold while ingesting, step 2 in summary()
   GpuAggregator agg(o);
   for (uint32_t step = 0; step < 3; ++step) {
     const uint64_t base = uint64_t{step} * 1'000'000;

@@ -51,7 +51,7 @@ TEST_CASE("in_flight lists what was enqueued and not completed, only when GPU ca
   CHECK(com.ops_completed == 7);
   REQUIRE(com.in_flight.size() == 2);
   CHECK((com.in_flight[0].seq == 8 && com.in_flight[1].seq == 9));
-  CHECK(com.in_flight[0].op == "AllReduce");
+  CHECK(com.in_flight[0].op == CommOp::kAllReduce);
   CHECK(com.in_flight[0].bytes == 1024);
 
   GpuSummary no_gpu;  // completion unknown: nothing is claimed to be in flight

@@ -118,7 +118,7 @@ TEST_CASE("comm rows add CPU calls to GPU time, with the nccl-tests bus factor",
   const RankFile f = build_rank_file({}, {}, gpu, one_communicator());
   REQUIRE(f.comm.size() == 1);
   const CommRow& r = f.comm[0];
-  CHECK(r.op == "AllReduce");
+  CHECK(r.op == CommOp::kAllReduce);
   CHECK(r.comm_size == 4);
   CHECK(r.calls == 2);
   CHECK(r.bytes == 2000);
@@ -148,7 +148,7 @@ TEST_CASE("communicator ids are the 16-hex stable ids, whatever else is known", 
   GpuSummary::Ring ring;
   ring.comm_index = 0;
   ring.ops_completed = 2;
-  ring.recent = {{1, "AllReduce", 1000, 10, 20}, {2, "AllReduce", 1000, 30, 50}};
+  ring.recent = {{1, CommOp::kAllReduce, 1000, 10, 20}, {2, CommOp::kAllReduce, 1000, 30, 50}};
   gpu.rings.push_back(ring);
   // GPU side alone, NCCL side alone, and both: the id comes from the call table only.
   const RankFile both = build_rank_file({}, {}, gpu, one_communicator());
@@ -206,4 +206,36 @@ TEST_CASE("the output depends on the summaries only, not on the order they were 
   const CommSummary comm = one_communicator();
   CHECK(rank_file_to_json(build_rank_file({}, cpu, a, comm)).dump() ==
         rank_file_to_json(build_rank_file({}, cpu, b, comm)).dump());
+}
+
+TEST_CASE("steps.detail rows carry the CPU wall time of the same step index", "[builder]") {
+  CpuSummary cpu = two_regions();
+  for (uint64_t i : {1, 2, 3}) {  // the CPU side kept steps 1..3
+    Steps::Detail d;
+    d.index = i;
+    d.wall_ns = 1000 * (i + 1);
+    cpu.steps.detail.push_back(d);
+  }
+  GpuSummary gpu;
+  for (uint64_t i : {1, 3, 4}) {  // step 2 launched nothing; step 4 is the partial final step
+    Steps::Detail d;
+    d.index = i;
+    d.span_ns = 10 * i;
+    d.partial = i == 4;
+    d.totals.gpu_busy_ns = 5 * i;
+    gpu.detail.push_back(d);
+  }
+  const RankFile f = build_rank_file(Identity{}, cpu, gpu, CommSummary{});
+  // Three rows kept (the larger side): steps 2, 3, 4; step 1 is the oldest of the union.
+  REQUIRE(f.steps.detail.size() == 3);
+  CHECK(f.steps.detail[0].index == 2);
+  CHECK(f.steps.detail[0].wall_ns == 3000);
+  CHECK(f.steps.detail[0].span_ns == 0);  // no GPU work in step 2
+  CHECK(f.steps.detail[1].index == 3);
+  CHECK(f.steps.detail[1].wall_ns == 4000);
+  CHECK(f.steps.detail[1].span_ns == 30);
+  CHECK(f.steps.detail[1].totals.gpu_busy_ns == 15);
+  CHECK(f.steps.detail[2].index == 4);
+  CHECK(f.steps.detail[2].wall_ns == 0);  // not ended by a tt_step: no wall time
+  CHECK(f.steps.detail[2].partial);
 }

@@ -105,7 +105,7 @@ RankFile full_rank_file() {
   f.steps.detail.push_back(d);
 
   CommRow c;
-  c.op = "AllReduce";
+  c.op = CommOp::kAllReduce;
   c.comm_size = 8;
   c.calls = 48;
   c.bytes = 4831838208ull;
@@ -123,8 +123,8 @@ RankFile full_rank_file() {
   comm.rank = 3;
   comm.ops_enqueued = 60;
   comm.ops_completed = 59;
-  comm.recent.push_back({58, "AllReduce", 100663296, 1000, 2000});
-  comm.recent.push_back({59, "Broadcast", 4096, 3000, 3500});
+  comm.recent.push_back({58, CommOp::kAllReduce, 100663296, 1000, 2000});
+  comm.recent.push_back({59, CommOp::kBroadcast, 4096, 3000, 3500});
   f.communicators.push_back(comm);
 
   f.memcpy["HtoD"] = {5, 500, 50};

@@ -110,3 +110,30 @@ TEST_CASE("the registry counts steps for the launch context and uses its warm-up
   CHECK(s.wall_ns.count == 1);
   CHECK(s.wall_ns.mean_ns == 20);
 }
+
+TEST_CASE("the wall time of each of the last detail steps is kept by step index", "[steps]") {
+  StepTracker st(0, 3);
+  st.set_origin(1000);
+  const uint64_t ends[] = {1100, 1300, 1600, 2000, 2500};  // walls 100, 200, 300, 400, 500
+  for (uint64_t t : ends) st.step(t, 0, 0);
+  const Steps s = st.summary();
+  REQUIRE(s.detail.size() == 3);  // steps 2, 3, 4: the most recent three, oldest first
+  CHECK(s.detail[0].index == 2);
+  CHECK(s.detail[0].wall_ns == 300);
+  CHECK(s.detail[1].index == 3);
+  CHECK(s.detail[1].wall_ns == 400);
+  CHECK(s.detail[2].index == 4);
+  CHECK(s.detail[2].wall_ns == 500);
+
+  StepTracker few(0, 3);  // fewer steps than kept: all of them
+  few.set_origin(0);
+  few.step(50, 0, 0);
+  const Steps f = few.summary();
+  REQUIRE(f.detail.size() == 1);
+  CHECK(f.detail[0].index == 0);
+  CHECK(f.detail[0].wall_ns == 50);
+
+  StepTracker none(0, 0);  // TRAINTIME_STEP_DETAIL=0: no rows
+  none.step(10, 0, 0);
+  CHECK(none.summary().detail.empty());
+}

@@ -6,8 +6,9 @@ Every GPU figure here is simulated. What is checked:
   to the nanosecond, they appear while the run goes on (not only at exit), and they trail the
   CPU's step by at least one step (the published step's records have all arrived: no late
   records);
-- the CPU figures belong to the step that just ended; samples/s, TFLOP/s and MFU follow from
-  it; the rank file's TFLOP/s and MFU follow from its own step figures;
+- the CPU figures belong to the step that just ended: step time, samples/s, TFLOP/s and MFU lie
+  within the bounds sim_train's own clock readings around the step markers give (not derived
+  from traintime's figures); so do the rank file's step times, TFLOP/s and MFU;
 - TRAINTIME_PRINT_EVERY=N prints a "traintime: step ..." line every N steps on rank 0 only, and
   nothing of the kind without it;
 - TRAINTIME_PROMETHEUS_FILE parses with Debian's prometheus_client, one file per rank, labelled
@@ -62,25 +63,52 @@ def near(a: float, b: float, rel: float = 1e-9) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
+def step_bounds_s(lines: list[dict[str, Any]]) -> dict[int, tuple[float, float]]:
+    """Step k (k >= 1) began inside tt_step call k-1 and ended inside call k: its time lies between
+    before_k - after_k-1 and after_k - before_k-1 on sim_train's monotonic clock (seconds), widened by
+    a slack for rounding. Step 0 began at an origin sim_train does not see: no bound."""
+    marks = {x["after_step"]: x["step_marks_ns"] for x in lines}
+    out: dict[int, tuple[float, float]] = {}
+    for k in sorted(marks):
+        if k - 1 in marks:
+            lo = (marks[k][0] - marks[k - 1][1]) / 1e9
+            hi = (marks[k][1] - marks[k - 1][0]) / 1e9
+            out[k] = (lo * (1 - 1e-3) - 1e-6, hi * (1 + 1e-3) + 1e-6)
+    return out
+
+
+def within(value: float, lo: float, hi: float) -> bool:
+    return lo <= value <= hi
+
+
 def check_lines(c: Checks, rank: int, lines: list[dict[str, Any]], truth: dict[str, Any]) -> dict[int, dict[str, float]]:
     """The per-step checks of one rank's metrics log; returns the GPU figures seen per step."""
     by_step = {d["index"]: d for d in truth["steps"]["by_step"]}
+    bounds = step_bounds_s(lines)
     published: dict[int, dict[str, float]] = {}
     c.check(len(lines) == STEPS, f"rank {rank}: {len(lines)} metrics lines, expected {STEPS}")
+    c.check(len(bounds) == STEPS - 1, f"rank {rank}: step marks bound {len(bounds)} steps")
+    samples = truth_samples(truth)
+    last_gpu_step = -1
     for line in lines:
         s, m = line["after_step"], line["metrics"]
         where = f"rank {rank} after step {s}"
         c.check(m.get("traintime/step") == s, f"{where}: traintime/step {m.get('traintime/step')}")
-        wall_s = m["traintime/step_ms"] / 1e3
-        c.check(wall_s > 0, f"{where}: step_ms {m['traintime/step_ms']}")
-        c.check(near(m["traintime/samples_per_s"], truth_samples(truth) / wall_s, 1e-6),
-                f"{where}: samples_per_s {m['traintime/samples_per_s']} for step_ms {m['traintime/step_ms']}")
-        tflops = FLOPS_PER_STEP / wall_s / 1e12
-        c.check(near(m.get("traintime/tflops", -1), tflops, 1e-6), f"{where}: tflops {m.get('traintime/tflops')} != {tflops}")
-        c.check(near(m.get("traintime/mfu", -1), tflops / 100.0, 1e-6), f"{where}: mfu {m.get('traintime/mfu')}")
+        if s in bounds:
+            lo, hi = bounds[s]
+            c.check(within(m["traintime/step_ms"] / 1e3, lo, hi),
+                    f"{where}: step_ms {m['traintime/step_ms']}, sim_train's clock says [{lo * 1e3}, {hi * 1e3}] ms")
+            c.check(within(m["traintime/samples_per_s"], samples / hi, samples / lo),
+                    f"{where}: samples_per_s {m['traintime/samples_per_s']}, {samples} samples in [{lo}, {hi}] s")
+            tf = (FLOPS_PER_STEP / hi / 1e12, FLOPS_PER_STEP / lo / 1e12)
+            c.check(within(m.get("traintime/tflops", -1), *tf), f"{where}: tflops {m.get('traintime/tflops')} not in {tf}")
+            c.check(within(m.get("traintime/mfu", -1), tf[0] / 100.0, tf[1] / 100.0),
+                    f"{where}: mfu {m.get('traintime/mfu')} not in {tf} / 100 TFLOP/s")
         if "traintime/gpu_step" not in m:
             continue
         k = int(m["traintime/gpu_step"])
+        c.check(k >= last_gpu_step, f"{where}: GPU figures of step {k} after those of step {last_gpu_step}")
+        last_gpu_step = k
         # Never the figures of a step whose records may still come (how far they trail depends
         # on the machine's pace: not checked here).
         c.check(s - k >= 1, f"{where}: GPU figures of step {k} (lag {s - k}, expected at least 1)")
@@ -118,18 +146,30 @@ def test_sim_live_metrics_mpirun2_match_truth_every_step(build_dir: Path, tmp_pa
         truth = load_json(tmp_path / f"truth-{rank}.json")
         lines = [json.loads(x) for x in (tmp_path / f"metrics-{rank}.jsonl").read_text().splitlines()]
         published = check_lines(c, rank, lines, truth)
-        # Published while the run went on: the figures of many steps, not one at the end.
-        c.check(len(published) >= 3, f"rank {rank}: GPU figures published for {sorted(published)} only")
+        # Published while the run went on (every line is written during it; how many steps get
+        # figures depends on the machine's pace, so only their presence and their values, against
+        # the truth above, are checked).
+        c.check(len(published) >= 1, f"rank {rank}: no GPU figures published during the run")
         c.check(any(m["traintime/gpu_exposed_comm_ms"] > 0 for m in published.values()) or rank == 1,
                 f"rank {rank}: no exposed communication in any published step (rank 1 is slowed, "
                 f"so rank 0 waits in its AllReduces)")
         doc = load_json(tmp_path / "out" / f"rank-{rank:05d}.json")
         steps = doc["steps"]
-        measured_s = steps["wall_ns"]["total_ns"] / 1e9
         c.check(near(steps.get("flops_per_step", -1), FLOPS_PER_STEP, 1e-9), f"rank {rank}: flops_per_step {steps.get('flops_per_step')}")
-        tflops = FLOPS_PER_STEP * steps["wall_ns"]["count"] / measured_s / 1e12
-        c.check(near(steps.get("tflops", -1), tflops, 1e-9), f"rank {rank}: rank-file tflops {steps.get('tflops')} != {tflops}")
-        c.check(near(steps.get("mfu", -1), tflops / 100.0, 1e-9), f"rank {rank}: rank-file mfu {steps.get('mfu')}")
+        # Over the steps after warm-up (all bounded: warm-up is at least step 0).
+        bounds = step_bounds_s(lines)
+        after = [bounds[k] for k in range(steps["warmup"], STEPS) if k in bounds]
+        c.check(steps["warmup"] >= 1 and len(after) == steps["wall_ns"]["count"],
+                f"rank {rank}: {steps['wall_ns']['count']} measured steps, {len(after)} bounded")
+        lo_s, hi_s = sum(b[0] for b in after), sum(b[1] for b in after)
+        tf = (FLOPS_PER_STEP * len(after) / hi_s / 1e12, FLOPS_PER_STEP * len(after) / lo_s / 1e12)
+        c.check(within(steps.get("tflops", -1), *tf), f"rank {rank}: rank-file tflops {steps.get('tflops')} not in {tf}")
+        c.check(within(steps.get("mfu", -1), tf[0] / 100.0, tf[1] / 100.0), f"rank {rank}: rank-file mfu {steps.get('mfu')}")
+        for row in steps["detail"]:
+            if row["index"] in bounds:
+                lo, hi = bounds[row["index"]]
+                c.check(within(row["wall_ns"] / 1e9, lo, hi),
+                        f"rank {rank}: steps.detail[{row['index']}].wall_ns {row['wall_ns']} not in [{lo}, {hi}] s")
         device = doc.get("device", {})
         c.check(device.get("name") == "simgpu (SIMULATED GPU)" and device.get("peak_tflops") == 100
                 and device.get("peak_source") == "TRAINTIME_PEAK_TFLOPS", f"rank {rank}: device {device}")

@@ -25,11 +25,6 @@ import pytest
 
 from testlib import SOURCE_DIR, Checks
 
-_checks = Checks()
-check = _checks.check
-FAILURES = _checks.failures
-
-
 @pytest.fixture
 def args(build_dir: Path) -> SimpleNamespace:
     work = build_dir / "tests" / "demo"
@@ -38,13 +33,15 @@ def args(build_dir: Path) -> SimpleNamespace:
 
 
 def test_sim_demo_4_ranks_match_truth(args: SimpleNamespace) -> None:
-    run_demo(args)
-    _checks.done()
+    c = Checks()  # one per test: a failure of one test never shows up in another
+    run_demo(args, c)
+    c.done()
 
 
 def test_demo_picks_real_gpu_only_with_a_gpu_and_cuda_mlp(args: SimpleNamespace) -> None:
-    plan_demo(args)
-    _checks.done()
+    c = Checks()
+    plan_demo(args, c)
+    c.done()
 
 
 def write_exe(path, text):
@@ -70,7 +67,7 @@ def demo_env(build, path_first=None, **extra):
     return env
 
 
-def run_demo(args):
+def run_demo(args: SimpleNamespace, c: Checks) -> None:
     build, work = args.build, args.work
     needed = ["lib/libtraintime.so", "bin/sim_train", "sim/libcuda.so.1", "sim/libcudart.so.13",
               "sim/libcupti.so.13", "sim/libnccl.so.2"]
@@ -94,27 +91,27 @@ def run_demo(args):
     out = p.stdout
     print(out)
     print(p.stderr, file=sys.stderr)
-    check(p.returncode == 0, f"demo.sh exited with {p.returncode}")
+    c.check(p.returncode == 0, f"demo.sh exited with {p.returncode}")
     lines = [l for l in out.splitlines() if l.strip()]
-    check(any("SIMULATED" in l for l in lines[:4]), "SIMULATED is not said at the top")
-    check(any("SIMULATED" in l for l in lines[-4:]), "SIMULATED is not said at the bottom")
-    check("simulated" in out.lower(), "the output never says simulated")
-    check("REAL HARDWARE" not in out, "the simulated demo claims real hardware")
+    c.check(any("SIMULATED" in l for l in lines[:4]), "SIMULATED is not said at the top")
+    c.check(any("SIMULATED" in l for l in lines[-4:]), "SIMULATED is not said at the bottom")
+    c.check("simulated" in out.lower(), "the output never says simulated")
+    c.check("REAL HARDWARE" not in out, "the simulated demo claims real hardware")
 
     ranks = sorted(f for f in os.listdir(out_dir) if f.startswith("rank-"))
     want = [f"rank-{r:05d}.json" for r in range(4)]
-    check(ranks == want, f"rank files {ranks}, want {want}")
+    c.check(ranks == want, f"rank files {ranks}, want {want}")
     truth_dir = os.path.join(out_dir, "simgpu-truth")
     truths = sorted(os.listdir(truth_dir)) if os.path.isdir(truth_dir) else []
-    check(truths == [f"truth-{r}.json" for r in range(4)], f"truth files {truths}")
-    check(os.path.exists(os.path.join(out_dir, "keep.txt")), "demo.sh deleted a file not its own")
-    check(len(re.findall(r"^MATCH: ", out, re.M)) == 4, "not 4 MATCH verdicts from compare_truth.py")
-    check("MISMATCH" not in out, "a rank file disagrees with its simulated truth")
+    c.check(truths == [f"truth-{r}.json" for r in range(4)], f"truth files {truths}")
+    c.check(os.path.exists(os.path.join(out_dir, "keep.txt")), "demo.sh deleted a file not its own")
+    c.check(len(re.findall(r"^MATCH: ", out, re.M)) == 4, "not 4 MATCH verdicts from compare_truth.py")
+    c.check("MISMATCH" not in out, "a rank file disagrees with its simulated truth")
 
     # The report must show what the files say (read independently here): per rank, the steps and
     # the GPU compute per step; the simulated straggler (rank 3, SIMGPU_SLOWDOWN's default 3:1.5)
     # named with its cost; the HTML report written where the output says.
-    check("== traintime-report " in out, "the demo does not run traintime-report")
+    c.check("== traintime-report " in out, "the demo does not run traintime-report")
     for r in range(4):
         path = os.path.join(out_dir, f"rank-{r:05d}.json")
         if not os.path.exists(path):
@@ -126,15 +123,14 @@ def run_demo(args):
         steps = truth["steps"]["count"]
         per_step = steps + (1 if truth["steps"].get("partial_final_step") else 0)
         compute = d["steps"]["totals"]["compute_ns"] / 1e6 / per_step
-        check(re.search(rf"^\s+{r}\s+\S+\s+{steps}\s+\S+\s+{compute:.3f}\s", out, re.M) is not None,
+        c.check(re.search(rf"^\s+{r}\s+\S+\s+{steps}\s+\S+\s+{compute:.3f}\s", out, re.M) is not None,
               f"rank {r}: the report's per-rank row does not show {steps} steps and {compute:.3f} ms/step compute")
     flat = " ".join(out.split())
-    check(re.search(r"rank 3 \(host [^)]*\) costs the job \d+\.\d{3} ms/step", flat) is not None,
+    c.check(re.search(r"rank 3 \(host [^)]*\) costs the job \d+\.\d{3} ms/step", flat) is not None,
           "the report does not name the simulated straggler rank 3 with its cost")
     html = os.path.join(out_dir, "report.html")
-    check(os.path.exists(html), "no HTML report in the output folder")
-    check(f"HTML report (SIMULATED GPU): {html}" in out, "the demo does not say where the HTML report is")
-    return 1 if FAILURES else 0
+    c.check(os.path.exists(html), "no HTML report in the output folder")
+    c.check(f"HTML report (SIMULATED GPU): {html}" in out, "the demo does not say where the HTML report is")
 
 
 def plan(args, smi_dir, build, **extra):
@@ -147,7 +143,7 @@ def plan(args, smi_dir, build, **extra):
     return (m.group(1), int(m.group(2))) if m else None, p.stdout
 
 
-def plan_demo(args):
+def plan_demo(args: SimpleNamespace, c: Checks) -> None:
     work = args.work
     with_mlp = os.path.join(work, "fake-build-with-cuda_mlp")
     without = os.path.join(work, "fake-build-without")
@@ -162,17 +158,16 @@ def plan_demo(args):
     empty = fake_smi_dir(work, "empty", "exit 0\n")
 
     got, _ = plan(args, two, with_mlp)
-    check(got == ("gpu", 2), f"2 GPUs + cuda_mlp: got {got}, want real GPU with 2 ranks")
+    c.check(got == ("gpu", 2), f"2 GPUs + cuda_mlp: got {got}, want real GPU with 2 ranks")
     got, text = plan(args, two, without)
-    check(got == ("sim", 4), f"2 GPUs, no cuda_mlp: got {got}, want the simulated demo")
-    check("not built" in text, "the fallback does not say cuda_mlp is not built")
+    c.check(got == ("sim", 4), f"2 GPUs, no cuda_mlp: got {got}, want the simulated demo")
+    c.check("not built" in text, "the fallback does not say cuda_mlp is not built")
     got, text = plan(args, none, with_mlp)
-    check(got == ("sim", 4), f"'No devices were found': got {got}")
-    check("no GPU" in text, "the no-GPU reason is not given")
+    c.check(got == ("sim", 4), f"'No devices were found': got {got}")
+    c.check("no GPU" in text, "the no-GPU reason is not given")
     got, _ = plan(args, empty, with_mlp)
-    check(got == ("sim", 4), f"nvidia-smi listing nothing: got {got}")
+    c.check(got == ("sim", 4), f"nvidia-smi listing nothing: got {got}")
     got, _ = plan(args, None, with_mlp, TT_NVIDIA_SMI=os.path.join(work, "no-such-nvidia-smi"))
-    check(got == ("sim", 4), f"no nvidia-smi at all: got {got}")
-    check(not os.path.exists(os.path.join(without, "lib")), "--plan built something")
-    return 1 if FAILURES else 0
+    c.check(got == ("sim", 4), f"no nvidia-smi at all: got {got}")
+    c.check(not os.path.exists(os.path.join(without, "lib")), "--plan built something")
 

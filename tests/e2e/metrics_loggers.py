@@ -2,12 +2,14 @@
 use, with the one-liners the README shows: W&B (offline), MLflow (a local file store) and
 TensorBoard (SummaryWriter). Run by test_metrics_loggers.py with the PyPI virtual environment's
 Python under LD_PRELOAD; it writes what metrics() returned at every step to OUT/returned.json so
-the test can read each tool's own storage back and compare."""
+the test can read each tool's own storage back and compare, and to OUT/step-marks.json the
+monotonic clock just before and after each step marker."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 from typing import Dict, List
 
@@ -16,7 +18,8 @@ import torch
 import traintime
 
 
-def train_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor) -> None:
+def train_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor,
+               marks: List[List[int]]) -> None:
     with traintime.region("forward"):
         loss = model(x).pow(2).mean()
     with traintime.region("backward"):
@@ -24,7 +27,11 @@ def train_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tens
         loss.backward()
     with traintime.region("optimizer"):
         opt.step()
+    # The loop's own clock on both sides of the step marker: bounds for the step time that
+    # owe nothing to traintime's bookkeeping.
+    before = time.monotonic_ns()
     traintime.step(samples=x.shape[0], tokens=x.shape[0] * x.shape[1])
+    marks.append([before, time.monotonic_ns()])
 
 
 def main(out: Path, steps: int, tools: List[str]) -> None:
@@ -33,6 +40,7 @@ def main(out: Path, steps: int, tools: List[str]) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     traintime.set_flops(per_token=6 * sum(p.numel() for p in model.parameters()))
     returned: List[Dict[str, float]] = []
+    marks: List[List[int]] = []
 
     run = writer = None
     if "wandb" in tools:
@@ -47,7 +55,7 @@ def main(out: Path, steps: int, tools: List[str]) -> None:
         writer = SummaryWriter(log_dir=str(out / "tb"))
 
     for step in range(steps):
-        train_step(model, opt, torch.randn(16, 64))
+        train_step(model, opt, torch.randn(16, 64), marks)
         metrics = traintime.metrics()
         returned.append(metrics)
         if run is not None:
@@ -66,6 +74,7 @@ def main(out: Path, steps: int, tools: List[str]) -> None:
     if writer is not None:
         writer.close()
     (out / "returned.json").write_text(json.dumps(returned))
+    (out / "step-marks.json").write_text(json.dumps(marks))
     print("enabled" if traintime.enabled() else "disabled", os.getpid())
 
 

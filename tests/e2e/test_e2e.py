@@ -395,6 +395,28 @@ def start_waiting(out: str, extra_env: dict[str, str] | None = None,
     return p
 
 
+PAUSE_SYSCALL = {"x86_64": 34}.get(os.uname().machine)  # pause(2); aarch64 has none (ppoll)
+
+
+def wait_back_in_pause(p: subprocess.Popen, timeout_s: float) -> bool:
+    """Waits until the waiting example has no signal pending and sits in pause() again: a
+    signal sent before is then discarded or fully handled. False if it died or the time ran out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            status = Path(f"/proc/{p.pid}/status").read_text()
+            syscall = Path(f"/proc/{p.pid}/syscall").read_text().split()
+        except OSError:
+            return False
+        pending = [line.split()[1] for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+        in_pause = (syscall[:1] == [str(PAUSE_SYSCALL)] if PAUSE_SYSCALL is not None
+                    else "S (sleeping)" in status)
+        if all(int(x, 16) == 0 for x in pending) and in_pause:
+            return True
+        time.sleep(0.01)
+    return False
+
+
 @contextlib.contextmanager
 def waiting(out: str, extra_env: dict[str, str] | None = None,
             preexec: Callable[[], Any] | None = None) -> Iterator[subprocess.Popen]:
@@ -437,7 +459,7 @@ def test_inherited_sigterm_ignore_is_kept(tmp_path: Path) -> None:
     out = os.path.join(tmp, "out")
     with waiting(out, preexec=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)) as p:
         p.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
+        check(wait_back_in_pause(p, 30), "the SIGTERM was neither discarded nor handled within 30 s")
         check(p.poll() is None, "SIGTERM killed a process that inherited SIG_IGN for it")
         # An ignored signal is no exit: traintime must not have written the final file for it.
         check(rank_files(out) == [], "a file was written for an ignored SIGTERM: %s" % rank_files(out))

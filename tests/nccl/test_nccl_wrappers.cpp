@@ -545,7 +545,7 @@ TEST_CASE_METHOD(Fixture, "the summary gives CPU-only rows and stable ids withou
   for (const auto& row : f.comm) {
     CHECK(row.gpu_ns == 0);
     CHECK(row.busbw_gbps == 0);  // no GPU time: no bandwidth claimed
-    if (row.op == "ReduceScatter" && row.comm_size == 5) {
+    if (row.op == CommOp::kReduceScatter && row.comm_size == 5) {
       rs_calls += row.calls;
       rs_bytes += row.bytes;
     }

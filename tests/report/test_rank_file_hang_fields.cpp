@@ -27,8 +27,8 @@ RankFile hung_rank_file() {
   c.rank = 2;
   c.ops_enqueued = 42;
   c.ops_completed = 40;
-  c.in_flight.push_back({41, "AllReduce", 1u << 20});
-  c.in_flight.push_back({42, "Broadcast", 4096});
+  c.in_flight.push_back({41, CommOp::kAllReduce, 1u << 20});
+  c.in_flight.push_back({42, CommOp::kBroadcast, 4096});
   f.communicators.push_back(c);
   Communicator idle = c;
   idle.id = "ffeeddccbbaa9988";
@@ -57,10 +57,10 @@ TEST_CASE("in_flight and threads round-trip field by field", "[rank_file][hang]"
   CHECK(c.ops_completed == 40);
   REQUIRE(c.in_flight.size() == 2);
   CHECK(c.in_flight[0].seq == 41);
-  CHECK(c.in_flight[0].op == "AllReduce");
+  CHECK(c.in_flight[0].op == CommOp::kAllReduce);
   CHECK(c.in_flight[0].bytes == (1u << 20));
   CHECK(c.in_flight[1].seq == 42);
-  CHECK(c.in_flight[1].op == "Broadcast");
+  CHECK(c.in_flight[1].op == CommOp::kBroadcast);
   CHECK(c.in_flight[1].bytes == 4096);
   CHECK(back.communicators[1].in_flight.empty());
   REQUIRE(back.threads.size() == 2);

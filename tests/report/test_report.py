@@ -204,6 +204,46 @@ def problems_of(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("traintime-report: ")]
 
 
+def test_step_time_from_detail_rows_as_written_and_from_wall_stats_for_older_files(build_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    """The golden files carry per-step wall times, as the writer does (steps.detail[].wall_ns);
+    files of older writers, whose rows carry 0, fall back to each rank's steps.wall_ns."""
+    s, proc = summary(build_dir, GOLDEN)
+    assert proc.returncode == 0 and s["step_time_source"] == "steps.detail"
+    d = copy_golden(tmp_path / "job")
+
+    def older_writer(doc: dict) -> None:
+        for row in doc["steps"]["detail"]:
+            row["wall_ns"] = 0
+
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, older_writer)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0 and s["step_time_source"] == "wall_ns"
+    # Mean over the 12 steps from the ranks' totals (68 + 64 + 67 ms); p50 the median of their p50s.
+    st = s["step_time_ms"]
+    assert (st["n"], st["mean"], st["p50"]) == (12, approx((68 + 64 + 67) / 12), 16.0)
+
+
+def test_bandwidth_of_an_op_with_no_known_factor_claims_no_busbw(build_dir: Path, tmp_path: Path) -> None:
+    """The report's bus factor is core's (one source with the rank-file writer): an op it does not
+    know gets 0, no busbw claimed, where a second copy in the report used to claim algbw x 1."""
+    d = copy_golden(tmp_path / "job")
+
+    def rename(doc: dict) -> None:
+        for c in doc["communicators"]:
+            for r in c["recent"]:
+                r["op"] = "Barrier"  # a spelling the writer never writes: read as "unknown"
+
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, rename)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    (bw,) = s["bandwidth"]
+    assert (bw["op"], bw["comm_size"], bw["collectives"]) == ("unknown", 3, 8)
+    assert bw["waitfree_busbw_gbps"] == 0 and bw["recorded_busbw_gbps"] == 0
+
+
 def test_missing_directory_is_unusable(build_dir: Path, tmp_path: Path) -> None:
     proc = run(build_dir, tmp_path / "nope")
     assert proc.returncode == 2

@@ -6,13 +6,22 @@ Compared, every field the truth has:
                       counts as all zeros)
   steps               count, partial_final_step (absent in the rank file = false), every field
                       of steps.totals
+  steps.detail        each rank-file row against the truth's steps.by_step row of the same index
+                      (a step with no GPU work has none: all zeros): span_ns, the totals the
+                      truth has, busy_ns_by_category; wall_ns non-zero on every step ended by a
+                      step marker (its value is host time, which the truth does not know), 0 on
+                      the partial final step; and every truth step from the first kept index on
+                      has a row
   comm                rows keyed by (op, comm_size): calls, bytes, gpu_ns
   memcpy              per direction: count, bytes, gpu_ns (a direction missing on one side counts
                       as all zeros)
   regions             per path: category, and the region's own non-comm work (the truth leaves
                       comm kernels out): kernels, activities (count of every by_category entry)
-                      and gpu_sum_ns; a rank-file region the truth does not list must have no
-                      non-comm GPU work
+                      and gpu_sum_ns, gpu_busy_ns (the rank file's busy of the truth's category);
+                      a rank-file region the truth does not list must have no non-comm GPU work
+  communicators       per communicator size: Σ ops_enqueued = the truth's NCCL calls of that
+                      size, every call completed (ops_completed = ops_enqueued) when the truth's
+                      calls launched GPU work, no communicator of a size the truth has no call of
 Exit 0 when everything matches, 1 with one line per difference otherwise, 2 when a file cannot
 be read.
 """
@@ -29,7 +38,8 @@ TOTAL_FIELDS = ("gpu_busy_ns", "compute_ns", "comm_ns", "comm_overlapped_ns", "e
                 "io_ns", "idle_ns")
 COMM_FIELDS = ("calls", "bytes", "gpu_ns")
 MEMCPY_FIELDS = ("count", "bytes", "gpu_ns")
-REGION_FIELDS = ("kernels", "activities", "gpu_sum_ns")
+REGION_FIELDS = ("kernels", "activities", "gpu_sum_ns", "gpu_busy_ns")
+DETAIL_FIELDS = ("gpu_busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns", "io_ns", "idle_ns")
 
 
 def load(path: Path) -> Any:
@@ -53,9 +63,61 @@ def region_own_work(row: dict) -> dict[str, int]:
     """A rank-file region row's GPU work without its comm kernels, in the truth's terms."""
     comm = row.get("by_category", {}).get("comm", {})
     activities = sum(c.get("count", 0) for cat, c in row.get("by_category", {}).items() if cat != "comm")
+    busy = sum(c.get("gpu_busy_ns", 0) for cat, c in row.get("by_category", {}).items() if cat != "comm")
     return {"kernels": row.get("kernels", 0) - comm.get("count", 0),
             "activities": activities,
-            "gpu_sum_ns": row.get("gpu_sum_ns", 0) - comm.get("gpu_sum_ns", 0)}
+            "gpu_sum_ns": row.get("gpu_sum_ns", 0) - comm.get("gpu_sum_ns", 0),
+            "gpu_busy_ns": busy}
+
+
+def compare_step_detail(rank_steps: dict, truth_steps: dict, out: list[str]) -> None:
+    detail = rank_steps.get("detail", [])
+    by_step = {s.get("index"): s for s in truth_steps.get("by_step", [])}
+    markers = truth_steps.get("count", 0)
+    for row in detail:
+        index = row.get("index")
+        name = f"steps.detail[index {index}]"
+        want = by_step.get(index, {})
+        partial = index == markers
+        diff_value(f"{name}.partial", row.get("partial", False), partial, out)
+        wall = row.get("wall_ns", 0)
+        if partial and wall != 0:
+            out.append(f"{name}.wall_ns: rank file {wall} on the partial final step, which no marker ended")
+        elif not partial and not wall > 0:
+            out.append(f"{name}.wall_ns: rank file {wall}, a step ended by a marker has host time")
+        diff_value(f"{name}.span_ns", row.get("span_ns", 0), want.get("span_ns", 0), out)
+        for field in DETAIL_FIELDS:
+            diff_value(f"{name}.totals.{field}", row.get("totals", {}).get(field, 0), want.get(field, 0), out)
+        rc, tc = row.get("busy_ns_by_category", {}), want.get("busy_ns_by_category", {})
+        for cat in sorted(set(rc) | set(tc)):
+            diff_value(f"{name}.busy_ns_by_category.{cat}", rc.get(cat, 0), tc.get(cat, 0), out)
+    if detail:
+        kept = {row.get("index") for row in detail}
+        first = min(kept)
+        for index in sorted(i for i in by_step if i >= first and i not in kept):
+            out.append(f"steps.detail: no row for step {index}, which the truth has")
+
+
+def compare_communicators(rank: dict, truth: dict, out: list[str]) -> None:
+    calls: dict[int, int] = {}
+    launched: dict[int, bool] = {}
+    for row in truth.get("comm", []):
+        size = row.get("comm_size")
+        calls[size] = calls.get(size, 0) + row.get("calls", 0)
+        launched[size] = launched.get(size, False) or row.get("gpu_ns", 0) > 0
+    enqueued: dict[int, int] = {}
+    for c in rank.get("communicators", []):
+        size = c.get("size")
+        enqueued[size] = enqueued.get(size, 0) + c.get("ops_enqueued", 0)
+        done, issued = c.get("ops_completed", 0), c.get("ops_enqueued", 0)
+        if size in calls and launched[size] and done != issued:
+            out.append(f"communicators[{c.get('id')}].ops_completed: {done} of {issued} enqueued, "
+                       "all of the truth's calls completed")
+    for size in sorted(set(calls) | set(enqueued)):
+        if size not in calls:
+            out.append(f"communicators of size {size}: in the rank file but the truth made no call on one")
+            continue
+        diff_value(f"communicators of size {size}: ops_enqueued", enqueued.get(size, 0), calls[size], out)
 
 
 def compare(rank: dict, truth: dict) -> list[str]:
@@ -72,6 +134,8 @@ def compare(rank: dict, truth: dict) -> list[str]:
     for field in TOTAL_FIELDS:
         diff_value(f"steps.totals.{field}", rs.get("totals", {}).get(field),
                    ts.get("totals", {}).get(field), out)
+    compare_step_detail(rs, ts, out)
+    compare_communicators(rank, truth, out)
 
     def rows(doc: dict) -> dict[tuple, dict]:
         return {(r.get("op"), r.get("comm_size")): r for r in doc.get("comm", [])}

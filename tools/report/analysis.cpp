@@ -9,6 +9,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "traintime/core/comm_stats.h"
+
 namespace traintime::report {
 namespace {
 
@@ -128,7 +130,11 @@ struct WaitTotals {
   uint64_t matched = 0, last = 0;
 };
 
+// The report's views spell ops as the rank file does.
+std::string op_text(core::CommOp op) { return std::string(core::comm_op_name(op)); }
+
 struct BwAcc {
+  core::CommOp op = core::CommOp::kUnknown;
   uint64_t collectives = 0;
   double bytes = 0, min_ns = 0, all_bytes = 0, all_ns = 0;
 };
@@ -175,7 +181,8 @@ void analyze_waits(const Job& job, Report& rep) {
       }
       ++rep.collectives_matched;
       const core::RecentCollective& rc = *entries[0].rc;
-      BwAcc& b = bw[{rc.op, members[0].c->size, bucket_of(rc.bytes)}];
+      BwAcc& b = bw[{op_text(rc.op), members[0].c->size, bucket_of(rc.bytes)}];
+      b.op = rc.op;
       ++b.collectives;
       b.bytes += static_cast<double>(rc.bytes);
       b.min_ns += static_cast<double>(d0);
@@ -210,7 +217,7 @@ void analyze_waits(const Job& job, Report& rep) {
     BandwidthView v;
     std::tie(v.op, v.comm_size, v.lo_bytes) = key;
     v.collectives = b.collectives;
-    const double f = busbw_factor(v.op, v.comm_size);
+    const double f = core::busbw_factor(b.op, v.comm_size);
     v.waitfree_busbw_gbps = b.min_ns > 0 ? b.bytes / b.min_ns * f : 0;  // bytes/ns = 1e9 B/s
     v.recorded_busbw_gbps = b.all_ns > 0 ? b.all_bytes / b.all_ns * f : 0;
     rep.bandwidth.push_back(v);
@@ -347,7 +354,7 @@ void find_hangs(const Job& job, Report& rep) {
         if (c->ops_completed < oldest) h.waiting_ranks.push_back(m->data.rank);
         for (const core::InFlightOp& op : c->in_flight)
           if (op.seq == oldest && h.op.empty()) {
-            h.op = op.op;
+            h.op = op_text(op.op);
             h.bytes = op.bytes;
           }
         continue;
@@ -358,9 +365,9 @@ void find_hangs(const Job& job, Report& rep) {
       mm.has_file = true;
       mm.last_enqueued = c->ops_enqueued;
       for (const core::InFlightOp& op : c->in_flight)
-        if (op.seq == c->ops_enqueued) mm.last_op = op.op;
+        if (op.seq == c->ops_enqueued) mm.last_op = op_text(op.op);
       for (const core::RecentCollective& rc : c->recent)
-        if (rc.seq == c->ops_enqueued) mm.last_op = rc.op;
+        if (rc.seq == c->ops_enqueued) mm.last_op = op_text(rc.op);
       mm.doing = what_it_was_doing(m->data) + "; its last call on this communicator was seq " +
                  std::to_string(c->ops_enqueued) + (mm.last_op.empty() ? "" : " (" + mm.last_op + ")");
       h.missing.push_back(mm);
@@ -376,7 +383,7 @@ void find_hangs(const Job& job, Report& rep) {
       h.missing.push_back(mm);
     }
     if (h.missing.empty()) continue;  // every member entered: not a missing-rank hang
-    if (h.op == "Send" || h.op == "Recv") {
+    if (const core::CommOp op = core::comm_op_from_name(h.op); op == core::CommOp::kSend || op == core::CommOp::kRecv) {
       // Only the peer had to enter a point-to-point op, and the files do not record which rank
       // that is: naming the members that did not enter would accuse ranks that had no part in it.
       std::string who;
@@ -394,15 +401,6 @@ void find_hangs(const Job& job, Report& rep) {
 }
 
 }  // namespace
-
-double busbw_factor(const std::string& op, uint32_t n) {
-  if (n == 0) return 1;
-  const double nn = n;
-  if (op == "AllReduce") return 2 * (nn - 1) / nn;
-  if (op == "AllGather" || op == "ReduceScatter" || op == "AlltoAll" || op == "Gather" || op == "Scatter")
-    return (nn - 1) / nn;
-  return 1;
-}
 
 Report analyze(const Job& job) {
   Report rep;
@@ -518,8 +516,8 @@ Report analyze(const Job& job) {
   std::map<std::pair<std::string, uint32_t>, CommView> comm_rows;
   for (const RankInput& r : job.ranks)
     for (const core::CommRow& row : r.data.comm) {
-      CommView& c = comm_rows[{row.op, row.comm_size}];
-      c.op = row.op;
+      CommView& c = comm_rows[{op_text(row.op), row.comm_size}];
+      c.op = op_text(row.op);
       c.comm_size = row.comm_size;
       const double n = steps_of(r.data);
       c.calls.add(static_cast<double>(row.calls) / n, r.data.rank);

@@ -162,7 +162,4 @@ struct Report {
 
 Report analyze(const Job& job);
 
-// The nccl-tests bus-bandwidth factor for an op on n ranks (docs/schema.md, comm[]).
-double busbw_factor(const std::string& op, uint32_t n);
-
 }  // namespace traintime::report

@@ -14,6 +14,11 @@
  *   tt_set_flops(per_step, per_token);        // the model's FLOPs: TFLOP/s and MFU
  *   n = tt_metrics(out, capacity);            // live metrics ("traintime/step_ms", ...)
  *
+ *   TT_PUSH_STATIC("forward");     // tt_push with the name registered once per call site:
+ *   tt_pop();                      //   the push itself does no string compare or hash
+ *   uint32_t id = tt_register_name("layer", TT_CATEGORY_AUTO);  // the same by hand: register
+ *   tt_push_id(id);                //   once, push by id as often as you like; close with tt_pop
+ *
  *   C++:  { TT_SCOPE("forward"); ... }   // RAII region; the name is registered once per site
  *
  * Categories. An explicit category wins. Otherwise the profiler matches the region's name
@@ -36,7 +41,8 @@
  * in libc since glibc 2.34; older glibc needs -ldl at link time.
  *
  * Compiling out. Define TRAINTIME_DISABLE_ANNOTATIONS (as NVTX_DISABLE does for NVTX) and every
- * call above becomes an empty inline function and TT_SCOPE/TT_SCOPE_CATEGORY expand to nothing:
+ * call above becomes an empty inline function and TT_SCOPE/TT_SCOPE_CATEGORY/TT_PUSH_STATIC/
+ * TT_PUSH_STATIC_CATEGORY expand to nothing:
  * no dispatch code, no dlsym, no reference to the profiler is left in the program.
  */
 #ifndef TRAINTIME_TRAINTIME_H
@@ -139,6 +145,14 @@ static inline uint32_t tt_metrics(tt_metric* out, uint32_t capacity) {
   (void)capacity;
   return 0;
 }
+static inline uint32_t tt_register_name(const char* name, int category) {
+  (void)name;
+  (void)category;
+  return 0;
+}
+static inline void tt_push_id(uint32_t id) { (void)id; }
+#define TT_PUSH_STATIC(name) ((void)0)
+#define TT_PUSH_STATIC_CATEGORY(category, name) ((void)0)
 #ifdef __cplusplus
 } /* extern "C" */
 #define TT_SCOPE(name) static_cast<void>(0)
@@ -217,6 +231,46 @@ static inline uint32_t tt_metrics(tt_metric* out, uint32_t capacity) {
   return api && TT_API_HAS(api, metrics) ? api->metrics(out, capacity) : 0;
 }
 
+/*
+ * Registers a region name with a category (a tt_category, or TT_CATEGORY_AUTO for the name
+ * rules) and returns its id for tt_push_id; 0 when not profiled or the name could not be
+ * registered. Registering the same (name, category) again returns the same id. Call it once per
+ * name (it takes the profiler's lock), not on every push.
+ */
+static inline uint32_t tt_register_name(const char* name, int category) {
+  const tt_api_v1* api = tt_detail_api();
+  return api ? api->register_name(name, category) : 0u;
+}
+
+/*
+ * Opens the region registered under `id` on the calling thread: no string compare, no hash.
+ * Close it with tt_pop. An id of 0 (nothing registered) still opens a nameless region, so the
+ * tt_pop that follows closes it and not the region around it.
+ */
+static inline void tt_push_id(uint32_t id) {
+  const tt_api_v1* api = tt_detail_api();
+  if (api) api->push_id(id);
+}
+
+/*
+ * tt_push(name) with the name registered once per call site and kept in a static (Tracy's way):
+ * `TT_PUSH_STATIC("forward"); ... tt_pop();`. `name` must be the same at every pass through the
+ * site (a string literal). A site whose registration failed or came before the profiler tries
+ * again on the next pass.
+ */
+#define TT_PUSH_STATIC(name) TT_PUSH_STATIC_CATEGORY(TT_CATEGORY_AUTO, name)
+/* TT_PUSH_STATIC with an explicit category: `TT_PUSH_STATIC_CATEGORY(TT_IO, "prefetch");`. */
+#define TT_PUSH_STATIC_CATEGORY(category, name)                                              \
+  do {                                                                                      \
+    static uint32_t tt_detail_site_id = 0;                                                  \
+    uint32_t tt_detail_id = __atomic_load_n(&tt_detail_site_id, __ATOMIC_RELAXED);          \
+    if (__builtin_expect(tt_detail_id == 0, 0)) {                                           \
+      tt_detail_id = tt_register_name(name, (int)(category));                               \
+      __atomic_store_n(&tt_detail_site_id, tt_detail_id, __ATOMIC_RELAXED);                 \
+    }                                                                                       \
+    tt_push_id(tt_detail_id);                                                               \
+  } while (0)
+
 #ifdef __cplusplus
 } /* extern "C" */
 
@@ -224,8 +278,7 @@ namespace traintime {
 namespace detail {
 /* Registers a name once per call site (TT_SCOPE keeps the id in a function-local static). */
 inline uint32_t register_name(const char* name, int category = TT_CATEGORY_AUTO) {
-  const tt_api_v1* api = tt_detail_api();
-  return api ? api->register_name(name, category) : 0u;
+  return tt_register_name(name, category);
 }
 
 class Scope {

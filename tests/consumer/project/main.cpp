@@ -1,4 +1,5 @@
-// Three steps, each with a "forward" region: what a user's annotated C++ loop looks like.
+// Three steps, each with a "forward" and an "optimizer" region: what a user's annotated C++ loop
+// looks like.
 #include <traintime/traintime.h>
 
 int main() {
@@ -7,6 +8,8 @@ int main() {
       TT_SCOPE("forward");
       TT_SCOPE_CATEGORY(TT_IO, "prefetch");
     }
+    TT_PUSH_STATIC("optimizer");  // the C form: registered once, pushed by id
+    tt_pop();
     tt_step(8, 1024);
   }
   return 0;

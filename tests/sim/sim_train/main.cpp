@@ -6,6 +6,7 @@
 // With --truth it writes the exact expected result from its own executed schedule.
 #include <dlfcn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -182,7 +183,7 @@ class Trainer {
       io_out();
       if (opt_.step_sleep_us) std::this_thread::sleep_for(std::chrono::microseconds(opt_.step_sleep_us));
       if (opt_.nvtx) regions_.pop();
-      else tt_step(kSamplesPerStep, kTokensPerStep);
+      else mark_step();
       if (!opt_.metrics_log.empty()) log_metrics(s);
       for (ProfilerWindow& w : windows_)
         if (w.stop == s + 1) profiler_stop(&w);
@@ -206,10 +207,21 @@ class Trainer {
   }
 
   // tt_metrics() as the training loop sees it right after step `s` ended: one JSON object.
+  // tt_step between two readings of the host's monotonic clock (the one traintime reads): the
+  // metrics log carries them, so a test can bound each step's time without traintime's figures.
+  void mark_step() {
+    timespec before{}, after{};
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    tt_step(kSamplesPerStep, kTokensPerStep);
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    auto ns = [](const timespec& t) { return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec); };
+    step_marks_ns_ = {ns(before), ns(after)};
+  }
+
   void log_metrics(uint64_t s) {
     tt_metric m[64];
     const uint32_t n = tt_metrics(m, 64);
-    nlohmann::json line = {{"after_step", s}, {"count", n}};
+    nlohmann::json line = {{"after_step", s}, {"count", n}, {"step_marks_ns", step_marks_ns_}};
     for (uint32_t i = 0; i < n && i < 64; ++i) line["metrics"][m[i].name] = m[i].value;
     metrics_lines_.push_back(line.dump());
   }
@@ -554,6 +566,7 @@ class Trainer {
   std::string backward_path_;
   std::vector<CommCall> comm_calls_;
   std::vector<std::string> metrics_lines_;
+  std::vector<uint64_t> step_marks_ns_{0, 0};  // monotonic ns just before and after the last tt_step
   std::thread worker_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -145,7 +145,7 @@ nlohmann::json compute_truth(const TruthInput& in) {
   out["memcpy"] = jm;
 
   // Exclusive region rows (work launched directly under the path), comm work excluded.
-  struct Reg { Cat cat = Cat::kOther; uint64_t kernels = 0, activities = 0, sum = 0; };
+  struct Reg { Cat cat = Cat::kOther; uint64_t kernels = 0, activities = 0, sum = 0; Intervals work; };
   std::map<std::string, Reg> regions;
   for (const auto& a : in.activities) {
     if (a.cat == Cat::kComm || a.path.empty()) continue;
@@ -154,11 +154,13 @@ nlohmann::json compute_truth(const TruthInput& in) {
     r.activities += 1;
     if (a.kind == 1) r.kernels += 1;  // SIMGPU_KERNEL
     r.sum += a.end - a.start;
+    r.work.emplace_back(a.start, a.end);
   }
   json jr = json::array();
-  for (const auto& [path, r] : regions)
+  for (auto& [path, r] : regions)
     jr.push_back({{"path", path}, {"category", cat_name(r.cat)}, {"kernels", r.kernels},
-                  {"activities", r.activities}, {"gpu_sum_ns", r.sum}});
+                  {"activities", r.activities}, {"gpu_sum_ns", r.sum},
+                  {"gpu_busy_ns", union_ns(std::move(r.work))}});
   out["regions"] = jr;
   return out;
 }

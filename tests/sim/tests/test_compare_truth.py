@@ -31,12 +31,18 @@ def test_sim_compare_truth_harness() -> None:
                 "comm[Broadcast, size 4]: in the rank file but not in the truth",
                 "memcpy.HtoD.bytes: rank file 4000 != truth 4096",
                 "regions[forward].gpu_sum_ns: rank file 1100 != truth 1200",
-                "regions[stray]: GPU work"]
+                "regions[stray]: GPU work",
+                "regions[forward].gpu_busy_ns: rank file 990 != truth 1000",
+                "steps.detail[index 1].wall_ns: rank file 0, a step ended by a marker has host time",
+                "steps.detail[index 1].span_ns: rank file 671 != truth 670",
+                "communicators[00000000000000ab].ops_completed: 2 of 3 enqueued",
+                "communicators of size 4: ops_enqueued: rank file 3 != truth 2"]
     c.check(code == 1, f"disagreeing pair: exit {code}, expected 1")
     for line in expected:
         c.check(line in out, f"disagreeing pair: missing diff line {line!r} in:\n{out}")
     for agreeing in ("categories.comm", "gpu_sum_ns: rank file 1200", "memcpy.HtoD.count",
-                     "regions[forward].kernels", "regions[forward].category"):
+                     "regions[forward].kernels", "regions[forward].category",
+                     "steps.detail[index 1].totals", "busy_ns_by_category", "steps.detail: no row"):
         c.check(agreeing not in out, f"disagreeing pair: reported {agreeing!r}, which agrees:\n{out}")
     c.check(len([l for l in out.splitlines() if l.startswith("  ")]) == len(expected),
             f"disagreeing pair: {len(expected)} differences expected:\n{out}")

@@ -57,6 +57,15 @@ constexpr std::string_view comm_op_name(CommOp op) {
   return "";
 }
 
+// The inverse of comm_op_name, where a rank file's op strings are read: "" gives kNone, a
+// spelling comm_op_name never writes gives kUnknown.
+constexpr CommOp comm_op_from_name(std::string_view name) {
+  if (name.empty()) return CommOp::kNone;
+  for (uint8_t i = static_cast<uint8_t>(CommOp::kAllReduce); i < static_cast<uint8_t>(CommOp::kUnknown); ++i)
+    if (comm_op_name(static_cast<CommOp>(i)) == name) return static_cast<CommOp>(i);
+  return CommOp::kUnknown;
+}
+
 // Captured on the launching thread inside the launch callback, stored under the callback's
 // correlation id, and joined with the activity record later.
 struct LaunchContext {

@@ -7,8 +7,8 @@
 //    outermost ncclGroupEnd, record_group() with the group's members before the group's kernels
 //    are launched, and put the group id into LaunchContext::comm_group (via the launch callback).
 //  - GpuAggregator (the activity thread): find_group() while ingesting a group kernel.
-//  - The rank-file writer: snapshot(), handed to GpuAggregator::fill() so CPU call counts and GPU
-//    time meet in one place.
+//  - The rank-file assembly: snapshot() goes into CommSummary, and build_rank_file() joins its CPU
+//    call counts with the GPU time of GpuAggregator::summary() in one place.
 #pragma once
 
 #include <array>

@@ -2,7 +2,7 @@
 // GPU fields of the rank file — categories, per-step breakdown, regions, memcpy, comm — with
 // memory bounded however long the run. Definitions and trade-offs: docs/attribution.md.
 //
-// Threading: one GpuAggregator is fed by one thread (the activity-processing thread); fill()
+// Threading: one GpuAggregator is fed by one thread (the activity-processing thread); summary()
 // and trace_json() are const and may run on that thread between ingests (guard with your own
 // lock if another thread writes the rank file). No globals; no CUDA.
 #pragma once
@@ -132,7 +132,7 @@ class GpuAggregator {
     StepTotals totals;
     std::array<uint64_t, kCategoryCount> cat_busy{};
   };
-  // Everything computed by folding steps; fill() folds the open steps into a copy.
+  // Everything computed by folding steps; summary() folds the open steps into a copy.
   struct Accum {
     std::array<uint64_t, kCategoryCount> cat_busy{};
     StepTotals totals;

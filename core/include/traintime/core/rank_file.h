@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "traintime/core/activity.h"
 #include "traintime/core/category.h"
 
 namespace traintime::core {
@@ -107,7 +108,7 @@ struct SizeBucket {  // message-size histogram bucket: bytes in [lo, 2*lo)
 };
 
 struct CommRow {
-  std::string op;  // comm_op_name(): AllReduce, ..., unknown
+  CommOp op = CommOp::kUnknown;  // written as comm_op_name(): AllReduce, ..., unknown
   uint32_t comm_size = 0;
   uint64_t calls = 0;
   uint64_t bytes = 0;
@@ -120,7 +121,7 @@ struct CommRow {
 
 struct RecentCollective {
   uint64_t seq = 0;
-  std::string op;
+  CommOp op = CommOp::kUnknown;
   uint64_t bytes = 0;
   uint64_t gpu_start_ns = 0;
   uint64_t gpu_end_ns = 0;
@@ -129,7 +130,7 @@ struct RecentCollective {
 // An operation enqueued (CPU side) whose GPU work had not completed when the file was written.
 struct InFlightOp {
   uint64_t seq = 0;  // sequence number on its communicator (1-based, consecutive)
-  std::string op;    // as in CommRow::op
+  CommOp op = CommOp::kUnknown;  // as in CommRow::op
   uint64_t bytes = 0;
 };
 

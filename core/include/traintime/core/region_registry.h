@@ -114,7 +114,9 @@ class ThreadState {
 
 class RegionRegistry {
  public:
-  explicit RegionRegistry(CategoryRules rules = CategoryRules::defaults(), uint64_t warmup_steps = 2);
+  // warmup_steps: TRAINTIME_WARMUP_STEPS; step_detail: TRAINTIME_STEP_DETAIL (StepTracker).
+  explicit RegionRegistry(CategoryRules rules = CategoryRules::defaults(), uint64_t warmup_steps = 2,
+                          uint32_t step_detail = 64);
   RegionRegistry(const RegionRegistry&) = delete;
   RegionRegistry& operator=(const RegionRegistry&) = delete;
 

@@ -4,7 +4,9 @@
 // previous call: it is measured from the origin, which the owner sets to the first recorded
 // event of the process (the preload uses the first region push or range start; if tt_step is
 // the very first call, the time the library was loaded). Statistics and throughput skip the
-// first `warmup` steps (TRAINTIME_WARMUP_STEPS); counts and sums include every step.
+// first `warmup` steps (TRAINTIME_WARMUP_STEPS); counts and sums include every step. The wall
+// times of the last `detail_steps` steps (TRAINTIME_STEP_DETAIL) are kept by index for
+// steps.detail[].wall_ns.
 #pragma once
 
 #include <atomic>
@@ -20,7 +22,8 @@ namespace traintime::core {
 
 class StepTracker {
  public:
-  explicit StepTracker(uint64_t warmup = 2) : warmup_(warmup) {}
+  explicit StepTracker(uint64_t warmup = 2, uint32_t detail_steps = 64)
+      : warmup_(warmup), detail_steps_(detail_steps) {}
 
   // Sets the origin of step 0 unless one is set already. Thread-safe, lock-free.
   void set_origin(uint64_t now_ns);
@@ -31,8 +34,9 @@ class StepTracker {
   // tt_step calls so far. Lock-free (read by the launch callback).
   uint32_t count() const { return count_.load(std::memory_order_relaxed); }
 
-  // Fills count, warmup, wall_ns, samples, tokens and the throughput fields of a Steps value
-  // (GPU totals and detail are the attribution engine's).
+  // Fills count, warmup, wall_ns, samples, tokens and the throughput fields of a Steps value,
+  // and one detail row {index, wall_ns} per kept step, oldest first (the rest of each detail row,
+  // and the GPU totals, are the attribution engine's; build_rank_file joins them by index).
   Steps summary() const;
 
   uint64_t warmup() const { return warmup_; }
@@ -67,6 +71,8 @@ class StepTracker {
   uint64_t max_wall_ns_ = 0;
   uint64_t rng_ = 0x2545F4914F6CDD1Dull;
   std::vector<uint64_t> walls_;  // post-warm-up, bounded by kMaxWallSamples
+  const uint32_t detail_steps_;
+  std::vector<uint64_t> recent_walls_;  // ring: wall of step i at i % detail_steps_ (last ones)
 };
 
 // Mean, min, max, p50 and p90 (nearest rank) of a set of durations.

@@ -55,7 +55,7 @@ struct CpuSummary {
   // Name of every interned path, indexed by PathId (index 0 = kNoPath = ""), so GPU rows of a
   // path with no CPU row still get their name.
   std::vector<std::string> path_names;
-  Steps steps;  // CPU part: count, warmup, wall_ns, samples, tokens, rates
+  Steps steps;  // CPU part: count, warmup, wall_ns, samples, tokens, rates, detail {index, wall_ns}
   uint64_t unbalanced_pops = 0;
   // One row per thread that recorded (rank file threads[]): its tid, the process's step count
   // and its open region paths, outermost first. Threads that ended keep their row (nothing open).
@@ -75,7 +75,7 @@ struct GpuSummary {
   };
   std::vector<Region> regions;
   StepTotals totals;
-  std::vector<Steps::Detail> detail;  // wall_ns is the CPU side's
+  std::vector<Steps::Detail> detail;  // wall_ns 0: build_rank_file takes it from CpuSummary
   bool partial_final_step = false;
   std::map<std::string, MemcpyStat> memcpy;  // CopyKind names with activity or standard
   // GPU time of NCCL work per (communicator, op). comm_index is the CommCallTable index,

@@ -1,0 +1,54 @@
+"""scripts/pyenv.py: one environment per set of pins, shared through a link, never remade while
+the pins hold; the whole dependency set is pinned."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from testlib import SOURCE_DIR, load_module
+
+pyenv = load_module(SOURCE_DIR / "scripts" / "pyenv.py", "pyenv")
+
+
+def run(out: Path, cache: Path) -> subprocess.CompletedProcess:
+    # /bin/false as the base interpreter: any attempt to make an environment fails loudly.
+    return subprocess.run([sys.executable, str(SOURCE_DIR / "scripts" / "pyenv.py"), str(out), "--python", "/bin/false",
+                           "--cache-dir", str(cache)], capture_output=True, text=True, timeout=60)
+
+
+def test_pyenv_ready_environment_is_linked_not_remade(tmp_path: Path) -> None:
+    constraints = pyenv.CONSTRAINTS.read_text()
+    key = pyenv.env_key(pyenv.PINS, constraints)
+    env = tmp_path / "cache" / f"pyenv-{key}"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").write_text("")
+    (env / pyenv.STAMP).write_text("\n".join(pyenv.PINS) + f"\nconstraints {key}\n")
+    for out in (tmp_path / "build-a" / "pyenv", tmp_path / "build-b" / "pyenv"):
+        p = run(out, tmp_path / "cache")
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+        assert out.is_symlink() and out.resolve() == env.resolve()
+    # Another set of pins is another environment: here it cannot be made, and says so.
+    (env / pyenv.STAMP).write_text("torch==0.0\n")
+    p = run(tmp_path / "build-a" / "pyenv", tmp_path / "cache")
+    assert p.returncode == 0 and "pyenv: warning: no virtual environment" in p.stderr, p.stderr
+
+
+def test_pyenv_key_follows_pins_and_constraints() -> None:
+    base = pyenv.env_key(["a==1"], "b==2\n")
+    assert base == pyenv.env_key(["a==1"], "b==2\n")
+    assert base != pyenv.env_key(["a==2"], "b==2\n")
+    assert base != pyenv.env_key(["a==1"], "b==3\n")
+
+
+def test_pyenv_constraints_pin_every_top_level_package_at_its_pin() -> None:
+    pinned = {}
+    for line in pyenv.CONSTRAINTS.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"{line!r} in {pyenv.CONSTRAINTS.name} is not pinned with =="
+            pinned[name.lower().replace("_", "-")] = version
+    for pin in pyenv.PINS:
+        name, _, version = pin.partition("==")
+        assert pinned.get(name.lower()) == version, f"{pin}: constraints say {pinned.get(name.lower())}"
+    assert len(pinned) > len(pyenv.PINS), "only the top-level packages are pinned"
