@@ -34,6 +34,7 @@
 #include <thread>
 
 #include "session.h"
+#include "traintime/core/live_record.h"
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/support/log.h"
 
@@ -62,15 +63,6 @@ struct SnapshotControl {
   bool stop = false;
 };
 SnapshotControl* g_snapshots = nullptr;
-
-const char* signal_reason(int sig) {
-  switch (sig) {
-    case SIGTERM: return "signal SIGTERM";
-    case SIGINT: return "signal SIGINT";
-    case SIGABRT: return "signal SIGABRT";
-  }
-  return "signal";
-}
 
 void call_prior(const struct sigaction& prior, int sig, siginfo_t* info, void* context) {
   if (prior.sa_flags & SA_SIGINFO)
@@ -169,7 +161,7 @@ void writer_loop() {
     const ssize_t n = read(g_request_fd[0], &sig, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n != 1) return;
-    finish(signal_reason(sig), true);
+    finish(core::signal_exit_reason(sig), true);
     if (Session* s = session()) wait_for_peers(*s);
     const unsigned char done = 1;
     while (write(g_done_fd[1], &done, 1) < 0 && errno == EINTR) {

@@ -13,15 +13,6 @@
 namespace traintime::core {
 namespace {
 
-const char* signal_name(uint64_t sig) {
-  switch (sig) {
-    case SIGTERM: return "signal SIGTERM";
-    case SIGINT: return "signal SIGINT";
-    case SIGABRT: return "signal SIGABRT";
-  }
-  return "signal";
-}
-
 // Brings the slot's steps up to the header's counters (taken at a later step than the slot).
 void apply_steps(Steps& s, const LiveSteps& h) {
   if (h.count <= s.count) return;
@@ -41,6 +32,15 @@ void apply_steps(Steps& s, const LiveSteps& h) {
 }
 
 }  // namespace
+
+const char* signal_exit_reason(uint64_t sig) {
+  switch (sig) {
+    case SIGTERM: return "signal SIGTERM";
+    case SIGINT: return "signal SIGINT";
+    case SIGABRT: return "signal SIGABRT";
+  }
+  return "signal";
+}
 
 bool is_live_record(const std::string& bytes) {
   return bytes.size() >= sizeof kLiveRecordMagic &&
@@ -70,7 +70,7 @@ std::optional<RankFile> rank_file_from_live_record(const std::string& bytes, std
   }
   if (h.steps_current <= 1) apply_steps(f->steps, h.steps[h.steps_current]);
   f->snapshot = true;
-  f->exit_reason = h.signal != 0 ? signal_name(h.signal) : "killed";
+  f->exit_reason = h.signal != 0 ? signal_exit_reason(h.signal) : "killed";
   return f;
 }
 

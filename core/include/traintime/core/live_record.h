@@ -64,6 +64,10 @@ static_assert(offsetof(LiveRecordHeader, current) == 24 && offsetof(LiveRecordHe
               offsetof(LiveRecordHeader, steps) == 96 && sizeof(LiveSteps) == 72,
               "the record layout is a file format: change kLiveRecordVersion with it");
 
+// The exit_reason of a file written on (or a record left by) a terminating signal:
+// "signal SIGTERM", "signal SIGINT", "signal SIGABRT", else "signal".
+const char* signal_exit_reason(uint64_t sig);
+
 // True when `bytes` starts like a record (the reader's dispatch).
 bool is_live_record(const std::string& bytes);
 
