@@ -50,6 +50,17 @@ void BM_TtScopeNested(benchmark::State& state) {
 }
 BENCHMARK(BM_TtScopeNested);
 
+// tt_step: the step tracker and, preloaded, the always-current record's step counters stored
+// into their mapped page (DESIGN §9: the record costs <= 1 us per step; this is the whole step
+// mark, so the record's share is less).
+void BM_TtStep(benchmark::State& state) {
+  for (auto _ : state) {
+    tt_step(8, 4096);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_TtStep);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -1,18 +1,27 @@
 // How a recording process ends (DESIGN §2): the rank file is written once, at normal exit or on
-// a terminating SIGTERM/SIGINT, plus periodic snapshots. Installed at the first record only.
+// a terminating SIGTERM/SIGINT/SIGABRT, plus periodic snapshots. Installed at the first record.
 //
 // Signals. The handler does only async-signal-safe work: it writes the signal number into a
 // pipe and waits (poll, bounded) for the writer thread to answer, then restores the prior
 // disposition and re-raises, so the process ends exactly as it would have without traintime.
-// A prior handler that is a function (Python's SIGINT handler, a trainer's checkpoint-on-
-// SIGTERM) is simply chained: the application then decides, and a normal exit writes the file.
-// Lock order: Output::mu is taken by the writer and snapshot threads and by atexit; never in the
-// handler. GPU capture's shutdown (cupti::shutdown) runs before it is taken.
+// A prior SIGTERM/SIGINT handler that is a function (Python's SIGINT handler, a trainer's
+// checkpoint-on-SIGTERM) is simply chained: the application then decides, and a normal exit
+// writes the file. SIGABRT (abort(): PyTorch's NCCL watchdog, a failed assertion, glibc's heap
+// checks) is different: the process ends whatever a handler does, so the file is written first
+// and a prior function handler (Python's faulthandler) is chained after; when it returns,
+// abort() itself restores the default action and the process dies by SIGABRT, core dump and
+// all. abort() can come from any thread, inside malloc or holding any lock: the handler itself
+// takes no lock and allocates nothing, the writer thread does the work, and the handler's wait
+// is bounded, so a writer blocked on a lock the aborting thread holds delays the end by at most
+// kHandlerWaitMs and the always-current record (live_record.cpp) still holds the rank's data.
+// Lock order: Output::mu is taken by the writer, snapshot and watchdog threads and by atexit;
+// never in the handler. GPU capture's shutdown (cupti::shutdown) runs before it is taken.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,13 +34,14 @@
 #include <thread>
 
 #include "session.h"
+#include "traintime/core/live_record.h"
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/support/log.h"
 
 namespace traintime::preload {
 namespace {
 
-constexpr int kSignals[] = {SIGTERM, SIGINT};
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGABRT};
 constexpr int kHandlerWaitMs = 20000;  // a stuck write must not keep a dying process alive
 // After its signal-time write, how long a rank waits for its peers' (see wait_for_peers).
 constexpr int kPeerWaitMs = 1000;
@@ -42,6 +52,7 @@ struct sigaction g_prior[NSIG];
 std::atomic<bool> g_handling{false};
 std::atomic<bool> g_finished{false};
 std::atomic<pid_t> g_writer_pid{0};  // the process whose writer thread reads the pipes
+std::atomic<long> g_writer_tid{0};   // that thread: an abort() on it must not wait for itself
 int g_request_fd[2] = {-1, -1};
 int g_done_fd[2] = {-1, -1};
 
@@ -53,38 +64,43 @@ struct SnapshotControl {
 };
 SnapshotControl* g_snapshots = nullptr;
 
-const char* signal_reason(int sig) {
-  switch (sig) {
-    case SIGTERM: return "signal SIGTERM";
-    case SIGINT: return "signal SIGINT";
-  }
-  return "signal";
+void call_prior(const struct sigaction& prior, int sig, siginfo_t* info, void* context) {
+  if (prior.sa_flags & SA_SIGINFO)
+    prior.sa_sigaction(sig, info, context);
+  else
+    prior.sa_handler(sig);
 }
 
 void on_signal(int sig, siginfo_t* info, void* context) {
   const int saved = errno;
   const struct sigaction& prior = g_prior[sig];
-  if (prior.sa_handler != SIG_DFL && prior.sa_handler != SIG_IGN) {
-    if (prior.sa_flags & SA_SIGINFO)
-      prior.sa_sigaction(sig, info, context);
-    else
-      prior.sa_handler(sig);
+  const bool prior_is_function = prior.sa_handler != SIG_DFL && prior.sa_handler != SIG_IGN;
+  if (prior_is_function && sig != SIGABRT) {
+    call_prior(prior, sig, info, context);
     errno = saved;
     return;
   }
+  live_record_signal(sig);  // a store into the mapped record: the process is ending by `sig`
   if (g_handling.exchange(true)) {
     // A repeated signal (launchers send several) while the first is being handled: the first
-    // one ends the process.
+    // one ends the process. An abort() returning here ends it at once (abort restores SIG_DFL).
+    if (prior_is_function) call_prior(prior, sig, info, context);
     errno = saved;
     return;
   }
-  if (g_writer_pid.load() == getpid() && g_request_fd[1] >= 0) {
+  if (g_writer_pid.load() == getpid() && g_request_fd[1] >= 0 &&
+      g_writer_tid.load() != syscall(SYS_gettid)) {
     const unsigned char byte = static_cast<unsigned char>(sig);
     if (write(g_request_fd[1], &byte, 1) == 1) {
       pollfd p = {g_done_fd[0], POLLIN, 0};
       while (poll(&p, 1, kHandlerWaitMs) < 0 && errno == EINTR) {
       }
     }
+  }
+  if (prior_is_function) {  // SIGABRT: the application's handler, then abort() goes on
+    call_prior(prior, sig, info, context);
+    errno = saved;
+    return;
   }
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof dfl);
@@ -139,12 +155,13 @@ void wait_for_peers(Session& s) {
 }
 
 void writer_loop() {
+  g_writer_tid.store(syscall(SYS_gettid));
   for (;;) {
     unsigned char sig = 0;
     const ssize_t n = read(g_request_fd[0], &sig, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n != 1) return;
-    finish(signal_reason(sig), true);
+    finish(core::signal_exit_reason(sig), true);
     if (Session* s = session()) wait_for_peers(*s);
     const unsigned char done = 1;
     while (write(g_done_fd[1], &done, 1) < 0 && errno == EINTR) {
@@ -173,6 +190,8 @@ void snapshot_loop(uint32_t period_sec) {
   }
 }
 
+}  // namespace
+
 // Threads of ours never take the application's signals: a handler running on the writer
 // thread would wait for itself.
 bool start_thread(void (*fn)(uint32_t), uint32_t arg) {
@@ -188,6 +207,8 @@ bool start_thread(void (*fn)(uint32_t), uint32_t arg) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return ok;
 }
+
+namespace {
 
 void install_signal_handlers() {
   for (int sig : kSignals) {
@@ -233,6 +254,7 @@ void install_exit_hooks(Session& s) {
     if (!g_snapshots) g_snapshots = new SnapshotControl();
     start_thread(snapshot_loop, c.snapshot_sec > 0 ? c.snapshot_sec : kPrometheusDefaultSec);
   }
+  start_watchdog(s);
 }
 
 void finish(const char* exit_reason, bool signal) {
@@ -245,6 +267,7 @@ void finish(const char* exit_reason, bool signal) {
     g_snapshots->stop = true;
     g_snapshots->cv.notify_all();
   }
+  stop_watchdog();
   core::GpuSummary gpu;
   if (signal) {
     // Launchers kill a signalled rank soon after: write what has been processed, never wait on
@@ -281,6 +304,7 @@ void reset_exit_hooks_after_fork() {
     fds[0] = fds[1] = -1;
   }
   g_writer_pid.store(0);
+  g_writer_tid.store(0);
   g_handling.store(false);
   g_finished.store(false);
   g_snapshots = nullptr;  // leaked: its mutex may have been held by a thread that is gone

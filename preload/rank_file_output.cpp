@@ -69,12 +69,22 @@ bool write_all(int fd, const std::string& text) {
 // Who owns rank `rank` in this directory. The claim file is created with O_EXCL, so of two
 // processes only one gets it; a claim left by another job (an earlier run into the same
 // directory) is taken over by an atomic rename, and re-read to see who won a race.
-bool claim_main_name(Session& s, const std::string& claim) {
+// The claim is released once the rank's final file is written (no claim files are left after
+// a clean run): a later process of the same job (a torchrun restart, a second program with the
+// same RANK) then finds the final file of its job there and takes an aux name.
+bool claim_main_name(Session& s, const std::string& claim, const std::string& rank_file) {
   const std::string mine = claim_text(s);
   int fd = open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd >= 0) {
     const bool ok = write_all(fd, mine);
     close(fd);
+    if (ok && access(rank_file.c_str(), F_OK) == 0) {
+      const std::optional<core::RankFile> earlier = core::read_rank_file(rank_file, nullptr);
+      if (earlier && earlier->job_id == s.identity.job_id) {
+        unlink(claim.c_str());
+        return false;
+      }
+    }
     return ok;
   }
   if (errno != EEXIST) return false;
@@ -93,8 +103,10 @@ bool claim_main_name(Session& s, const std::string& claim) {
   return read_small(claim) == mine;
 }
 
-core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason,
-                        const core::GpuSummary& gpu) {
+}  // namespace
+
+core::RankFile assemble_rank_file(Session& s, bool snapshot, const char* exit_reason,
+                                  const core::GpuSummary& gpu) {
   core::Identity id;
   id.job_id = s.identity.job_id;
   effective_rank(s, &id.rank, &id.world_size);
@@ -120,6 +132,8 @@ core::RankFile assemble(Session& s, bool snapshot, const char* exit_reason,
     cpu.steps.warmup = s.identity.config.warmup_steps;
   return core::build_rank_file(id, cpu, gpu, nccl::summary());
 }
+
+namespace {
 
 // TRAINTIME_TRACE=1: rank-00003.json -> rank-00003.trace.json (an aux file rank-00003.pid123.json
 // -> rank-00003.pid123.trace.json), written as safely as the rank file itself.
@@ -165,11 +179,12 @@ void claim_locked(Session& s) {
     report_write_error(s, std::string("cannot create it: ") + std::strerror(err));
     return;
   }
-  char name[96];
+  char name[96], main_name[96];
   std::snprintf(name, sizeof name, "/.rank-%05" PRId64 ".claim", rank);
+  std::snprintf(main_name, sizeof main_name, "/rank-%05" PRId64 ".json", rank);
   // A fork child inherited its parent's rank and is never the rank's owner.
-  if (!s.identity.forked_child && claim_main_name(s, out.dir + name)) {
-    std::snprintf(name, sizeof name, "/rank-%05" PRId64 ".json", rank);
+  if (!s.identity.forked_child && claim_main_name(s, out.dir + name, out.dir + main_name)) {
+    std::snprintf(name, sizeof name, "%s", main_name);
     out.role = "rank";
   } else {
     std::snprintf(name, sizeof name, "/rank-%05" PRId64 ".pid%d.json", rank,
@@ -185,13 +200,25 @@ bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
   if (s.output.final_written) return false;
   claim_locked(s);
   if (s.output.file_path.empty()) return false;
-  const core::RankFile f = assemble(s, snapshot, exit_reason, gpu);
+  return write_assembled_locked(s, assemble_rank_file(s, snapshot, exit_reason, gpu));
+}
+
+bool write_assembled_locked(Session& s, const core::RankFile& f) {
+  if (s.output.final_written || s.output.file_path.empty()) return false;
   std::string error;
   if (!core::write_rank_file(s.output.file_path, f, &error, core::WriteMode::kReplace)) {
     report_write_error(s, error);
     return false;
   }
-  if (!snapshot && s.identity.config.trace) write_trace(s);
+  if (f.snapshot) return true;
+  if (s.identity.config.trace) write_trace(s);
+  // The final file replaces the always-current record, and the rank's claim is done with.
+  live_record_remove_locked(s);
+  if (s.output.role == "rank") {
+    char claim[64];
+    std::snprintf(claim, sizeof claim, "/.rank-%05" PRId64 ".claim", s.output.claimed_rank);
+    unlink((s.output.dir + claim).c_str());
+  }
   return true;
 }
 

@@ -120,6 +120,8 @@ void on_fork_child() {
   Session* parent = g_session.load(std::memory_order_relaxed);
   t_thread_state = nullptr;
   reset_exit_hooks_after_fork();
+  reset_watchdog_after_fork();
+  live_record_reset_after_fork();
   cupti::on_fork_child();
   if (!parent) return;
   auto* s = new Session();

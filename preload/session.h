@@ -145,6 +145,11 @@ void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);
 // it and never waits on CUPTI). Needs output.mu held.
 bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
                             const core::GpuSummary& gpu);
+// The rank file as it would be written now (needs output.mu: role and rank), and its write.
+// The final write (f.snapshot false) also drops the always-current record and the rank's claim.
+core::RankFile assemble_rank_file(Session& s, bool snapshot, const char* exit_reason,
+                                  const core::GpuSummary& gpu);
+bool write_assembled_locked(Session& s, const core::RankFile& f);
 // This host's name, as rank files and the Prometheus labels give it ("unknown" if none).
 std::string host_name();
 // Claims rank-%05d.json early (at activation) when the launcher gave the rank. Needs output.mu.
@@ -159,7 +164,23 @@ void after_step() noexcept;
 // TRAINTIME_PROMETHEUS_FILE, written atomically (snapshot thread, and at exit).
 void write_prometheus(Session& s);
 
+// live_record.cpp: the always-current record (core/live_record.h) beside the rank file.
+// Creates it (named after the claimed rank file) or moves it, then refreshes its rank-file slot
+// with `f`. Needs output.mu.
+void live_record_update_locked(Session& s, const core::RankFile& f);
+void live_record_signal(int sig) noexcept;  // async-signal-safe: the process is ending by `sig`
+void live_record_remove_locked(Session& s);  // the final rank file replaced it. Needs output.mu.
+void live_record_reset_after_fork();
+
+// hang_watchdog.cpp: the thread that keeps the record current and writes the rank file once,
+// marked as a suspected hang, after TRAINTIME_HANG_SEC seconds without progress.
+void start_watchdog(Session& s);
+void stop_watchdog();
+void reset_watchdog_after_fork();
+
 // exit_hooks.cpp
+// A thread of ours, with every signal blocked (the application's handlers never run on it).
+bool start_thread(void (*fn)(uint32_t), uint32_t arg);
 void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and snapshot threads
 // The final write, once per process. At exit GPU capture is shut down first (forced flush, all
 // delivered records ingested); on a terminating signal (`signal` true) the file is written from

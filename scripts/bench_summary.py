@@ -99,6 +99,12 @@ if clock and push:
 if clock and nested:
     r = nested[0] / clock[0]
     rows.append(("  TT_SCOPE nested in an open region", f"{ns(nested[0])} = {r:.2f} x clock pair", "<= 1.3 x", judge(r <= 1.3)))
+step = gbench("annotation_preloaded", "BM_TtStep")
+if step and rf is not None and rf.get("steps", {}).get("count", 0) > 0:
+    rows.append(("always-current record: tt_step, preloaded (whole step mark)", ns(step[0]) + " per step",
+                 "<= 1000 ns", judge(step[0] <= 1000.0)))
+elif step:
+    problems.append("annotation_preloaded: the rank file counts no step: tt_step did not record")
 for bench, what in (("BM_TtScope", "annotation, not preloaded (TT_SCOPE)"),
                     ("BM_TtPushPop", "  tt_push(name)+tt_pop, not preloaded")):
     v = gbench("annotation_bare", bench)

@@ -2,6 +2,7 @@
 // problem, and the atomic file write. Over ~500 lines on purpose: the writer and the reader of
 // every field sit side by side, so a field changed in one is seen to need changing in the other.
 #include "traintime/core/rank_file_json.h"
+#include "traintime/core/live_record.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -752,9 +753,16 @@ std::optional<RankFile> read_rank_file(const std::string& path, std::string* err
     set_error(error, path + ": read failed");
     return std::nullopt;
   }
+  const std::string bytes = buffer.str();
+  if (is_live_record(bytes)) {  // the record a killed process left (core/live_record.h)
+    std::string why;
+    std::optional<RankFile> f = rank_file_from_live_record(bytes, &why);
+    if (!f) set_error(error, path + ": " + why);
+    return f;
+  }
   json j;
   try {
-    j = json::parse(buffer.str());
+    j = json::parse(bytes);
   } catch (const json::parse_error& e) {
     set_error(error, path + ": not valid JSON (truncated or corrupt?): " + e.what());
     return std::nullopt;

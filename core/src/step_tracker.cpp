@@ -52,6 +52,9 @@ void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
     else recent_walls_[index % detail_steps_] = wall;
   }
   count_.store(index + 1, std::memory_order_relaxed);
+  if (Sink sink = sink_.load(std::memory_order_acquire))
+    sink(LiveSteps{index + 1u, live_.totals.samples, live_.totals.tokens, measured_, measured_wall_ns_,
+                   min_wall_ns_, max_wall_ns_, measured_samples_, measured_tokens_});
 }
 
 StepTracker::Live StepTracker::live() const {

@@ -49,6 +49,7 @@ TEST_CASE("config with no variables set is all defaults and warns about nothing"
   CHECK(c.cupti_lib.empty());
   CHECK(c.nccl);
   CHECK(c.snapshot_sec == 0);
+  CHECK(c.hang_sec == 300);
   CHECK_FALSE(c.trace);
   CHECK(c.trace_max_events == 1000000);
   CHECK(c.step_detail == 64);
@@ -70,7 +71,7 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
   const std::vector<std::string> expected = {
       "TRAINTIME_OUTPUT",         "TRAINTIME_DISABLE",          "TRAINTIME_LOG_LEVEL",
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
-      "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_TRACE",
+      "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",       "TRAINTIME_TRACE",
       "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_CATEGORY_RULES",
       "TRAINTIME_NVTX_DOMAINS",   "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE",
       "TRAINTIME_PRINT_EVERY",    "TRAINTIME_PROMETHEUS_FILE", "TRAINTIME_FLOPS_PER_TOKEN",
@@ -93,6 +94,7 @@ TEST_CASE("config reads good values into their fields", "[config]") {
                           {"TRAINTIME_CUPTI_LIB", "/opt/cuda/lib64/libcupti.so.13"},
                           {"TRAINTIME_NCCL", "False"},
                           {"TRAINTIME_SNAPSHOT_SEC", " 30 "},
+                          {"TRAINTIME_HANG_SEC", "0"},
                           {"TRAINTIME_TRACE", "on"},
                           {"TRAINTIME_TRACE_MAX_EVENTS", "5000000"},
                           {"TRAINTIME_STEP_DETAIL", "1000"},
@@ -109,6 +111,7 @@ TEST_CASE("config reads good values into their fields", "[config]") {
   CHECK(c.cupti_lib == "/opt/cuda/lib64/libcupti.so.13");
   CHECK_FALSE(c.nccl);
   CHECK(c.snapshot_sec == 30);
+  CHECK(c.hang_sec == 0);
   CHECK(c.trace);
   CHECK(c.trace_max_events == 5000000);
   CHECK(c.step_detail == 1000);

@@ -137,3 +137,37 @@ TEST_CASE("the wall time of each of the last detail steps is kept by step index"
   none.step(10, 0, 0);
   CHECK(none.summary().detail.empty());
 }
+
+namespace {
+LiveSteps g_sunk{};
+int g_sinks = 0;
+void sink(const LiveSteps& s) noexcept {
+  g_sunk = s;
+  ++g_sinks;
+}
+}  // namespace
+
+TEST_CASE("every step hands its cumulative counters to the sink, as the summary has them", "[steps]") {
+  StepTracker st(1);
+  st.set_origin(1000);
+  st.step(1100, 4, 40);  // warm-up
+  st.set_sink(sink);
+  g_sinks = 0;
+  st.step(1300, 4, 40);  // 200
+  st.step(1600, 4, 40);  // 300
+  CHECK(g_sinks == 2);
+  const Steps s = st.summary();
+  CHECK(g_sunk.count == s.count);
+  CHECK(g_sunk.count == 3);
+  CHECK(g_sunk.samples == 12);
+  CHECK(g_sunk.tokens == 120);
+  CHECK(g_sunk.measured == s.wall_ns.count);
+  CHECK(g_sunk.measured_wall_ns == s.wall_ns.total_ns);
+  CHECK(g_sunk.min_wall_ns == 200);
+  CHECK(g_sunk.max_wall_ns == 300);
+  CHECK(g_sunk.measured_samples == 8);
+  CHECK(g_sunk.measured_tokens == 80);
+  st.set_sink(nullptr);
+  st.step(1700, 0, 0);
+  CHECK(g_sinks == 2);
+}

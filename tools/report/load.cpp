@@ -39,7 +39,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Kind { kRankFile, kTrace, kOther };
+enum class Kind { kRankFile, kRecord, kTrace, kOther };
 
 Kind kind_of(const std::string& name) {
   auto ends_with = [&](const std::string& s) {
@@ -48,8 +48,17 @@ Kind kind_of(const std::string& name) {
   if (name.rfind("rank-", 0) != 0) return Kind::kOther;
   if (ends_with(".trace.json")) return Kind::kTrace;
   if (ends_with(".json")) return Kind::kRankFile;
+  if (ends_with(".live")) return Kind::kRecord;
   return Kind::kOther;
 }
+
+// One rank's input: its rank file, the always-current record (core/live_record.h) a process
+// that never finished left beside it, or both (when a snapshot or a suspected-hang file was
+// written before the process was killed).
+struct Input {
+  std::string file;    // rank-*.json, else the record
+  std::string record;  // rank-*.live beside the rank file; empty when none (or `file` is it)
+};
 
 std::string human_bytes(uint64_t b) {
   char buf[64];
@@ -63,6 +72,7 @@ std::string human_bytes(uint64_t b) {
 struct Parsed {
   std::optional<core::RankFile> file;
   std::string error;  // without the leading "path: "
+  std::string record;  // the record it was read from, when parse_input chose the record
 };
 
 Parsed parse_one(const std::string& path, uint64_t max_bytes) {
@@ -96,6 +106,21 @@ Parsed parse_one(const std::string& path, uint64_t max_bytes) {
     if (p.error.rfind("rank file: ", 0) == 0) p.error = p.error.substr(11);
   }
   return p;
+}
+
+// A rank file and the record beside it: the one holding more finished steps (the record's
+// step counters are current to the last step; the file's GPU figures are complete only in a
+// final file, and a final file never has a record beside it). The file on a tie.
+Parsed parse_input(const Input& in, uint64_t max_bytes) {
+  Parsed file = parse_one(in.file, max_bytes);
+  if (in.record.empty()) return file;
+  Parsed record = parse_one(in.record, max_bytes);
+  if (!record.file) return file;
+  if (!file.file || record.file->steps.count > file.file->steps.count) {
+    record.record = in.record;
+    return record;
+  }
+  return file;
 }
 
 // What is kept of one job while the files stream in.
@@ -195,7 +220,7 @@ Job load_job(const std::string& dir, const LoadOptions& options) {
     job.problems.push_back({dir, "not a directory (give the folder that holds the rank-*.json files)"});
     return job;
   }
-  std::vector<std::string> files;
+  std::vector<std::string> files, records;
   fs::directory_iterator it(dir, ec), end;
   if (ec) {
     job.problems.push_back({dir, "cannot list: " + ec.message()});
@@ -209,12 +234,24 @@ Job load_job(const std::string& dir, const LoadOptions& options) {
     const std::string name = it->path().filename().string();
     const Kind k = kind_of(name);
     if (k == Kind::kRankFile) files.push_back(it->path().string());
+    if (k == Kind::kRecord) records.push_back(it->path().string());
     if (k == Kind::kTrace) job.trace_files.push_back(it->path().string());
   }
   std::sort(files.begin(), files.end());
+  std::vector<Input> inputs;
+  for (const std::string& f : files) inputs.push_back({f, {}});
+  for (const std::string& r : records) {
+    const std::string json = r.substr(0, r.size() - 5) + ".json";
+    const auto at = std::lower_bound(files.begin(), files.end(), json);
+    if (at != files.end() && *at == json)
+      inputs[static_cast<std::size_t>(at - files.begin())].record = r;
+    else
+      inputs.push_back({r, {}});
+  }
+  std::sort(inputs.begin(), inputs.end(), [](const Input& a, const Input& b) { return a.file < b.file; });
   std::sort(job.trace_files.begin(), job.trace_files.end());
-  job.files_seen = files.size();
-  if (files.empty()) {
+  job.files_seen = inputs.size();
+  if (inputs.empty()) {
     job.problems.push_back({dir, "no rank files (rank-*.json) in this directory"});
     return job;
   }
@@ -223,16 +260,16 @@ Job load_job(const std::string& dir, const LoadOptions& options) {
   threads = std::min<unsigned>(threads, 16);
   const std::size_t batch = static_cast<std::size_t>(threads) * 8;
   std::map<std::string, JobAcc> jobs;
-  Progress progress(options.progress, files.size());
+  Progress progress(options.progress, inputs.size());
 
   std::vector<Parsed> parsed;
-  for (std::size_t first = 0; first < files.size(); first += batch) {
-    const std::size_t count = std::min(batch, files.size() - first);
+  for (std::size_t first = 0; first < inputs.size(); first += batch) {
+    const std::size_t count = std::min(batch, inputs.size() - first);
     parsed.assign(count, Parsed{});
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
       for (std::size_t i; (i = next.fetch_add(1)) < count;)
-        parsed[i] = parse_one(files[first + i], options.max_file_bytes);
+        parsed[i] = parse_input(inputs[first + i], options.max_file_bytes);
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads && t < count; ++t) pool.emplace_back(worker);
@@ -240,7 +277,7 @@ Job load_job(const std::string& dir, const LoadOptions& options) {
     for (std::thread& t : pool) t.join();
     // Merged in file-name order, so the result never depends on thread timing.
     for (std::size_t i = 0; i < count; ++i) {
-      const std::string& path = files[first + i];
+      const std::string& path = parsed[i].record.empty() ? inputs[first + i].file : parsed[i].record;
       if (!parsed[i].file) {
         job.problems.push_back({path, parsed[i].error});
         continue;

@@ -5,6 +5,7 @@
 // in "backward", bucketed AllReduce on a comm stream overlapping backward, optimizer, tt_step.
 // With --truth it writes the exact expected result from its own executed schedule.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,7 @@ struct Options {
   double flops_per_step = 0;  // --flops-per-step: tt_set_flops
   uint32_t step_sleep_us = 0;  // --step-sleep-us: real time per step (the CPU loop's pace)
   bool nccl_2_32 = false;  // --nccl-2-32: ncclAllReduceConfig and the one-sided calls
+  std::string steps_file;     // --steps-file: steps done, rewritten after every tt_step
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -185,6 +187,11 @@ class Trainer {
       if (opt_.nvtx) regions_.pop();
       else mark_step();
       if (!opt_.metrics_log.empty()) log_metrics(s);
+      if (steps_fd_ >= 0) {  // in the page cache once written: it survives a SIGKILL
+        const std::string done = std::to_string(s + 1) + "\n";
+        if (pwrite(steps_fd_, done.data(), done.size(), 0) != static_cast<ssize_t>(done.size()))
+          die("cannot write --steps-file");
+      }
       for (ProfilerWindow& w : windows_)
         if (w.stop == s + 1) profiler_stop(&w);
       if (opt_.sigterm_after_step && s + 1 == opt_.sigterm_after_step) std::raise(SIGTERM);
@@ -561,6 +568,11 @@ class Trainer {
   uint64_t step_ = 0;
   std::vector<ProfilerWindow> windows_;
   bool hang_entered_ = false;  // SIMGPU_HANG done
+
+ public:
+  int steps_fd_ = -1;  // --steps-file
+
+ private:
   int (*profiler_start_)() = nullptr;
   int (*profiler_stop_)(uint64_t*, uint64_t*, uint64_t*, uint64_t*) = nullptr;
   std::string backward_path_;
@@ -619,6 +631,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--step-sleep-us", opt.step_sleep_us, "sleep this long (real time) in every step")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--steps-file", opt.steps_file,
+                 "after every tt_step write the number of steps done over FILE (%r becomes the rank): "
+                 "what survives a SIGKILL says which steps the CPU side finished");
   app.add_option("--truth", opt.truth, "write the exact expected per-rank result to FILE (%r becomes the rank)");
   CLI11_PARSE(app, argc, argv);
 
@@ -633,6 +648,11 @@ int main(int argc, char** argv) {
   }
   if (opt.flops_per_step > 0) tt_set_flops(opt.flops_per_step, 0);
   Trainer trainer(opt, rank, world);
+  if (!opt.steps_file.empty()) {
+    const std::string path = expand_rank(opt.steps_file, rank);
+    trainer.steps_fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (trainer.steps_fd_ < 0) die("cannot create " + path);
+  }
   trainer.setup();
   trainer.run();
   trainer.teardown();

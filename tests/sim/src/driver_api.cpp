@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +48,23 @@ void run_injection() {
 
 void announce(int event) { simgpu::raise_resource(event, &g_context, nullptr, nullptr); }
 
+// SIMGPU_ABORT_AFTER=SECONDS: SECONDS after cuInit a thread of the "driver" calls abort(), as
+// PyTorch's NCCL watchdog thread ends a process whose collective timed out.
+void start_abort_timer() {
+  const char* v = std::getenv("SIMGPU_ABORT_AFTER");
+  if (!v || !*v) return;
+  char* end = nullptr;
+  const double secs = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(secs >= 0)) {
+    std::fprintf(stderr, "simgpu: SIMGPU_ABORT_AFTER wants SECONDS, got %s\n", v);
+    std::exit(2);
+  }
+  std::thread([secs] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+    std::abort();
+  }).detach();
+}
+
 }  // namespace
 
 extern "C" {
@@ -70,6 +88,7 @@ int simgpu_ensure_init(void) {
     run_injection();
     g_init_state.store(2, std::memory_order_release);
   }
+  start_abort_timer();
   announce(SIMGPU_RES_CU_INIT_FINISHED);
   return CUDA_SUCCESS;
 }

@@ -25,6 +25,7 @@ struct Config {
   std::string cupti_lib;                       // TRAINTIME_CUPTI_LIB (path to libcupti to load)
   bool nccl = true;                            // TRAINTIME_NCCL (0: no NCCL interposition)
   uint32_t snapshot_sec = 0;                   // TRAINTIME_SNAPSHOT_SEC (0 = off)
+  uint32_t hang_sec = 300;                     // TRAINTIME_HANG_SEC (0 = off)
   bool trace = false;                          // TRAINTIME_TRACE
   uint64_t trace_max_events = 1000000;         // TRAINTIME_TRACE_MAX_EVENTS
   uint32_t step_detail = 64;                   // TRAINTIME_STEP_DETAIL: per-step rows kept

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "traintime/core/live_metrics.h"
+#include "traintime/core/live_record.h"
 #include "traintime/core/rank_file.h"
 
 namespace traintime::core {
@@ -51,6 +52,12 @@ class StepTracker {
   };
   Live live() const;
 
+  // Where every step's cumulative counters also go as it ends (the preload's always-current
+  // record, core/live_record.h). Called under the tracker's lock, so calls never overlap; it
+  // must not lock, allocate or block. Null (the default) turns it off.
+  using Sink = void (*)(const LiveSteps& steps) noexcept;
+  void set_sink(Sink sink) { sink_.store(sink, std::memory_order_release); }
+
   // Wall times kept for percentiles: exact up to this many post-warm-up steps, a uniform
   // sample of them beyond (mean and max stay exact), so memory stays bounded on long runs.
   static constexpr std::size_t kMaxWallSamples = std::size_t{1} << 20;
@@ -59,6 +66,7 @@ class StepTracker {
   std::atomic<uint64_t> origin_ns_{0};
   std::atomic<bool> origin_set_{false};
   std::atomic<uint32_t> count_{0};
+  std::atomic<Sink> sink_{nullptr};
   mutable std::mutex mu_;
   const uint64_t warmup_;
   uint64_t last_ns_ = 0;

@@ -1,0 +1,158 @@
+// The always-current record (core/live_record.h, DESIGN §2): rank-%05d.live beside the rank file
+// it stands in for, kept current so that a SIGKILL, the OOM killer or a node's time limit still
+// leaves the report something to read. Darshan's way: the counters that change every step live
+// in a file-backed MAP_SHARED page, so each step's store is in the file the moment it is made and
+// survives the process; the whole rank file (regions, categories, comm, in-flight collectives,
+// threads) is refreshed into one of two slots by the watchdog thread (hang_watchdog.cpp) and
+// published by one store once complete. The final rank file replaces the record.
+//
+// Threads: the step sink runs on the stepping thread under the StepTracker's lock (single
+// writer of the step counters); the signal handler stores the signal number; everything else
+// runs under Output::mu. The mapping is never unmapped (a step may be storing into it while the
+// record is dropped): a dropped record is unlinked and its page left mapped.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "session.h"
+#include "traintime/core/live_record.h"
+#include "traintime/core/rank_file_json.h"
+#include "traintime/support/log.h"
+
+namespace traintime::preload {
+namespace {
+
+std::atomic<core::LiveRecordHeader*> g_header{nullptr};
+// Under Output::mu.
+int g_fd = -1;
+std::string g_path;
+uint64_t g_file_end = 0;
+bool g_failed = false;  // creating it failed once: not retried (one warning)
+
+void on_step(const core::LiveSteps& steps) noexcept {
+  core::LiveRecordHeader* h = g_header.load(std::memory_order_acquire);
+  if (!h) return;
+  const uint64_t next = __atomic_load_n(&h->steps_current, __ATOMIC_RELAXED) == 0 ? 1 : 0;
+  h->steps[next] = steps;
+  __atomic_store_n(&h->steps_current, next, __ATOMIC_RELEASE);
+}
+
+std::string record_path(const std::string& rank_file) {
+  std::string p = rank_file;
+  if (p.size() > 5 && p.compare(p.size() - 5, 5, ".json") == 0) p.resize(p.size() - 5);
+  return p + ".live";
+}
+
+bool pwrite_all(int fd, const char* data, std::size_t len, uint64_t off) {
+  while (len > 0) {
+    const ssize_t n = pwrite(fd, data, len, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    len -= static_cast<std::size_t>(n);
+    off += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool create(Session& s, const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return false;
+  void* page = MAP_FAILED;
+  if (ftruncate(fd, core::kLiveRecordHeaderBytes) == 0)
+    page = mmap(nullptr, core::kLiveRecordHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (page == MAP_FAILED) {
+    close(fd);
+    unlink(path.c_str());
+    return false;
+  }
+  auto* h = static_cast<core::LiveRecordHeader*>(page);
+  std::memset(h, 0, sizeof *h);
+  h->version = core::kLiveRecordVersion;
+  h->header_bytes = core::kLiveRecordHeaderBytes;
+  h->current = core::kLiveRecordNone;
+  h->steps_current = core::kLiveRecordNone;
+  std::memcpy(h->magic, core::kLiveRecordMagic, sizeof h->magic);  // last: a reader sees all or nothing
+  g_fd = fd;
+  g_path = path;
+  g_file_end = core::kLiveRecordHeaderBytes;
+  g_header.store(h, std::memory_order_release);
+  if (core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
+    r->steps().set_sink(on_step);
+  return true;
+}
+
+}  // namespace
+
+void live_record_update_locked(Session& s, const core::RankFile& f) {
+  if (s.output.final_written || s.output.file_path.empty() || g_failed) return;
+  const int saved = errno;
+  const std::string path = record_path(s.output.file_path);
+  if (g_fd >= 0 && g_path != path) {  // the rank file moved (the rank became known later)
+    if (rename(g_path.c_str(), path.c_str()) == 0) g_path = path;
+  }
+  if (g_fd < 0 && !create(s, path)) {
+    // Not a warning: a directory that cannot take it will not take the rank file either, and
+    // that write says so in its one error line.
+    g_failed = true;
+    support::log(support::LogLevel::kInfo,
+                 "cannot create the always-current record {} ({}); a rank killed outright "
+                 "(SIGKILL, out of memory) will leave no file: check TRAINTIME_OUTPUT",
+                 path, std::strerror(errno));
+    errno = saved;
+    return;
+  }
+  // A process without steps of its own yet may have made its registry after the record.
+  if (core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
+    r->steps().set_sink(on_step);
+  core::LiveRecordHeader* h = g_header.load(std::memory_order_relaxed);
+  const std::string text =
+      core::rank_file_to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const uint64_t k = h->current == 0 ? 1 : 0;
+  if (h->slot_capacity[k] < text.size()) {  // the slot moves to the end of the file, with room
+    h->slot_capacity[k] = text.size() + text.size() / 2 + 4096;
+    h->slot_offset[k] = g_file_end;
+    g_file_end += h->slot_capacity[k];
+  }
+  if (pwrite_all(g_fd, text.data(), text.size(), h->slot_offset[k])) {
+    h->slot_bytes[k] = text.size();
+    __atomic_store_n(&h->current, k, __ATOMIC_RELEASE);
+  }
+  errno = saved;
+}
+
+void live_record_signal(int sig) noexcept {
+  if (core::LiveRecordHeader* h = g_header.load(std::memory_order_acquire))
+    __atomic_store_n(&h->signal, static_cast<uint64_t>(sig), __ATOMIC_RELAXED);
+}
+
+void live_record_remove_locked(Session& s) {
+  core::LiveRecordHeader* h = g_header.exchange(nullptr, std::memory_order_acq_rel);
+  if (core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
+    r->steps().set_sink(nullptr);
+  (void)h;  // left mapped: a step may still be storing into it
+  if (g_fd < 0) return;
+  const int saved = errno;
+  unlink(g_path.c_str());
+  close(g_fd);
+  g_fd = -1;
+  g_path.clear();
+  errno = saved;
+}
+
+void live_record_reset_after_fork() {
+  // The mapping is the parent's (shared with its file): the child must never store into it.
+  g_header.store(nullptr, std::memory_order_release);
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+  g_path.clear();
+  g_file_end = 0;
+  g_failed = false;
+}
+
+}  // namespace traintime::preload
