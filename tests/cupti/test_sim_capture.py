@@ -49,6 +49,7 @@ class Mode:
     # the simulated GPU ran inside it, get back no buffer it did not allocate, and the rank file
     # must still equal the truth.
     profiler_windows: tuple = ()
+    teardown_cupti: bool = False  # TEARDOWN_CUPTI=1: the profiler tears CUPTI down at each stop
     static_cupti_host: bool = False  # a library with CUPTI linked in statically is preloaded too
     untraced_ids: int = 0        # SIMGPU_UNTRACED_IDS: ids run ahead of records
     buffers_when_full: bool = False  # SIMGPU_BUFFERS_WHEN_FULL: buffers arrive only when full
@@ -104,6 +105,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         # fork(); glibc's malloc does, so real programs are not affected. ASan's address checks
         # stay on; the parent's leaks are checked by every other capture test.
         env["ASAN_OPTIONS"] += ":detect_leaks=0"
+    if mode.teardown_cupti:
+        env["TEARDOWN_CUPTI"] = "1"
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -239,8 +242,18 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                         f"{span}: the profiler saw {w['kernels_seen']} kernels, the GPU ran {w['kernels_expected']}")
                 c.check(w["foreign_buffers"] == 0,
                         f"{span}: the profiler was handed {w['foreign_buffers']} buffer(s) it did not allocate")
-            c.check("shared with another in-process client" in rf.get("gpu_capture_reason", ""),
-                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not say CUPTI was shared")
+                # Its subscription: the launch callbacks it enabled, each ENTER with its EXIT, with
+                # its own userdata, and nothing it did not enable.
+                c.check(w["launch_enter"] > 0 and w["launch_enter"] == w["launch_exit"],
+                        f"{span}: launch callbacks ENTER {w['launch_enter']} / EXIT {w['launch_exit']}")
+                c.check(w["unwanted_callbacks"] == 0,
+                        f"{span}: {w['unwanted_callbacks']} callback(s) the profiler did not enable")
+                c.check(w["wrong_userdata"] == 0,
+                        f"{span}: {w['wrong_userdata']} callback(s) with another userdata than the profiler's")
+            c.check("shared with another in-process client" in rf.get("gpu_capture_reason", "")
+                    and "subscription(s) served from traintime's" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not say CUPTI "
+                    "and its subscription were shared")
         if not mode.stray_work:
             unattributed = rf.get("categories", {}).get("unattributed", {}).get("count", 0)
             c.check(unattributed == 0, f"{where}: {unattributed} unattributed activities")
@@ -372,6 +385,13 @@ def test_sim_capture_cupti_12_4_refused_buffer_requests_get_scratch_buffers(capt
 
 def test_sim_capture_torch_profiler_started_twice_mid_run_loses_nothing_on_either_side(capture) -> None:
     capture(steps=14, profiler_windows=("3:6", "9:11"))
+
+
+def test_sim_capture_torch_profiler_tearing_cupti_down_at_each_stop_keeps_both_sides(capture) -> None:
+    # TEARDOWN_CUPTI=1: at each stop the profiler enables every runtime and driver callback and
+    # unsubscribes and finalizes in the next call's exit callback (Kineto waits for it for ever);
+    # the next window subscribes again.
+    capture(steps=14, profiler_windows=("3:6", "9:11"), teardown_cupti=True)
 
 
 def test_sim_capture_torch_profiler_with_cupti_12_4_layouts_loses_nothing(capture) -> None:
