@@ -38,7 +38,8 @@ class Mode:
     cupti_off: bool = False      # TRAINTIME_CUPTI=0
     foreign_injection: bool = False  # CUDA_INJECTION64_PATH names another library
     # TRAINTIME_CUPTI_LIB: "sim" names simgpu's libcupti; "unset" leaves it to the loader's search
-    # path (LD_LIBRARY_PATH holds simgpu's); "missing" names a file that does not exist.
+    # path (LD_LIBRARY_PATH holds simgpu's); "missing" names a file that does not exist;
+    # "not-cupti" names a library that loads but is no CUPTI (the maps probe).
     cupti_lib: str = "sim"
     cupti_api: int = 0           # SIMGPU_CUPTI_API_VERSION: simgpu reports and writes that release's layouts
     tiny_pool: bool = False      # one 1 MiB activity buffer: requests are refused while it is out
@@ -72,6 +73,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_CUPTI_LIB"] = str(sim / "libcupti.so.13")
     elif mode.cupti_lib == "missing":
         env["TRAINTIME_CUPTI_LIB"] = str(work / "no-such-dir" / "libcupti.so.13")
+    elif mode.cupti_lib == "not-cupti":
+        env["TRAINTIME_CUPTI_LIB"] = str(build / "lib" / "libtt_maps_probe.so")
     wheel_copy = None
     if mode.wheel_cupti:
         wheel_dir = work / "site-packages" / "nvidia" / "cuda_cupti" / "lib"
@@ -148,6 +151,15 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                 f"no warning that the loaded libcupti overrides TRAINTIME_CUPTI_LIB: {run.stderr!r}")
     if mode.cupti_lib == "missing":
         c.check("cannot be loaded" in run.stderr, f"no warning about TRAINTIME_CUPTI_LIB: {run.stderr!r}")
+    if mode.cupti_lib == "not-cupti":
+        # One warning: the library named, why, and the one used instead (simgpu's, found on the
+        # loader's search path); it stays mapped (preloaded here), and the warning says so.
+        told = [x for x in run.stderr.splitlines() if "TRAINTIME_CUPTI_LIB=" in x]
+        used = os.path.realpath(sim / "libcupti.so.13")
+        c.check(len(told) == 1 and "libtt_maps_probe.so cannot be used" in told[0]
+                and "lacks cuptiGetVersion" in told[0] and f"from {used} instead" in told[0]
+                and "stays mapped" in told[0],
+                f"not one clear warning about TRAINTIME_CUPTI_LIB: {told!r}")
     # The file used, as gpu_capture_reason names it: the wheel's copy, else simgpu's.
     expected_cupti = os.path.realpath(wheel_copy or (sim / "libcupti.so.13"))
     for rank in range(mode.np):
@@ -157,6 +169,11 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         rf, truth = load_json(rank_path), load_json(work / f"truth-{rank}.json")
         where = f"rank {rank}"
         steps = rf.get("steps", {}).get("count")
+        if mode.cupti_lib == "not-cupti":
+            reason = rf.get("gpu_capture_reason", "")
+            c.check(f"({expected_cupti})" in reason and "TRAINTIME_CUPTI_LIB=" in reason
+                    and "libtt_maps_probe.so not used (" in reason,
+                    f"{where}: gpu_capture_reason does not name both libraries: {reason!r}")
         if mode.refuse:
             c.check(rf.get("gpu_capture") == "unavailable",
                     f"{where}: gpu_capture {rf.get('gpu_capture')!r}, want 'unavailable'")
@@ -365,6 +382,10 @@ def test_sim_capture_finds_libcupti_on_the_loader_search_path_before_the_toolkit
 
 def test_sim_capture_unloadable_cupti_lib_gives_way_to_the_next_candidate(capture) -> None:
     capture(cupti_lib="missing")
+
+
+def test_sim_capture_cupti_lib_that_is_no_cupti_is_told_and_gives_way(capture) -> None:
+    capture(cupti_lib="not-cupti")
 
 
 def test_sim_capture_cupti_12_4_layouts_match_truth(capture) -> None:
