@@ -1,5 +1,8 @@
 #include "client_mux.h"
 
+#include <cupti_activity_deprecated.h>
+
+#include <cstddef>
 #include <cstring>
 
 namespace traintime::cupti {
@@ -238,11 +241,21 @@ CUptiResult ClientMux::register_timestamp(CUpti_TimestampCallbackFunc fn,
   if (from_cupti) return real(fn);
   const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
   // While traintime captures, CUPTI's clock is traintime's: another clock mid-session would put
-  // its records (and the ones already buffered) on two time bases.
+  // its records (and the ones already buffered) on two time bases. The client's records are moved
+  // to its clock as they are forwarded instead.
   if (lib != nullptr && multiplexing(reinterpret_cast<const void*>(real),
                                      reinterpret_cast<const void*>(lib->api().cuptiActivityRegisterTimestampCallback))) {
-    timestamp_refused_.store(true, std::memory_order_relaxed);
-    return CUPTI_ERROR_NOT_SUPPORTED;
+    uint64_t cupti_now = 0;
+    if (fn == nullptr || lib->api().cuptiGetTimestamp == nullptr ||
+        lib->api().cuptiGetTimestamp(&cupti_now) != CUPTI_SUCCESS)
+      return CUPTI_ERROR_NOT_SUPPORTED;
+    std::lock_guard<std::mutex> lock(mu_);
+    clock_now_.store(nullptr, std::memory_order_release);
+    clock_cupti0_.store(cupti_now, std::memory_order_relaxed);
+    clock_client0_.store(fn(), std::memory_order_relaxed);
+    clock_now_.store(fn, std::memory_order_release);
+    clock_applied_.store(true, std::memory_order_relaxed);
+    return CUPTI_SUCCESS;
   }
   return real(fn);
 }
@@ -300,16 +313,89 @@ void ClientMux::forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_s
   CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
   CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
   if (request == nullptr || complete == nullptr) return;
-  const ForwardCounts n = forward_records(lib, buffer, valid_size, client_kinds_, request, complete);
+  ClientClock clock;
+  clock.now = clock_now_.load(std::memory_order_acquire);
+  clock.cupti0 = clock_cupti0_.load(std::memory_order_relaxed);
+  clock.client0 = clock_client0_.load(std::memory_order_relaxed);
+  const ForwardCounts n = forward_records(lib, buffer, valid_size, client_kinds_, request, complete,
+                                          clock.now != nullptr ? &clock : nullptr);
   forwarded_.fetch_add(n.copied, std::memory_order_relaxed);
   lost_.fetch_add(n.lost, std::memory_order_relaxed);
 }
 
+namespace {
+
+// Where a record of `kind` keeps its start and end, in every checked release (the structs of the
+// toolkit's headers; kernel, memcpy and memset offsets are checked against each release's own
+// headers by tests/cupti, API, synchronization and overhead records kept theirs since 12.1).
+bool timestamp_offsets(uint32_t kind, size_t* start, size_t* end) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      *start = offsetof(CUpti_ActivityKernel9, start);
+      *end = offsetof(CUpti_ActivityKernel9, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      *start = offsetof(CUpti_ActivityMemcpy5, start);
+      *end = offsetof(CUpti_ActivityMemcpy5, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      *start = offsetof(CUpti_ActivityMemcpyPtoP4, start);
+      *end = offsetof(CUpti_ActivityMemcpyPtoP4, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      *start = offsetof(CUpti_ActivityMemset4, start);
+      *end = offsetof(CUpti_ActivityMemset4, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      *start = offsetof(CUpti_ActivityAPI, start);
+      *end = offsetof(CUpti_ActivityAPI, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      *start = offsetof(CUpti_ActivitySynchronization2, start);
+      *end = offsetof(CUpti_ActivitySynchronization2, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      *start = offsetof(CUpti_ActivityOverhead3, start);
+      *end = offsetof(CUpti_ActivityOverhead3, end);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// CUPTI's clock to the client's: a line through the reading at registration and one now.
+struct ClockLine {
+  uint64_t cupti1 = 0, client1 = 0;
+  long double rate = 1.0L;  // client ticks per CUPTI nanosecond
+  uint64_t at(uint64_t t) const {
+    if (t == 0) return 0;  // untimed stays untimed
+    const long double d = (static_cast<long double>(t) - static_cast<long double>(cupti1)) * rate;
+    const long double v = static_cast<long double>(client1) + d;
+    return v <= 0 ? 0 : static_cast<uint64_t>(v);
+  }
+};
+
+bool clock_line(const CuptiLibrary& lib, const ClientClock& clock, ClockLine* line) {
+  if (lib.api().cuptiGetTimestamp == nullptr || lib.api().cuptiGetTimestamp(&line->cupti1) != CUPTI_SUCCESS)
+    return false;
+  line->client1 = clock.now();
+  if (line->cupti1 > clock.cupti0 && line->client1 > clock.client0)
+    line->rate = static_cast<long double>(line->client1 - clock.client0) /
+                 static_cast<long double>(line->cupti1 - clock.cupti0);
+  return true;
+}
+
+}  // namespace
+
 ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
                               const std::atomic<uint8_t>* wanted,
                               CUpti_BuffersCallbackRequestFunc request,
-                              CUpti_BuffersCallbackCompleteFunc complete) {
+                              CUpti_BuffersCallbackCompleteFunc complete, const ClientClock* clock) {
   ForwardCounts counts;
+  ClockLine line;
+  const bool convert = clock != nullptr && clock->now != nullptr && clock_line(lib, *clock, &line);
   auto next_record = lib.api().cuptiActivityGetNextRecord;
   uint8_t* out = nullptr;
   size_t out_size = 0;
@@ -331,6 +417,17 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
       }
     }
     std::memcpy(out + used, record, bytes);
+    uint32_t kind = 0;
+    std::memcpy(&kind, record, sizeof kind);
+    size_t start = 0, end = 0;
+    if (convert && timestamp_offsets(kind, &start, &end) && end + sizeof(uint64_t) <= bytes) {
+      for (size_t at : {start, end}) {
+        uint64_t t = 0;
+        std::memcpy(&t, out + used + at, sizeof t);
+        t = line.at(t);
+        std::memcpy(out + used + at, &t, sizeof t);
+      }
+    }
     used += bytes;
     ++counts.copied;
   };
@@ -376,8 +473,9 @@ std::string ClientMux::describe() const {
     out += ", " + std::to_string(subs) + " subscription(s) served from traintime's (" +
            std::to_string(callbacks_delivered_.load(std::memory_order_relaxed)) +
            " callback(s) delivered)";
-  if (timestamp_refused_.load(std::memory_order_relaxed))
-    out += "; its timestamp callback was refused (CUPTI kept its own clock)";
+  if (clock_applied_.load(std::memory_order_relaxed))
+    out += "; its timestamp callback applied to the records forwarded to it (CUPTI and traintime "
+           "kept CUPTI's clock)";
   return out;
 }
 

@@ -56,10 +56,22 @@ struct ForwardCounts {
   uint64_t copied = 0;
   uint64_t lost = 0;
 };
+// The client's own clock (its cuptiActivityRegisterTimestampCallback, not applied to CUPTI while
+// traintime captures): one reading of CUPTI's clock and the client's taken together at
+// registration. With it, the start and end of each copied record of a kind whose layout is known
+// (kernel, memcpy, peer-to-peer memcpy, memset, runtime and driver API, synchronization,
+// overhead) are moved to the client's clock, at the rate between the two clocks measured from
+// that reading to the forward; other kinds keep CUPTI's clock.
+struct ClientClock {
+  CUpti_TimestampCallbackFunc now = nullptr;
+  uint64_t cupti0 = 0;
+  uint64_t client0 = 0;
+};
 ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
                               const std::atomic<uint8_t>* wanted,
                               CUpti_BuffersCallbackRequestFunc request,
-                              CUpti_BuffersCallbackCompleteFunc complete);
+                              CUpti_BuffersCallbackCompleteFunc complete,
+                              const ClientClock* clock = nullptr);
 
 class ClientMux {
  public:
@@ -89,7 +101,8 @@ class ClientMux {
   // cuptiActivityEnableRuntimeApi/EnableDriverApi: passed through; a cbid switched off while
   // traintime captures gets traintime's per-launch API records back (they carry its correlation ids).
   CUptiResult enable_api_records(CUpti_CallbackId cbid, uint8_t enable, CUptiResult rc, bool from_cupti);
-  // cuptiActivityRegisterTimestampCallback: see cupti_interpose.cpp.
+  // cuptiActivityRegisterTimestampCallback: while traintime captures, kept here (CUPTI keeps its
+  // clock, traintime's records with it) and applied to the records forwarded to the client.
   CUptiResult register_timestamp(CUpti_TimestampCallbackFunc fn,
                                  decltype(&::cuptiActivityRegisterTimestampCallback) real, bool from_cupti);
 
@@ -154,7 +167,11 @@ class ClientMux {
   uint8_t added_[kDomains][kCbids] = {};  // under mu_: switched on in real_sub_ for the client
   std::atomic<uint64_t> virtual_subscriptions_{0};
   std::atomic<uint64_t> callbacks_delivered_{0};
-  std::atomic<bool> timestamp_refused_{false};
+  // The client's clock (register_timestamp): `clock_now_` published last, read first.
+  std::atomic<CUpti_TimestampCallbackFunc> clock_now_{nullptr};
+  std::atomic<uint64_t> clock_cupti0_{0};
+  std::atomic<uint64_t> clock_client0_{0};
+  std::atomic<bool> clock_applied_{false};
 };
 
 }  // namespace traintime::cupti

@@ -218,9 +218,10 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
   return tc::ClientMux::get().enable_api_records(cbid, enable, fn(cbid, enable), l.cupti);
 }
 
-// Kineto registers its TSC clock at every profiler start. While traintime captures it is refused
-// (CUPTI_ERROR_NOT_SUPPORTED): it would move every record, traintime's included, to another
-// clock mid-session. Before traintime captures it passes through.
+// Kineto registers its TSC clock at every profiler start (and converts its GPU timestamps as TSC
+// whatever CUPTI answers). While traintime captures it is not applied to CUPTI (it would move
+// every record, traintime's included, to another clock mid-session) but to the records forwarded
+// to Kineto (client_mux.h, ClientClock). Before traintime captures it passes through.
 CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp) {
   const void* caller = TT_CALLER;
   const tc::Lookup l(caller);

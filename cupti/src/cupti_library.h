@@ -64,7 +64,8 @@ LayoutSizes layout_sizes(RecordLayout layout);
   X(cuptiSubscribe_v2)                        \
   X(cuptiEnableDomain)                        \
   X(cuptiGetCallbackState)                    \
-  X(cuptiActivityRegisterTimestampCallback)
+  X(cuptiActivityRegisterTimestampCallback)  \
+  X(cuptiGetTimestamp)
 
 struct CuptiApi {
 #define TRAINTIME_CUPTI_MEMBER(name) decltype(&::name) name = nullptr;

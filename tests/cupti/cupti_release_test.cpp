@@ -237,3 +237,82 @@ TEST_CASE("the layout traintime uses for a release matches that release's own he
   }
   CHECK(got.size() == want.size());
 }
+
+namespace {
+
+decltype(&::cuptiGetTimestamp) g_cupti_now = nullptr;
+
+// torch.profiler's TSC clock stand-in: 3 ticks per CUPTI nanosecond, offset 7.
+uint64_t CUPTIAPI client_clock() {
+  uint64_t t = 0;
+  g_cupti_now(&t);
+  return 3 * t + 7;
+}
+
+}  // namespace
+
+TEST_CASE("records forwarded to a client with its own clock are moved to that clock", "[release]") {
+  const char* path = std::getenv("TT_CUPTI_LIB");
+  REQUIRE(path != nullptr);
+  tc::CuptiLibrary lib;
+  std::string why;
+  REQUIRE(lib.load(path, &why));
+  REQUIRE(lib.api().cuptiGetTimestamp != nullptr);
+  g_cupti_now = lib.api().cuptiGetTimestamp;
+  uint64_t before = 0;
+  REQUIRE(g_cupti_now(&before) == CUPTI_SUCCESS);
+  // The registration reading, a second before the records (exact: the clock is a function of CUPTI's).
+  tc::ClientClock clock{client_clock, before - 1000000000, 3 * (before - 1000000000) + 7};
+  tc::testing::BufferBuilder b;
+  auto* api = b.add<CUpti_ActivityAPI>();
+  api->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  api->start = before - 500000;
+  api->end = before - 400000;
+  auto* m = b.add<CUpti_ActivityMemset4>();
+  m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m->start = before - 300000;
+  m->end = before - 200000;
+  auto* untimed = b.add<CUpti_ActivityMemset4>();
+  untimed->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  std::atomic<uint8_t> wanted[CUPTI_ACTIVITY_KIND_COUNT] = {};
+  wanted[CUPTI_ACTIVITY_KIND_RUNTIME] = 1;
+  wanted[CUPTI_ACTIVITY_KIND_MEMSET] = 1;
+  OtherClient client;
+  g_client = &client;
+  const tc::ForwardCounts n =
+      tc::forward_records(lib, b.data(), b.used, wanted, client_request, client_complete, &clock);
+  g_client = nullptr;
+  uint64_t after = 0;
+  REQUIRE(g_cupti_now(&after) == CUPTI_SUCCESS);
+  CHECK(n.copied == 3);
+  // Each timestamp t becomes 3t + 7, late by at most 3 x the time the forward took to read both
+  // clocks (its reading of the client's clock comes after its reading of CUPTI's).
+  std::vector<std::pair<uint64_t, uint64_t>> got;  // (CUPTI time, converted)
+  const uint64_t sent[] = {before - 500000, before - 400000, before - 300000, before - 200000, 0, 0};
+  for (auto& [buffer, valid] : client.completed) {
+    CUpti_Activity* r = nullptr;
+    while (lib.api().cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+      if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
+        got.emplace_back(a->start, a->end);
+      } else {
+        const auto* s = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
+        got.emplace_back(s->start, s->end);
+      }
+    }
+  }
+  REQUIRE(got.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const uint64_t t = sent[2 * i + j];
+      const uint64_t c = j == 0 ? got[i].first : got[i].second;
+      INFO("record " << i << (j == 0 ? " start " : " end ") << t);
+      if (t == 0) {
+        CHECK(c == 0);  // untimed stays untimed
+      } else {
+        CHECK(c >= 3 * t + 7);
+        CHECK(c <= 3 * t + 7 + 3 * (after - before));
+      }
+    }
+  }
+}

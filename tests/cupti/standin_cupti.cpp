@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 
 namespace {
@@ -178,6 +179,14 @@ STANDIN cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* size, vo
 
 STANDIN cuptiActivityFlushAll(uint32_t flag) {
   log("cuptiActivityFlushAll %u", flag);
+  return CUPTI_SUCCESS;
+}
+
+STANDIN cuptiGetTimestamp(uint64_t* timestamp) {
+  if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  *timestamp = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
   return CUPTI_SUCCESS;
 }
 

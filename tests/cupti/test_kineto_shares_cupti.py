@@ -72,4 +72,7 @@ def test_kineto_under_the_preload_registers_buffers_and_enables_kinds(build_dir:
     reason = rank.get("gpu_capture_reason", "")
     c.check("1 registration(s)" in reason and "subscription(s) served from traintime's" in reason,
             f"gpu_capture_reason does not show Kineto's registration and subscription: {reason!r}")
+    # Kineto's TSC clock (on by default): kept from CUPTI, applied to the records it is handed.
+    c.check("timestamp callback applied to the records forwarded to it" in reason,
+            f"gpu_capture_reason does not show Kineto's clock was taken: {reason!r}")
     c.done()
