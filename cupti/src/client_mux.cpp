@@ -1,3 +1,10 @@
+// Sharing CUPTI with torch.profiler (client_mux.h; docs/attribution.md). What each side gets:
+// torch.profiler keeps its whole GPU trace under the preload: its cuptiSubscribe is served from
+// traintime's subscription with exactly the callbacks it enables, and its buffers get every record
+// of the kinds it enables (copied from traintime's buffers, on its own TSC clock when it registered
+// one). traintime, while the profiler holds activity kinds, records exactly what it records
+// without it: its kernels, copies and memsets, joined by its own launch callbacks; the profiler's
+// extra kinds are decoded and dropped, and CUPTI keeps traintime's clock.
 #include "client_mux.h"
 
 #include <cupti_activity_deprecated.h>

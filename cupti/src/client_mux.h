@@ -28,6 +28,9 @@
 //  - the client's PER_THREAD_ACTIVITY_BUFFER change (undefined mid-session, says the header)
 //    and its cuptiFinalize (which would end traintime's subscription) are absorbed: success,
 //    and the client's callbacks are forgotten at Finalize;
+//  - its timestamp callback is not applied to CUPTI but to the records copied to it (ClientClock);
+//  - its API-record switch-offs (cuptiActivityEnableRuntimeApi/DriverApi) are passed through and
+//    traintime's per-launch API records switched on again;
 //  - when traintime's capture ends, the client's callbacks are registered with CUPTI again and
 //    the kinds only traintime used are switched off.
 // While traintime does not capture, every call goes straight to CUPTI and is remembered, so a
