@@ -4,8 +4,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/install-deps.sh"
-# The released libcupti of every CUPTI 12.x the adapter decodes (PyPI wheels, cached in the build
-# folder): tests/cupti checks each one without a GPU.
+# The released libcupti and headers of every CUPTI 12.x and 13.x the adapter decodes (PyPI wheels,
+# cached in ~/.cache/traintime): tests/cupti checks each one without a GPU.
 BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 /usr/bin/python3 "$ROOT/scripts/fetch-cupti-releases.py" "$BUILD/cupti-releases"
 # The released libnccl.so.2 of the NCCL versions whose entry points tests/nccl checks (PyPI

@@ -77,8 +77,10 @@ uint32_t record_kind(const CUpti_Activity* record) {
   return kind;
 }
 
-// Every checked layout: kernels through Kernel9 (Kernel10 agrees on every field read), memcpy
-// through Memcpy5 (likewise Memcpy6), peer-to-peer MemcpyPtoP4 and memset Memset4 in all of them.
+// Every checked layout: kernels through Kernel9 (Kernel10 agrees on every field read, and so do
+// Kernel11-13, checked against their releases' headers by tests/cupti), memcpy through Memcpy5
+// (likewise Memcpy6 and Memcpy7), peer-to-peer MemcpyPtoP4 in all of them, memset through Memset4
+// (likewise Memset5).
 RecordResult decode_checked(RecordLayout layout, const CUpti_Activity* record,
                             DecodedActivity* out) {
   core::GpuActivity& a = out->activity;
@@ -132,7 +134,10 @@ RecordResult decode_record(RecordLayout layout, const CUpti_Activity* record, De
   switch (layout) {
     case RecordLayout::kCupti12Memcpy5:
     case RecordLayout::kCupti12Memcpy6:
-    case RecordLayout::kCupti13_0: return decode_checked(layout, record, out);
+    case RecordLayout::kCupti13_0:
+    case RecordLayout::kCupti13_1:
+    case RecordLayout::kCupti13_3:
+    case RecordLayout::kCupti13_4: return decode_checked(layout, record, out);
     case RecordLayout::kUnknown: break;
   }
   return RecordResult::kOther;

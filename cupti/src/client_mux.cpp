@@ -1,5 +1,15 @@
+// Sharing CUPTI with torch.profiler (client_mux.h; docs/attribution.md). What each side gets:
+// torch.profiler keeps its whole GPU trace under the preload: its cuptiSubscribe is served from
+// traintime's subscription with exactly the callbacks it enables, and its buffers get every record
+// of the kinds it enables (copied from traintime's buffers, on its own TSC clock when it registered
+// one). traintime, while the profiler holds activity kinds, records exactly what it records
+// without it: its kernels, copies and memsets, joined by its own launch callbacks; the profiler's
+// extra kinds are decoded and dropped, and CUPTI keeps traintime's clock.
 #include "client_mux.h"
 
+#include <cupti_activity_deprecated.h>
+
+#include <cstddef>
 #include <cstring>
 
 namespace traintime::cupti {
@@ -94,6 +104,12 @@ CUptiResult ClientMux::finalize(decltype(&::cuptiFinalize) real, bool from_cupti
   if (from_cupti) return real();
   std::lock_guard<std::mutex> lock(mu_);
   if (lib_.load(std::memory_order_acquire) == nullptr) {
+    // CUPTI detaches every subscriber, traintime's (no longer capturing) included.
+    if (real_sub_ != nullptr) {
+      std::memset(added_, 0, sizeof added_);
+      real_sub_ = nullptr;
+      callback_.store(nullptr, std::memory_order_release);
+    }
     request_.store(nullptr, std::memory_order_release);
     complete_.store(nullptr, std::memory_order_release);
     for (auto& k : client_kinds_) k.store(0, std::memory_order_relaxed);
@@ -106,14 +122,156 @@ CUptiResult ClientMux::finalize(decltype(&::cuptiFinalize) real, bool from_cupti
   return CUPTI_SUCCESS;
 }
 
-void ClientMux::note_subscribe_result(CUptiResult rc) {
-  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && lib_.load(std::memory_order_acquire))
-    subscribe_refused_.store(true, std::memory_order_relaxed);
+CUptiResult ClientMux::subscribed(CUptiResult rc, CUpti_SubscriberHandle* subscriber,
+                                  CUpti_CallbackFunc callback, void* userdata, const void* real,
+                                  bool from_cupti) {
+  if (from_cupti || rc != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || subscriber == nullptr ||
+      callback == nullptr)
+    return rc;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Refused because traintime holds the subscription of that very library: a virtual one.
+  if (real_sub_ == nullptr || sub_lib_ == nullptr || sub_lib_->api().cuptiEnableDomain == nullptr ||
+      sub_lib_->api().cuptiGetCallbackState == nullptr ||
+      (real != reinterpret_cast<const void*>(sub_lib_->api().cuptiSubscribe) &&
+       real != reinterpret_cast<const void*>(sub_lib_->api().cuptiSubscribe_v2)) ||
+      callback_.load(std::memory_order_acquire) != nullptr)
+    return rc;
+  for (auto& domain : wanted_)
+    for (auto& w : domain) w.store(0, std::memory_order_relaxed);
+  userdata_.store(userdata, std::memory_order_relaxed);
+  callback_.store(callback, std::memory_order_release);
+  virtual_subscriptions_.fetch_add(1, std::memory_order_relaxed);
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&virtual_handle_);
+  return CUPTI_SUCCESS;
 }
 
-void ClientMux::attach(const CuptiLibrary* lib, const CUpti_ActivityKind* own, int own_count,
-                       void (*restore_api_records)()) {
+CUptiResult ClientMux::want(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, bool on) {
+  if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= kDomains || cbid >= kCbids)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (real_sub_ == nullptr) {  // traintime's subscription ended: nothing to switch any more
+    wanted_[domain][cbid].store(on ? 1 : 0, std::memory_order_release);
+    return CUPTI_SUCCESS;
+  }
+  const CuptiApi& api = sub_lib_->api();
+  if (on && !added_[domain][cbid]) {
+    uint32_t state = 0;
+    const CUptiResult rc = api.cuptiGetCallbackState(&state, real_sub_, domain, cbid);
+    if (rc != CUPTI_SUCCESS) return rc;  // not a callback of this release
+    if (state == 0) {
+      if (const CUptiResult e = api.cuptiEnableCallback(1, real_sub_, domain, cbid); e != CUPTI_SUCCESS)
+        return e;
+      added_[domain][cbid] = 1;
+    }
+  } else if (!on && added_[domain][cbid]) {
+    api.cuptiEnableCallback(0, real_sub_, domain, cbid);
+    added_[domain][cbid] = 0;
+  }
+  wanted_[domain][cbid].store(on ? 1 : 0, std::memory_order_release);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult ClientMux::want_domain(CUpti_CallbackDomain domain, bool on) {
+  if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= kDomains) return CUPTI_ERROR_INVALID_PARAMETER;
+  // Every callback id of the release: those past its last one are INVALID_PARAMETER, skipped.
+  bool any = false;
+  for (CUpti_CallbackId cbid = 0; cbid < kCbids; ++cbid)
+    if (want(domain, cbid, on) == CUPTI_SUCCESS) any = true;
+  return any || real_sub_ == nullptr ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+CUptiResult ClientMux::enable_callback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                       CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                       decltype(&::cuptiEnableCallback) real) {
+  if (!is_virtual(subscriber)) return real(enable, subscriber, domain, cbid);
   std::lock_guard<std::mutex> lock(mu_);
+  if (callback_.load(std::memory_order_acquire) == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  return want(domain, cbid, enable != 0);
+}
+
+CUptiResult ClientMux::enable_domain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                     CUpti_CallbackDomain domain, decltype(&::cuptiEnableDomain) real) {
+  if (!is_virtual(subscriber)) return real(enable, subscriber, domain);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (callback_.load(std::memory_order_acquire) == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  return want_domain(domain, enable != 0);
+}
+
+CUptiResult ClientMux::enable_all_domains(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                          decltype(&::cuptiEnableAllDomains) real) {
+  if (!is_virtual(subscriber)) return real(enable, subscriber);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (callback_.load(std::memory_order_acquire) == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  for (int d = CUPTI_CB_DOMAIN_INVALID + 1; d < kDomains; ++d)
+    want_domain(static_cast<CUpti_CallbackDomain>(d), enable != 0);
+  return CUPTI_SUCCESS;
+}
+
+void ClientMux::forget_subscriber() {
+  for (int d = CUPTI_CB_DOMAIN_INVALID + 1; d < kDomains; ++d)
+    for (CUpti_CallbackId cbid = 0; cbid < kCbids; ++cbid)
+      if (wanted_[d][cbid].load(std::memory_order_relaxed) || added_[d][cbid])
+        want(static_cast<CUpti_CallbackDomain>(d), cbid, false);
+  callback_.store(nullptr, std::memory_order_release);
+  userdata_.store(nullptr, std::memory_order_relaxed);
+}
+
+CUptiResult ClientMux::unsubscribe(CUpti_SubscriberHandle subscriber, decltype(&::cuptiUnsubscribe) real) {
+  if (!is_virtual(subscriber)) return real(subscriber);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (callback_.load(std::memory_order_acquire) == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  forget_subscriber();  // only what was switched on for it; traintime's callbacks stay
+  return CUPTI_SUCCESS;
+}
+
+void ClientMux::dispatch_slow(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= kDomains || cbid >= kCbids ||
+      !wanted_[domain][cbid].load(std::memory_order_acquire))
+    return;
+  CUpti_CallbackFunc fn = callback_.load(std::memory_order_acquire);
+  if (fn == nullptr) return;
+  callbacks_delivered_.fetch_add(1, std::memory_order_relaxed);
+  fn(userdata_.load(std::memory_order_relaxed), domain, cbid, data);
+}
+
+CUptiResult ClientMux::enable_api_records(CUpti_CallbackId, uint8_t enable, CUptiResult rc, bool from_cupti) {
+  if (from_cupti || enable != 0 || rc != CUPTI_SUCCESS) return rc;
+  const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+  if (lib == nullptr) return rc;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (restore_api_records_ != nullptr) restore_api_records_();
+  return rc;
+}
+
+CUptiResult ClientMux::register_timestamp(CUpti_TimestampCallbackFunc fn,
+                                          decltype(&::cuptiActivityRegisterTimestampCallback) real,
+                                          bool from_cupti) {
+  if (from_cupti) return real(fn);
+  const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+  // While traintime captures, CUPTI's clock is traintime's: another clock mid-session would put
+  // its records (and the ones already buffered) on two time bases. The client's records are moved
+  // to its clock as they are forwarded instead.
+  if (lib != nullptr && multiplexing(reinterpret_cast<const void*>(real),
+                                     reinterpret_cast<const void*>(lib->api().cuptiActivityRegisterTimestampCallback))) {
+    uint64_t cupti_now = 0;
+    if (fn == nullptr || lib->api().cuptiGetTimestamp == nullptr ||
+        lib->api().cuptiGetTimestamp(&cupti_now) != CUPTI_SUCCESS)
+      return CUPTI_ERROR_NOT_SUPPORTED;
+    std::lock_guard<std::mutex> lock(mu_);
+    clock_now_.store(nullptr, std::memory_order_release);
+    clock_cupti0_.store(cupti_now, std::memory_order_relaxed);
+    clock_client0_.store(fn(), std::memory_order_relaxed);
+    clock_now_.store(fn, std::memory_order_release);
+    clock_applied_.store(true, std::memory_order_relaxed);
+    return CUPTI_SUCCESS;
+  }
+  return real(fn);
+}
+
+void ClientMux::attach(const CuptiLibrary* lib, CUpti_SubscriberHandle subscriber,
+                       const CUpti_ActivityKind* own, int own_count, void (*restore_api_records)()) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sub_lib_ = lib;
+  real_sub_ = subscriber;
   std::memset(own_kinds_, 0, sizeof own_kinds_);
   for (int i = 0; i < own_count; ++i)
     if (valid_kind(own[i])) own_kinds_[own[i]] = 1;
@@ -121,8 +279,12 @@ void ClientMux::attach(const CuptiLibrary* lib, const CUpti_ActivityKind* own, i
   lib_.store(lib, std::memory_order_release);
 }
 
-void ClientMux::detach() {
+void ClientMux::detach(CUpti_SubscriberHandle subscriber) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (subscriber == nullptr) {  // traintime unsubscribed: what it carried for the client is gone
+    std::memset(added_, 0, sizeof added_);
+    real_sub_ = nullptr;
+  }
   const CuptiLibrary* lib = lib_.exchange(nullptr, std::memory_order_acq_rel);
   if (lib == nullptr) return;
   CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
@@ -158,16 +320,89 @@ void ClientMux::forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_s
   CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
   CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
   if (request == nullptr || complete == nullptr) return;
-  const ForwardCounts n = forward_records(lib, buffer, valid_size, client_kinds_, request, complete);
+  ClientClock clock;
+  clock.now = clock_now_.load(std::memory_order_acquire);
+  clock.cupti0 = clock_cupti0_.load(std::memory_order_relaxed);
+  clock.client0 = clock_client0_.load(std::memory_order_relaxed);
+  const ForwardCounts n = forward_records(lib, buffer, valid_size, client_kinds_, request, complete,
+                                          clock.now != nullptr ? &clock : nullptr);
   forwarded_.fetch_add(n.copied, std::memory_order_relaxed);
   lost_.fetch_add(n.lost, std::memory_order_relaxed);
 }
 
+namespace {
+
+// Where a record of `kind` keeps its start and end, in every checked release (the structs of the
+// toolkit's headers; kernel, memcpy and memset offsets are checked against each release's own
+// headers by tests/cupti, API, synchronization and overhead records kept theirs since 12.1).
+bool timestamp_offsets(uint32_t kind, size_t* start, size_t* end) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      *start = offsetof(CUpti_ActivityKernel9, start);
+      *end = offsetof(CUpti_ActivityKernel9, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      *start = offsetof(CUpti_ActivityMemcpy5, start);
+      *end = offsetof(CUpti_ActivityMemcpy5, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      *start = offsetof(CUpti_ActivityMemcpyPtoP4, start);
+      *end = offsetof(CUpti_ActivityMemcpyPtoP4, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      *start = offsetof(CUpti_ActivityMemset4, start);
+      *end = offsetof(CUpti_ActivityMemset4, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      *start = offsetof(CUpti_ActivityAPI, start);
+      *end = offsetof(CUpti_ActivityAPI, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      *start = offsetof(CUpti_ActivitySynchronization2, start);
+      *end = offsetof(CUpti_ActivitySynchronization2, end);
+      return true;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      *start = offsetof(CUpti_ActivityOverhead3, start);
+      *end = offsetof(CUpti_ActivityOverhead3, end);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// CUPTI's clock to the client's: a line through the reading at registration and one now.
+struct ClockLine {
+  uint64_t cupti1 = 0, client1 = 0;
+  long double rate = 1.0L;  // client ticks per CUPTI nanosecond
+  uint64_t at(uint64_t t) const {
+    if (t == 0) return 0;  // untimed stays untimed
+    const long double d = (static_cast<long double>(t) - static_cast<long double>(cupti1)) * rate;
+    const long double v = static_cast<long double>(client1) + d;
+    return v <= 0 ? 0 : static_cast<uint64_t>(v);
+  }
+};
+
+bool clock_line(const CuptiLibrary& lib, const ClientClock& clock, ClockLine* line) {
+  if (lib.api().cuptiGetTimestamp == nullptr || lib.api().cuptiGetTimestamp(&line->cupti1) != CUPTI_SUCCESS)
+    return false;
+  line->client1 = clock.now();
+  if (line->cupti1 > clock.cupti0 && line->client1 > clock.client0)
+    line->rate = static_cast<long double>(line->client1 - clock.client0) /
+                 static_cast<long double>(line->cupti1 - clock.cupti0);
+  return true;
+}
+
+}  // namespace
+
 ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
                               const std::atomic<uint8_t>* wanted,
                               CUpti_BuffersCallbackRequestFunc request,
-                              CUpti_BuffersCallbackCompleteFunc complete) {
+                              CUpti_BuffersCallbackCompleteFunc complete, const ClientClock* clock) {
   ForwardCounts counts;
+  ClockLine line;
+  const bool convert = clock != nullptr && clock->now != nullptr && clock_line(lib, *clock, &line);
   auto next_record = lib.api().cuptiActivityGetNextRecord;
   uint8_t* out = nullptr;
   size_t out_size = 0;
@@ -189,6 +424,17 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
       }
     }
     std::memcpy(out + used, record, bytes);
+    uint32_t kind = 0;
+    std::memcpy(&kind, record, sizeof kind);
+    size_t start = 0, end = 0;
+    if (convert && timestamp_offsets(kind, &start, &end) && end + sizeof(uint64_t) <= bytes) {
+      for (size_t at : {start, end}) {
+        uint64_t t = 0;
+        std::memcpy(&t, out + used + at, sizeof t);
+        t = line.at(t);
+        std::memcpy(out + used + at, &t, sizeof t);
+      }
+    }
     used += bytes;
     ++counts.copied;
   };
@@ -220,21 +466,23 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
 
 std::string ClientMux::describe() const {
   const uint64_t registrations = registrations_.load(std::memory_order_relaxed);
-  std::string out;
-  if (registrations > 0 || forwarded_.load(std::memory_order_relaxed) > 0) {
-    out = "CUPTI shared with another in-process client (e.g. torch.profiler): " +
-          std::to_string(registrations) + " registration(s), " +
-          std::to_string(forwarded_.load(std::memory_order_relaxed)) + " record(s) forwarded to it";
-    if (const uint64_t n = handed_back_.load(std::memory_order_relaxed))
-      out += ", " + std::to_string(n) + " of its buffer(s) handed back";
-    if (const uint64_t n = lost_.load(std::memory_order_relaxed))
-      out += ", " + std::to_string(n) + " record(s) it gave no buffer for";
-  }
-  if (subscribe_refused_.load(std::memory_order_relaxed)) {
-    if (!out.empty()) out += "; ";
-    out += "its cuptiSubscribe was refused while traintime held the subscription (its CUPTI "
-           "callbacks are off; its activity records are not affected)";
-  }
+  const uint64_t forwarded = forwarded_.load(std::memory_order_relaxed);
+  const uint64_t subs = virtual_subscriptions_.load(std::memory_order_relaxed);
+  if (registrations == 0 && forwarded == 0 && subs == 0) return {};
+  std::string out = "CUPTI shared with another in-process client (e.g. torch.profiler): " +
+                    std::to_string(registrations) + " registration(s), " + std::to_string(forwarded) +
+                    " record(s) forwarded to it";
+  if (const uint64_t n = handed_back_.load(std::memory_order_relaxed))
+    out += ", " + std::to_string(n) + " of its buffer(s) handed back";
+  if (const uint64_t n = lost_.load(std::memory_order_relaxed))
+    out += ", " + std::to_string(n) + " record(s) it gave no buffer for";
+  if (subs > 0)
+    out += ", " + std::to_string(subs) + " subscription(s) served from traintime's (" +
+           std::to_string(callbacks_delivered_.load(std::memory_order_relaxed)) +
+           " callback(s) delivered)";
+  if (clock_applied_.load(std::memory_order_relaxed))
+    out += "; its timestamp callback applied to the records forwarded to it (CUPTI and traintime "
+           "kept CUPTI's clock)";
   return out;
 }
 

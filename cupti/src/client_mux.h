@@ -1,9 +1,21 @@
-// Another CUPTI activity client in the process — torch.profiler's Kineto — sharing the one CUPTI
+// Another CUPTI client in the process — torch.profiler's Kineto — sharing the one CUPTI
 // with traintime (docs/attribution.md, "Sharing CUPTI with torch.profiler"). libtorch calls the
-// CUPTI entry points through its PLT, so libtraintime.so exports the ones Kineto uses
-// (cupti_interpose.cpp) and they land here with the caller's own real function.
+// CUPTI entry points through its PLT, so libtraintime.so exports the ones that can change what
+// traintime receives (cupti_interpose.cpp) and they land here with the caller's own real function.
 //
-// While traintime captures, CUPTI has one buffer registration: traintime's. Multiplexing:
+// Callbacks. CUPTI up to 13.2 (and any release for a client that uses cuptiSubscribe, not _v2
+// with multiple subscribers allowed) has one subscriber, and traintime holds it from cuInit; Kineto
+// subscribes first thing in libkineto_init and, refused, stays CPU-only for the life of the
+// process (no buffers, no kinds: no GPU trace). So a subscription the loaded CUPTI refuses while
+// traintime holds it becomes a virtual one here: the client gets success and a handle of its own;
+// each callback it enables (cuptiEnableCallback/EnableDomain/EnableAllDomains on that handle) is
+// switched on in traintime's real subscription if traintime does not use it already, and
+// traintime's callback hands each call the client enabled to the client's function with the
+// client's userdata (dispatch(): no lock). Its cuptiUnsubscribe switches off only what was
+// switched on for it. A subscription the loaded CUPTI accepts is the client's own: passed through.
+//
+// Activity records. While traintime captures, CUPTI has one buffer registration: traintime's.
+// Multiplexing:
 //  - the buffer callbacks the client registers (at every profiler start) are kept here;
 //  - an activity kind the client enables is switched on in CUPTI only when traintime does not
 //    use it, and its Disable switches it off only then (one user count per kind and client);
@@ -16,6 +28,9 @@
 //  - the client's PER_THREAD_ACTIVITY_BUFFER change (undefined mid-session, says the header)
 //    and its cuptiFinalize (which would end traintime's subscription) are absorbed: success,
 //    and the client's callbacks are forgotten at Finalize;
+//  - its timestamp callback is not applied to CUPTI but to the records copied to it (ClientClock);
+//  - its API-record switch-offs (cuptiActivityEnableRuntimeApi/DriverApi) are passed through and
+//    traintime's per-launch API records switched on again;
 //  - when traintime's capture ends, the client's callbacks are registered with CUPTI again and
 //    the kinds only traintime used are switched off.
 // While traintime does not capture, every call goes straight to CUPTI and is remembered, so a
@@ -44,10 +59,22 @@ struct ForwardCounts {
   uint64_t copied = 0;
   uint64_t lost = 0;
 };
+// The client's own clock (its cuptiActivityRegisterTimestampCallback, not applied to CUPTI while
+// traintime captures): one reading of CUPTI's clock and the client's taken together at
+// registration. With it, the start and end of each copied record of a kind whose layout is known
+// (kernel, memcpy, peer-to-peer memcpy, memset, runtime and driver API, synchronization,
+// overhead) are moved to the client's clock, at the rate between the two clocks measured from
+// that reading to the forward; other kinds keep CUPTI's clock.
+struct ClientClock {
+  CUpti_TimestampCallbackFunc now = nullptr;
+  uint64_t cupti0 = 0;
+  uint64_t client0 = 0;
+};
 ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
                               const std::atomic<uint8_t>* wanted,
                               CUpti_BuffersCallbackRequestFunc request,
-                              CUpti_BuffersCallbackCompleteFunc complete);
+                              CUpti_BuffersCallbackCompleteFunc complete,
+                              const ClientClock* clock = nullptr);
 
 class ClientMux {
  public:
@@ -62,18 +89,42 @@ class ClientMux {
   CUptiResult set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value,
                             decltype(&::cuptiActivitySetAttribute) real, bool from_cupti);
   CUptiResult finalize(decltype(&::cuptiFinalize) real, bool from_cupti);
-  // A subscription the client asked for: passed through; a refusal because traintime holds
-  // CUPTI is remembered for the rank file.
-  void note_subscribe_result(CUptiResult rc);
+  // cuptiSubscribe/_v2 answered `rc` by the caller's real function `real`: a refusal while
+  // traintime holds the subscription on that library becomes a virtual subscription.
+  CUptiResult subscribed(CUptiResult rc, CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                         void* userdata, const void* real, bool from_cupti);
+  // The callback calls on a handle: the virtual one is served here, any other goes to `real`.
+  CUptiResult enable_callback(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
+                              CUpti_CallbackId cbid, decltype(&::cuptiEnableCallback) real);
+  CUptiResult enable_domain(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
+                            decltype(&::cuptiEnableDomain) real);
+  CUptiResult enable_all_domains(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                 decltype(&::cuptiEnableAllDomains) real);
+  CUptiResult unsubscribe(CUpti_SubscriberHandle subscriber, decltype(&::cuptiUnsubscribe) real);
+  // cuptiActivityEnableRuntimeApi/EnableDriverApi: passed through; a cbid switched off while
+  // traintime captures gets traintime's per-launch API records back (they carry its correlation ids).
+  CUptiResult enable_api_records(CUpti_CallbackId cbid, uint8_t enable, CUptiResult rc, bool from_cupti);
+  // cuptiActivityRegisterTimestampCallback: while traintime captures, kept here (CUPTI keeps its
+  // clock, traintime's records with it) and applied to the records forwarded to the client.
+  CUptiResult register_timestamp(CUpti_TimestampCallbackFunc fn,
+                                 decltype(&::cuptiActivityRegisterTimestampCallback) real, bool from_cupti);
+
+  // Traintime's callback, for every call it receives (hot path: no lock, no allocation): the
+  // virtual subscriber's function, if it enabled this one.
+  void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+    if (callback_.load(std::memory_order_acquire) != nullptr) dispatch_slow(domain, cbid, data);
+  }
 
   // --- GpuCapture. ---
-  // Capture started on `lib` with traintime's callbacks registered and `own` kinds enabled.
+  // Capture started on `lib` with traintime's callbacks registered, `own` kinds enabled, and
+  // traintime's real subscription `subscriber`.
   // `restore_api_records` re-enables traintime's per-cbid API records after the client disabled
   // the whole RUNTIME or DRIVER kind.
-  void attach(const CuptiLibrary* lib, const CUpti_ActivityKind* own, int own_count,
-              void (*restore_api_records)());
-  // Capture ended: the client, if any, gets CUPTI back.
-  void detach();
+  void attach(const CuptiLibrary* lib, CUpti_SubscriberHandle subscriber, const CUpti_ActivityKind* own,
+              int own_count, void (*restore_api_records)());
+  // Capture ended: the client, if any, gets CUPTI back. `subscriber`: traintime's subscription
+  // when it is kept (a virtual subscriber's callbacks go on through it), nullptr when it ended.
+  void detach(CUpti_SubscriberHandle subscriber);
   // A completed buffer: true when it was the client's (it has been handed back). Otherwise the
   // client's records in it are forwarded to the client; traintime keeps the buffer.
   bool on_completed(uint8_t* buffer, size_t size, size_t valid_size, bool ours);
@@ -85,6 +136,14 @@ class ClientMux {
   ClientMux() = default;
   bool multiplexing(const void* real, const void* ours) const;
   void forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size);
+  void dispatch_slow(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  bool is_virtual(CUpti_SubscriberHandle h) const {
+    return h != nullptr && h == reinterpret_cast<CUpti_SubscriberHandle>(const_cast<char*>(&virtual_handle_));
+  }
+  // Under mu_: the virtual subscriber wants (domain, cbid) (on=true) or no longer does.
+  CUptiResult want(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, bool on);
+  CUptiResult want_domain(CUpti_CallbackDomain domain, bool on);
+  void forget_subscriber();  // under mu_
 
   std::mutex mu_;  // the client's calls and attach/detach
   std::atomic<const CuptiLibrary*> lib_{nullptr};
@@ -98,7 +157,24 @@ class ClientMux {
   std::atomic<uint64_t> forwarded_{0};
   std::atomic<uint64_t> lost_{0};          // client records with no client buffer to take them
   std::atomic<uint64_t> handed_back_{0};
-  std::atomic<bool> subscribe_refused_{false};
+
+  // The virtual subscription (one; a further refused cuptiSubscribe stays refused).
+  static constexpr int kDomains = CUPTI_CB_DOMAIN_SIZE;
+  static constexpr CUpti_CallbackId kCbids = 4096;  // RoleTable::kMaxCbid: past every release's ids
+  char virtual_handle_ = 0;  // its address is the handle
+  const CuptiLibrary* sub_lib_ = nullptr;            // under mu_: the library of real_sub_
+  CUpti_SubscriberHandle real_sub_ = nullptr;        // under mu_: traintime's subscription
+  std::atomic<CUpti_CallbackFunc> callback_{nullptr};
+  std::atomic<void*> userdata_{nullptr};
+  std::atomic<uint8_t> wanted_[kDomains][kCbids] = {};
+  uint8_t added_[kDomains][kCbids] = {};  // under mu_: switched on in real_sub_ for the client
+  std::atomic<uint64_t> virtual_subscriptions_{0};
+  std::atomic<uint64_t> callbacks_delivered_{0};
+  // The client's clock (register_timestamp): `clock_now_` published last, read first.
+  std::atomic<CUpti_TimestampCallbackFunc> clock_now_{nullptr};
+  std::atomic<uint64_t> clock_cupti0_{0};
+  std::atomic<uint64_t> clock_client0_{0};
+  std::atomic<bool> clock_applied_{false};
 };
 
 }  // namespace traintime::cupti

@@ -22,9 +22,12 @@ namespace {
 
 // The releases whose record layouts were checked, by the API version their libcupti reports
 // (the PyPI wheels nvidia-cuda-cupti-cu12 12.1.105, 12.2.142, 12.3.101, 12.4.127, 12.6.80,
-// 12.8.90, 12.9.79 and the CUDA 13.0 toolkit; tests/cupti/test_real_cupti_versions.py walks
-// buffers of each layout through each release's own cuptiActivityGetNextRecord). API 19, 23, 25
-// and 27 name releases that were not checked, so they are refused.
+// 12.8.90, 12.9.79, the CUDA 13.0 toolkit, and nvidia-cuda-cupti 13.1.115, 13.2.86, 13.3.75,
+// 13.4.92, 13.5.25: scripts/fetch-cupti-releases.py). tests/cupti checks each layout against the
+// release's own headers (record sizes, and the offset of every field the decoder reads) and, where
+// the library answers without a GPU, walks buffers of it through the release's own
+// cuptiActivityGetNextRecord. API 19, 23, 25 and 27 name releases that were not checked, so they
+// are refused.
 struct CheckedRelease {
   uint32_t api_lo, api_hi;
   const char* release;
@@ -38,9 +41,13 @@ constexpr CheckedRelease kCheckedReleases[] = {
     {24, 24, "12.6", RecordLayout::kCupti12Memcpy5},
     {26, 26, "12.8", RecordLayout::kCupti12Memcpy6},
     {28, 28, "12.9", RecordLayout::kCupti12Memcpy6},
-    // Since 13.0 the version reads xxyyzz (cupti_version.h); 13.1 changed the kernel record
-    // (Kernel11), so only 13.0.x is taken.
+    // Since 13.0 the version reads xxyyzz (cupti_version.h): one minor release is a range. The
+    // kernel record grew in 13.1 (Kernel11), 13.3 (Kernel12) and 13.4 (Kernel13, with Memcpy7
+    // and Memset5); every field the decoder reads kept its offset.
     {130000, 130099, "13.0", RecordLayout::kCupti13_0},
+    {130100, 130299, "13.1-13.2", RecordLayout::kCupti13_1},
+    {130300, 130399, "13.3", RecordLayout::kCupti13_3},
+    {130400, 130599, "13.4-13.5", RecordLayout::kCupti13_4},
 };
 
 }  // namespace
@@ -51,7 +58,7 @@ RecordLayout layout_for_version(uint32_t api_version, std::string* why) {
   if (why)
     *why = "libcupti API version " + std::to_string(api_version) +
            " has a record layout this build does not know (supported: CUPTI 12.1, 12.2, 12.3, "
-           "12.4, 12.6, 12.8, 12.9 = API 18, 20-22, 24, 26, 28, and 13.0.x = API 130000-130099)";
+           "12.4, 12.6, 12.8, 12.9 = API 18, 20-22, 24, 26, 28, and 13.0-13.5 = API 130000-130599)";
   return RecordLayout::kUnknown;
 }
 
@@ -60,6 +67,9 @@ const char* layout_name(RecordLayout layout) {
     case RecordLayout::kCupti12Memcpy5: return "cupti-12 (Kernel9, Memcpy5, MemcpyPtoP4, Memset4)";
     case RecordLayout::kCupti12Memcpy6: return "cupti-12.8 (Kernel9, Memcpy6, MemcpyPtoP4, Memset4)";
     case RecordLayout::kCupti13_0: return "cupti-13.0 (Kernel10, Memcpy6, MemcpyPtoP4, Memset4)";
+    case RecordLayout::kCupti13_1: return "cupti-13.1 (Kernel11, Memcpy6, MemcpyPtoP4, Memset4)";
+    case RecordLayout::kCupti13_3: return "cupti-13.3 (Kernel12, Memcpy6, MemcpyPtoP4, Memset4)";
+    case RecordLayout::kCupti13_4: return "cupti-13.4 (Kernel13, Memcpy7, MemcpyPtoP4, Memset5)";
     case RecordLayout::kUnknown: break;
   }
   return "unknown";
@@ -76,6 +86,15 @@ LayoutSizes layout_sizes(RecordLayout layout) {
     case RecordLayout::kCupti13_0:
       return {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityMemcpy6),
               sizeof(CUpti_ActivityMemcpyPtoP4), sizeof(CUpti_ActivityMemset4)};
+    // Read off each release's cupti_activity.h (not in the toolkit's headers).
+    case RecordLayout::kCupti13_1:
+      return {224, sizeof(CUpti_ActivityMemcpy6), sizeof(CUpti_ActivityMemcpyPtoP4),
+              sizeof(CUpti_ActivityMemset4)};
+    case RecordLayout::kCupti13_3:
+      return {232, sizeof(CUpti_ActivityMemcpy6), sizeof(CUpti_ActivityMemcpyPtoP4),
+              sizeof(CUpti_ActivityMemset4)};
+    case RecordLayout::kCupti13_4:
+      return {248, 112, sizeof(CUpti_ActivityMemcpyPtoP4), 104};
     case RecordLayout::kUnknown: break;
   }
   return {0, 0, 0, 0};
@@ -152,6 +171,7 @@ bool CuptiLibrary::load(const std::string& explicit_path, std::string* reason) {
   }
   reused_ = false;
   std::string refused;  // "candidate: why" for every candidate that was found but not usable
+  std::string explicit_why;  // why TRAINTIME_CUPTI_LIB, found, was not used
   for (const std::string& candidate : candidate_paths(explicit_path)) {
     void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
@@ -163,10 +183,27 @@ bool CuptiLibrary::load(const std::string& explicit_path, std::string* reason) {
     }
     path_ = file_of(handle, candidate);
     std::string why;
-    if (use(handle, &why)) return true;
+    if (use(handle, &why)) {
+      if (!explicit_why.empty()) {
+        explicit_note_ = "TRAINTIME_CUPTI_LIB=" + explicit_path + " not used (" + explicit_why + ")";
+        support::log_warn("TRAINTIME_CUPTI_LIB={} cannot be used ({}); using CUPTI {} from {} instead. "
+                          "Point TRAINTIME_CUPTI_LIB at a supported libcupti or unset it",
+                          explicit_path, explicit_why, version_, path_);
+      }
+      return true;
+    }
     refused += (refused.empty() ? "" : "; ") + why;
     api_ = CuptiApi{};
+    version_ = 0;
     dlclose(handle);
+    if (candidate == explicit_path) {
+      explicit_why = why;
+      // Unloaded, unless something keeps it (then it stays mapped, unused, and the warning says so).
+      if (void* still = dlopen(candidate.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+        dlclose(still);
+        explicit_why += "; it stays mapped in the process but traintime makes no call into it";
+      }
+    }
   }
   *reason = refused.empty()
                 ? "libcupti not found (looked in TRAINTIME_CUPTI_LIB, the loader's search path, "
@@ -175,16 +212,21 @@ bool CuptiLibrary::load(const std::string& explicit_path, std::string* reason) {
   return false;
 }
 
+std::string CuptiLibrary::describe() const {
+  return "CUPTI " + std::to_string(version_) + " (" + path_ + ")";
+}
+
 bool CuptiLibrary::use(void* handle, std::string* reason) {
   if (!resolve(handle, reason)) return false;
   // Not through checked(): a library that cannot say its version is simply unusable.
   if (api_.cuptiGetVersion(&version_) != CUPTI_SUCCESS) {
+    version_ = 0;
     *reason = path_ + ": cuptiGetVersion failed";
     return false;
   }
   layout_ = layout_for_version(version_, reason);
   if (layout_ == RecordLayout::kUnknown) {
-    *reason = path_ + ": " + *reason;
+    *reason = path_ + " (CUPTI " + std::to_string(version_) + "): " + *reason;
     return false;
   }
   return true;

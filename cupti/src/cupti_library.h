@@ -21,6 +21,9 @@ enum class RecordLayout : uint8_t {
   kCupti12Memcpy5,  // CUPTI 12.1-12.6 (API 18-24): Kernel9, Memcpy5, MemcpyPtoP4, Memset4
   kCupti12Memcpy6,  // CUPTI 12.8-12.9 (API 26-28): Kernel9, Memcpy6, MemcpyPtoP4, Memset4
   kCupti13_0,       // CUPTI 13.0.x (API 130000-130099): Kernel10, Memcpy6, MemcpyPtoP4, Memset4
+  kCupti13_1,       // CUPTI 13.1-13.2 (API 130100-130299): Kernel11, Memcpy6, MemcpyPtoP4, Memset4
+  kCupti13_3,       // CUPTI 13.3 (API 130300-130399): Kernel12, Memcpy6, MemcpyPtoP4, Memset4
+  kCupti13_4,       // CUPTI 13.4-13.5 (API 130400-130599): Kernel13, Memcpy7, MemcpyPtoP4, Memset5
 };
 
 // The layout for a cuptiGetVersion() value; kUnknown (with *why filled) for any other version.
@@ -28,6 +31,8 @@ RecordLayout layout_for_version(uint32_t api_version, std::string* why);
 const char* layout_name(RecordLayout layout);
 
 // Record sizes of a layout by kind, as its release's cuptiActivityGetNextRecord steps over them.
+// The 13.1+ structs are newer than the toolkit's headers: their sizes are constants here, checked
+// against each release's own cupti_activity.h by tests/cupti (cupti_layout_probe.cpp).
 struct LayoutSizes {
   uint32_t kernel, memcpy, memcpy_ptop, memset;
 };
@@ -56,7 +61,11 @@ LayoutSizes layout_sizes(RecordLayout layout);
   X(cuptiActivityEnableRuntimeApi)            \
   X(cuptiActivityEnableDriverApi)             \
   X(cuptiActivitySetAttribute)                \
-  X(cuptiSubscribe_v2)
+  X(cuptiSubscribe_v2)                        \
+  X(cuptiEnableDomain)                        \
+  X(cuptiGetCallbackState)                    \
+  X(cuptiActivityRegisterTimestampCallback)  \
+  X(cuptiGetTimestamp)
 
 struct CuptiApi {
 #define TRAINTIME_CUPTI_MEMBER(name) decltype(&::name) name = nullptr;
@@ -78,6 +87,7 @@ class CuptiLibrary {
   // A candidate that does not load, lacks a function, or reports a version whose record layout
   // this build cannot vouch for gives way to the next one; if none is usable, *reason lists
   // each with why. path() is then the file that was used (resolved through the loader).
+  // TRAINTIME_CUPTI_LIB refused while another is used is warned about once, naming both.
   bool load(const std::string& explicit_path, std::string* reason);
 
   const CuptiApi& api() const { return api_; }
@@ -86,6 +96,10 @@ class CuptiLibrary {
   uint32_t version() const { return version_; }
   RecordLayout layout() const { return layout_; }
   const char* result_string(CUptiResult rc) const;
+  // "CUPTI <version> (<path>)" of the library in use (gpu_capture_reason).
+  std::string describe() const;
+  // "TRAINTIME_CUPTI_LIB=<path> not used (<why>)" when another library is used; else empty.
+  const std::string& explicit_note() const { return explicit_note_; }
 
  private:
   bool resolve(void* handle, std::string* reason);
@@ -97,6 +111,7 @@ class CuptiLibrary {
   bool reused_ = false;
   uint32_t version_ = 0;
   RecordLayout layout_ = RecordLayout::kUnknown;
+  std::string explicit_note_;  // TRAINTIME_CUPTI_LIB named a library that was refused
 };
 
 // One per call site (TRAINTIME_CUPTI_CALL makes it): a failing call is logged once, with the

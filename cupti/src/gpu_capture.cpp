@@ -247,7 +247,10 @@ void GpuCapture::start(const char* trigger) {
   }
   std::string reason;
   try {
-    if (!start_capture(&reason)) give_up(reason);
+    // A refusal after the library was chosen names it (path and version) as well.
+    if (!start_capture(&reason))
+      give_up(lib_.version() != 0 && reason.rfind(lib_.path(), 0) != 0 ? lib_.describe() + ": " + reason
+                                                                       : reason);
   } catch (const std::exception& e) {
     // Out of memory, or no thread to be had (a process limit): the program goes on without GPU
     // capture instead of ending in std::terminate from this noexcept entry point.
@@ -263,7 +266,7 @@ void GpuCapture::abandon_start() noexcept {
     lib_.api().cuptiUnsubscribe(subscriber_);  // its callbacks go with it
     subscriber_ = nullptr;
   }
-  ClientMux::get().detach();
+  ClientMux::get().detach(subscriber_);
 }
 
 bool GpuCapture::start_capture(std::string* reason) {
@@ -351,7 +354,7 @@ bool GpuCapture::start_capture(std::string* reason) {
     }
     TRAINTIME_CUPTI_CALL(lib_, cuptiUnsubscribe, subscriber_);  // its callbacks go with it
     subscriber_ = nullptr;
-    ClientMux::get().detach();
+    ClientMux::get().detach(subscriber_);
     return false;
   };
   // Per-thread activity buffers, the 13.0 default, set explicitly where the attribute exists
@@ -381,7 +384,7 @@ bool GpuCapture::start_capture(std::string* reason) {
   }
   // From here CUPTI's buffers come to us: a client that registered before (torch.profiler
   // started first) is multiplexed, and gets CUPTI back if this start fails below.
-  ClientMux::get().attach(&lib_, kOwnKinds, static_cast<int>(std::size(kOwnKinds)),
+  ClientMux::get().attach(&lib_, subscriber_, kOwnKinds, static_cast<int>(std::size(kOwnKinds)),
                           [] { GpuCapture::get().restore_api_records(); });
 
   for (const SelectedCallback& s : selected) {
@@ -501,6 +504,8 @@ bool launch_stream(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const voi
 void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domain,
                                       CUpti_CallbackId cbid, const void* data) {
   auto* self = static_cast<GpuCapture*>(self_ptr);
+  // A profiler whose subscription rides on traintime's gets the calls it enabled, capture or not.
+  ClientMux::get().dispatch(domain, cbid, data);
   if (!self->capturing_.load(std::memory_order_relaxed)) return;
   const int saved_errno = errno;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
@@ -559,6 +564,10 @@ void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd
     queue_cv_.notify_one();
     return;
   }
+  // Other resource callbacks are on only for a profiler riding on the subscription.
+  if (cbid != CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING &&
+      cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+    return;
   const auto* graph = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) {
     // Its clones never run again (their last records may still be on the way: retired only).
@@ -800,7 +809,7 @@ void GpuCapture::shutdown(const char* reason) {
   capturing_.store(false, std::memory_order_release);
   state_.store(State::kStopped, std::memory_order_release);
   stop_thread();
-  ClientMux::get().detach();  // a profiler still running in the process gets CUPTI back
+  ClientMux::get().detach(subscriber_);  // a profiler still running in the process gets CUPTI back
   if (recorder_) {
     std::lock_guard<std::mutex> agg(agg_mu_);
     const uint32_t steps = steps_completed();
@@ -848,8 +857,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   out.records_complete = state == State::kStopped;
   out.capture = "cupti";
   out.device_name = device_name();
-  out.capture_reason = "CUPTI " + std::to_string(lib_.version()) + " (" + lib_.path() +
-                       "), started " + trigger_;
+  out.capture_reason = lib_.describe() + ", started " + trigger_;
+  if (!lib_.explicit_note().empty()) out.capture_reason += "; " + lib_.explicit_note();
   if (const std::string shared = ClientMux::get().describe(); !shared.empty())
     out.capture_reason += "; " + shared;
   if (!static_cupti_.empty())

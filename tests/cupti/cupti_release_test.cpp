@@ -1,5 +1,7 @@
-// One released libcupti (a PyPI wheel of CUPTI 12.x, or the toolkit's 13.0), checked without a
-// GPU: it reports the API version its release is known to report, the adapter finds a checked
+// One released libcupti (a PyPI wheel of CUPTI 12.x or 13.x, or the toolkit's 13.0), checked
+// without a GPU. [headers]: the layout traintime decodes the release's records with matches the
+// release's own headers (TT_CUPTI_PROBE, cupti_layout_probe.cpp). [release], where the library
+// answers without a GPU: it reports the API version its release is known to report, the adapter finds a checked
 // record layout for it, a sample buffer in that layout walks through the release's own
 // cuptiActivityGetNextRecord and decodes field for field, and the launch callbacks are found by
 // name in its callback table. Run once per release (CTest), the library named by TT_CUPTI_LIB and
@@ -8,7 +10,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -151,7 +156,163 @@ TEST_CASE("records forwarded to torch.profiler's buffers walk the same through t
     case tc::RecordLayout::kCupti13_0:
       check_forwarding<CUpti_ActivityKernel10, CUpti_ActivityMemcpy6>(lib);
       break;
+    case tc::RecordLayout::kCupti13_1:
+      check_forwarding<tc::testing::Grown<CUpti_ActivityKernel10, 224>, CUpti_ActivityMemcpy6>(lib);
+      break;
+    case tc::RecordLayout::kCupti13_3:
+      check_forwarding<tc::testing::Grown<CUpti_ActivityKernel10, 232>, CUpti_ActivityMemcpy6>(lib);
+      break;
+    case tc::RecordLayout::kCupti13_4:
+      check_forwarding<tc::testing::Grown<CUpti_ActivityKernel10, 248>,
+                       tc::testing::Grown<CUpti_ActivityMemcpy6, 112>>(lib);
+      break;
     case tc::RecordLayout::kUnknown:
       FAIL("no checked layout for " << path);
+  }
+}
+
+namespace {
+
+// The probe's "name value" lines (cupti_layout_probe.cpp, built against the release's headers).
+std::map<std::string, size_t> probe_release_headers(const char* probe) {
+  std::map<std::string, size_t> out;
+  FILE* p = popen(probe, "r");
+  REQUIRE(p != nullptr);
+  char name[64];
+  size_t value = 0;
+  while (std::fscanf(p, "%63s %zu", name, &value) == 2) out[name] = value;
+  REQUIRE(pclose(p) == 0);
+  return out;
+}
+
+// What traintime's decoder reads: through one struct per family of the toolkit's headers.
+template <class S>
+void expect_common(std::map<std::string, size_t>& want, const std::string& family) {
+  want[family + ".kind"] = offsetof(S, kind);
+  want[family + ".start"] = offsetof(S, start);
+  want[family + ".end"] = offsetof(S, end);
+  want[family + ".deviceId"] = offsetof(S, deviceId);
+  want[family + ".streamId"] = offsetof(S, streamId);
+  want[family + ".correlationId"] = offsetof(S, correlationId);
+  want[family + ".graphId"] = offsetof(S, graphId);
+  want[family + ".graphNodeId"] = offsetof(S, graphNodeId);
+}
+
+}  // namespace
+
+// Where the release's libcupti answers without a GPU the cases above also walk its buffers; this
+// one needs only its headers (CUPTI 13.2 on call into the driver for every function).
+TEST_CASE("the layout traintime uses for a release matches that release's own headers", "[headers]") {
+  const char* api = std::getenv("TT_CUPTI_API");
+  const char* probe = std::getenv("TT_CUPTI_PROBE");
+  REQUIRE(api != nullptr);
+  REQUIRE(probe != nullptr);
+  std::string why;
+  const tc::RecordLayout layout = tc::layout_for_version(static_cast<uint32_t>(std::stoul(api)), &why);
+  INFO("API " << api << ": " << why);
+  REQUIRE(layout != tc::RecordLayout::kUnknown);
+  std::map<std::string, size_t> got = probe_release_headers(probe);
+  const tc::LayoutSizes sizes = tc::layout_sizes(layout);
+  std::map<std::string, size_t> want;
+  want["kernel.size"] = sizes.kernel;
+  want["memcpy.size"] = sizes.memcpy;
+  want["ptop.size"] = sizes.memcpy_ptop;
+  want["memset.size"] = sizes.memset;
+  expect_common<CUpti_ActivityKernel9>(want, "kernel");
+  want["kernel.name"] = offsetof(CUpti_ActivityKernel9, name);
+  expect_common<CUpti_ActivityMemcpy5>(want, "memcpy");
+  want["memcpy.copyKind"] = offsetof(CUpti_ActivityMemcpy5, copyKind);
+  want["memcpy.bytes"] = offsetof(CUpti_ActivityMemcpy5, bytes);
+  want["memcpy.runtimeCorrelationId"] = offsetof(CUpti_ActivityMemcpy5, runtimeCorrelationId);
+  if (layout != tc::RecordLayout::kCupti12Memcpy5)
+    want["memcpy.copyCount"] = offsetof(CUpti_ActivityMemcpy6, copyCount);
+  expect_common<CUpti_ActivityMemcpyPtoP4>(want, "ptop");
+  want["ptop.bytes"] = offsetof(CUpti_ActivityMemcpyPtoP4, bytes);
+  expect_common<CUpti_ActivityMemset4>(want, "memset");
+  want["memset.bytes"] = offsetof(CUpti_ActivityMemset4, bytes);
+  for (const auto& [name, value] : want) {
+    INFO(name << " in " << tc::layout_name(layout));
+    REQUIRE(got.count(name) == 1);
+    CHECK(got[name] == value);
+  }
+  CHECK(got.size() == want.size());
+}
+
+namespace {
+
+decltype(&::cuptiGetTimestamp) g_cupti_now = nullptr;
+
+// torch.profiler's TSC clock stand-in: 3 ticks per CUPTI nanosecond, offset 7.
+uint64_t CUPTIAPI client_clock() {
+  uint64_t t = 0;
+  g_cupti_now(&t);
+  return 3 * t + 7;
+}
+
+}  // namespace
+
+TEST_CASE("records forwarded to a client with its own clock are moved to that clock", "[release]") {
+  const char* path = std::getenv("TT_CUPTI_LIB");
+  REQUIRE(path != nullptr);
+  tc::CuptiLibrary lib;
+  std::string why;
+  REQUIRE(lib.load(path, &why));
+  REQUIRE(lib.api().cuptiGetTimestamp != nullptr);
+  g_cupti_now = lib.api().cuptiGetTimestamp;
+  uint64_t before = 0;
+  REQUIRE(g_cupti_now(&before) == CUPTI_SUCCESS);
+  // The registration reading, a second before the records (exact: the clock is a function of CUPTI's).
+  tc::ClientClock clock{client_clock, before - 1000000000, 3 * (before - 1000000000) + 7};
+  tc::testing::BufferBuilder b;
+  auto* api = b.add<CUpti_ActivityAPI>();
+  api->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  api->start = before - 500000;
+  api->end = before - 400000;
+  auto* m = b.add<CUpti_ActivityMemset4>();
+  m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m->start = before - 300000;
+  m->end = before - 200000;
+  auto* untimed = b.add<CUpti_ActivityMemset4>();
+  untimed->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  std::atomic<uint8_t> wanted[CUPTI_ACTIVITY_KIND_COUNT] = {};
+  wanted[CUPTI_ACTIVITY_KIND_RUNTIME] = 1;
+  wanted[CUPTI_ACTIVITY_KIND_MEMSET] = 1;
+  OtherClient client;
+  g_client = &client;
+  const tc::ForwardCounts n =
+      tc::forward_records(lib, b.data(), b.used, wanted, client_request, client_complete, &clock);
+  g_client = nullptr;
+  uint64_t after = 0;
+  REQUIRE(g_cupti_now(&after) == CUPTI_SUCCESS);
+  CHECK(n.copied == 3);
+  // Each timestamp t becomes 3t + 7, late by at most 3 x the time the forward took to read both
+  // clocks (its reading of the client's clock comes after its reading of CUPTI's).
+  std::vector<std::pair<uint64_t, uint64_t>> got;  // (CUPTI time, converted)
+  const uint64_t sent[] = {before - 500000, before - 400000, before - 300000, before - 200000, 0, 0};
+  for (auto& [buffer, valid] : client.completed) {
+    CUpti_Activity* r = nullptr;
+    while (lib.api().cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+      if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
+        got.emplace_back(a->start, a->end);
+      } else {
+        const auto* s = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
+        got.emplace_back(s->start, s->end);
+      }
+    }
+  }
+  REQUIRE(got.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const uint64_t t = sent[2 * i + j];
+      const uint64_t c = j == 0 ? got[i].first : got[i].second;
+      INFO("record " << i << (j == 0 ? " start " : " end ") << t);
+      if (t == 0) {
+        CHECK(c == 0);  // untimed stays untimed
+      } else {
+        CHECK(c >= 3 * t + 7);
+        CHECK(c <= 3 * t + 7 + 3 * (after - before));
+      }
+    }
   }
 }

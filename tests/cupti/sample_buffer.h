@@ -37,7 +37,15 @@ struct BufferBuilder {
   uint8_t* data() { return reinterpret_cast<uint8_t*>(storage.data()); }
 };
 
-template <class Kernel, class Memcpy>
+// A record of a release newer than the toolkit's headers: the toolkit's struct of the family
+// (same offsets for every field, tests/cupti/cupti_layout_probe.cpp) grown to the release's size.
+template <class Base, size_t Size>
+struct Grown : Base {
+  static_assert(Size > sizeof(Base));
+  uint8_t more[Size - sizeof(Base)];
+};
+
+template <class Kernel, class Memcpy, class Memset = CUpti_ActivityMemset4>
 inline std::vector<DecodedActivity> decode_sample(const CuptiLibrary& lib, cupti::DecodeCounts* counts) {
   BufferBuilder b;
   auto* api = b.add<CUpti_ActivityAPI>();
@@ -56,7 +64,7 @@ inline std::vector<DecodedActivity> decode_sample(const CuptiLibrary& lib, cupti
   auto* m = b.add<Memcpy>();
   m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-  if constexpr (std::is_same_v<Memcpy, CUpti_ActivityMemcpy6>) m->copyCount = 3;  // batched
+  if constexpr (std::is_base_of_v<CUpti_ActivityMemcpy6, Memcpy>) m->copyCount = 3;  // batched
   m->bytes = 4096;
   m->start = 2000;
   m->end = 2400;
@@ -69,7 +77,7 @@ inline std::vector<DecodedActivity> decode_sample(const CuptiLibrary& lib, cupti
   p->start = 3000;
   p->end = 3100;
   p->correlationId = 30;
-  auto* s = b.add<CUpti_ActivityMemset4>();
+  auto* s = b.add<Memset>();
   s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
   s->bytes = 64;
   s->start = 4000;
@@ -97,6 +105,16 @@ inline void check_sample(const CuptiLibrary& lib) {
       break;
     case RecordLayout::kCupti13_0:
       out = decode_sample<CUpti_ActivityKernel10, CUpti_ActivityMemcpy6>(lib, &counts);
+      break;
+    case RecordLayout::kCupti13_1:
+      out = decode_sample<Grown<CUpti_ActivityKernel10, 224>, CUpti_ActivityMemcpy6>(lib, &counts);
+      break;
+    case RecordLayout::kCupti13_3:
+      out = decode_sample<Grown<CUpti_ActivityKernel10, 232>, CUpti_ActivityMemcpy6>(lib, &counts);
+      break;
+    case RecordLayout::kCupti13_4:
+      out = decode_sample<Grown<CUpti_ActivityKernel10, 248>, Grown<CUpti_ActivityMemcpy6, 112>,
+                          Grown<CUpti_ActivityMemset4, 104>>(lib, &counts);
       break;
     case RecordLayout::kUnknown: FAIL("no layout for " << lib.path()); return;
   }

@@ -23,15 +23,19 @@ TEST_CASE("record layout is chosen by the loaded CUPTI's version; unknown versio
   std::string why;
   CHECK(cupti::layout_for_version(130000, &why) == RecordLayout::kCupti13_0);
   CHECK(cupti::layout_for_version(130001, &why) == RecordLayout::kCupti13_0);
-  CHECK(cupti::layout_for_version(130100, &why) == RecordLayout::kUnknown);
-  CHECK(why.find("130100") != std::string::npos);
+  // 13.1-13.5 by minor release (API xxyyzz), as their wheels' headers say (cupti_version.h).
+  CHECK(cupti::layout_for_version(130101, &why) == RecordLayout::kCupti13_1);
+  CHECK(cupti::layout_for_version(130202, &why) == RecordLayout::kCupti13_1);
+  CHECK(cupti::layout_for_version(130301, &why) == RecordLayout::kCupti13_3);
+  CHECK(cupti::layout_for_version(130401, &why) == RecordLayout::kCupti13_4);
+  CHECK(cupti::layout_for_version(130500, &why) == RecordLayout::kCupti13_4);
   // The 12.x releases whose walkers were checked (API 18 = 12.1 ... 28 = 12.9 U1).
   for (uint32_t v : {18u, 20u, 21u, 22u, 24u})
     CHECK(cupti::layout_for_version(v, &why) == RecordLayout::kCupti12Memcpy5);
   for (uint32_t v : {26u, 28u})
     CHECK(cupti::layout_for_version(v, &why) == RecordLayout::kCupti12Memcpy6);
   // Versions no checked release reports are refused with the version named.
-  for (uint32_t v : {0u, 17u, 19u, 23u, 25u, 27u, 29u, 129999u}) {
+  for (uint32_t v : {0u, 17u, 19u, 23u, 25u, 27u, 29u, 129999u, 130600u, 140000u}) {
     why.clear();
     CHECK(cupti::layout_for_version(v, &why) == RecordLayout::kUnknown);
     CHECK(why.find(std::to_string(v)) != std::string::npos);

@@ -38,7 +38,8 @@ class Mode:
     cupti_off: bool = False      # TRAINTIME_CUPTI=0
     foreign_injection: bool = False  # CUDA_INJECTION64_PATH names another library
     # TRAINTIME_CUPTI_LIB: "sim" names simgpu's libcupti; "unset" leaves it to the loader's search
-    # path (LD_LIBRARY_PATH holds simgpu's); "missing" names a file that does not exist.
+    # path (LD_LIBRARY_PATH holds simgpu's); "missing" names a file that does not exist;
+    # "not-cupti" names a library that loads but is no CUPTI (the maps probe).
     cupti_lib: str = "sim"
     cupti_api: int = 0           # SIMGPU_CUPTI_API_VERSION: simgpu reports and writes that release's layouts
     tiny_pool: bool = False      # one 1 MiB activity buffer: requests are refused while it is out
@@ -49,6 +50,7 @@ class Mode:
     # the simulated GPU ran inside it, get back no buffer it did not allocate, and the rank file
     # must still equal the truth.
     profiler_windows: tuple = ()
+    teardown_cupti: bool = False  # TEARDOWN_CUPTI=1: the profiler tears CUPTI down at each stop
     static_cupti_host: bool = False  # a library with CUPTI linked in statically is preloaded too
     untraced_ids: int = 0        # SIMGPU_UNTRACED_IDS: ids run ahead of records
     buffers_when_full: bool = False  # SIMGPU_BUFFERS_WHEN_FULL: buffers arrive only when full
@@ -71,6 +73,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_CUPTI_LIB"] = str(sim / "libcupti.so.13")
     elif mode.cupti_lib == "missing":
         env["TRAINTIME_CUPTI_LIB"] = str(work / "no-such-dir" / "libcupti.so.13")
+    elif mode.cupti_lib == "not-cupti":
+        env["TRAINTIME_CUPTI_LIB"] = str(build / "lib" / "libtt_maps_probe.so")
     wheel_copy = None
     if mode.wheel_cupti:
         wheel_dir = work / "site-packages" / "nvidia" / "cuda_cupti" / "lib"
@@ -104,6 +108,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         # fork(); glibc's malloc does, so real programs are not affected. ASan's address checks
         # stay on; the parent's leaks are checked by every other capture test.
         env["ASAN_OPTIONS"] += ":detect_leaks=0"
+    if mode.teardown_cupti:
+        env["TEARDOWN_CUPTI"] = "1"
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -145,6 +151,15 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                 f"no warning that the loaded libcupti overrides TRAINTIME_CUPTI_LIB: {run.stderr!r}")
     if mode.cupti_lib == "missing":
         c.check("cannot be loaded" in run.stderr, f"no warning about TRAINTIME_CUPTI_LIB: {run.stderr!r}")
+    if mode.cupti_lib == "not-cupti":
+        # One warning: the library named, why, and the one used instead (simgpu's, found on the
+        # loader's search path); it stays mapped (preloaded here), and the warning says so.
+        told = [x for x in run.stderr.splitlines() if "TRAINTIME_CUPTI_LIB=" in x]
+        used = os.path.realpath(sim / "libcupti.so.13")
+        c.check(len(told) == 1 and "libtt_maps_probe.so cannot be used" in told[0]
+                and "lacks cuptiGetVersion" in told[0] and f"from {used} instead" in told[0]
+                and "stays mapped" in told[0],
+                f"not one clear warning about TRAINTIME_CUPTI_LIB: {told!r}")
     # The file used, as gpu_capture_reason names it: the wheel's copy, else simgpu's.
     expected_cupti = os.path.realpath(wheel_copy or (sim / "libcupti.so.13"))
     for rank in range(mode.np):
@@ -154,6 +169,11 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         rf, truth = load_json(rank_path), load_json(work / f"truth-{rank}.json")
         where = f"rank {rank}"
         steps = rf.get("steps", {}).get("count")
+        if mode.cupti_lib == "not-cupti":
+            reason = rf.get("gpu_capture_reason", "")
+            c.check(f"({expected_cupti})" in reason and "TRAINTIME_CUPTI_LIB=" in reason
+                    and "libtt_maps_probe.so not used (" in reason,
+                    f"{where}: gpu_capture_reason does not name both libraries: {reason!r}")
         if mode.refuse:
             c.check(rf.get("gpu_capture") == "unavailable",
                     f"{where}: gpu_capture {rf.get('gpu_capture')!r}, want 'unavailable'")
@@ -239,8 +259,18 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                         f"{span}: the profiler saw {w['kernels_seen']} kernels, the GPU ran {w['kernels_expected']}")
                 c.check(w["foreign_buffers"] == 0,
                         f"{span}: the profiler was handed {w['foreign_buffers']} buffer(s) it did not allocate")
-            c.check("shared with another in-process client" in rf.get("gpu_capture_reason", ""),
-                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not say CUPTI was shared")
+                # Its subscription: the launch callbacks it enabled, each ENTER with its EXIT, with
+                # its own userdata, and nothing it did not enable.
+                c.check(w["launch_enter"] > 0 and w["launch_enter"] == w["launch_exit"],
+                        f"{span}: launch callbacks ENTER {w['launch_enter']} / EXIT {w['launch_exit']}")
+                c.check(w["unwanted_callbacks"] == 0,
+                        f"{span}: {w['unwanted_callbacks']} callback(s) the profiler did not enable")
+                c.check(w["wrong_userdata"] == 0,
+                        f"{span}: {w['wrong_userdata']} callback(s) with another userdata than the profiler's")
+            c.check("shared with another in-process client" in rf.get("gpu_capture_reason", "")
+                    and "subscription(s) served from traintime's" in rf.get("gpu_capture_reason", ""),
+                    f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not say CUPTI "
+                    "and its subscription were shared")
         if not mode.stray_work:
             unattributed = rf.get("categories", {}).get("unattributed", {}).get("count", 0)
             c.check(unattributed == 0, f"{where}: {unattributed} unattributed activities")
@@ -354,6 +384,10 @@ def test_sim_capture_unloadable_cupti_lib_gives_way_to_the_next_candidate(captur
     capture(cupti_lib="missing")
 
 
+def test_sim_capture_cupti_lib_that_is_no_cupti_is_told_and_gives_way(capture) -> None:
+    capture(cupti_lib="not-cupti")
+
+
 def test_sim_capture_cupti_12_4_layouts_match_truth(capture) -> None:
     # PyTorch cu124 wheels: CUPTI API 22 writes Kernel9 and Memcpy5 records.
     capture(cupti_api=22, graphs=True)
@@ -372,6 +406,13 @@ def test_sim_capture_cupti_12_4_refused_buffer_requests_get_scratch_buffers(capt
 
 def test_sim_capture_torch_profiler_started_twice_mid_run_loses_nothing_on_either_side(capture) -> None:
     capture(steps=14, profiler_windows=("3:6", "9:11"))
+
+
+def test_sim_capture_torch_profiler_tearing_cupti_down_at_each_stop_keeps_both_sides(capture) -> None:
+    # TEARDOWN_CUPTI=1: at each stop the profiler enables every runtime and driver callback and
+    # unsubscribes and finalizes in the next call's exit callback (Kineto waits for it for ever);
+    # the next window subscribes again.
+    capture(steps=14, profiler_windows=("3:6", "9:11"), teardown_cupti=True)
 
 
 def test_sim_capture_torch_profiler_with_cupti_12_4_layouts_loses_nothing(capture) -> None:

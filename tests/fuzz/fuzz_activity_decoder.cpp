@@ -25,10 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(block, data, size < sizeof block ? size : sizeof block);
   const std::string name(reinterpret_cast<const char*>(data), size);
   for (tc::RecordLayout layout : {tc::RecordLayout::kCupti12Memcpy5, tc::RecordLayout::kCupti12Memcpy6,
-                                  tc::RecordLayout::kCupti13_0}) {
+                                  tc::RecordLayout::kCupti13_0, tc::RecordLayout::kCupti13_1,
+                                  tc::RecordLayout::kCupti13_3, tc::RecordLayout::kCupti13_4}) {
     alignas(16) uint8_t copy[sizeof block];
     std::memcpy(copy, block, sizeof block);
-    if (layout == tc::RecordLayout::kCupti13_0)
+    // Kernel10-13 keep the name where Kernel10 has it (checked against each release's header).
+    if (layout != tc::RecordLayout::kCupti12Memcpy5 && layout != tc::RecordLayout::kCupti12Memcpy6)
       point_name<CUpti_ActivityKernel10>(copy, name.c_str());
     else
       point_name<CUpti_ActivityKernel9>(copy, name.c_str());

@@ -67,6 +67,8 @@ struct Options {
 struct ProfilerWindow {
   uint64_t start = 0, stop = 0;
   uint64_t kernels_seen = 0, foreign_buffers = 0, t_start = 0, t_stop = 0;
+  // Its callbacks inside the window: launch ENTER/EXIT, calls it did not enable, wrong userdata.
+  uint64_t launch_enter = 0, launch_exit = 0, unwanted_callbacks = 0, wrong_userdata = 0;
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -280,7 +282,10 @@ class Trainer {
         if (a.kind == SIMGPU_KERNEL && a.start >= w.t_start && a.end <= w.t_stop) ++expected;
       in.profiler_windows.push_back({{"start_step", w.start}, {"stop_step", w.stop},
                                      {"kernels_expected", expected}, {"kernels_seen", w.kernels_seen},
-                                     {"foreign_buffers", w.foreign_buffers}});
+                                     {"foreign_buffers", w.foreign_buffers},
+                                     {"launch_enter", w.launch_enter}, {"launch_exit", w.launch_exit},
+                                     {"unwanted_callbacks", w.unwanted_callbacks},
+                                     {"wrong_userdata", w.wrong_userdata}});
     }
     return in;
   }
@@ -312,7 +317,10 @@ class Trainer {
     profiler_start_ = reinterpret_cast<int (*)()>(dlsym(lib, "simgpu_profiler_start"));
     profiler_stop_ = reinterpret_cast<int (*)(uint64_t*, uint64_t*, uint64_t*, uint64_t*)>(
         dlsym(lib, "simgpu_profiler_stop"));
-    if (!profiler_start_ || !profiler_stop_) die("the profiler client lacks its entry points");
+    profiler_callbacks_ = reinterpret_cast<void (*)(uint64_t*, uint64_t*, uint64_t*, uint64_t*)>(
+        dlsym(lib, "simgpu_profiler_callbacks"));
+    if (!profiler_start_ || !profiler_stop_ || !profiler_callbacks_)
+      die("the profiler client lacks its entry points");
   }
 
   // DataLoader workers: forked after CUDA and CUPTI are up (the parent's threads, CUPTI state and
@@ -342,12 +350,15 @@ class Trainer {
   // around whole steps, whose exit synchronises).
   void profiler_start() {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    uint64_t ignored[4];
+    profiler_callbacks_(&ignored[0], &ignored[1], &ignored[2], &ignored[3]);  // counts from here
     if (int rc = profiler_start_()) die("profiler client start failed: CUPTI error " + std::to_string(rc));
   }
   void profiler_stop(ProfilerWindow* w) {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     if (int rc = profiler_stop_(&w->kernels_seen, &w->foreign_buffers, &w->t_start, &w->t_stop))
       die("profiler client stop failed: CUPTI error " + std::to_string(rc));
+    profiler_callbacks_(&w->launch_enter, &w->launch_exit, &w->unwanted_callbacks, &w->wrong_userdata);
   }
 
   void launch(cudaKernel_t k, unsigned blocks, Cat c) {
@@ -575,6 +586,7 @@ class Trainer {
  private:
   int (*profiler_start_)() = nullptr;
   int (*profiler_stop_)(uint64_t*, uint64_t*, uint64_t*, uint64_t*) = nullptr;
+  void (*profiler_callbacks_)(uint64_t*, uint64_t*, uint64_t*, uint64_t*) = nullptr;
   std::string backward_path_;
   std::vector<CommCall> comm_calls_;
   std::vector<std::string> metrics_lines_;
