@@ -345,18 +345,38 @@ def test_rerun_into_same_directory_replaces_previous_job(tmp_path: Path) -> None
     check(doc["job_id"] != first and doc["steps"]["count"] == 2, "second run did not own rank 0")
 
 
-def test_unwritable_output_keeps_exit_status(tmp_path: Path) -> None:
+def test_unwritable_output_is_reported_at_the_first_record_and_keeps_exit_status(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     blocker = os.path.join(tmp, "a_file")
     open(blocker, "w").close()
     out = os.path.join(blocker, "out")  # a directory below a regular file cannot exist
-    code = "import sys, traintime\nwith traintime.region('forward'):\n    pass\nsys.exit(3)\n"
+    # The program says when its first region has closed: the error must come before that line
+    # (a ten-hour job learns it at its first step, not at exit), and only once.
+    code = ("import sys, traintime\nwith traintime.region('forward'):\n    pass\n"
+            "print('FIRST-REGION-DONE', file=sys.stderr, flush=True)\nsys.exit(3)\n")
     p = run([str(SYSTEM_PYTHON), "-c", code], base_env(out), expect_rc=3)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
-    check(len(lines) == 1, "expected one error line, got %r" % p.stderr)
+    check(len(lines) == 2 and lines[1] == "FIRST-REGION-DONE",
+          "expected one error line before the program's own line, got %r" % p.stderr)
     check(out in lines[0] and "TRAINTIME_OUTPUT" in lines[0] and lines[0].startswith("traintime: "),
           "error line does not name the directory and TRAINTIME_OUTPUT: %r" % lines[0])
     run([ARGS.example, "--steps", "1", "--work-us", "10"], base_env(out), expect_rc=0)
+
+
+def test_misspelled_variable_gets_one_line_naming_the_nearest_known_one(tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    env = base_env(out, TRAINTIME_OUPUT=str(tmp_path / "typo"), TRAINTIME_SNAPSHOT_SECS="5")
+    # A process that records nothing (a shell, a launcher) stays silent.
+    quiet = run(["/bin/true"], env)
+    check(quiet.stderr == "", "a process that recorded nothing printed %r" % quiet.stderr)
+    p = run([ARGS.example, "--steps", "1", "--work-us", "10"], env)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("traintime: ")]
+    want = {"TRAINTIME_OUPUT": "TRAINTIME_OUTPUT", "TRAINTIME_SNAPSHOT_SECS": "TRAINTIME_SNAPSHOT_SEC"}
+    for typo, known in want.items():
+        mine = [l for l in lines if typo + " " in l]
+        check(len(mine) == 1 and "did you mean " + known + "?" in mine[0],
+              "%s: expected one line naming %s, got %r" % (typo, known, lines))
+    check(rank_files(out) == ["rank-00000.json"], "the run did not write into TRAINTIME_OUTPUT")
 
 
 def test_full_disk_gives_one_error_line_and_keeps_exit_status(tmp_path: Path) -> None:
