@@ -129,7 +129,7 @@ def run_demo(args):
         check(re.search(rf"^\s+{r}\s+\S+\s+{steps}\s+\S+\s+{compute:.3f}\s", out, re.M) is not None,
               f"rank {r}: the report's per-rank row does not show {steps} steps and {compute:.3f} ms/step compute")
     flat = " ".join(out.split())
-    check(re.search(r"rank 3 \(host [^)]*\) costs the job \d+\.\d{3} ms/step", flat) is not None,
+    check(re.search(r"rank 3 \(host [^)]*\) costs the job \d+\.\d+ (ms|us)/step", flat) is not None,
           "the report does not name the simulated straggler rank 3 with its cost")
     html = os.path.join(out_dir, "report.html")
     check(os.path.exists(html), "no HTML report in the output folder")
@@ -176,3 +176,35 @@ def plan_demo(args):
     check(not os.path.exists(os.path.join(without, "lib")), "--plan built something")
     return 1 if FAILURES else 0
 
+
+
+def test_demo_installs_only_what_the_demo_uses(args: SimpleNamespace) -> None:
+    """install-deps.sh --demo (what demo.sh calls) asks for the demo's packages only; without
+    --demo (test.sh) for everything. A fake dpkg says nothing is installed and a fake id says the
+    user is not root, so the script only names what it would install."""
+    fakes = os.path.join(args.work, "fake-no-packages")
+    os.makedirs(fakes, exist_ok=True)
+    write_exe(os.path.join(fakes, "dpkg"), "#!/bin/sh\nexit 1\n")
+    write_exe(os.path.join(fakes, "id"), "#!/bin/sh\necho 1000\n")
+    script = str(SOURCE_DIR / "scripts" / "install-deps.sh")
+    env = dict(os.environ, PATH=fakes + os.pathsep + os.environ.get("PATH", ""))
+
+    def asked(*extra: str) -> set[str]:
+        p = subprocess.run(["bash", script, *extra], capture_output=True, text=True, timeout=30, env=env)
+        check(p.returncode == 1, f"install-deps.sh {extra}: exit {p.returncode}, want 1 (not root)")
+        m = re.search(r"^traintime: missing packages: (.*)$", p.stderr, re.M)
+        check(m is not None, f"install-deps.sh {extra} does not name the missing packages: {p.stderr!r}")
+        return set(m.group(1).split()) if m else set()
+
+    demo = asked("--demo")
+    for needed in ("g++", "cmake", "openmpi-bin", "libcli11-dev", "python3"):
+        check(needed in demo, f"the demo needs {needed}, but install-deps.sh --demo does not ask for it")
+    for test_only in ("python3-torch", "chromium", "python3-pytest", "libbenchmark-dev"):
+        check(test_only not in demo, f"install-deps.sh --demo asks for {test_only}, which only the tests use")
+    everything = asked()
+    check(demo < everything and {"python3-torch", "chromium"} <= everything,
+          f"install-deps.sh (for test.sh) no longer asks for everything: {sorted(everything)}")
+    # demo.sh asks for the demo's set, not for everything.
+    text = (SOURCE_DIR / "scripts" / "demo.sh").read_text()
+    check('install-deps.sh" --demo' in text, "demo.sh does not call install-deps.sh --demo")
+    _checks.done()
