@@ -98,7 +98,8 @@ const Row kRows[] = {
      Kind::kU32, &Config::print_every, 0, kU32Max},
     {{"TRAINTIME_PROMETHEUS_FILE", "",
       "File the live metrics are written to in the Prometheus text format, for node_exporter's "
-      "textfile collector ('%r' becomes the rank), every TRAINTIME_SNAPSHOT_SEC seconds (10 if "
+      "textfile collector ('%r' becomes the rank, zero-padded as in rank file names: 00003), every "
+      "TRAINTIME_SNAPSHOT_SEC seconds (10 if "
       "unset) and at exit."},
      Kind::kString, &Config::prometheus_file},
     {{"TRAINTIME_FLOPS_PER_TOKEN", "0",
