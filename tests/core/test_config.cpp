@@ -12,6 +12,8 @@ using traintime::core::Config;
 using traintime::core::config_vars;
 using traintime::core::EnvLookup;
 using traintime::core::parse_config;
+using traintime::core::ConfigVar;
+using traintime::core::unknown_variable_warnings;
 
 namespace {
 

@@ -80,7 +80,10 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   add_run(r, d);
   Section s{"Stragglers", {}};
   const double step = r.steps.reference_ms();
-  if (r.stragglers.empty()) {
+  if (r.stragglers.empty() && !r.gpu_data) {
+    s.lines.push_back("not measured: stragglers are found from the GPU durations of collectives and GPU compute, "
+                      "and no rank has GPU time");
+  } else if (r.stragglers.empty()) {
     s.lines.push_back(r.collectives_matched
                           ? "none: no rank kept the others waiting (" + u(r.collectives_matched) +
                                 " collectives lined up across ranks) and no rank's compute stands out"
@@ -168,12 +171,13 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   if (r.dropped_records)
     k.lines.push_back(u(r.dropped_records) + " GPU activity records dropped on rank(s) " + rank_list(r.ranks_dropping) +
                       ": their GPU figures undercount");
-  else
+  else if (r.gpu_data)
     k.lines.push_back("no GPU activity record dropped");
   if (!r.incomplete_ranks.empty())
     k.lines.push_back("rank(s) " + rank_list(r.incomplete_ranks) +
                       " wrote while CUPTI still held records (snapshot or signal): their latest steps may miss GPU work");
-  for (const std::string& c : r.capture) k.lines.push_back("GPU capture " + c);
+  if (r.gpu_data)  // without GPU time the capture lines are the reason already given above
+    for (const std::string& c : r.capture) k.lines.push_back("GPU capture " + c);
   if (!r.problems.empty())
     k.lines.push_back(u(r.problems.size()) + " input problem(s): see the \"problems\" table");
   if (!r.aux_files.empty())
