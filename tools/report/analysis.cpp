@@ -497,7 +497,7 @@ Report analyze(const Job& job) {
     for (const core::Steps::Detail& d : f.steps.detail)
       if (!d.partial)
         v.step_ms.emplace_back(d.index, rep.steps.gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns));
-    ++devices[f.device_name.empty() ? std::string("not recorded") : f.device_name];
+    ++devices[f.device_name.empty() ? std::string("not recorded in the rank file") : f.device_name];
     if (is_simulated(f.device_name)) rep.simulated = true;
     if (f.steps.tflops > 0 && !(f.steps.mfu > 0 && f.peak_tflops > 0)) ++no_peak[f.device_name];
     rep.per_rank.push_back(std::move(v));

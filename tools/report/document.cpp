@@ -258,9 +258,9 @@ Document build_document(const Report& r, const Extras& x) {
   }
   d.tables.push_back(steps);
 
-  Table tp = make("throughput", "Throughput after warm-up",
-                  {{"metric", false}, {"job total", true}, {"ranks", true}, {"rank min", true}, {"rank mean", true},
-                   {"rank max", true}, {kMaxRank, true}},
+  Table tp = make("throughput", "Throughput after warm-up (the job's total; min, mean and max per rank)",
+                  {{"metric", false}, {"job total", true}, {"ranks", true}, {"min", true}, {"mean", true},
+                   {"max", true}, {kMaxRank, true}},
                   "Job total = sum over ranks: right for data parallelism, where each rank consumes its own samples; "
                   "with tensor or pipeline parallelism divide by the model-parallel degree.");
   if (r.throughput.samples_per_s > 0) {
@@ -327,7 +327,7 @@ Document build_document(const Report& r, const Extras& x) {
     d.tables.push_back(reg);
   }
 
-  if (gpu) {
+  if (gpu && !r.kernels.empty()) {
     Table k = make("kernels", "Top kernels by GPU time (all ranks)",
                    {{"kernel", false}, {"calls", true}, {"gpu ms total", true}, {"ms/step", true}, {"ranks", true}},
                    "From each region's top_kernels (the most expensive kernels a rank file keeps), summed over ranks; "
