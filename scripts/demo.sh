@@ -148,7 +148,7 @@ if [ "$MODE" = sim ]; then
     echo "Simulated straggler: SIMGPU_SLOWDOWN=$SLOWDOWN (rank:factor) stretches that rank's compute"
     echo "kernels; the other ranks wait for it inside every AllReduce."
   fi
-  echo "Step wall times are sim_train's real CPU time: it only enqueues simulated GPU work."
+  echo "The step time is the GPU step span on simgpu's virtual clock; sim_train's CPU only enqueues the work."
   mkdir -p "$TRUTH_DIR"
   echo "== mpirun -np $RANKS sim_train --steps $STEPS (SIMULATED GPU) under LD_PRELOAD=$LIB"
   TRAINTIME_OUTPUT="$OUT" mpirun --oversubscribe -np "$RANKS" \

@@ -283,6 +283,8 @@ Document build_document(const Report& r, const Extras& x) {
                "); job MFU = summed TFLOP/s / summed peaks.";
   }
   if (!r.mfu_missing_why.empty()) tp.note += " MFU '-': " + r.mfu_missing_why + ".";
+  if (gpu && !tp.rows.empty())
+    tp.note += " Rates are the ranks' own, over their CPU wall time between steps.";
   if (tp.rows.empty())
     tp.note = "No rates: the job gave tt_step no samples or tokens (and no model FLOPs).";
   d.tables.push_back(tp);
@@ -328,12 +330,13 @@ Document build_document(const Report& r, const Extras& x) {
   }
 
   if (gpu && !r.kernels.empty()) {
+    // The name last: a long demangled signature is cut at its end, keeping the kernel's name.
     Table k = make("kernels", "Top kernels by GPU time (all ranks)",
-                   {{"kernel", false}, {"calls", true}, {"gpu ms total", true}, {"ms/step", true}, {"ranks", true}},
+                   {{"gpu ms total", true}, {"ms/step", true}, {"calls", true}, {"ranks", true}, {"kernel", false}},
                    "From each region's top_kernels (the most expensive kernels a rank file keeps), summed over ranks; "
                    "ms/step = mean over the ranks that ran it. Complete list: --format csv or json.");
     for (const KernelView& kv : r.kernels)
-      k.rows.push_back({kv.name, u(kv.count), f3(kv.gpu_ms), f3(kv.per_step_ms), u(kv.ranks)});
+      k.rows.push_back({f3(kv.gpu_ms), f3(kv.per_step_ms), u(kv.count), u(kv.ranks), kv.name});
     k.text_rows = 10;
     d.tables.push_back(k);
   }
