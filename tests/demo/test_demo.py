@@ -131,6 +131,17 @@ def run_demo(args):
     flat = " ".join(out.split())
     check(re.search(r"rank 3 \(host [^)]*\) costs the job \d+\.\d+ (ms|us)/step", flat) is not None,
           "the report does not name the simulated straggler rank 3 with its cost")
+    # The report's first screen (its first 30 lines) says what a newcomer needs first: simulated,
+    # one step time with its source, the straggler; nothing about a second, CPU "median step".
+    report = out[out.index("traintime-report: job "):]
+    first = " ".join(" ".join(report.splitlines()[:30]).split())
+    check("SIMULATED GPU (simgpu)" in first, "the report's heading does not say SIMULATED GPU")
+    check(re.search(r"step time p50 \d+\.\d+ (ms|us) \(p90 [^)]*\) over \d+ \(rank, step\) values after warm-up, "
+                    r"measured as the GPU step span", first) is not None,
+          "the first screen does not give the one step time with its source")
+    check("device simgpu (SIMULATED GPU)" in first, "the first screen does not name the simulated device")
+    check("rank 3 (host" in first, "the straggler is not on the first screen")
+    check("CPU wall" not in first, "the first screen mentions a CPU wall step time beside the GPU span")
     html = os.path.join(out_dir, "report.html")
     check(os.path.exists(html), "no HTML report in the output folder")
     check(f"HTML report (SIMULATED GPU): {html}" in out, "the demo does not say where the HTML report is")

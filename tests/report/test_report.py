@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from reportlib import GOLDEN, copy_golden, edit, run, summary, text_table
+from reportlib import GOLDEN, copy_golden, cpu_only, edit, run, summary, text_table
 
 MS = 1_000_000
 MiB = 1 << 20
@@ -587,24 +587,6 @@ def test_tflops_and_mfu_per_rank_and_for_the_job(build_dir: Path, tmp_path: Path
 
 
 # ---- what a person reads first -------------------------------------------------------------
-
-def cpu_only(d: Path) -> None:
-    """The golden job as TRAINTIME_CUPTI=0 writes it: every GPU figure 0, CPU times kept."""
-    def strip(j: dict) -> None:
-        j.update(gpu_capture="none", gpu_capture_reason="TRAINTIME_CUPTI=0", communicators=[])
-        for c in j["categories"].values():
-            c.update(count=0, gpu_busy_ns=0, gpu_sum_ns=0)
-        zero = {k: 0 for k in j["steps"]["totals"]}
-        j["steps"]["totals"] = dict(zero)
-        for row in j["steps"]["detail"]:
-            row["totals"] = dict(zero)
-        for r in j["regions"]:
-            r.update(gpu_busy_ns=0, gpu_sum_ns=0, gpu_span_ns=0, kernels=0, by_category={}, top_kernels=[])
-        for c in j["comm"]:
-            c.update(gpu_ns=0, algbw_gbps=0, busbw_gbps=0)
-    for r in range(3):
-        edit(d / f"rank-0000{r}.json", strip)
-
 
 def test_cpu_only_run_leads_with_cpu_time_and_hides_what_it_cannot_know(build_dir: Path, tmp_path: Path) -> None:
     d = copy_golden(tmp_path / "cpu")
