@@ -577,3 +577,25 @@ def test_no_dt_needed_on_cuda_cupti_nccl_or_cxx_runtime() -> None:
     check(needed, "readelf found no NEEDED entries at all: %s" % p.stdout)
     bad = [n for n in needed if re.search(r"cuda|cupti|nccl|nvrtc|nvToolsExt|stdc\+\+|gcc_s|fmt|spdlog", n)]
     check(not bad, "forbidden DT_NEEDED entries: %s (all: %s)" % (bad, needed))
+
+
+def test_report_names_a_killed_rank_with_the_step_it_reached(build_dir: Path, tmp_path: Path) -> None:
+    """Two ranks of one job: rank 1 is SIGKILLed after its periodic snapshot (3 steps), rank 0
+    finishes 5 steps. The report's diagnosis names rank 1 and the step it reached; it does not
+    hide it behind "2 of 2 ranks merged" and a table's state column."""
+    out = str(tmp_path / "out")
+    job = {"TRAINTIME_JOB_ID": "killed-1", "WORLD_SIZE": "2"}
+    with waiting(out, {**job, "RANK": "1", "TRAINTIME_SNAPSHOT_SEC": "1"}) as p:
+        path = os.path.join(out, "rank-00001.json")
+        deadline = time.time() + 15
+        while time.time() < deadline and not os.path.exists(path):
+            time.sleep(0.1)
+        check(os.path.exists(path), "rank 1 wrote no snapshot within 15 s")
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    run([ARGS.example, "--steps", "5", "--work-us", "10"], base_env(out, **job, RANK="0"))
+    report = run([str(build_dir / "bin" / "traintime-report"), out], clean_env())
+    flat = " ".join(report.stdout.split())
+    check(re.search(r"Ranks that stopped early: - rank 1 \(host [^)]*\) stopped at step 3 while the other ranks "
+                    r"finished \(up to step 5\)", flat) is not None,
+          "the diagnosis does not name the killed rank 1 with its step:\n%s" % report.stdout[:3000])
