@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <mutex>
@@ -56,6 +57,10 @@ void do_initialize() {
   auto env = [](const char* name) -> const char* { return getenv(name); };
   std::vector<std::string> warnings;
   core::Config config = core::parse_config(env, warnings);
+  std::vector<std::string> names;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "TRAINTIME_", 10) == 0) names.emplace_back(*e, std::strcspn(*e, "="));
+  for (std::string& w : core::unknown_variable_warnings(names)) warnings.push_back(std::move(w));
   support::set_log_level(config.log_level);
   if (config.disable) {
     publish(nullptr);

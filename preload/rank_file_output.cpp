@@ -159,6 +159,14 @@ std::string host_name() {
   return buf;
 }
 
+void check_output_dir_locked(Session& s) {
+  const int err = make_dirs(s.output.dir);
+  if (err != 0)
+    report_write_error(s, std::string("cannot create it: ") + std::strerror(err));
+  else if (access(s.output.dir.c_str(), W_OK | X_OK) != 0)
+    report_write_error(s, std::string("not writable: ") + std::strerror(errno));
+}
+
 void claim_locked(Session& s) {
   Output& out = s.output;
   int64_t rank = 0, world = 1;

@@ -207,6 +207,7 @@ void activate(uint64_t origin_ns) {
       }
       // Config warnings wait until here so that shells and launchers stay silent.
       for (const auto& w : s->identity.config_warnings) support::log_warn("{}", w);
+      check_output_dir_locked(*s);
       if (s->identity.launcher_rank.from_launcher) claim_locked(*s);
       enable_live_outputs(*s);
       install_exit_hooks(*s);

@@ -154,6 +154,9 @@ bool write_assembled_locked(Session& s, const core::RankFile& f);
 std::string host_name();
 // Claims rank-%05d.json early (at activation) when the launcher gave the rank. Needs output.mu.
 void claim_locked(Session& s);
+// At the first record: creates the output directory and says now
+// (not at exit, hours later) when no rank file can be written there.
+void check_output_dir_locked(Session& s);
 
 // live_metrics.cpp. At activation: GPU figures are published when an output needs them.
 void enable_live_outputs(Session& s);

@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
-# Installs what traintime needs to build and test, from Debian/Ubuntu packages. Sourced or run
-# by test.sh and demo.sh. A prepared machine is detected with dpkg and left alone. Arguments name
-# further packages a caller needs (fuzz.sh: clang-14 libclang-rt-14-dev).
+# Installs what traintime needs, from Debian/Ubuntu packages. A prepared machine is detected with
+# dpkg and left alone.
+#
+#   scripts/install-deps.sh [PACKAGE...]          build and test (test.sh, sanitize.sh): everything
+#   scripts/install-deps.sh --demo [PACKAGE...]   only what scripts/demo.sh builds and runs
+#
+# Further arguments name packages a caller needs besides (fuzz.sh: clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
-# Build: compiler, CMake, the header-only libraries and Catch2, Open MPI for the multi-rank runs.
-# Tests: Debian's python3 (/usr/bin/python3, which the tests call by path) with pytest, pip and
-# setuptools (the Python package is installed with pip in a test) and PyTorch 1.13; pkg-config
-# for the out-of-tree consumer test; headless Chromium renders the HTML report in tests/report;
-# the Prometheus client library parses the live-metrics file; python3-venv makes the virtual
+# The demo: compiler, CMake, the header-only libraries, Catch2 and pkg-config (the configure step
+# looks for them even when only the demo's targets are built), Open MPI for the 4 simulated ranks,
+# and Debian's python3 (the demo compares each rank file with the simulated truth).
+DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev
+           openmpi-bin libopenmpi-dev python3)
+# The tests besides: Google Benchmark (bench/), pytest, pip and setuptools (the Python package is
+# installed with pip in a test) and PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which
+# the tests call by path); headless Chromium renders the HTML report in tests/report; the
+# Prometheus client library parses the live-metrics file; python3-venv makes the virtual
 # environment PyPI's packages go into (scripts/pyenv.py).
-TRAINTIME_DEPS=(g++ cmake make libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev
-                openmpi-bin libopenmpi-dev libbenchmark-dev
-                pkg-config python3 python3-pytest python3-pip python3-setuptools python3-torch
-                python3-prometheus-client python3-venv chromium)
+TEST_DEPS=(libbenchmark-dev python3-pytest python3-pip python3-setuptools python3-torch
+           python3-prometheus-client python3-venv chromium)
+
+wanted=("${DEMO_DEPS[@]}")
+if [ "${1:-}" = "--demo" ]; then
+  shift
+else
+  wanted+=("${TEST_DEPS[@]}")
+fi
 
 missing=()
-for pkg in "${TRAINTIME_DEPS[@]}" "$@"; do
+for pkg in "${wanted[@]}" "$@"; do
   if ! dpkg -s "$pkg" >/dev/null 2>&1; then missing+=("$pkg"); fi
 done
 

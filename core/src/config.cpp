@@ -101,7 +101,8 @@ const Row kRows[] = {
      Kind::kU32, &Config::print_every, 0, kU32Max},
     {{"TRAINTIME_PROMETHEUS_FILE", "",
       "File the live metrics are written to in the Prometheus text format, for node_exporter's "
-      "textfile collector ('%r' becomes the rank), every TRAINTIME_SNAPSHOT_SEC seconds (10 if "
+      "textfile collector ('%r' becomes the rank, zero-padded as in rank file names: 00003), every "
+      "TRAINTIME_SNAPSHOT_SEC seconds (10 if "
       "unset) and at exit."},
      Kind::kString, &Config::prometheus_file},
     {{"TRAINTIME_FLOPS_PER_TOKEN", "0",
@@ -226,7 +227,53 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
   return "";
 }
 
+// Levenshtein distance, for "did you mean": names are short, so the quadratic table is fine.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// TRAINTIME_* names that are not settings of the library but are still the project's own: the
+// job id the library hands to its child processes, and the build and test scripts' variables.
+constexpr std::string_view kOtherProjectVars[] = {
+    "TRAINTIME_JOB_ID", "TRAINTIME_BUILD_DIR", "TRAINTIME_JOBS", "TRAINTIME_TEST_JOBS",
+    "TRAINTIME_TEST_CHROMIUM", "TRAINTIME_CI", "TRAINTIME_FUZZ_SECONDS", "TRAINTIME_PYENV_CACHE"};
+
 }  // namespace
+
+std::vector<std::string> unknown_variable_warnings(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  constexpr std::string_view kPrefix = "TRAINTIME_";
+  for (const std::string& name : names) {
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    bool known = std::find(std::begin(kOtherProjectVars), std::end(kOtherProjectVars), name) !=
+                 std::end(kOtherProjectVars);
+    const char* nearest = nullptr;
+    std::size_t best = std::numeric_limits<std::size_t>::max();
+    for (const Row& row : kRows) {
+      if (name == row.var.name) known = true;
+      const std::size_t d = edit_distance(name, row.var.name);
+      if (d < best) {
+        best = d;
+        nearest = row.var.name;
+      }
+    }
+    if (known) continue;
+    out.push_back(name + " is not a traintime variable and is ignored; did you mean " + nearest +
+                  "? (README: Configuration lists them all)");
+  }
+  return out;
+}
 
 const std::vector<ConfigVar>& config_vars() {
   static const std::vector<ConfigVar> vars = [] {

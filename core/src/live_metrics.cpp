@@ -162,9 +162,9 @@ std::string console_line(const StepCounters& interval, const LiveInput& now) {
                   g.step, pct(g.compute_ns, g.span_ns), pct(g.exposed_comm_ns, g.span_ns),
                   pct(g.io_ns, g.span_ns), pct(g.idle_ns, g.span_ns));
     line += buf;
-  } else {
-    line += " | GPU: no step published yet";
   }
+  // No GPU step yet (or no GPU capture at all): the line says nothing about the GPU rather than
+  // repeat "none yet" on every print of a CPU-only run.
   return line;
 }
 

@@ -764,7 +764,11 @@ std::optional<RankFile> read_rank_file(const std::string& path, std::string* err
   try {
     j = json::parse(bytes);
   } catch (const json::parse_error& e) {
-    set_error(error, path + ": not valid JSON (truncated or corrupt?): " + e.what());
+    // The parser's own message ("[json.exception.parse_error.101] ...") means nothing to a
+    // person; where the text stops making sense does.
+    const std::size_t size = buffer.str().size();
+    set_error(error, path + ": not valid JSON (truncated or corrupt?): unreadable from byte " +
+                         std::to_string(e.byte > 0 ? e.byte - 1 : 0) + " of " + std::to_string(size));
     return std::nullopt;
   }
   try {

@@ -12,6 +12,8 @@ using traintime::core::Config;
 using traintime::core::config_vars;
 using traintime::core::EnvLookup;
 using traintime::core::parse_config;
+using traintime::core::ConfigVar;
+using traintime::core::unknown_variable_warnings;
 
 namespace {
 
@@ -258,4 +260,21 @@ TEST_CASE("config gives one warning per bad variable, not one per problem", "[co
   parse({{"TRAINTIME_WARMUP_STEPS", "x"}, {"TRAINTIME_TRACE", "y"}, {"TRAINTIME_NCCL", "1"}},
         warnings);
   CHECK(warnings.size() == 2);
+}
+
+TEST_CASE("a misspelled TRAINTIME_ variable is named with the nearest known one", "[config]") {
+  const std::vector<std::string> w = unknown_variable_warnings(
+      {"TRAINTIME_OUPUT", "TRAINTIME_SNAPSHOT_SECS", "TRAINTIME_OUTPUT", "TRAINTIME_JOB_ID",
+       "PATH", "TRAINTIMEX"});
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].find("TRAINTIME_OUPUT is not a traintime variable") == 0);
+  CHECK(w[0].find("did you mean TRAINTIME_OUTPUT?") != std::string::npos);
+  CHECK(w[1].find("TRAINTIME_SNAPSHOT_SECS is not a traintime variable") == 0);
+  CHECK(w[1].find("did you mean TRAINTIME_SNAPSHOT_SEC?") != std::string::npos);
+}
+
+TEST_CASE("every variable of the table is known to the misspelling check", "[config]") {
+  std::vector<std::string> names;
+  for (const ConfigVar& v : config_vars()) names.emplace_back(v.name);
+  CHECK(unknown_variable_warnings(names).empty());
 }

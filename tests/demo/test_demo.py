@@ -126,8 +126,19 @@ def run_demo(args: SimpleNamespace, c: Checks) -> None:
         c.check(re.search(rf"^\s+{r}\s+\S+\s+{steps}\s+\S+\s+{compute:.3f}\s", out, re.M) is not None,
               f"rank {r}: the report's per-rank row does not show {steps} steps and {compute:.3f} ms/step compute")
     flat = " ".join(out.split())
-    c.check(re.search(r"rank 3 \(host [^)]*\) costs the job \d+\.\d{3} ms/step", flat) is not None,
+    c.check(re.search(r"rank 3 \(host [^)]*\) costs the job \d+\.\d+ (ms|us)/step", flat) is not None,
           "the report does not name the simulated straggler rank 3 with its cost")
+    # The report's first screen (its first 30 lines) says what a newcomer needs first: simulated,
+    # one step time with its source, the straggler; nothing about a second, CPU "median step".
+    report = out[out.index("traintime-report: job "):]
+    first = " ".join(" ".join(report.splitlines()[:30]).split())
+    c.check("SIMULATED GPU (simgpu)" in first, "the report's heading does not say SIMULATED GPU")
+    c.check(re.search(r"step time p50 \d+\.\d+ (ms|us) \(p90 [^)]*\) over \d+ \(rank, step\) values after warm-up, "
+                    r"measured as the GPU step span", first) is not None,
+          "the first screen does not give the one step time with its source")
+    c.check("device simgpu (SIMULATED GPU)" in first, "the first screen does not name the simulated device")
+    c.check("rank 3 (host" in first, "the straggler is not on the first screen")
+    c.check("CPU wall" not in first, "the first screen mentions a CPU wall step time beside the GPU span")
     html = os.path.join(out_dir, "report.html")
     c.check(os.path.exists(html), "no HTML report in the output folder")
     c.check(f"HTML report (SIMULATED GPU): {html}" in out, "the demo does not say where the HTML report is")
@@ -171,3 +182,36 @@ def plan_demo(args: SimpleNamespace, c: Checks) -> None:
     c.check(got == ("sim", 4), f"no nvidia-smi at all: got {got}")
     c.check(not os.path.exists(os.path.join(without, "lib")), "--plan built something")
 
+
+
+def test_demo_installs_only_what_the_demo_uses(args: SimpleNamespace) -> None:
+    """install-deps.sh --demo (what demo.sh calls) asks for the demo's packages only; without
+    --demo (test.sh) for everything. A fake dpkg says nothing is installed and a fake id says the
+    user is not root, so the script only names what it would install."""
+    c = Checks()
+    fakes = os.path.join(args.work, "fake-no-packages")
+    os.makedirs(fakes, exist_ok=True)
+    write_exe(os.path.join(fakes, "dpkg"), "#!/bin/sh\nexit 1\n")
+    write_exe(os.path.join(fakes, "id"), "#!/bin/sh\necho 1000\n")
+    script = str(SOURCE_DIR / "scripts" / "install-deps.sh")
+    env = dict(os.environ, PATH=fakes + os.pathsep + os.environ.get("PATH", ""))
+
+    def asked(*extra: str) -> set[str]:
+        p = subprocess.run(["bash", script, *extra], capture_output=True, text=True, timeout=30, env=env)
+        c.check(p.returncode == 1, f"install-deps.sh {extra}: exit {p.returncode}, want 1 (not root)")
+        m = re.search(r"^traintime: missing packages: (.*)$", p.stderr, re.M)
+        c.check(m is not None, f"install-deps.sh {extra} does not name the missing packages: {p.stderr!r}")
+        return set(m.group(1).split()) if m else set()
+
+    demo = asked("--demo")
+    for needed in ("g++", "cmake", "openmpi-bin", "libcli11-dev", "python3"):
+        c.check(needed in demo, f"the demo needs {needed}, but install-deps.sh --demo does not ask for it")
+    for test_only in ("python3-torch", "chromium", "python3-pytest", "libbenchmark-dev"):
+        c.check(test_only not in demo, f"install-deps.sh --demo asks for {test_only}, which only the tests use")
+    everything = asked()
+    c.check(demo < everything and {"python3-torch", "chromium"} <= everything,
+          f"install-deps.sh (for test.sh) no longer asks for everything: {sorted(everything)}")
+    # demo.sh asks for the demo's set, not for everything.
+    text = (SOURCE_DIR / "scripts" / "demo.sh").read_text()
+    c.check('install-deps.sh" --demo' in text, "demo.sh does not call install-deps.sh --demo")
+    c.done()

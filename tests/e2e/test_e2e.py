@@ -345,18 +345,38 @@ def test_rerun_into_same_directory_replaces_previous_job(tmp_path: Path) -> None
     check(doc["job_id"] != first and doc["steps"]["count"] == 2, "second run did not own rank 0")
 
 
-def test_unwritable_output_keeps_exit_status(tmp_path: Path) -> None:
+def test_unwritable_output_is_reported_at_the_first_record_and_keeps_exit_status(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     blocker = os.path.join(tmp, "a_file")
     open(blocker, "w").close()
     out = os.path.join(blocker, "out")  # a directory below a regular file cannot exist
-    code = "import sys, traintime\nwith traintime.region('forward'):\n    pass\nsys.exit(3)\n"
+    # The program says when its first region has closed: the error must come before that line
+    # (a ten-hour job learns it at its first step, not at exit), and only once.
+    code = ("import sys, traintime\nwith traintime.region('forward'):\n    pass\n"
+            "print('FIRST-REGION-DONE', file=sys.stderr, flush=True)\nsys.exit(3)\n")
     p = run([str(SYSTEM_PYTHON), "-c", code], base_env(out), expect_rc=3)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
-    check(len(lines) == 1, "expected one error line, got %r" % p.stderr)
+    check(len(lines) == 2 and lines[1] == "FIRST-REGION-DONE",
+          "expected one error line before the program's own line, got %r" % p.stderr)
     check(out in lines[0] and "TRAINTIME_OUTPUT" in lines[0] and lines[0].startswith("traintime: "),
           "error line does not name the directory and TRAINTIME_OUTPUT: %r" % lines[0])
     run([ARGS.example, "--steps", "1", "--work-us", "10"], base_env(out), expect_rc=0)
+
+
+def test_misspelled_variable_gets_one_line_naming_the_nearest_known_one(tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    env = base_env(out, TRAINTIME_OUPUT=str(tmp_path / "typo"), TRAINTIME_SNAPSHOT_SECS="5")
+    # A process that records nothing (a shell, a launcher) stays silent.
+    quiet = run(["/bin/true"], env)
+    check(quiet.stderr == "", "a process that recorded nothing printed %r" % quiet.stderr)
+    p = run([ARGS.example, "--steps", "1", "--work-us", "10"], env)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("traintime: ")]
+    want = {"TRAINTIME_OUPUT": "TRAINTIME_OUTPUT", "TRAINTIME_SNAPSHOT_SECS": "TRAINTIME_SNAPSHOT_SEC"}
+    for typo, known in want.items():
+        mine = [l for l in lines if typo + " " in l]
+        check(len(mine) == 1 and "did you mean " + known + "?" in mine[0],
+              "%s: expected one line naming %s, got %r" % (typo, known, lines))
+    check(rank_files(out) == ["rank-00000.json"], "the run did not write into TRAINTIME_OUTPUT")
 
 
 def test_full_disk_gives_one_error_line_and_keeps_exit_status(tmp_path: Path) -> None:
@@ -580,3 +600,25 @@ def test_no_dt_needed_on_cuda_cupti_nccl_or_cxx_runtime() -> None:
     check(needed, "readelf found no NEEDED entries at all: %s" % p.stdout)
     bad = [n for n in needed if re.search(r"cuda|cupti|nccl|nvrtc|nvToolsExt|stdc\+\+|gcc_s|fmt|spdlog", n)]
     check(not bad, "forbidden DT_NEEDED entries: %s (all: %s)" % (bad, needed))
+
+
+def test_report_names_a_killed_rank_with_the_step_it_reached(build_dir: Path, tmp_path: Path) -> None:
+    """Two ranks of one job: rank 1 is SIGKILLed after its periodic snapshot (3 steps), rank 0
+    finishes 5 steps. The report's diagnosis names rank 1 and the step it reached; it does not
+    hide it behind "2 of 2 ranks merged" and a table's state column."""
+    out = str(tmp_path / "out")
+    job = {"TRAINTIME_JOB_ID": "killed-1", "WORLD_SIZE": "2"}
+    with waiting(out, {**job, "RANK": "1", "TRAINTIME_SNAPSHOT_SEC": "1"}) as p:
+        path = os.path.join(out, "rank-00001.json")
+        deadline = time.time() + 15
+        while time.time() < deadline and not os.path.exists(path):
+            time.sleep(0.1)
+        check(os.path.exists(path), "rank 1 wrote no snapshot within 15 s")
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    run([ARGS.example, "--steps", "5", "--work-us", "10"], base_env(out, **job, RANK="0"))
+    report = run([str(build_dir / "bin" / "traintime-report"), out], clean_env())
+    flat = " ".join(report.stdout.split())
+    check(re.search(r"Ranks that stopped early: - rank 1 \(host [^)]*\) stopped at step 3 while the other ranks "
+                    r"finished \(up to step 5\)", flat) is not None,
+          "the diagnosis does not name the killed rank 1 with its step:\n%s" % report.stdout[:3000])

@@ -68,3 +68,21 @@ def text_table(text: str, title_start: str) -> dict[str, list[str]]:
         rows[line[spans[0][0]:spans[0][1]].strip()] = [line[a:b].strip() for a, b in spans[:-1]] + \
             [line[spans[-1][0]:].strip()]
     return rows
+
+
+def cpu_only(d: Path) -> None:
+    """The golden job as TRAINTIME_CUPTI=0 writes it: every GPU figure 0, CPU times kept."""
+    def strip(j: dict) -> None:
+        j.update(gpu_capture="none", gpu_capture_reason="TRAINTIME_CUPTI=0", communicators=[])
+        for c in j["categories"].values():
+            c.update(count=0, gpu_busy_ns=0, gpu_sum_ns=0)
+        zero = {k: 0 for k in j["steps"]["totals"]}
+        j["steps"]["totals"] = dict(zero)
+        for row in j["steps"]["detail"]:
+            row["totals"] = dict(zero)
+        for r in j["regions"]:
+            r.update(gpu_busy_ns=0, gpu_sum_ns=0, gpu_span_ns=0, kernels=0, by_category={}, top_kernels=[])
+        for c in j["comm"]:
+            c.update(gpu_ns=0, algbw_gbps=0, busbw_gbps=0)
+    for r in range(3):
+        edit(d / f"rank-0000{r}.json", strip)

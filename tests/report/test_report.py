@@ -24,26 +24,29 @@ from pathlib import Path
 
 import pytest
 
-from reportlib import GOLDEN, copy_golden, edit, run, summary, text_table
+from reportlib import GOLDEN, copy_golden, cpu_only, edit, run, summary, text_table
 
 MS = 1_000_000
 MiB = 1 << 20
 
 # ---- hand-worked expectations --------------------------------------------------------------
-# Step time over the 12 (rank, step) rows: 15 16 16 16 16 16 16 16 17 17 18 20.
-STEP_MEAN = (15 + 16 * 7 + 17 * 2 + 18 + 20) / 12  # 16.583
-STEP_P50 = 16.0  # nearest rank: the ceil(0.5*12) = 6th value
-STEP_P90 = 18.0  # the ceil(0.9*12) = 11th value
-STEP_MAX = 20.0
+# GPU capture worked, so the job's step time is the GPU step span (busy + idle) of the 12
+# (rank, step) rows: ranks 0 and 1 15 ms in each of their 4 steps, rank 2 16.5 ms: 15 x8, 16.5 x4.
+STEP_MEAN = (15 * 8 + 16.5 * 4) / 12  # 15.5
+STEP_P50 = 15.0  # nearest rank: the ceil(0.5*12) = 6th value
+STEP_P90 = 16.5  # the ceil(0.9*12) = 11th value
+STEP_MAX = 16.5
+# The CPU wall of the same rows (only in the JSON summary): 15 16 16 16 16 16 16 16 17 17 18 20.
+WALL_MEAN = (15 + 16 * 7 + 17 * 2 + 18 + 20) / 12  # 16.583
+WALL_P50, WALL_P90, WALL_MAX = 16.0, 18.0, 20.0
 # Waits: odd seqs rank 0 waits 3.5-1.0 = 2.5, rank 1 3.0-1.0 = 2.0; even seqs rank 1 waits 0.1.
 # Per matched collective x (8 enqueued / 4 steps) collectives per step / 8 matched = x 0.25.
 WAIT_R0 = (4 * 2.5) * 0.25  # 2.5 ms/step
 WAIT_R1 = (4 * 2.0 + 4 * 0.1) * 0.25  # 2.1 ms/step
 # Rank 2 alone delays each odd seq by (second shortest - shortest) = 3.0 - 1.0 = 2.0 ms.
 COST_R2 = (4 * 2.0) * 0.25  # 2.0 ms/step
-# Reference step: the larger of the median CPU wall (16) and the median GPU span (15, the 6th of
-# eight 15s and four 16.5s) = 16 ms, so the cost is 2/16 = 12.5% of a step.
-COST_PCT = 2.0 / 16.0 * 100
+# The cost is measured against the job's median step, the GPU span's 15 ms: 2/15 = 13.3% of a step.
+COST_PCT = 2.0 / 15.0 * 100
 # GPU step span summed over ranks and steps: (14+1)*4 + (14+1)*4 + (15.5+1)*4 = 186 ms.
 SPAN = 186.0
 EXPOSED_PCT = (3 * 4 + 3 * 4 + 0.5 * 4) / SPAN * 100  # 13.978
@@ -77,6 +80,9 @@ def test_json_summary_golden(build_dir: Path) -> None:
     assert s["missing_ranks"] == [] and s["problems"] == []
     st = s["step_time_ms"]
     assert (st["n"], st["mean"], st["p50"], st["p90"], st["max"]) == (12, approx(STEP_MEAN), STEP_P50, STEP_P90, STEP_MAX)
+    assert s["step_time_source"] == "gpu_span" and s["gpu_data"] is True
+    w = s["cpu_wall_ms"]
+    assert (w["n"], w["mean"], w["p50"], w["p90"], w["max"]) == (12, approx(WALL_MEAN), WALL_P50, WALL_P90, WALL_MAX)
     # compute per (rank, step): eight 10s and four 14s.
     c = s["breakdown_ms"]["compute"]
     assert (c["mean"], c["p50"], c["p90"], c["max"]) == (approx((80 + 56) / 12), 10.0, 14.0, 14.0)
@@ -102,6 +108,8 @@ def test_json_summary_golden(build_dir: Path) -> None:
     assert [ranks[r]["last_arrivals"] for r in range(3)] == [0, 0, 4]
     assert [ranks[r]["collectives_matched"] for r in range(3)] == [8, 8, 8]
     assert ranks[2]["per_step_ms"]["compute"] == approx(14) and ranks[0]["per_step_ms"]["exposed_comm"] == approx(3)
+    # Each rank's median step from the job's source (GPU span), its own CPU wall p50 beside it.
+    assert [ranks[r]["step_time_p50_ms"] for r in range(3)] == [15.0, 15.0, 16.5]
 
     (bw,) = s["bandwidth"]
     assert (bw["op"], bw["comm_size"], bw["lo_bytes"], bw["collectives"]) == ("AllReduce", 3, MiB, 8)
@@ -132,10 +140,14 @@ def test_text_report_golden(build_dir: Path) -> None:
     out = proc.stdout
     assert max(len(line) for line in out.splitlines()) <= 100, "a line is wider than 100 columns"
     # The diagnosis comes first, before any table.
-    assert out.index("DIAGNOSIS") < out.index("Step time and breakdown")
+    assert out.index("DIAGNOSIS") < out.index("Step time (GPU step span)")
     flat = " ".join(out.split())
-    assert (f"rank 2 (host node-2) costs the job {f3(COST_R2)} ms/step ({COST_PCT:.1f}% of the 16.000 ms median step)"
+    assert (f"rank 2 (host node-2) costs the job {f3(COST_R2)} ms/step ({COST_PCT:.1f}% of the 15.000 ms median step)"
             in flat)
+    # One step time, said once with its source; the CPU wall is not a second "median step".
+    assert ("step time p50 15.000 ms (p90 16.500 ms) over 12 (rank, step) values after warm-up, measured as the "
+            "GPU step span" in flat)
+    assert "step time (CPU wall)" not in out and "CPU wall" not in out[:out.index("Step time (")]
     assert "arrived last at 4 of 8 collectives" in flat
     assert f"exposed comm {EXPOSED_PCT:.1f}% of the GPU step span" in flat
     assert f"idle {IDLE_PCT:.1f}% of the GPU step span" in flat
@@ -143,13 +155,16 @@ def test_text_report_golden(build_dir: Path) -> None:
     assert "no hang data" in flat
     assert "3 of 3 ranks merged" in flat
 
-    steps = text_table(out, "Step time and breakdown")
-    assert steps["step time (CPU wall)"][1:] == ["12", f3(STEP_MEAN), f3(STEP_P50), f3(STEP_P90), f3(STEP_MAX)]
+    steps = text_table(out, "Step time (GPU step span)")
+    assert steps["step time (GPU step span)"][1:] == ["12", f3(STEP_MEAN), f3(STEP_P50), f3(STEP_P90), f3(STEP_MAX)]
+    # The rank column says what it holds: the rank with the highest value ("max rank" read as a rank
+    # number, e.g. the straggler "max rank 3", was ambiguous).
+    assert "rank of max" in out and re.search(r"max rank(?! of)", out) is None
     cats = text_table(out, "GPU busy per category")
     assert cats["forward"][1:] == [f3(FWD_MEAN), f3(FWD_MIN), f3(FWD_MAX), "2", f"{FWD_SPREAD:.1f}"]
     ranks = text_table(out, "Per rank")
     assert ranks["0"][8] == f3(WAIT_R0) and ranks["1"][8] == f3(WAIT_R1)
-    assert ranks["2"][9] == f3(COST_R2) and ranks["2"][4] == f3(14)
+    assert ranks["2"][9] == f3(COST_R2) and ranks["2"][4] == f3(14) and ranks["2"][3] == f3(16.5)
     bw = text_table(out, "Wait-free bus bandwidth")
     assert bw["AllReduce"][4:6] == [f"{WAITFREE_BUSBW:.2f}", f"{RECORDED_BUSBW:.2f}"]
     warnings = out[out.index("Warnings written in the rank files"):]
@@ -167,7 +182,7 @@ def test_markdown_report_golden(build_dir: Path) -> None:
         if line.startswith("| ") and not line.startswith("| ---"):
             cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
             rows.setdefault(cells[0], cells)
-    assert rows["step time (CPU wall)"][1:] == ["12", f3(STEP_MEAN), f3(STEP_P50), f3(STEP_P90), f3(STEP_MAX)]
+    assert rows["step time (GPU step span)"][1:] == ["12", f3(STEP_MEAN), f3(STEP_P50), f3(STEP_P90), f3(STEP_MAX)]
     assert rows["forward"][1:4] == [f3(FWD_MEAN), f3(FWD_MIN), f3(FWD_MAX)]
     # Region names are data: escaped, never markup.
     assert "<script>" not in md
@@ -186,8 +201,8 @@ def test_csv_views_golden(build_dir: Path, tmp_path: Path) -> None:
     assert float(ranks["2"]["caused"]) == approx(COST_R2, 1e-3)
     with open(tmp_path / "categories.csv", newline="") as f:
         cats = {row["category"]: row for row in csv.DictReader(f)}
-    assert set(cats["forward"]) == {"category", "mean", "min", "max", "max_rank", "spread_pct"}
-    assert float(cats["forward"]["max"]) == FWD_MAX and cats["forward"]["max_rank"] == "2"
+    assert set(cats["forward"]) == {"category", "mean", "min", "max", "rank_of_max", "spread_pct"}
+    assert float(cats["forward"]["max"]) == FWD_MAX and cats["forward"]["rank_of_max"] == "2"
     with open(tmp_path / "regions.csv", newline="") as f:
         paths = [row["region"] for row in csv.DictReader(f)]
     assert "step/<script>alert(1)</script>" in paths  # data kept as is in csv
@@ -195,7 +210,7 @@ def test_csv_views_golden(build_dir: Path, tmp_path: Path) -> None:
     proc = run(build_dir, GOLDEN, "--format", "csv")
     blocks = [b for b in proc.stdout.split("# view: ") if b]
     views = {b.split("\n", 1)[0]: list(csv.DictReader(io.StringIO(b.split("\n", 1)[1]))) for b in blocks}
-    assert float({r["component"]: r for r in views["steps"]}["step time (CPU wall)"]["p90"]) == STEP_P90
+    assert float({r["component"]: r for r in views["steps"]}["step time (GPU step span)"]["p90"]) == STEP_P90
 
 
 # ---- bad input -----------------------------------------------------------------------------
@@ -281,7 +296,8 @@ def test_truncated_invalid_wrong_schema_files_are_named_and_the_rest_reported(bu
     assert proc.returncode == 0, proc.stderr
     lines = problems_of(proc.stderr)
     by_file = {Path(line.split(": ")[1]).name: line for line in lines}
-    assert "not valid JSON (truncated or corrupt?)" in by_file["rank-00001.json"]
+    assert "not valid JSON (truncated or corrupt?): unreadable from byte" in by_file["rank-00001.json"]
+    assert not any("json.exception" in line for line in lines), lines  # no parser internals
     assert 'unsupported schema "traintime/2"' in by_file["rank-00002.json"]
     assert "not valid JSON" in by_file["rank-00003.json"]
     assert "empty file" in by_file["rank-00004.json"]
@@ -425,7 +441,7 @@ def test_no_hang_when_every_rank_entered(build_dir: Path, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("expr, code", [
     ("exposed_comm_pct>13.9", 1), ("exposed_comm_pct>14", 0),  # 13.978%
-    ("step_time_p50>=16", 1), ("step_time_p50>16ms", 0), ("step_time_p50<0.017s", 1),
+    ("step_time_p50>=15", 1), ("step_time_p50>15ms", 0), ("step_time_p50<0.016s", 1),  # 15 ms
     ("stragglers>0", 1), ("stragglers==0", 0), ("hangs>0", 0),
     ("idle_pct>50, stragglers>0", 1), ("idle_pct>50 || hangs>0", 0),
 ])
@@ -455,35 +471,55 @@ def test_malformed_fail_if_is_a_usage_error(build_dir: Path, expr: str, message:
 
 
 def test_compare_and_relative_gate(build_dir: Path, tmp_path: Path) -> None:
-    # The new run: rank 2's forward region takes 8 ms more over the 4 steps (2 ms/step) and every
-    # step of every rank 2 ms longer: step time p50 16 -> 18 ms (+12.5%).
+    # The new run: rank 2's forward region takes 8 ms more over the 4 steps (2 ms/step), and every
+    # step of every rank has 1.5 ms more GPU idle: GPU step spans 16.5 x8 and 18 x4, so the step
+    # time p50 goes 15 -> 16.5 ms (+10%). The CPU wall grows by 5 ms and must not count.
     d = copy_golden(tmp_path / "new")
     for r in range(3):
         def slower(j: dict) -> None:
             for row in j["steps"]["detail"]:
-                row["wall_ns"] += 2 * MS
+                row["totals"]["idle_ns"] += 1500_000
+                row["wall_ns"] += 5 * MS
+            j["steps"]["totals"]["idle_ns"] += 4 * 1500_000
             if j["rank"] == 2:
                 j["regions"][0]["gpu_busy_ns"] += 8 * MS
         edit(d / f"rank-0000{r}.json", slower)
     s, proc = summary(build_dir, d, "--compare", GOLDEN)
     assert proc.returncode == 0
     m = {x["metric"]: x for x in s["compare"]["metrics"]}
-    assert m["step_time_p50"]["value"] == 18.0 and m["step_time_p50"]["baseline"] == 16.0
-    assert m["step_time_p50"]["change_pct"] == approx(12.5)
-    # Spread of the runs: (p90 - p50) / p50 = (18-16)/16 = 12.5% (baseline), (20-18)/18 (new).
-    assert s["compare"]["spread_pct"] == approx(12.5)
-    assert m["step_time_p50"]["beyond_spread"] is False  # 12.5% is not larger than 12.5%
-    assert m["stragglers"]["beyond_spread"] is None
+    assert m["step_time_p50"]["value"] == 16.5 and m["step_time_p50"]["baseline"] == 15.0
+    assert m["step_time_p50"]["change_pct"] == approx(10.0)
+    # The step time's own spread, (p90 - p50) / p50: (16.5-15)/15 = 10% (baseline), (18-16.5)/16.5
+    # (new); the larger is 10%, and a 10% change is not larger than that.
+    assert m["step_time_p50"]["spread_pct"] == approx(10.0)
+    assert m["step_time_p50"]["beyond_spread"] is False
+    # Exposed comm has its own spread: per step 20% on ranks 0 and 1 (3 of 15 ms), 3.0% on rank 2,
+    # so p50 = p90 = 20% and the spread is 0 in the baseline (18.2% both in the new run): its
+    # change, 13.978% -> 26/204 = 12.745% of the span, is beyond it. Judged by the step time's 10%
+    # spread it would not be.
+    assert m["exposed_comm_pct"]["baseline"] == approx(EXPOSED_PCT)
+    assert m["exposed_comm_pct"]["value"] == approx(26 / 204 * 100)
+    assert m["exposed_comm_pct"]["spread_pct"] == approx(0.0) and m["exposed_comm_pct"]["beyond_spread"] is True
+    assert m["stragglers"]["beyond_spread"] is None and m["stragglers"]["spread_pct"] is None
     moved = s["compare"]["moved_most_region"]
     assert moved["name"] == "step/forward"
     # Mean over ranks of step/forward: baseline (4+4+5.5)/3, new (4+4+7.5)/3.
     assert moved["ms_per_step"] == approx(15.5 / 3) and moved["baseline_ms_per_step"] == approx(13.5 / 3)
-    text = " ".join(run(build_dir, d, "--compare", GOLDEN).stdout.split())
+    out = run(build_dir, d, "--compare", GOLDEN).stdout
+    text = " ".join(out.split())
     assert "region that moved most: step/forward" in text
-    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+10%").returncode == 1
+    assert "changed beyond their own step-to-step spread: exposed_comm_pct" in text
+    cmp = text_table(out[out.index("Step time ("):], "Compared with")  # the table, not the diagnosis section
+    # Values as people read them: a count as an integer, a percentage with one decimal, a time in ms.
+    assert cmp["ranks"][1:4] == ["3", "3", "0"], cmp["ranks"]
+    assert cmp["exposed_comm_pct"][1:3] == [f"{26 / 204 * 100:.1f}%", f"{EXPOSED_PCT:.1f}%"]
+    assert cmp["step_time_p50"][1:4] == ["16.500 ms", "15.000 ms", "+1.500 ms"]
+    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+5%").returncode == 1
     assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+15%").returncode == 0
-    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+1.5ms").returncode == 1
+    assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+1ms").returncode == 1
     assert run(build_dir, d, "--compare", GOLDEN, "--fail-if", "samples_per_s<-1%").returncode == 0
+    gate = run(build_dir, d, "--compare", GOLDEN, "--fail-if", "step_time_p50>+5%").stderr
+    assert "step_time_p50 changed by +10.0% (15.000 ms -> 16.500 ms) > +5%" in gate, gate
     assert run(build_dir, d, "--compare", tmp_path / "missing").returncode == 2
 
 
@@ -585,3 +621,109 @@ def test_tflops_and_mfu_per_rank_and_for_the_job(build_dir: Path, tmp_path: Path
     # The gate reads them too.
     assert run(build_dir, d, "--fail-if", "mfu_pct<40").returncode == 1
     assert run(build_dir, d, "--fail-if", "mfu_pct<30").returncode == 0
+    # Rank 2 has FLOPs but no peak: its MFU is '-', and the table says why.
+    assert "MFU '-': 1 rank(s) on an unrecorded device: the GPU's peak TFLOP/s is not known" in " ".join(text.split())
+    assert "set TRAINTIME_PEAK_TFLOPS" in text
+
+
+# ---- what a person reads first -------------------------------------------------------------
+
+def test_cpu_only_run_leads_with_cpu_time_and_hides_what_it_cannot_know(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "cpu")
+    cpu_only(d)
+    proc = run(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    flat = " ".join(out.split())
+    # One step time: the CPU wall (15 16 16 16 16 16 16 16 17 17 18 20 ms), said with its source.
+    assert ("step time p50 16.000 ms (p90 18.000 ms) over 12 (rank, step) values after warm-up, measured as the "
+            "CPU wall time" in flat)
+    steps = text_table(out, "Step time (CPU wall)")
+    assert list(steps) == ["step time (CPU wall)"], steps  # no GPU rows of zeros
+    assert steps["step time (CPU wall)"][1:] == ["12", f3(WALL_MEAN), f3(WALL_P50), f3(WALL_P90), f3(WALL_MAX)]
+    # One line says why the GPU figures are missing; no zero GPU tables, no dangling reference.
+    assert ("no GPU time on any rank (gpu_capture none (TRAINTIME_CUPTI=0): 3 rank(s)): the report shows CPU time "
+            "per region and step; GPU tables, shares and charts are left out") in flat
+    for gone in ("GPU busy per category", "self GPU busy", "Wait-free bus bandwidth", "Top kernels", '"Input"',
+                 "exposed comm 0.0%"):
+        assert gone not in out, gone
+    assert ("not measured: stragglers are found from the GPU durations of collectives and GPU compute, and no "
+            "rank has GPU time") in flat
+    assert "no GPU activity record dropped" not in flat
+    # step/backward's CPU time: 24, 24 and 32 ms over 4 steps on ranks 0, 1, 2 = 6, 6, 8 ms/step.
+    regions = text_table(out, "Regions: CPU wall time")
+    assert regions["step/backward"][2:8] == ["3", f3(20 / 3), f3(6), f3(8), "2", f"{2 / (20 / 3) * 100:.1f}"]
+    assert list(regions)[0] == "step/backward"  # the most CPU time first
+    assert (f"step/backward: {f3(20 / 3)} ms/step CPU wall, inclusive ({20 / 3 / 16 * 100:.1f}% of the median step); "
+            f"highest on rank 2: 8.000 ms") in flat
+    assert out.index("Where the step time goes (CPU)") < out.index("Regions: CPU wall time")
+    ranks = text_table(out, "Per rank")
+    assert ranks["0"][1:] == ["node-0", "4", f3(16.0), "exit"], ranks["0"]  # walls 15 16 17 20: the 2nd of 4
+    html = run(build_dir, d, "--format", "html").stdout
+    assert "the charts of GPU time (breakdown per rank, bus bandwidth, collective waits) are left out" in html
+    assert 'id="chart-breakdown"' not in html and 'id="chart-steps"' in html
+
+
+def test_report_finds_the_job_folder_below_and_takes_a_rank_file(build_dir: Path, tmp_path: Path) -> None:
+    top = tmp_path / "traintime-out"
+    copy_golden(top / "demo")
+    proc = run(build_dir, top)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert f"from {top / 'demo'}" in " ".join(proc.stdout.split()[:20])
+    proc = run(build_dir, top / "demo" / "rank-00001.json")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "3 of 3 ranks merged" in " ".join(proc.stdout.split())
+    # Two job folders: both listed, and how to pick one, on one line.
+    copy_golden(top / "other")
+    proc = run(build_dir, top)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = problems_of(proc.stderr)
+    assert len(lines) == 1, lines
+    assert (f"no rank files here, but 2 folders below it have some: {top / 'demo'}, {top / 'other'}; give one of "
+            f"them, e.g. traintime-report {top / 'demo'}") in lines[0]
+    # Nothing anywhere: one line, not two.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    lines = problems_of(run(build_dir, empty).stderr)
+    assert lines == [f"traintime-report: {empty}: no rank files (rank-*.json) in this directory or below it"], lines
+
+
+def test_a_rank_that_stopped_early_is_named_with_the_step_it_reached(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "killed")
+    # Rank 1's newest file is a periodic snapshot from step 2 (it was SIGKILLed after it); ranks 0
+    # and 2 finished their 4 steps.
+    edit(d / "rank-00001.json", lambda j: j.update(snapshot=True, exit_reason="snapshot",
+                                                   steps={**j["steps"], "count": 2}))
+    s, _ = summary(build_dir, d)
+    assert s["stopped_ranks"] == [{"rank": 1, "host": "node-1", "state": "snapshot", "steps": 2,
+                                   "finished_ranks_steps": 4}]
+    flat = " ".join(run(build_dir, d).stdout.split())
+    assert ("rank 1 (host node-1) stopped at step 2 while the other ranks finished (up to step 4): its newest file is "
+            "a periodic snapshot, so it most likely died there") in flat
+    assert flat.index("Ranks that stopped early") < flat.index("Hangs:")
+
+
+def test_device_simulated_top_kernels_and_no_empty_rates(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "sim")
+    kernels = {0: [{"name": "gemm", "count": 8, "gpu_sum_ns": 12 * MS}],
+               1: [{"name": "gemm", "count": 8, "gpu_sum_ns": 8 * MS}, {"name": "gelu", "count": 4, "gpu_sum_ns": 2 * MS}],
+               2: []}
+    for r in range(3):
+        def change(j: dict, r: int = r) -> None:
+            j["device"] = {"name": "simgpu (SIMULATED GPU)", "peak_tflops": 0, "peak_source": ""}
+            j["regions"][0]["top_kernels"] = kernels[r]
+            j["steps"].update(tokens=0, tokens_per_s=0)
+        edit(d / f"rank-0000{r}.json", change)
+    out = run(build_dir, d).stdout
+    flat = " ".join(out.split())
+    assert "-- SIMULATED GPU (simgpu)" in flat.split("DIAGNOSIS")[0]  # in the heading
+    assert ("device simgpu (SIMULATED GPU): 3 rank(s) -- SIMULATED: every GPU number here comes from simgpu, not from "
+            "hardware") in flat
+    # gemm: 20 ms over both ranks, 3 + 2 ms/step, mean 2.5; gelu: 2 ms on rank 1, 0.5 ms/step.
+    top = {row[-1]: row[:-1] for row in text_table(out, "Top kernels").values()}  # keyed by the kernel column
+    assert top["gemm"] == [f3(20), f3(2.5), "16", "2"] and top["gelu"] == [f3(2), f3(0.5), "4", "1"], top
+    assert list(top) == ["gemm", "gelu"]
+    tput = text_table(out, "Throughput")
+    assert "tokens/s" not in tput and "samples/s" in tput  # no "tokens/s 0.0" without tokens
+    html = run(build_dir, d, "--format", "html").stdout
+    assert 'id="simulated"' in html and "Every GPU number on this page is simulated" in html

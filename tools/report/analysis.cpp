@@ -50,11 +50,19 @@ std::string fmt(const char* f, double v) {
 
 StepView step_view(const Job& job) {
   std::vector<double> wall, span, busy, compute, comm, exposed, io, idle;
+  std::vector<double> exposed_pct, comm_pct, compute_pct, idle_pct;
   for (const RankInput& r : job.ranks) {
     const core::Steps& s = r.data.steps;
     for (const core::Steps::Detail& d : s.detail) {
       if (d.partial || d.index < s.warmup) continue;
       if (d.wall_ns > 0) wall.push_back(ms(d.wall_ns));
+      const double sp = static_cast<double>(d.totals.gpu_busy_ns + d.totals.idle_ns);
+      if (sp > 0) {
+        exposed_pct.push_back(static_cast<double>(d.totals.exposed_comm_ns) / sp * 100);
+        comm_pct.push_back(static_cast<double>(d.totals.comm_ns) / sp * 100);
+        compute_pct.push_back(static_cast<double>(d.totals.compute_ns) / sp * 100);
+        idle_pct.push_back(static_cast<double>(d.totals.idle_ns) / sp * 100);
+      }
       span.push_back(ms(d.totals.gpu_busy_ns + d.totals.idle_ns));
       busy.push_back(ms(d.totals.gpu_busy_ns));
       compute.push_back(ms(d.totals.compute_ns));
@@ -114,7 +122,44 @@ StepView step_view(const Job& job) {
   v.exposed_comm = dist_of(exposed);
   v.io = dist_of(io);
   v.idle = dist_of(idle);
+  v.exposed_comm_pct = dist_of(exposed_pct);
+  v.comm_pct = dist_of(comm_pct);
+  v.compute_pct = dist_of(compute_pct);
+  v.idle_pct = dist_of(idle_pct);
+  v.gpu = v.span.max > 0;
   return v;
+}
+
+// A rank's median step time from the job's step source, after warm-up; without per-step rows,
+// the GPU span per step of its totals or its own CPU wall p50.
+double rank_step_p50(const core::RankFile& f, bool gpu) {
+  std::vector<double> v;
+  for (const core::Steps::Detail& d : f.steps.detail) {
+    if (d.partial || d.index < f.steps.warmup) continue;
+    if (gpu) v.push_back(ms(d.totals.gpu_busy_ns + d.totals.idle_ns));
+    else if (d.wall_ns > 0) v.push_back(ms(d.wall_ns));
+  }
+  if (!v.empty()) return median(std::move(v));
+  return gpu ? ms(f.steps.totals.gpu_busy_ns + f.steps.totals.idle_ns) / steps_of(f) : ms(f.steps.wall_ns.p50_ns);
+}
+
+// The ranks that stopped early: their newest file is a snapshot or a signal's, while some rank
+// finished normally.
+void find_stopped(Report& rep) {
+  uint64_t finished_steps = 0;
+  bool any_finished = false;
+  for (const RankView& v : rep.per_rank)
+    if (v.state == "exit") {
+      any_finished = true;
+      finished_steps = std::max(finished_steps, v.steps);
+    }
+  if (!any_finished) return;
+  for (const RankView& v : rep.per_rank)
+    if (v.state != "exit") rep.stopped.push_back({v.rank, v.host, v.state, v.steps, finished_steps});
+}
+
+bool is_simulated(const std::string& device) {
+  return device.find("SIMULATED") != std::string::npos || device.find("simgpu") != std::string::npos;
 }
 
 uint64_t bucket_of(uint64_t bytes) {
@@ -420,7 +465,7 @@ Report analyze(const Job& job) {
   // Per rank, and the job-wide shares.
   double span = 0, exposed = 0, idle = 0, comm = 0, compute = 0, busy = 0, unattributed = 0;
   double mfu_tflops = 0, mfu_peak = 0;  // over the ranks with a known peak
-  std::map<std::string, uint64_t> capture;
+  std::map<std::string, uint64_t> capture, devices, no_peak;
   for (const RankInput& r : job.ranks) {
     const core::RankFile& f = r.data;
     const core::StepTotals& t = f.steps.totals;
@@ -431,7 +476,8 @@ Report analyze(const Job& job) {
     v.file = r.file;
     v.state = f.snapshot ? "snapshot" : f.exit_reason;
     v.steps = f.steps.count;
-    v.wall_p50_ms = ms(f.steps.wall_ns.p50_ns);
+    v.step_p50_ms = rank_step_p50(f, rep.steps.gpu);
+    v.cpu_wall_p50_ms = ms(f.steps.wall_ns.p50_ns);
     v.compute_ms = ms(t.compute_ns) / n;
     v.exposed_comm_ms = ms(t.exposed_comm_ns) / n;
     v.comm_ms = ms(t.comm_ns) / n;
@@ -447,7 +493,11 @@ Report analyze(const Job& job) {
     v.device = f.device_name;
     v.dropped_records = f.dropped_records;
     for (const core::Steps::Detail& d : f.steps.detail)
-      if (!d.partial) v.step_wall_ms.emplace_back(d.index, ms(d.wall_ns));
+      if (!d.partial)
+        v.step_ms.emplace_back(d.index, rep.steps.gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns));
+    ++devices[f.device_name.empty() ? std::string("not recorded in the rank file") : f.device_name];
+    if (is_simulated(f.device_name)) rep.simulated = true;
+    if (f.steps.tflops > 0 && !(f.steps.mfu > 0 && f.peak_tflops > 0)) ++no_peak[f.device_name];
     rep.per_rank.push_back(std::move(v));
 
     span += rank_span;
@@ -488,6 +538,13 @@ Report analyze(const Job& job) {
     }
   }
   if (mfu_peak > 0) rep.throughput.job_mfu = mfu_tflops / mfu_peak;
+  for (const auto& [name, n] : devices) rep.devices.push_back(name + ": " + std::to_string(n) + " rank(s)");
+  for (const auto& [name, n] : no_peak)
+    rep.mfu_missing_why += (rep.mfu_missing_why.empty() ? "" : "; ") + std::to_string(n) + " rank(s) on " +
+                           (name.empty() ? std::string("an unrecorded device") : name) +
+                           ": the GPU's peak TFLOP/s is not known (not in the table of known GPUs, "
+                           "docs/metrics.md); set TRAINTIME_PEAK_TFLOPS";
+  rep.gpu_data = span > 0;
   if (span > 0) {
     rep.exposed_comm_pct = exposed / span * 100;
     rep.idle_pct = idle / span * 100;
@@ -529,9 +586,16 @@ Report analyze(const Job& job) {
     }
   for (auto& [key, c] : comm_rows) rep.comm.push_back(c);
 
+  for (const auto& [name, k] : job.kernels)
+    rep.kernels.push_back({name, k.count, static_cast<double>(k.gpu_sum_ns) / kNsPerMs,
+                           k.ranks ? k.per_step_ms_sum / static_cast<double>(k.ranks) : 0, k.ranks});
+  std::stable_sort(rep.kernels.begin(), rep.kernels.end(),
+                   [](const KernelView& a, const KernelView& b) { return a.gpu_ms > b.gpu_ms; });
+
   analyze_waits(job, rep);
   find_stragglers(rep);
   find_hangs(job, rep);
+  find_stopped(rep);
   return rep;
 }
 

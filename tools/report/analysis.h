@@ -28,9 +28,15 @@ struct StepView {
   // Where the components come from: "steps.detail", or "totals" (each rank's mean per step).
   std::string component_source;
   Dist wall, span, gpu_busy, compute, comm, exposed_comm, io, idle;  // span: GPU busy + idle
-  // The step the costs are measured against: the larger of the median CPU wall and GPU span
-  // (they agree when the host waits for the GPU every step).
-  double reference_ms() const { return wall.p50 > span.p50 ? wall.p50 : span.p50; }
+  // Per (rank, step) shares of the GPU step span, in percent: each share's own step-to-step
+  // spread, for --compare.
+  Dist exposed_comm_pct, comm_pct, compute_pct, idle_pct;
+  // The job's one step time: the GPU step span when GPU capture gave one (the CPU wall then only
+  // measures how fast the host enqueues work), else the CPU wall.
+  bool gpu = false;
+  const Dist& step() const { return gpu ? span : wall; }
+  const char* step_source() const { return gpu ? "GPU step span" : "CPU wall"; }
+  double reference_ms() const { return step().p50; }
 };
 
 struct Throughput {
@@ -80,8 +86,9 @@ struct RankView {
   std::string host;
   std::string file;
   std::string state;  // "exit", "snapshot", "signal SIGTERM", ...
-  uint64_t steps = 0;
-  double wall_p50_ms = 0;
+  uint64_t steps = 0;       // tt_step calls in the newest file
+  double step_p50_ms = 0;   // median step time, from the job's step source (StepView::step)
+  double cpu_wall_p50_ms = 0;
   double compute_ms = 0, exposed_comm_ms = 0, io_other_ms = 0, idle_ms = 0;  // per step
   double comm_ms = 0, gpu_busy_ms = 0;                                       // per step
   double exposed_comm_pct = 0, idle_pct = 0;
@@ -92,7 +99,25 @@ struct RankView {
   double tflops = 0, mfu = 0;  // 0: not known
   std::string device;
   uint64_t dropped_records = 0;
-  std::vector<std::pair<uint64_t, double>> step_wall_ms;  // (index, ms) from steps.detail
+  std::vector<std::pair<uint64_t, double>> step_ms;  // (index, ms) from steps.detail, the job's step source
+};
+
+// A rank whose newest file is a snapshot (or a signal's) while other ranks finished: it stopped
+// early, most likely killed (SIGKILL, the OOM killer) or crashed.
+struct StoppedRank {
+  int64_t rank = 0;
+  std::string host, state;
+  uint64_t steps = 0;       // the step it reached
+  uint64_t others_steps = 0;  // the most steps a finished rank reached
+};
+
+// A kernel's GPU time summed over the ranks (top_kernels of every region of every rank file).
+struct KernelView {
+  std::string name;
+  uint64_t count = 0;
+  double gpu_ms = 0;        // over the whole run, all ranks
+  double per_step_ms = 0;   // per step, mean over the ranks that ran it
+  uint64_t ranks = 0;
 };
 
 struct Straggler {
@@ -146,6 +171,14 @@ struct Report {
   std::vector<RankView> per_rank;
   std::vector<Straggler> stragglers;  // largest cost first
   std::vector<Hang> hangs;
+  std::vector<StoppedRank> stopped;
+  std::vector<KernelView> kernels;  // by GPU time, largest first
+  // Whether any rank has GPU step time; without it the report is about CPU time only.
+  bool gpu_data = false;
+  std::vector<std::string> devices;  // distinct "NAME: N rank(s)"
+  bool simulated = false;            // a device is simgpu's simulation
+  // TFLOP/s known but MFU not, on some ranks: why (their peak is not known), one line.
+  std::string mfu_missing_why;
   bool hang_data = false;  // some file has threads[] or communicators[].in_flight
   std::vector<std::string> p2p_waits;  // ranks stuck in a Send/Recv (peer unknown), one line each
   uint64_t collectives_matched = 0;

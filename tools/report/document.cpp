@@ -56,10 +56,34 @@ Table make(std::string id, std::string title, std::vector<std::pair<std::string,
   return t;
 }
 
+// What the job ran on and its one step time, said once with where it comes from.
+void add_run(const Report& r, Document& d) {
+  Section run{"Run", {}};
+  const Dist& st = r.steps.step();
+  if (st.n > 0)
+    run.lines.push_back("step time p50 " + human_ms(st.p50) + " (p90 " + human_ms(st.p90) + ") over " + u(st.n) +
+                        " (rank, step) values after warm-up, measured as the " +
+                        (r.steps.gpu ? std::string("GPU step span (first GPU work of a step to its last, on the GPU's clock)")
+                                     : std::string("CPU wall time from one tt_step to the next (no GPU step time)")));
+  else
+    run.lines.push_back("no step after warm-up in the rank files (the job marks steps with tt_step; warm-up " +
+                        u(r.warmup) + ")");
+  for (const std::string& dev : r.devices)
+    run.lines.push_back("device " + dev +
+                        (r.simulated && (dev.find("SIMULATED") != std::string::npos || dev.find("simgpu") != std::string::npos)
+                             ? " -- SIMULATED: every GPU number here comes from simgpu, not from hardware"
+                             : ""));
+  d.diagnosis.push_back(run);
+}
+
 void add_diagnosis(const Report& r, const Extras& x, Document& d) {
+  add_run(r, d);
   Section s{"Stragglers", {}};
   const double step = r.steps.reference_ms();
-  if (r.stragglers.empty()) {
+  if (r.stragglers.empty() && !r.gpu_data) {
+    s.lines.push_back("not measured: stragglers are found from the GPU durations of collectives and GPU compute, "
+                      "and no rank has GPU time");
+  } else if (r.stragglers.empty()) {
     s.lines.push_back(r.collectives_matched
                           ? "none: no rank kept the others waiting (" + u(r.collectives_matched) +
                                 " collectives lined up across ranks) and no rank's compute stands out"
@@ -67,16 +91,16 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                             "communicators[].recent in the files), and no rank's compute stands out");
   }
   for (const Straggler& st : r.stragglers) {
-    std::string line = "rank " + i(st.rank) + " (host " + st.host + ") costs the job " + f3(st.cost_ms_per_step) +
-                       " ms/step" + (step > 0 ? " (" + f1(st.cost_pct) + "% of the " + f3(step) + " ms median step)" : "") +
+    std::string line = "rank " + i(st.rank) + " (host " + st.host + ") costs the job " + human_ms(st.cost_ms_per_step) +
+                       "/step" + (step > 0 ? " (" + f1(st.cost_pct) + "% of the " + human_ms(step) + " median step)" : "") +
                        ": ";
     for (std::size_t k = 0; k < st.reasons.size(); ++k) line += (k ? "; " : "") + st.reasons[k];
     s.lines.push_back(line);
   }
   d.diagnosis.push_back(s);
 
-  Section g{"Where the GPU step time goes", {}};
-  if (r.compute_pct + r.comm_pct + r.idle_pct > 0) {
+  Section g{r.gpu_data ? "Where the GPU step time goes" : "Where the step time goes (CPU)", {}};
+  if (r.gpu_data) {
     g.lines.push_back("exposed comm " + f1(r.exposed_comm_pct) +
                       "% of the GPU step span (communication the GPU waited for; all comm " + f1(r.comm_pct) +
                       "%, compute " + f1(r.compute_pct) + "%)");
@@ -92,9 +116,32 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
     g.lines.push_back("unattributed " + f1(r.unattributed_pct) +
                       "% of GPU busy time (launched while no region was open anywhere)");
   } else {
-    g.lines.push_back("no GPU step time in the rank files (GPU capture: see \"Input\")");
+    std::string why;
+    for (const std::string& c : r.capture) why += (why.empty() ? "" : "; ") + c;
+    g.lines.push_back("no GPU time on any rank (gpu_capture " + why +
+                      "): the report shows CPU time per region and step; GPU tables, shares and charts are left out");
+    const double step_ms = r.steps.wall.p50;
+    std::size_t shown = 0;
+    for (const RegionAcross& ra : r.regions) {
+      if (shown == 5) break;
+      if (ra.cpu_ms.mean() <= 0) continue;
+      ++shown;
+      g.lines.push_back(ra.path + ": " + human_ms(ra.cpu_ms.mean()) + "/step CPU wall, inclusive" +
+                        (step_ms > 0 ? " (" + f1(ra.cpu_ms.mean() / step_ms * 100) + "% of the median step)" : "") +
+                        (ra.cpu_ms.n > 1 ? "; highest on rank " + i(ra.cpu_ms.max_rank) + ": " + human_ms(ra.cpu_ms.max) : ""));
+    }
   }
   d.diagnosis.push_back(g);
+
+  if (!r.stopped.empty()) {
+    Section st{"Ranks that stopped early", {}};
+    for (const StoppedRank& sr : r.stopped)
+      st.lines.push_back("rank " + i(sr.rank) + " (host " + sr.host + ") stopped at step " + u(sr.steps) +
+                         " while the other ranks finished (up to step " + u(sr.others_steps) + "): its newest file is " +
+                         (sr.state == "snapshot" ? std::string("a periodic snapshot") : "from " + sr.state) +
+                         ", so it most likely died there (killed, out of memory, or crashed)");
+    d.diagnosis.push_back(st);
+  }
 
   Section h{"Hangs", {}};
   if (!r.hang_data) {
@@ -124,12 +171,13 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   if (r.dropped_records)
     k.lines.push_back(u(r.dropped_records) + " GPU activity records dropped on rank(s) " + rank_list(r.ranks_dropping) +
                       ": their GPU figures undercount");
-  else
+  else if (r.gpu_data)
     k.lines.push_back("no GPU activity record dropped");
   if (!r.incomplete_ranks.empty())
     k.lines.push_back("rank(s) " + rank_list(r.incomplete_ranks) +
                       " wrote while CUPTI still held records (snapshot or signal): their latest steps may miss GPU work");
-  for (const std::string& c : r.capture) k.lines.push_back("GPU capture " + c);
+  if (r.gpu_data)  // without GPU time the capture lines are the reason already given above
+    for (const std::string& c : r.capture) k.lines.push_back("GPU capture " + c);
   if (!r.problems.empty())
     k.lines.push_back(u(r.problems.size()) + " input problem(s): see the \"problems\" table");
   if (!r.aux_files.empty())
@@ -139,14 +187,18 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   if (x.comparison) {
     const Comparison& c = *x.comparison;
     Section cs{"Compared with " + c.base_dir, {}};
-    cs.lines.push_back("changes beyond " + f1(c.noise_pct) +
-                       "% (the larger step-to-step spread (p90-p50)/p50 of the two runs) are marked in the \"compare\" table");
+    std::string beyond;
+    for (const MetricChange& m : c.metrics)
+      if (m.beyond_spread && *m.beyond_spread) beyond += (beyond.empty() ? "" : ", ") + m.name;
+    cs.lines.push_back("changed beyond their own step-to-step spread: " + (beyond.empty() ? std::string("none") : beyond) +
+                       " (spread = (p90 - p50) / p50 of the metric's per-step values, the larger of the two runs; "
+                       "see the \"compare\" table)");
     if (c.region)
-      cs.lines.push_back("region that moved most: " + c.region->name + " " + f3(c.region->base_ms) + " -> " +
-                         f3(c.region->now_ms) + " ms/step (" + c.region->measure + ", mean over ranks)");
+      cs.lines.push_back("region that moved most: " + c.region->name + " " + human_ms(c.region->base_ms) + " -> " +
+                         human_ms(c.region->now_ms) + " per step (" + c.region->measure + ", mean over ranks)");
     if (c.collective)
-      cs.lines.push_back("collective that moved most: " + c.collective->name + " " + f3(c.collective->base_ms) + " -> " +
-                         f3(c.collective->now_ms) + " ms/step (" + c.collective->measure + ", mean over ranks)");
+      cs.lines.push_back("collective that moved most: " + c.collective->name + " " + human_ms(c.collective->base_ms) + " -> " +
+                         human_ms(c.collective->now_ms) + " per step (" + c.collective->measure + ", mean over ranks)");
     d.diagnosis.push_back(cs);
   }
   if (x.verdicts) {
@@ -168,44 +220,56 @@ void across_cells(std::vector<std::string>& row, const Across& a) {
   row.push_back(f1(a.spread_pct()));
 }
 
+// The column naming the rank that holds a row's highest value.
+constexpr const char* kMaxRank = "rank of max";
+
 }  // namespace
 
 Document build_document(const Report& r, const Extras& x) {
   Document d;
   d.heading = "traintime-report: job " + r.job_id + ", " + u(r.ranks) + " of " + i(r.world_size) + " ranks, " +
-              u(r.steps_max) + " steps (warm-up " + u(r.warmup) + "), from " + r.dir;
+              u(r.steps_max) + " steps (warm-up " + u(r.warmup) + "), from " + r.dir +
+              (r.simulated ? " -- SIMULATED GPU (simgpu)" : "");
   add_diagnosis(r, x, d);
+  const bool gpu = r.gpu_data;
+  const std::string no_gpu = "Without GPU time on any rank the GPU columns are left out.";
 
-  Table steps = make("steps", "Step time and breakdown per step (ms)",
+  Table steps = make("steps", std::string("Step time (") + r.steps.step_source() + ")" +
+                                  (gpu ? " and its GPU breakdown" : "") + " per step (ms)",
                      {{"component", false}, {"n", true}, {"mean", true}, {"p50", true}, {"p90", true}, {"max", true}},
-                     std::string(r.steps.wall_source == "steps.detail"
-                                     ? "Step time over every (rank, step) row of steps.detail after warm-up. "
-                                     : "Step time from each rank's steps.wall_ns (its rows carry none; p50/p90 = "
-                                       "median of the ranks' p50/p90). ") +
-                         (r.steps.component_source == "steps.detail"
-                              ? "GPU components over every (rank, step) row after warm-up, partial steps left out."
-                              : "No per-step rows: GPU components as each rank's mean per step."));
-  dist_row(steps, "step time (CPU wall)", r.steps.wall);
-  dist_row(steps, "GPU step span", r.steps.span);
-  dist_row(steps, "GPU busy", r.steps.gpu_busy);
-  dist_row(steps, "compute", r.steps.compute);
-  dist_row(steps, "comm", r.steps.comm);
-  dist_row(steps, "exposed comm", r.steps.exposed_comm);
-  dist_row(steps, "io", r.steps.io);
-  dist_row(steps, "idle", r.steps.idle);
+                     gpu ? std::string(r.steps.component_source == "steps.detail"
+                                           ? "Over every (rank, step) row of steps.detail after warm-up, partial steps "
+                                             "left out."
+                                           : "No per-step rows: each rank's mean per step.") +
+                               " The step time is the GPU step span: busy + idle."
+                         : std::string(r.steps.wall_source == "steps.detail"
+                                           ? "CPU wall time over every (rank, step) row of steps.detail after warm-up. "
+                                           : "CPU wall time from each rank's steps.wall_ns (p50/p90 = median of the "
+                                             "ranks' p50/p90). ") +
+                               no_gpu);
+  dist_row(steps, gpu ? "step time (GPU step span)" : "step time (CPU wall)", r.steps.step());
+  if (gpu) {
+    dist_row(steps, "GPU busy", r.steps.gpu_busy);
+    dist_row(steps, "compute", r.steps.compute);
+    dist_row(steps, "comm", r.steps.comm);
+    dist_row(steps, "exposed comm", r.steps.exposed_comm);
+    dist_row(steps, "io", r.steps.io);
+    dist_row(steps, "idle", r.steps.idle);
+  }
   d.tables.push_back(steps);
 
-  Table tp = make("throughput", "Throughput after warm-up",
-                  {{"metric", false}, {"job total", true}, {"ranks", true}, {"rank min", true}, {"rank mean", true},
-                   {"rank max", true}, {"max rank", true}},
+  Table tp = make("throughput", "Throughput after warm-up (the job's total; min, mean and max per rank)",
+                  {{"metric", false}, {"job total", true}, {"ranks", true}, {"min", true}, {"mean", true},
+                   {"max", true}, {kMaxRank, true}},
                   "Job total = sum over ranks: right for data parallelism, where each rank consumes its own samples; "
                   "with tensor or pipeline parallelism divide by the model-parallel degree.");
-  if (r.throughput.ranks_with_rates) {
+  if (r.throughput.samples_per_s > 0) {
     const Across& a = r.throughput.samples_per_s_rank;
     tp.rows.push_back({"samples/s", f1(r.throughput.samples_per_s), u(r.throughput.ranks_with_rates), f1(a.min),
                        f1(a.mean()), f1(a.max), i(a.max_rank)});
-    tp.rows.push_back({"tokens/s", f1(r.throughput.tokens_per_s), u(r.throughput.ranks_with_rates), "", "", "", ""});
   }
+  if (r.throughput.tokens_per_s > 0)
+    tp.rows.push_back({"tokens/s", f1(r.throughput.tokens_per_s), u(r.throughput.ranks_with_rates), "", "", "", ""});
   if (r.throughput.ranks_with_flops) {
     const Across& t = r.throughput.tflops_rank;
     tp.rows.push_back({"TFLOP/s", f1(r.throughput.tflops), u(r.throughput.ranks_with_flops), f1(t.min), f1(t.mean()),
@@ -218,58 +282,105 @@ Document build_document(const Report& r, const Extras& x) {
     tp.note += " MFU = achieved model TFLOP/s / the GPU's peak (" + r.throughput.peak_sources +
                "); job MFU = summed TFLOP/s / summed peaks.";
   }
+  if (!r.mfu_missing_why.empty()) tp.note += " MFU '-': " + r.mfu_missing_why + ".";
+  if (gpu && !tp.rows.empty())
+    tp.note += " Rates are the ranks' own, over their CPU wall time between steps.";
+  if (tp.rows.empty())
+    tp.note = "No rates: the job gave tt_step no samples or tokens (and no model FLOPs).";
   d.tables.push_back(tp);
 
-  Table cat = make("categories", "GPU busy per category (ms/step, across ranks)",
-                   {{"category", false}, {"mean", true}, {"min", true}, {"max", true}, {"max rank", true}, {"spread %", true}},
-                   "Per step = the rank's total / its steps. spread = (max - min) / mean.");
-  for (const CategoryView& c : r.categories) {
-    std::vector<std::string> row{c.name};
-    across_cells(row, c.busy_ms);
-    cat.rows.push_back(row);
+  if (gpu) {
+    Table cat = make("categories", "GPU busy per category (ms/step, across ranks)",
+                     {{"category", false}, {"mean", true}, {"min", true}, {"max", true}, {kMaxRank, true}, {"spread %", true}},
+                     "Per step = the rank's total / its steps. spread = (max - min) / mean.");
+    for (const CategoryView& c : r.categories) {
+      std::vector<std::string> row{c.name};
+      across_cells(row, c.busy_ms);
+      cat.rows.push_back(row);
+    }
+    d.tables.push_back(cat);
   }
-  d.tables.push_back(cat);
 
-  Table reg = make("regions", "Regions: self GPU busy (ms/step, across ranks)",
-                   {{"region", false}, {"category", false}, {"ranks", true}, {"mean", true}, {"min", true}, {"max", true},
-                    {"max rank", true}, {"spread %", true}, {"cpu mean", true}},
-                   "Exclusive GPU time of the work launched directly in the region; cpu = inclusive CPU wall time.");
-  for (const RegionAcross& ra : r.regions) {
-    std::vector<std::string> row{ra.path, ra.category, u(ra.gpu_busy_ms.n)};
-    across_cells(row, ra.gpu_busy_ms);
-    row.push_back(f3(ra.cpu_ms.mean()));
-    reg.rows.push_back(row);
+  if (gpu) {
+    Table reg = make("regions", "Regions: self GPU busy (ms/step, across ranks)",
+                     {{"region", false}, {"category", false}, {"ranks", true}, {"mean", true}, {"min", true}, {"max", true},
+                      {kMaxRank, true}, {"spread %", true}, {"cpu mean", true}},
+                     "Exclusive GPU time of the work launched directly in the region; cpu = inclusive CPU wall time.");
+    for (const RegionAcross& ra : r.regions) {
+      std::vector<std::string> row{ra.path, ra.category, u(ra.gpu_busy_ms.n)};
+      across_cells(row, ra.gpu_busy_ms);
+      row.push_back(f3(ra.cpu_ms.mean()));
+      reg.rows.push_back(row);
+    }
+    reg.text_rows = 25;
+    d.tables.push_back(reg);
+  } else {
+    Table reg = make("regions", "Regions: CPU wall time (ms/step, inclusive, across ranks)",
+                     {{"region", false}, {"category", false}, {"ranks", true}, {"mean", true}, {"min", true}, {"max", true},
+                      {kMaxRank, true}, {"spread %", true}, {"entries/step", true}},
+                     "Inclusive CPU wall time of the region per step: nested regions are inside their parent's time.");
+    for (const RegionAcross& ra : r.regions) {
+      std::vector<std::string> row{ra.path, ra.category, u(ra.cpu_ms.n)};
+      across_cells(row, ra.cpu_ms);
+      row.push_back(f2(ra.entries.mean()));
+      reg.rows.push_back(row);
+    }
+    reg.text_rows = 25;
+    d.tables.push_back(reg);
   }
-  reg.text_rows = 25;
-  d.tables.push_back(reg);
 
-  Table comm = make("comm", "Communication per op and communicator size (per step, across ranks)",
-                    {{"op", false}, {"size", true}, {"calls", true}, {"bytes/call", true}, {"gpu ms mean", true},
-                     {"gpu ms max", true}, {"max rank", true}, {"busbw GB/s", true}},
-                    "GPU time includes waiting for the slowest rank, so this busbw (mean over ranks) is a lower "
-                    "bound; see \"bandwidth\" for the wait-free figures.");
-  for (const CommView& c : r.comm)
-    comm.rows.push_back({c.op, u(c.comm_size), f2(c.calls.mean()),
-                         c.bytes_known && c.calls_total ? bytes_text(static_cast<double>(c.bytes) / static_cast<double>(c.calls_total)) : "unknown",
-                         f3(c.gpu_ms.mean()), f3(c.gpu_ms.max), i(c.gpu_ms.max_rank), f2(c.busbw_gbps.mean())});
-  d.tables.push_back(comm);
+  if (gpu && !r.kernels.empty()) {
+    // The name last: a long demangled signature is cut at its end, keeping the kernel's name.
+    Table k = make("kernels", "Top kernels by GPU time (all ranks)",
+                   {{"gpu ms total", true}, {"ms/step", true}, {"calls", true}, {"ranks", true}, {"kernel", false}},
+                   "From each region's top_kernels (the most expensive kernels a rank file keeps), summed over ranks; "
+                   "ms/step = mean over the ranks that ran it. Complete list: --format csv or json.");
+    for (const KernelView& kv : r.kernels)
+      k.rows.push_back({f3(kv.gpu_ms), f3(kv.per_step_ms), u(kv.count), u(kv.ranks), kv.name});
+    k.text_rows = 10;
+    d.tables.push_back(k);
+  }
 
-  Table bw = make("bandwidth", "Wait-free bus bandwidth per op and message size (GB/s = 1e9 B/s)",
-                  {{"op", false}, {"size", true}, {"bytes from", true}, {"collectives", true}, {"wait-free busbw", true},
-                   {"recorded busbw", true}},
-                  "Each collective lined up by (communicator, seq); its shortest duration over the member ranks is "
-                  "the wait-free time. recorded = from every rank's duration, waiting included.");
-  for (const BandwidthView& b : r.bandwidth)
-    bw.rows.push_back({b.op, u(b.comm_size), bytes_text(static_cast<double>(b.lo_bytes)), u(b.collectives),
-                       f2(b.waitfree_busbw_gbps), f2(b.recorded_busbw_gbps)});
-  d.tables.push_back(bw);
+  if (gpu) {
+    Table comm = make("comm", "Communication per op and communicator size (per step, across ranks)",
+                      {{"op", false}, {"size", true}, {"calls", true}, {"bytes/call", true}, {"gpu ms mean", true},
+                       {"gpu ms max", true}, {kMaxRank, true}, {"busbw GB/s", true}},
+                      "GPU time includes waiting for the slowest rank, so this busbw (mean over ranks) is a lower "
+                      "bound; see \"bandwidth\" for the wait-free figures.");
+    for (const CommView& c : r.comm)
+      comm.rows.push_back({c.op, u(c.comm_size), f2(c.calls.mean()),
+                           c.bytes_known && c.calls_total ? bytes_text(static_cast<double>(c.bytes) / static_cast<double>(c.calls_total)) : "unknown",
+                           f3(c.gpu_ms.mean()), f3(c.gpu_ms.max), i(c.gpu_ms.max_rank), f2(c.busbw_gbps.mean())});
+    d.tables.push_back(comm);
 
-  Table ranks = make("ranks", "Per rank (ms/step)",
-                     {{"rank", true}, {"host", false}, {"steps", true}, {"p50 step", true}, {"compute", true},
-                      {"exp comm", true}, {"io+other", true}, {"idle", true}, {"wait", true}, {"caused", true},
-                      {"state", false}},
-                     "wait = time this rank's collectives waited for the others; caused = the wait of the job that "
-                     "this rank alone caused by arriving last.");
+    Table bw = make("bandwidth", "Wait-free bus bandwidth per op and message size (GB/s = 1e9 B/s)",
+                    {{"op", false}, {"size", true}, {"bytes from", true}, {"collectives", true}, {"wait-free busbw", true},
+                     {"recorded busbw", true}},
+                    "Each collective lined up by (communicator, seq); its shortest duration over the member ranks is "
+                    "the wait-free time. recorded = from every rank's duration, waiting included.");
+    for (const BandwidthView& b : r.bandwidth)
+      bw.rows.push_back({b.op, u(b.comm_size), bytes_text(static_cast<double>(b.lo_bytes)), u(b.collectives),
+                         f2(b.waitfree_busbw_gbps), f2(b.recorded_busbw_gbps)});
+    d.tables.push_back(bw);
+  } else if (!r.comm.empty()) {
+    Table comm = make("comm", "Communication per op and communicator size (per step, across ranks)",
+                      {{"op", false}, {"size", true}, {"calls", true}, {"bytes/call", true}},
+                      "Calls and bytes as the NCCL interposers counted them. " + no_gpu);
+    for (const CommView& c : r.comm)
+      comm.rows.push_back({c.op, u(c.comm_size), f2(c.calls.mean()),
+                           c.bytes_known && c.calls_total ? bytes_text(static_cast<double>(c.bytes) / static_cast<double>(c.calls_total)) : "unknown"});
+    d.tables.push_back(comm);
+  }
+
+  Table ranks = gpu ? make("ranks", "Per rank (ms/step)",
+                           {{"rank", true}, {"host", false}, {"steps", true}, {"p50 step", true}, {"compute", true},
+                            {"exp comm", true}, {"io+other", true}, {"idle", true}, {"wait", true}, {"caused", true},
+                            {"state", false}},
+                           "p50 step = the rank's median GPU step span; wait = time this rank's collectives waited for "
+                           "the others; caused = the wait of the job that this rank alone caused by arriving last.")
+                    : make("ranks", "Per rank (ms/step)",
+                           {{"rank", true}, {"host", false}, {"steps", true}, {"p50 step", true}, {"state", false}},
+                           "p50 step = the rank's median CPU wall time per step. " + no_gpu);
   // TFLOP/s and MFU columns only when some rank knows its model FLOPs.
   const bool flops = r.throughput.ranks_with_flops > 0;
   if (flops) {
@@ -277,9 +388,10 @@ Document build_document(const Report& r, const Extras& x) {
     ranks.numeric.insert(ranks.numeric.end() - 1, {true, true});
   }
   for (const RankView& v : r.per_rank) {
-    std::vector<std::string> row{i(v.rank), v.host, u(v.steps), f3(v.wall_p50_ms), f3(v.compute_ms),
-                                 f3(v.exposed_comm_ms), f3(v.io_other_ms), f3(v.idle_ms), f3(v.wait_ms),
-                                 f3(v.caused_ms)};
+    std::vector<std::string> row{i(v.rank), v.host, u(v.steps), f3(v.step_p50_ms)};
+    if (gpu)
+      for (double val : {v.compute_ms, v.exposed_comm_ms, v.io_other_ms, v.idle_ms, v.wait_ms, v.caused_ms})
+        row.push_back(f3(val));
     if (flops) {
       row.push_back(v.tflops > 0 ? f1(v.tflops) : "-");
       row.push_back(v.mfu > 0 ? f1(100 * v.mfu) : "-");
@@ -293,12 +405,13 @@ Document build_document(const Report& r, const Extras& x) {
   if (x.comparison) {
     Table c = make("compare", "Compared with " + x.comparison->base_dir,
                    {{"metric", false}, {"this run", true}, {"baseline", true}, {"change", true}, {"change %", true},
-                    {"beyond spread", false}},
-                   "beyond spread: the change is larger than the runs' own step-to-step spread; '-' for counts.");
+                    {"spread %", true}, {"beyond spread", false}},
+                   "spread = the metric's own step-to-step spread (p90 - p50) / p50, the larger of the two runs (rates: "
+                   "the step time's); beyond spread: |change %| is larger; '-' where the metric has no per-step values.");
     for (const MetricChange& m : x.comparison->metrics)
-      c.rows.push_back({m.name + (unit_label(m.unit)[0] ? std::string(" (") + unit_label(m.unit) + ")" : ""),
-                        m.now ? f3(*m.now) : "n/a", m.base ? f3(*m.base) : "n/a", m.change ? f3(*m.change) : "n/a",
-                        m.change_pct ? f1(*m.change_pct) : "n/a",
+      c.rows.push_back({m.name, m.now ? human(*m.now, m.unit) : "n/a", m.base ? human(*m.base, m.unit) : "n/a",
+                        m.change ? (*m.change > 0 ? "+" : "") + human(*m.change, m.unit) : "n/a",
+                        m.change_pct ? f1(*m.change_pct) : "n/a", m.spread_pct ? f1(*m.spread_pct) : "-",
                         m.beyond_spread ? (*m.beyond_spread ? "yes" : "no") : "-"});
     d.tables.push_back(c);
   }

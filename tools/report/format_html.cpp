@@ -179,7 +179,10 @@ std::string charts(const Report& r) {
   for (const RankView& v : r.per_rank) labels.push_back(std::to_string(v.rank));
 
   // 1. Per-rank breakdown of a step.
-  {
+  if (!r.gpu_data) {
+    out += "<p class=\"note\">No GPU time on any rank: the charts of GPU time (breakdown per rank, bus bandwidth, "
+           "collective waits) are left out; the step time below is CPU wall time.</p>";
+  } else {
     std::vector<Series> s{{"compute", "#4e79a7", {}}, {"exposed comm", "#e15759", {}},
                           {"io + other", "#f28e2b", {}}, {"idle", "#bab0ac", {}}};
     for (const RankView& v : r.per_rank) {
@@ -203,15 +206,17 @@ std::string charts(const Report& r) {
     std::vector<Line> lines;
     for (std::size_t k = 0; k < pick.size(); ++k) {
       Line l{"rank " + std::to_string(pick[k]->rank), kPalette[k % 16], {}};
-      for (const auto& [idx, ms] : pick[k]->step_wall_ms) l.points.emplace_back(static_cast<double>(idx), ms);
+      for (const auto& [idx, ms] : pick[k]->step_ms) l.points.emplace_back(static_cast<double>(idx), ms);
       if (!l.points.empty()) lines.push_back(l);
     }
     const std::string title = "Step time over the run" + std::string(n > pick.size() ? " (" + std::to_string(pick.size()) +
                                                                                             " of " + std::to_string(n) + " ranks)"
                                                                                       : "");
     out += lines.empty() ? empty_chart("chart-steps", title, "no per-step rows (steps.detail) in the rank files")
-                         : line_chart("chart-steps", title, lines, "step", "step time, ms (CPU wall)");
+                         : line_chart("chart-steps", title, lines, "step",
+                                      std::string("step time, ms (") + r.steps.step_source() + ")");
   }
+  if (!r.gpu_data) return out;
   // 3. Bus bandwidth by op and message size.
   {
     std::vector<std::string> bl;
@@ -275,7 +280,11 @@ std::string render_html(const Document& d, const Report& r) {
       "svg .grid{stroke:#e5e5e5}svg .axis{stroke:#333}figure{margin:16px 0}ul{margin:0 0 8px}"
       ".sim{background:#fff3cd;padding:6px 10px}"
       "</style></head><body>\n";
-  s += "<h1>" + escape(d.heading) + "</h1>\n<section id=\"diagnosis\"><h2>Diagnosis</h2>";
+  s += "<h1>" + escape(d.heading) + "</h1>\n";
+  if (r.simulated)
+    s += "<p class=\"sim\" id=\"simulated\">SIMULATED GPU: these rank files come from simgpu, a simulation of CUDA, "
+         "CUPTI and NCCL. Every GPU number on this page is simulated, not measured on hardware.</p>\n";
+  s += "<section id=\"diagnosis\"><h2>Diagnosis</h2>";
   for (const Section& sec : d.diagnosis) {
     s += "<h3>" + escape(sec.title) + "</h3><ul>";
     for (const std::string& l : sec.lines) s += "<li>" + escape(l) + "</li>";

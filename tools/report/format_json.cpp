@@ -33,8 +33,13 @@ json summary_json(const Report& r, const Extras& x) {
   for (const Metric& m : headline_metrics(r)) metrics[m.name] = opt(m.value);
   out["metrics"] = metrics;
 
-  out["step_time_ms"] = dist(r.steps.wall);
-  out["step_time_source"] = r.steps.wall_source;
+  out["step_time_ms"] = dist(r.steps.step());
+  out["step_time_source"] = r.steps.gpu ? "gpu_span" : "cpu_wall";
+  out["cpu_wall_ms"] = dist(r.steps.wall);
+  out["cpu_wall_source"] = r.steps.wall_source;
+  out["gpu_data"] = r.gpu_data;
+  out["devices"] = r.devices;
+  out["simulated"] = r.simulated;
   out["breakdown_source"] = r.steps.component_source;
   out["reference_step_ms"] = r.steps.reference_ms();
   out["breakdown_ms"] = {{"span", dist(r.steps.span)}, {"gpu_busy", dist(r.steps.gpu_busy)}, {"compute", dist(r.steps.compute)},
@@ -80,7 +85,8 @@ json summary_json(const Report& r, const Extras& x) {
                      {"file", v.file},
                      {"state", v.state},
                      {"steps", v.steps},
-                     {"step_time_p50_ms", v.wall_p50_ms},
+                     {"step_time_p50_ms", v.step_p50_ms},
+                     {"cpu_wall_p50_ms", v.cpu_wall_p50_ms},
                      {"per_step_ms",
                       {{"gpu_busy", v.gpu_busy_ms},
                        {"compute", v.compute_ms},
@@ -122,6 +128,18 @@ json summary_json(const Report& r, const Extras& x) {
   }
   out["hangs"] = hangs;
   out["p2p_waits"] = r.p2p_waits;
+  json stopped = json::array();
+  for (const StoppedRank& sr : r.stopped)
+    stopped.push_back({{"rank", sr.rank}, {"host", sr.host}, {"state", sr.state}, {"steps", sr.steps},
+                       {"finished_ranks_steps", sr.others_steps}});
+  out["stopped_ranks"] = stopped;
+  json kernels = json::array();
+  for (std::size_t k = 0; k < r.kernels.size() && k < 50; ++k) {
+    const KernelView& kv = r.kernels[k];
+    kernels.push_back({{"name", kv.name}, {"count", kv.count}, {"gpu_ms", kv.gpu_ms},
+                       {"gpu_ms_per_step", kv.per_step_ms}, {"ranks", kv.ranks}});
+  }
+  out["top_kernels"] = kernels;
 
   out["dropped_records"] = r.dropped_records;
   out["ranks_dropping_records"] = r.ranks_dropping;
@@ -140,14 +158,14 @@ json summary_json(const Report& r, const Extras& x) {
     json ms = json::array();
     for (const MetricChange& m : c.metrics)
       ms.push_back({{"metric", m.name}, {"unit", unit_label(m.unit)}, {"value", opt(m.now)}, {"baseline", opt(m.base)},
-                    {"change", opt(m.change)}, {"change_pct", opt(m.change_pct)},
+                    {"change", opt(m.change)}, {"change_pct", opt(m.change_pct)}, {"spread_pct", opt(m.spread_pct)},
                     {"beyond_spread", m.beyond_spread ? json(*m.beyond_spread) : json(nullptr)}});
     auto mover = [](const std::optional<Mover>& m) {
       return m ? json{{"name", m->name}, {"ms_per_step", m->now_ms}, {"baseline_ms_per_step", m->base_ms},
                       {"measure", m->measure}}
                : json(nullptr);
     };
-    out["compare"] = {{"baseline_dir", c.base_dir}, {"baseline_job_id", c.base_job}, {"spread_pct", c.noise_pct},
+    out["compare"] = {{"baseline_dir", c.base_dir}, {"baseline_job_id", c.base_job},
                       {"metrics", ms}, {"moved_most_region", mover(c.region)},
                       {"moved_most_collective", mover(c.collective)}};
   }

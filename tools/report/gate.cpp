@@ -18,7 +18,8 @@ struct MetricDef {
 };
 
 constexpr MetricDef kMetrics[] = {
-    {"step_time_p50", Unit::kMs, "median step time over (rank, step) after warm-up, ms"},
+    {"step_time_p50", Unit::kMs,
+     "median step time over (rank, step) after warm-up, ms: the GPU step span when GPU capture worked, else the CPU wall"},
     {"step_time_p90", Unit::kMs, "90th percentile step time, ms"},
     {"step_time_mean", Unit::kMs, "mean step time, ms"},
     {"step_time_max", Unit::kMs, "longest step, ms"},
@@ -46,15 +47,13 @@ std::string num(double v) {
   return buf;
 }
 
-std::string with_unit(double v, Unit u) {
-  switch (u) {
-    case Unit::kMs: return num(v) + " ms";
-    case Unit::kPct: return num(v) + "%";
-    case Unit::kRate: return num(v) + "/s";
-    case Unit::kCount: return num(v);
-  }
-  return num(v);
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
 }
+
+std::string with_unit(double v, Unit u) { return human(v, u); }
 
 bool compare_op(double a, const std::string& op, double b) {
   if (op == ">") return a > b;
@@ -153,12 +152,32 @@ Condition parse_condition(const std::string& raw) {
   return c;
 }
 
-// The runs' own step-to-step spread: (p90 - p50) / p50 of the step time, in percent.
-double noise_pct(const Report& r) {
-  return r.steps.wall.p50 > 0 ? (r.steps.wall.p90 - r.steps.wall.p50) / r.steps.wall.p50 * 100 : 0;
+// A per-step distribution's spread: (p90 - p50) / p50, in percent; nullopt without a median.
+std::optional<double> spread_of(const Dist& d) {
+  if (d.n == 0 || d.p50 <= 0) return std::nullopt;
+  return (d.p90 - d.p50) / d.p50 * 100;
 }
 
 }  // namespace
+
+std::string human_ms(double ms) {
+  const double a = std::fabs(ms);
+  if (a == 0) return "0 ms";
+  if (a < 1e-3) return fmt("%.0f ns", ms * 1e6);
+  if (a < 1) return fmt("%.1f us", ms * 1e3);
+  if (a < 1e3) return fmt("%.3f ms", ms);
+  return fmt("%.2f s", ms / 1e3);
+}
+
+std::string human(double v, Unit u) {
+  switch (u) {
+    case Unit::kMs: return human_ms(v);
+    case Unit::kPct: return fmt("%.1f", v) + "%";
+    case Unit::kRate: return fmt("%.1f", v) + "/s";
+    case Unit::kCount: return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt("%.0f", v) : num(v);
+  }
+  return num(v);
+}
 
 const char* unit_label(Unit u) {
   switch (u) {
@@ -179,13 +198,24 @@ std::vector<std::string> metric_names() {
 std::vector<Metric> headline_metrics(const Report& r) {
   std::map<std::string, std::optional<double>> v;
   std::map<std::string, std::string> why;
-  const bool steps = r.steps.wall.n > 0;
+  std::map<std::string, std::optional<double>> spread;
+  const Dist& step = r.steps.step();
+  const bool steps = step.n > 0;
   const std::string no_steps = "no step after warm-up in the rank files (the job marks steps with tt_step)";
-  v["step_time_p50"] = steps ? std::optional<double>(r.steps.wall.p50) : std::nullopt;
-  v["step_time_p90"] = steps ? std::optional<double>(r.steps.wall.p90) : std::nullopt;
-  v["step_time_mean"] = steps ? std::optional<double>(r.steps.wall.mean) : std::nullopt;
-  v["step_time_max"] = steps ? std::optional<double>(r.steps.wall.max) : std::nullopt;
-  for (const char* n : {"step_time_p50", "step_time_p90", "step_time_mean", "step_time_max"}) why[n] = no_steps;
+  v["step_time_p50"] = steps ? std::optional<double>(step.p50) : std::nullopt;
+  v["step_time_p90"] = steps ? std::optional<double>(step.p90) : std::nullopt;
+  v["step_time_mean"] = steps ? std::optional<double>(step.mean) : std::nullopt;
+  v["step_time_max"] = steps ? std::optional<double>(step.max) : std::nullopt;
+  for (const char* n : {"step_time_p50", "step_time_p90", "step_time_mean", "step_time_max"}) {
+    why[n] = no_steps;
+    spread[n] = spread_of(step);
+  }
+  // Rates are the step time's inverse: its spread.
+  for (const char* n : {"samples_per_s", "tokens_per_s", "tflops", "mfu_pct"}) spread[n] = spread_of(step);
+  spread["exposed_comm_pct"] = spread_of(r.steps.exposed_comm_pct);
+  spread["comm_pct"] = spread_of(r.steps.comm_pct);
+  spread["compute_pct"] = spread_of(r.steps.compute_pct);
+  spread["idle_pct"] = spread_of(r.steps.idle_pct);
   const bool gpu = r.ranks > 0 && (r.compute_pct > 0 || r.comm_pct > 0 || r.idle_pct > 0);
   const std::string no_gpu = "no GPU step time in the rank files (no GPU capture)";
   for (auto [n, x] : {std::pair<const char*, double>{"exposed_comm_pct", r.exposed_comm_pct},
@@ -196,10 +226,10 @@ std::vector<Metric> headline_metrics(const Report& r) {
     v[n] = gpu ? std::optional<double>(x) : std::nullopt;
     why[n] = no_gpu;
   }
-  const bool rates = r.throughput.ranks_with_rates > 0;
-  v["samples_per_s"] = rates ? std::optional<double>(r.throughput.samples_per_s) : std::nullopt;
-  v["tokens_per_s"] = rates ? std::optional<double>(r.throughput.tokens_per_s) : std::nullopt;
-  why["samples_per_s"] = why["tokens_per_s"] = "no rates in the rank files (tt_step(samples, tokens) not given)";
+  v["samples_per_s"] = r.throughput.samples_per_s > 0 ? std::optional<double>(r.throughput.samples_per_s) : std::nullopt;
+  v["tokens_per_s"] = r.throughput.tokens_per_s > 0 ? std::optional<double>(r.throughput.tokens_per_s) : std::nullopt;
+  why["samples_per_s"] = "no samples in the rank files (tt_step(samples, tokens) not given)";
+  why["tokens_per_s"] = "no tokens in the rank files (tt_step(samples, tokens) not given)";
   v["tflops"] = r.throughput.ranks_with_flops ? std::optional<double>(r.throughput.tflops) : std::nullopt;
   why["tflops"] = "no model FLOPs in the rank files (tt_set_flops or TRAINTIME_FLOPS_PER_TOKEN not given)";
   v["mfu_pct"] = r.throughput.mfu_rank.n ? std::optional<double>(100 * r.throughput.job_mfu) : std::nullopt;
@@ -212,7 +242,7 @@ std::vector<Metric> headline_metrics(const Report& r) {
   v["bad_files"] = static_cast<double>(r.problems.size());
   v["ranks"] = static_cast<double>(r.ranks);
   std::vector<Metric> out;
-  for (const MetricDef& d : kMetrics) out.push_back({d.name, d.unit, d.what, v[d.name], why[d.name]});
+  for (const MetricDef& d : kMetrics) out.push_back({d.name, d.unit, d.what, v[d.name], why[d.name], spread[d.name]});
   return out;
 }
 
@@ -262,7 +292,7 @@ std::vector<Verdict> evaluate(const std::vector<Condition>& conditions, const Re
       } else {
         const double pct = change / std::fabs(*b->value) * 100;
         v.holds = compare_op(pct, c.op, c.value);
-        v.explanation = c.metric + " changed by " + (pct >= 0 ? "+" : "") + num(pct) + "% (" + with_unit(*b->value, m->unit) +
+        v.explanation = c.metric + " changed by " + (pct >= 0 ? "+" : "") + fmt("%.1f", pct) + "% (" + with_unit(*b->value, m->unit) +
                         " -> " + with_unit(*m->value, m->unit) + ")" + (v.holds ? " " : ", not ") + c.op + " " +
                         (c.value >= 0 ? "+" : "") + num(c.value) + "%";
       }
@@ -276,7 +306,6 @@ Comparison compare(const Report& now, const Report& base) {
   Comparison cmp;
   cmp.base_dir = base.dir;
   cmp.base_job = base.job_id;
-  cmp.noise_pct = std::max(noise_pct(now), noise_pct(base));
   const std::vector<Metric> mn = headline_metrics(now), mb = headline_metrics(base);
   for (std::size_t i = 0; i < mn.size(); ++i) {
     MetricChange c;
@@ -287,10 +316,12 @@ Comparison compare(const Report& now, const Report& base) {
     if (c.now && c.base) {
       c.change = *c.now - *c.base;
       if (*c.base != 0) c.change_pct = *c.change / std::fabs(*c.base) * 100;
-      if (c.unit != Unit::kCount) {
-        // Beyond the spread when the relative change exceeds the step-to-step spread of either run.
+      if (mn[i].spread_pct || mb[i].spread_pct) {
+        // Beyond the spread when the relative change exceeds this metric's own step-to-step
+        // spread in either run.
+        c.spread_pct = std::max(mn[i].spread_pct.value_or(0), mb[i].spread_pct.value_or(0));
         const double rel = *c.base != 0 ? std::fabs(*c.change) / std::fabs(*c.base) * 100 : (*c.change != 0 ? 1e9 : 0);
-        c.beyond_spread = rel > cmp.noise_pct;
+        c.beyond_spread = rel > *c.spread_pct;
       }
     }
     cmp.metrics.push_back(c);

@@ -19,6 +19,9 @@ struct Metric {
   std::string what;  // one line for the docs and --help
   std::optional<double> value;  // nullopt: the rank files do not have what it needs
   std::string missing_why;      // when value is nullopt
+  // The metric's own step-to-step spread, (p90 - p50) / p50 of its per-step values, in percent;
+  // rates use the step time's. nullopt: no per-step values (counts, totals).
+  std::optional<double> spread_pct;
 };
 
 std::vector<Metric> headline_metrics(const Report& r);
@@ -48,6 +51,12 @@ struct Verdict {
   std::string explanation;  // "step_time_p50 = 12.3 ms > 10 ms", or why it could not be judged
 };
 
+// A value as people read it: counts as integers, percentages with one decimal, times in the
+// unit their size calls for (ns, us, ms, s), rates with one decimal.
+std::string human(double v, Unit u);
+// A time given in ms, in the unit its size calls for: "65.2 us", "3.32 ms", "1.25 s".
+std::string human_ms(double ms);
+
 // base may be null; a condition on a change then throws UsageError (it needs --compare).
 std::vector<Verdict> evaluate(const std::vector<Condition>& conditions, const Report& now, const Report* base);
 
@@ -56,8 +65,9 @@ struct MetricChange {
   Unit unit = Unit::kCount;
   std::optional<double> now, base;
   std::optional<double> change, change_pct;
-  // |change| larger than the runs' own step-to-step spread; nullopt when there is no measure of
-  // that spread for the metric (counts).
+  // The larger of the two runs' spread of this metric (Metric::spread_pct).
+  std::optional<double> spread_pct;
+  // |change| larger than that spread; nullopt when the metric has no spread (counts).
   std::optional<bool> beyond_spread;
 };
 
@@ -69,7 +79,6 @@ struct Mover {  // the region or collective whose per-step time changed most
 
 struct Comparison {
   std::string base_dir, base_job;
-  double noise_pct = 0;  // the larger of the two runs' (p90 - p50) / p50 step time, in percent
   std::vector<MetricChange> metrics;
   std::optional<Mover> region, collective;
 };

@@ -44,6 +44,15 @@ struct RegionAcross {
   Across entries;      // times entered per step
 };
 
+// One kernel name over the ranks: top_kernels of every region, merged as files are read.
+struct KernelAcross {
+  uint64_t count = 0;
+  uint64_t gpu_sum_ns = 0;
+  double per_step_ms_sum = 0;  // sum over ranks of the rank's ms per step
+  uint64_t ranks = 0;
+  int64_t last_rank = -1;      // to count each rank once
+};
+
 // One problem with one input, printed as "FILE: MESSAGE".
 struct Problem {
   std::string file;  // path as given (directory + name), or the directory itself
@@ -52,7 +61,7 @@ struct Problem {
 
 struct RankInput {
   std::string file;  // path of the rank file
-  core::RankFile data;  // regions moved into Job::regions; top_kernels dropped
+  core::RankFile data;  // regions moved into Job::regions, their top_kernels into Job::kernels
 };
 
 struct Job {
@@ -61,6 +70,7 @@ struct Job {
   int64_t world_size = 0;
   std::vector<RankInput> ranks;  // role "rank", one per rank, sorted by rank
   std::map<std::string, RegionAcross> regions;  // by path
+  std::map<std::string, KernelAcross> kernels;  // by name
   std::vector<std::string> aux_files;  // "FILE (rank R, pid P, host H)": listed, not merged
   std::vector<std::string> trace_files;  // rank-*.trace.json beside the rank files
   std::vector<Problem> problems;  // files left out or doubtful, one line each

@@ -128,6 +128,7 @@ struct JobAcc {
   std::vector<RankInput> ranks;
   std::map<int64_t, std::string> file_of_rank;
   std::map<std::string, RegionAcross> regions;
+  std::map<std::string, KernelAcross> kernels;
   std::vector<std::string> aux_files;
   std::vector<std::string> files;  // every file of this job, for the "other job" lines
   std::vector<Problem> problems;
@@ -146,6 +147,16 @@ void merge_regions(JobAcc& acc, core::RankFile& f) {
     ra.gpu_busy_ms.add(static_cast<double>(r.gpu_busy_ns) / 1e6 / steps, f.rank);
     ra.cpu_ms.add(static_cast<double>(r.cpu_ns) / 1e6 / steps, f.rank);
     ra.entries.add(static_cast<double>(r.count) / steps, f.rank);
+    for (const core::KernelStat& k : r.top_kernels) {
+      KernelAcross& ka = acc.kernels[k.name];
+      ka.count += k.count;
+      ka.gpu_sum_ns += k.gpu_sum_ns;
+      ka.per_step_ms_sum += static_cast<double>(k.gpu_sum_ns) / 1e6 / steps;
+      if (ka.last_rank != f.rank) {
+        ka.last_rank = f.rank;
+        ++ka.ranks;
+      }
+    }
   }
   f.regions.clear();
   f.regions.shrink_to_fit();
@@ -205,11 +216,25 @@ class Progress {
   std::chrono::steady_clock::time_point last_ = start_;
 };
 
+// Folders below `dir` (at most 4 levels down) that hold rank files, sorted.
+std::vector<std::string> folders_with_rank_files(const std::string& dir) {
+  std::set<std::string> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it.depth() >= 4) it.disable_recursion_pending();
+    if (it.depth() > 0 && kind_of(it->path().filename().string()) == Kind::kRankFile)
+      found.insert(it->path().parent_path().string());
+  }
+  return {found.begin(), found.end()};
+}
+
 }  // namespace
 
-Job load_job(const std::string& dir, const LoadOptions& options) {
+Job load_job(const std::string& given, const LoadOptions& options) {
   Job job;
-  job.dir = dir;
+  job.dir = given;
+  std::string dir = given;
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     job.problems.push_back({dir, "no such directory (give the folder the rank files were written to, "
@@ -217,8 +242,15 @@ Job load_job(const std::string& dir, const LoadOptions& options) {
     return job;
   }
   if (!fs::is_directory(dir, ec)) {
-    job.problems.push_back({dir, "not a directory (give the folder that holds the rank-*.json files)"});
-    return job;
+    if (kind_of(fs::path(dir).filename().string()) != Kind::kRankFile) {
+      job.problems.push_back({dir, "neither a folder nor a rank file (give the folder that holds the rank-*.json "
+                                   "files, or one of them)"});
+      return job;
+    }
+    // A rank file's path: its job, from the folder it sits in.
+    dir = fs::path(dir).parent_path().string();
+    if (dir.empty()) dir = ".";
+    job.dir = dir;
   }
   std::vector<std::string> files, records;
   fs::directory_iterator it(dir, ec), end;
@@ -252,7 +284,19 @@ Job load_job(const std::string& dir, const LoadOptions& options) {
   std::sort(job.trace_files.begin(), job.trace_files.end());
   job.files_seen = inputs.size();
   if (inputs.empty()) {
-    job.problems.push_back({dir, "no rank files (rank-*.json) in this directory"});
+    // traintime-out/ after the demo holds traintime-out/demo/: look below for job folders.
+    const std::vector<std::string> below = folders_with_rank_files(dir);
+    if (below.size() == 1) return load_job(below[0], options);
+    if (below.empty()) {
+      job.problems.push_back({dir, "no rank files (rank-*.json) in this directory or below it"});
+    } else {
+      std::string list;
+      for (std::size_t k = 0; k < below.size() && k < 8; ++k) list += (k ? ", " : "") + below[k];
+      if (below.size() > 8) list += " and " + std::to_string(below.size() - 8) + " more";
+      job.problems.push_back({dir, "no rank files here, but " + std::to_string(below.size()) +
+                                       " folders below it have some: " + list +
+                                       "; give one of them, e.g. traintime-report " + below[0]});
+    }
     return job;
   }
 
@@ -313,6 +357,7 @@ Job load_job(const std::string& dir, const LoadOptions& options) {
   for (Problem& p : acc.problems) job.problems.push_back(std::move(p));
   job.aux_files = std::move(acc.aux_files);
   job.regions = std::move(acc.regions);
+  job.kernels = std::move(acc.kernels);
   job.ranks = std::move(acc.ranks);
   std::sort(job.ranks.begin(), job.ranks.end(),
             [](const RankInput& a, const RankInput& b) { return a.data.rank < b.data.rank; });

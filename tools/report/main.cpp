@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
                "communication, hangs, HTML and traces (docs/report.md)."};
   std::string dir, format = "text", output, trace, compare_dir, job;
   std::vector<std::string> fail_if;
-  app.add_option("DIR", dir, "folder with the job's rank-*.json files (TRAINTIME_OUTPUT, else traintime-out/)")
+  app.add_option("DIR", dir,
+                 "folder with the job's rank-*.json files (TRAINTIME_OUTPUT, else traintime-out/), a folder above "
+                 "it, or one rank file")
       ->required();
   app.add_option("--format", format, "text (default), md, csv, json or html")
       ->check(CLI::IsMember({"text", "md", "csv", "json", "html"}));
@@ -86,8 +88,12 @@ int main(int argc, char** argv) {
   const tr::Job loaded = tr::load_job(dir, options);
   print_problems(loaded);
   if (loaded.ranks.empty()) {
-    say("nothing usable in " + dir + ": no rank file of " +
-        (job.empty() ? std::string("any job") : "job \"" + job + "\"") + " could be read (problems above)");
+    // One line per problem: a problem with the folder itself already says why nothing is usable.
+    bool folder_said = false;
+    for (const tr::Problem& p : loaded.problems) folder_said = folder_said || p.file == dir || p.file == loaded.dir;
+    if (!folder_said)
+      say("nothing usable in " + loaded.dir + ": no rank file of " +
+          (job.empty() ? std::string("any job") : "job \"" + job + "\"") + " could be read (problems above)");
     return kUnusable;
   }
   const tr::Report report = tr::analyze(loaded);

@@ -61,4 +61,9 @@ const std::vector<ConfigVar>& config_vars();
 // TRAINTIME_CATEGORY_RULES is validated with CategoryRules::parse.
 Config parse_config(const EnvLookup& env, std::vector<std::string>& warnings);
 
+// One warning per name in `names` (the process's environment variable names) that starts with
+// TRAINTIME_ but is no variable of the table (nor one of the project's scripts), naming the
+// nearest known variable: a misspelled TRAINTIME_OUPUT would otherwise be ignored silently.
+std::vector<std::string> unknown_variable_warnings(const std::vector<std::string>& names);
+
 }  // namespace traintime::core
