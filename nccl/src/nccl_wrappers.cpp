@@ -1,5 +1,5 @@
 // Interposed NCCL entry points (DESIGN §5). Every wrapper has the exact prototype of nccl.h
-// (2.28, and 2.32 for the entry points it added: traintime/nccl_2_32.h) and calls the real
+// (2.28, and 2.32 for the entry points it added: traintime/nccl/nccl_2_32.h) and calls the real
 // function found by RealSymbol. About 600 lines because each of the 33 entry points is written
 // out with its prototype; the shared logic is in the templates above them.
 //
@@ -52,7 +52,7 @@
 #pragma GCC visibility push(default)
 #include <nccl.h>
 
-#include "traintime/nccl_2_32.h"
+#include "traintime/nccl/nccl_2_32.h"
 #pragma GCC visibility pop
 
 #include "nccl_registry.h"

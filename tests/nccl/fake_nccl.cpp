@@ -5,7 +5,7 @@
 // collectives and one-sided calls, but no ncclCommShrink (the test of a missing entry point).
 #include <nccl.h>
 
-#include "traintime/nccl_2_32.h"
+#include "traintime/nccl/nccl_2_32.h"
 
 #include <cerrno>
 #include <cstring>

@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "traintime/nccl_2_32.h"
+#include "traintime/nccl/nccl_2_32.h"
 
 using GroupFn = ncclResult_t (*)();
 

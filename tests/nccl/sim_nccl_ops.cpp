@@ -41,7 +41,7 @@
 #include <nccl.h>
 #include <nlohmann/json.hpp>
 
-#include "traintime/nccl_2_32.h"
+#include "traintime/nccl/nccl_2_32.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 
 #include "nccl_registry.h"
 #include "pending_calls.h"
-#include "traintime/nccl_2_32.h"
+#include "traintime/nccl/nccl_2_32.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/nccl/nccl_interposer.h"
 

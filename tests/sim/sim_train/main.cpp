@@ -29,7 +29,7 @@
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
-#include "traintime/nccl_2_32.h"
+#include "traintime/nccl/nccl_2_32.h"
 
 #include "labels.h"
 #include "simgpu/engine.h"

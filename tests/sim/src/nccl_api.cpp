@@ -26,7 +26,7 @@
 
 #include "simgpu/engine.h"
 #include "simgpu/nvcc_runtime_decls.h"
-#include "traintime/nccl_2_32.h"
+#include "traintime/nccl/nccl_2_32.h"
 
 // A nonblocking communicator's launches in flight: NCCL runs them on a thread it creates inside
 // the call (ncclGroupEnd), which returns ncclInProgress; ncclCommGetAsyncError says
