@@ -65,7 +65,7 @@ const core::Communicator* waiting_in(const core::RankFile& f) {
 std::string where(const core::RankFile& f) {
   if (const core::Communicator* c = waiting_in(f)) {
     const core::InFlightOp& op = c->in_flight.front();
-    return "waiting in " + op.op + " seq " + std::to_string(op.seq) + " on communicator " + c->id +
+    return "waiting in " + std::string(core::comm_op_name(op.op)) + " seq " + std::to_string(op.seq) + " on communicator " + c->id +
            " (size " + std::to_string(c->size) + ")";
   }
   const core::ThreadSnapshot* deepest = nullptr;

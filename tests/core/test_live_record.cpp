@@ -32,7 +32,7 @@ RankFile slot_file(uint64_t steps) {
   f.communicators.back().size = 2;
   f.communicators.back().ops_enqueued = 7;
   f.communicators.back().ops_completed = 6;
-  f.communicators.back().in_flight.push_back({7, "AllReduce", 4096});
+  f.communicators.back().in_flight.push_back({7, CommOp::kAllReduce, 4096});
   return f;
 }
 
