@@ -222,9 +222,10 @@ def problems_of(stderr: str) -> list[str]:
 def test_step_time_from_detail_rows_as_written_and_from_wall_stats_for_older_files(build_dir: Path,
                                                                                    tmp_path: Path) -> None:
     """The golden files carry per-step wall times, as the writer does (steps.detail[].wall_ns);
-    files of older writers, whose rows carry 0, fall back to each rank's steps.wall_ns."""
+    files of older writers, whose rows carry 0, fall back to each rank's steps.wall_ns. (The
+    job's one step time is the GPU span here; the CPU wall is reported beside it.)"""
     s, proc = summary(build_dir, GOLDEN)
-    assert proc.returncode == 0 and s["step_time_source"] == "steps.detail"
+    assert proc.returncode == 0 and s["cpu_wall_source"] == "steps.detail"
     d = copy_golden(tmp_path / "job")
 
     def older_writer(doc: dict) -> None:
@@ -234,9 +235,9 @@ def test_step_time_from_detail_rows_as_written_and_from_wall_stats_for_older_fil
     for f in sorted(d.glob("rank-*.json")):
         edit(f, older_writer)
     s, proc = summary(build_dir, d)
-    assert proc.returncode == 0 and s["step_time_source"] == "wall_ns"
+    assert proc.returncode == 0 and s["cpu_wall_source"] == "wall_ns"
     # Mean over the 12 steps from the ranks' totals (68 + 64 + 67 ms); p50 the median of their p50s.
-    st = s["step_time_ms"]
+    st = s["cpu_wall_ms"]
     assert (st["n"], st["mean"], st["p50"]) == (12, approx((68 + 64 + 67) / 12), 16.0)
 
 

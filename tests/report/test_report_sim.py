@@ -73,7 +73,7 @@ def test_sim_without_slowdown_has_no_straggler(build_dir: Path, tmp_path: Path) 
     assert all(r["per_step_ms"]["wait"] == 0 for r in s["per_rank"])
     # Real files carry each step's wall time, so the step-time figures come from the rows, not
     # from the fallback for files without them.
-    assert s["step_time_source"] == "steps.detail", s["step_time_source"]
+    assert s["cpu_wall_source"] == "steps.detail", s["cpu_wall_source"]
 
 
 def test_sim_hang_names_the_missing_rank_the_collective_and_what_it_was_doing(build_dir: Path,
