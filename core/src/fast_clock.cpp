@@ -1,7 +1,9 @@
 #include "traintime/core/fast_clock.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -25,13 +27,16 @@ bool FastClock::counter_trusted() noexcept {
   __cpuid(0x80000007u, a, b, c, d);
   if ((d & (1u << 8)) == 0) return false;  // not invariant: the rate changes with P-states
   // The kernel's own verdict: it keeps time with the TSC only while it trusts it.
+  // open/read, not stdio: no allocation, once, on the calibrating thread.
   const int saved = errno;
-  char source[32] = {};
+  char source[8] = {};
   bool tsc = false;
-  if (FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re")) {
-    tsc = std::fgets(source, sizeof source, f) != nullptr && std::strncmp(source, "tsc", 3) == 0 &&
-          (source[3] == '\n' || source[3] == '\0');
-    std::fclose(f);
+  const int fd =
+      ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const ssize_t n = ::read(fd, source, sizeof source - 1);
+    tsc = n >= 3 && std::strncmp(source, "tsc", 3) == 0 && (n == 3 || source[3] == '\n');
+    ::close(fd);
   }
   errno = saved;
   return tsc;

@@ -15,7 +15,8 @@
 // Finding an id: a column of the ids by slot (4 bytes each, 16 to a cache line, also written in
 // launch order) is scanned from the slot after the reader's previous hit, forward then back, and
 // where the record is far out of order, over every live slot, so a context in the table is
-// always found. A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
+// always found (a miss, an id whose context is gone or was never stored, costs a pass over the
+// 64 KiB column). A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
 // preempted for a whole lap of the table loses to the newer one and counts a collision instead
 // of tearing it), filled with release stores and published with its sequence number; the reader
 // validates the stamp before and after copying (a seqlock keyed by the sequence

@@ -178,7 +178,8 @@ TEST_CASE("concurrent launches and lookups: no torn or foreign context, none los
     });
   uint64_t lookups = 0, overlapped_hits = 0, lost_in_bound = 0, bad = 0, beyond_bound = 0;
   std::mt19937 rng(11);
-  while ((overlapped_hits < 2000 || beyond_bound < 100) && lookups < 5000000) {
+  while ((overlapped_hits < 2000 || beyond_bound < 100 || t.launches() <= 100 * kCap) &&
+         lookups < 20000000) {
     Published& p = published[rng() % 3];
     const uint32_t n = p.count.load(std::memory_order_acquire);
     if (n == 0) continue;
