@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     --merge-ranks)
       [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --merge-ranks needs a positive number of ranks" >&2; exit 2; }
       MERGE_RANKS=$2; shift ;;
-    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
