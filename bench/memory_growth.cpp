@@ -85,6 +85,12 @@ int main(int argc, char** argv) {
     nlohmann::json out = {
         {"kernels", kernels},
         {"distinct_names", distinct},
+        // The per-name cost is judged beyond a name's own characters: their mean length.
+        {"name_chars_mean", names.empty() ? 0.0 : [&] {
+           double chars = 0;
+           for (const std::string& n : names) chars += static_cast<double>(n.size());
+           return chars / static_cast<double>(names.size());
+         }()},
         {"activities", activities},
         {"steps", pass * bench::SyntheticWorkload::kChunkSteps},
         {"rss_before_bytes", before},

@@ -1,4 +1,4 @@
-// Own work in the launch callback (DESIGN §9: ≤ 100 ns per launch), on the SIMULATED GPU.
+// Own work in the launch callback (DESIGN §9: ≤ 50 ns per launch over a bare CUPTI tracer), on the SIMULATED GPU.
 // Kernel launches through the fake runtime's __cudaLaunchKernel (the CUDA 13 <<<>>> path), with
 // a region open. scripts/bench.sh runs it three ways and compares the launching thread's CPU
 // time per launch (Google Benchmark's cpu_time is the benchmark thread's own CPU time, so the

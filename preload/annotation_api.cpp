@@ -1,6 +1,7 @@
 // The tt_api_v1 table behind traintime.h and the Python package. push_id/pop are the hot path:
-// one clock read, the per-thread registry state, no lock, no allocation; errno is preserved
-// because these calls sit between an application's syscall and its errno check.
+// one time read (the CPU's counter, core/fast_clock.h), the per-thread registry state, no lock,
+// no allocation; errno is preserved because these calls sit between an application's syscall
+// and its errno check.
 #include <cerrno>
 
 #include "session.h"
@@ -34,9 +35,9 @@ uint32_t api_register_name(const char* name, int category) {
 }
 
 // Every recording call: the caller's thread state and the time (after a first-record
-// activation). errno: clock_gettime leaves it alone on success, and every slow path that could
-// touch it (thread set-up, activation, a new name or path) saves and restores it itself, so
-// the fast path pays nothing for it. `f` is inlined.
+// activation). errno: the counter read and clock_gettime leave it alone on success, and every
+// slow path that could touch it (thread set-up, activation, the clock's calibration, a new name
+// or path) saves and restores it itself, so the fast path pays nothing for it. `f` is inlined.
 template <typename F>
 inline void record(F&& f) {
   if (core::ThreadState* ts = thread_state()) f(live_registry(), ts, ensure_active(mono_ns()));

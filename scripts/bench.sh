@@ -2,32 +2,46 @@
 # Measures the DESIGN §9 budgets and prints one table: what, measured, budget, verdict.
 # Performance claims about traintime come from this script only, never from timed tests.
 #
-#   scripts/bench.sh [--smoke] [--no-build]
+#   scripts/bench.sh [--smoke] [--no-build] [--baseline FILE] [--merge-ranks N]
 #
 # Every budget that can be a ratio is measured as one, in one run on this machine: annotation
-# cost against two clock_gettime calls timed in the same process (repetitions interleaved), wrapper
-# and callback cost as the difference between runs of the same binary with and without the
-# preload (or a bare CUPTI tracer), started in alternating order and paired run by run so drift
-# in the machine's speed cancels; the median pair is judged and the spread printed. Rows measured
-# against simgpu say SIMULATED; rows this machine cannot measure say so.
+# cost against two raw counter reads (rdtsc) timed in the same process (repetitions
+# interleaved; a clock_gettime pair is printed for reference), wrapper and callback cost as the
+# difference between runs of the same binary with and without the preload (or a bare CUPTI
+# tracer), started in alternating order and paired run by run so drift in the machine's speed
+# cancels; the median pair is judged and the spread printed. Rows measured against simgpu say
+# SIMULATED; rows this machine cannot measure say so.
 # --smoke runs every benchmark very briefly (CTest uses it to prove that all of them run and
 # that their output parses); its figures are not judged. --no-build uses the build as it is.
-# TRAINTIME_BUILD_DIR picks the build folder (default: build/). Raw results are kept in
-# $BUILD/bench-results/. Exit status: 0 when every measurable row was measured (missed budgets
-# are reported in the table, not in the status), 1 when a benchmark failed or printed nothing
-# usable, 2 on bad arguments.
+# --baseline FILE compares the run with an earlier one's results.json (bench/baseline.json is
+# the committed one): per row the change and whether it is beyond the spread both runs measured.
+# --merge-ranks N merges N rank files instead of 16384 (a quick check; the row is then not
+# judged). TRAINTIME_BUILD_DIR picks the build folder (default: build/). Raw results are kept in
+# $BUILD/bench-results/, this run's figures in $BUILD/bench-results/results.json (copy it to
+# bench/baseline.json to make it the baseline). Exit status: 0 when every measurable row was
+# measured (missed budgets are reported in the table, not in the status), 1 when a benchmark
+# failed or printed nothing usable, 2 on bad arguments.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 SMOKE=0
 DO_BUILD=1
-for arg in "$@"; do
-  case "$arg" in
+BASELINE=()
+MERGE_RANKS=
+while [ $# -gt 0 ]; do
+  case "$1" in
     --smoke) SMOKE=1 ;;
     --no-build) DO_BUILD=0 ;;
-    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+    --baseline)
+      [ $# -ge 2 ] && [ -r "$2" ] || { echo "bench.sh: --baseline needs a readable results file (e.g. bench/baseline.json)" >&2; exit 2; }
+      BASELINE=(--baseline "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift ;;
+    --merge-ranks)
+      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --merge-ranks needs a positive number of ranks" >&2; exit 2; }
+      MERGE_RANKS=$2; shift ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
+  shift
 done
 
 if [ "$DO_BUILD" = 1 ]; then
@@ -128,29 +142,42 @@ run memory_names -- "$BIN/bench_memory_growth" "$KERNELS" 100000
 # 7. Inert process.
 run spawn -- "$BIN/bench_spawn" --runs "$SPAWN_RUNS" --preload "$LIB" -- /bin/true
 
-# 8. Report merge: traintime-report over synthetic rank files of one job (4096; 64 in a smoke run),
-# copies of one rank file that sim_train writes as rank 0 of 4 on the SIMULATED GPU, with its
-# collectives (tools/make_rank_files.py).
-# Wall time into $OUT/report_merge.out as JSON.
+# 8. Report merge: traintime-report over the rank files of one 16384-rank, 50-step job (64 ranks
+# in a smoke run; --merge-ranks N), copies of the rank file that sim_train --steps 50 writes as
+# rank 0 of 4 on the SIMULATED GPU, with its collectives (tools/make_rank_files.py; about 900 MB
+# at 16384 ranks). Wall time and the report's peak RSS into $OUT/report_merge.out as JSON.
 REPORT="$BUILD/bin/traintime-report"
-MERGE_RANKS=4096
-[ "$SMOKE" = 1 ] && MERGE_RANKS=64
+MERGE_STEPS=50
+if [ -z "$MERGE_RANKS" ]; then
+  MERGE_RANKS=16384
+  [ "$SMOKE" = 1 ] && MERGE_RANKS=64
+fi
 if [ -x "$REPORT" ] && [ -x "$BUILD/bin/sim_train" ]; then
   merge_dir="$OUT/report-merge"
   run report_template "LD_LIBRARY_PATH=$SIM" "LD_PRELOAD=$LIB" "TRAINTIME_CUPTI_LIB=$SIM/libcupti.so.13" \
-    "TRAINTIME_OUTPUT=$merge_dir/template" RANK=0 WORLD_SIZE=4 -- "$BUILD/bin/sim_train" --steps 20
+    "TRAINTIME_OUTPUT=$merge_dir/template" RANK=0 WORLD_SIZE=4 -- "$BUILD/bin/sim_train" --steps "$MERGE_STEPS"
   run report_files -- /usr/bin/python3 "$ROOT/tools/make_rank_files.py" "$merge_dir/template/rank-00000.json" \
     "$merge_dir/ranks" --ranks "$MERGE_RANKS"
   sync
-  t0=$(date +%s%N)
-  run report_merge_run -- "$REPORT" "$merge_dir/ranks" --format json -o "$merge_dir/summary.json"
-  t1=$(date +%s%N)
+  # The report's own wall time and peak RSS (the child's ru_maxrss, in KiB).
+  run report_merge_run -- /usr/bin/python3 -c '
+import json, resource, subprocess, sys, time
+t0 = time.monotonic()
+rc = subprocess.run(sys.argv[2:]).returncode
+wall = time.monotonic() - t0
+json.dump({"wall_s": wall, "max_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "rc": rc},
+          open(sys.argv[1], "w"))
+sys.exit(rc)' "$merge_dir/measured.json" "$REPORT" "$merge_dir/ranks" --format json -o "$merge_dir/summary.json"
   merged=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"])' \
              "$merge_dir/summary.json" 2>/dev/null || echo 0)
   bytes=$(du -sb "$merge_dir/ranks" | cut -f1)
-  printf '{"ranks": %s, "merged": %s, "bytes": %s, "wall_s": %s, "cores": %s}\n' "$MERGE_RANKS" "$merged" \
-    "$bytes" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" "$(nproc)" \
-    >"$OUT/report_merge.out"
+  /usr/bin/python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+print(json.dumps({"ranks": int(sys.argv[2]), "steps": int(sys.argv[3]), "merged": int(sys.argv[4]),
+                  "bytes": int(sys.argv[5]), "wall_s": round(m["wall_s"], 3), "max_rss_kb": m["max_rss_kb"],
+                  "cores": int(sys.argv[6])}))' "$merge_dir/measured.json" "$MERGE_RANKS" "$MERGE_STEPS" \
+    "$merged" "$bytes" "$(nproc)" >"$OUT/report_merge.out" 2>"$OUT/report_merge.err" || failed=1
   echo "bench.sh: report merge: $(cat "$OUT/report_merge.out")" >&2
   [ "$merged" = "$MERGE_RANKS" ] || { echo "bench.sh: report merge merged $merged of $MERGE_RANKS" >&2; failed=1; }
   rm -rf "$merge_dir/ranks"
@@ -158,4 +185,7 @@ fi
 
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
-"$ROOT/scripts/bench_summary.py" "$OUT" "$SMOKE" "$REPORT" "$(nproc)" "$loadavg" "$cpu" "$failed"
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$ROOT" diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
+"$ROOT/scripts/bench_summary.py" "$OUT" "$SMOKE" "$REPORT" "$(nproc)" "$loadavg" "$cpu" "$failed" \
+  --commit "$commit" "${BASELINE[@]}"

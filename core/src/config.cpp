@@ -86,8 +86,10 @@ const Row kRows[] = {
       "domain decides."},
      Kind::kNvtxDomains, &Config::nvtx_domains},
     {{"TRAINTIME_BUFFER_MB", "2",
-      "Size of one CUPTI activity buffer in MiB (1 to 1024); more than 2 is not used, so that "
-      "every buffer arrives before the correlation table could lose a launch."},
+      "Upper bound on one CUPTI activity buffer in MiB (1 to 1024). Buffers are at most 88 KiB "
+      "in any case: they are sized together with the 1 MiB correlation table so that every "
+      "buffer arrives before the table could lose a launch, so this setting no longer changes "
+      "them."},
      Kind::kU32, &Config::buffer_mb, 1, 1024},
     {{"TRAINTIME_BUFFER_COUNT", "64",
       "Maximum number of CUPTI activity buffers in the pool (1 to 65536)."},

@@ -78,7 +78,7 @@ std::vector<std::string> ActivityPipeline::warnings() const {
     out.push_back(std::to_string(launches_.overwritten()) + " activity record(s) arrived after " +
                   std::to_string(launches_.capacity()) +
                   " newer launches had taken their launch context's place (correlation ids: " +
-                  rate + " per launch); lower TRAINTIME_BUFFER_MB so buffers arrive sooner");
+                  rate + " per launch): the processing thread fell behind the launches");
   }
   if (stats_.no_timestamps)
     out.push_back(std::to_string(stats_.no_timestamps) +

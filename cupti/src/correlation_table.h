@@ -1,20 +1,27 @@
 // Correlation id -> launch context, written on the application's launching thread inside the
 // launch callback and read by the processing thread when the activity record arrives (DESIGN §4).
 //
-// Fixed size, lock-free, allocation-free after construction. Real CUPTI numbers every traced API
-// call, so ids advance several times faster than launches, and by an amount the tool does not
-// control: a table indexed by id & mask would let a burst of ids overwrite contexts whose records
-// have not arrived. So the table is a hash keyed by id with kProbe slots per id, and a store
-// takes an empty slot of its probe window, else the one holding the oldest launch (by the
-// table's own launch count): a context is lost only after capacity() newer launches, whatever
-// the id rate. The activity buffers are sized so their records arrive well before that
-// (gpu_capture.cpp, kLaunchingThreads).
+// Fixed size, lock-free, allocation-free after construction, laid out for the caches. Every
+// store takes the next launch sequence number from one counter and writes slot seq % capacity:
+// consecutive launches fill consecutive 64-byte lines (one line per context), so the launching
+// thread streams through the table and the processing thread, whose records arrive nearly in
+// launch order, streams behind it. Slots are indexed by launch, not by correlation id: real
+// CUPTI numbers every traced API call, so ids advance several times faster than launches and
+// by an amount the tool does not control, but the id rate never shrinks the table. A context
+// is lost only after capacity() newer launches (sequence numbers) were stored, whatever the id
+// rate. The activity buffers are sized together with the table so that their records arrive
+// well before that (gpu_capture.cpp, kLaunchesInFlight).
 //
-// A slot is claimed with a compare-exchange of its tag to kBusy, filled with release stores and
-// published by storing the id with release; the reader validates the tag before and after
-// copying (a seqlock keyed by the id), so it never returns a torn or a foreign context. A lookup
-// that finds nothing for an id older than the newest stored is counted as overwritten() (its
-// context was evicted, or never stored because a slot was contended) and reported.
+// Finding an id: a column of the ids by slot (4 bytes each, 16 to a cache line, also written in
+// launch order) is scanned from the slot after the reader's previous hit, forward then back, and
+// where the record is far out of order, over every live slot, so a context in the table is
+// always found (a miss, an id whose context is gone or was never stored, costs a pass over the
+// 64 KiB column). A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
+// preempted for a whole lap of the table loses to the newer one and counts a collision instead
+// of tearing it), filled with release stores and published with its sequence number; the reader
+// validates the stamp before and after copying (a seqlock keyed by the sequence
+// number), so it never returns a torn or a foreign context. A lookup that finds nothing for an
+// id older than the newest stored is counted as overwritten() and reported.
 #pragma once
 
 #include <atomic>
@@ -27,46 +34,61 @@ namespace traintime::cupti {
 
 class CorrelationTable {
  public:
-  static constexpr uint32_t kProbe = 4;
+  // How far the reader scans either side of its cursor before it scans the whole table.
+  static constexpr uint32_t kScan = 64;
 
-  // capacity is rounded up to a power of two (at least kProbe).
+  // capacity is rounded up to a power of two (at least 16).
   explicit CorrelationTable(uint32_t capacity);
 
-  // Hot path: no lock, no allocation; errno untouched.
-  void store(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
+  // Hot path: no lock, no allocation, errno untouched; one fetch_add and one compare-exchange.
+  // Returns 1 + the launch sequence number the context was kept under, 0 when it was not kept
+  // (id 0, or a collision).
+  uint64_t store(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
 
-  // True and *out filled when the entry for correlation_id is present.
+  // True and *out filled when the entry for correlation_id is present. Any thread may call it;
+  // the cursor it keeps is a hint, so one reader (the processing thread) is the fast case.
   bool lookup(uint32_t correlation_id, core::LaunchContext* out) const noexcept;
 
   uint32_t capacity() const { return mask_ + 1; }
   // Lookups that found no context for an id older than the newest stored.
   uint64_t overwritten() const { return overwritten_.load(std::memory_order_relaxed); }
-  // Stores skipped because other threads were writing every slot of the probe window.
+  // Stores skipped because a writer stalled for a whole lap of the table held their slot, or
+  // a newer launch already had it.
   uint64_t store_collisions() const { return collisions_.load(std::memory_order_relaxed); }
-  // Correlation ids consumed per stored launch so far (1.0 until two launches were stored):
-  // the ids from the first stored to the newest, counted across 32-bit wraps, per launch.
+  // Correlation ids per launch (1.0 until two contexts were found), measured by the reader over
+  // the contexts it found: the ids they span, counted across 32-bit wraps, per launch spanned.
   double ids_per_store() const noexcept;
   // Launch contexts stored (launch callbacks seen), including those lost to collisions.
-  uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
+  uint64_t launches() const { return next_.load(std::memory_order_relaxed); }
 
  private:
-  static constexpr uint32_t kEmpty = 0;           // correlation ids start at 1
-  static constexpr uint32_t kBusy = 0xffffffffu;  // a writer is filling the slot
-  struct Slot {  // 64 bytes
-    std::atomic<uint32_t> tag{kEmpty};
-    std::atomic<uint64_t> launch{0};  // the table's launch count when stored: the eviction age
-    std::atomic<uint64_t> words[6] = {};
+  // Slot::stamp: 0 never written; (seq + 1) << 1 published; that | 1 being written.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> stamp{0};
+    std::atomic<uint64_t> words[7] = {};  // the correlation id and the packed LaunchContext
   };
+  static_assert(sizeof(Slot) == 64, "one launch context per cache line");
 
-  uint32_t home(uint32_t id) const noexcept;
+  // Copies slot seq if it holds correlation_id, validated against concurrent rewrites.
+  bool read(uint64_t seq, uint32_t id, core::LaunchContext* out) const noexcept;
+  // The correlation id stored under seq, if published (for the newest and oldest live ids).
+  bool id_at(uint64_t seq, uint32_t* id) const noexcept;
+  void found(uint64_t seq, uint32_t id) const noexcept;  // cursor and id rate after a hit
 
   std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<std::atomic<uint32_t>[]> ids_;  // the id column: ids_[seq % capacity]
   uint32_t mask_;
-  std::atomic<uint64_t> launches_{0};
-  mutable std::atomic<uint64_t> overwritten_{0};
+  alignas(64) std::atomic<uint64_t> next_{0};  // the next launch sequence number
   std::atomic<uint64_t> collisions_{0};
-  std::atomic<uint64_t> newest_{kEmpty};  // highest id stored, unwrapped (its low 32 bits: the id)
-  std::atomic<uint64_t> first_{kEmpty};   // first id stored (set once, after newest_)
+  // Reader side, on its own line: the writers never touch it.
+  alignas(64) mutable std::atomic<uint64_t> cursor_{0};
+  mutable std::atomic<uint64_t> overwritten_{0};
+  // Id rate: ids unwrapped to 64 bits relative to the first found (which is 2^40), and the
+  // range of ids and sequence numbers the found contexts span.
+  mutable std::atomic<uint32_t> last_id_{0};
+  mutable std::atomic<uint64_t> last_unwrapped_{0};
+  mutable std::atomic<uint64_t> min_id_{~uint64_t{0}}, max_id_{0};
+  mutable std::atomic<uint64_t> min_seq_{~uint64_t{0}}, max_seq_{0};
 };
 
 }  // namespace traintime::cupti

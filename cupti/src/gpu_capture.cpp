@@ -46,9 +46,6 @@
 namespace traintime::cupti {
 namespace {
 
-// 2^18 slots x 56 bytes = 14 MiB, allocated when capture starts: about 130k launches (runtime
-// and nested driver ids) between a launch and its record, i.e. several full activity buffers.
-constexpr uint32_t kCorrelationSlots = 1u << 18;
 constexpr size_t kMaxGraphNodes = size_t{1} << 18;
 // The activity kinds traintime switches on.
 constexpr CUpti_ActivityKind kOwnKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -75,15 +72,24 @@ constexpr uint64_t kMinRecordsPerBuffer = 4096;
 constexpr uint64_t kLiveStepsPerBuffer = 4;
 constexpr uint64_t kLiveMinRecordsPerBuffer = 512;
 constexpr uint32_t kLiveFlushSteps = 4;
-// A launch's context waits in the correlation table until its record arrives, and per-thread
-// buffers arrive when full; the table evicts a context only after about its capacity of newer
-// launches (correlation_table.h: keyed by id, aged by launch, so the id rate does not matter).
-// A buffer is bounded by bytes so that it completes within capacity / (2 × kLaunchingThreads)
-// launches even when every launch leaves only its smallest record (a memset's), with up to
-// kLaunchingThreads threads filling buffers side by side and the 2 as slack for buffers
-// waiting in the queue.
+// A launch's context waits in the correlation table until its record arrives; the table keeps
+// the contexts of the last kLaunchesInFlight launch callbacks (correlation_table.h: by launch
+// sequence number, so the id rate does not matter), one 64-byte line each: 16384 of them are
+// 1 MiB, a core's L2 on current servers, written and read as a stream. What must fit is the
+// launches between a callback and the processing of its record: the GPU's queue of pending
+// work and the records in buffers not yet full or not yet processed. Per-thread buffers arrive
+// when full, so the table and the buffer limit are chosen together: a buffer is bounded by
+// bytes so that it completes within kLaunchesInFlight / (kStoresPerLaunch x 2 x
+// kLaunchingThreads) launches even when every launch leaves only its smallest record (a
+// memset's), with a runtime launch storing its context twice (its own id and its nested
+// driver call's), up to kLaunchingThreads threads filling buffers side by side, and the 2 as
+// slack for buffers waiting in the queue and work still queued on the GPU.
+constexpr uint32_t kLaunchesInFlight = 1u << 14;
+constexpr uint64_t kStoresPerLaunch = 2;
 constexpr uint64_t kLaunchingThreads = 4;
 constexpr size_t kSmallestLaunchRecord = sizeof(CUpti_ActivityMemset4);
+constexpr size_t kBufferLimit =
+    kLaunchesInFlight / (kStoresPerLaunch * 2 * kLaunchingThreads) * kSmallestLaunchRecord;
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
 
 enum class State : uint8_t {
@@ -207,7 +213,6 @@ class GpuCapture {
   std::thread thread_;
   std::atomic<uint64_t> dropped_pending_{0};
   std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
-  size_t buffer_limit_ = ~size_t{0};  // most bytes per buffer, see kLaunchingThreads
   uint64_t records_seen_ = 0;  // processing thread only
 
   std::atomic<bool> live_{false};
@@ -294,10 +299,9 @@ bool GpuCapture::start_capture(std::string* reason) {
     return false;
   }
 
-  launches_ = std::make_unique<CorrelationTable>(kCorrelationSlots);
-  buffer_limit_ = launches_->capacity() / (2 * kLaunchingThreads) * kSmallestLaunchRecord;
+  launches_ = std::make_unique<CorrelationTable>(kLaunchesInFlight);
   graph_nodes_ = std::make_unique<GraphNodeTable>(kMaxGraphNodes);
-  pool_ = std::make_unique<BufferPool>(std::min(size_t{config_.buffer_mb} << 20, buffer_limit_),
+  pool_ = std::make_unique<BufferPool>(std::min(size_t{config_.buffer_mb} << 20, kBufferLimit),
                                        config_.buffer_count);
   queue_.reserve(config_.buffer_count + 1);
   core::AggregatorOptions options;
@@ -883,8 +887,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   if (const uint64_t refused = pool_->refused())
     out.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
                            std::to_string(config_.buffer_count) + " x " +
-                           std::to_string(config_.buffer_mb) +
-                           " MiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
+                           std::to_string(pool_->buffer_bytes() >> 10) +
+                           " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
   return out;
 }
 

@@ -1,7 +1,9 @@
 // Correlation id -> launch context: bounded, lock-free, never a torn or foreign context.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -70,13 +72,16 @@ TEST_CASE("the id rate stays right when the 32-bit correlation ids wrap", "[corr
   // A long launch-heavy run passes 2^32 traced API calls: the rate must count across the wrap,
   // not from the first id to the (numerically smaller) newest one.
   CorrelationTable t(64);
-  t.store(0xFFFFFFF0u, context_for(1));
-  t.store(0xFFFFFFF8u, context_for(2));
-  t.store(0x00000010u, context_for(3));  // 0x20 ids after the first, past the wrap
+  LaunchContext got;
+  for (uint32_t id : {0xFFFFFFF0u, 0xFFFFFFF8u, 0x00000010u}) {  // the last 0x20 ids after the first
+    t.store(id, context_for(id));
+    REQUIRE(t.lookup(id, &got));
+  }
   CHECK(t.launches() == 3);
   CHECK(t.ids_per_store() == Approx((0x20 + 1) / 3.0).epsilon(1e-9));
   // An out-of-order (older) id from another thread spans nothing new.
   t.store(0xFFFFFFFCu, context_for(4));
+  REQUIRE(t.lookup(0xFFFFFFFCu, &got));
   CHECK(t.ids_per_store() == Approx((0x20 + 1) / 4.0).epsilon(1e-9));
 }
 
@@ -94,34 +99,115 @@ TEST_CASE("a context is evicted only by newer launches, and its loss is counted"
   CHECK(t.overwritten() == 1);
 }
 
-TEST_CASE("concurrent launches and lookups never yield a torn or foreign context",
+TEST_CASE("a context stays for exactly capacity launches, whatever the id rate and order",
           "[correlation]") {
-  CorrelationTable t(256);  // small: writers keep overwriting slots the reader is reading
+  // Ids that jump by up to a million per launch, looked up in a shuffled order (the reader's
+  // cursor does not help): every context of the last capacity launches is found intact, and the
+  // one capacity launches back is lost and counted.
+  constexpr uint32_t kCap = 64;
+  CorrelationTable t(kCap);
+  std::mt19937 rng(7);
+  std::vector<uint32_t> ids;
+  uint32_t id = 0xFFF00000u;
+  for (int k = 0; k < 1000; ++k) {
+    id += 1 + rng() % (k % 3 == 0 ? 1000000u : 3u);  // wraps the 32-bit ids along the way
+    if (id == 0) id = 1;
+    ids.push_back(id);
+    REQUIRE(t.store(id, context_for(id)) == ids.size());  // kept, as launch number k
+    if (ids.size() < kCap + 1) continue;
+    std::vector<uint32_t> live(ids.end() - kCap, ids.end());
+    std::shuffle(live.begin(), live.end(), rng);
+    LaunchContext got;
+    for (uint32_t l : live) {
+      REQUIRE(t.lookup(l, &got));
+      CHECK(same(got, context_for(l)));
+    }
+    const uint64_t lost = t.overwritten();
+    CHECK_FALSE(t.lookup(ids[ids.size() - kCap - 1], &got));
+    CHECK(t.overwritten() == lost + 1);
+  }
+  CHECK(t.store_collisions() == 0);
+}
+
+TEST_CASE("records of interleaved buffers, newest first, are all found", "[correlation]") {
+  // Two launching threads' buffers arrive one after the other: the reader's cursor jumps back.
+  CorrelationTable t(1024);
+  for (uint32_t id = 1; id <= 1000; ++id) t.store(id, context_for(id));
+  LaunchContext got;
+  for (uint32_t id = 1000; id >= 1; id -= 2) REQUIRE(t.lookup(id, &got));
+  for (uint32_t id = 1; id <= 1000; id += 2) REQUIRE(t.lookup(id, &got));
+  CHECK(t.overwritten() == 0);
+}
+
+namespace {
+
+// One writer's recent stores for the reader: (sequence number << 32) | id, newest last.
+struct Published {
+  static constexpr uint32_t kKeep = 1024;
+  std::atomic<uint64_t> entries[kKeep] = {};
+  std::atomic<uint32_t> count{0};
+  void add(uint64_t seq, uint32_t id) {
+    const uint32_t n = count.load(std::memory_order_relaxed);
+    entries[n % kKeep].store((seq << 32) | id, std::memory_order_relaxed);
+    count.store(n + 1, std::memory_order_release);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("concurrent launches and lookups: no torn or foreign context, none lost in the bound",
+          "[correlation]") {
+  // Small table: writers lap it thousands of times while the reader reads, one of them far
+  // ahead of the reader, one slow (yielding between launches). Every lookup is judged against
+  // the bound: a context not found while fewer than capacity launches followed it is a loss
+  // inside the bound; a found one must be intact.
+  constexpr uint32_t kCap = 256;
+  CorrelationTable t(kCap);
   std::atomic<uint32_t> next{1};
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> hits{0}, bad{0};
+  Published published[3];
   std::vector<std::thread> writers;
   for (int w = 0; w < 3; ++w)
-    writers.emplace_back([&] {
-      while (!stop.load()) {
-        const uint32_t id = next.fetch_add(1);
-        t.store(id, context_for(id));
+    writers.emplace_back([&, w] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint32_t id = next.fetch_add(1 + static_cast<uint32_t>(w) * 5);  // mixed id rates
+        const uint64_t kept = t.store(id, context_for(id));
+        if (kept != 0) published[w].add(kept - 1, id);
+        if (w == 2) std::this_thread::yield();
       }
     });
-  std::thread reader([&] {
-    for (int i = 0; i < 200000; ++i) {
-      const uint32_t newest = next.load();
-      const uint32_t id = newest > 100 ? newest - 1 - static_cast<uint32_t>(i % 100) : 1;
-      LaunchContext got;
-      if (t.lookup(id, &got)) {
-        ++hits;
-        if (!same(got, context_for(id))) ++bad;
-      }
+  uint64_t lookups = 0, overlapped_hits = 0, lost_in_bound = 0, bad = 0, beyond_bound = 0;
+  std::mt19937 rng(11);
+  while ((overlapped_hits < 2000 || beyond_bound < 100 || t.launches() <= 100 * kCap) &&
+         lookups < 20000000) {
+    Published& p = published[rng() % 3];
+    const uint32_t n = p.count.load(std::memory_order_acquire);
+    if (n == 0) continue;
+    // Mostly recent entries, sometimes ones from up to kKeep stores of that writer back.
+    const uint32_t age = rng() % 4 == 0 ? rng() % std::min(n, Published::kKeep) : rng() % std::min(n, 8u);
+    const uint64_t e = p.entries[(n - 1 - age) % Published::kKeep].load(std::memory_order_relaxed);
+    const uint64_t seq = e >> 32;
+    const auto id = static_cast<uint32_t>(e);
+    const uint64_t before = t.launches();
+    LaunchContext got;
+    const bool found = t.lookup(id, &got);
+    const uint64_t after = t.launches();
+    ++lookups;
+    if (found) {
+      if (!same(got, context_for(id))) ++bad;
+      if (after > before) ++overlapped_hits;  // writers stored while this lookup ran
+    } else if (after <= seq + kCap) {
+      ++lost_in_bound;  // the launch capacity launches later had not even been claimed
+    } else {
+      ++beyond_bound;
     }
-    stop = true;
-  });
-  reader.join();
+  }
+  stop = true;
   for (auto& w : writers) w.join();
-  CHECK(bad.load() == 0);
-  CHECK(hits.load() > 0);
+  CHECK(bad == 0);
+  CHECK(lost_in_bound == 0);
+  // The reads really overlapped the writes, and contexts really fell out of the bound.
+  CHECK(overlapped_hits >= 2000);
+  CHECK(beyond_bound >= 100);
+  CHECK(t.launches() > 100 * kCap);
 }

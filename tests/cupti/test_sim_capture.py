@@ -422,8 +422,9 @@ def test_sim_capture_torch_profiler_with_cupti_12_4_layouts_loses_nothing(captur
 def test_sim_capture_launch_heavy_loop_with_ids_far_ahead_of_records_attributes_every_kernel(capture) -> None:
     # Two launching threads (the training thread and the backward worker), every API call taking
     # 65536 correlation ids, and buffers that arrive only when full: far more ids go by before a
-    # record arrives than the correlation table has slots (2^18), and ids a power of two apart
-    # would all land in a handful of slots of a table indexed by id. No kernel is unattributed.
+    # record arrives than the correlation table has slots (16384, indexed by launch), and ids a
+    # power of two apart would all land in a handful of slots of a table indexed by id; the
+    # buffers, sized with the table, still arrive in time. No kernel is unattributed.
     capture(steps=30, untraced_ids=65535, buffers_when_full=True)
 
 

@@ -1,0 +1,85 @@
+// CLOCK_MONOTONIC in nanoseconds for the annotation hot path, read from the CPU's own counter
+// where it can be trusted: rdtsc on x86-64 when the TSC is invariant (CPUID 80000007H:EDX[8])
+// and the kernel itself keeps time with it (its clocksource is "tsc": a VM whose TSC the kernel
+// marked unstable has switched away), cntvct_el0 on aarch64; elsewhere, and until calibrated,
+// clock_gettime itself.
+//
+// A counter reading becomes nanoseconds by one multiply from an anchor (a counter reading and a
+// clock_gettime taken back to back). The rate is measured against CLOCK_MONOTONIC from the first
+// anchor (at least kCalibrateNs before it is used) and re-measured, with a fresh anchor, once
+// kAnchorNs has passed, so the error stays far below a microsecond and never accumulates. The
+// anchor is published as a seqlock; a reader that races a re-anchoring falls back to
+// clock_gettime for that one reading. No lock, no allocation, errno untouched.
+#pragma once
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace traintime::core {
+
+class FastClock {
+ public:
+  enum class Trust : uint8_t { kCheck, kCounter, kClockGettime };
+  static constexpr uint64_t kCalibrateNs = 10'000'000;  // 10 ms between the first two anchors
+  static constexpr uint64_t kAnchorNs = 100'000'000;    // then a fresh anchor every 100 ms
+
+  // kCheck: decide at the first calibration (CPUID and the kernel's clocksource).
+  constexpr explicit FastClock(Trust trust = Trust::kCheck) : trust_(trust) {}
+
+  uint64_t now_ns() noexcept {
+    if (mult_.load(std::memory_order_relaxed) != 0) {
+      const uint32_t s = seq_.load(std::memory_order_acquire);
+      const uint64_t t0 = tsc0_.load(std::memory_order_acquire);
+      const uint64_t n0 = ns0_.load(std::memory_order_acquire);
+      const uint64_t m = mult_.load(std::memory_order_acquire);
+      const uint64_t due = due_.load(std::memory_order_acquire);
+      if ((s & 1) == 0 && seq_.load(std::memory_order_acquire) == s) {
+        const uint64_t d = counter() - t0;  // wraps to huge before the anchor: slow path
+        if (d < due) return n0 + static_cast<uint64_t>((static_cast<unsigned __int128>(d) * m) >> 32);
+      }
+    }
+    return slow();
+  }
+
+  // True once readings come from the counter.
+  bool counting() const noexcept { return mult_.load(std::memory_order_relaxed) != 0; }
+
+  static uint64_t clock_gettime_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
+
+  static uint64_t counter() noexcept {
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return clock_gettime_ns();
+#endif
+  }
+
+  // Whether this machine's counter can stand in for CLOCK_MONOTONIC (see the top).
+  static bool counter_trusted() noexcept;
+
+ private:
+  uint64_t slow() noexcept;  // clock_gettime, and the (re)calibration when due
+
+  std::atomic<Trust> trust_;
+  std::atomic<bool> busy_{false};  // one thread calibrates at a time; the others read the clock
+  std::atomic<uint32_t> seq_{0};   // odd while the anchor below is rewritten
+  std::atomic<uint64_t> tsc0_{0}, ns0_{0};
+  std::atomic<uint64_t> mult_{0};  // ns per count in 32.32 fixed point; 0: clock_gettime
+  std::atomic<uint64_t> due_{0};   // counts after the anchor at which a new one is due
+  std::atomic<uint64_t> first_tsc_{0}, first_ns_{0};  // the first anchor: the rate's baseline
+};
+
+// The process's clock: what the preload's annotations, steps and regions read.
+FastClock& process_clock() noexcept;
+
+}  // namespace traintime::core

@@ -1,0 +1,99 @@
+#include "traintime/core/fast_clock.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace traintime::core {
+namespace {
+
+// Constant-initialised: usable from the first annotation, even from another constructor.
+FastClock g_process_clock;
+
+}  // namespace
+
+FastClock& process_clock() noexcept { return g_process_clock; }
+
+bool FastClock::counter_trusted() noexcept {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  __cpuid(0x80000007u, a, b, c, d);
+  if ((d & (1u << 8)) == 0) return false;  // not invariant: the rate changes with P-states
+  // The kernel's own verdict: it keeps time with the TSC only while it trusts it.
+  // open/read, not stdio: no allocation, once, on the calibrating thread.
+  const int saved = errno;
+  char source[8] = {};
+  bool tsc = false;
+  const int fd =
+      ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const ssize_t n = ::read(fd, source, sizeof source - 1);
+    tsc = n >= 3 && std::strncmp(source, "tsc", 3) == 0 && (n == 3 || source[3] == '\n');
+    ::close(fd);
+  }
+  errno = saved;
+  return tsc;
+#elif defined(__aarch64__)
+  return true;  // the architected generic timer: a constant rate, CLOCK_MONOTONIC's own source
+#else
+  return false;
+#endif
+}
+
+uint64_t FastClock::slow() noexcept {
+  if (trust_.load(std::memory_order_relaxed) == Trust::kClockGettime) return clock_gettime_ns();
+  const uint64_t n = clock_gettime_ns();
+  const uint64_t first_ns = first_ns_.load(std::memory_order_relaxed);
+  // Until kCalibrateNs after the first anchor there is nothing to do but read the clock.
+  if (first_ns != 0 && n - first_ns < kCalibrateNs && mult_.load(std::memory_order_relaxed) == 0) return n;
+  if (busy_.exchange(true, std::memory_order_acquire)) return n;
+  // The anchor: a clock reading between two counter readings, the tightest of a few (a thread
+  // preempted between them would shift every conversion until the next anchor).
+  uint64_t t = 0, na = 0, best = ~uint64_t{0};
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t t1 = counter();
+    const uint64_t ni = clock_gettime_ns();
+    const uint64_t t2 = counter();
+    if (t2 >= t1 && t2 - t1 < best) {
+      best = t2 - t1;
+      t = t1 + (t2 - t1) / 2;
+      na = ni;
+    }
+  }
+  if (best == ~uint64_t{0}) {
+    busy_.store(false, std::memory_order_release);
+    return n;
+  }
+  if (trust_.load(std::memory_order_relaxed) == Trust::kCheck)
+    trust_.store(counter_trusted() ? Trust::kCounter : Trust::kClockGettime, std::memory_order_relaxed);
+  if (trust_.load(std::memory_order_relaxed) == Trust::kCounter) {
+    if (first_ns_.load(std::memory_order_relaxed) == 0) {
+      first_tsc_.store(t, std::memory_order_relaxed);
+      first_ns_.store(na, std::memory_order_relaxed);
+    } else if (const uint64_t first_tsc = first_tsc_.load(std::memory_order_relaxed); t > first_tsc) {
+      const uint64_t span_ns = na - first_ns_.load(std::memory_order_relaxed);
+      const auto m = static_cast<uint64_t>((static_cast<unsigned __int128>(span_ns) << 32) / (t - first_tsc));
+      if (m != 0) {
+        const auto due = static_cast<uint64_t>((static_cast<unsigned __int128>(kAnchorNs) << 32) / m);
+        const uint32_t s = seq_.load(std::memory_order_relaxed);
+        seq_.store(s + 1, std::memory_order_relaxed);
+        tsc0_.store(t, std::memory_order_release);
+        ns0_.store(na, std::memory_order_release);
+        mult_.store(m, std::memory_order_release);
+        due_.store(due, std::memory_order_release);
+        seq_.store(s + 2, std::memory_order_release);
+      }
+    }
+  }
+  busy_.store(false, std::memory_order_release);
+  return n;
+}
+
+}  // namespace traintime::core

@@ -1,0 +1,86 @@
+"""scripts/bench_summary.py on made-up raw results: the budgets it judges, the per-name memory
+cost, results.json, and --baseline's per-row change judged against the rows' measured spread."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from testlib import SOURCE_DIR
+
+SUMMARY = SOURCE_DIR / "scripts" / "bench_summary.py"
+MIB = 2**20
+
+
+def raw_results(out: Path, spawn_extra_ns: float, names_growth: int) -> None:
+    """The memory and inert-process programs' outputs (the others absent: listed as problems)."""
+    out.mkdir()
+    plain = {"kernels": 10_000_000, "distinct_names": 0, "activities": 10_690_000, "steps": 1000,
+             "rss_peak_growth_bytes": 3 * MIB, "name_chars_mean": 0, "footprint": {"kernel_names": 46}}
+    names = dict(plain, distinct_names=100_000, rss_peak_growth_bytes=names_growth, name_chars_mean=38.0,
+                 footprint={"kernel_names": 46 + 65536})
+    (out / "memory.out").write_text(json.dumps(plain))
+    (out / "memory_names.out").write_text(json.dumps(names))
+    (out / "spawn.out").write_text(json.dumps({
+        "command": "/bin/true", "runs": 200, "extra_median_ns": spawn_extra_ns, "extra_p25_ns": spawn_extra_ns - 20_000,
+        "extra_p75_ns": spawn_extra_ns + 20_000, "bare_median_ns": 500_000}))
+
+
+def summarize(out: Path, *extra: str) -> str:
+    r = subprocess.run([sys.executable, str(SUMMARY), str(out), "0", "/nonexistent", "2", "0.1 0.1 0.1",
+                        "test cpu", "0", *extra], capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr  # the missing benchmarks are problems
+    return r.stdout
+
+
+def row(text: str, starts: str) -> str:
+    lines = [line for line in text.splitlines() if line.lstrip().startswith(starts)]
+    assert lines, f"no row starting {starts!r} in:\n{text}"
+    return lines[0]
+
+
+def test_judges_memory_per_name_cost_and_inert_process_against_the_new_budgets(tmp_path: Path) -> None:
+    # 65 536 more names kept for 65 536 x (38 characters + 100 bytes) more: exactly on the budget.
+    raw_results(tmp_path / "a", 400_000, 3 * MIB + 65536 * 138)
+    text = summarize(tmp_path / "a")
+    assert "100 B beyond its 38 characters" in row(text, "per kept kernel name")
+    assert row(text, "per kept kernel name").endswith("met")
+    assert row(text, "memory after 10 M kernels").endswith("met")  # 3 MiB <= 8 MiB
+    assert row(text, "inert process").endswith("met")  # +0.4 ms <= 0.5 ms
+    raw_results(tmp_path / "b", 600_000, 3 * MIB + 65536 * 139)
+    text = summarize(tmp_path / "b")
+    assert row(text, "per kept kernel name").endswith("MISSED")
+    assert row(text, "inert process").endswith("MISSED")
+
+
+def test_baseline_prints_each_rows_change_and_whether_it_is_beyond_the_measured_spread(tmp_path: Path) -> None:
+    raw_results(tmp_path / "base", 300_000, 3 * MIB + 65536 * 100)
+    summarize(tmp_path / "base", "--commit", "abc1234")
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text((tmp_path / "base" / "results.json").read_text())
+    doc = json.loads(baseline.read_text())
+    assert doc["commit"] == "abc1234" and doc["machine"] == "test cpu, 2 cores"
+    assert doc["rows"]["inert_process_ms"]["value"] == 0.3
+    assert doc["rows"]["inert_process_ms"]["spread"] == 0.02  # half the IQR
+
+    # Inert process: +0.01 ms, inside the two runs' spreads (0.02 + 0.02 ms).
+    raw_results(tmp_path / "near", 310_000, 3 * MIB + 65536 * 100)
+    text = summarize(tmp_path / "near", "--baseline", str(baseline))
+    assert "against " + str(baseline) in text
+    near = row(text.split("\nagainst ")[1], "inert process")
+    assert "+3.3 %" in near and near.endswith("no")
+    assert row(text.split("\nagainst ")[1], "memory after").endswith("spread not measured")
+
+    # +0.1 ms: beyond it.
+    raw_results(tmp_path / "far", 400_000, 3 * MIB + 65536 * 100)
+    text = summarize(tmp_path / "far", "--baseline", str(baseline))
+    far = row(text.split("\nagainst ")[1], "inert process")
+    assert "+33.3 %" in far and far.endswith("YES")
+
+
+def test_an_unreadable_baseline_is_a_problem_named_by_its_path(tmp_path: Path) -> None:
+    raw_results(tmp_path / "a", 300_000, 3 * MIB)
+    bad = tmp_path / "not-results.json"
+    bad.write_text("{}")
+    assert f"{bad}: not a bench results file" in summarize(tmp_path / "a", "--baseline", str(bad))

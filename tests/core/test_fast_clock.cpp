@@ -1,0 +1,82 @@
+// FastClock: CLOCK_MONOTONIC nanoseconds from the CPU's counter once calibrated, clock_gettime
+// where the counter is not trusted; every reading bracketed by clock_gettime readings taken just
+// before and after it (a preempted thread only widens the bracket, so this is not a timing test).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "traintime/core/fast_clock.h"
+
+using traintime::core::FastClock;
+
+namespace {
+
+// Reads until the clock counts (the calibration needs kCalibrateNs of clock time).
+void calibrate(FastClock& c) {
+  const uint64_t start = FastClock::clock_gettime_ns();
+  while (!c.counting() && FastClock::clock_gettime_ns() - start < 20 * FastClock::kCalibrateNs) c.now_ns();
+}
+
+// The counter's conversion error allowed: far below a microsecond after calibration; 20 µs
+// leaves room for a hypervisor's clock adjustments during the 10 ms calibration.
+constexpr uint64_t kSlackNs = 20'000;
+
+}  // namespace
+
+TEST_CASE("an untrusted counter leaves every reading to clock_gettime", "[fast_clock]") {
+  FastClock c(FastClock::Trust::kClockGettime);
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t before = FastClock::clock_gettime_ns();
+    const uint64_t now = c.now_ns();
+    const uint64_t after = FastClock::clock_gettime_ns();
+    CHECK(before <= now);
+    CHECK(now <= after);
+  }
+  CHECK_FALSE(c.counting());
+}
+
+TEST_CASE("a trusted counter, once calibrated, reads CLOCK_MONOTONIC through re-anchorings",
+          "[fast_clock]") {
+  if (!FastClock::counter_trusted()) {
+    WARN("this machine's counter is not trusted: only the clock_gettime path is tested");
+    return;
+  }
+  FastClock c(FastClock::Trust::kCounter);
+  calibrate(c);
+  REQUIRE(c.counting());
+  // Across more than two anchor periods, so readings straddle re-anchorings.
+  const uint64_t start = FastClock::clock_gettime_ns();
+  uint64_t readings = 0, outside = 0;
+  while (FastClock::clock_gettime_ns() - start < 3 * FastClock::kAnchorNs) {
+    const uint64_t before = FastClock::clock_gettime_ns();
+    const uint64_t now = c.now_ns();
+    const uint64_t after = FastClock::clock_gettime_ns();
+    ++readings;
+    if (now + kSlackNs < before || now > after + kSlackNs) ++outside;
+  }
+  CHECK(readings > 1000);
+  CHECK(outside == 0);
+}
+
+TEST_CASE("threads reading while one re-anchors get consistent readings", "[fast_clock]") {
+  FastClock c(FastClock::counter_trusted() ? FastClock::Trust::kCounter : FastClock::Trust::kClockGettime);
+  std::atomic<uint64_t> outside{0}, readings{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 3; ++k)
+    threads.emplace_back([&] {
+      const uint64_t start = FastClock::clock_gettime_ns();
+      while (FastClock::clock_gettime_ns() - start < 2 * FastClock::kAnchorNs + FastClock::kCalibrateNs) {
+        const uint64_t before = FastClock::clock_gettime_ns();
+        const uint64_t now = c.now_ns();
+        const uint64_t after = FastClock::clock_gettime_ns();
+        ++readings;
+        // Before calibration the readings are clock_gettime's; after, within the slack.
+        if (now + kSlackNs < before || now > after + kSlackNs) ++outside;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(readings.load() > 100);
+  CHECK(outside.load() == 0);
+}
