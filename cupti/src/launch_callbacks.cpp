@@ -60,7 +60,7 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   }
   if (nest.depth == 0) {
     nest.ctx = current_context();
-    if (nest.ctx.comm_op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
+    if (nest.ctx.comm.op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
         hooks_.pending_comm_call != nullptr && cb->symbolName != nullptr &&
         core::is_nccl_kernel(cb->symbolName)) {
       const void* stream = nullptr;
