@@ -166,7 +166,7 @@ void BM_DecodeJoinIngest(benchmark::State& state) {
     return;
   }
   state.SetLabel(toolkit ? "record walker: toolkit libcupti" : "record walker: simgpu libcupti (SIMULATED)");
-  cupti::CorrelationTable launches(1u << 14);  // the live capture's size (gpu_capture.cpp)
+  cupti::CorrelationTable launches(1u << 14);  // the live capture's size (capture_tuning.h)
   cupti::GraphNodeTable nodes(16);
   core::GpuAggregator aggregator;
   cupti::ActivityPipeline pipeline(lib, launches, nodes, aggregator, [&](core::PathId p) {

@@ -56,7 +56,7 @@ class SyntheticWorkload {
     a->correlation_id += static_cast<uint32_t>(pass * acts_.size() * 2);
     c->step += static_cast<uint32_t>(pass * kChunkSteps);
     c->entry += pass * entries_;
-    if (c->comm_seq) c->comm_seq += pass * kChunkSteps * kBuckets;
+    if (c->comm.seq) c->comm.seq += pass * kChunkSteps * kBuckets;
   }
 
   const core::GpuActivity& activity(size_t i) const { return acts_[i]; }
@@ -120,10 +120,10 @@ class SyntheticWorkload {
           if (comm_t_ < compute_t_ - 60'000) comm_t_ = compute_t_ - 60'000;  // overlaps backward
           add(K::kKernel, 2, 150'000, kBackward, C::kBackward, s, nccl);
           core::LaunchContext& c = ctxs_.back();
-          c.comm_op = core::CommOp::kAllReduce;
-          c.comm_id = 1;
-          c.comm_seq = ++seq;
-          c.comm_bytes = 16u << 20;
+          c.comm.op = core::CommOp::kAllReduce;
+          c.comm.comm_id = 1;
+          c.comm.seq = ++seq;
+          c.comm.bytes = 16u << 20;
         }
       }
       ++entry_;

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <climits>
-#include <tuple>
 
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nccl/nccl_interposer.h"
@@ -52,10 +51,7 @@ void mark_recorded() noexcept {
 core::LaunchContext launch_context() noexcept {
   const core::RegionRegistry* r = existing_registry();
   core::LaunchContext ctx = r ? r->launch_context(t_thread_state) : core::LaunchContext{};
-  if (const nccl::Call* c = nccl::current_call()) {
-    std::tie(ctx.comm_op, ctx.comm_id, ctx.comm_seq, ctx.comm_bytes, ctx.comm_group,
-             ctx.comm_captured) = std::tie(c->op, c->comm_id, c->seq, c->bytes, c->group_id, c->captured);
-  }
+  if (const nccl::Call* c = nccl::current_call()) ctx.comm = *c;
   return ctx;
 }
 
@@ -64,8 +60,7 @@ core::LaunchContext launch_context() noexcept {
 bool pending_comm_call(const void* stream, core::LaunchContext* ctx) noexcept {
   nccl::Call c;
   if (!nccl::take_pending_call(stream, &c)) return false;
-  std::tie(ctx->comm_op, ctx->comm_id, ctx->comm_seq, ctx->comm_bytes, ctx->comm_group,
-           ctx->comm_captured) = std::tie(c.op, c.comm_id, c.seq, c.bytes, c.group_id, c.captured);
+  ctx->comm = c;
   return true;
 }
 

@@ -43,16 +43,16 @@ void GpuAggregator::add_comm_share(uint32_t comm_id, CommOp op, uint64_t seq, ui
 
 void GpuAggregator::ingest_comm(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur,
                                 uint32_t name_id) {
-  if (ctx.comm_op == CommOp::kNone) {  // found by kernel name: no interposition
+  if (ctx.comm.op == CommOp::kNone) {  // found by kernel name: no interposition
     CommOp op = name_id > kOtherKernels ? name_op_[name_id] : comm_op_from_kernel_name(a.name);
     CommGpu& g = comm_gpu_[kByNameKey | static_cast<uint64_t>(op)];
     g.gpu_ns += dur;
     ++g.kernels;
     return;
   }
-  if (ctx.comm_group != 0 && comm_table_ != nullptr) {
+  if (ctx.comm.group_id != 0 && comm_table_ != nullptr) {
     CommGroupRecord group;
-    if (comm_table_->find_group(ctx.comm_group, group) && group.count > 0) {
+    if (comm_table_->find_group(ctx.comm.group_id, group) && group.count > 0) {
       uint64_t total = 0;
       for (uint32_t i = 0; i < group.count; ++i) total += group.members[i].bytes;
       uint64_t given = 0;
@@ -67,14 +67,14 @@ void GpuAggregator::ingest_comm(const GpuActivity& a, const LaunchContext& ctx, 
           share = dur / group.count;
         }
         given += share;
-        add_comm_share(m.comm_id, m.op, m.seq, m.bytes, share, a, ctx.comm_captured);
+        add_comm_share(m.comm_id, m.op, m.seq, m.bytes, share, a, ctx.comm.captured);
       }
       return;
     }
     ++group_lookups_missed_;
   }
-  add_comm_share(ctx.comm_id, ctx.comm_op, ctx.comm_seq, ctx.comm_bytes, dur, a,
-                 ctx.comm_captured);
+  add_comm_share(ctx.comm.comm_id, ctx.comm.op, ctx.comm.seq, ctx.comm.bytes, dur, a,
+                 ctx.comm.captured);
 }
 
 }  // namespace traintime::core

@@ -102,7 +102,7 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
       trace_.push_back({start, end, a.bytes, a.correlation_id, ctx.path, ctx.step,
                         name_id, a.device, a.stream, static_cast<uint8_t>(ci),
                         static_cast<uint8_t>(a.kind), static_cast<uint8_t>(a.copy_kind),
-                        static_cast<uint8_t>(ctx.comm_op)});
+                        static_cast<uint8_t>(ctx.comm.op)});
     } else {
       ++trace_dropped_;
     }

@@ -45,13 +45,13 @@ uint64_t CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) no
   // sees any field of this write also sees the busy stamp before it when it re-checks.
   ids_[seq & mask_].store(id, std::memory_order_relaxed);
   s.words[0].store(uint64_t{id} | (uint64_t{ctx.path} << 32), std::memory_order_release);
-  s.words[1].store(uint64_t{ctx.step} | (uint64_t{ctx.comm_id} << 32), std::memory_order_release);
+  s.words[1].store(uint64_t{ctx.step} | (uint64_t{ctx.comm.comm_id} << 32), std::memory_order_release);
   s.words[2].store(ctx.entry, std::memory_order_release);
-  s.words[3].store(uint64_t(ctx.comm_op) | (uint64_t{ctx.comm_captured} << 8),
+  s.words[3].store(uint64_t(ctx.comm.op) | (uint64_t{ctx.comm.captured} << 8),
                    std::memory_order_release);
-  s.words[4].store(ctx.comm_seq, std::memory_order_release);
-  s.words[5].store(ctx.comm_bytes, std::memory_order_release);
-  s.words[6].store(ctx.comm_group, std::memory_order_release);
+  s.words[4].store(ctx.comm.seq, std::memory_order_release);
+  s.words[5].store(ctx.comm.bytes, std::memory_order_release);
+  s.words[6].store(ctx.comm.group_id, std::memory_order_release);
   s.stamp.store(stamp, std::memory_order_release);
   return seq + 1;
 }
@@ -67,13 +67,13 @@ bool CorrelationTable::read(uint64_t seq, uint32_t id, core::LaunchContext* out)
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
   out->path = static_cast<core::PathId>(w0 >> 32);
   out->step = static_cast<uint32_t>(w[0]);
-  out->comm_id = static_cast<uint32_t>(w[0] >> 32);
+  out->comm.comm_id = static_cast<uint32_t>(w[0] >> 32);
   out->entry = w[1];
-  out->comm_op = static_cast<core::CommOp>(w[2] & 0xff);
-  out->comm_captured = ((w[2] >> 8) & 1) != 0;
-  out->comm_seq = w[3];
-  out->comm_bytes = w[4];
-  out->comm_group = w[5];
+  out->comm.op = static_cast<core::CommOp>(w[2] & 0xff);
+  out->comm.captured = ((w[2] >> 8) & 1) != 0;
+  out->comm.seq = w[3];
+  out->comm.bytes = w[4];
+  out->comm.group_id = w[5];
   return true;
 }
 

@@ -10,7 +10,7 @@
 // by an amount the tool does not control, but the id rate never shrinks the table. A context
 // is lost only after capacity() newer launches (sequence numbers) were stored, whatever the id
 // rate. The activity buffers are sized together with the table so that their records arrive
-// well before that (gpu_capture.cpp, kLaunchesInFlight).
+// well before that (capture_tuning.h, kLaunchesInFlight).
 //
 // Finding an id: a column of the ids by slot (4 bytes each, 16 to a cache line, also written in
 // launch order) is scanned from the slot after the reader's previous hit, forward then back, and

@@ -18,10 +18,10 @@ namespace traintime::cupti {
 
 nlohmann::json context_to_json(const core::LaunchContext& ctx) {
   return {{"path", ctx.path},         {"step", ctx.step},
-          {"entry", ctx.entry},       {"comm_op", static_cast<int>(ctx.comm_op)},
-          {"comm_id", ctx.comm_id},   {"comm_seq", ctx.comm_seq},
-          {"comm_bytes", ctx.comm_bytes}, {"comm_group", ctx.comm_group},
-          {"comm_captured", ctx.comm_captured}};
+          {"entry", ctx.entry},       {"comm_op", static_cast<int>(ctx.comm.op)},
+          {"comm_id", ctx.comm.comm_id},   {"comm_seq", ctx.comm.seq},
+          {"comm_bytes", ctx.comm.bytes}, {"comm_group", ctx.comm.group_id},
+          {"comm_captured", ctx.comm.captured}};
 }
 
 core::LaunchContext context_from_json(const nlohmann::json& j) {
@@ -29,12 +29,12 @@ core::LaunchContext context_from_json(const nlohmann::json& j) {
   ctx.path = j.at("path").get<core::PathId>();
   ctx.step = j.at("step").get<uint32_t>();
   ctx.entry = j.at("entry").get<uint64_t>();
-  ctx.comm_op = static_cast<core::CommOp>(j.at("comm_op").get<int>());
-  ctx.comm_id = j.at("comm_id").get<uint32_t>();
-  ctx.comm_seq = j.at("comm_seq").get<uint64_t>();
-  ctx.comm_bytes = j.at("comm_bytes").get<uint64_t>();
-  ctx.comm_group = j.at("comm_group").get<uint64_t>();
-  ctx.comm_captured = j.at("comm_captured").get<bool>();
+  ctx.comm.op = static_cast<core::CommOp>(j.at("comm_op").get<int>());
+  ctx.comm.comm_id = j.at("comm_id").get<uint32_t>();
+  ctx.comm.seq = j.at("comm_seq").get<uint64_t>();
+  ctx.comm.bytes = j.at("comm_bytes").get<uint64_t>();
+  ctx.comm.group_id = j.at("comm_group").get<uint64_t>();
+  ctx.comm.captured = j.at("comm_captured").get<bool>();
   return ctx;
 }
 

@@ -55,7 +55,7 @@ TEST_CASE("attribution: NCCL op of an interposed call wins over the region, io i
           "[attribution]") {
   LaunchContext ctx;
   ctx.path = 5;
-  ctx.comm_op = CommOp::kAllReduce;
+  ctx.comm.op = CommOp::kAllReduce;
   CHECK(attribute(kernel("some_kernel"), ctx, Category::kBackward) == Category::kComm);
   CHECK(attribute(kernel("some_kernel"), ctx, Category::kIo) == Category::kComm);
   ctx.path = kNoPath;

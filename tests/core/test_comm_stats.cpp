@@ -197,10 +197,10 @@ std::string name_of(PathId p) { return "p" + std::to_string(p); }
 
 LaunchContext nccl_ctx(CommOp op, uint32_t comm_id, uint64_t seq, uint64_t bytes) {
   LaunchContext c;
-  c.comm_op = op;
-  c.comm_id = comm_id;
-  c.comm_seq = seq;
-  c.comm_bytes = bytes;
+  c.comm.op = op;
+  c.comm.comm_id = comm_id;
+  c.comm.seq = seq;
+  c.comm.bytes = bytes;
   return c;
 }
 
@@ -319,7 +319,7 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
   GpuAggregator agg;
   agg.set_comm_table(&t);
   LaunchContext ctx = nccl_ctx(CommOp::kSend, c + 1, s1, 400);
-  ctx.comm_group = 9;
+  ctx.comm.group_id = 9;
   agg.ingest(nccl_kernel(1000, 1100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
   auto snap = t.snapshot();
   RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
@@ -340,7 +340,7 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
 TEST_CASE("a group kernel whose group is unknown counts for the first op", "[comm][group]") {
   GpuAggregator agg;  // no call table
   LaunchContext ctx = nccl_ctx(CommOp::kSend, 1, 1, 400);
-  ctx.comm_group = 12;
+  ctx.comm.group_id = 12;
   agg.ingest(nccl_kernel(0, 100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
   RankFile f = testing::gpu_rank_file(agg, name_of, 1);
   const CommRow* send = row(f, CommOp::kSend, 0);
@@ -354,7 +354,7 @@ TEST_CASE("NCCL work captured into a CUDA graph counts one call per replayed ker
   uint32_t c = t.register_communicator(0x9, 2, 0);
   GpuAggregator agg;
   LaunchContext ctx = nccl_ctx(CommOp::kAllReduce, c + 1, 0, 2048);
-  ctx.comm_captured = true;
+  ctx.comm.captured = true;
   for (uint64_t replay = 0; replay < 3; ++replay)
     agg.ingest(nccl_kernel(replay * 1000, replay * 1000 + 100), ctx, Category::kOther);
   auto snap = t.snapshot();

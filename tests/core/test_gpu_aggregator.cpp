@@ -35,7 +35,7 @@ Act kern(uint64_t start, uint64_t end, PathId path, Category region, uint32_t st
 
 Act allreduce(uint64_t start, uint64_t end, uint32_t step = 0) {
   Act x = kern(start, end, kNoPath, Category::kOther, step, 9, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
-  x.ctx.comm_op = CommOp::kAllReduce;
+  x.ctx.comm.op = CommOp::kAllReduce;
   return x;
 }
 

@@ -196,7 +196,7 @@ TEST_CASE("aggregator: a step's live figures equal its detail row, open or folde
     ctx.path = 1;
     ctx.step = step;
     ctx.entry = 10 + step;
-    ctx.comm_op = op;
+    ctx.comm.op = op;
     agg.ingest(a, ctx, cat);
   };
   // Step 0: forward [0,100), comm [50,200) -> span 200, busy 200, compute 100, exposed 100.

@@ -21,19 +21,19 @@ LaunchContext context_for(uint32_t id) {
   c.path = id * 3 + 1;
   c.step = id / 5;
   c.entry = uint64_t{id} * 7919;
-  c.comm_op = static_cast<CommOp>(id % 12);
-  c.comm_id = id % 1000;
-  c.comm_seq = uint64_t{id} << 20;
-  c.comm_bytes = ~uint64_t{id};
-  c.comm_group = uint64_t{id} * 31;
-  c.comm_captured = (id & 1) != 0;
+  c.comm.op = static_cast<CommOp>(id % 12);
+  c.comm.comm_id = id % 1000;
+  c.comm.seq = uint64_t{id} << 20;
+  c.comm.bytes = ~uint64_t{id};
+  c.comm.group_id = uint64_t{id} * 31;
+  c.comm.captured = (id & 1) != 0;
   return c;
 }
 
 bool same(const LaunchContext& a, const LaunchContext& b) {
-  return a.path == b.path && a.step == b.step && a.entry == b.entry && a.comm_op == b.comm_op &&
-         a.comm_id == b.comm_id && a.comm_seq == b.comm_seq && a.comm_bytes == b.comm_bytes &&
-         a.comm_group == b.comm_group && a.comm_captured == b.comm_captured;
+  return a.path == b.path && a.step == b.step && a.entry == b.entry && a.comm.op == b.comm.op &&
+         a.comm.comm_id == b.comm.comm_id && a.comm.seq == b.comm.seq && a.comm.bytes == b.comm.bytes &&
+         a.comm.group_id == b.comm.group_id && a.comm.captured == b.comm.captured;
 }
 
 }  // namespace

@@ -66,24 +66,32 @@ constexpr CommOp comm_op_from_name(std::string_view name) {
   return CommOp::kUnknown;
 }
 
+// The NCCL call a launch was made inside, one value: what the NCCL interposer publishes for the
+// launching thread (nccl::Call) and what a launch context carries, copied whole.
+struct CommContext {
+  // A single op: the op itself. Inside the outermost ncclGroupEnd (where NCCL launches the
+  // group's kernels): the group's first member (op, comm_id, seq) and bytes = the sum over all
+  // members; the members themselves are in CommCallTable::find_group(group_id).
+  CommOp op = CommOp::kNone;  // kNone: not launched inside an interposed NCCL call
+  uint32_t comm_id = 0;       // communicator table index + 1 (0: communicator unknown)
+  uint64_t seq = 0;           // sequence number on the communicator, 1-based (0: captured)
+  uint64_t bytes = 0;         // nccl-tests convention (DESIGN §5)
+  // Non-zero only inside the outermost ncclGroupEnd: the process-unique group id under which
+  // the NCCL wrappers recorded the group's members (CommCallTable::record_group); the
+  // aggregator splits the kernel's time across them.
+  uint64_t group_id = 0;
+  // The NCCL call was enqueued into a CUDA graph being captured: the CPU side did not count it
+  // (seq == 0), so each kernel of a replay counts as one call on the GPU side.
+  bool captured = false;
+};
+
 // Captured on the launching thread inside the launch callback, stored under the callback's
 // correlation id, and joined with the activity record later.
 struct LaunchContext {
   PathId path = kNoPath;      // innermost region of the launching thread, else the step thread's
   uint32_t step = 0;          // number of tt_step calls the process made before the launch
   uint64_t entry = 0;         // unique serial of the region entry (for per-entry gpu_span_ns)
-  CommOp comm_op = CommOp::kNone;  // set when launched inside an interposed NCCL call
-  uint32_t comm_id = 0;       // communicator registry index + 1 (0: none)
-  uint64_t comm_seq = 0;      // sequence number of the collective on that communicator
-  uint64_t comm_bytes = 0;    // bytes of the call per nccl-tests conventions
-  // Non-zero for the kernels of an outermost ncclGroupEnd: the process-unique group id under
-  // which the NCCL wrappers recorded the group's members (CommCallTable::record_group); the
-  // aggregator splits the kernel's time across them. comm_op/comm_id/comm_seq then describe the
-  // group's first member and comm_bytes the sum over members.
-  uint64_t comm_group = 0;
-  // The NCCL call was enqueued into a CUDA graph being captured: the CPU side did not count it,
-  // so each kernel of a replay counts as one call on the GPU side.
-  bool comm_captured = false;
+  CommContext comm;           // set when launched inside an interposed NCCL call
 };
 
 // One GPU activity, converted from a CUPTI kernel/memcpy/memset record.

@@ -8,7 +8,7 @@
 namespace traintime::core {
 
 // Category of one GPU activity (kernel, memcpy or memset), first matching rule:
-//  1. NCCL work → kComm: launched inside an interposed NCCL call (ctx.comm_op != kNone), or a
+//  1. NCCL work → kComm: launched inside an interposed NCCL call (ctx.comm.op != kNone), or a
 //     kernel whose name is a NCCL device kernel (is_nccl_kernel, the fallback when NCCL is not
 //     interposable). NCCL wins over every region, io included.
 //  2. A region is open (ctx.path != kNoPath) → region_category, the category of ctx.path
@@ -25,7 +25,7 @@ Category attribute(const GpuActivity& a, const LaunchContext& ctx, Category regi
 // (the aggregator caches that per interned kernel name instead of parsing every record).
 constexpr Category attribute(bool nccl_kernel_name, const LaunchContext& ctx,
                              Category region_category) {
-  if (ctx.comm_op != CommOp::kNone || nccl_kernel_name) return Category::kComm;
+  if (ctx.comm.op != CommOp::kNone || nccl_kernel_name) return Category::kComm;
   if (ctx.path == kNoPath) return Category::kUnattributed;
   return region_category;
 }

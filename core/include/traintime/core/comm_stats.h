@@ -5,7 +5,7 @@
 //  - preload/ NCCL wrappers (any application thread): register_communicator / find_communicator
 //    when they meet a communicator, then per outermost call next_seq() and on_call(); at the
 //    outermost ncclGroupEnd, record_group() with the group's members before the group's kernels
-//    are launched, and put the group id into LaunchContext::comm_group (via the launch callback).
+//    are launched, and put the group id into LaunchContext::comm.group_id (via the launch callback).
 //  - GpuAggregator (the activity thread): find_group() while ingesting a group kernel.
 //  - The rank-file assembly: snapshot() goes into CommSummary, and build_rank_file() joins its CPU
 //    call counts with the GPU time of GpuAggregator::summary() in one place.

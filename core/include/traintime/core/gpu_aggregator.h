@@ -50,9 +50,9 @@ class GpuAggregator {
  public:
   explicit GpuAggregator(AggregatorOptions options = {});
 
-  // Group kernels (LaunchContext::comm_group) are split across the members recorded in this
+  // Group kernels (LaunchContext::comm.group_id) are split across the members recorded in this
   // table; without it (or when the group fell out of its ring) a group kernel counts for
-  // ctx.comm_op alone. Not owned; must outlive the aggregator's ingest calls.
+  // ctx.comm.op alone. Not owned; must outlive the aggregator's ingest calls.
   void set_comm_table(const CommCallTable* table) { comm_table_ = table; }
 
   // Every activity, in any order across streams, steps and buffers. region_category is the

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "traintime/core/atomic_file.h"
 #include "traintime/core/rank_file.h"
 
 namespace traintime::core {
@@ -21,23 +22,13 @@ nlohmann::json rank_file_to_json(const RankFile& f);
 // writers) and then keep their defaults; unknown extra fields are ignored.
 RankFile rank_file_from_json(const nlohmann::json& j);
 
-enum class WriteMode {
-  kCreateNew,  // fail if `path` exists: claiming a rank's file, never clobbering another's
-  kReplace,    // replace `path` atomically: the owner rewriting its own file (snapshots, exit)
-};
-
-// Writes to a hidden temporary file in the same directory, fsyncs it, then moves it into place
-// (link() for kCreateNew, so a racing writer can never be overwritten; rename() for kReplace).
-// Readers therefore see either no file or a complete one. On failure returns false, sets
-// *error (when not null) to one line naming the path and the reason, and leaves no temporary
-// file. errno is preserved: this runs inside the profiled application.
+// Serializes `f` and writes it with write_text_file (atomic_file.h): a hidden temporary file in
+// the same directory, fsynced, then moved into place (link() for kCreateNew, so a racing writer
+// can never be overwritten; rename() for kReplace). Readers therefore see either no file or a
+// complete one. On failure returns false, sets *error (when not null) to one line naming the
+// path and the reason, and leaves no temporary file. errno is preserved.
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error);  // kCreateNew
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error, WriteMode mode);
-// The same safe write for any text the profiler puts beside its rank file (the
-// TRAINTIME_TRACE=1 timeline): temporary file created exclusively (never through a symlink),
-// mode 0644, moved into place.
-bool write_text_file(const std::string& path, const std::string& text, std::string* error,
-                     WriteMode mode);
 
 // nullopt with *error = "<path>: <reason>" when the file cannot be read, is not JSON (e.g.
 // truncated) or does not follow the schema. errno is preserved.

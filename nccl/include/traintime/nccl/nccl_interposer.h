@@ -19,21 +19,9 @@
 
 namespace traintime::nccl {
 
-struct Call {
-  // A single op: the op itself. Inside the outermost ncclGroupEnd (where NCCL launches the
-  // group's kernels): the group's first member (op, comm_id, seq) and bytes = the sum over all
-  // members; the members themselves are in CommCallTable::find_group(group_id).
-  core::CommOp op = core::CommOp::kNone;
-  uint32_t comm_id = 0;  // communicator table index + 1 (0: communicator unknown)
-  uint64_t seq = 0;      // sequence number on the communicator, 1-based (0: captured)
-  uint64_t bytes = 0;    // nccl-tests convention (DESIGN §5)
-  // Non-zero only inside the outermost ncclGroupEnd: the process-unique id under which the
-  // group's members were recorded with record_group() just before the real ncclGroupEnd.
-  uint64_t group_id = 0;
-  // The stream was being captured into a CUDA graph: the CPU side did not count the call
-  // (seq == 0); each replayed kernel counts as one call on the GPU side.
-  bool captured = false;
-};
+// The NCCL call the calling thread is inside (core/activity.h): the launch callback copies it
+// whole into its launch context.
+using Call = core::CommContext;
 
 // What the interposer needs from the process. Each hook may be null; each is called outside
 // the interposer's locks, from the application thread making the NCCL call, and must keep errno.

@@ -1,0 +1,61 @@
+// GpuCapture's buffer callbacks: CUPTI asks for a buffer (from the pool, sized by the processing
+// thread) and hands a completed one back (queued for the processing thread, or returned to
+// another client sharing CUPTI). Lock order: capture_lock_order.h (on_completed takes queue_mu_,
+// possibly inside a flush holding flush_mu_).
+#include <mutex>
+
+#include "activity_decoder.h"
+#include "client_mux.h"
+#include "gpu_capture_class.h"
+
+namespace traintime::cupti {
+
+void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  GpuCapture& self = get();
+  *max_records = self.max_records_.load(std::memory_order_relaxed);
+  uint8_t* b = self.capturing_.load(std::memory_order_acquire)
+                   ? self.pool_->acquire(self.steps_completed())
+                   : nullptr;
+  size_t bytes = self.pool_->buffer_bytes();
+  if (!b && self.lib_.version() < 27) {
+    // Releases before API 27 can crash when refused a buffer: give a scratch one, whose
+    // records on_completed counts as dropped.
+    b = self.pool_->acquire_scratch();
+    bytes = BufferPool::kScratchBytes;
+  }
+  *buffer = b;
+  *size = b ? bytes : 0;  // no buffer: CUPTI drops and counts the records
+}
+
+void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
+                                       size_t valid_size) {
+  GpuCapture& self = get();
+  // Another CUPTI client's buffer goes back to it; its records in ours are copied to it.
+  if (buffer && ClientMux::get().on_completed(buffer, size, valid_size,
+                                              self.pool_ && self.pool_->owns(buffer)))
+    return;
+  size_t dropped = 0;
+  if (TRAINTIME_CUPTI_CALL(self.lib_, cuptiActivityGetNumDroppedRecords, ctx, stream, &dropped) ==
+      CUPTI_SUCCESS)
+    self.dropped_pending_.fetch_add(dropped, std::memory_order_relaxed);
+  if (!buffer) return;
+  if (self.pool_->is_scratch(buffer)) {
+    const DecodeCounts counts =
+        decode_buffer(self.lib_, buffer, valid_size, [](const DecodedActivity&) {});
+    self.dropped_pending_.fetch_add(counts.activities + counts.no_timestamps,
+                                    std::memory_order_relaxed);
+    self.pool_->release_scratch(buffer);
+    return;
+  }
+  if (valid_size == 0 || self.state_.load(std::memory_order_acquire) != State::kCapturing) {
+    self.pool_->release(buffer);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(self.queue_mu_);
+    self.queue_.push_back({buffer, valid_size});  // ≤ buffer_count entries: capacity reserved
+  }
+  self.queue_cv_.notify_one();
+}
+
+}  // namespace traintime::cupti

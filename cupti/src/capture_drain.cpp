@@ -1,0 +1,54 @@
+// GpuCapture's flush, drain and shutdown: normal and forced flushes, waiting for the processing
+// thread to ingest what they delivered, and the exit path that stops capture, gives CUPTI back to
+// a sharing profiler and finishes a recorded fixture. Lock order: capture_lock_order.h.
+#include <mutex>
+#include <string>
+
+#include "client_mux.h"
+#include "gpu_capture_class.h"
+#include "traintime/support/log.h"
+
+namespace traintime::cupti {
+
+void GpuCapture::flush(bool forced, bool try_only) {
+  // Lock order (capture_lock_order.h): flush_mu_ -> CUPTI internal -> queue_mu_ (taken inside
+  // on_completed). The caller holds neither queue_mu_ nor agg_mu_.
+  std::unique_lock<std::mutex> lock(flush_mu_, std::defer_lock);
+  if (try_only) {
+    if (!lock.try_lock()) return;
+  } else {
+    lock.lock();
+  }
+  TRAINTIME_CUPTI_CALL(lib_, cuptiActivityFlushAll, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+bool GpuCapture::drain() {
+  // Lock order (capture_lock_order.h): queue_mu_ only; the processing thread releases it while
+  // ingesting.
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  return drained_cv_.wait_for(lock, kDrainTimeout,
+                              [&] { return (queue_.empty() && !busy_) || !thread_.joinable(); });
+}
+
+void GpuCapture::shutdown(const char* reason) {
+  if (forked_.load(std::memory_order_relaxed)) return;  // never flush inherited CUPTI state
+  if (state_.load(std::memory_order_acquire) != State::kCapturing) return;
+  // Forced flush: exit or terminating signal only (DESIGN §2). Lock order: capture_lock_order.h,
+  // as in flush().
+  flush(true, false);
+  if (!drain()) support::log_warn("GPU activity processing did not finish within 10 s at exit");
+  capturing_.store(false, std::memory_order_release);
+  state_.store(State::kStopped, std::memory_order_release);
+  stop_thread();
+  ClientMux::get().detach(subscriber_);  // a profiler still running in the process gets CUPTI back
+  if (recorder_) {
+    std::lock_guard<std::mutex> agg(agg_mu_);
+    const uint32_t steps = steps_completed();
+    auto name = [this](core::PathId p) { return path_name(p); };
+    recorder_->finish(steps, pipeline_->stats(), name,
+                      [this](core::PathId p) { return category_of(p); }, reason);
+    recorder_->write_live_result(gpu_rank_file(aggregator_->summary(steps), steps, name));
+  }
+}
+
+}  // namespace traintime::cupti

@@ -1,0 +1,19 @@
+// The CUPTI adapter's threads and lock order, in one place: gpu_capture_class.h includes it, so
+// every part of GpuCapture does. Each site that flushes CUPTI or waits on the processing thread
+// names this file.
+//
+// Threads: application threads run the launch and resource callbacks (launch_callbacks.cpp);
+// CUPTI's threads (or the flushing thread, inside cuptiActivityFlushAll) run the buffer callbacks
+// (buffer_callbacks.cpp); one processing thread ingests buffers, flushes periodically and
+// publishes live figures (processing_thread.cpp, live_publishing.cpp, device_name.cpp); the exit
+// hook and snapshots flush and drain (capture_drain.cpp, capture_summary.cpp).
+//
+// Lock order, outermost first (never taken in the other order):
+//   start_mu_  (start-up only)
+//   flush_mu_  -> [CUPTI's internal locks] -> queue_mu_   (FlushAll delivers buffers
+//                                                          synchronously into on_completed)
+//   agg_mu_    -> [the process's region registry, via Hooks::category_of / path_name]
+//   live_mu_, device_mu_ and the GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
+// queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
+// The launch callback (application threads) takes no lock at all.
+#pragma once

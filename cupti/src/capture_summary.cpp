@@ -1,0 +1,91 @@
+// GpuCapture's summary: the GPU section of the rank file (state, reason, capture statistics) and
+// its warnings, and the trace timeline. Lock order: capture_lock_order.h (a snapshot flushes and
+// drains before taking agg_mu_).
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "client_mux.h"
+#include "gpu_capture_class.h"
+
+namespace traintime::cupti {
+
+core::GpuSummary GpuCapture::summary(bool snapshot) {
+  core::GpuSummary out;
+  const State state = state_.load(std::memory_order_acquire);
+  if (forked_.load(std::memory_order_relaxed) && state != State::kIdle) {
+    out.capture_reason =
+        "forked from a process that captured the GPU; CUPTI state is not inherited";
+    return out;
+  }
+  switch (state) {
+    case State::kIdle:
+      out.capture_reason = "no GPU activity was captured in this process";
+      return out;
+    case State::kOff:
+      out.capture_reason = reason_;
+      return out;
+    case State::kUnavailable:
+      out.capture = "unavailable";
+      out.capture_reason = reason_;
+      return out;
+    case State::kCapturing:
+      if (snapshot) {
+        // Mid-run: complete buffers only (normal flush), then wait for them to be ingested.
+        // Lock order: capture_lock_order.h (nothing held here; agg_mu_ is taken after).
+        flush(false, false);
+        drain();
+      }
+      break;
+    case State::kStopped:
+      break;
+  }
+  std::lock_guard<std::mutex> agg(agg_mu_);
+  transfer_dropped();
+  out = aggregator_->summary(steps_completed());
+  // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
+  // complete buffers only; the signal path does not flush at all).
+  out.records_complete = state == State::kStopped;
+  out.capture = "cupti";
+  out.device_name = device_name();
+  out.capture_reason = lib_.describe() + ", started " + trigger_;
+  if (!lib_.explicit_note().empty()) out.capture_reason += "; " + lib_.explicit_note();
+  if (const std::string shared = ClientMux::get().describe(); !shared.empty())
+    out.capture_reason += "; " + shared;
+  if (!static_cupti_.empty())
+    out.warnings.push_back(static_cupti_ + " contains a statically linked CUPTI that traintime cannot "
+                           "share: a profiler using it in this process may disturb GPU capture");
+  const PipelineStats& ps = pipeline_->stats();
+  core::CaptureStats& cs = out.capture_stats;
+  cs.present = true;
+  cs.buffers = ps.buffers;
+  cs.records = ps.activities;
+  cs.launch_callbacks = launches_->launches();
+  cs.correlation_ids_per_callback = launches_->ids_per_store();
+  cs.joined = ps.joined_runtime + ps.joined_correlation;
+  cs.graph_node_context = ps.graph_node_context;
+  cs.missing_context = ps.missing_context;
+  cs.overwritten = launches_->overwritten();
+  for (std::string& w : pipeline_->warnings()) out.warnings.push_back(std::move(w));
+  if (out.dropped_records)
+    out.warnings.push_back(std::to_string(out.dropped_records) +
+                           " GPU activity records were dropped (by CUPTI, or unread in scratch buffers "
+                           "while the buffer pool was exhausted): GPU times undercount");
+  if (const uint64_t refused = pool_->refused())
+    out.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
+                           std::to_string(config_.buffer_count) + " x " +
+                           std::to_string(pool_->buffer_bytes() >> 10) +
+                           " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
+  return out;
+}
+
+nlohmann::json GpuCapture::trace_json() {
+  const State state = state_.load(std::memory_order_acquire);
+  if (forked_.load(std::memory_order_relaxed) ||
+      (state != State::kCapturing && state != State::kStopped))
+    return nullptr;
+  std::lock_guard<std::mutex> agg(agg_mu_);
+  return aggregator_->trace_json([this](core::PathId p) { return path_name(p); });
+}
+
+}  // namespace traintime::cupti

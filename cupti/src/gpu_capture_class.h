@@ -1,0 +1,161 @@
+// GpuCapture, the live CUPTI adapter (DESIGN §2, §4), shared by the files that implement it, one
+// concern each: capture_start.cpp (configure, start, lazy start, fork child),
+// capture_subscription.cpp (subscription and its rollback), launch_callbacks.cpp (launch and
+// resource callbacks, the hot path), buffer_callbacks.cpp (CUPTI's buffer requests and
+// completions), processing_thread.cpp (ingest, periodic flushes, buffer sizing),
+// live_publishing.cpp, device_name.cpp, capture_drain.cpp (flush, drain, shutdown and the
+// fixture's end), capture_summary.cpp (summary, warnings, trace) and gpu_capture.cpp (the
+// public entry points of traintime/cupti/gpu_capture.h). Private to traintime_cupti.
+// Lock order: capture_lock_order.h.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "activity_pipeline.h"
+#include "buffer_pool.h"
+#include "callback_selection.h"
+#include "capture_lock_order.h"
+#include "capture_tuning.h"
+#include "correlation_table.h"
+#include "cupti_library.h"
+#include "fixture_recorder.h"
+#include "graph_node_table.h"
+#include "traintime/core/gpu_aggregator.h"
+#include "traintime/cupti/gpu_capture.h"
+
+namespace traintime::cupti {
+
+enum class State : uint8_t {
+  kIdle,         // nothing decided yet (no CUDA seen)
+  kOff,          // TRAINTIME_CUPTI=0
+  kUnavailable,  // CUPTI missing, unusable or refused
+  kCapturing,
+  kStopped,      // after the forced flush at exit / terminating signal
+};
+
+class GpuCapture {
+ public:
+  static GpuCapture& get() {
+    // Leaked on purpose: CUPTI may call back while static destructors run at exit.
+    static GpuCapture* instance = new GpuCapture();
+    return *instance;
+  }
+
+  void configure(const Hooks& hooks, const core::Config& config);
+  void start(const char* trigger);
+  void lazy_start() noexcept;
+  core::GpuSummary summary(bool snapshot);
+  void shutdown(const char* reason);
+  nlohmann::json trace_json();
+  void on_fork_child() noexcept;
+  void enable_live() noexcept;
+  bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
+  std::string device_name();
+
+  static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   const void* data);
+  static void CUPTIAPI on_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
+                                    size_t valid_size);
+
+ private:
+  GpuCapture() = default;
+
+  core::LaunchContext current_context() const noexcept {
+    return hooks_.launch_context ? hooks_.launch_context() : core::LaunchContext{};
+  }
+  uint32_t steps_completed() const noexcept {
+    return hooks_.steps_completed ? hooks_.steps_completed() : 0;
+  }
+  std::string path_name(core::PathId p) const {
+    return hooks_.path_name ? hooks_.path_name(p) : std::string();
+  }
+  core::Category category_of(core::PathId p) const {
+    return hooks_.category_of ? hooks_.category_of(p) : core::Category::kOther;
+  }
+
+  bool start_capture(std::string* reason);
+  // After another client switched the whole RUNTIME or DRIVER kind off: the per-launch API
+  // records (correlation ids) on again.
+  void restore_api_records() noexcept;
+  // start_capture threw part way: what it switched on is switched off again.
+  void abandon_start() noexcept;
+  void give_up(const std::string& reason);
+  // Inline, defined in launch_callbacks.cpp (their only caller is on_callback there): each is
+  // called once, so the compiler folds both into on_callback, one function on the hot path.
+  inline void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                     const CUpti_CallbackData* cb);
+  inline void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
+  void processing_loop();
+  // Normal (complete buffers only) or forced flush; try_only skips when another flush runs.
+  void flush(bool forced, bool try_only);
+  bool drain();
+  void transfer_dropped();  // caller holds agg_mu_
+  void stop_thread();
+  // Processing thread: publishes the newest step whose records have all arrived (live metrics).
+  void publish_live();
+  // Processing thread, once: the CUDA name of the device of the first record.
+  void resolve_device_name();
+
+  Hooks hooks_;
+  core::Config config_;
+  bool configured_ = false;
+  std::mutex start_mu_;
+  std::atomic<State> state_{State::kIdle};
+  std::atomic<bool> capturing_{false};  // hot-path switch for the callbacks
+  std::atomic<bool> lazy_pending_{true};
+  std::atomic<unsigned long long> lazy_probed_at_adds_{~0ULL};  // loader adds at the last probe
+  std::atomic<bool> recorded_{false};
+  std::atomic<bool> forked_{false};
+  std::string reason_;        // gpu_capture_reason (written under start_mu_ before publication)
+  std::string trigger_;
+
+  CuptiLibrary lib_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<SelectedCallback> api_records_;  // per-cbid API records switched on at start
+  std::string static_cupti_;  // a library with CUPTI linked in statically, if one was found
+  RoleTable roles_;
+  std::unique_ptr<CorrelationTable> launches_;
+  std::unique_ptr<GraphNodeTable> graph_nodes_;
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<FixtureRecorder> recorder_;
+
+  std::mutex agg_mu_;
+  std::unique_ptr<core::GpuAggregator> aggregator_;
+  std::unique_ptr<ActivityPipeline> pipeline_;
+
+  std::mutex flush_mu_;
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::condition_variable drained_cv_;
+  struct Completed {
+    uint8_t* buffer;
+    size_t valid_size;
+  };
+  std::vector<Completed> queue_;  // FIFO: buffers are ingested in completion order
+  bool busy_ = false;             // the processing thread holds a dequeued buffer
+  bool stop_thread_ = false;
+  bool flush_requested_ = false;
+  std::thread thread_;
+  std::atomic<uint64_t> dropped_pending_{0};
+  std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
+  uint64_t records_seen_ = 0;  // processing thread only
+
+  std::atomic<bool> live_{false};
+  std::mutex live_mu_;  // leaf: the published figures (written by the processing thread only)
+  bool live_valid_ = false;
+  core::GpuStepFigures live_figures_;
+  std::atomic<uint64_t> live_late_{0};
+  bool device_resolved_ = false;  // processing thread only
+  std::mutex device_mu_;          // leaf
+  std::string device_name_;
+};
+
+}  // namespace traintime::cupti

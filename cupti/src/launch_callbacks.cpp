@@ -1,0 +1,124 @@
+// GpuCapture's launch and resource callbacks: the hot path on application threads (no lock, no
+// allocation, errno preserved). A launch stores its region's context under its correlation id;
+// graph-node callbacks keep the context of captured launches. Lock order: capture_lock_order.h
+// (on_api takes no lock; its flush at a context's teardown is try_only).
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+
+#include "client_mux.h"
+#include "gpu_capture_class.h"
+#include "launch_params.h"
+#include "traintime/core/nccl_kernel_name.h"
+
+namespace traintime::cupti {
+namespace {
+
+// The launch the calling thread is inside: a nested launch callback (the driver call a runtime
+// launch makes, or __cudaLaunchKernel under cudaLaunchKernel) reuses the outer context so both
+// correlation ids join to the same region. Default TLS model: libtraintime.so may be dlopen()ed
+// by the driver (CUDA_INJECTION64_PATH) without being preloaded, where initial-exec TLS can fail.
+struct LaunchNest {
+  uint32_t depth = 0;
+  core::LaunchContext ctx;
+};
+thread_local LaunchNest t_nest;
+
+}  // namespace
+
+void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domain,
+                                      CUpti_CallbackId cbid, const void* data) {
+  auto* self = static_cast<GpuCapture*>(self_ptr);
+  // A profiler whose subscription rides on traintime's gets the calls it enabled, capture or not.
+  ClientMux::get().dispatch(domain, cbid, data);
+  if (!self->capturing_.load(std::memory_order_relaxed)) return;
+  const int saved_errno = errno;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    self->on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+  else if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+    self->on_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
+  errno = saved_errno;
+}
+
+// Hot path: application thread, inside the launch. No lock, no allocation.
+void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                        const CUpti_CallbackData* cb) {
+  const ApiRole role = roles_.get(domain, cbid);
+  if (role == ApiRole::kNone) return;
+  if (role == ApiRole::kContextTeardown) {
+    // FlushAll is allowed inside runtime/driver API callbacks (not resource ones): at the EXIT
+    // of a context's destruction its work is done and its records can be delivered. try_only:
+    // if another thread is flushing, it may be waiting on the very driver lock this thread holds.
+    // Lock order: capture_lock_order.h.
+    if (cb->callbackSite == CUPTI_API_EXIT) flush(false, true);
+    return;
+  }
+  LaunchNest& nest = t_nest;
+  if (cb->callbackSite != CUPTI_API_ENTER) {
+    if (nest.depth > 0) --nest.depth;
+    return;
+  }
+  if (nest.depth == 0) {
+    nest.ctx = current_context();
+    if (nest.ctx.comm.op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
+        hooks_.pending_comm_call != nullptr && cb->symbolName != nullptr &&
+        core::is_nccl_kernel(cb->symbolName)) {
+      const void* stream = nullptr;
+      if (launch_stream(domain, cbid, cb->functionParams, &stream))
+        hooks_.pending_comm_call(stream, &nest.ctx);
+    }
+  }
+  ++nest.depth;
+  launches_->store(cb->correlationId, nest.ctx);
+  if (!recorded_.exchange(true, std::memory_order_relaxed)) {
+    // Once, at the first launch, so after CUDA initialised and registered its own atexit
+    // teardown: handlers run in reverse order, so the forced flush runs before CUDA tears down
+    // even when the process recorded a region (and registered its rank-file hook) before cuInit.
+    std::atexit([] { GpuCapture::get().shutdown("exit"); });
+    if (hooks_.on_first_launch) hooks_.on_first_launch();  // the process has GPU work
+  }
+  if (recorder_) recorder_->on_api(domain, cbid, cb, nest.ctx);
+}
+
+void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    // No FlushAll from a resource callback: ask the processing thread for a normal flush.
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      flush_requested_ = true;
+    }
+    queue_cv_.notify_one();
+    return;
+  }
+  // Other resource callbacks are on only for a profiler riding on the subscription.
+  if (cbid != CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING &&
+      cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+    return;
+  const auto* graph = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) {
+    // Its clones never run again (their last records may still be on the way: retired only).
+    // Not at GRAPH_DESTROY_STARTING: PyTorch destroys the source graph before the first replay.
+    if (graph && graph->graphExec)
+      graph_nodes_->forget_owner(reinterpret_cast<uint64_t>(graph->graphExec));
+    return;
+  }
+  if (!graph || !graph->node) return;
+  uint64_t node_id = 0;
+  if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->node, &node_id) != CUPTI_SUCCESS) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    // On the capturing thread: inside the captured launch's callback when stream capture made
+    // the node, so the launch nest already holds the right region.
+    const core::LaunchContext ctx = t_nest.depth > 0 ? t_nest.ctx : current_context();
+    graph_nodes_->created(node_id, ctx);
+    if (recorder_) recorder_->on_graph_node(node_id, 0, &ctx);
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && graph->originalNode) {
+    uint64_t original_id = 0;
+    if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->originalNode, &original_id) !=
+        CUPTI_SUCCESS)
+      return;
+    graph_nodes_->cloned(node_id, original_id, reinterpret_cast<uint64_t>(graph->graphExec));
+    if (recorder_) recorder_->on_graph_node(node_id, original_id, nullptr);
+  }
+}
+
+}  // namespace traintime::cupti

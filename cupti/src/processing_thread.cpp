@@ -1,0 +1,88 @@
+// GpuCapture's processing thread: ingests completed buffers in order, flushes periodically (or
+// every few steps, or when a context goes away), and sizes buffers to the run's records per step.
+// Lock order: capture_lock_order.h.
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "gpu_capture_class.h"
+
+namespace traintime::cupti {
+
+void GpuCapture::processing_loop() {
+  auto next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
+  uint32_t flushed_at_step = steps_completed();
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  for (;;) {
+    queue_cv_.wait_for(lock, kPoll, [&] { return !queue_.empty() || stop_thread_ || flush_requested_; });
+    if (queue_.empty()) {
+      if (stop_thread_) break;
+      const uint32_t step = steps_completed();
+      const bool live = live_.load(std::memory_order_relaxed);
+      if (live) {
+        lock.unlock();
+        publish_live();
+        lock.lock();
+        if (!queue_.empty() || stop_thread_) continue;
+      }
+      if (flush_requested_ || std::chrono::steady_clock::now() >= next_flush ||
+          step - flushed_at_step >= (live ? kLiveFlushSteps : kFlushSteps)) {
+        flush_requested_ = false;
+        flushed_at_step = step;
+        lock.unlock();
+        // Lock order (capture_lock_order.h): flush_mu_ -> CUPTI -> queue_mu_ (on_completed);
+        // queue_mu_ released here.
+        flush(false, true);
+        lock.lock();
+        next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
+      }
+      continue;
+    }
+    const Completed item = queue_.front();
+    queue_.erase(queue_.begin());
+    busy_ = true;
+    lock.unlock();
+    if (recorder_) recorder_->on_buffer(item.buffer, item.valid_size);
+    {
+      std::lock_guard<std::mutex> agg(agg_mu_);
+      transfer_dropped();
+      const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
+      pipeline_->process(item.buffer, item.valid_size);
+      records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
+      live_late_.store(aggregator_->records_after_publish(), std::memory_order_relaxed);
+    }
+    if (const uint32_t steps = steps_completed()) {
+      const bool live = live_.load(std::memory_order_relaxed);
+      const uint64_t per_step = records_seen_ / steps + 1;
+      const uint64_t fits = pool_->buffer_bytes() / sizeof(CUpti_ActivityAPI);
+      max_records_.store(std::clamp(per_step * (live ? kLiveStepsPerBuffer : kStepsPerBuffer),
+                                    std::min(live ? kLiveMinRecordsPerBuffer : kMinRecordsPerBuffer, fits),
+                                    fits),
+                         std::memory_order_relaxed);
+    }
+    pool_->release(item.buffer);
+    if (!device_resolved_) resolve_device_name();
+    if (live_.load(std::memory_order_relaxed)) publish_live();
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) drained_cv_.notify_all();
+  }
+  busy_ = false;
+  drained_cv_.notify_all();
+}
+
+void GpuCapture::transfer_dropped() {
+  const uint64_t n = dropped_pending_.exchange(0, std::memory_order_relaxed);
+  if (n) aggregator_->note_dropped(n);
+}
+
+void GpuCapture::stop_thread() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_thread_ = true;
+  }
+  queue_cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace traintime::cupti
