@@ -23,7 +23,8 @@ FastClock& process_clock() noexcept { return g_process_clock; }
 bool FastClock::counter_trusted() noexcept {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  // Cast: gcc's cpuid.h returns unsigned, clang's int (-Wsign-compare in the fuzz build).
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007u, a, b, c, d);
   if ((d & (1u << 8)) == 0) return false;  // not invariant: the rate changes with P-states
   // The kernel's own verdict: it keeps time with the TSC only while it trusts it.
