@@ -2,6 +2,7 @@
 
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(simdjson 3 REQUIRED)  # read_rank_file's parser (core/src/rank_file_read.cpp)
 find_package(spdlog REQUIRED)   # used header-only, compiled privately into libtraintime.so
 find_package(fmt REQUIRED)
 

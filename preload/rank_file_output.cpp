@@ -79,7 +79,13 @@ bool claim_main_name(Session& s, const std::string& claim, const std::string& ra
     const bool ok = write_all(fd, mine);
     close(fd);
     if (ok && access(rank_file.c_str(), F_OK) == 0) {
-      const std::optional<core::RankFile> earlier = core::read_rank_file(rank_file, nullptr);
+      // read_rank_file's simdjson path is not linked into this library: the same reader on
+      // nlohmann::json.
+      std::string bytes;
+      const std::optional<core::RankFile> earlier =
+          core::read_file_bytes(rank_file, &bytes, nullptr)
+              ? core::rank_file_from_text(rank_file, bytes, nullptr)
+              : std::nullopt;
       if (earlier && earlier->job_id == s.identity.job_id) {
         unlink(claim.c_str());
         return false;

@@ -8,11 +8,12 @@
 # Further arguments name packages a caller needs besides (fuzz.sh: clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
-# The demo: compiler, CMake, the header-only libraries, Catch2 and pkg-config (the configure step
-# looks for them even when only the demo's targets are built), Open MPI for the 4 simulated ranks,
+# The demo: compiler, CMake, the header-only libraries, simdjson (traintime-report's rank-file
+# parser), Catch2 and pkg-config (the configure step looks for them even when only the demo's
+# targets are built), Open MPI for the 4 simulated ranks,
 # and Debian's python3 (the demo compares each rank file with the simulated truth).
-DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev
-           openmpi-bin libopenmpi-dev python3)
+DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev catch2
+           libcli11-dev openmpi-bin libopenmpi-dev python3)
 # The tests besides: Google Benchmark (bench/), pytest, pip and setuptools (the Python package is
 # installed with pip in a test) and PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which
 # the tests call by path); headless Chromium renders the HTML report in tests/report; the

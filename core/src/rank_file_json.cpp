@@ -7,6 +7,10 @@
 
 #include "file_errors.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -14,6 +18,8 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#include <simdjson.h>
 
 namespace traintime::core {
 namespace {
@@ -177,7 +183,11 @@ json threads_json(const std::vector<ThreadSnapshot>& threads) {
 }
 
 // ---- reading ---------------------------------------------------------------------------------
-// Every accessor names the field by its full path ("regions[3].cpu_ns") in its error.
+// One reader, written once against two document types: nlohmann::json (rank_file_from_json, the
+// records of core/live_record.h, and every refusal's message) and a simdjson DOM element
+// (read_rank_file's fast path, SimdValue below). Only the primitives differ; the reading of
+// every field is the same template. Every accessor names the field by its full path
+// ("regions[3].cpu_ns") in its error.
 
 [[noreturn]] void fail(const std::string& message) {
   throw std::runtime_error("rank file: " + message);
@@ -191,104 +201,225 @@ std::string indexed(const std::string& where, std::size_t i) {
   return where + "[" + std::to_string(i) + "]";
 }
 
-void expect_object(const json& j, const std::string& where) {
-  if (!j.is_object())
-    fail(where.empty() ? std::string("top level must be an object (got ") + j.type_name() + ")"
-                       : "field \"" + where + "\" must be an object (got " + j.type_name() + ")");
-}
+// A field's path, built only when an error names it.
+struct Name {
+  const std::string& where;
+  std::string_view key;
+  std::string str() const { return join(where, key); }
+};
+std::string name_of(const std::string& n) { return n; }
+std::string name_of(const Name& n) { return n.str(); }
 
+// ---- the nlohmann::json primitives ----
+bool is_object(const json& j) { return j.is_object(); }
+bool is_array(const json& j) { return j.is_array(); }
+const char* type_name(const json& j) { return j.type_name(); }
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 const json* find(const json& obj, std::string_view key) {
   const auto it = obj.find(std::string(key));
   return it == obj.end() ? nullptr : &*it;
 }
-
-const json& need(const json& obj, std::string_view key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (v == nullptr) fail("missing field \"" + join(where, key) + "\"");
-  return *v;
+template <class F>
+void each_element(const json& arr, F&& f) {
+  for (std::size_t i = 0; i < arr.size(); ++i) f(i, arr[i]);
 }
-
-[[noreturn]] void wrong_type(const json& v, const std::string& name, const char* expected) {
-  fail("field \"" + name + "\" must be " + expected + " (got " + v.type_name() + " " +
-       v.dump(-1, ' ', false, json::error_handler_t::replace) + ")");
+template <class F>
+void each_member(const json& obj, F&& f) {
+  for (const auto& [key, value] : obj.items()) f(key, value);
 }
-
-uint64_t as_u64(const json& v, const std::string& name) {
+std::optional<uint64_t> get_u64(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
-  wrong_type(v, name, "an unsigned integer");
+  return std::nullopt;
 }
-
-int64_t as_i64(const json& v, const std::string& name) {
+std::optional<int64_t> get_i64(const json& v) {
   if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
   if (v.is_number_unsigned() &&
       v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return static_cast<int64_t>(v.get<uint64_t>());
+  return std::nullopt;
+}
+std::optional<double> get_double(const json& v) {
+  if (!v.is_number()) return std::nullopt;
+  return v.get<double>();
+}
+std::optional<bool> get_bool(const json& v) {
+  if (!v.is_boolean()) return std::nullopt;
+  return v.get<bool>();
+}
+bool get_string(const json& v, std::string* out) {
+  if (!v.is_string()) return false;
+  *out = v.get_ref<const std::string&>();
+  return true;
+}
+
+// ---- the simdjson DOM primitives ----
+// Refusals on this path are never shown: read_rank_file reads a refused file again through
+// nlohmann::json, whose messages (type names, values, the byte where parsing stopped) are the
+// ones users and tests see.
+struct SimdValue {
+  simdjson::dom::element e;
+};
+bool is_object(const SimdValue& v) { return v.e.is_object(); }
+bool is_array(const SimdValue& v) { return v.e.is_array(); }
+const char* type_name(const SimdValue&) { return "value"; }
+std::string dump(const SimdValue&) { return {}; }
+std::optional<SimdValue> find(const SimdValue& obj, std::string_view key) {
+  simdjson::dom::element out;
+  if (obj.e.get_object().at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
+  return SimdValue{out};
+}
+template <class F>
+void each_element(const SimdValue& arr, F&& f) {
+  simdjson::dom::array a;
+  if (arr.e.get_array().get(a) != simdjson::SUCCESS) return;  // callers checked is_array
+  std::size_t i = 0;
+  for (simdjson::dom::element el : a) f(i++, SimdValue{el});
+}
+template <class F>
+void each_member(const SimdValue& obj, F&& f) {
+  simdjson::dom::object o;
+  if (obj.e.get_object().get(o) != simdjson::SUCCESS) return;  // callers checked is_object
+  for (simdjson::dom::key_value_pair kv : o) f(std::string(kv.key), SimdValue{kv.value});
+}
+std::optional<uint64_t> get_u64(const SimdValue& v) {
+  uint64_t x = 0;
+  if (v.e.get_uint64().get(x) != simdjson::SUCCESS) return std::nullopt;
+  return x;
+}
+std::optional<int64_t> get_i64(const SimdValue& v) {
+  int64_t x = 0;
+  if (v.e.get_int64().get(x) != simdjson::SUCCESS) return std::nullopt;
+  return x;
+}
+std::optional<double> get_double(const SimdValue& v) {
+  double x = 0;
+  if (v.e.get_double().get(x) != simdjson::SUCCESS) return std::nullopt;
+  return x;
+}
+std::optional<bool> get_bool(const SimdValue& v) {
+  bool x = false;
+  if (v.e.get_bool().get(x) != simdjson::SUCCESS) return std::nullopt;
+  return x;
+}
+bool get_string(const SimdValue& v, std::string* out) {
+  std::string_view s;
+  if (v.e.get_string().get(s) != simdjson::SUCCESS) return false;
+  out->assign(s.data(), s.size());
+  return true;
+}
+
+// ---- the reader, on either ----
+template <class J>
+void expect_object(const J& j, const std::string& where) {
+  if (!is_object(j))
+    fail(where.empty() ? std::string("top level must be an object (got ") + type_name(j) + ")"
+                       : "field \"" + where + "\" must be an object (got " + type_name(j) + ")");
+}
+
+// A found value: a reference into the nlohmann document, a simdjson element by value.
+template <class J>
+const J& deref(const J* p) { return *p; }
+template <class J>
+J deref(const std::optional<J>& p) { return *p; }
+
+template <class J, class N>
+[[noreturn]] void wrong_type(const J& v, const N& name, const char* expected) {
+  fail("field \"" + name_of(name) + "\" must be " + expected + " (got " + type_name(v) + " " + dump(v) + ")");
+}
+
+template <class J, class N>
+uint64_t as_u64(const J& v, const N& name) {
+  if (const std::optional<uint64_t> x = get_u64(v)) return *x;
+  wrong_type(v, name, "an unsigned integer");
+}
+
+template <class J, class N>
+int64_t as_i64(const J& v, const N& name) {
+  if (const std::optional<int64_t> x = get_i64(v)) return *x;
   wrong_type(v, name, "an integer");
 }
 
-uint32_t as_u32(const json& v, const std::string& name) {
+template <class J, class N>
+uint32_t as_u32(const J& v, const N& name) {
   const uint64_t x = as_u64(v, name);
   if (x > std::numeric_limits<uint32_t>::max()) wrong_type(v, name, "an unsigned 32-bit integer");
   return static_cast<uint32_t>(x);
 }
 
-double as_double(const json& v, const std::string& name) {
-  if (!v.is_number()) wrong_type(v, name, "a number");
-  return v.get<double>();
+template <class J, class N>
+double as_double(const J& v, const N& name) {
+  if (const std::optional<double> x = get_double(v)) return *x;
+  wrong_type(v, name, "a number");
 }
 
-bool as_bool(const json& v, const std::string& name) {
-  if (!v.is_boolean()) wrong_type(v, name, "a boolean");
-  return v.get<bool>();
+template <class J, class N>
+bool as_bool(const J& v, const N& name) {
+  if (const std::optional<bool> x = get_bool(v)) return *x;
+  wrong_type(v, name, "a boolean");
 }
 
-std::string as_string(const json& v, const std::string& name) {
-  if (!v.is_string()) wrong_type(v, name, "a string");
-  return v.get<std::string>();
+template <class J, class N>
+std::string as_string(const J& v, const N& name) {
+  std::string out;
+  if (!get_string(v, &out)) wrong_type(v, name, "a string");
+  return out;
+}
+
+template <class J>
+decltype(auto) need(const J& obj, std::string_view key, const std::string& where) {
+  const auto v = find(obj, key);
+  if (!v) fail("missing field \"" + join(where, key) + "\"");
+  return deref(v);
 }
 
 // Required fields.
-uint64_t u64(const json& o, std::string_view k, const std::string& w) { return as_u64(need(o, k, w), join(w, k)); }
-uint32_t u32(const json& o, std::string_view k, const std::string& w) { return as_u32(need(o, k, w), join(w, k)); }
-int64_t i64(const json& o, std::string_view k, const std::string& w) { return as_i64(need(o, k, w), join(w, k)); }
-double dbl(const json& o, std::string_view k, const std::string& w) { return as_double(need(o, k, w), join(w, k)); }
-bool boolean(const json& o, std::string_view k, const std::string& w) { return as_bool(need(o, k, w), join(w, k)); }
-std::string str(const json& o, std::string_view k, const std::string& w) { return as_string(need(o, k, w), join(w, k)); }
+template <class J> uint64_t u64(const J& o, std::string_view k, const std::string& w) { return as_u64(need(o, k, w), Name{w, k}); }
+template <class J> uint32_t u32(const J& o, std::string_view k, const std::string& w) { return as_u32(need(o, k, w), Name{w, k}); }
+template <class J> int64_t i64(const J& o, std::string_view k, const std::string& w) { return as_i64(need(o, k, w), Name{w, k}); }
+template <class J> double dbl(const J& o, std::string_view k, const std::string& w) { return as_double(need(o, k, w), Name{w, k}); }
+template <class J> bool boolean(const J& o, std::string_view k, const std::string& w) { return as_bool(need(o, k, w), Name{w, k}); }
+template <class J> std::string str(const J& o, std::string_view k, const std::string& w) { return as_string(need(o, k, w), Name{w, k}); }
 
 // Optional fields: outside the contract, so files from writers that predate them still read.
-uint64_t opt_u64(const json& o, std::string_view k, const std::string& w, uint64_t d) {
-  const json* v = find(o, k);
-  return v ? as_u64(*v, join(w, k)) : d;
+template <class J>
+uint64_t opt_u64(const J& o, std::string_view k, const std::string& w, uint64_t d) {
+  const auto v = find(o, k);
+  return v ? as_u64(deref(v), Name{w, k}) : d;
 }
-double opt_dbl(const json& o, std::string_view k, const std::string& w, double d) {
-  const json* v = find(o, k);
-  return v ? as_double(*v, join(w, k)) : d;
+template <class J>
+double opt_dbl(const J& o, std::string_view k, const std::string& w, double d) {
+  const auto v = find(o, k);
+  return v ? as_double(deref(v), Name{w, k}) : d;
 }
-bool opt_bool(const json& o, std::string_view k, const std::string& w, bool d) {
-  const json* v = find(o, k);
-  return v ? as_bool(*v, join(w, k)) : d;
+template <class J>
+bool opt_bool(const J& o, std::string_view k, const std::string& w, bool d) {
+  const auto v = find(o, k);
+  return v ? as_bool(deref(v), Name{w, k}) : d;
 }
 
-const json& need_object(const json& o, std::string_view k, const std::string& w) {
-  const json& v = need(o, k, w);
+template <class J>
+decltype(auto) need_object(const J& o, std::string_view k, const std::string& w) {
+  decltype(auto) v = need(o, k, w);
   expect_object(v, join(w, k));
   return v;
 }
 
-const json& need_array(const json& o, std::string_view k, const std::string& w) {
-  const json& v = need(o, k, w);
-  if (!v.is_array()) wrong_type(v, join(w, k), "an array");
-  return v;
+// Calls f(index, element) for each element of the array o[k].
+template <class J, class F>
+void each_in_array(const J& o, std::string_view k, const std::string& w, F&& f) {
+  const auto& v = need(o, k, w);
+  if (!is_array(v)) wrong_type(v, Name{w, k}, "an array");
+  each_element(v, f);
 }
 
-// An absent optional array reads as empty.
-const json& opt_array(const json& o, std::string_view k, const std::string& w) {
-  static const json kEmpty = json::array();
-  const json* v = find(o, k);
-  if (v == nullptr) return kEmpty;
-  if (!v->is_array()) wrong_type(*v, join(w, k), "an array");
-  return *v;
+// The same for an optional array: absent reads as empty.
+template <class J, class F>
+void each_in_opt_array(const J& o, std::string_view k, const std::string& w, F&& f) {
+  const auto v = find(o, k);
+  if (!v) return;
+  if (!is_array(deref(v))) wrong_type(deref(v), Name{w, k}, "an array");
+  each_element(deref(v), f);
 }
 
 Category category_named(const std::string& name, const std::string& where) {
@@ -297,8 +428,8 @@ Category category_named(const std::string& name, const std::string& where) {
   return *c;
 }
 
-template <class T, std::size_t N>
-T u64_object_from(const json& j, const std::string& w, const U64Field<T> (&fields)[N]) {
+template <class T, std::size_t N, class J>
+T u64_object_from(const J& j, const std::string& w, const U64Field<T> (&fields)[N]) {
   expect_object(j, w);
   T value{};
   for (const U64Field<T>& f : fields)
@@ -306,24 +437,28 @@ T u64_object_from(const json& j, const std::string& w, const U64Field<T> (&field
   return value;
 }
 
-CategoryTotals totals_from(const json& j, const std::string& w) {
+template <class J>
+CategoryTotals totals_from(const J& j, const std::string& w) {
   return u64_object_from(j, w, kCategoryTotalsFields);
 }
 
-std::map<std::string, CategoryTotals> by_category_from(const json& j, const std::string& w) {
+template <class J>
+std::map<std::string, CategoryTotals> by_category_from(const J& j, const std::string& w) {
   std::map<std::string, CategoryTotals> out;
-  for (const auto& [name, t] : j.items()) {
+  each_member(j, [&](const std::string& name, const J& t) {
     category_named(name, w);
     out[name] = totals_from(t, join(w, name));
-  }
+  });
   return out;
 }
 
-StepTotals step_totals_from(const json& j, const std::string& w) {
+template <class J>
+StepTotals step_totals_from(const J& j, const std::string& w) {
   return u64_object_from(j, w, kStepTotalsFields);
 }
 
-RegionRow region_from(const json& j, const std::string& w) {
+template <class J>
+RegionRow region_from(const J& j, const std::string& w) {
   expect_object(j, w);
   RegionRow r;
   r.path = str(j, "path", w);
@@ -337,17 +472,17 @@ RegionRow region_from(const json& j, const std::string& w) {
   r.gpu_span_ns = u64(j, "gpu_span_ns", w);
   r.kernels = u64(j, "kernels", w);
   r.by_category = by_category_from(need_object(j, "by_category", w), join(w, "by_category"));
-  const json& top = need_array(j, "top_kernels", w);
-  for (std::size_t i = 0; i < top.size(); ++i) {
-    const std::string kw = indexed(join(w, "top_kernels"), i);
-    expect_object(top[i], kw);
-    r.top_kernels.push_back({str(top[i], "name", kw), u64(top[i], "count", kw),
-                             u64(top[i], "gpu_sum_ns", kw)});
-  }
+  const std::string tw = join(w, "top_kernels");
+  each_in_array(j, "top_kernels", w, [&](std::size_t i, const J& k) {
+    const std::string kw = indexed(tw, i);
+    expect_object(k, kw);
+    r.top_kernels.push_back({str(k, "name", kw), u64(k, "count", kw), u64(k, "gpu_sum_ns", kw)});
+  });
   return r;
 }
 
-Steps steps_from(const json& j, const std::string& w) {
+template <class J>
+Steps steps_from(const J& j, const std::string& w) {
   expect_object(j, w);
   Steps s;
   s.count = u64(j, "count", w);
@@ -362,10 +497,9 @@ Steps steps_from(const json& j, const std::string& w) {
   s.mfu = opt_dbl(j, "mfu", w, 0);
   s.totals = step_totals_from(need(j, "totals", w), join(w, "totals"));
   s.partial_final_step = opt_bool(j, "partial_final_step", w, false);
-  const json& detail = opt_array(j, "detail", w);
-  for (std::size_t i = 0; i < detail.size(); ++i) {
-    const std::string dw = indexed(join(w, "detail"), i);
-    const json& dj = detail[i];
+  const std::string detail_w = join(w, "detail");
+  each_in_opt_array(j, "detail", w, [&](std::size_t i, const J& dj) {
+    const std::string dw = indexed(detail_w, i);
     expect_object(dj, dw);
     Steps::Detail d;
     d.index = u64(dj, "index", dw);
@@ -374,16 +508,17 @@ Steps steps_from(const json& j, const std::string& w) {
     d.partial = opt_bool(dj, "partial", dw, false);
     d.totals = step_totals_from(need(dj, "totals", dw), join(dw, "totals"));
     const std::string bw = join(dw, "busy_ns_by_category");
-    for (const auto& [name, ns] : need_object(dj, "busy_ns_by_category", dw).items()) {
+    each_member(need_object(dj, "busy_ns_by_category", dw), [&](const std::string& name, const J& ns) {
       category_named(name, bw);
       d.busy_ns_by_category[name] = as_u64(ns, join(bw, name));
-    }
+    });
     s.detail.push_back(std::move(d));
-  }
+  });
   return s;
 }
 
-CommRow comm_from(const json& j, const std::string& w) {
+template <class J>
+CommRow comm_from(const J& j, const std::string& w) {
   expect_object(j, w);
   CommRow c;
   c.op = comm_op_from_name(str(j, "op", w));
@@ -394,13 +529,15 @@ CommRow comm_from(const json& j, const std::string& w) {
   c.gpu_ns = u64(j, "gpu_ns", w);
   c.algbw_gbps = dbl(j, "algbw_gbps", w);
   c.busbw_gbps = dbl(j, "busbw_gbps", w);
-  const json& sizes = opt_array(j, "sizes", w);
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    c.sizes.push_back(u64_object_from(sizes[i], indexed(join(w, "sizes"), i), kSizeBucketFields));
+  const std::string sw = join(w, "sizes");
+  each_in_opt_array(j, "sizes", w, [&](std::size_t i, const J& b) {
+    c.sizes.push_back(u64_object_from(b, indexed(sw, i), kSizeBucketFields));
+  });
   return c;
 }
 
-Communicator communicator_from(const json& j, const std::string& w) {
+template <class J>
+Communicator communicator_from(const J& j, const std::string& w) {
   expect_object(j, w);
   Communicator c;
   c.id = str(j, "id", w);
@@ -408,39 +545,121 @@ Communicator communicator_from(const json& j, const std::string& w) {
   c.rank = u32(j, "rank", w);
   c.ops_enqueued = opt_u64(j, "ops_enqueued", w, 0);
   c.ops_completed = opt_u64(j, "ops_completed", w, 0);
-  const json& recent = opt_array(j, "recent", w);
-  for (std::size_t i = 0; i < recent.size(); ++i) {
-    const std::string rw = indexed(join(w, "recent"), i);
-    const json& rj = recent[i];
+  const std::string recent_w = join(w, "recent");
+  each_in_opt_array(j, "recent", w, [&](std::size_t i, const J& rj) {
+    const std::string rw = indexed(recent_w, i);
     expect_object(rj, rw);
     c.recent.push_back({u64(rj, "seq", rw), comm_op_from_name(str(rj, "op", rw)), u64(rj, "bytes", rw),
                         u64(rj, "gpu_start_ns", rw), u64(rj, "gpu_end_ns", rw)});
-  }
-  const json& in_flight = opt_array(j, "in_flight", w);
-  for (std::size_t i = 0; i < in_flight.size(); ++i) {
-    const std::string iw = indexed(join(w, "in_flight"), i);
-    const json& ij = in_flight[i];
+  });
+  const std::string in_flight_w = join(w, "in_flight");
+  each_in_opt_array(j, "in_flight", w, [&](std::size_t i, const J& ij) {
+    const std::string iw = indexed(in_flight_w, i);
     expect_object(ij, iw);
     c.in_flight.push_back({u64(ij, "seq", iw), comm_op_from_name(str(ij, "op", iw)), u64(ij, "bytes", iw)});
-  }
+  });
   return c;
 }
 
-std::vector<ThreadSnapshot> threads_from(const json& threads) {
+template <class J>
+std::vector<ThreadSnapshot> threads_from(const J& top) {
   std::vector<ThreadSnapshot> out;
-  for (std::size_t i = 0; i < threads.size(); ++i) {
+  each_in_opt_array(top, "threads", "", [&](std::size_t i, const J& tj) {
     const std::string tw = indexed("threads", i);
-    const json& tj = threads[i];
     expect_object(tj, tw);
     ThreadSnapshot t;
     t.tid = u64(tj, "tid", tw);
     t.step = u64(tj, "step", tw);
-    const json& open = need_array(tj, "open_regions", tw);
-    for (std::size_t k = 0; k < open.size(); ++k)
-      t.open_regions.push_back(as_string(open[k], indexed(join(tw, "open_regions"), k)));
+    const std::string ow = join(tw, "open_regions");
+    each_in_array(tj, "open_regions", tw, [&](std::size_t k, const J& open) {
+      t.open_regions.push_back(as_string(open, indexed(ow, k)));
+    });
     out.push_back(std::move(t));
-  }
+  });
   return out;
+}
+
+template <class J>
+RankFile rank_file_from(const J& j) {
+  expect_object(j, "");
+  const auto schema = find(j, "schema");
+  if (!schema) fail("not a traintime rank file (no \"schema\" field)");
+  std::string schema_text;
+  if (!get_string(deref(schema), &schema_text) || schema_text != kSchema)
+    fail("unsupported schema " + dump(deref(schema)) + " (this reader understands \"" +
+         std::string(kSchema) + "\")");
+
+  const std::string w;  // top level
+  RankFile f;
+  f.schema = kSchema;
+  f.job_id = str(j, "job_id", w);
+  f.rank = i64(j, "rank", w);
+  f.world_size = i64(j, "world_size", w);
+  f.role = str(j, "role", w);
+  f.host = str(j, "host", w);
+  f.pid = i64(j, "pid", w);
+  f.snapshot = boolean(j, "snapshot", w);
+  f.exit_reason = str(j, "exit_reason", w);
+  f.gpu_capture = str(j, "gpu_capture", w);
+  f.gpu_capture_reason = str(j, "gpu_capture_reason", w);
+  f.gpu_records_complete = opt_bool(j, "gpu_records_complete", w, true);  // added after 1.0
+  f.start_unix_ns = opt_u64(j, "start_unix_ns", w, 0);
+  f.end_unix_ns = opt_u64(j, "end_unix_ns", w, 0);
+
+  const auto& categories = need_object(j, "categories", w);
+  for (std::string_view name : kCategoryNames) need(categories, name, "categories");
+  each_member(categories, [&](const std::string& name, const J& t) {
+    f.categories[name] = totals_from(t, join("categories", name));
+  });
+
+  each_in_array(j, "regions", w, [&](std::size_t i, const J& r) {
+    f.regions.push_back(region_from(r, indexed("regions", i)));
+  });
+  f.unbalanced_pops = opt_u64(j, "unbalanced_pops", w, 0);
+
+  f.steps = steps_from(need(j, "steps", w), "steps");
+  if (const auto device = find(j, "device")) {  // optional, added with MFU
+    const J& d = deref(device);
+    expect_object(d, "device");
+    f.device_name = str(d, "name", "device");
+    f.peak_tflops = opt_dbl(d, "peak_tflops", "device", 0);
+    f.peak_source = str(d, "peak_source", "device");
+  }
+
+  each_in_array(j, "comm", w, [&](std::size_t i, const J& c) {
+    f.comm.push_back(comm_from(c, indexed("comm", i)));
+  });
+  each_in_array(j, "communicators", w, [&](std::size_t i, const J& c) {
+    f.communicators.push_back(communicator_from(c, indexed("communicators", i)));
+  });
+
+  const auto& memcpy_stats = need_object(j, "memcpy", w);
+  for (const char* kind : kMemcpyKinds) {
+    f.memcpy[kind] =
+        u64_object_from(need(memcpy_stats, kind, "memcpy"), join("memcpy", kind), kMemcpyFields);
+  }
+
+  f.dropped_records = u64(j, "dropped_records", w);
+  if (const auto found = find(j, "capture_stats")) {  // optional, added with the GPU validation
+    const J& c = deref(found);
+    expect_object(c, "capture_stats");
+    const std::string cw = "capture_stats";
+    CaptureStats& s = f.capture_stats;
+    s.present = true;
+    s.buffers = opt_u64(c, "buffers", cw, 0);
+    s.records = opt_u64(c, "records", cw, 0);
+    s.launch_callbacks = opt_u64(c, "launch_callbacks", cw, 0);
+    s.correlation_ids_per_callback = opt_dbl(c, "correlation_ids_per_callback", cw, 0);
+    s.joined = opt_u64(c, "joined", cw, 0);
+    s.graph_node_context = opt_u64(c, "graph_node_context", cw, 0);
+    s.missing_context = opt_u64(c, "missing_context", cw, 0);
+    s.overwritten = opt_u64(c, "overwritten", cw, 0);
+  }
+  each_in_array(j, "warnings", w, [&](std::size_t i, const J& warning) {
+    f.warnings.push_back(as_string(warning, indexed("warnings", i)));
+  });
+  f.threads = threads_from(j);
+  return f;
 }
 
 }  // namespace
@@ -512,83 +731,7 @@ json rank_file_to_json(const RankFile& f) {
   return out;
 }
 
-RankFile rank_file_from_json(const json& j) {
-  expect_object(j, "");
-  const json* schema = find(j, "schema");
-  if (schema == nullptr) fail("not a traintime rank file (no \"schema\" field)");
-  if (!schema->is_string() || schema->get<std::string>() != kSchema)
-    fail("unsupported schema " + schema->dump(-1, ' ', false, json::error_handler_t::replace) +
-         " (this reader understands \"" + std::string(kSchema) + "\")");
-
-  const std::string w;  // top level
-  RankFile f;
-  f.schema = kSchema;
-  f.job_id = str(j, "job_id", w);
-  f.rank = i64(j, "rank", w);
-  f.world_size = i64(j, "world_size", w);
-  f.role = str(j, "role", w);
-  f.host = str(j, "host", w);
-  f.pid = i64(j, "pid", w);
-  f.snapshot = boolean(j, "snapshot", w);
-  f.exit_reason = str(j, "exit_reason", w);
-  f.gpu_capture = str(j, "gpu_capture", w);
-  f.gpu_capture_reason = str(j, "gpu_capture_reason", w);
-  f.gpu_records_complete = opt_bool(j, "gpu_records_complete", w, true);  // added after 1.0
-  f.start_unix_ns = opt_u64(j, "start_unix_ns", w, 0);
-  f.end_unix_ns = opt_u64(j, "end_unix_ns", w, 0);
-
-  const json& categories = need_object(j, "categories", w);
-  for (std::string_view name : kCategoryNames) need(categories, name, "categories");
-  for (const auto& [name, t] : categories.items())
-    f.categories[name] = totals_from(t, join("categories", name));
-
-  const json& regions = need_array(j, "regions", w);
-  for (std::size_t i = 0; i < regions.size(); ++i)
-    f.regions.push_back(region_from(regions[i], indexed("regions", i)));
-  f.unbalanced_pops = opt_u64(j, "unbalanced_pops", w, 0);
-
-  f.steps = steps_from(need(j, "steps", w), "steps");
-  if (const json* device = find(j, "device")) {  // optional, added with MFU
-    expect_object(*device, "device");
-    f.device_name = str(*device, "name", "device");
-    f.peak_tflops = opt_dbl(*device, "peak_tflops", "device", 0);
-    f.peak_source = str(*device, "peak_source", "device");
-  }
-
-  const json& comm = need_array(j, "comm", w);
-  for (std::size_t i = 0; i < comm.size(); ++i)
-    f.comm.push_back(comm_from(comm[i], indexed("comm", i)));
-  const json& communicators = need_array(j, "communicators", w);
-  for (std::size_t i = 0; i < communicators.size(); ++i)
-    f.communicators.push_back(communicator_from(communicators[i], indexed("communicators", i)));
-
-  const json& memcpy_stats = need_object(j, "memcpy", w);
-  for (const char* kind : kMemcpyKinds) {
-    f.memcpy[kind] =
-        u64_object_from(need(memcpy_stats, kind, "memcpy"), join("memcpy", kind), kMemcpyFields);
-  }
-
-  f.dropped_records = u64(j, "dropped_records", w);
-  if (const json* c = find(j, "capture_stats")) {  // optional, added with the GPU validation
-    expect_object(*c, "capture_stats");
-    const std::string cw = "capture_stats";
-    CaptureStats& s = f.capture_stats;
-    s.present = true;
-    s.buffers = opt_u64(*c, "buffers", cw, 0);
-    s.records = opt_u64(*c, "records", cw, 0);
-    s.launch_callbacks = opt_u64(*c, "launch_callbacks", cw, 0);
-    s.correlation_ids_per_callback = opt_dbl(*c, "correlation_ids_per_callback", cw, 0);
-    s.joined = opt_u64(*c, "joined", cw, 0);
-    s.graph_node_context = opt_u64(*c, "graph_node_context", cw, 0);
-    s.missing_context = opt_u64(*c, "missing_context", cw, 0);
-    s.overwritten = opt_u64(*c, "overwritten", cw, 0);
-  }
-  const json& warnings = need_array(j, "warnings", w);
-  for (std::size_t i = 0; i < warnings.size(); ++i)
-    f.warnings.push_back(as_string(warnings[i], indexed("warnings", i)));
-  f.threads = threads_from(opt_array(j, "threads", w));
-  return f;
-}
+RankFile rank_file_from_json(const json& j) { return rank_file_from(j); }
 
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error) {
   return write_rank_file(path, f, error, WriteMode::kCreateNew);
@@ -608,20 +751,31 @@ bool write_rank_file(const std::string& path, const RankFile& f, std::string* er
   return write_text_file(path, text, error, mode);
 }
 
-std::optional<RankFile> read_rank_file(const std::string& path, std::string* error) {
+bool read_file_bytes(const std::string& path, std::string* bytes, std::string* error) {
   ErrnoGuard keep_errno;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    set_error(error, path + ": cannot open: " + errno_text(errno));
-    return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return set_error(error, path + ": cannot open: " + errno_text(errno));
+  bytes->clear();
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes->reserve(static_cast<std::size_t>(st.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return set_error(error, path + ": read failed");
+    }
+    if (n == 0) break;
+    bytes->append(chunk, static_cast<std::size_t>(n));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    set_error(error, path + ": read failed");
-    return std::nullopt;
-  }
-  const std::string bytes = buffer.str();
+  ::close(fd);
+  return true;
+}
+
+std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
+                                            std::string* error) {
+  ErrnoGuard keep_errno;
   if (is_live_record(bytes)) {  // the record a killed process left (core/live_record.h)
     std::string why;
     std::optional<RankFile> f = rank_file_from_live_record(bytes, &why);
@@ -634,9 +788,8 @@ std::optional<RankFile> read_rank_file(const std::string& path, std::string* err
   } catch (const json::parse_error& e) {
     // The parser's own message ("[json.exception.parse_error.101] ...") means nothing to a
     // person; where the text stops making sense does.
-    const std::size_t size = buffer.str().size();
     set_error(error, path + ": not valid JSON (truncated or corrupt?): unreadable from byte " +
-                         std::to_string(e.byte > 0 ? e.byte - 1 : 0) + " of " + std::to_string(size));
+                         std::to_string(e.byte > 0 ? e.byte - 1 : 0) + " of " + std::to_string(bytes.size()));
     return std::nullopt;
   }
   try {
@@ -644,6 +797,14 @@ std::optional<RankFile> read_rank_file(const std::string& path, std::string* err
   } catch (const std::exception& e) {
     set_error(error, path + ": " + e.what());
     return std::nullopt;
+  }
+}
+
+std::optional<RankFile> rank_file_from_simdjson(simdjson::dom::element root) {
+  try {
+    return rank_file_from(SimdValue{root});
+  } catch (const std::exception&) {
+    return std::nullopt;  // the caller reads it again through rank_file_from_text, for the message
   }
 }
 

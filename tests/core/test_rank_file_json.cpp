@@ -520,6 +520,34 @@ TEST_CASE("reading a file of the wrong schema names the file and the schema", "[
                      "\"traintime/1\")");
 }
 
+TEST_CASE("read_rank_file refuses a mistyped field with the same message as the JSON reader",
+          "[rank_file]") {
+  // read_rank_file parses with simdjson; the message of a refusal comes from the nlohmann path,
+  // with the field's type and value, exactly as rank_file_from_json gives it.
+  json j = rank_file_to_json(full_rank_file());
+  j["regions"][0]["cpu_ns"] = "soon";
+  j["steps"]["detail"][0]["span_ns"] = -4;
+  std::string expected;
+  try {
+    (void)rank_file_from_json(j);
+  } catch (const std::runtime_error& e) {
+    expected = e.what();
+  }
+  REQUIRE(expected == "rank file: field \"regions[0].cpu_ns\" must be an unsigned integer (got string \"soon\")");
+  TempDir dir;
+  const fs::path path = dir.path / "rank-00000.json";
+  write_text(path, j.dump(1));
+  std::string error;
+  CHECK_FALSE(read_rank_file(path.string(), &error));
+  CHECK(error == path.string() + ": " + expected);
+
+  j["regions"][0]["cpu_ns"] = 7;
+  write_text(path, j.dump(1));
+  CHECK_FALSE(read_rank_file(path.string(), &error));
+  CHECK(error == path.string() +
+                     ": rank file: field \"steps.detail[0].span_ns\" must be an unsigned integer (got number -4)");
+}
+
 TEST_CASE("writing a rank file leaves exactly that file, no temporaries", "[rank_file]") {
   TempDir dir;
   std::string error;

@@ -31,7 +31,19 @@ bool write_rank_file(const std::string& path, const RankFile& f, std::string* er
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error, WriteMode mode);
 
 // nullopt with *error = "<path>: <reason>" when the file cannot be read, is not JSON (e.g.
-// truncated) or does not follow the schema. errno is preserved.
+// truncated) or does not follow the schema. errno is preserved. Reads the always-current record
+// (core/live_record.h) as well. Parses with simdjson: defined in traintime_core_read (core/src/
+// rank_file_read.cpp), which links libsimdjson; libtraintime.so, which must not, uses the two
+// functions below instead.
 std::optional<RankFile> read_rank_file(const std::string& path, std::string* error);
+
+// The whole file into *bytes; false with *error = "<path>: cannot open: <reason>" or
+// "<path>: read failed". errno is preserved.
+bool read_file_bytes(const std::string& path, std::string* bytes, std::string* error);
+
+// read_rank_file on bytes already read, through nlohmann::json: the same reader and messages,
+// without simdjson's speed.
+std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
+                                            std::string* error);
 
 }  // namespace traintime::core

@@ -1,0 +1,17 @@
+// The rank-file reader's fast path (core/src/rank_file_json.cpp) for read_rank_file
+// (core/src/rank_file_read.cpp): the same reader on a simdjson DOM. Private to core: only
+// traintime_core_read, which links libsimdjson, parses with it; libtraintime.so never does.
+#pragma once
+
+#include <optional>
+
+#include <simdjson.h>
+
+#include "traintime/core/rank_file.h"
+
+namespace traintime::core {
+
+// nullopt when the document does not follow the schema; rank_file_from_text then says why.
+std::optional<RankFile> rank_file_from_simdjson(simdjson::dom::element root);
+
+}  // namespace traintime::core
