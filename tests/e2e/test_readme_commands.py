@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from testlib import SOURCE_DIR, check, clean_env
+from testlib import SOURCE_DIR, check, clean_env, pyenv_python
 
 README = SOURCE_DIR / "README.md"
 GOLDEN = SOURCE_DIR / "tests" / "report" / "data" / "golden"
@@ -81,7 +81,8 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
         shutil.copytree(GOLDEN, work / job)
     # PyTorch as most users have it, from PyPI (the project's virtual environment, scripts/pyenv.py),
     # first on PATH: Debian 12's own torchrun fails on its Python 3.11 before starting any worker.
-    pyenv_bin = build_dir / "pyenv" / "bin"
+    # Without the environment the test is "Not Run" here and a failure under TRAINTIME_CI.
+    pyenv_bin = pyenv_python(build_dir).parent
     assert (pyenv_bin / "torchrun").exists(), f"{pyenv_bin}/torchrun is missing (scripts/pyenv.py builds it)"
     env = clean_env({"HOME": str(tmp_path / "home"), "PYTHONPATH": str(work / "annotate" / "python"),
                      "OMPI_MCA_rmaps_base_oversubscribe": "1"})
