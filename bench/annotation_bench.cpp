@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <traintime/traintime.h>
+#include "traintime/core/fast_clock.h"
 
 namespace {
 
@@ -24,20 +25,9 @@ void BM_ClockGettimePair(benchmark::State& state) {
 BENCHMARK(BM_ClockGettimePair);
 
 // The floor: a region needs a time at push and one at pop, and the cheapest is the CPU's counter
-// (rdtsc on x86-64, cntvct_el0 on aarch64; elsewhere the clock pair again).
-inline uint64_t counter() {
-#if defined(__x86_64__)
-  return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-  uint64_t v;
-  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
-  return v;
-#else
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec);
-#endif
-}
+// (rdtsc on x86-64, cntvct_el0 on aarch64; elsewhere the clock pair again): the very read the
+// preload's clock makes (fast_clock.h).
+inline uint64_t counter() { return traintime::core::FastClock::counter(); }
 
 void BM_RdtscPair(benchmark::State& state) {
   for (auto _ : state) {
