@@ -23,6 +23,7 @@
 #include "traintime/core/live_record.h"
 #include "traintime/core/rank_file_json.h"
 #include "traintime/support/log.h"
+#include <nlohmann/json.hpp>
 
 namespace traintime::preload {
 namespace {

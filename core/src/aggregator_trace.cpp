@@ -2,6 +2,7 @@
 // docs/attribution.md "Trace dump").
 #include "aggregator_internal.h"
 #include "traintime/core/gpu_aggregator.h"
+#include <nlohmann/json.hpp>
 
 namespace traintime::core {
 

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 namespace traintime::core {

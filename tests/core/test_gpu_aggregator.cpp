@@ -6,6 +6,7 @@
 
 #include "gpu_rank_file.h"
 #include "traintime/core/gpu_aggregator.h"
+#include <nlohmann/json.hpp>
 
 using namespace traintime::core;
 

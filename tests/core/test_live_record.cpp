@@ -9,6 +9,7 @@
 
 #include "traintime/core/live_record.h"
 #include "traintime/core/rank_file_json.h"
+#include <nlohmann/json.hpp>
 
 using namespace traintime::core;
 

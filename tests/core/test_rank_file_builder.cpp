@@ -7,6 +7,7 @@
 
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
+#include <nlohmann/json.hpp>
 
 using namespace traintime::core;
 

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "traintime/core/rank_file_json.h"
+#include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "traintime/core/rank_file_json.h"
+#include <nlohmann/json.hpp>
 
 using nlohmann::json;
 using namespace traintime::core;

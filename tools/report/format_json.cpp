@@ -1,5 +1,6 @@
 // --format json: the machine-readable job summary (docs/report.md is its contract).
 #include "render.h"
+#include <nlohmann/json.hpp>
 
 namespace traintime::report {
 namespace {

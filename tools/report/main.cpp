@@ -13,6 +13,7 @@
 #include "gate.h"
 #include "render.h"
 #include "trace_export.h"
+#include <nlohmann/json.hpp>
 
 namespace tr = traintime::report;
 

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
