@@ -10,16 +10,17 @@ set -euo pipefail
 
 # The demo: compiler, CMake, the header-only libraries, simdjson (traintime-report's rank-file
 # parser), Catch2 and pkg-config (the configure step looks for them even when only the demo's
-# targets are built), Open MPI for the 4 simulated ranks,
+# targets are built), Open MPI's mpirun for the 4 simulated ranks (its development package only with
+# the tests: nothing the demo builds includes mpi.h; examples/cuda_mlp uses it when present),
 # and Debian's python3 (the demo compares each rank file with the simulated truth).
 DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev catch2
-           libcli11-dev openmpi-bin libopenmpi-dev python3)
+           libcli11-dev openmpi-bin python3)
 # The tests besides: Google Benchmark (bench/), pytest, pip and setuptools (the Python package is
 # installed with pip in a test) and PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which
 # the tests call by path); headless Chromium renders the HTML report in tests/report; the
 # Prometheus client library parses the live-metrics file; python3-venv makes the virtual
 # environment PyPI's packages go into (scripts/pyenv.py).
-TEST_DEPS=(libbenchmark-dev python3-pytest python3-pip python3-setuptools python3-torch
+TEST_DEPS=(libopenmpi-dev libbenchmark-dev python3-pytest python3-pip python3-setuptools python3-torch
            python3-prometheus-client python3-venv chromium)
 
 wanted=("${DEMO_DEPS[@]}")
