@@ -15,11 +15,12 @@ set -euo pipefail
 # and Debian's python3 (the demo compares each rank file with the simulated truth).
 DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev catch2
            libcli11-dev openmpi-bin python3)
-# The tests besides: Open MPI's headers (examples/cuda_mlp's MPI build), Google Benchmark (bench/), pytest, pip and setuptools (the Python package is
-# installed with pip in a test) and PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which
-# the tests call by path); headless Chromium renders the HTML report in tests/report; the
-# Prometheus client library parses the live-metrics file; python3-venv makes the virtual
-# environment PyPI's packages go into (scripts/pyenv.py).
+# The tests besides: Open MPI's headers (examples/cuda_mlp's MPI build), Google Benchmark
+# (bench/), pytest, pip and setuptools (the Python package is installed with pip in a test) and
+# PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which the tests call by path); headless
+# Chromium renders the HTML report in tests/report; the Prometheus client library parses the
+# live-metrics file; python3-venv makes the virtual environment PyPI's packages go into
+# (scripts/pyenv.py).
 TEST_DEPS=(libopenmpi-dev libbenchmark-dev python3-pytest python3-pip python3-setuptools python3-torch
            python3-prometheus-client python3-venv chromium)
 
