@@ -114,6 +114,7 @@ std::atomic<uint32_t> g_comm_epoch{1};
 void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noexcept {
   g_recording.store(false, std::memory_order_relaxed);
   g_comm_epoch.fetch_add(1, std::memory_order_acq_rel);
+  set_capture_watch(false);  // until GPU capture says it watches (never, in a fork child)
   reset_pending();
   if (table == nullptr) return;
   auto* r = new (std::nothrow) Registry();
