@@ -71,7 +71,9 @@ void do_initialize() {
   id.config = std::move(config);
   id.config_warnings = std::move(warnings);
   s->live.flops_per_token.store(id.config.flops_per_token, std::memory_order_relaxed);
-  id.load_mono_ns = mono_ns();
+  // Not mono_ns(): its first reading calibrates the counter (CPUID, a sysfs read), work for
+  // the first annotation, not for every process the preload starts in.
+  id.load_mono_ns = core::FastClock::clock_gettime_ns();
   id.load_unix_ns = unix_ns();
   id.launcher_rank = core::detect_rank(env);
   id.job_id = core::detect_job_id(env);

@@ -105,6 +105,8 @@ void configure_cupti(Session& s) {
   hooks.category_of = &category_of;
   hooks.path_name = &path_name;
   hooks.comm_table = &s.recorder.comm_table;
+  hooks.on_capture_begin = &nccl::note_capture_begin;
+  hooks.capture_watch = &nccl::set_capture_watch;
   cupti::configure(hooks, s.identity.config);
 }
 

@@ -1,6 +1,7 @@
 #include "traintime/core/comm_stats.h"
 
 #include <algorithm>
+#include <new>
 
 namespace traintime::core {
 
@@ -88,29 +89,44 @@ struct CommCallTable::GroupSlot {
   std::array<std::atomic<uint64_t>, CommGroupRecord::kMaxMembers> bytes{};
 };
 
-CommCallTable::CommCallTable()
-    : comms_(new std::atomic<Counters*>[kMaxCommunicators]),
-      hash_keys_(new std::atomic<uint64_t>[kHashSlots]),
-      hash_index_(new std::atomic<uint32_t>[kHashSlots]),
-      groups_(new GroupSlot[kGroupSlots]) {
-  for (uint32_t i = 0; i < kMaxCommunicators; ++i) comms_[i].store(nullptr);
-  for (uint32_t i = 0; i < kHashSlots; ++i) {
-    hash_keys_[i].store(0);
-    hash_index_[i].store(kNoComm);
-  }
-}
+// The communicators by index and the open-addressing map from handle key to index (a key slot
+// of 0 is empty, kTombstone retired); every element starts zero.
+struct CommCallTable::Handles {
+  std::array<std::atomic<Counters*>, kMaxCommunicators> comms{};
+  std::array<std::atomic<uint64_t>, kHashSlots> keys{};
+  std::array<std::atomic<uint32_t>, kHashSlots> index{};
+};
+
+CommCallTable::CommCallTable() = default;
 
 CommCallTable::~CommCallTable() {
-  for (uint32_t i = 0; i < kMaxCommunicators; ++i) delete comms_[i].load();
+  if (Handles* h = handles()) {
+    for (std::atomic<Counters*>& c : h->comms) delete c.load();
+    delete h;
+  }
+  delete[] groups_.load();
+}
+
+CommCallTable::GroupSlot* CommCallTable::group_slots() noexcept {
+  GroupSlot* g = groups_.load(std::memory_order_acquire);
+  if (g != nullptr) return g;
+  // Lock-free: two threads recording their first groups together each make one, one wins.
+  auto* made = new (std::nothrow) GroupSlot[kGroupSlots];
+  if (made == nullptr) return nullptr;
+  if (groups_.compare_exchange_strong(g, made, std::memory_order_acq_rel)) return made;
+  delete[] made;
+  return g;
 }
 
 uint32_t CommCallTable::find_communicator(uint64_t handle_key) const noexcept {
   if (handle_key == 0 || handle_key == kTombstone) return kNoComm;
+  const Handles* t = handles();
+  if (t == nullptr) return kNoComm;
   for (uint32_t probe = 0, h = hash_of(handle_key, kHashSlots); probe < kHashSlots;
        ++probe, h = (h + 1) & (kHashSlots - 1)) {
-    uint64_t k = hash_keys_[h].load(std::memory_order_acquire);
+    uint64_t k = t->keys[h].load(std::memory_order_acquire);
     if (k == 0) return kNoComm;
-    if (k == handle_key) return hash_index_[h].load(std::memory_order_relaxed);
+    if (k == handle_key) return t->index[h].load(std::memory_order_relaxed);
   }
   return kNoComm;
 }
@@ -119,9 +135,14 @@ uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size
                                               uint64_t stable_id) {
   if (handle_key == 0 || handle_key == kTombstone) return kNoComm;
   std::lock_guard<std::mutex> lock(register_mutex_);
+  Handles* t = handles();
+  if (t == nullptr) {
+    t = new Handles();
+    handles_.store(t, std::memory_order_release);
+  }
   uint32_t existing = find_communicator(handle_key);
   if (existing != kNoComm) {
-    Counters* c = comms_[existing].load(std::memory_order_acquire);
+    Counters* c = t->comms[existing].load(std::memory_order_acquire);
     uint32_t zero = 0;
     c->size.compare_exchange_strong(zero, size, std::memory_order_relaxed);
     zero = 0;
@@ -135,15 +156,15 @@ uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size
   uint32_t h = hash_of(handle_key, kHashSlots);
   // Retired keys stay as tombstones, so at most kMaxCommunicators slots are ever used and an
   // empty slot always exists (kHashSlots = 2 × capacity).
-  while (hash_keys_[h].load(std::memory_order_relaxed) != 0) h = (h + 1) & (kHashSlots - 1);
+  while (t->keys[h].load(std::memory_order_relaxed) != 0) h = (h + 1) & (kHashSlots - 1);
   auto* c = new Counters();
   c->handle_key = handle_key;
   c->size.store(size, std::memory_order_relaxed);
   c->rank.store(rank, std::memory_order_relaxed);
   c->stable_id.store(stable_id, std::memory_order_relaxed);
-  comms_[index].store(c, std::memory_order_release);
-  hash_index_[h].store(index, std::memory_order_relaxed);
-  hash_keys_[h].store(handle_key, std::memory_order_release);
+  t->comms[index].store(c, std::memory_order_release);
+  t->index[h].store(index, std::memory_order_relaxed);
+  t->keys[h].store(handle_key, std::memory_order_release);
   count_.store(index + 1, std::memory_order_release);
   return index;
 }
@@ -151,14 +172,15 @@ uint32_t CommCallTable::register_communicator(uint64_t handle_key, uint32_t size
 void CommCallTable::retire_communicator(uint32_t comm_index) {
   if (comm_index >= kMaxCommunicators) return;
   std::lock_guard<std::mutex> lock(register_mutex_);
-  Counters* c = comms_[comm_index].load(std::memory_order_acquire);
+  Handles* t = handles();
+  Counters* c = t != nullptr ? t->comms[comm_index].load(std::memory_order_acquire) : nullptr;
   if (c == nullptr || c->retired.load(std::memory_order_relaxed)) return;
   c->retired.store(true, std::memory_order_relaxed);
   for (uint32_t h = hash_of(c->handle_key, kHashSlots);; h = (h + 1) & (kHashSlots - 1)) {
-    uint64_t k = hash_keys_[h].load(std::memory_order_relaxed);
+    uint64_t k = t->keys[h].load(std::memory_order_relaxed);
     if (k == 0) break;
-    if (k == c->handle_key && hash_index_[h].load(std::memory_order_relaxed) == comm_index) {
-      hash_keys_[h].store(kTombstone, std::memory_order_release);
+    if (k == c->handle_key && t->index[h].load(std::memory_order_relaxed) == comm_index) {
+      t->keys[h].store(kTombstone, std::memory_order_release);
       break;
     }
   }
@@ -170,8 +192,10 @@ uint64_t CommCallTable::stable_id(uint32_t comm_index) const noexcept {
 }
 
 CommCallTable::Counters* CommCallTable::counters_at(uint32_t comm_index) const noexcept {
-  return comm_index < kMaxCommunicators ? comms_[comm_index].load(std::memory_order_acquire)
-                                        : nullptr;
+  const Handles* t = handles();
+  return t != nullptr && comm_index < kMaxCommunicators
+             ? t->comms[comm_index].load(std::memory_order_acquire)
+             : nullptr;
 }
 
 void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes, uint64_t seq) noexcept {
@@ -203,7 +227,12 @@ uint64_t CommCallTable::next_seq(uint32_t comm_index) noexcept {
 void CommCallTable::record_group(uint64_t group_id, const CommGroupMember* members,
                                  uint32_t count) noexcept {
   if (group_id == 0 || (members == nullptr && count > 0)) return;
-  GroupSlot& s = groups_[group_id % kGroupSlots];
+  GroupSlot* slots = group_slots();
+  if (slots == nullptr) {
+    groups_lost_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  GroupSlot& s = slots[group_id % kGroupSlots];
   uint64_t v = s.version.load(std::memory_order_relaxed);
   if ((v & 1) != 0 ||
       !s.version.compare_exchange_strong(v, v + 1, std::memory_order_acquire,
@@ -243,8 +272,9 @@ void CommCallTable::record_group(uint64_t group_id, const CommGroupMember* membe
 }
 
 bool CommCallTable::find_group(uint64_t group_id, CommGroupRecord& out) const noexcept {
-  if (group_id == 0) return false;
-  const GroupSlot& s = groups_[group_id % kGroupSlots];
+  const GroupSlot* slots = groups_.load(std::memory_order_acquire);
+  if (group_id == 0 || slots == nullptr) return false;
+  const GroupSlot& s = slots[group_id % kGroupSlots];
   uint64_t v1 = s.version.load(std::memory_order_acquire);
   if ((v1 & 1) != 0) return false;
   CommGroupRecord r;
@@ -268,7 +298,7 @@ CommCallTable::Snapshot CommCallTable::snapshot() const {
   uint32_t n = count_.load(std::memory_order_acquire);
   snap.comms.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
-    const Counters* c = comms_[i].load(std::memory_order_acquire);
+    const Counters* c = counters_at(i);
     CommSnapshot& s = snap.comms[i];
     s.index = i;
     if (c == nullptr) continue;

@@ -1,8 +1,12 @@
 #include "traintime/core/config.h"
 
+#include <locale.h>
+
 #include <algorithm>
-#include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -144,13 +148,28 @@ std::optional<uint64_t> parse_uint(std::string_view text, uint64_t min, uint64_t
 }
 
 std::optional<double> parse_double(std::string_view text) {
-  // from_chars: the application's locale must not change what "1.5" means.
+  // A plain decimal ("1.5", "2e12"): digits, one point, an exponent. strtod_l in the C locale,
+  // so the application's locale cannot change what "1.5" means. (Not std::from_chars: its
+  // libstdc++ implementation needs libm's fesetround, and libm would then be loaded into every
+  // process the preload starts in.)
   text = trim(text);
-  double d = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d) ||
-      d < 0)
-    return std::nullopt;
+  if (text.empty() || text.size() > 64 || text[0] == '+') return std::nullopt;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'))
+      return std::nullopt;
+  }
+  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", locale_t{});
+  if (c_locale == locale_t{}) return std::nullopt;
+  char buf[65];
+  std::memcpy(buf, text.data(), text.size());
+  buf[text.size()] = '\0';
+  char* end = nullptr;
+  const int saved_errno = errno;
+  errno = 0;
+  const double d = strtod_l(buf, &end, c_locale);
+  const bool range_error = errno == ERANGE;
+  errno = saved_errno;
+  if (end != buf + text.size() || range_error || !std::isfinite(d) || d < 0) return std::nullopt;
   return d;
 }
 

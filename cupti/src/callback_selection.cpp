@@ -32,6 +32,7 @@ const char* api_role_name(ApiRole role) {
     case ApiRole::kMemcpy: return "memcpy";
     case ApiRole::kMemset: return "memset";
     case ApiRole::kContextTeardown: return "context_teardown";
+    case ApiRole::kCaptureBegin: return "capture_begin";
     case ApiRole::kNone: break;
   }
   return "none";
@@ -48,6 +49,9 @@ ApiRole classify_api_name(std::string_view name) {
   // Case matters: cuMemSetAccess / cudaMemSetMemPool are not memsets.
   if (starts_with(name, "cudaMemcpy") || starts_with(name, "cuMemcpy")) return ApiRole::kMemcpy;
   if (starts_with(name, "cudaMemset") || starts_with(name, "cuMemset")) return ApiRole::kMemset;
+  // Every way a stream starts capturing into a graph (ToGraph, _ptsz, _v2 included).
+  if (starts_with(name, "cudaStreamBeginCapture") || starts_with(name, "cuStreamBeginCapture"))
+    return ApiRole::kCaptureBegin;
   const std::string_view s = stem(name);
   // Not cuDevicePrimaryCtxRelease: CUDA calls it itself during its exit teardown, where a flush
   // would run on a stack being torn down (and a context release need not destroy anything).

@@ -20,6 +20,7 @@ enum class ApiRole : uint8_t {
   kMemcpy,           // cudaMemcpy*, cuMemcpy* (peer, 2D/3D, batch variants included)
   kMemset,           // cudaMemset*, cuMemset*
   kContextTeardown,  // cudaDeviceReset, cuCtxDestroy, cuDevicePrimaryCtxReset: flush at their exit
+  kCaptureBegin,     // cudaStreamBeginCapture*, cuStreamBeginCapture*: tells the NCCL wrappers
 };
 
 const char* api_role_name(ApiRole role);

@@ -38,6 +38,7 @@ void GpuCapture::shutdown(const char* reason) {
   flush(true, false);
   if (!drain()) support::log_warn("GPU activity processing did not finish within 10 s at exit");
   capturing_.store(false, std::memory_order_release);
+  watch_captures(false);
   state_.store(State::kStopped, std::memory_order_release);
   stop_thread();
   ClientMux::get().detach(subscriber_);  // a profiler still running in the process gets CUPTI back

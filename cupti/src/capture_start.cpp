@@ -27,7 +27,9 @@ void GpuCapture::configure(const Hooks& hooks, const core::Config& config) {
   configured_ = true;
 }
 
-void GpuCapture::start(const char* trigger) {
+void GpuCapture::start(const char* trigger) { start(trigger, true); }
+
+void GpuCapture::start(const char* trigger, bool sees_every_capture) {
   std::lock_guard<std::mutex> lock(start_mu_);
   lazy_pending_.store(false, std::memory_order_relaxed);
   if (state_.load(std::memory_order_acquire) != State::kIdle || !configured_ ||
@@ -45,6 +47,8 @@ void GpuCapture::start(const char* trigger) {
     if (!start_capture(&reason))
       give_up(lib_.version() != 0 && reason.rfind(lib_.path(), 0) != 0 ? lib_.describe() + ": " + reason
                                                                        : reason);
+    else if (sees_every_capture)
+      watch_captures(true);
   } catch (const std::exception& e) {
     // Out of memory, or no thread to be had (a process limit): the program goes on without GPU
     // capture instead of ending in std::terminate from this noexcept entry point.
@@ -69,7 +73,8 @@ void GpuCapture::lazy_start() noexcept {
   }
   dlclose(cuda);
   start("lazily (CUDA_INJECTION64_PATH belongs to another tool; work launched before this "
-        "point is not captured)");
+        "point is not captured)",
+        false);
   errno = saved_errno;
 }
 
@@ -77,6 +82,7 @@ void GpuCapture::on_fork_child() noexcept {
   // The child has none of the parent's threads; it must never flush or process inherited state.
   forked_.store(true, std::memory_order_relaxed);
   capturing_.store(false, std::memory_order_relaxed);
+  watch_captures(false);
   lazy_pending_.store(false, std::memory_order_relaxed);
 }
 

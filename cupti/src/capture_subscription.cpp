@@ -18,6 +18,7 @@ namespace traintime::cupti {
 
 void GpuCapture::abandon_start() noexcept {
   capturing_.store(false, std::memory_order_release);
+  watch_captures(false);
   if (subscriber_ != nullptr) {
     for (CUpti_ActivityKind kind : kOwnKinds) lib_.api().cuptiActivityDisable(kind);
     lib_.api().cuptiUnsubscribe(subscriber_);  // its callbacks go with it
@@ -146,7 +147,7 @@ bool GpuCapture::start_capture(std::string* reason) {
   for (const SelectedCallback& s : selected) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, s.domain, s.cbid);
     if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback", rc);
-    if (s.role == ApiRole::kContextTeardown) continue;
+    if (s.role == ApiRole::kContextTeardown || s.role == ApiRole::kCaptureBegin) continue;
     // Correlation ids come with API records; enabling them per launch cbid (never the whole
     // RUNTIME/DRIVER kinds) keeps the extra records to one per launch call, dropped at decode.
     bool api_record = false;

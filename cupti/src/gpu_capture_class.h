@@ -81,6 +81,12 @@ class GpuCapture {
     return hooks_.category_of ? hooks_.category_of(p) : core::Category::kOther;
   }
 
+  // `sees_every_capture`: started from cuInit (InitializeInjection), so before any stream
+  // capture could begin; a lazy start may come after one.
+  void start(const char* trigger, bool sees_every_capture);
+  void watch_captures(bool on) noexcept {
+    if (hooks_.capture_watch) hooks_.capture_watch(on);
+  }
   bool start_capture(std::string* reason);
   // After another client switched the whole RUNTIME or DRIVER kind off: the per-launch API
   // records (correlation ids) on again.

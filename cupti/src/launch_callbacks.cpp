@@ -53,6 +53,11 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     if (cb->callbackSite == CUPTI_API_EXIT) flush(false, true);
     return;
   }
+  if (role == ApiRole::kCaptureBegin) {
+    // At its entry, so before the stream is capturing.
+    if (cb->callbackSite == CUPTI_API_ENTER && hooks_.on_capture_begin) hooks_.on_capture_begin();
+    return;
+  }
   LaunchNest& nest = t_nest;
   if (cb->callbackSite != CUPTI_API_ENTER) {
     if (nest.depth > 0) --nest.depth;

@@ -51,7 +51,6 @@ struct Registry {
 // Until configure() runs: an empty registry that records nothing (g_recording is false).
 Registry g_initial;
 std::atomic<Registry*> g_current{&g_initial};
-std::atomic<bool> g_recording{false};
 
 Registry& reg() noexcept { return *g_current.load(std::memory_order_acquire); }
 
@@ -109,8 +108,13 @@ void announce(const Registry& r, const Published& p) {
 
 }  // namespace
 
+std::atomic<bool> g_recording{false};
+std::atomic<uint32_t> g_comm_epoch{1};
+
 void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noexcept {
   g_recording.store(false, std::memory_order_relaxed);
+  g_comm_epoch.fetch_add(1, std::memory_order_acq_rel);
+  set_capture_watch(false);  // until GPU capture says it watches (never, in a fork child)
   reset_pending();
   if (table == nullptr) return;
   auto* r = new (std::nothrow) Registry();
@@ -122,7 +126,6 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
   g_recording.store(enabled, std::memory_order_release);
 }
 
-bool recording() noexcept { return g_recording.load(std::memory_order_relaxed); }
 
 void note_counted_call() noexcept {
   Registry& r = reg();
@@ -296,6 +299,7 @@ void retire(const void* comm) noexcept {
   Registry& r = reg();
   const uint32_t index = r.table->find_communicator(key_of(comm));
   if (index < kMaxCommunicators) r.table->retire_communicator(index);
+  g_comm_epoch.fetch_add(1, std::memory_order_acq_rel);
   std::lock_guard<std::mutex> lock(r.mutex);
   for (PendingChild& p : r.pending) {
     if (p.handle == comm) p = PendingChild{};

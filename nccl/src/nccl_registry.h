@@ -28,6 +28,7 @@
 // gets a new entry; the old one keeps its counters.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -47,7 +48,8 @@ struct CommEntry {
 };
 
 // Whether wrappers record (configure() said enabled). One relaxed load.
-bool recording() noexcept;
+extern std::atomic<bool> g_recording;
+inline bool recording() noexcept { return g_recording.load(std::memory_order_relaxed); }
 // The table configure() gave. Only valid while recording() (or after it was once true).
 core::CommCallTable& call_table() noexcept;
 // A call was counted: runs the on_first_call hook configure() gave on the first one since
@@ -63,6 +65,14 @@ uint32_t comm_id_for(const void* comm, const void* caller) noexcept;
 
 // The entry of a comm_id returned above, else nullptr. Entries never change once published.
 const CommEntry* entry(uint32_t comm_id) noexcept;
+
+// Changes whenever a handle may stop naming the communicator it named (a retirement, a fork
+// child's reconfiguration), never otherwise: an answer of comm_id_for() and entry() remembered
+// together with the epoch read before asking stays right while the epoch is unchanged, which
+// lets a wrapper keep the communicator it last used per thread instead of hashing its handle.
+// One acquire load. Never 0.
+extern std::atomic<uint32_t> g_comm_epoch;
+inline uint32_t comm_epoch() noexcept { return g_comm_epoch.load(std::memory_order_acquire); }
 
 // Creation wrappers, after the real call succeeded (or returned ncclInProgress).
 // Size and rank known from the arguments: registers now.

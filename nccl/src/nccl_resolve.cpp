@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 
+#include "traintime/nccl/nccl_interposer.h"
 #include "traintime/support/loader.h"
 
 namespace traintime::nccl {
@@ -55,7 +56,32 @@ IsCapturingFn resolve_is_capturing() noexcept {
 
 }  // namespace
 
+namespace {
+// 1: GPU capture watches every capture begin and none has begun: no stream can be capturing.
+// 0: ask the driver. g_capture_begun keeps a watch that starts after a capture began off.
+std::atomic<int> g_capture_unseen{0};
+std::atomic<bool> g_capture_begun{false};
+}  // namespace
+
+void set_capture_watch(bool watching) noexcept {
+  if (!watching || g_capture_begun.load(std::memory_order_acquire)) {
+    g_capture_unseen.store(0, std::memory_order_release);
+    return;
+  }
+  g_capture_unseen.store(1, std::memory_order_release);
+  // A capture noted meanwhile wins.
+  if (g_capture_begun.load(std::memory_order_acquire)) g_capture_unseen.store(0, std::memory_order_release);
+}
+
+void note_capture_begin() noexcept {
+  g_capture_begun.store(true, std::memory_order_release);
+  g_capture_unseen.store(0, std::memory_order_release);
+}
+
 bool stream_is_capturing(void* stream) noexcept {
+  // The capture begin's callback ran before its API returned, so a call on a stream it made
+  // capturing (ordered after it by the application) reads 0 here.
+  if (g_capture_unseen.load(std::memory_order_acquire) != 0) return false;
   const int saved_errno = errno;
   bool capturing = false;
   if (IsCapturingFn fn = resolve_is_capturing()) {

@@ -15,9 +15,14 @@
 // Rules every wrapper keeps:
 //  - The real function's return value is returned unchanged, and errno is what the real call
 //    left (our own work before and after it is invisible: errno is saved and restored around it).
-//  - No lock and no allocation per call: thread-local state, relaxed atomics in CommCallTable.
-//    (Only the first sight of a communicator, creation/destruction and a thread's first group
-//    take the slow path.)
+//  - No lock and no allocation per call: thread-local state (initial-exec: a load from the
+//    thread pointer, no __tls_get_addr call), relaxed atomics in CommCallTable. The thread
+//    remembers the last communicator it used (handle, comm_id, entry) until the registry's
+//    epoch changes, so a call on it asks the registry nothing. (Only the first sight of a
+//    communicator, creation/destruction and a thread's first group take the slow path.)
+//  - ncclGroupStart/ncclGroupEnd of a group without members cost a few thread-local updates
+//    around the real call: the group's id (one shared counter) is taken at the outermost
+//    ncclGroupEnd, and only when the group has members to record.
 //  - Only the outermost interposed call on a thread counts: NCCL's entry points call each other
 //    through the dynamic symbol (ncclBcast -> ncclBroadcast), and those inner calls pass straight
 //    through. ncclBcast is therefore counted once, as "Broadcast" (DESIGN §6 op names).
@@ -124,17 +129,51 @@ struct ThreadState {
   bool call_active = false;
   bool call_launched = false;  // a launch callback read `call` while it was active
   Call call;
-  GroupLaunch launches[kGroupLaunchStreams];
+  GroupLaunch launches[kGroupLaunchStreams] = {};
   int launch_count = 0;
   bool group_nonblocking = false;  // a member's communicator is nonblocking
-  uint64_t group_id = 0;  // of the open group, assigned at its outermost ncclGroupStart
   uint32_t group_count = 0;
   uint64_t group_bytes = 0;
   bool group_captured = false;
   core::CommGroupMember* members = nullptr;
+  // The communicator of this thread's last counted call (comm_id 0: none), valid while
+  // comm_epoch() is `epoch`.
+  const void* cached_comm = nullptr;
+  const CommEntry* cached_entry = nullptr;
+  uint32_t cached_comm_id = 0;
+  uint32_t cached_epoch = 0;
 };
 
-thread_local ThreadState t_nccl;
+// Initial-exec: libtraintime.so is loaded at start-up (LD_PRELOAD), never by dlopen, and already
+// has static TLS (session.h's t_thread_state). Constant-initialised (every member has an
+// initialiser), so no access goes through a guard variable, which would itself be a
+// __tls_get_addr call.
+#if defined(__clang__)
+#define TT_CONSTINIT [[clang::require_constant_initialization]]
+#else
+#define TT_CONSTINIT __constinit
+#endif
+TT_CONSTINIT thread_local ThreadState t_nccl __attribute__((tls_model("initial-exec")));
+#undef TT_CONSTINIT
+
+// comm_id of `comm` (0 when it cannot be registered) and its entry, from the thread's last
+// answer while the registry's epoch is unchanged.
+uint32_t lookup_comm(ThreadState& t, const void* comm, const void* caller, const CommEntry** ce) {
+  const uint32_t epoch = comm_epoch();
+  if (comm == t.cached_comm && epoch == t.cached_epoch && t.cached_comm_id != 0) {
+    *ce = t.cached_entry;
+    return t.cached_comm_id;
+  }
+  const uint32_t comm_id = comm_id_for(comm, caller);
+  *ce = entry(comm_id);
+  if (*ce != nullptr) {
+    t.cached_comm = comm;
+    t.cached_entry = *ce;
+    t.cached_comm_id = comm_id;
+    t.cached_epoch = epoch;
+  }
+  return comm_id;
+}
 
 std::atomic<uint64_t> g_next_group{0};
 pthread_key_t g_members_key;
@@ -238,8 +277,8 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
     return invoke(e.fn);
   }
   ++t.depth;
-  const uint32_t comm_id = comm_id_for(comm, caller);
-  const CommEntry* ce = entry(comm_id);
+  const CommEntry* ce = nullptr;
+  const uint32_t comm_id = lookup_comm(t, comm, caller, &ce);
   const bool captured = stream_is_capturing(stream);
   uint64_t bytes = static_cast<uint64_t>(count) * type_size(type);
   if (extent == Extent::kTimesRanks) bytes *= ce != nullptr ? ce->size : 0;
@@ -363,8 +402,9 @@ ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
   const bool group_launches = outermost && launches && t.group_count > 0;
   if (group_launches) {
     const core::CommGroupMember& first = t.members[0];
-    call_table().record_group(t.group_id, t.members, t.group_count);
-    t.call = Call{first.op, first.comm_id, first.seq, t.group_bytes, t.group_id, t.group_captured};
+    const uint64_t group_id = g_next_group.fetch_add(1, std::memory_order_relaxed) + 1;
+    call_table().record_group(group_id, t.members, t.group_count);
+    t.call = Call{first.op, first.comm_id, first.seq, t.group_bytes, group_id, t.group_captured};
     t.call_active = true;
     t.call_launched = false;
   }
@@ -387,7 +427,6 @@ ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
   }
   --t.group_depth;
   if (outermost) {
-    t.group_id = 0;
     t.group_count = 0;
     t.group_bytes = 0;
     t.group_captured = false;
@@ -413,7 +452,6 @@ ncclResult_t group_start(const void* caller) {
   const ncclResult_t r = call_real([&] { return e.fn(); }, e.entry_errno, &exit_errno);
   if (r == ncclSuccess) {
     if (t.group_depth++ == 0) {
-      t.group_id = g_next_group.fetch_add(1, std::memory_order_relaxed) + 1;
       t.group_count = 0;
       t.group_bytes = 0;
       t.group_captured = false;

@@ -127,14 +127,19 @@ void forget_nonblocking(const void* comm) noexcept {
 uint64_t pending_dropped() noexcept { return g_dropped.load(std::memory_order_relaxed); }
 
 void reset_pending() noexcept {
+  // Only what was used: slots fill in order, and writing the untouched ones would fault in
+  // every page of the queues in each process that starts (most never make an NCCL call).
   for (StreamQueue& q : g_queues) {
+    if (q.key.load(std::memory_order_relaxed) == 0) break;
     q.busy.clear(std::memory_order_relaxed);
     q.head = q.tail = 0;
     q.key.store(0, std::memory_order_relaxed);
   }
-  g_queued.store(0, std::memory_order_relaxed);
-  for (std::atomic<const void*>& slot : g_nonblocking) slot.store(nullptr, std::memory_order_relaxed);
-  g_nonblocking_count.store(0, std::memory_order_relaxed);
+  if (g_queued.load(std::memory_order_relaxed) != 0) g_queued.store(0, std::memory_order_relaxed);
+  if (g_nonblocking_count.load(std::memory_order_relaxed) != 0) {
+    for (std::atomic<const void*>& slot : g_nonblocking) slot.store(nullptr, std::memory_order_relaxed);
+    g_nonblocking_count.store(0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace traintime::nccl

@@ -45,6 +45,17 @@ TEST_CASE("APIs that launch no GPU work are not selected", "[selection]") {
     CHECK(classify_api_name(name) == ApiRole::kNone);
 }
 
+TEST_CASE("every stream capture begin is selected, for the NCCL wrappers", "[selection]") {
+  for (const char* name : {"cudaStreamBeginCapture_v10000", "cudaStreamBeginCapture_ptsz_v10000",
+                           "cudaStreamBeginCaptureToGraph_v12030", "cuStreamBeginCapture",
+                           "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz",
+                           "cuStreamBeginCaptureToGraph"})
+    CHECK(classify_api_name(name) == ApiRole::kCaptureBegin);
+  for (const char* name : {"cudaStreamEndCapture_v10000", "cudaStreamIsCapturing_v10000",
+                           "cuStreamGetCaptureInfo_v2"})
+    CHECK(classify_api_name(name) == ApiRole::kNone);
+}
+
 TEST_CASE("context teardown APIs are selected to flush at their exit", "[selection]") {
   for (const char* name : {"cudaDeviceReset_v3020", "cuCtxDestroy_v2", "cuDevicePrimaryCtxReset_v2"})
     CHECK(classify_api_name(name) == ApiRole::kContextTeardown);

@@ -472,6 +472,26 @@ TEST_CASE_METHOD(Fixture, "calls on a stream being captured into a graph are lef
   CHECK(g_launches[1].call.seq == 1);
 }
 
+TEST_CASE_METHOD(Fixture, "from the first stream capture on, calls ask the driver again even "
+                 "while GPU capture watches every capture begin", "[nccl]") {
+  ncclComm_t c = make_comm(2, 0);
+  const cudaStream_t capturing = stream_of(0xCA98);
+  char buf[1];
+  nccl::set_capture_watch(true);  // GPU capture started from cuInit
+  nccl::note_capture_begin();     // cudaStreamBeginCapture's entry
+  fake_cuda_set_capturing(capturing);
+  REQUIRE(ncclAllReduce(buf, buf, 32, ncclFloat32, ncclSum, c, capturing) == ncclSuccess);
+  CHECK(counts(c, CommOp::kAllReduce).calls == 0);
+  REQUIRE(g_launches.size() == 1);
+  CHECK(g_launches[0].call.captured);
+  // A watch announced after a capture began does not hide it.
+  nccl::set_capture_watch(true);
+  REQUIRE(ncclAllReduce(buf, buf, 32, ncclFloat32, ncclSum, c, capturing) == ncclSuccess);
+  CHECK(counts(c, CommOp::kAllReduce).calls == 0);
+  REQUIRE(g_launches.size() == 2);
+  CHECK(g_launches[1].call.captured);
+}
+
 TEST_CASE_METHOD(Fixture, "TRAINTIME_NCCL=0 passes every call straight through", "[nccl]") {
   ncclComm_t c = make_comm(2, 1);
   configure(false);

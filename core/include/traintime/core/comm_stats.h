@@ -152,12 +152,16 @@ class CommCallTable {
   Counters* counters_at(uint32_t comm_index) const noexcept;
   static constexpr uint32_t kHashSlots = 2 * kMaxCommunicators;
 
+  struct Handles;
+  // The handle map and the group ring are made at first use (the first registration, the first
+  // recorded group), not at construction: every process under the preload builds a table, and
+  // most never see a communicator (DESIGN §9, inert process). Published once, never replaced.
+  Handles* handles() const noexcept { return handles_.load(std::memory_order_acquire); }
+  GroupSlot* group_slots() noexcept;
   std::mutex register_mutex_;
   std::atomic<uint32_t> count_{0};
-  std::unique_ptr<std::atomic<Counters*>[]> comms_;
-  std::unique_ptr<std::atomic<uint64_t>[]> hash_keys_;
-  std::unique_ptr<std::atomic<uint32_t>[]> hash_index_;
-  std::unique_ptr<GroupSlot[]> groups_;
+  std::atomic<Handles*> handles_{nullptr};
+  std::atomic<GroupSlot*> groups_{nullptr};
   std::atomic<uint64_t> bad_calls_{0};
   std::atomic<uint64_t> groups_lost_{0};
 };

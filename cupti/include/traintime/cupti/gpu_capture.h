@@ -50,6 +50,12 @@ struct Hooks {
   // The NCCL call table, for the members of NCCL group kernels; may be null. Must outlive
   // capture.
   const core::CommCallTable* comm_table = nullptr;
+  // Stream capture, for the NCCL wrappers (nccl_interposer.h, set_capture_watch): a capture
+  // begins (called at the entry of cudaStreamBeginCapture* / cuStreamBeginCapture*), and
+  // whether every capture begin is seen (true once subscribed from cuInit on; false when capture
+  // stops). Lock-free. May be null.
+  void (*on_capture_begin)() noexcept = nullptr;
+  void (*capture_watch)(bool watching) noexcept = nullptr;
 };
 
 // Once, before any start: the hooks and the configuration (TRAINTIME_CUPTI, _CUPTI_LIB,

@@ -45,6 +45,18 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
 // The interposed NCCL call (or outermost ncclGroupEnd) this thread is inside, else nullptr.
 const Call* current_call() noexcept;
 
+// Stream capture (CUDA graphs). A call on a stream being captured is not counted (its replays
+// are, on the GPU side), so each counted call asks the driver whether its stream is capturing
+// (cuStreamIsCapturing), which costs more than the rest of the wrapper. GPU capture, when it
+// sees every capture begin in the process (subscribed to cudaStreamBeginCapture* and
+// cuStreamBeginCapture* since cuInit), says so with set_capture_watch(true), and the wrappers
+// then skip the question until note_capture_begin(): from the first capture on, they ask on
+// every call again, for the rest of the process. set_capture_watch(false) (capture stopped, or
+// its subscription may have been lost) makes them ask again too; so does configure(). Both
+// lock-free, callable from any thread.
+void set_capture_watch(bool watching) noexcept;
+void note_capture_begin() noexcept;
+
 // For a launch of an NCCL kernel made with no interposed call on its thread: the oldest call
 // still waiting for its kernel on `stream`, removed from the queue; false when there is none.
 // Calls wait there when NCCL returned ncclInProgress without launching inside the call
