@@ -511,9 +511,11 @@ Report analyze(const Job& job) {
     v.mfu = f.steps.mfu;
     v.device = f.device_name;
     v.dropped_records = f.dropped_records;
-    for (const core::Steps::Detail& d : f.steps.detail)
-      if (!d.partial)
-        v.step_ms.emplace_back(d.index, rep.steps.gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns));
+    for (const core::Steps::Detail& d : f.steps.detail) {
+      if (d.partial) continue;
+      v.step_ms.emplace_back(d.index, rep.steps.gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns));
+      if (d.wall_ns > 0) v.cpu_wall_ms.emplace_back(d.index, ms(d.wall_ns));
+    }
     ++devices[f.device_name.empty() ? std::string("not recorded in the rank file") : f.device_name];
     if (is_simulated(f.device_name)) rep.simulated = true;
     if (f.steps.tflops > 0 && !(f.steps.mfu > 0 && f.peak_tflops > 0)) ++no_peak[f.device_name];
