@@ -33,7 +33,7 @@ constexpr const char* kMemcpyKinds[] = {"HtoD", "DtoH", "DtoD", "PtoP"};
 // from these tables, so a field name cannot differ between the writer and the reader.
 template <class T>
 struct U64Field {
-  const char* name;
+  std::string_view name;
   uint64_t T::*member;
   bool required = true;  // false: added after the contract; absent in older files reads as 0
 };
@@ -73,7 +73,7 @@ constexpr U64Field<SizeBucket> kSizeBucketFields[] = {{"lo_bytes", &SizeBucket::
 template <class T, std::size_t N>
 json u64_object(const T& value, const U64Field<T> (&fields)[N]) {
   json out = json::object();
-  for (const U64Field<T>& f : fields) out[f.name] = value.*f.member;
+  for (const U64Field<T>& f : fields) out[std::string(f.name)] = value.*f.member;
   return out;
 }
 
@@ -194,22 +194,28 @@ json threads_json(const std::vector<ThreadSnapshot>& threads) {
   throw std::runtime_error("rank file: " + message);
 }
 
-std::string join(const std::string& where, std::string_view key) {
-  return where.empty() ? std::string(key) : where + "." + std::string(key);
-}
-
-std::string indexed(const std::string& where, std::size_t i) {
-  return where + "[" + std::to_string(i) + "]";
-}
-
-// A field's path, built only when an error names it.
-struct Name {
-  const std::string& where;
-  std::string_view key;
-  std::string str() const { return join(where, key); }
+// A field's place in the document ("steps.detail[3].totals"): a chain of links on the stack,
+// spelled out only when an error names it, so reading a valid file builds no path text.
+struct Path {
+  static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+  const Path* parent = nullptr;
+  std::string_view key;          // a member name; empty for an array element or the top level
+  std::size_t index = kNoIndex;  // an array element's index
+  Path() = default;
+  Path(const char* top) : key(top) {}  // NOLINT: a top-level member, by name
+  Path(const Path* p, std::string_view k, std::size_t i) : parent(p), key(k), index(i) {}
+  bool top() const { return parent == nullptr && key.empty() && index == kNoIndex; }
+  std::string str() const {
+    std::string out = parent ? parent->str() : std::string();
+    if (index != kNoIndex) return out + "[" + std::to_string(index) + "]";
+    if (!out.empty() && !key.empty()) out += ".";
+    return out.append(key);
+  }
 };
-std::string name_of(const std::string& n) { return n; }
-std::string name_of(const Name& n) { return n.str(); }
+
+Path join(const Path& where, std::string_view key) { return {&where, key, Path::kNoIndex}; }
+Path indexed(const Path& where, std::size_t i) { return {&where, {}, i}; }
+std::string name_of(const Path& p) { return p.str(); }
 
 // ---- the nlohmann::json primitives ----
 bool is_object(const json& j) { return j.is_object(); }
@@ -220,13 +226,14 @@ const json* find(const json& obj, std::string_view key) {
   const auto it = obj.find(std::string(key));
   return it == obj.end() ? nullptr : &*it;
 }
+std::size_t size_of(const json& arr) { return arr.size(); }
 template <class F>
 void each_element(const json& arr, F&& f) {
   for (std::size_t i = 0; i < arr.size(); ++i) f(i, arr[i]);
 }
 template <class F>
 void each_member(const json& obj, F&& f) {
-  for (const auto& [key, value] : obj.items()) f(key, value);
+  for (const auto& [key, value] : obj.items()) f(std::string_view(key), value);
 }
 std::optional<uint64_t> get_u64(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
@@ -270,6 +277,10 @@ std::optional<SimdValue> find(const SimdValue& obj, std::string_view key) {
   if (obj.e.get_object().at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
   return SimdValue{out};
 }
+std::size_t size_of(const SimdValue& arr) {
+  simdjson::dom::array a;
+  return arr.e.get_array().get(a) == simdjson::SUCCESS ? a.size() : 0;
+}
 template <class F>
 void each_element(const SimdValue& arr, F&& f) {
   simdjson::dom::array a;
@@ -281,7 +292,7 @@ template <class F>
 void each_member(const SimdValue& obj, F&& f) {
   simdjson::dom::object o;
   if (obj.e.get_object().get(o) != simdjson::SUCCESS) return;  // callers checked is_object
-  for (simdjson::dom::key_value_pair kv : o) f(std::string(kv.key), SimdValue{kv.value});
+  for (simdjson::dom::key_value_pair kv : o) f(kv.key, SimdValue{kv.value});
 }
 std::optional<uint64_t> get_u64(const SimdValue& v) {
   uint64_t x = 0;
@@ -312,10 +323,10 @@ bool get_string(const SimdValue& v, std::string* out) {
 
 // ---- the reader, on either ----
 template <class J>
-void expect_object(const J& j, const std::string& where) {
+void expect_object(const J& j, const Path& where) {
   if (!is_object(j))
-    fail(where.empty() ? std::string("top level must be an object (got ") + type_name(j) + ")"
-                       : "field \"" + where + "\" must be an object (got " + type_name(j) + ")");
+    fail(where.top() ? std::string("top level must be an object (got ") + type_name(j) + ")"
+                     : "field \"" + where.str() + "\" must be an object (got " + type_name(j) + ")");
 }
 
 // A found value: a reference into the nlohmann document, a simdjson element by value.
@@ -323,6 +334,9 @@ template <class J>
 const J& deref(const J* p) { return *p; }
 template <class J>
 J deref(const std::optional<J>& p) { return *p; }
+// What find returns, for a value in hand.
+const json* ref_to(const json& v) { return &v; }
+std::optional<SimdValue> ref_to(const SimdValue& v) { return v; }
 
 template <class J, class N>
 [[noreturn]] void wrong_type(const J& v, const N& name, const char* expected) {
@@ -368,39 +382,39 @@ std::string as_string(const J& v, const N& name) {
 }
 
 template <class J>
-decltype(auto) need(const J& obj, std::string_view key, const std::string& where) {
+decltype(auto) need(const J& obj, std::string_view key, const Path& where) {
   const auto v = find(obj, key);
-  if (!v) fail("missing field \"" + join(where, key) + "\"");
+  if (!v) fail("missing field \"" + join(where, key).str() + "\"");
   return deref(v);
 }
 
 // Required fields.
-template <class J> uint64_t u64(const J& o, std::string_view k, const std::string& w) { return as_u64(need(o, k, w), Name{w, k}); }
-template <class J> uint32_t u32(const J& o, std::string_view k, const std::string& w) { return as_u32(need(o, k, w), Name{w, k}); }
-template <class J> int64_t i64(const J& o, std::string_view k, const std::string& w) { return as_i64(need(o, k, w), Name{w, k}); }
-template <class J> double dbl(const J& o, std::string_view k, const std::string& w) { return as_double(need(o, k, w), Name{w, k}); }
-template <class J> bool boolean(const J& o, std::string_view k, const std::string& w) { return as_bool(need(o, k, w), Name{w, k}); }
-template <class J> std::string str(const J& o, std::string_view k, const std::string& w) { return as_string(need(o, k, w), Name{w, k}); }
+template <class J> uint64_t u64(const J& o, std::string_view k, const Path& w) { return as_u64(need(o, k, w), join(w, k)); }
+template <class J> uint32_t u32(const J& o, std::string_view k, const Path& w) { return as_u32(need(o, k, w), join(w, k)); }
+template <class J> int64_t i64(const J& o, std::string_view k, const Path& w) { return as_i64(need(o, k, w), join(w, k)); }
+template <class J> double dbl(const J& o, std::string_view k, const Path& w) { return as_double(need(o, k, w), join(w, k)); }
+template <class J> bool boolean(const J& o, std::string_view k, const Path& w) { return as_bool(need(o, k, w), join(w, k)); }
+template <class J> std::string str(const J& o, std::string_view k, const Path& w) { return as_string(need(o, k, w), join(w, k)); }
 
 // Optional fields: outside the contract, so files from writers that predate them still read.
 template <class J>
-uint64_t opt_u64(const J& o, std::string_view k, const std::string& w, uint64_t d) {
+uint64_t opt_u64(const J& o, std::string_view k, const Path& w, uint64_t d) {
   const auto v = find(o, k);
-  return v ? as_u64(deref(v), Name{w, k}) : d;
+  return v ? as_u64(deref(v), join(w, k)) : d;
 }
 template <class J>
-double opt_dbl(const J& o, std::string_view k, const std::string& w, double d) {
+double opt_dbl(const J& o, std::string_view k, const Path& w, double d) {
   const auto v = find(o, k);
-  return v ? as_double(deref(v), Name{w, k}) : d;
+  return v ? as_double(deref(v), join(w, k)) : d;
 }
 template <class J>
-bool opt_bool(const J& o, std::string_view k, const std::string& w, bool d) {
+bool opt_bool(const J& o, std::string_view k, const Path& w, bool d) {
   const auto v = find(o, k);
-  return v ? as_bool(deref(v), Name{w, k}) : d;
+  return v ? as_bool(deref(v), join(w, k)) : d;
 }
 
 template <class J>
-decltype(auto) need_object(const J& o, std::string_view k, const std::string& w) {
+decltype(auto) need_object(const J& o, std::string_view k, const Path& w) {
   decltype(auto) v = need(o, k, w);
   expect_object(v, join(w, k));
   return v;
@@ -408,58 +422,84 @@ decltype(auto) need_object(const J& o, std::string_view k, const std::string& w)
 
 // Calls f(index, element) for each element of the array o[k].
 template <class J, class F>
-void each_in_array(const J& o, std::string_view k, const std::string& w, F&& f) {
+void each_in_array(const J& o, std::string_view k, const Path& w, F&& f) {
   const auto& v = need(o, k, w);
-  if (!is_array(v)) wrong_type(v, Name{w, k}, "an array");
+  if (!is_array(v)) wrong_type(v, join(w, k), "an array");
   each_element(v, f);
 }
 
 // The same for an optional array: absent reads as empty.
 template <class J, class F>
-void each_in_opt_array(const J& o, std::string_view k, const std::string& w, F&& f) {
+void each_in_opt_array(const J& o, std::string_view k, const Path& w, F&& f) {
   const auto v = find(o, k);
   if (!v) return;
-  if (!is_array(deref(v))) wrong_type(deref(v), Name{w, k}, "an array");
+  if (!is_array(deref(v))) wrong_type(deref(v), join(w, k), "an array");
   each_element(deref(v), f);
 }
 
-Category category_named(const std::string& name, const std::string& where) {
+// The same, reading into `out` (room made for all elements at once).
+template <class J, class T, class F>
+void each_in_opt_array(const J& o, std::string_view k, const Path& w, std::vector<T>& out, F&& f) {
+  const auto v = find(o, k);
+  if (!v) return;
+  if (!is_array(deref(v))) wrong_type(deref(v), join(w, k), "an array");
+  out.reserve(out.size() + size_of(deref(v)));
+  each_element(deref(v), f);
+}
+
+Category category_named(std::string_view name, const Path& where) {
   const std::optional<Category> c = category_from_name(name);
-  if (!c) fail("unknown category \"" + name + "\" in \"" + where + "\"");
+  if (!c) fail("unknown category \"" + std::string(name) + "\" in \"" + where.str() + "\"");
   return *c;
 }
 
+// One walk over the object's members finds every field of the table (a lookup per field would
+// walk the members once each); the fields are then read in table order, so a file with several
+// problems is refused for the same one as by a lookup per field. The first of duplicate keys wins.
 template <class T, std::size_t N, class J>
-T u64_object_from(const J& j, const std::string& w, const U64Field<T> (&fields)[N]) {
+T u64_object_from(const J& j, const Path& w, const U64Field<T> (&fields)[N]) {
   expect_object(j, w);
+  decltype(find(j, std::string_view())) found[N]{};
+  each_member(j, [&](std::string_view key, const J& v) {
+    for (std::size_t i = 0; i < N; ++i)
+      if (!found[i] && key == fields[i].name) {
+        found[i] = ref_to(v);
+        break;
+      }
+  });
   T value{};
-  for (const U64Field<T>& f : fields)
-    value.*f.member = f.required ? u64(j, f.name, w) : opt_u64(j, f.name, w, 0);
+  for (std::size_t i = 0; i < N; ++i) {
+    const U64Field<T>& f = fields[i];
+    if (found[i])
+      value.*f.member = as_u64(deref(found[i]), join(w, f.name));
+    else if (f.required)
+      fail("missing field \"" + join(w, f.name).str() + "\"");
+  }
   return value;
 }
 
 template <class J>
-CategoryTotals totals_from(const J& j, const std::string& w) {
+CategoryTotals totals_from(const J& j, const Path& w) {
   return u64_object_from(j, w, kCategoryTotalsFields);
 }
 
 template <class J>
-std::map<std::string, CategoryTotals> by_category_from(const J& j, const std::string& w) {
+std::map<std::string, CategoryTotals> by_category_from(const J& j, const Path& w) {
   std::map<std::string, CategoryTotals> out;
-  each_member(j, [&](const std::string& name, const J& t) {
+  each_member(j, [&](std::string_view name, const J& t) {
     category_named(name, w);
-    out[name] = totals_from(t, join(w, name));
+    out[std::string(name)] = totals_from(t, join(w, name));
   });
   return out;
 }
 
 template <class J>
-StepTotals step_totals_from(const J& j, const std::string& w) {
+StepTotals step_totals_from(const J& j, const Path& w) {
   return u64_object_from(j, w, kStepTotalsFields);
 }
 
 template <class J>
-RegionRow region_from(const J& j, const std::string& w) {
+RegionRow region_from(const J& j, const Path& w) {
   expect_object(j, w);
   RegionRow r;
   r.path = str(j, "path", w);
@@ -473,9 +513,9 @@ RegionRow region_from(const J& j, const std::string& w) {
   r.gpu_span_ns = u64(j, "gpu_span_ns", w);
   r.kernels = u64(j, "kernels", w);
   r.by_category = by_category_from(need_object(j, "by_category", w), join(w, "by_category"));
-  const std::string tw = join(w, "top_kernels");
+  const Path tw = join(w, "top_kernels");
   each_in_array(j, "top_kernels", w, [&](std::size_t i, const J& k) {
-    const std::string kw = indexed(tw, i);
+    const Path kw = indexed(tw, i);
     expect_object(k, kw);
     r.top_kernels.push_back({str(k, "name", kw), u64(k, "count", kw), u64(k, "gpu_sum_ns", kw)});
   });
@@ -483,7 +523,7 @@ RegionRow region_from(const J& j, const std::string& w) {
 }
 
 template <class J>
-Steps steps_from(const J& j, const std::string& w) {
+Steps steps_from(const J& j, const Path& w) {
   expect_object(j, w);
   Steps s;
   s.count = u64(j, "count", w);
@@ -498,9 +538,9 @@ Steps steps_from(const J& j, const std::string& w) {
   s.mfu = opt_dbl(j, "mfu", w, 0);
   s.totals = step_totals_from(need(j, "totals", w), join(w, "totals"));
   s.partial_final_step = opt_bool(j, "partial_final_step", w, false);
-  const std::string detail_w = join(w, "detail");
-  each_in_opt_array(j, "detail", w, [&](std::size_t i, const J& dj) {
-    const std::string dw = indexed(detail_w, i);
+  const Path detail_w = join(w, "detail");
+  each_in_opt_array(j, "detail", w, s.detail, [&](std::size_t i, const J& dj) {
+    const Path dw = indexed(detail_w, i);
     expect_object(dj, dw);
     Steps::Detail d;
     d.index = u64(dj, "index", dw);
@@ -508,10 +548,16 @@ Steps steps_from(const J& j, const std::string& w) {
     d.span_ns = u64(dj, "span_ns", dw);
     d.partial = opt_bool(dj, "partial", dw, false);
     d.totals = step_totals_from(need(dj, "totals", dw), join(dw, "totals"));
-    const std::string bw = join(dw, "busy_ns_by_category");
-    each_member(need_object(dj, "busy_ns_by_category", dw), [&](const std::string& name, const J& ns) {
+    const Path bw = join(dw, "busy_ns_by_category");
+    each_member(need_object(dj, "busy_ns_by_category", dw), [&](std::string_view name, const J& ns) {
       category_named(name, bw);
-      d.busy_ns_by_category[name] = as_u64(ns, join(bw, name));
+      const uint64_t v = as_u64(ns, join(bw, name));
+      // Written in key order: each new key goes at the end, found without a search.
+      auto& m = d.busy_ns_by_category;
+      if (m.empty() || m.rbegin()->first < name)
+        m.emplace_hint(m.end(), name, v);
+      else
+        m[std::string(name)] = v;
     });
     s.detail.push_back(std::move(d));
   });
@@ -519,7 +565,7 @@ Steps steps_from(const J& j, const std::string& w) {
 }
 
 template <class J>
-CommRow comm_from(const J& j, const std::string& w) {
+CommRow comm_from(const J& j, const Path& w) {
   expect_object(j, w);
   CommRow c;
   c.op = comm_op_from_name(str(j, "op", w));
@@ -530,7 +576,7 @@ CommRow comm_from(const J& j, const std::string& w) {
   c.gpu_ns = u64(j, "gpu_ns", w);
   c.algbw_gbps = dbl(j, "algbw_gbps", w);
   c.busbw_gbps = dbl(j, "busbw_gbps", w);
-  const std::string sw = join(w, "sizes");
+  const Path sw = join(w, "sizes");
   each_in_opt_array(j, "sizes", w, [&](std::size_t i, const J& b) {
     c.sizes.push_back(u64_object_from(b, indexed(sw, i), kSizeBucketFields));
   });
@@ -538,7 +584,7 @@ CommRow comm_from(const J& j, const std::string& w) {
 }
 
 template <class J>
-Communicator communicator_from(const J& j, const std::string& w) {
+Communicator communicator_from(const J& j, const Path& w) {
   expect_object(j, w);
   Communicator c;
   c.id = str(j, "id", w);
@@ -546,16 +592,16 @@ Communicator communicator_from(const J& j, const std::string& w) {
   c.rank = u32(j, "rank", w);
   c.ops_enqueued = opt_u64(j, "ops_enqueued", w, 0);
   c.ops_completed = opt_u64(j, "ops_completed", w, 0);
-  const std::string recent_w = join(w, "recent");
-  each_in_opt_array(j, "recent", w, [&](std::size_t i, const J& rj) {
-    const std::string rw = indexed(recent_w, i);
+  const Path recent_w = join(w, "recent");
+  each_in_opt_array(j, "recent", w, c.recent, [&](std::size_t i, const J& rj) {
+    const Path rw = indexed(recent_w, i);
     expect_object(rj, rw);
     c.recent.push_back({u64(rj, "seq", rw), comm_op_from_name(str(rj, "op", rw)), u64(rj, "bytes", rw),
                         u64(rj, "gpu_start_ns", rw), u64(rj, "gpu_end_ns", rw)});
   });
-  const std::string in_flight_w = join(w, "in_flight");
+  const Path in_flight_w = join(w, "in_flight");
   each_in_opt_array(j, "in_flight", w, [&](std::size_t i, const J& ij) {
-    const std::string iw = indexed(in_flight_w, i);
+    const Path iw = indexed(in_flight_w, i);
     expect_object(ij, iw);
     c.in_flight.push_back({u64(ij, "seq", iw), comm_op_from_name(str(ij, "op", iw)), u64(ij, "bytes", iw)});
   });
@@ -565,13 +611,14 @@ Communicator communicator_from(const J& j, const std::string& w) {
 template <class J>
 std::vector<ThreadSnapshot> threads_from(const J& top) {
   std::vector<ThreadSnapshot> out;
-  each_in_opt_array(top, "threads", "", [&](std::size_t i, const J& tj) {
-    const std::string tw = indexed("threads", i);
+  const Path threads_w = "threads";
+  each_in_opt_array(top, "threads", Path(), [&](std::size_t i, const J& tj) {
+    const Path tw = indexed(threads_w, i);
     expect_object(tj, tw);
     ThreadSnapshot t;
     t.tid = u64(tj, "tid", tw);
     t.step = u64(tj, "step", tw);
-    const std::string ow = join(tw, "open_regions");
+    const Path ow = join(tw, "open_regions");
     each_in_array(tj, "open_regions", tw, [&](std::size_t k, const J& open) {
       t.open_regions.push_back(as_string(open, indexed(ow, k)));
     });
@@ -590,7 +637,7 @@ RankFile rank_file_from(const J& j) {
     fail("unsupported schema " + dump(deref(schema)) + " (this reader understands \"" +
          std::string(kSchema) + "\")");
 
-  const std::string w;  // top level
+  const Path w;  // top level
   RankFile f;
   f.schema = kSchema;
   f.job_id = str(j, "job_id", w);
@@ -609,8 +656,8 @@ RankFile rank_file_from(const J& j) {
 
   const auto& categories = need_object(j, "categories", w);
   for (std::string_view name : kCategoryNames) need(categories, name, "categories");
-  each_member(categories, [&](const std::string& name, const J& t) {
-    f.categories[name] = totals_from(t, join("categories", name));
+  each_member(categories, [&](std::string_view name, const J& t) {
+    f.categories[std::string(name)] = totals_from(t, join("categories", name));
   });
 
   each_in_array(j, "regions", w, [&](std::size_t i, const J& r) {
@@ -644,7 +691,7 @@ RankFile rank_file_from(const J& j) {
   if (const auto found = find(j, "capture_stats")) {  // optional, added with the GPU validation
     const J& c = deref(found);
     expect_object(c, "capture_stats");
-    const std::string cw = "capture_stats";
+    const Path cw = "capture_stats";
     CaptureStats& s = f.capture_stats;
     s.present = true;
     s.buffers = opt_u64(c, "buffers", cw, 0);
@@ -756,21 +803,29 @@ bool read_file_bytes(const std::string& path, std::string* bytes, std::string* e
   ErrnoGuard keep_errno;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return set_error(error, path + ": cannot open: " + errno_text(errno));
-  bytes->clear();
+  // Read straight into the string, sized from fstat (one read for a file that does not grow),
+  // with simdjson's padding reserved behind the text so its parser never copies it.
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes->reserve(static_cast<std::size_t>(st.st_size));
-  char chunk[1 << 16];
+  const std::size_t expect =
+      ::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<std::size_t>(st.st_size) + 1 : std::size_t{1} << 16;
+  // Not cleared first: a reused buffer is then only zero-filled where it grows.
+  bytes->reserve(expect + simdjson::SIMDJSON_PADDING);
+  bytes->resize(expect);
+  std::size_t got = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (got == bytes->size()) bytes->resize(bytes->size() * 2);
+    const ssize_t n = ::read(fd, bytes->data() + got, bytes->size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       ::close(fd);
+      bytes->clear();
       return set_error(error, path + ": read failed");
     }
     if (n == 0) break;
-    bytes->append(chunk, static_cast<std::size_t>(n));
+    got += static_cast<std::size_t>(n);
   }
   ::close(fd);
+  bytes->resize(got);
   return true;
 }
 

@@ -728,3 +728,24 @@ def test_device_simulated_top_kernels_and_no_empty_rates(build_dir: Path, tmp_pa
     assert "tokens/s" not in tput and "samples/s" in tput  # no "tokens/s 0.0" without tokens
     html = run(build_dir, d, "--format", "html").stdout
     assert 'id="simulated"' in html and "Every GPU number on this page is simulated" in html
+
+
+def test_watch_exits_when_every_rank_wrote_its_final_file(build_dir: Path) -> None:
+    """`--watch SECONDS` on a finished job: one screen, then it says the job ended and exits 0."""
+    p = run(build_dir, GOLDEN, "--watch", "0.2")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("traintime-report --watch") == 1, p.stdout
+    assert "every rank wrote its final file: the job ended" in p.stdout
+    assert "job golden-1: 3 of 3 ranks (0 running, from snapshots; 3 finished)" in p.stdout
+    assert "step reached: 4 on every rank" in p.stdout
+    assert "Stragglers" in p.stdout and "rank 2" in p.stdout
+
+
+def test_watch_once_prints_one_screen_and_refuses_other_outputs(build_dir: Path) -> None:
+    p = run(build_dir, GOLDEN, "--watch", "--once")
+    assert p.returncode == 0 and p.stdout.count("traintime-report --watch") == 1, p.stderr
+    assert "ended" not in p.stdout and "q or Ctrl-C" not in p.stdout
+    assert "exposed comm p50: " in p.stdout and "slowest: rank 2 16.500 ms" in p.stdout
+    bad = run(build_dir, GOLDEN, "--watch", "--once", "--format", "json")
+    assert bad.returncode == 2 and "--watch draws one text screen" in bad.stderr
+    assert run(build_dir, GOLDEN, "--once").returncode == 2

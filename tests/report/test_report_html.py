@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from reportlib import GOLDEN, copy_golden, cpu_only, run
+from reportlib import GOLDEN, copy_golden, cpu_only, edit, run
 
 CHARTS = ("chart-breakdown", "chart-steps", "chart-bandwidth", "chart-waits")
 
@@ -95,3 +95,76 @@ def test_html_of_a_cpu_only_run_draws_the_step_chart_and_says_why_the_others_are
     shot = tmp_path / "cpu.png"
     chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri())
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def chart_facts(dom: str, chart: str) -> dict:
+    """What the rendered chart shows: its axis titles, legend entries, and its data marks (lines
+    as their points, bars as their heights) measured against the chart's own x axis."""
+    body = re.search(rf'<figure id="{chart}"><svg class="chart".*?</svg>', dom, re.S)
+    assert body, f"{chart} missing from the rendered page"
+    svg = body.group(0)
+    base = [float(m.group(1)) for m in re.finditer(r'<line [^>]*y1="([\d.]+)" y2="\1" class="axis"', svg)]
+    assert len(base) == 1, f"{chart}: no x axis"
+    labels = re.findall(r'class="label">([^<]*)</text>', svg)
+    legend = re.search(r'<g class="legend">(.*?)</g>', svg, re.S)
+    lines = [(m.group(1), [tuple(float(v) for v in p.split(",")) for p in m.group(2).split()], m.group(3))
+             for m in re.finditer(r'<polyline class="data"([^>]*?) points="([^"]*)"><title>([^<]*)</title>', svg)]
+    bars = [float(h) for h in re.findall(r'<rect [^>]*height="([\d.]+)"[^>]*class="data"', svg)]
+    return {"baseline": base[0], "labels": labels, "legend": re.findall(r">([^<]+)</text>", legend.group(1)) if legend else [],
+            "lines": lines, "bars": bars}
+
+
+def assert_chart_has_data(dom: str, chart: str) -> dict:
+    f = chart_facts(dom, chart)
+    x_title, y_title = f["labels"][0], f["labels"][1]
+    assert x_title, f"{chart}: no x axis title"
+    assert re.search(r"\b(ms|GB/s)\b", y_title), f"{chart}: the y axis says no unit: {y_title!r}"
+    assert f["legend"], f"{chart}: no legend"
+    if f["lines"]:
+        for attrs, points, name in f["lines"]:
+            assert len(points) >= 2, f"{chart}: line {name} has {len(points)} point(s)"
+        # Above the x axis somewhere: values, not a line flat at 0.
+        assert any(y < f["baseline"] - 1 for _, points, _ in f["lines"] for _, y in points), f"{chart}: every line at 0"
+        assert {name for _, _, name in f["lines"]} <= set(f["legend"]), f"{chart}: a line missing from the legend"
+    else:
+        assert any(h > 0 for h in f["bars"]), f"{chart}: no bar above 0 ({len(f['bars'])} bars)"
+    return f
+
+
+def test_html_every_chart_has_data_points_axes_with_units_and_a_legend(build_dir: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    assert run(build_dir, GOLDEN, "--format", "html", "-o", page).returncode == 0
+    p = chromium(tmp_path, "--dump-dom", page.as_uri())
+    dom = p.stdout
+    assert "Uncaught" not in p.stderr, p.stderr
+    for chart in CHARTS:
+        assert_chart_has_data(dom, chart)
+    # The golden rank files carry both per-step figures: each rank's GPU step span (solid) and its
+    # CPU wall time (dashed), each in the legend.
+    steps = chart_facts(dom, "chart-steps")
+    names = {name: attrs for attrs, _, name in steps["lines"]}
+    assert {"rank 0 GPU span", "rank 0 CPU wall", "rank 1 GPU span", "rank 2 CPU wall"} <= set(names), names
+    assert "stroke-dasharray" in names["rank 0 CPU wall"] and "stroke-dasharray" not in names["rank 0 GPU span"]
+    assert "GPU step span" in steps["labels"][1] and "CPU wall" in steps["labels"][1]
+    # Rank 0's CPU wall grows 15, 16, 17, 20 ms over its four steps (the fixture): the line rises.
+    wall0 = next(points for _, points, name in steps["lines"] if name == "rank 0 CPU wall")
+    assert [y for _, y in wall0] == sorted((y for _, y in wall0), reverse=True) and wall0[0][1] > wall0[-1][1]
+
+
+def test_html_step_chart_without_cpu_wall_plots_the_gpu_step_span(build_dir: Path, tmp_path: Path) -> None:
+    """Per-step rows without a CPU wall time (as the simulated job writes when steps are not timed
+    on the CPU): the chart plots each rank's GPU step span, not a line flat at 0."""
+    d = copy_golden(tmp_path / "nowall")
+
+    def no_wall(doc: dict) -> None:
+        for row in doc["steps"]["detail"]:
+            row["wall_ns"] = 0
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, no_wall)
+    page = tmp_path / "nowall.html"
+    assert run(build_dir, d, "--format", "html", "-o", page).returncode == 0
+    p = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert "Uncaught" not in p.stderr, p.stderr
+    f = assert_chart_has_data(p.stdout, "chart-steps")
+    assert {name for _, _, name in f["lines"]} == {"rank 0", "rank 1", "rank 2"}
+    assert "GPU step span" in f["labels"][1]

@@ -124,3 +124,59 @@ def test_sim_hang_names_the_missing_rank_the_collective_and_what_it_was_doing(bu
     assert h["communicator"] in world, (h["communicator"], world)
     doing = h["missing"][0]["doing"]
     assert "step 3" in doing and "backward" in doing, doing
+
+
+def test_sim_watch_once_names_the_hang_while_the_job_still_runs(build_dir: Path, tmp_path: Path) -> None:
+    """SIMGPU_HANG=1:3 as above, but read while the job runs: `--watch --once` on the periodic
+    snapshots names the collective rank 0 waits in (AllReduce seq 7), the rank that never entered
+    it and what that rank was doing, and the job is still running when the screen is printed."""
+    mpirun = shutil.which("mpirun")
+    check(mpirun, "mpirun not found (install openmpi-bin)")
+    out = tmp_path / "job"
+    out.mkdir()
+    cmd = [mpirun, "--oversubscribe", "-np", "2", "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
+           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}",
+           "-x", f"TRAINTIME_OUTPUT={out}", "-x", "TRAINTIME_SNAPSHOT_SEC=1", "-x", "SIMGPU_HANG=1:3",
+           str(build_dir / "bin" / "sim_train"), "--steps", "8"]
+    p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        screen = ""
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            check(p.poll() is None, "the hung job ended by itself")
+            w = run(build_dir, out, "--watch", "--once")
+            assert w.returncode == 0, w.stderr
+            screen = w.stdout
+            # Snapshots taken mid-step may show a collective some rank has not reached yet; the
+            # hang is the one that stays.
+            if "never entered AllReduce seq 7" in screen:
+                break
+        assert p.poll() is None, "the job ended before the screen named the hang"
+        # The live screen: a hang first seen is a possible one; at the next read, an interval
+        # later, still there, it is named as a hang. Ctrl-C ends the watch with status 0.
+        w = subprocess.Popen([str(build_dir / "bin" / "traintime-report"), str(out), "--watch", "0.5"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)
+        w.send_signal(signal.SIGINT)
+        live, live_err = w.communicate(timeout=30)
+        assert w.returncode == 0, live_err
+        assert p.poll() is None, "the job ended while it was watched"
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+    assert "2 of 2 ranks (2 running" in screen, screen
+    assert "rank(s) 1 never entered AllReduce seq 7" in screen and "which rank(s) 0 wait in" in screen, screen
+    assert "step 3 inside backward" in screen, screen
+    assert "step reached: 3 on every rank" in screen, screen
+    assert "HANG: AllReduce seq 7 on communicator " in screen and "never entered: rank(s) 1" in screen, screen
+    screens = live.split("traintime-report --watch ")[1:]
+    assert len(screens) >= 2, live
+    assert "possible hang (first seen now" in screens[0] and "HANG:" not in screens[0], screens[0]
+    assert "HANG: AllReduce seq 7" in screens[-1] and "for more than 0.5 s" in screens[-1], screens[-1]

@@ -100,6 +100,7 @@ struct RankView {
   std::string device;
   uint64_t dropped_records = 0;
   std::vector<std::pair<uint64_t, double>> step_ms;  // (index, ms) from steps.detail, the job's step source
+  std::vector<std::pair<uint64_t, double>> cpu_wall_ms;  // (index, ms): the steps.detail rows with a CPU wall time
 };
 
 // A rank whose newest file is a snapshot (or a signal's) while other ranks finished: it stopped

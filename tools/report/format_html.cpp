@@ -122,7 +122,7 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
       const double x = stacked ? x0 : x0 + w * static_cast<double>(si);
       const double y = kTop + kPlotH - (stacked ? base + h : h);
       s += "<rect x=\"" + num(x, "%.2f") + "\" y=\"" + num(y, "%.2f") + "\" width=\"" + num(std::max(w, 0.5), "%.2f") +
-           "\" height=\"" + num(h, "%.2f") + "\" fill=\"" + series[si].color + "\"><title>" +
+           "\" height=\"" + num(h, "%.2f") + "\" fill=\"" + series[si].color + "\" class=\"data\"><title>" +
            escape(labels[k] + " " + series[si].name + ": " + num(v, "%.4g") + " " + y_title) + "</title></rect>";
       if (stacked) base += h;
     }
@@ -138,6 +138,7 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
 struct Line {
   std::string name, color;
   std::vector<std::pair<double, double>> points;
+  bool dashed = false;
 };
 
 std::string line_chart(const std::string& id, const std::string& title, const std::vector<Line>& lines,
@@ -161,7 +162,8 @@ std::string line_chart(const std::string& id, const std::string& title, const st
   for (const Line& l : lines) {
     std::string pts;
     for (const auto& [x, y] : l.points) pts += num(px(x), "%.1f") + "," + num(kTop + kPlotH - y / ymax * kPlotH, "%.1f") + " ";
-    s += "<polyline fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"1.5\" points=\"" + pts + "\"><title>" +
+    s += "<polyline class=\"data\" fill=\"none\" stroke=\"" + l.color + "\" stroke-width=\"1.5\"" +
+         (l.dashed ? " stroke-dasharray=\"5 3\"" : "") + " points=\"" + pts + "\"><title>" +
          escape(l.name) + "</title></polyline>";
   }
   std::vector<std::pair<std::string, std::string>> items;
@@ -195,26 +197,38 @@ std::string charts(const Report& r) {
                      "rank", "ms per step");
   }
   // 2. Step time over the run, for at most 16 ranks: the stragglers first, then spread over the ranks.
+  // On a GPU run each rank's GPU step span (solid), and beside it its CPU wall time per step
+  // (dashed, the same colour) when the rank files carry one, for at most 8 ranks.
   {
+    bool with_wall = false;
+    if (r.steps.gpu)
+      for (const RankView& v : r.per_rank) with_wall = with_wall || !v.cpu_wall_ms.empty();
+    const std::size_t most = with_wall ? 8 : 16;
     std::vector<const RankView*> pick;
     for (const Straggler& st : r.stragglers)
       for (const RankView& v : r.per_rank)
-        if (v.rank == st.rank && pick.size() < 16) pick.push_back(&v);
+        if (v.rank == st.rank && pick.size() < most) pick.push_back(&v);
     const std::size_t n = r.per_rank.size();
-    for (std::size_t k = 0; k < n && pick.size() < 16; k += std::max<std::size_t>(1, n / 16))
+    for (std::size_t k = 0; k < n && pick.size() < most; k += std::max<std::size_t>(1, n / most))
       if (std::find(pick.begin(), pick.end(), &r.per_rank[k]) == pick.end()) pick.push_back(&r.per_rank[k]);
     std::vector<Line> lines;
     for (std::size_t k = 0; k < pick.size(); ++k) {
-      Line l{"rank " + std::to_string(pick[k]->rank), kPalette[k % 16], {}};
+      const std::string rank = "rank " + std::to_string(pick[k]->rank);
+      Line l{with_wall ? rank + " GPU span" : rank, kPalette[k % 16], {}};
       for (const auto& [idx, ms] : pick[k]->step_ms) l.points.emplace_back(static_cast<double>(idx), ms);
       if (!l.points.empty()) lines.push_back(l);
+      if (!with_wall) continue;
+      Line w{rank + " CPU wall", kPalette[k % 16], {}, true};
+      for (const auto& [idx, ms] : pick[k]->cpu_wall_ms) w.points.emplace_back(static_cast<double>(idx), ms);
+      if (!w.points.empty()) lines.push_back(w);
     }
     const std::string title = "Step time over the run" + std::string(n > pick.size() ? " (" + std::to_string(pick.size()) +
                                                                                             " of " + std::to_string(n) + " ranks)"
                                                                                       : "");
     out += lines.empty() ? empty_chart("chart-steps", title, "no per-step rows (steps.detail) in the rank files")
                          : line_chart("chart-steps", title, lines, "step",
-                                      std::string("step time, ms (") + r.steps.step_source() + ")");
+                                      with_wall ? std::string("step time, ms (GPU step span; CPU wall dashed)")
+                                                : std::string("step time, ms (") + r.steps.step_source() + ")");
   }
   if (!r.gpu_data) return out;
   // 3. Bus bandwidth by op and message size.

@@ -4,11 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -123,6 +124,13 @@ Parsed parse_input(const Input& in, uint64_t max_bytes) {
   return file;
 }
 
+// Kept per rank: what the cross-rank views need (step rows, rings); the rest is dropped so
+// memory stays near the merged aggregates. Done on the thread that parsed the file, while its
+// memory is warm and in parallel with the other files.
+void compact(core::RankFile& f) {
+  for (core::Steps::Detail& d : f.steps.detail) std::map<std::string, uint64_t>().swap(d.busy_ns_by_category);
+}
+
 // What is kept of one job while the files stream in.
 struct JobAcc {
   std::vector<RankInput> ranks;
@@ -184,11 +192,6 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
   merge_regions(acc, f);
-  // Kept per rank: what the cross-rank views need (step rows, rings); the rest is dropped so
-  // memory stays near the merged aggregates.
-  for (core::Steps::Detail& d : f.steps.detail) d.busy_ns_by_category = {};
-  f.steps.detail.shrink_to_fit();
-  for (core::Communicator& c : f.communicators) c.recent.shrink_to_fit();
   acc.ranks.push_back({path, std::move(f)});
 }
 
@@ -302,42 +305,64 @@ Job load_job(const std::string& given, const LoadOptions& options) {
 
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, 16);
-  const std::size_t batch = static_cast<std::size_t>(threads) * 8;
   std::map<std::string, JobAcc> jobs;
   Progress progress(options.progress, inputs.size());
 
-  std::vector<Parsed> parsed;
-  for (std::size_t first = 0; first < inputs.size(); first += batch) {
-    const std::size_t count = std::min(batch, inputs.size() - first);
-    parsed.assign(count, Parsed{});
-    std::atomic<std::size_t> next{0};
-    auto worker = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < count;)
-        parsed[i] = parse_input(inputs[first + i], options.max_file_bytes);
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads && t < count; ++t) pool.emplace_back(worker);
-    worker();
-    for (std::thread& t : pool) t.join();
-    // Merged in file-name order, so the result never depends on thread timing.
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::string& path = parsed[i].record.empty() ? inputs[first + i].file : parsed[i].record;
-      if (!parsed[i].file) {
-        job.problems.push_back({path, parsed[i].error});
-        continue;
+  // `threads` workers parse files into a window of slots, at most `window` files ahead of the
+  // merge; this thread merges them in file-name order as they become ready, so the result never
+  // depends on thread timing and memory holds at most `window` whole files.
+  const std::size_t n = inputs.size();
+  const std::size_t window = static_cast<std::size_t>(threads) * 16;
+  std::vector<Parsed> slots(std::min(window, n));
+  std::vector<char> ready(slots.size(), 0);
+  std::mutex mu;
+  std::condition_variable slot_ready, slot_free;
+  std::size_t claimed = 0, merged = 0;
+  auto worker = [&] {
+    for (;;) {
+      std::size_t i;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        slot_free.wait(lock, [&] { return claimed >= n || claimed < merged + slots.size(); });
+        if (claimed >= n) return;
+        i = claimed++;
       }
-      core::RankFile& f = *parsed[i].file;
-      if (options.job && f.job_id != *options.job) {
-        ++job.other_jobs[f.job_id];
-        job.problems.push_back({path, "job \"" + f.job_id + "\", not the job asked for (--job " +
-                                          *options.job + "); left out"});
-        continue;
+      Parsed p = parse_input(inputs[i], options.max_file_bytes);
+      if (p.file) compact(*p.file);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        slots[i % slots.size()] = std::move(p);
+        ready[i % slots.size()] = 1;
       }
-      accept(jobs[f.job_id], path, std::move(f));
+      slot_ready.notify_all();
     }
-    parsed.clear();
-    progress.update(first + count);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads && t < n; ++t) pool.emplace_back(worker);
+  for (std::size_t i = 0; i < n; ++i) {
+    Parsed p;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      slot_ready.wait(lock, [&] { return ready[i % slots.size()] != 0; });
+      p = std::move(slots[i % slots.size()]);
+      ready[i % slots.size()] = 0;
+      merged = i + 1;
+    }
+    slot_free.notify_all();
+    const std::string& path = p.record.empty() ? inputs[i].file : p.record;
+    if (!p.file) {
+      job.problems.push_back({path, p.error});
+    } else if (options.job && p.file->job_id != *options.job) {
+      ++job.other_jobs[p.file->job_id];
+      job.problems.push_back({path, "job \"" + p.file->job_id + "\", not the job asked for (--job " +
+                                        *options.job + "); left out"});
+    } else {
+      const std::string id = p.file->job_id;
+      accept(jobs[id], path, std::move(*p.file));
+    }
+    progress.update(i + 1);
   }
+  for (std::thread& t : pool) t.join();
   if (jobs.empty()) return job;
 
   // The job reported: the one asked for, else the one with the most rank files.

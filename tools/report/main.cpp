@@ -13,6 +13,8 @@
 #include "gate.h"
 #include "render.h"
 #include "trace_export.h"
+#include "watch.h"
+
 #include <nlohmann/json.hpp>
 
 namespace tr = traintime::report;
@@ -60,6 +62,14 @@ int main(int argc, char** argv) {
                  "exit 1 when a condition holds, e.g. 'exposed_comm_pct>20' or 'step_time_p50>+5%' (a signed value "
                  "is a change against --compare); repeatable; grammar in docs/report.md");
   app.add_option("--job", job, "report this job_id (default: the job with the most rank files in DIR)");
+  double watch_s = 2.0;
+  bool once = false;
+  CLI::Option* watch = app.add_option("--watch", watch_s,
+                                      "keep one terminal screen current from the newest rank files of a running job, "
+                                      "re-read every SECONDS (default 2); q or Ctrl-C quits")
+                           ->expected(0, 1)
+                           ->check(CLI::Range(0.1, 86400.0));
+  app.add_flag("--once", once, "with --watch: print one screen and exit (for tests and scripts that poll)")->needs(watch);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -85,6 +95,14 @@ int main(int argc, char** argv) {
 
   tr::LoadOptions options;
   if (!job.empty()) options.job = job;
+  if (*watch) {
+    if (watch->results().empty() || watch->results()[0].empty()) watch_s = 2.0;  // --watch without SECONDS
+    if (!fail_if.empty() || !compare_dir.empty() || !output.empty() || !trace.empty() || format != "text") {
+      say("--watch draws one text screen: leave out --format, -o, --trace, --compare and --fail-if");
+      return kUnusable;
+    }
+    return tr::run_watch(dir, options, watch_s, once);
+  }
   options.progress = ::isatty(STDERR_FILENO) != 0;
   const tr::Job loaded = tr::load_job(dir, options);
   print_problems(loaded);
