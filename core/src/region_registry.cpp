@@ -135,6 +135,10 @@ void RegionRegistry::push_new(ThreadState* ts, NameId name, uint64_t now_ns) {
   open_frame(ts, *find_child(ts, ts->current_path(), name), now_ns);
 }
 
+void RegionRegistry::push_named(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
+  push_id(ts, name_slow(ts, name, category), now_ns);
+}
+
 void RegionRegistry::pop_without_frame(ThreadState* ts) {
   if (ts->overflow_ > 0) {
     --ts->overflow_;

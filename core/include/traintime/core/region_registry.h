@@ -167,7 +167,7 @@ class RegionRegistry {
   // push/pop stay balanced.
   void push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
     if (const ThreadState::NameSlot* s = cached_name(ts, name, category)) return push_id(ts, s->id, now_ns);
-    push_id(ts, name_slow(ts, name, category), now_ns);
+    push_named(ts, name, category, now_ns);
   }
 
   // Hot path: closes the innermost region of `ts`; a pop with nothing open is counted. Returns
@@ -359,6 +359,7 @@ class RegionRegistry {
   // The slow paths of push_id and pop (out of line).
   static void push_overflow(ThreadState* ts);
   void push_new(ThreadState* ts, NameId name, uint64_t now_ns);  // push_id past its first probe
+  void push_named(ThreadState* ts, const char* name, int category, uint64_t now_ns);  // push's miss
   static void pop_without_frame(ThreadState* ts);
   // The slot of (parent, name) in the thread's table: probed on, else made (child_slow).
   const ThreadState::ChildSlot* find_child(ThreadState* ts, PathId parent, NameId name);
