@@ -1,7 +1,8 @@
 // The tt_api_v1 table behind traintime.h and the Python package. push_id/pop are the hot path:
-// one time read (the CPU's counter, core/fast_clock.h), the per-thread registry state, no lock,
-// no allocation; errno is preserved because these calls sit between an application's syscall
-// and its errno check.
+// one time read (the CPU's counter converted with the thread's own copy of the clock's anchor,
+// core/fast_clock.h), the per-thread registry state in one thread-local line, no lock, no
+// allocation; errno is preserved because these calls sit between an application's syscall and
+// its errno check.
 #include <cerrno>
 
 #include "session.h"
@@ -21,10 +22,6 @@ static_assert(static_cast<int>(traintime::core::Category::kOther) == TT_OTHER);
 namespace traintime::preload {
 namespace {
 
-inline core::RegionRegistry* live_registry() {
-  return g_session.load(std::memory_order_relaxed)->recorder.registry.load(std::memory_order_relaxed);
-}
-
 uint32_t api_register_name(const char* name, int category) {
   if (!name) return 0;
   const int saved = errno;
@@ -34,21 +31,37 @@ uint32_t api_register_name(const char* name, int category) {
   return id;
 }
 
-// Every recording call: the caller's thread state and the time (after a first-record
-// activation). errno: the counter read and clock_gettime leave it alone on success, and every
-// slow path that could touch it (thread set-up, activation, the clock's calibration, a new name
-// or path) saves and restores it itself, so the fast path pays nothing for it. `f` is inlined.
+// Every recording call: the registry, the caller's thread state and the time. The first record
+// of a thread (and of the process: activation) and a reading the thread's copy of the clock's
+// anchor does not cover take record_slow, by a tail call: the common case makes no call and
+// needs no stack frame (`f` is inlined and captures by value for that reason). errno: the
+// counter read and clock_gettime leave it alone on success, and every slow path that could
+// touch it (thread set-up, activation, the clock's calibration, a new name or path) saves and
+// restores it itself, so the fast path pays nothing for it.
 template <typename F>
-inline void record(F&& f) {
-  if (core::ThreadState* ts = thread_state()) f(live_registry(), ts, ensure_active(mono_ns()));
+__attribute__((noinline)) auto record_slow(F f) {
+  HotThread& h = t_hot;
+  core::ThreadState* ts = h.ts ? h.ts : begin_recording(false);
+  using R = decltype(f(h.registry, ts, uint64_t{0}));
+  if (!ts) return R();
+  return f(h.registry, ts, core::process_clock().now_ns(h.clock));
+}
+
+template <typename F>
+inline auto record(F f) {
+  HotThread& h = t_hot;
+  core::ThreadState* ts = h.ts;
+  uint64_t now;
+  if (__builtin_expect(ts == nullptr || !core::FastClock::read(h.clock, &now), 0)) return record_slow(f);
+  return f(h.registry, ts, now);
 }
 
 void api_push_id(uint32_t id) {
-  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->push_id(ts, id, now); });
+  record([id](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->push_id(ts, id, now); });
 }
 
 void api_push_category(int category, const char* name) {
-  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+  record([category, name](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
     r->push(ts, name, category, now);
   });
 }
@@ -58,45 +71,35 @@ void api_push(const char* name) { api_push_category(TT_CATEGORY_AUTO, name); }
 // A region named "step" that closes ends a step (RegionRegistry's one rule): like tt_step, that
 // is where GPU capture may start lazily.
 template <typename Close>
-void close_region(Close&& close) {
-  bool ended_step = false;
-  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
-    const uint32_t steps = r->steps().count();
-    close(r, ts, now);
-    ended_step = r->steps().count() != steps;
-  });
-  if (__builtin_expect(ended_step, 0)) {
+void close_region(Close close) {
+  if (__builtin_expect(record(close), 0)) {
     gpu_start_point();
     after_step();
   }
 }
 
 void api_pop() {
-  close_region([](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->pop(ts, now); });
+  close_region([](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { return r->pop(ts, now); });
 }
 
 uint64_t api_range_start_category(int category, const char* name) {
-  uint64_t id = 0;
-  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
-    id = r->range_start(ts, name, now, category);
+  return record([category, name](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    return r->range_start(ts, name, now, category);
   });
-  return id;
 }
 
 uint64_t api_range_start(const char* name) { return api_range_start_category(TT_CATEGORY_AUTO, name); }
 
 void api_range_end(uint64_t id) {
-  close_region([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { r->range_end(ts, id, now); });
+  close_region([id](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { return r->range_end(ts, id, now); });
 }
 
 void api_step(uint64_t samples, uint64_t tokens) {
   const int saved = errno;
-  if (core::ThreadState* ts = thread_state()) {
-    // tt_step as the very first call: step 0 is measured from the library's load.
-    const uint64_t now =
-        ensure_active(mono_ns(), g_session.load(std::memory_order_relaxed)->identity.load_mono_ns);
-    live_registry()->step(ts, now, samples, tokens);
-  }
+  HotThread& h = t_hot;
+  // tt_step as the very first call: step 0 is measured from the library's load.
+  if (core::ThreadState* ts = h.ts ? h.ts : begin_recording(true))
+    h.registry->step(ts, core::process_clock().now_ns(h.clock), samples, tokens);
   gpu_start_point();
   after_step();
   errno = saved;
@@ -114,22 +117,16 @@ uint32_t api_metrics(tt_metric* out, uint32_t capacity) { return metrics(out, ca
 constexpr uint64_t kOverflowToken = ~0ULL;
 
 uint64_t nvtx_open(const char* name) noexcept {
-  uint64_t token = 0;
-  record([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+  return record([name](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
     const int depth = ts->depth();
     r->push(ts, name, TT_CATEGORY_AUTO, now);
-    token = ts->depth() > depth ? ts->current_entry() : kOverflowToken;
+    return ts->depth() > depth ? ts->current_entry() : kOverflowToken;
   });
-  return token;
 }
 
 void nvtx_close(uint64_t token) noexcept {
-  close_region([&](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
-    if (token == kOverflowToken) {
-      r->pop(ts, now);
-    } else {
-      r->close_entry(ts, token, now);
-    }
+  close_region([token](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    return token == kOverflowToken ? r->pop(ts, now) : r->close_entry(ts, token, now);
   });
 }
 

@@ -15,7 +15,7 @@
 namespace traintime::preload {
 
 std::atomic<Session*> g_session{nullptr};
-thread_local core::ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread HotThread t_hot __attribute__((tls_model("initial-exec")));
 
 namespace {
 
@@ -50,7 +50,7 @@ void mark_recorded() noexcept {
 // count, the region entry, and the NCCL call the thread is inside.
 core::LaunchContext launch_context() noexcept {
   const core::RegionRegistry* r = existing_registry();
-  core::LaunchContext ctx = r ? r->launch_context(t_thread_state) : core::LaunchContext{};
+  core::LaunchContext ctx = r ? r->launch_context(t_hot.ts) : core::LaunchContext{};
   if (const nccl::Call* c = nccl::current_call()) ctx.comm = *c;
   return ctx;
 }
@@ -115,7 +115,7 @@ void configure_cupti(Session& s) {
 // parent. The child writes only if it records something itself, and then as an aux process.
 void on_fork_child() {
   Session* parent = g_session.load(std::memory_order_relaxed);
-  t_thread_state = nullptr;
+  t_hot = HotThread{};
   reset_exit_hooks_after_fork();
   reset_watchdog_after_fork();
   live_record_reset_after_fork();
@@ -177,12 +177,18 @@ core::RegionRegistry* registry() {
   return r;
 }
 
-core::ThreadState* thread_state_slow() {
+core::ThreadState* begin_recording(bool from_load) {
+  Session* s = session();
   core::RegionRegistry* r = registry();
-  if (!r) return nullptr;
+  if (!s || !r) return nullptr;
   const int saved = errno;
+  // Activation first: its one-off cost (claiming the file, starting the writer thread) comes
+  // before the caller reads the clock, so no region is charged with it.
+  if (!s->recorder.activated.load(std::memory_order_acquire))
+    activate(from_load ? s->identity.load_mono_ns : mono_ns());
   core::ThreadState* ts = r->thread_state();
-  t_thread_state = ts;
+  t_hot.registry = r;
+  t_hot.ts = ts;
   errno = saved;
   return ts;
 }

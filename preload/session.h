@@ -101,13 +101,20 @@ inline Session* session() {
   return s ? s : session_slow();
 }
 
-// The calling thread's registry state (hot path). Null when profiling is off.
-extern thread_local core::ThreadState* t_thread_state __attribute__((tls_model("initial-exec")));
-core::ThreadState* thread_state_slow();
-inline core::ThreadState* thread_state() {
-  core::ThreadState* ts = t_thread_state;
-  return ts ? ts : thread_state_slow();
-}
+// The calling thread's recording state, read by every annotation (hot path): its registry
+// state, set once the thread has one and the process is active (so one test covers both), the
+// registry, and the thread's copy of the clock's anchor. Zero until the thread's first record;
+// reset in a fork child. __thread, not thread_local: no initialisation check on each access.
+struct HotThread {
+  core::ThreadState* ts;
+  core::RegionRegistry* registry;
+  core::FastClock::Anchor clock;
+};
+extern __thread HotThread t_hot __attribute__((tls_model("initial-exec")));
+// The slow path of t_hot.ts: the thread's ThreadState, after activating the process when this
+// is its first record (step 0 measured from the library's load when `from_load`, else from
+// now). Null when profiling is off.
+core::ThreadState* begin_recording(bool from_load);
 core::RegionRegistry* registry();  // creates it on first use; null when profiling is off
 
 // Start-up (constructor.cpp): idempotent, cheap, no threads, no signal handlers.
@@ -117,17 +124,6 @@ void publish(Session* s);
 
 // First record of the process. `origin_ns` starts step 0's wall time.
 void activate(uint64_t origin_ns);
-// Returns the time to record: `now_ns`, or a fresh reading when activation just ran, so its
-// one-off cost (claiming the file, starting the writer thread) is not charged to a region.
-// Callers have a ThreadState, hence a session.
-inline uint64_t ensure_active(uint64_t now_ns, uint64_t origin_ns) {
-  Session* s = g_session.load(std::memory_order_relaxed);
-  if (__builtin_expect(s->recorder.activated.load(std::memory_order_acquire), 1)) return now_ns;
-  activate(origin_ns);
-  return mono_ns();
-}
-inline uint64_t ensure_active(uint64_t now_ns) { return ensure_active(now_ns, now_ns); }
-
 // The region operations NVTX ranges record through (annotation_api.cpp).
 const nvtx::Regions& nvtx_regions();
 

@@ -11,14 +11,9 @@
 #endif
 
 namespace traintime::core {
-namespace {
 
 // Constant-initialised: usable from the first annotation, even from another constructor.
-FastClock g_process_clock;
-
-}  // namespace
-
-FastClock& process_clock() noexcept { return g_process_clock; }
+FastClock detail::g_process_clock;
 
 bool FastClock::counter_trusted() noexcept {
 #if defined(__x86_64__)
@@ -95,6 +90,33 @@ uint64_t FastClock::slow() noexcept {
   }
   busy_.store(false, std::memory_order_release);
   return n;
+}
+
+bool FastClock::take_anchor(Anchor& a, uint64_t* now) noexcept {
+  if (mult_.load(std::memory_order_relaxed) == 0) return false;
+  const uint32_t s = seq_.load(std::memory_order_acquire);
+  Anchor x;
+  x.tsc0 = tsc0_.load(std::memory_order_acquire);
+  x.ns0 = ns0_.load(std::memory_order_acquire);
+  x.mult = mult_.load(std::memory_order_acquire);
+  x.due = due_.load(std::memory_order_acquire);
+  if ((s & 1) != 0 || seq_.load(std::memory_order_acquire) != s) return false;
+  const uint64_t d = counter() - x.tsc0;
+  if (d >= x.due) return false;
+  a = x;
+  if (now) *now = x.ns0 + static_cast<uint64_t>((static_cast<unsigned __int128>(d) * x.mult) >> 32);
+  return true;
+}
+
+uint64_t FastClock::refresh(Anchor& a) noexcept {
+  uint64_t now;
+  if (take_anchor(a, &now)) return now;
+  // Nothing published covers now: the clock, which re-anchors when that is due, and then the
+  // new anchor for the next readings (none while another thread calibrates or the counter is
+  // not trusted: the copy stays empty and the next reading comes back here).
+  now = slow();
+  if (!take_anchor(a, nullptr)) a.due = 0;
+  return now;
 }
 
 }  // namespace traintime::core

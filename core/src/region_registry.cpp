@@ -11,6 +11,13 @@
 
 namespace traintime::core {
 
+ThreadState::ThreadState(uint64_t index)
+    : last_entry_(index << 40), child_table_(new ChildSlot[64]) {
+  children_ = child_table_.get();
+  child_mask_ = 63;
+  no_path_.stats = reinterpret_cast<uintptr_t>(&sink_);
+}
+
 RegionRegistry::RegionRegistry(CategoryRules rules, uint64_t warmup_steps, uint32_t step_detail)
     : rules_(std::move(rules)), steps_(warmup_steps, step_detail) {
   // PathId 0 and NameId 0 are the "none" values: reserve slot 0 of both tables.
@@ -50,109 +57,148 @@ NameId RegionRegistry::register_locked(std::string_view name, int category) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return kNoName;
   }
-  names_[id].text.assign(name);
-  names_[id].category = category;
-  names_[id].step_marker = is_step_marker(name);
+  NameEntry& e = names_[id];
+  e.text.assign(name);
+  e.category = category;
+  e.step_marker = is_step_marker(name);
+  const std::size_t bytes = name.size() + 1;  // with the NUL
+  const std::size_t words = (bytes + 7) / 8;
+  e.words.reset(new uint64_t[words]());
+  std::memcpy(e.words.get(), name.data(), name.size());
+  e.nwords = static_cast<uint16_t>(std::min<std::size_t>(words, 0xFFFF));
+  unsigned char mask[8] = {};
+  std::memset(mask, 0xFF, bytes - 8 * (words - 1));
+  std::memcpy(&e.last_mask, mask, 8);
   name_index_.emplace(std::move(key), id);
   name_count_.store(id, std::memory_order_release);
   return id;
 }
 
-NameId RegionRegistry::name_for_pointer(ThreadState* ts, const char* name, int category) {
+NameId RegionRegistry::name_slow(ThreadState* ts, const char* name, int category) {
   if (!name) return kNoName;
-  // Categories share the cache: the slot remembers the id, and the id its category.
-  const auto bits = reinterpret_cast<uintptr_t>(name);
-  const std::size_t slot =
-      static_cast<std::size_t>(((bits >> 3) ^ (bits >> 11) ^ static_cast<unsigned>(category + 1)) &
-                               (ThreadState::kNameCacheSize - 1));
-  ThreadState::NameSlot& s = ts->names_[slot];
-  if (s.ptr == name && s.id != kNoName) {
-    const NameEntry& e = names_[s.id];
-    if (e.category == category && std::strcmp(e.text.c_str(), name) == 0) return s.id;
-  }
   // The same text from another buffer: found by its hash, checked by content, no lock.
   uint64_t hash = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(category + 1);
   for (const char* c = name; *c != '\0'; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 0x100000001b3ULL;
   hash |= 1;  // 0 marks an empty slot
   ThreadState::TextSlot& t = ts->texts_[hash & (ThreadState::kTextCacheSize - 1)];
+  NameId id = kNoName;
   if (t.hash == hash && t.id != kNoName) {
     const NameEntry& e = names_[t.id];
-    if (e.category == category && std::strcmp(e.text.c_str(), name) == 0) {
-      s.ptr = name;
-      s.id = t.id;
-      return t.id;
-    }
+    if (e.category == category && std::strcmp(e.text.c_str(), name) == 0) id = t.id;
   }
-  const int saved = errno;  // the preload calls this from the application's threads
-  locked_lookups_.fetch_add(1, std::memory_order_relaxed);
-  const NameId id = register_name(name, category);
-  errno = saved;
-  s.ptr = name;
-  s.id = id;
-  if (id != kNoName) t = ThreadState::TextSlot{hash, id};
+  if (id == kNoName) {
+    const int saved = errno;  // the preload calls this from the application's threads
+    locked_lookups_.fetch_add(1, std::memory_order_relaxed);
+    id = register_name(name, category);
+    errno = saved;
+    if (id != kNoName) t = ThreadState::TextSlot{hash, id};
+  }
+  // A name that cannot be registered takes this path every time; so does one whose buffer
+  // same_text cannot read a word at a time.
+  if (id != kNoName) {
+    const NameEntry& e = names_[id];
+    ThreadState::NameSlot& s = ts->names_[name_slot(name, category)];
+    s.ptr = name;
+    s.words = e.words.get();
+    s.last_mask = e.last_mask;
+    s.id = id;
+    s.nwords = e.nwords;
+    s.category = static_cast<int16_t>(category);
+  }
   return id;
 }
 
-void RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns) {
-  int at = ts->depth_ - 1;
-  while (at >= 0 && ts->stack_[at].entry != entry) --at;
-  if (at < 0) {
+bool RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns) {
+  int at = ts->depth_;
+  while (at > 0 && ts->stack_[at].entry != entry) --at;
+  if (at == 0) {
     ts->unbalanced_pops_.store(ts->unbalanced_pops_.load(std::memory_order_relaxed) + 1,
                                std::memory_order_relaxed);
-    return;
+    return false;
   }
-  if (at == ts->depth_ - 1) {
-    pop(ts, now_ns);
-    return;
-  }
+  if (at == ts->depth_) return pop(ts, now_ns);
   const ThreadState::Frame f = ts->stack_[at];
-  if (f.path != kNoPath) record(ts, f.path, now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
-  for (int i = at; i + 1 < ts->depth_; ++i) ts->stack_[i] = ts->stack_[i + 1];
+  record(stats_of(f.stats), now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
+  for (int i = at; i < ts->depth_; ++i) ts->stack_[i] = ts->stack_[i + 1];
   --ts->depth_;  // the innermost region is unchanged: current_path/current_entry stay
-  if (f.step_marker) end_step_region(ts, f.steps_at_push, now_ns);
+  if (f.stats & ThreadState::kStepMarker) return end_step_region(ts, f.steps_at_push, now_ns);
+  return false;
 }
 
-void RegionRegistry::push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
-  // An unregistrable name comes back as kNoName and still occupies a frame, so the caller's
-  // push/pop stay balanced.
-  push_id(ts, name_for_pointer(ts, name, category), now_ns);
+void RegionRegistry::push_overflow(ThreadState* ts) {
+  ++ts->overflow_;
+  ts->depth_overflows_.store(ts->depth_overflows_.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
 }
 
-PathId RegionRegistry::child_slow(ThreadState* ts, PathId parent, NameId name) {
-  if (name == kNoName) return kNoPath;
+void RegionRegistry::push_new(ThreadState* ts, NameId name, uint64_t now_ns) {
+  open_frame(ts, *find_child(ts, ts->current_path(), name), now_ns);
+}
+
+void RegionRegistry::push_named(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
+  push_id(ts, name_slow(ts, name, category), now_ns);
+}
+
+void RegionRegistry::pop_without_frame(ThreadState* ts) {
+  if (ts->overflow_ > 0) {
+    --ts->overflow_;
+    return;
+  }
+  ts->unbalanced_pops_.store(ts->unbalanced_pops_.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+}
+
+const ThreadState::ChildSlot* RegionRegistry::find_child(ThreadState* ts, PathId parent, NameId name) {
+  const uint64_t key = child_key(parent, name);
+  for (std::size_t i = child_hash(key, ts->child_mask_);; i = (i + 1) & ts->child_mask_) {
+    const ThreadState::ChildSlot& s = ts->children_[i];
+    if (s.key == key) return &s;
+    if (s.key == 0) return child_slow(ts, parent, name);
+  }
+}
+
+const ThreadState::ChildSlot* RegionRegistry::child_slow(ThreadState* ts, PathId parent, NameId name) {
+  if (name == kNoName) return &ts->no_path_;
   // Called from push on the application's threads: allocation must not leak into errno.
   struct ErrnoGuard {
     int saved = errno;
     ~ErrnoGuard() { errno = saved; }
   } errno_guard;
   PathId path;
+  bool marker;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Ids come from callers (Python passes integers): never index past the registered names.
-    if (name > name_count_.load(std::memory_order_relaxed)) return kNoPath;
+    if (name > name_count_.load(std::memory_order_relaxed)) return &ts->no_path_;
     path = intern_path(parent, name);
+    marker = names_[name].step_marker;
   }
-  if (path == kNoPath) return kNoPath;
+  if (path == kNoPath) return &ts->no_path_;
   ts->stats_.ensure(path);
   // Grow at half load so probes stay short; only the owning thread reads this table.
-  if ((ts->child_count_ + 1) * 2 > ts->children_.size()) {
-    std::vector<ThreadState::ChildSlot> bigger(ts->children_.size() * 2);
-    const std::size_t mask = bigger.size() - 1;
-    for (const auto& s : ts->children_) {
+  if ((ts->child_count_ + 1) * 2 > ts->child_mask_ + 1) {
+    const std::size_t size = (ts->child_mask_ + 1) * 2;
+    std::unique_ptr<ThreadState::ChildSlot[]> bigger(new ThreadState::ChildSlot[size]);
+    for (std::size_t j = 0; j <= ts->child_mask_; ++j) {
+      const ThreadState::ChildSlot& s = ts->children_[j];
       if (s.key == 0) continue;
-      std::size_t i = child_hash(s.key, mask);
-      while (bigger[i].key != 0) i = (i + 1) & mask;
+      std::size_t i = child_hash(s.key, size - 1);
+      while (bigger[i].key != 0) i = (i + 1) & (size - 1);
       bigger[i] = s;
     }
-    ts->children_.swap(bigger);
+    ts->child_table_ = std::move(bigger);
+    ts->children_ = ts->child_table_.get();
+    ts->child_mask_ = size - 1;
   }
   const uint64_t key = child_key(parent, name);
-  const std::size_t mask = ts->children_.size() - 1;
-  std::size_t i = child_hash(key, mask);
-  while (ts->children_[i].key != 0) i = (i + 1) & mask;
-  ts->children_[i] = ThreadState::ChildSlot{key, path};
+  std::size_t i = child_hash(key, ts->child_mask_);
+  while (ts->children_[i].key != 0) i = (i + 1) & ts->child_mask_;
+  ThreadState::ChildSlot& slot = ts->children_[i];
+  slot.key = key;
+  slot.stats = reinterpret_cast<uintptr_t>(&ts->stats_[path]) | (marker ? ThreadState::kStepMarker : 0);
+  slot.child = path;
   ++ts->child_count_;
-  return path;
+  return &slot;
 }
 
 PathId RegionRegistry::intern_path(PathId parent, NameId name) {
@@ -193,10 +239,12 @@ uint64_t RegionRegistry::range_start(ThreadState* ts, const char* name, uint64_t
 
 uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t now_ns) {
   if (name == kNoName) return 0;
-  PathId path = lookup_child(ts, kNoPath, name);
-  if (path == kNoPath) path = child_slow(ts, kNoPath, name);
+  const uint64_t key = child_key(kNoPath, name);
+  const ThreadState::ChildSlot* c = &ts->children_[child_hash(key, ts->child_mask_)];
+  if (c->key != key) c = find_child(ts, kNoPath, name);
+  const PathId path = c->child;
   if (path == kNoPath) return 0;
-  PathStats& s = ts->stats_[path];
+  PathStats& s = stats_of(c->stats);
   s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const uint64_t id = next_range_.fetch_add(1, std::memory_order_relaxed) + 1;
   RangeSlot& slot = ranges_[id % kRangeSlots];
@@ -205,22 +253,22 @@ uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t n
   slot.id.store(0, std::memory_order_relaxed);
   slot.path.store(path, std::memory_order_relaxed);
   slot.start_ns.store(now_ns, std::memory_order_relaxed);
-  const bool marker = names_[name].step_marker;
+  const bool marker = (c->stats & ThreadState::kStepMarker) != 0;
   slot.step_marker.store(marker, std::memory_order_relaxed);
   slot.steps_at_start.store(marker ? steps_.count() : 0, std::memory_order_relaxed);
   slot.id.store(id, std::memory_order_release);
   return id;
 }
 
-void RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns) {
+bool RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns) {
   if (range_id == 0) {
     unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return false;
   }
   RangeSlot& slot = ranges_[range_id % kRangeSlots];
   if (slot.id.load(std::memory_order_acquire) != range_id) {
     unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return false;
   }
   const PathId path = slot.path.load(std::memory_order_relaxed);
   const uint64_t start = slot.start_ns.load(std::memory_order_relaxed);
@@ -230,13 +278,13 @@ void RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_
   // Claim the slot: of two ends of one id (or an end racing a reuse) only one records.
   if (!slot.id.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
     unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return false;
   }
   const int saved = errno;
   ts->stats_.ensure(path);  // only the owning thread allocates its stats chunks
   errno = saved;
-  record(ts, path, now_ns >= start ? now_ns - start : 0);
-  if (marker) end_step_region(ts, steps_at_start, now_ns);
+  record(ts->stats_[path], now_ns >= start ? now_ns - start : 0);
+  return marker && end_step_region(ts, steps_at_start, now_ns);
 }
 
 void RegionRegistry::step(ThreadState* ts, uint64_t now_ns, uint64_t samples, uint64_t tokens) {
@@ -284,7 +332,7 @@ std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) c
   }
   const uint32_t n = path_count();
   struct Sum {
-    uint64_t count = 0, total = 0, min = 0, max = 0, closed = 0;
+    uint64_t count = 0, total = 0, min = PathStats::kNoneClosed, max = 0;
   };
   std::vector<Sum> sums(n + 1);
   for (const ThreadState* t : threads) {
@@ -294,30 +342,27 @@ std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) c
         p |= static_cast<uint32_t>(decltype(t->stats_)::kChunkSize - 1);  // skip the whole chunk
         continue;
       }
-      const uint64_t count = s->count.load(std::memory_order_relaxed);
-      const uint64_t closed = s->closed.load(std::memory_order_relaxed);
       Sum& sum = sums[p];
-      sum.count += count;
-      if (closed == 0) continue;
+      sum.count += s->count.load(std::memory_order_relaxed);
       const uint64_t mn = s->min_ns.load(std::memory_order_relaxed);
-      const uint64_t mx = s->max_ns.load(std::memory_order_relaxed);
+      if (mn == PathStats::kNoneClosed) continue;  // never closed on this thread
       sum.total += s->total_ns.load(std::memory_order_relaxed);
-      sum.min = sum.closed == 0 ? mn : std::min(sum.min, mn);
-      sum.max = std::max(sum.max, mx);
-      sum.closed += closed;
+      sum.min = std::min(sum.min, mn);
+      sum.max = std::max(sum.max, s->max_ns.load(std::memory_order_relaxed));
     }
   }
   std::vector<RegionRow> rows;
   if (ids) ids->clear();
   for (uint32_t p = 1; p <= n; ++p) {
     const Sum& sum = sums[p];
-    if (sum.count == 0 && sum.closed == 0) continue;
+    const bool closed = sum.min != PathStats::kNoneClosed;
+    if (sum.count == 0 && !closed) continue;
     RegionRow row;
     row.path = paths_[p].path;
     row.category = paths_[p].category;
     row.count = sum.count;
     row.cpu_ns = sum.total;
-    row.cpu_min_ns = sum.min;
+    row.cpu_min_ns = closed ? sum.min : 0;
     row.cpu_max_ns = sum.max;
     rows.push_back(std::move(row));
     if (ids) ids->push_back(p);

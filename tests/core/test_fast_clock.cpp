@@ -80,3 +80,34 @@ TEST_CASE("threads reading while one re-anchors get consistent readings", "[fast
   CHECK(readings.load() > 100);
   CHECK(outside.load() == 0);
 }
+
+TEST_CASE("a thread's own copy of the anchor reads CLOCK_MONOTONIC through re-anchorings",
+          "[fast_clock]") {
+  const bool trusted = FastClock::counter_trusted();
+  FastClock c(trusted ? FastClock::Trust::kCounter : FastClock::Trust::kClockGettime);
+  std::atomic<uint64_t> outside{0}, readings{0}, from_copy{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 3; ++k)
+    threads.emplace_back([&] {
+      FastClock::Anchor a{};  // empty: the first reading fills it
+      const uint64_t start = FastClock::clock_gettime_ns();
+      while (FastClock::clock_gettime_ns() - start < 2 * FastClock::kAnchorNs + FastClock::kCalibrateNs) {
+        uint64_t unused;
+        if (FastClock::read(a, &unused)) ++from_copy;
+        const uint64_t before = FastClock::clock_gettime_ns();
+        const uint64_t now = c.now_ns(a);
+        const uint64_t after = FastClock::clock_gettime_ns();
+        ++readings;
+        if (now + kSlackNs < before || now > after + kSlackNs) ++outside;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(readings.load() > 100);
+  CHECK(outside.load() == 0);
+  if (trusted) {
+    CHECK(c.counting());
+    CHECK(from_copy.load() > readings.load() / 2);  // the copy, not the shared anchor, answers
+  } else {
+    CHECK(from_copy.load() == 0);  // an untrusted counter leaves the copy empty
+  }
+}

@@ -1,3 +1,6 @@
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -150,6 +153,61 @@ TEST_CASE("a reused name buffer holding new text is not misattributed", "[region
   CHECK(find_row(rows, "backward")->category == Category::kBackward);
 }
 
+TEST_CASE("a reused buffer is compared word by word: texts that differ past a word are told apart",
+          "[region]") {
+  // The pointer cache compares the buffer with the cached name 8 bytes at a time, the last word
+  // masked to the name's own bytes: each text below shares the buffer with the others and
+  // differs from some of them only in its length or beyond its first word.
+  const char* const texts[] = {"a",         "ab",        "abcdefg",          "abcdefgh",
+                               "abcdefghi", "abcdefgh0", "abcdefghijklmno",  "abcdefghijklmnop",
+                               "abcdefghijklmnopq",      "abcdefghXjklmnop", "abcdefghijklmnoX"};
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  char buf[64];
+  for (int round = 0; round < 3; ++round) {
+    for (const char* t : texts) {
+      std::strcpy(buf, t);
+      reg.push(ts, buf, kCategoryAuto, 0);
+      reg.pop(ts, 1);
+      // The same text at once again: the pointer cache's own hit.
+      reg.push(ts, buf, kCategoryAuto, 0);
+      reg.pop(ts, 1);
+    }
+  }
+  const auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == std::size(texts));
+  for (const char* t : texts) {
+    const RegionRow* r = find_row(rows, t);
+    REQUIRE(r);
+    CHECK(r->count == 6);
+  }
+}
+
+TEST_CASE("a name that ends at the end of a mapped page is read without crossing it", "[region]") {
+  // The word-at-a-time compare must not read the next page, which is not mapped here: the name's
+  // 13 bytes (with the NUL) are two words, 16 bytes from its start.
+  const long page = sysconf(_SC_PAGESIZE);
+  REQUIRE(page > 0);
+  void* map = mmap(nullptr, static_cast<std::size_t>(2 * page), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(map != MAP_FAILED);
+  char* base = static_cast<char*>(map);
+  REQUIRE(mprotect(base + page, static_cast<std::size_t>(page), PROT_NONE) == 0);
+  char* name = base + page - std::strlen("forward_pass") - 1;
+  std::strcpy(name, "forward_pass");
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  for (int i = 0; i < 3; ++i) {
+    reg.push(ts, name, kCategoryAuto, 0);
+    reg.pop(ts, 2);
+  }
+  const auto rows = reg.snapshot_rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].path == "forward_pass");
+  CHECK(rows[0].count == 3);
+  munmap(map, static_cast<std::size_t>(2 * page));
+}
+
 TEST_CASE("unbalanced pops are counted and do not disturb open regions", "[region]") {
   RegionRegistry reg;
   ThreadState* ts = reg.thread_state();
@@ -185,9 +243,20 @@ TEST_CASE("open regions are counted as entered; CPU time appears when they close
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].count == 1);
   CHECK(rows[0].cpu_ns == 0);
+  CHECK(rows[0].cpu_min_ns == 0);
+  CHECK(rows[0].cpu_max_ns == 0);
   reg.pop(ts, 7);
   rows = reg.snapshot_rows();
   CHECK(rows[0].cpu_ns == 7);
+  CHECK(rows[0].cpu_min_ns == 7);
+  CHECK(rows[0].cpu_max_ns == 7);
+  // A region of no measurable length is a minimum of 0, not "never closed".
+  reg.push(ts, "forward", kCategoryAuto, 9);
+  reg.pop(ts, 9);
+  rows = reg.snapshot_rows();
+  CHECK(rows[0].count == 2);
+  CHECK(rows[0].cpu_min_ns == 0);
+  CHECK(rows[0].cpu_max_ns == 7);
 }
 
 TEST_CASE("data of several threads is summed, including threads that exited", "[region]") {

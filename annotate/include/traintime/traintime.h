@@ -276,26 +276,46 @@ static inline void tt_push_id(uint32_t id) {
 
 namespace traintime {
 namespace detail {
-/* Registers a name once per call site (TT_SCOPE keeps the id in a function-local static). */
-inline uint32_t register_name(const char* name, int category = TT_CATEGORY_AUTO) {
-  return tt_register_name(name, category);
-}
+/* A call site's registered id: 0 until its first pass under the profiler, kSiteFailed when the
+ * name could not be registered (the site then records nothing, as before, without retrying). */
+constexpr uint32_t kSiteFailed = ~0u;
 
+/*
+ * TT_SCOPE's region. Without the profiler the constructor is one load and one branch and the
+ * destructor nothing (the table pointer it tested is kept in the object, so the compiler knows
+ * it is null): the site's registration and both calls into the profiler are out of line. The
+ * site id is a plain zero-initialised static (no guard to test on every pass), registered on the
+ * first pass that finds the profiler; `name` is a function giving the name, called only then.
+ */
 class Scope {
  public:
-  explicit Scope(uint32_t id) : id_(id) {
-    const tt_api_v1* api = tt_detail_api();
-    if (api && id_) api->push_id(id_);
+  template <typename Name>
+  Scope(uint32_t* site, Name name, int category) : api_(tt_detail_api()) {
+    if (__builtin_expect(api_ != 0, 0)) open(site, name, category);
   }
   ~Scope() {
-    const tt_api_v1* api = tt_detail_api();
-    if (api && id_) api->pop();
+    if (__builtin_expect(api_ != 0, 0)) api_->pop();
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 
  private:
-  uint32_t id_;
+  template <typename Name>
+  void open(uint32_t* site, Name& name, int category) {
+    uint32_t id = __atomic_load_n(site, __ATOMIC_RELAXED);
+    if (__builtin_expect(id == 0, 0)) {
+      id = api_->register_name(name(), category);
+      if (id == 0) id = kSiteFailed;
+      __atomic_store_n(site, id, __ATOMIC_RELAXED);
+    }
+    if (id != kSiteFailed) {
+      api_->push_id(id);
+    } else {
+      api_ = 0;  /* nothing opened: nothing to close */
+    }
+  }
+
+  const tt_api_v1* api_;
 };
 } /* namespace detail */
 } /* namespace traintime */
@@ -303,9 +323,9 @@ class Scope {
 #define TT_DETAIL_CAT2(a, b) a##b
 #define TT_DETAIL_CAT(a, b) TT_DETAIL_CAT2(a, b)
 #define TT_DETAIL_SCOPE(category, name, n)                                                  \
-  static const uint32_t TT_DETAIL_CAT(tt_detail_id_, n) =                                   \
-      ::traintime::detail::register_name(name, (int)(category));                            \
-  ::traintime::detail::Scope TT_DETAIL_CAT(tt_detail_scope_, n)(TT_DETAIL_CAT(tt_detail_id_, n))
+  static uint32_t TT_DETAIL_CAT(tt_detail_id_, n) = 0;                                      \
+  ::traintime::detail::Scope TT_DETAIL_CAT(tt_detail_scope_, n)(                          \
+      &TT_DETAIL_CAT(tt_detail_id_, n), [&]() -> const char* { return (name); }, (int)(category))
 /* RAII region for the rest of the enclosing scope: `TT_SCOPE("forward");`. */
 #define TT_SCOPE(name) TT_DETAIL_SCOPE(TT_CATEGORY_AUTO, name, __COUNTER__)
 /* RAII region with an explicit category: `TT_SCOPE_CATEGORY(TT_IO, "prefetch");`. */

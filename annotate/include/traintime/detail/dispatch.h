@@ -23,10 +23,10 @@ extern "C" {
 #endif
 
 /*
- * One pointer per translation unit (like NVTX's per-module tables): the address of this
- * sentinel means "not looked up yet", NULL means "no profiler", anything else is the table.
- * Concurrent first calls may both look up; they store the same answer, and the relaxed
- * atomics keep that race defined.
+ * One pointer per translation unit (like NVTX's per-module tables): NULL means "no profiler",
+ * the address of this sentinel "not looked up yet", anything else is the table. Concurrent
+ * first calls may both look up; they store the same answer, and the relaxed atomics keep that
+ * race defined.
  */
 static const char tt_detail_unresolved = 0;
 static const tt_api_v1* tt_detail_api_ptr = (const tt_api_v1*)(const void*)&tt_detail_unresolved;
@@ -46,8 +46,14 @@ static const tt_api_v1* tt_detail_resolve(void) {
   return api;
 }
 
+/*
+ * The table, or NULL when not profiled. Without the profiler a call costs one load and one
+ * branch that falls through: "no profiler" is NULL itself, so a single test separates it from
+ * both the table and the look-up still to come, which are laid out of line.
+ */
 static inline const tt_api_v1* tt_detail_api(void) {
   const tt_api_v1* api = __atomic_load_n(&tt_detail_api_ptr, __ATOMIC_RELAXED);
+  if (__builtin_expect(api == 0, 1)) return 0;
   if (__builtin_expect(api == (const tt_api_v1*)(const void*)&tt_detail_unresolved, 0))
     return tt_detail_resolve();
   return api;

@@ -9,7 +9,10 @@
 // anchor (at least kCalibrateNs before it is used) and re-measured, with a fresh anchor, once
 // kAnchorNs has passed, so the error stays far below a microsecond and never accumulates. The
 // anchor is published as a seqlock; a reader that races a re-anchoring falls back to
-// clock_gettime for that one reading. No lock, no allocation, errno untouched.
+// clock_gettime for that one reading. A thread may keep its own copy of the anchor (Anchor,
+// now_ns(Anchor&): the annotation hot path) and read from it without touching shared memory
+// until it expires, when it takes the published one again. No lock, no allocation, errno
+// untouched.
 #pragma once
 
 #include <time.h>
@@ -43,6 +46,37 @@ class FastClock {
     return slow();
   }
 
+  // One thread's copy of the anchor, owned by that thread (no atomics). Zero-initialised it is
+  // empty: the first reading fills it.
+  struct Anchor {
+    uint64_t tsc0;  // counter reading of the anchor
+    uint64_t due;   // counts after tsc0 until the copy expires; 0: empty, or no counter
+    uint64_t ns0;   // CLOCK_MONOTONIC at tsc0
+    uint64_t mult;  // ns per count, 32.32 fixed point
+  };
+
+  // now_ns() from the caller's own copy of the anchor: the counter, a compare, one multiply.
+  // When the copy has expired (or the counter is not used) the published anchor is copied in,
+  // re-anchoring first when it is due, and the reading comes from it (or from clock_gettime).
+  uint64_t now_ns(Anchor& a) noexcept {
+    uint64_t now;
+    return __builtin_expect(read(a, &now), 1) ? now : refresh(a);
+  }
+
+  // The reading from the copy alone, when it covers now (callers that keep their fast path
+  // free of calls take now_ns(Anchor&) on false).
+  static bool read(const Anchor& a, uint64_t* now) noexcept {
+#if defined(__x86_64__) || defined(__aarch64__)
+    const uint64_t d = counter() - a.tsc0;  // wraps to huge before the anchor
+    *now = a.ns0 + static_cast<uint64_t>((static_cast<unsigned __int128>(d) * a.mult) >> 32);
+    return d < a.due;
+#else
+    (void)a;
+    (void)now;
+    return false;
+#endif
+  }
+
   // True once readings come from the counter.
   bool counting() const noexcept { return mult_.load(std::memory_order_relaxed) != 0; }
 
@@ -69,6 +103,10 @@ class FastClock {
 
  private:
   uint64_t slow() noexcept;  // clock_gettime, and the (re)calibration when due
+  uint64_t refresh(Anchor& a) noexcept;  // now_ns(Anchor&) when the copy does not cover now
+  // Copies the published anchor into `a` if it is consistent and covers now (and then gives
+  // the reading in *now when asked).
+  bool take_anchor(Anchor& a, uint64_t* now) noexcept;
 
   std::atomic<Trust> trust_;
   std::atomic<bool> busy_{false};  // one thread calibrates at a time; the others read the clock
@@ -79,7 +117,11 @@ class FastClock {
   std::atomic<uint64_t> first_tsc_{0}, first_ns_{0};  // the first anchor: the rate's baseline
 };
 
+namespace detail {
+extern FastClock g_process_clock;  // constant-initialised: usable from any constructor
+}  // namespace detail
+
 // The process's clock: what the preload's annotations, steps and regions read.
-FastClock& process_clock() noexcept;
+inline FastClock& process_clock() noexcept { return detail::g_process_clock; }
 
 }  // namespace traintime::core

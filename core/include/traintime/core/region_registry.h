@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -41,18 +42,18 @@ inline constexpr int kCategoryAuto = -1;
 class RegionRegistry;
 
 // Counters of one path as seen by one thread. Single writer (the owning thread), read with
-// relaxed loads by snapshots.
-struct PathStats {
+// relaxed loads by snapshots. 32 bytes, aligned: a push and a pop touch one cache line of them.
+struct alignas(32) PathStats {
+  static constexpr uint64_t kNoneClosed = ~uint64_t{0};  // min_ns before the first close
   std::atomic<uint64_t> count{0};  // entries (counted at push, so open regions show up)
   std::atomic<uint64_t> total_ns{0};
-  std::atomic<uint64_t> min_ns{0};
+  std::atomic<uint64_t> min_ns{kNoneClosed};  // min/max over the entries that were popped
   std::atomic<uint64_t> max_ns{0};
-  std::atomic<uint64_t> closed{0};  // entries that were popped (min/max cover these)
 };
 
 // Everything one thread records. Created by RegionRegistry::thread_state(); the caller keeps the
 // pointer in its own thread-local storage.
-class ThreadState {
+class alignas(64) ThreadState {
  public:
   static constexpr int kMaxDepth = 128;
 
@@ -63,24 +64,37 @@ class ThreadState {
  private:
   friend class RegionRegistry;
 
-  struct Frame {
-    PathId path;
+  // Frame::stats and ChildSlot::stats: the path's counters, tagged when the region's name marks
+  // a step (RegionRegistry::push_id), so that neither push nor pop looks the name up.
+  static constexpr uintptr_t kStepMarker = 1;
+  // One open region, 32 bytes, aligned: never split across cache lines.
+  struct alignas(32) Frame {
+    uintptr_t stats;  // the path's PathStats (the thread's sink_ for a frame with no path), tagged
     uint64_t start_ns;
     uint64_t entry;
-    // A region named "step" ends a step when it closes, unless tt_step was called since it
-    // opened (the one rule for every API: RegionRegistry::push_id).
-    bool step_marker;
+    PathId path;
+    // Steps counted when a step marker opened: a region named "step" ends a step when it
+    // closes, unless tt_step was called since it opened (the one rule for every API). Only
+    // written and read for markers.
     uint32_t steps_at_push;
   };
-  // (parent path, name) -> child path: open addressing, grown only on the slow path.
-  struct ChildSlot {
-    uint64_t key = 0;  // (parent << 32 | name) + 1; 0 = empty
+  // (parent path, name) -> child path and its counters: open addressing, grown only on the slow
+  // path.
+  struct alignas(32) ChildSlot {
+    uint64_t key = 0;     // (parent << 32 | name) + 1; 0 = empty
+    uintptr_t stats = 0;  // tagged like Frame::stats
     PathId child = kNoPath;
   };
-  // Pointer -> name id cache for tt_push(const char*); direct-mapped, content-checked.
-  struct NameSlot {
+  // Pointer -> name id cache for tt_push(const char*); direct-mapped, content-checked against
+  // the registered text (the registry's word copy, which never moves: same_text).
+  struct alignas(32) NameSlot {
+    static constexpr int16_t kEmpty = INT16_MIN;  // no caller's category: an empty slot never matches
     const char* ptr = nullptr;
+    const uint64_t* words = nullptr;
+    uint64_t last_mask = 0;
     NameId id = kNoName;
+    uint16_t nwords = 0;
+    int16_t category = kEmpty;
   };
   static constexpr std::size_t kNameCacheSize = 256;
   // Text hash -> name id, consulted when the pointer cache misses (a Python string is a new
@@ -91,22 +105,28 @@ class ThreadState {
   };
   static constexpr std::size_t kTextCacheSize = 512;
 
-  explicit ThreadState(uint64_t index) : entry_base_(index << 40) {}
+  explicit ThreadState(uint64_t index);
 
-  uint64_t tid_ = 0;  // kernel thread id of the owner
-  Frame stack_[kMaxDepth];
-  int depth_ = 0;
+  // What push and pop touch, in one cache line.
+  int depth_ = 0;     // open regions: frames stack_[1..depth_]
   int overflow_ = 0;  // pushes beyond kMaxDepth not on the stack (popped without recording)
-  uint64_t entries_ = 0;
-  const uint64_t entry_base_;
+  uint64_t last_entry_;  // the latest entry id: the thread's index << 40 | its count of entries
+  ChildSlot* children_;
+  std::size_t child_mask_;
   std::atomic<PathId> current_path_{kNoPath};
   std::atomic<uint64_t> current_entry_{0};
+  // stack_[0] stands for "nothing open" (no path, entry 0): the frame under the top always
+  // exists, so a pop restores current_path_/current_entry_ from it without a test.
+  alignas(64) Frame stack_[kMaxDepth + 1] = {};
 
-  std::vector<ChildSlot> children_ = std::vector<ChildSlot>(64);
+  uint64_t tid_ = 0;  // kernel thread id of the owner
+  std::unique_ptr<ChildSlot[]> child_table_;  // children_ points into it
   std::size_t child_count_ = 0;
+  ChildSlot no_path_;  // what a name without a path (unregistrable) resolves to: the sink
   NameSlot names_[kNameCacheSize];
   TextSlot texts_[kTextCacheSize];
 
+  PathStats sink_;  // counted into by frames with no path; never reported
   ChunkedArray<PathStats, 10, 4096> stats_;
   std::atomic<uint64_t> unbalanced_pops_{0};
   std::atomic<uint64_t> depth_overflows_{0};
@@ -128,54 +148,45 @@ class RegionRegistry {
   // invalid category or a full table.
   NameId register_name(std::string_view name, int category);
 
-  // Hot path: opens the region `name` under the innermost open region of `ts`.
+  // Hot path: opens the region `name` under the innermost open region of `ts`. The (parent,
+  // name) pair is found in the thread's own table, which hands over the path's counters and
+  // whether it marks a step; the first meeting of a pair takes the slow path (the lock).
+  // Every slow case leaves by a tail call, so the common one runs without a stack frame.
   void push_id(ThreadState* ts, NameId name, uint64_t now_ns) {
-    PathId parent = ts->depth_ > 0 ? ts->stack_[ts->depth_ - 1].path : kNoPath;
-    if (ts->overflow_ > 0 || ts->depth_ == ThreadState::kMaxDepth) {
-      ++ts->overflow_;
-      ts->depth_overflows_.store(ts->depth_overflows_.load(std::memory_order_relaxed) + 1,
-                                 std::memory_order_relaxed);
-      return;
-    }
-    PathId path = lookup_child(ts, parent, name);
-    if (path == kNoPath) path = child_slow(ts, parent, name);
-    uint64_t entry = ts->entry_base_ | ++ts->entries_;
-    const bool marker = path != kNoPath && names_[name].step_marker;
-    ts->stack_[ts->depth_++] = ThreadState::Frame{path, now_ns, entry, marker, marker ? steps_.count() : 0};
-    if (path != kNoPath) {
-      PathStats& s = ts->stats_[path];
-      s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
-    ts->current_entry_.store(entry, std::memory_order_relaxed);
-    ts->current_path_.store(path, std::memory_order_relaxed);
+    if (__builtin_expect(ts->depth_ == ThreadState::kMaxDepth || ts->overflow_ != 0, 0))
+      return push_overflow(ts);
+    const uint64_t key = child_key(ts->current_path_.load(std::memory_order_relaxed), name);
+    const ThreadState::ChildSlot& slot = ts->children_[child_hash(key, ts->child_mask_)];
+    if (__builtin_expect(slot.key != key, 0)) return push_new(ts, name, now_ns);
+    open_frame(ts, slot, now_ns);
   }
 
   // Hot path: tt_push(const char*). A per-thread pointer cache avoids hashing the text; the
-  // content check keeps a reused buffer holding new text from being misattributed.
-  void push(ThreadState* ts, const char* name, int category, uint64_t now_ns);
+  // content check keeps a reused buffer holding new text from being misattributed. An
+  // unregistrable name comes back as kNoName and still occupies a frame, so the caller's
+  // push/pop stay balanced.
+  void push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
+    if (const ThreadState::NameSlot* s = cached_name(ts, name, category)) return push_id(ts, s->id, now_ns);
+    push_named(ts, name, category, now_ns);
+  }
 
-  // Hot path: closes the innermost region of `ts`; a pop with nothing open is counted.
-  void pop(ThreadState* ts, uint64_t now_ns) {
-    if (ts->overflow_ > 0) {
-      --ts->overflow_;
-      return;
+  // Hot path: closes the innermost region of `ts`; a pop with nothing open is counted. Returns
+  // true when the region ended a step (a region named "step": the one rule below).
+  bool pop(ThreadState* ts, uint64_t now_ns) {
+    const int depth = ts->depth_;
+    if (__builtin_expect(depth == 0 || ts->overflow_ != 0, 0)) {
+      pop_without_frame(ts);
+      return false;
     }
-    if (ts->depth_ == 0) {
-      ts->unbalanced_pops_.store(ts->unbalanced_pops_.load(std::memory_order_relaxed) + 1,
-                                 std::memory_order_relaxed);
-      return;
-    }
-    const ThreadState::Frame f = ts->stack_[--ts->depth_];
-    if (f.path != kNoPath) record(ts, f.path, now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
-    if (f.step_marker) end_step_region(ts, f.steps_at_push, now_ns);
-    if (ts->depth_ > 0) {
-      const ThreadState::Frame& top = ts->stack_[ts->depth_ - 1];
-      ts->current_entry_.store(top.entry, std::memory_order_relaxed);
-      ts->current_path_.store(top.path, std::memory_order_relaxed);
-    } else {
-      ts->current_entry_.store(0, std::memory_order_relaxed);
-      ts->current_path_.store(kNoPath, std::memory_order_relaxed);
-    }
+    const ThreadState::Frame& f = ts->stack_[depth];
+    const ThreadState::Frame& under = ts->stack_[depth - 1];
+    ts->depth_ = depth - 1;
+    record(stats_of(f.stats), now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
+    ts->current_entry_.store(under.entry, std::memory_order_relaxed);
+    ts->current_path_.store(under.path, std::memory_order_relaxed);
+    if (__builtin_expect((f.stats & ThreadState::kStepMarker) != 0, 0))
+      return end_step_region(ts, f.steps_at_push, now_ns);
+    return false;
   }
 
   // Closes the open region of `ts` whose entry id is `entry` (ts->current_entry() right after
@@ -183,7 +194,8 @@ class RegionRegistry {
   // interleave, and a pop in one domain closes that domain's innermost range even when another
   // domain opened one after it. The regions above it stay open with the paths they were opened
   // with. An entry not on the stack is counted as an unbalanced pop. No lock, no allocation.
-  void close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns);
+  // Returns true when the region ended a step.
+  bool close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns);
 
   // Cross-thread ranges (tt_range_start/end, NVTX start/end): a top-level path named after the
   // range. Lock-free: ranges live in a fixed ring; a range still open when its slot is reused
@@ -191,7 +203,8 @@ class RegionRegistry {
   uint64_t range_start(ThreadState* ts, const char* name, uint64_t now_ns,
                        int category = kCategoryAuto);
   uint64_t range_start_id(ThreadState* ts, NameId name, uint64_t now_ns);
-  void range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns);
+  // Returns true when the range ended a step.
+  bool range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns);
 
   // tt_step: records the step and makes `ts` the step thread (DESIGN §4 rule 2).
   void step(ThreadState* ts, uint64_t now_ns, uint64_t samples, uint64_t tokens);
@@ -240,6 +253,12 @@ class RegionRegistry {
     std::string text;
     int category = kCategoryAuto;
     bool step_marker = false;  // is_step_marker(text)
+    // The text with its NUL, zero-padded to whole words, for same_text: nwords of them (clamped
+    // to 0xFFFF: such a name never passes same_text's page test), and the bytes of the last
+    // word that belong to it.
+    std::unique_ptr<uint64_t[]> words;
+    uint16_t nwords = 0;
+    uint64_t last_mask = 0;
   };
   struct PathNode {
     PathId parent = kNoPath;
@@ -261,32 +280,93 @@ class RegionRegistry {
   static std::size_t child_hash(uint64_t key, std::size_t mask) {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
   }
-  static PathId lookup_child(const ThreadState* ts, PathId parent, NameId name) {
-    const uint64_t key = child_key(parent, name);
-    const std::size_t mask = ts->children_.size() - 1;
-    for (std::size_t i = child_hash(key, mask);; i = (i + 1) & mask) {
-      const ThreadState::ChildSlot& s = ts->children_[i];
-      if (s.key == key) return s.child;
-      if (s.key == 0) return kNoPath;
-    }
+  static std::size_t name_slot(const char* name, int category) {
+    // Categories share the cache: the slot remembers the category its id was registered with.
+    const auto bits = reinterpret_cast<uintptr_t>(name);
+    return ((bits >> 3) ^ (bits >> 11) ^ static_cast<unsigned>(category + 1)) &
+           (ThreadState::kNameCacheSize - 1);
   }
-  static void record(ThreadState* ts, PathId path, uint64_t ns) {
-    PathStats& s = ts->stats_[path];
-    const uint64_t closed = s.closed.load(std::memory_order_relaxed);
+  // The pointer cache's slot of `name` when it holds this pointer and its text still matches.
+  static const ThreadState::NameSlot* cached_name(const ThreadState* ts, const char* name, int category) {
+    const ThreadState::NameSlot& s = ts->names_[name_slot(name, category)];
+    if (__builtin_expect(s.ptr == name && s.category == category && same_text(name, s), 1)) return &s;
+    return nullptr;
+  }
+  NameId name_for_pointer(ThreadState* ts, const char* name, int category) {
+    const ThreadState::NameSlot* s = cached_name(ts, name, category);
+    return s ? s->id : name_slow(ts, name, category);
+  }
+  static PathStats& stats_of(uintptr_t tagged) {
+    return *reinterpret_cast<PathStats*>(tagged & ~ThreadState::kStepMarker);
+  }
+  static void record(PathStats& s, uint64_t ns) {
     s.total_ns.store(s.total_ns.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
-    if (closed == 0 || ns < s.min_ns.load(std::memory_order_relaxed))
-      s.min_ns.store(ns, std::memory_order_relaxed);
-    if (ns > s.max_ns.load(std::memory_order_relaxed)) s.max_ns.store(ns, std::memory_order_relaxed);
-    s.closed.store(closed + 1, std::memory_order_relaxed);
+    const uint64_t mn = s.min_ns.load(std::memory_order_relaxed);
+    const uint64_t mx = s.max_ns.load(std::memory_order_relaxed);
+    s.min_ns.store(ns < mn ? ns : mn, std::memory_order_relaxed);
+    s.max_ns.store(ns > mx ? ns : mx, std::memory_order_relaxed);
   }
 
-  void end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now_ns) {
-    if (steps_.count() == steps_at_open) step(ts, now_ns, 0, 0);
+  // Whether the NUL-terminated `s` is the text of `slot`, compared a word at a time (a name of
+  // 8 to 15 characters is two loads and compares, no call). Every word read from `s` lies in the
+  // page of its first byte, which is mapped, so reading past its NUL (the last word's masked
+  // bytes, or the next word after a shorter text) cannot fault; when the words would reach into
+  // the next page the answer is false and the slow path compares with strcmp. Those bytes may
+  // lie outside `s`'s object: the sanitizers are told not to check these reads.
+#if defined(__clang__)
+  __attribute__((no_sanitize("address", "hwaddress", "thread", "memory")))
+#else
+  __attribute__((no_sanitize_address, no_sanitize("thread")))
+#endif
+  static bool same_text(const char* s, const ThreadState::NameSlot& slot) {
+    constexpr uintptr_t kPage = 4096;  // the smallest page size of x86-64 and aarch64
+    const uint32_t n = slot.nwords;
+    if ((reinterpret_cast<uintptr_t>(s) & (kPage - 1)) + 8 * uintptr_t{n} > kPage) return false;
+    // The compiler is not to reason about the object `s` points into (its bounds are not ours).
+    asm("" : "+r"(s));
+    uint64_t w;
+    for (uint32_t i = 0; i + 1 < n; ++i) {
+      std::memcpy(&w, s + 8 * i, 8);
+      if (w != slot.words[i]) return false;
+    }
+    std::memcpy(&w, s + 8 * (n - 1), 8);
+    return ((w ^ slot.words[n - 1]) & slot.last_mask) == 0;
   }
-  PathId child_slow(ThreadState* ts, PathId parent, NameId name);
+
+  bool end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now_ns) {
+    if (steps_.count() != steps_at_open) return false;
+    step(ts, now_ns, 0, 0);
+    return true;
+  }
+  // The push of a frame for the path in `slot` (push_id's table or the slow path's).
+  void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t now_ns) {
+    const int depth = ts->depth_ + 1;
+    const uintptr_t stats = slot.stats;
+    const PathId path = slot.child;
+    const uint64_t entry = ++ts->last_entry_;
+    ThreadState::Frame& f = ts->stack_[depth];
+    f.stats = stats;
+    f.start_ns = now_ns;
+    f.entry = entry;
+    f.path = path;
+    if (__builtin_expect((stats & ThreadState::kStepMarker) != 0, 0)) f.steps_at_push = steps_.count();
+    ts->depth_ = depth;
+    PathStats& s = stats_of(stats);
+    s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ts->current_entry_.store(entry, std::memory_order_relaxed);
+    ts->current_path_.store(path, std::memory_order_relaxed);
+  }
+  // The slow paths of push_id and pop (out of line).
+  static void push_overflow(ThreadState* ts);
+  void push_new(ThreadState* ts, NameId name, uint64_t now_ns);  // push_id past its first probe
+  void push_named(ThreadState* ts, const char* name, int category, uint64_t now_ns);  // push's miss
+  static void pop_without_frame(ThreadState* ts);
+  // The slot of (parent, name) in the thread's table: probed on, else made (child_slow).
+  const ThreadState::ChildSlot* find_child(ThreadState* ts, PathId parent, NameId name);
+  const ThreadState::ChildSlot* child_slow(ThreadState* ts, PathId parent, NameId name);
   PathId intern_path(PathId parent, NameId name);  // needs mu_
   NameId register_locked(std::string_view name, int category);  // needs mu_
-  NameId name_for_pointer(ThreadState* ts, const char* name, int category);
+  NameId name_slow(ThreadState* ts, const char* name, int category);
 
   CategoryRules rules_;
   mutable std::mutex mu_;
