@@ -5,6 +5,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string>
 #include <string_view>
 
@@ -14,8 +18,38 @@
 namespace traintime::core::aggregator_detail {
 
 constexpr std::size_t kNameCacheSize = 4096;  // direct-mapped, by the name's address
-constexpr unsigned kRkCacheBits = 10;         // (region, kernel) cache: 1024 entries
 constexpr std::size_t kSpareBufs = 2;         // step buffers kept for reuse
+
+// a[0, n) == b[0, n), sixteen (else eight) bytes at a time: names are a few dozen characters,
+// and a call to memcmp costs more than the compare.
+inline bool same_chars(const char* a, const char* b, std::size_t n) {
+#if defined(__SSE2__)
+  if (n >= 16) {
+    auto differ = [&](std::size_t i) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+      const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+      return _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff;
+    };
+    for (std::size_t i = 0; i + 16 < n; i += 16)
+      if (differ(i)) return false;
+    return !differ(n - 16);  // the last sixteen, overlapping the loop's last block
+  }
+#endif
+  if (n < 8) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+  uint64_t x, y;
+  for (std::size_t i = 0; i + 8 < n; i += 8) {
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    if (x != y) return false;
+  }
+  std::memcpy(&x, a + n - 8, 8);  // the last eight, overlapping the loop's last word
+  std::memcpy(&y, b + n - 8, 8);
+  return x == y;
+}
 
 inline std::size_t mix(uint64_t key) {
   return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 32);
@@ -28,7 +62,7 @@ constexpr std::array<std::string_view, 6> kCopyNames = {"", "HtoD", "DtoH", "Dto
                                                         "Other"};
 
 // A mangled C++ kernel name made readable; anything else unchanged.
-std::string demangle(const std::string& name);
+std::string demangle(std::string_view name);
 
 inline void add_totals(StepTotals& into, const StepTotals& t) {
   into.gpu_busy_ns += t.gpu_busy_ns;

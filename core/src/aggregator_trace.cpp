@@ -29,7 +29,10 @@ nlohmann::json GpuAggregator::trace_json(const std::function<std::string(PathId)
     ops.push_back(n.empty() ? std::string("none") : std::string(n));
   }
   j["comm_ops"] = ops;
-  j["names"] = names_;
+  json names = json::array();
+  for (std::size_t id = 0; id < name_end_.size(); ++id)
+    names.push_back(std::string(name_of(static_cast<uint32_t>(id))));
+  j["names"] = std::move(names);
   json paths = json::object();
   json events = json::array();
   for (const TraceEvent& e : trace_) {

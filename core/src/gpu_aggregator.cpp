@@ -4,6 +4,7 @@
 #include "traintime/core/gpu_aggregator.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "aggregator_internal.h"
@@ -14,28 +15,53 @@ namespace traintime::core {
 using namespace aggregator_detail;
 
 GpuAggregator::GpuAggregator(AggregatorOptions options) : opt_(options) {
-  names_ = {"", "(other kernels)"};
+  constexpr std::string_view kOther = "(other kernels)";  // name id 1; id 0 is ""
+  name_chars_.assign(kOther.begin(), kOther.end());
+  name_end_ = {0, static_cast<uint32_t>(kOther.size())};
   name_nccl_ = {0, 0};
   name_op_ = {CommOp::kUnknown, CommOp::kUnknown};
   name_cache_.resize(kNameCacheSize);
-  rk_cache_.resize(std::size_t{1} << kRkCacheBits);
+  site_cache_.resize(kSiteCacheSize);
   spare_bufs_.reserve(kSpareBufs);
 }
 
-uint32_t GpuAggregator::region_slot(PathId path, Category region_category) {
-  if (path == kNoPath) return kNoSlot;
-  if (path == last_path_) return last_slot_;
-  auto [it, inserted] = slot_of_.try_emplace(path, static_cast<uint32_t>(regions_.size()));
-  if (inserted) {
+uint32_t GpuAggregator::region_slot_lookup(PathId path, Category region_category) {
+  auto hash = [](PathId p) { return static_cast<uint32_t>(mix(p)); };
+  uint32_t slot = slot_of_.find(hash(path), [&](uint32_t s) { return regions_[s].path == path; });
+  if (slot == IdIndex::kNone) {
+    slot = static_cast<uint32_t>(regions_.size());
     RegionAcc r;
     r.path = path;
     r.category = region_category;
     regions_.push_back(r);
     acc_.regions.emplace_back();
+    slot_of_.insert(hash(path), slot, [&](uint32_t s) { return hash(regions_[s].path); });
   }
   last_path_ = path;
-  last_slot_ = it->second;
-  return last_slot_;
+  last_slot_ = slot;
+  return slot;
+}
+
+uint32_t GpuAggregator::region_kernel(uint64_t key, uint32_t slot) {
+  auto hash = [](uint64_t k) { return static_cast<uint32_t>(mix(k)); };
+  auto find = [&](uint64_t k) {
+    return region_kernel_index_.find(hash(k),
+                                     [&](uint32_t i) { return region_kernels_[i].key == k; });
+  };
+  uint32_t at = find(key);
+  if (at != IdIndex::kNone) return at;
+  uint64_t k = key;
+  if (region_kernels_.size() >= opt_.max_region_kernels) {
+    ++region_kernels_over_cap_;
+    k = (static_cast<uint64_t>(slot) << 32) | kOtherKernels;
+    at = find(k);
+    if (at != IdIndex::kNone) return at;
+  }
+  at = static_cast<uint32_t>(region_kernels_.size());
+  region_kernels_.push_back(KernelAcc{k, 0, 0});
+  region_kernel_index_.insert(hash(k), at,
+                              [&](uint32_t i) { return hash(region_kernels_[i].key); });
+  return at;
 }
 
 void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
@@ -45,15 +71,37 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   const uint64_t dur = end - start;
   const bool is_kernel = a.kind == ActivityKind::kKernel;
 
+  // A kernel launched again from the same region (the common case) is resolved by one probe of
+  // the site cache: name id, region slot and (region, kernel) pair at once.
   uint32_t name_id = kNoName;
   bool nccl = false;
-  if (is_kernel && !a.name.empty()) name_id = intern(a.name, nccl);
+  uint32_t slot;
+  uint32_t rk = 0;
+  bool hit = false;
+  SiteCacheEntry* site = nullptr;  // to fill after a miss
+  if (is_kernel && !a.name.empty()) {
+    site = &site_cache_[site_hash(a.name.data(), ctx.path)];
+    if (site->ptr == a.name.data() && site->len == a.name.size() && site->path == ctx.path &&
+        site->name_id > kOtherKernels &&
+        same_chars(name_of(site->name_id).data(), a.name.data(), a.name.size())) {
+      name_id = site->name_id;
+      nccl = site->nccl != 0;
+      slot = site->slot;
+      rk = site->rk;
+      hit = true;
+      site = nullptr;
+    } else {
+      name_id = intern(a.name, nccl);
+      slot = region_slot(ctx.path, region_category);
+    }
+  } else {
+    slot = region_slot(ctx.path, region_category);
+  }
   const Category cat = attribute(nccl, ctx, region_category);
   const auto ci = static_cast<std::size_t>(cat);
   cat_sum_[ci] += dur;
   ++cat_count_[ci];
 
-  const uint32_t slot = region_slot(ctx.path, region_category);
   if (slot != kNoSlot) {
     RegionAcc& r = regions_[slot];
     r.sum += dur;
@@ -62,31 +110,25 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
     if (is_kernel) {
       ++r.kernels;
       const uint64_t key = (static_cast<uint64_t>(slot) << 32) | name_id;
-      if (key != last_rk_key_) {
-        RkCacheEntry& ce = rk_cache_[mix(key) & ((std::size_t{1} << kRkCacheBits) - 1)];
-        if (ce.key == key) {
-          last_rk_ = ce.acc;
-        } else {
-          auto it = region_kernels_.find(key);
-          if (it == region_kernels_.end()) {
-            uint64_t k = key;
-            if (region_kernels_.size() >= opt_.max_region_kernels) {
-              ++region_kernels_over_cap_;
-              k = (static_cast<uint64_t>(slot) << 32) | kOtherKernels;
-            }
-            it = region_kernels_.try_emplace(k).first;
-          }
-          last_rk_ = &it->second;  // unordered_map nodes do not move on rehash
-          // A key redirected to "(other kernels)" stays uncached: each of its records is
-          // counted over the cap, as before the cache.
-          if (it->first == key) ce = {key, last_rk_};
-        }
+      if (hit) {
+        last_rk_ = rk;
+        last_rk_key_ = key;
+      } else if (key != last_rk_key_) {
+        last_rk_ = region_kernel(key, slot);
         last_rk_key_ = key;
       }
-      ++last_rk_->count;
-      last_rk_->sum += dur;
+      KernelAcc& k = region_kernels_[last_rk_];
+      ++k.count;
+      k.sum += dur;
     }
   }
+  // Only what the full lookups found without a cap in the way is cached: a name or pair beyond
+  // its cap keeps being counted record by record.
+  if (site != nullptr && name_id > kOtherKernels &&
+      (slot == kNoSlot || region_kernels_[last_rk_].key == last_rk_key_))
+    *site = SiteCacheEntry{a.name.data(), static_cast<uint32_t>(a.name.size()), ctx.path,
+                           name_id, slot, slot == kNoSlot ? 0 : last_rk_,
+                           static_cast<uint8_t>(nccl)};
 
   if (a.kind == ActivityKind::kMemcpy) {
     auto k = static_cast<std::size_t>(a.copy_kind);
@@ -113,10 +155,9 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   const uint64_t step = ctx.step;
   max_step_ = std::max(max_step_, step);
   if (published_below_ > step) ++after_publish_;
-  const OpenRec rec{start, end, ctx.entry, a.device, slot, static_cast<uint8_t>(ci)};
   if (step != last_step_ || last_buf_ == nullptr) {
     if (step < folded_below_) {
-      fold_late(rec, step);
+      fold_late(OpenRec{start, end, 0, a.device, slot, static_cast<uint8_t>(ci)}, ctx.entry, step);
       return;
     }
     auto [it, inserted] = open_.try_emplace(step);
@@ -127,7 +168,12 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
     last_buf_ = &it->second;  // std::map nodes are stable
     last_step_ = step;
   }
-  last_buf_->recs.push_back(rec);
+  StepBuf& buf = *last_buf_;
+  if (buf.entries.empty() || buf.entries.back() != ctx.entry) buf.entries.push_back(ctx.entry);
+  const OpenRec rec{start, end, static_cast<uint32_t>(buf.entries.size() - 1), a.device, slot,
+                    static_cast<uint8_t>(ci)};
+  if (!buf.recs.empty() && before(rec, buf.recs.back())) buf.sorted = false;
+  buf.recs.push_back(rec);
   ++open_records_;
   if (open_records_ > opt_.max_open_records || open_.size() > opt_.max_open_steps)
     enforce_bounds();
@@ -138,7 +184,7 @@ GpuAggregator::Footprint GpuAggregator::footprint() const {
   fp.open_steps = open_.size();
   fp.open_records = open_records_;
   fp.regions = regions_.size();
-  fp.kernel_names = names_.size();
+  fp.kernel_names = name_end_.size();
   fp.region_kernels = region_kernels_.size();
   fp.detail_steps = acc_.detail.size();
   fp.trace_events = trace_.size();

@@ -15,9 +15,8 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
   Accum acc = acc_;
   Scratch sc;
   for (const auto& [step, buf] : open_) {
-    std::vector<OpenRec> recs = buf.recs;
     std::vector<DeviceSpan> devices = buf.devices;
-    fold_records(recs, devices, step, acc, sc, opt_.step_detail);
+    fold_copy(buf, devices, step, acc, sc, opt_.step_detail);
     finish_step(devices, step, acc, opt_.step_detail);
   }
 
@@ -38,9 +37,16 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     out.detail.push_back(std::move(row));
   }
 
-  std::vector<std::vector<std::pair<uint32_t, KernelAcc>>> kernels_of(regions_.size());
-  for (const auto& [key, k] : region_kernels_)
-    kernels_of[key >> 32].emplace_back(static_cast<uint32_t>(key & 0xffffffffu), k);
+  // Positions in region_kernels_, grouped by region slot (a counting sort: 4 bytes a pair).
+  std::vector<uint32_t> first_of(regions_.size() + 1, 0);
+  for (const KernelAcc& k : region_kernels_) ++first_of[(k.key >> 32) + 1];
+  for (std::size_t slot = 0; slot < regions_.size(); ++slot) first_of[slot + 1] += first_of[slot];
+  std::vector<uint32_t> by_slot(region_kernels_.size());
+  {
+    std::vector<uint32_t> next(first_of.begin(), first_of.end() - 1);
+    for (uint32_t i = 0; i < region_kernels_.size(); ++i)
+      by_slot[next[region_kernels_[i].key >> 32]++] = i;
+  }
   for (std::size_t slot = 0; slot < regions_.size(); ++slot) {
     const RegionAcc& r = regions_[slot];
     const RegionFold& rf = acc.regions[slot];
@@ -56,14 +62,20 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
       row.by_category[std::string(kCategoryNames[c])] = {rf.cat_busy[c], r.cat_sum[c],
                                                          r.cat_count[c]};
     }
-    auto& ks = kernels_of[slot];
-    std::sort(ks.begin(), ks.end(), [this](const auto& a, const auto& b) {
-      if (a.second.sum != b.second.sum) return a.second.sum > b.second.sum;
-      return names_[a.first] < names_[b.first];
+    const auto ks = by_slot.begin() + first_of[slot];
+    const auto ks_end = by_slot.begin() + first_of[slot + 1];
+    const auto top = ks + std::min<std::ptrdiff_t>(ks_end - ks, opt_.top_kernels);
+    std::partial_sort(ks, top, ks_end, [this](uint32_t a, uint32_t b) {
+      const KernelAcc& x = region_kernels_[a];
+      const KernelAcc& y = region_kernels_[b];
+      if (x.sum != y.sum) return x.sum > y.sum;
+      return name_of(static_cast<uint32_t>(x.key)) < name_of(static_cast<uint32_t>(y.key));
     });
-    for (std::size_t k = 0; k < ks.size() && k < opt_.top_kernels; ++k)
-      row.top_kernels.push_back({demangle(names_[ks[k].first]), ks[k].second.count,
-                                 ks[k].second.sum});
+    for (auto k = ks; k != top; ++k) {
+      const KernelAcc& acc_k = region_kernels_[*k];
+      row.top_kernels.push_back(
+          {demangle(name_of(static_cast<uint32_t>(acc_k.key))), acc_k.count, acc_k.sum});
+    }
     out.regions.push_back(std::move(row));
   }
 

@@ -61,8 +61,8 @@ void GpuAggregator::enforce_bounds() {
     // fold what it has as a segment and keep the step open for what follows.
     auto& [step, buf] = *open_.begin();
     open_records_ -= buf.recs.size();
-    fold_records(buf.recs, buf.devices, step, acc_, scratch_, opt_.step_detail);
-    buf.recs.clear();
+    fold_records(buf, buf.devices, step, acc_, scratch_, opt_.step_detail);
+    buf.clear_records();
     ++acc_.segmented_steps;
     break;  // the step stays open by design, even if max_open_steps is 0
   }
@@ -73,10 +73,10 @@ void GpuAggregator::fold_oldest() {
   const uint64_t step = it->first;
   StepBuf& buf = it->second;
   open_records_ -= buf.recs.size();
-  fold_records(buf.recs, buf.devices, step, acc_, scratch_, opt_.step_detail);
+  fold_records(buf, buf.devices, step, acc_, scratch_, opt_.step_detail);
   finish_step(buf.devices, step, acc_, opt_.step_detail);
   if (spare_bufs_.size() < kSpareBufs) {
-    buf.recs.clear();
+    buf.clear_records();
     buf.devices.clear();
     spare_bufs_.push_back(std::move(buf));
   }
@@ -98,15 +98,32 @@ GpuAggregator::DetailAcc* GpuAggregator::detail_for(Accum& acc, uint64_t step,
   return &it->second;
 }
 
-void GpuAggregator::fold_records(std::vector<OpenRec>& recs, std::vector<DeviceSpan>& devices,
-                                 uint64_t step, Accum& acc, Scratch& sc, uint32_t step_detail) {
-  if (recs.empty()) return;
-  auto by_device_start = [](const OpenRec& a, const OpenRec& b) {
-    return a.device != b.device ? a.device < b.device : a.start < b.start;
-  };
-  // Records of one device usually arrive in start order already; the check is cheaper than a sort.
-  if (!std::is_sorted(recs.begin(), recs.end(), by_device_start))
-    std::sort(recs.begin(), recs.end(), by_device_start);
+void GpuAggregator::fold_records(StepBuf& buf, std::vector<DeviceSpan>& devices, uint64_t step,
+                                 Accum& acc, Scratch& sc, uint32_t step_detail) {
+  // Records of one device usually arrive in start order already (ingest keeps the flag).
+  if (!buf.sorted) {
+    std::sort(buf.recs.begin(), buf.recs.end(), before);
+    buf.sorted = true;
+  }
+  fold_sorted(buf.recs.data(), buf.recs.size(), buf.entries.data(), devices, step, acc, sc,
+              step_detail);
+}
+
+void GpuAggregator::fold_copy(const StepBuf& buf, std::vector<DeviceSpan>& devices,
+                              uint64_t step, Accum& acc, Scratch& sc, uint32_t step_detail) {
+  const OpenRec* recs = buf.recs.data();
+  if (!buf.sorted) {
+    sc.sorted.assign(buf.recs.begin(), buf.recs.end());
+    std::sort(sc.sorted.begin(), sc.sorted.end(), before);
+    recs = sc.sorted.data();
+  }
+  fold_sorted(recs, buf.recs.size(), buf.entries.data(), devices, step, acc, sc, step_detail);
+}
+
+void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64_t* entries,
+                                std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
+                                Scratch& sc, uint32_t step_detail) {
+  if (n == 0) return;
   DetailAcc* detail = detail_for(acc, step, step_detail);
   const std::size_t nslots = acc.regions.size();
   if (sc.region.size() < nslots) {
@@ -115,11 +132,10 @@ void GpuAggregator::fold_records(std::vector<OpenRec>& recs, std::vector<DeviceS
     sc.touched_flag.resize(nslots, 0);
   }
   sc.entries.clear();
-  uint64_t last_entry = 0;
+  uint32_t last_entry = ~uint32_t{0};  // position in entries
   EntrySpan* last_span = nullptr;
 
   std::size_t i = 0;
-  const std::size_t n = recs.size();
   while (i < n) {
     const uint32_t dev = recs[i].device;
     std::array<IntervalUnion, kCategoryCount> cat{};
@@ -151,13 +167,17 @@ void GpuAggregator::fold_records(std::vector<OpenRec>& recs, std::vector<DeviceS
       }
       sc.region[r.slot].add(r.start, r.end);
       sc.region_cat[r.slot * kCategoryCount + r.cat].add(r.start, r.end);
-      if (r.entry == 0) continue;
-      if (r.entry != last_entry || last_span == nullptr) {
-        bool inserted = false;
-        last_span = sc.entries.find_or_insert(r.entry, EntrySpan{r.slot, r.start, r.end}, inserted);
+      if (r.entry != last_entry) {
         last_entry = r.entry;
-        if (inserted) continue;
+        last_span = nullptr;
+        if (entries[r.entry] != 0) {
+          bool inserted = false;
+          last_span = sc.entries.find_or_insert(entries[r.entry],
+                                                EntrySpan{r.slot, r.start, r.end}, inserted);
+          if (inserted) continue;
+        }
       }
+      if (last_span == nullptr) continue;
       last_span->first = std::min(last_span->first, r.start);
       last_span->last = std::max(last_span->last, r.end);
     }
@@ -218,7 +238,7 @@ void GpuAggregator::finish_step(const std::vector<DeviceSpan>& devices, uint64_t
   }
 }
 
-void GpuAggregator::fold_late(const OpenRec& r, uint64_t step) {
+void GpuAggregator::fold_late(const OpenRec& r, uint64_t entry, uint64_t step) {
   // The step was already folded: count the record as an isolated interval (its overlap with the
   // folded work is unknown), so raw sums stay exact and union figures may overcount by at most
   // its duration. docs/attribution.md "Late records".
@@ -245,7 +265,7 @@ void GpuAggregator::fold_late(const OpenRec& r, uint64_t step) {
     RegionFold& rf = acc_.regions[r.slot];
     rf.busy += d;
     rf.cat_busy[r.cat] += d;
-    if (r.entry != 0) rf.span += d;
+    if (entry != 0) rf.span += d;
   }
 }
 
@@ -258,9 +278,8 @@ bool GpuAggregator::step_figures(uint64_t step, GpuStepFigures* out) {
   if (folded != acc_.detail.end()) tmp.detail.emplace(step, folded->second);
   const auto open = open_.find(step);
   if (open != open_.end()) {
-    peek_recs_.assign(open->second.recs.begin(), open->second.recs.end());
     std::vector<DeviceSpan> devices = open->second.devices;
-    fold_records(peek_recs_, devices, step, tmp, peek_scratch_, 1);
+    fold_copy(open->second, devices, step, tmp, peek_scratch_, 1);
     finish_step(devices, step, tmp, 1);
   } else if (folded == acc_.detail.end() && step < folded_below_) {
     return false;  // folded with no detail row kept

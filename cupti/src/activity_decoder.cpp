@@ -56,9 +56,12 @@ bool has_timestamps(const Record* r) {
   return !(r->start == 0 && r->end == 0) && r->end >= r->start;
 }
 
-// The fields every GPU record of the checked layouts has under the same names and offsets.
+// The fields every GPU record of the checked layouts has under the same names and offsets, and
+// the kind-specific ones at their defaults: decode_buffer reuses one DecodedActivity for the
+// whole buffer (clearing it for every record cost more than the decode).
 template <class Record>
-void fill_common(const Record* r, core::ActivityKind kind, core::GpuActivity& a) {
+void fill_common(const Record* r, core::ActivityKind kind, DecodedActivity* out) {
+  core::GpuActivity& a = out->activity;
   a.kind = kind;
   a.start_ns = r->start;
   a.end_ns = r->end;
@@ -67,6 +70,12 @@ void fill_common(const Record* r, core::ActivityKind kind, core::GpuActivity& a)
   a.correlation_id = r->correlationId;
   a.graph_id = r->graphId;
   a.graph_node_id = r->graphNodeId;
+  a.copy_kind = core::CopyKind::kNone;
+  a.bytes = 0;
+  a.copies = 1;
+  a.name = {};
+  out->runtime_correlation_id = 0;
+  out->name_ptr = nullptr;
 }
 
 // The record's kind as the raw 32-bit value CUPTI wrote: a newer CUPTI may write kinds this
@@ -89,14 +98,14 @@ RecordResult decode_checked(RecordLayout layout, const CUpti_Activity* record,
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(record);
       if (!has_timestamps(k)) return RecordResult::kNoTimestamps;
-      fill_common(k, core::ActivityKind::kKernel, a);
+      fill_common(k, core::ActivityKind::kKernel, out);
       out->name_ptr = k->name;
       return RecordResult::kActivity;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy5*>(record);
       if (!has_timestamps(m)) return RecordResult::kNoTimestamps;
-      fill_common(m, core::ActivityKind::kMemcpy, a);
+      fill_common(m, core::ActivityKind::kMemcpy, out);
       a.copy_kind = copy_kind(m->copyKind);
       a.bytes = m->bytes;
       out->runtime_correlation_id = m->runtimeCorrelationId;
@@ -110,7 +119,7 @@ RecordResult decode_checked(RecordLayout layout, const CUpti_Activity* record,
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
       const auto* p = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
       if (!has_timestamps(p)) return RecordResult::kNoTimestamps;
-      fill_common(p, core::ActivityKind::kMemcpy, a);
+      fill_common(p, core::ActivityKind::kMemcpy, out);
       a.copy_kind = core::CopyKind::kPtoP;
       a.bytes = p->bytes;
       return RecordResult::kActivity;
@@ -118,7 +127,7 @@ RecordResult decode_checked(RecordLayout layout, const CUpti_Activity* record,
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* s = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       if (!has_timestamps(s)) return RecordResult::kNoTimestamps;
-      fill_common(s, core::ActivityKind::kMemset, a);
+      fill_common(s, core::ActivityKind::kMemset, out);
       a.bytes = s->bytes;
       return RecordResult::kActivity;
     }

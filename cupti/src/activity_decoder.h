@@ -28,7 +28,7 @@ struct DecodeCounts {
 
 enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps };
 
-// Decodes one record; kActivity fills *out.
+// Decodes one record; kActivity sets every field of *out.
 RecordResult decode_record(RecordLayout layout, const CUpti_Activity* record, DecodedActivity* out);
 
 // Walks the buffer with the library's cuptiActivityGetNextRecord and calls sink(const
@@ -37,6 +37,7 @@ template <class Sink>
 DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink) {
   DecodeCounts counts;
   CUpti_Activity* record = nullptr;
+  DecodedActivity decoded;  // one for the buffer: decode_record sets all of it for an activity
   for (;;) {
     // MAX_LIMIT_REACHED is the normal end of the buffer; INVALID_KIND an incomplete record.
     const CUptiResult rc = TRAINTIME_CUPTI_CALL_EXPECT(lib, CUPTI_ERROR_MAX_LIMIT_REACHED,
@@ -47,7 +48,6 @@ DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t vali
       ++counts.incomplete;
       break;
     }
-    DecodedActivity decoded;
     switch (decode_record(lib.layout(), record, &decoded)) {
       case RecordResult::kActivity:
         ++counts.activities;

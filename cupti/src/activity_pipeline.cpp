@@ -26,6 +26,8 @@ core::Category ActivityPipeline::category(core::PathId path) {
 }
 
 core::LaunchContext ActivityPipeline::join(const DecodedActivity& d) {
+  // One named result, returned from every path, so it is built in the caller's object: a copy
+  // of it right after the table wrote its fields one by one stalls on store forwarding.
   const core::GpuActivity& a = d.activity;
   core::LaunchContext ctx;
   bool found = false;
@@ -36,15 +38,18 @@ core::LaunchContext ActivityPipeline::join(const DecodedActivity& d) {
     found = true;
     ++stats_.joined_correlation;
   }
-  core::LaunchContext node;
-  if (a.graph_node_id != 0 && graph_nodes_.lookup(a.graph_node_id, &node)) {
-    // Region (and NCCL call) from capture time; step and region entry from the replay.
-    if (found) {
-      node.step = ctx.step;
-      node.entry = ctx.entry;
+  if (a.graph_node_id != 0) {
+    core::LaunchContext node;
+    if (graph_nodes_.lookup(a.graph_node_id, &node)) {
+      // Region (and NCCL call) from capture time; step and region entry from the replay.
+      if (found) {
+        node.step = ctx.step;
+        node.entry = ctx.entry;
+      }
+      ++stats_.graph_node_context;
+      ctx = node;
+      return ctx;
     }
-    ++stats_.graph_node_context;
-    return node;
   }
   if (!found) ++stats_.missing_context;
   return ctx;

@@ -295,6 +295,33 @@ TEST_CASE("top kernels per region are demangled and ordered by total time", "[ag
   CHECK(r->top_kernels[1].name == "bar");
 }
 
+TEST_CASE("a kernel name address reused for another name of the same length is a new name",
+          "[aggregator]") {
+  // Names of 39 and 5 characters: the compare of a cached name runs in blocks and bytes.
+  for (std::string first : {std::string("ampere_sgemm_128x64_nn_kernel_variant_3"),
+                            std::string("alpha")}) {
+    std::string second = first;
+    second[second.size() / 2] ^= 1;  // same length, one character differs
+    GpuAggregator agg;
+    std::vector<char> buf(first.begin(), first.end());
+    const std::string_view at(buf.data(), buf.size());
+    Act a = kern(0, 10, 1, Category::kForward, 0, 1, at);
+    agg.ingest(a.a, a.ctx, a.region);
+    std::copy(second.begin(), second.end(), buf.begin());  // the same address, another name
+    a = kern(20, 50, 1, Category::kForward, 0, 1, at);
+    agg.ingest(a.a, a.ctx, a.region);
+    RankFile f = run(agg, {}, 1);
+    const RegionRow* r = region(f, "path1");
+    REQUIRE(r != nullptr);
+    REQUIRE(r->top_kernels.size() == 2);
+    CHECK(r->top_kernels[0].name == second);
+    CHECK(r->top_kernels[0].gpu_sum_ns == 30);
+    CHECK(r->top_kernels[1].name == first);
+    CHECK(r->top_kernels[1].count == 1);
+    CHECK(agg.footprint().kernel_names == 4);
+  }
+}
+
 TEST_CASE("memcpy is broken down by direction with bytes and time", "[aggregator]") {
   GpuAggregator agg;
   RankFile f = run(agg, {copy(0, 10, CopyKind::kHtoD, 100, 1, Category::kIo), copy(20, 40, CopyKind::kHtoD, 300, 1, Category::kIo),

@@ -103,14 +103,18 @@ class GpuAggregator {
   static constexpr uint32_t kNoName = 0;
   static constexpr uint32_t kOtherKernels = 1;  // name id once max_kernel_names is reached
 
-  struct OpenRec {  // one activity of an open step
+  struct OpenRec {  // one activity of an open step: 32 bytes, two to a cache line
     uint64_t start;
     uint64_t end;
-    uint64_t entry;
+    uint32_t entry;  // position of its region entry in StepBuf::entries
     uint32_t device;
     uint32_t slot;
     uint8_t cat;
   };
+  // The order a step's records are folded in.
+  static bool before(const OpenRec& a, const OpenRec& b) {
+    return a.device != b.device ? a.device < b.device : a.start < b.start;
+  }
   struct DeviceSpan {
     uint32_t device;
     uint64_t first;
@@ -119,7 +123,16 @@ class GpuAggregator {
   };
   struct StepBuf {
     std::vector<OpenRec> recs;
+    // Region entries of the records (a new element whenever a record's entry differs from the
+    // last one's; repeats are merged when the step folds).
+    std::vector<uint64_t> entries;
+    bool sorted = true;               // recs are in before() order (they usually arrive so)
     std::vector<DeviceSpan> devices;  // across segments of a step folded in pieces
+    void clear_records() {
+      recs.clear();
+      entries.clear();
+      sorted = true;
+    }
   };
   struct RegionFold {  // union-based region figures, computed when steps fold
     uint64_t busy = 0;
@@ -140,6 +153,47 @@ class GpuAggregator {
     std::map<uint64_t, DetailAcc> detail;
     uint64_t late_records = 0;
     uint64_t segmented_steps = 0;
+  };
+  // Open-addressing index of dense ids (positions in a vector the caller owns) by a 32-bit
+  // hash of their key: 4 bytes a slot (the id alone; the key is the caller's), linear probing,
+  // grown at half load, so a key costs no allocation and 8 to 16 bytes (the node-based maps it
+  // replaces allocated a node per key and chased a pointer per lookup). The caller says what
+  // equal is and rehashes its keys when the index grows.
+  class IdIndex {
+   public:
+    static constexpr uint32_t kNone = 0xffffffffu;
+    // The id stored under hash h for which same(id) holds, else kNone.
+    template <typename Same>
+    uint32_t find(uint32_t h, Same&& same) const {
+      const std::size_t mask = slots_.size() - 1;
+      for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+        const uint32_t id = slots_[i];
+        if (id == kNone || same(id)) return id;
+      }
+    }
+    // Adds id under hash h (the caller checked that its key is not present); hash_of(id) gives
+    // the hash of an id already in, for growing.
+    template <typename HashOf>
+    void insert(uint32_t h, uint32_t id, HashOf&& hash_of) {
+      if ((count_ + 1) * 2 > slots_.size()) {
+        std::vector<uint32_t> bigger(slots_.size() * 2, kNone);
+        for (const uint32_t old : slots_)
+          if (old != kNone) place(bigger, hash_of(old), old);
+        slots_.swap(bigger);
+      }
+      place(slots_, h, id);
+      ++count_;
+    }
+
+   private:
+    static void place(std::vector<uint32_t>& slots, uint32_t h, uint32_t id) {
+      const std::size_t mask = slots.size() - 1;
+      std::size_t i = h & mask;
+      while (slots[i] != kNone) i = (i + 1) & mask;
+      slots[i] = id;
+    }
+    std::vector<uint32_t> slots_ = std::vector<uint32_t>(16, kNone);
+    std::size_t count_ = 0;
   };
   struct EntrySpan {
     uint32_t slot;
@@ -174,6 +228,7 @@ class GpuAggregator {
     std::vector<uint8_t> touched_flag;
     std::vector<uint32_t> touched;
     EntryTable entries;
+    std::vector<OpenRec> sorted;  // fold_copy's sorted copy of a buffer out of order
   };
 
   struct RegionAcc {  // raw sums, updated at ingest
@@ -184,7 +239,8 @@ class GpuAggregator {
     std::array<uint64_t, kCategoryCount> cat_sum{};
     std::array<uint64_t, kCategoryCount> cat_count{};
   };
-  struct KernelAcc {
+  struct KernelAcc {  // one (region, kernel) pair
+    uint64_t key = 0;  // slot << 32 | name id
     uint64_t count = 0;
     uint64_t sum = 0;
   };
@@ -205,6 +261,23 @@ class GpuAggregator {
     std::size_t len = 0;
     uint32_t id = kNoName;
   };
+  // Direct-mapped by (name address, region path): what a kernel launched from a region resolves
+  // to, valid while the name at that address is the same (checked on every hit).
+  struct SiteCacheEntry {
+    const char* ptr = nullptr;
+    uint32_t len = 0;
+    PathId path = kNoPath;
+    uint32_t name_id = kNoName;  // > kOtherKernels when filled
+    uint32_t slot = kNoSlot;
+    uint32_t rk = 0;             // position in region_kernels_ (slot != kNoSlot)
+    uint8_t nccl = 0;
+  };
+  static constexpr std::size_t kSiteCacheSize = 1024;
+  static std::size_t site_hash(const char* name, PathId path) {
+    return static_cast<std::size_t>(((reinterpret_cast<uintptr_t>(name) >> 3) ^
+                                     (uint64_t{path} * 0x9E3779B97F4A7C15ull >> 40)) &
+                                    (kSiteCacheSize - 1));
+  }
   struct TraceEvent {
     uint64_t start, end, bytes, correlation;
     PathId path;
@@ -213,18 +286,33 @@ class GpuAggregator {
   };
 
   uint32_t intern(std::string_view name, bool& nccl);
-  uint32_t region_slot(PathId path, Category region_category);
+  uint32_t region_slot(PathId path, Category region_category) {
+    if (path == kNoPath) return kNoSlot;
+    if (path == last_path_) return last_slot_;
+    return region_slot_lookup(path, region_category);
+  }
+  uint32_t region_slot_lookup(PathId path, Category region_category);
+  // Position in region_kernels_ of key (slot << 32 | name id), added if new; beyond
+  // max_region_kernels a new key is counted and goes to the slot's "(other kernels)" pair.
+  uint32_t region_kernel(uint64_t key, uint32_t slot);
   void ingest_comm(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur, uint32_t name_id);
   CommRing& ring_for(uint32_t comm_id);
   void add_comm_share(uint32_t comm_id, CommOp op, uint64_t seq, uint64_t bytes, uint64_t share,
                       const GpuActivity& a, bool captured);
   void enforce_bounds();
   void fold_oldest();
-  void fold_late(const OpenRec& r, uint64_t step);
+  void fold_late(const OpenRec& r, uint64_t entry, uint64_t step);
 
-  // Folds recs (sorted in place) into acc; the step's per-device spans accumulate in devices.
-  static void fold_records(std::vector<OpenRec>& recs, std::vector<DeviceSpan>& devices,
-                           uint64_t step, Accum& acc, Scratch& scratch, uint32_t step_detail);
+  // Folds the records of buf (sorted in place first if they are not in before() order) into
+  // acc; the step's per-device spans accumulate in devices.
+  static void fold_records(StepBuf& buf, std::vector<DeviceSpan>& devices, uint64_t step,
+                           Accum& acc, Scratch& scratch, uint32_t step_detail);
+  // The same for a buffer that must stay as it is: sorted into scratch.sorted if need be.
+  static void fold_copy(const StepBuf& buf, std::vector<DeviceSpan>& devices, uint64_t step,
+                        Accum& acc, Scratch& scratch, uint32_t step_detail);
+  static void fold_sorted(const OpenRec* recs, std::size_t n, const uint64_t* entries,
+                          std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
+                          Scratch& scratch, uint32_t step_detail);
   // Closes a step: idle and span from the per-device spans of all its segments.
   static void finish_step(const std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
                           uint32_t step_detail);
@@ -240,28 +328,31 @@ class GpuAggregator {
   uint64_t max_step_ = 0;
   bool any_activity_ = false;
 
-  std::vector<std::string> names_;        // by name id
+  // Interned kernel names: the characters of all of them back to back in one arena, each name
+  // id's end offset, and an index by hash (kernel_names.cpp). Ids 0 and 1 are "" and
+  // "(other kernels)" and are not in the index.
+  std::string_view name_of(uint32_t id) const {
+    const uint32_t begin = id == 0 ? 0 : name_end_[id - 1];
+    return {name_chars_.data() + begin, name_end_[id] - begin};
+  }
+  std::vector<char> name_chars_;
+  std::vector<uint32_t> name_end_;        // by name id
   std::vector<uint8_t> name_nccl_;        // is_nccl_kernel per name id
   std::vector<CommOp> name_op_;           // comm_op_from_kernel_name per name id
-  std::unordered_map<std::string, uint32_t> name_ids_;
+  IdIndex name_index_;
   std::vector<NameCacheEntry> name_cache_;
+  std::vector<SiteCacheEntry> site_cache_;
   uint64_t names_over_cap_ = 0;
 
-  std::unordered_map<PathId, uint32_t> slot_of_;
+  IdIndex slot_of_;                 // PathId -> slot in regions_
   std::vector<RegionAcc> regions_;
   PathId last_path_ = kNoPath;
   uint32_t last_slot_ = kNoSlot;
 
-  std::unordered_map<uint64_t, KernelAcc> region_kernels_;  // key: slot << 32 | name id
+  std::vector<KernelAcc> region_kernels_;  // in order of first appearance
+  IdIndex region_kernel_index_;            // key -> position in region_kernels_
   uint64_t last_rk_key_ = ~uint64_t{0};
-  KernelAcc* last_rk_ = nullptr;
-  // Direct-mapped cache in front of region_kernels_ (consecutive records rarely share a kernel,
-  // so last_rk_ alone misses on most of them). Holds only keys present in the map.
-  struct RkCacheEntry {
-    uint64_t key = ~uint64_t{0};
-    KernelAcc* acc = nullptr;
-  };
-  std::vector<RkCacheEntry> rk_cache_;
+  uint32_t last_rk_ = 0;                   // position of last_rk_key_'s pair
   uint64_t region_kernels_over_cap_ = 0;
 
   // key: comm_id << 8 | op, with kByNameKey set for kernels found by name (no interposition)
@@ -284,8 +375,7 @@ class GpuAggregator {
   int first_device_ = -1;
   uint64_t published_below_ = 0;  // live metrics: steps below this were published
   uint64_t after_publish_ = 0;
-  std::vector<OpenRec> peek_recs_;  // step_figures(): a copy of the step's records
-  Scratch peek_scratch_;
+  Scratch peek_scratch_;  // step_figures()
 
   std::vector<TraceEvent> trace_;
   uint64_t trace_dropped_ = 0;

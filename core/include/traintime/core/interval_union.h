@@ -11,31 +11,30 @@
 
 namespace traintime::core {
 
-// Sweep over intervals added in non-decreasing start order: add() is O(1), no allocation.
-// Empty or inverted intervals (end <= start) count nothing but may still be added.
+// Sweep over intervals added in non-decreasing start order: add() is O(1), no allocation, and
+// free of data-dependent branches (whether an interval opens a new run or extends the current
+// one is a select, not a jump: on a busy GPU the answer is random). Empty or inverted intervals
+// (end <= start) count nothing but may still be added.
 class IntervalUnion {
  public:
   void add(uint64_t start, uint64_t end) {
     if (end <= start) return;
-    if (!open_) {
-      start_ = start, end_ = end, open_ = true;
-    } else if (start > end_) {
-      total_ += end_ - start_;
-      start_ = start, end_ = end;
-    } else if (end > end_) {
-      end_ = end;
-    }
+    // The current run is [start_, end_), empty before the first add (0, 0): a first interval
+    // starting at 0 extends it, any other opens a new one, and the empty run adds nothing.
+    const bool gap = start > end_;
+    total_ += gap ? end_ - start_ : 0;
+    start_ = gap ? start : start_;
+    end_ = gap ? end : (end > end_ ? end : end_);
   }
   // Measure of everything added, and a reset for the next sweep.
   uint64_t finish() {
-    const uint64_t t = total_ + (open_ ? end_ - start_ : 0);
+    const uint64_t t = total_ + (end_ - start_);
     *this = IntervalUnion{};
     return t;
   }
 
  private:
   uint64_t start_ = 0, end_ = 0, total_ = 0;
-  bool open_ = false;
 };
 
 struct Interval {
