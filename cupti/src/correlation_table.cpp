@@ -161,15 +161,23 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
 
 bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexcept {
   if (id == 0) return false;
-  const uint64_t end = next_.load(std::memory_order_acquire);
-  const uint64_t begin = end > capacity() ? end - capacity() : 0;
-  const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
   // The id column names the candidate slots (16 per cache line); read() validates the slot.
   const auto hit = [&](uint64_t q) {
     if (ids_[q & mask_].load(std::memory_order_relaxed) != id || !read(q, id, out)) return false;
     found(q, id);
     return true;
   };
+  // Records arrive nearly in launch order: first forward from the previous hit, up to the newest
+  // launch the reader saw last, without reading next_ (the launching threads' counter: a read on
+  // every record would take its cache line from them at every launch). read() validates the
+  // slot, so a window seen earlier is as safe as a fresh one.
+  const uint64_t seen = seen_end_.load(std::memory_order_relaxed);
+  for (uint64_t q = cursor_.load(std::memory_order_relaxed), e = std::min(seen, q + kScan); q < e; ++q)
+    if (hit(q)) return true;
+  const uint64_t end = next_.load(std::memory_order_acquire);
+  if (end > seen) seen_end_.store(end, std::memory_order_relaxed);
+  const uint64_t begin = end > capacity() ? end - capacity() : 0;
+  const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
   // Records arrive nearly in launch order: near the slot after the previous hit first, forward
   // then back; then the rest of the live slots, so a context in the table is always found.
   const uint64_t near_end = std::min(end, cursor + kScan);

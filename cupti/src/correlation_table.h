@@ -107,6 +107,7 @@ class CorrelationTable {
   std::atomic<uint64_t> collisions_{0};
   // Reader side, on its own line: the writers never touch it.
   alignas(64) mutable std::atomic<uint64_t> cursor_{0};
+  mutable std::atomic<uint64_t> seen_end_{0};  // next_ as the reader last read it
   mutable std::atomic<uint64_t> overwritten_{0};
   // Id rate: ids unwrapped to 64 bits relative to the first found (which is 2^40), and the
   // range of ids and sequence numbers the found contexts span.
