@@ -100,6 +100,7 @@ void configure_cupti(Session& s) {
   cupti::Hooks hooks;
   hooks.launch_context = &launch_context;
   hooks.pending_comm_call = &pending_comm_call;
+  hooks.comm_calls_waiting = &nccl::calls_waiting;
   hooks.steps_completed = &steps_completed;
   hooks.on_first_launch = &mark_recorded;
   hooks.category_of = &category_of;

@@ -24,7 +24,10 @@ bool after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
 CorrelationTable::CorrelationTable(uint32_t capacity)
     : slots_(new Slot[round_up_pow2(capacity)]),
       ids_(new std::atomic<uint32_t>[round_up_pow2(capacity)]()),
-      mask_(round_up_pow2(capacity) - 1) {}
+      bands_(new Band[round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity))]),
+      mask_(round_up_pow2(capacity) - 1),
+      band_size_(std::min(kBand, round_up_pow2(capacity))),
+      band_shift_(static_cast<uint32_t>(__builtin_ctz(band_size_))) {}
 
 uint64_t CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) noexcept {
   if (id == 0) return 0;  // CUPTI's correlation ids start at 1
@@ -112,17 +115,69 @@ double CorrelationTable::ids_per_store() const noexcept {
   return static_cast<double>(max_id - min_id + 1) / static_cast<double>(max_seq - min_seq + 1);
 }
 
+bool CorrelationTable::band_excludes(uint64_t first, uint32_t id) const noexcept {
+  const Band& b = bands_[(first & mask_) >> band_shift_];
+  if (b.first.load(std::memory_order_acquire) != first + 1) return false;
+  const uint64_t range = b.range.load(std::memory_order_acquire);
+  if (b.first.load(std::memory_order_relaxed) != first + 1) return false;  // rewritten meanwhile
+  return static_cast<uint32_t>(id - static_cast<uint32_t>(range)) > static_cast<uint32_t>(range >> 32);
+}
+
+void CorrelationTable::summarize(uint64_t first) const noexcept {
+  if (summarizing_.exchange(true, std::memory_order_acquire)) return;
+  Band& b = bands_[(first & mask_) >> band_shift_];
+  // Bands are summarized while in the live window, which only moves forward: a newer band in
+  // this place stays.
+  bool complete = b.first.load(std::memory_order_relaxed) < first + 1;
+  uint32_t ref = 0;
+  bool any = false;
+  int64_t lo = 0, hi = 0;
+  for (uint64_t q = first; complete && q < first + band_size_; ++q) {
+    const uint64_t stamp = slots_[q & mask_].stamp.load(std::memory_order_acquire);
+    if (stamp > (stamp_of(q) | 1)) continue;  // overwritten by a newer launch: not live
+    if (stamp != stamp_of(q)) {
+      complete = false;  // not yet published (claimed, being written, or not reached): later
+      break;
+    }
+    // The id store precedes the stamp's release; a newer launch's id read here instead (the slot
+    // rewritten since) only widens the range.
+    const uint32_t id = ids_[q & mask_].load(std::memory_order_relaxed);
+    if (!any) ref = id;
+    any = true;
+    const int64_t d = static_cast<int32_t>(id - ref);
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+  }
+  // Ids more than 2^30 apart in one band (never seen: launches are not that sparse) are not
+  // summarized, as ranges across a wrap would be ambiguous; the band is then always scanned.
+  if (complete && any && hi - lo < (int64_t{1} << 30)) {
+    const uint32_t low = ref + static_cast<uint32_t>(lo);
+    b.first.store(0, std::memory_order_relaxed);
+    b.range.store(uint64_t{low} | (static_cast<uint64_t>(hi - lo) << 32), std::memory_order_release);
+    b.first.store(first + 1, std::memory_order_release);
+  }
+  summarizing_.store(false, std::memory_order_release);
+}
+
 bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexcept {
   if (id == 0) return false;
-  const uint64_t end = next_.load(std::memory_order_acquire);
-  const uint64_t begin = end > capacity() ? end - capacity() : 0;
-  const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
   // The id column names the candidate slots (16 per cache line); read() validates the slot.
   const auto hit = [&](uint64_t q) {
     if (ids_[q & mask_].load(std::memory_order_relaxed) != id || !read(q, id, out)) return false;
     found(q, id);
     return true;
   };
+  // Records arrive nearly in launch order: first forward from the previous hit, up to the newest
+  // launch the reader saw last, without reading next_ (the launching threads' counter: a read on
+  // every record would take its cache line from them at every launch). read() validates the
+  // slot, so a window seen earlier is as safe as a fresh one.
+  const uint64_t seen = seen_end_.load(std::memory_order_relaxed);
+  for (uint64_t q = cursor_.load(std::memory_order_relaxed), e = std::min(seen, q + kScan); q < e; ++q)
+    if (hit(q)) return true;
+  const uint64_t end = next_.load(std::memory_order_acquire);
+  if (end > seen) seen_end_.store(end, std::memory_order_relaxed);
+  const uint64_t begin = end > capacity() ? end - capacity() : 0;
+  const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
   // Records arrive nearly in launch order: near the slot after the previous hit first, forward
   // then back; then the rest of the live slots, so a context in the table is always found.
   const uint64_t near_end = std::min(end, cursor + kScan);
@@ -131,10 +186,30 @@ bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexc
     if (hit(q)) return true;
   for (uint64_t q = cursor; q > near_begin; --q)
     if (hit(q - 1)) return true;
-  for (uint64_t q = near_end; q < end; ++q)
-    if (hit(q)) return true;
-  for (uint64_t q = near_begin; q > begin; --q)
-    if (hit(q - 1)) return true;
+  // The rest, band by band: [lo, hi) of the band that starts at `first`, unless its id range
+  // excludes the id (a band wholly in the live window gets its range the first time).
+  const auto band = [&](uint64_t first, uint64_t lo, uint64_t hi, bool backward) {
+    if (lo >= hi || band_excludes(first, id)) return false;
+    if (first >= begin && first + band_size_ <= end) {
+      summarize(first);
+      if (band_excludes(first, id)) return false;
+    }
+    if (backward) {
+      for (uint64_t q = hi; q > lo; --q)
+        if (hit(q - 1)) return true;
+    } else {
+      for (uint64_t q = lo; q < hi; ++q)
+        if (hit(q)) return true;
+    }
+    return false;
+  };
+  const uint64_t bsize = band_size_;
+  for (uint64_t first = near_end - near_end % bsize; first < end; first += bsize)
+    if (band(first, std::max(first, near_end), std::min(first + bsize, end), false)) return true;
+  for (uint64_t first = near_begin - near_begin % bsize; first + bsize > begin; first -= bsize) {
+    if (band(first, std::max(first, begin), std::min(first + bsize, near_begin), true)) return true;
+    if (first == 0) break;
+  }
   // Not there: lost if a later launch was stored (its context was overwritten or never kept);
   // a miss for an id no launch reached yet is not a loss.
   uint32_t newest = 0;

@@ -14,9 +14,14 @@
 //
 // Finding an id: a column of the ids by slot (4 bytes each, 16 to a cache line, also written in
 // launch order) is scanned from the slot after the reader's previous hit, forward then back, and
-// where the record is far out of order, over every live slot, so a context in the table is
-// always found (a miss, an id whose context is gone or was never stored, costs a pass over the
-// 64 KiB column). A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
+// where the record is far out of order, over every other live slot, so a context in the table is
+// always found. That pass goes band by band (kBand launches each): a band whose every launch is
+// published (or already overwritten) gets, once, the range of the ids it holds, and a band whose
+// range excludes the id is skipped unread. So a miss (an id whose context is gone, the common case
+// for a reader that fell behind) reads one word per band and the bands still being written, not
+// the whole column: a reader that falls behind catches up instead of slowing down further. A
+// context stored late under an old id (its thread preempted between CUPTI's id and the store)
+// widens its own band's range and is still found. A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
 // preempted for a whole lap of the table loses to the newer one and counts a collision instead
 // of tearing it), filled with release stores and published with its sequence number; the reader
 // validates the stamp before and after copying (a seqlock keyed by the sequence
@@ -36,6 +41,9 @@ class CorrelationTable {
  public:
   // How far the reader scans either side of its cursor before it scans the whole table.
   static constexpr uint32_t kScan = 64;
+  // Launches per band of the id ranges that let a miss skip most of the table (fewer in a table
+  // smaller than this).
+  static constexpr uint32_t kBand = 256;
 
   // capacity is rounded up to a power of two (at least 16).
   explicit CorrelationTable(uint32_t capacity);
@@ -74,14 +82,32 @@ class CorrelationTable {
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
   bool id_at(uint64_t seq, uint32_t* id) const noexcept;
   void found(uint64_t seq, uint32_t id) const noexcept;  // cursor and id rate after a hit
+  // Band [first, first + band size) has an id range and `id` is outside it.
+  bool band_excludes(uint64_t first, uint32_t id) const noexcept;
+  // Gives band `first` its id range if every launch of it is published or overwritten (one
+  // thread at a time; another finding it busy goes on scanning).
+  void summarize(uint64_t first) const noexcept;
 
   std::unique_ptr<Slot[]> slots_;
   std::unique_ptr<std::atomic<uint32_t>[]> ids_;  // the id column: ids_[seq % capacity]
+  // Id range of the band of launches first .. first + band_size_ - 1, kept at
+  // bands_[(first % capacity) / band_size_]: `first` is its first sequence number + 1 (0: none,
+  // or being rewritten), `range` its lowest id (low half) and the span up to its highest (high
+  // half), across 32-bit wraps. A seqlock: first, then range, then first again.
+  struct Band {
+    std::atomic<uint64_t> first{0};
+    std::atomic<uint64_t> range{0};
+  };
+  std::unique_ptr<Band[]> bands_;
   uint32_t mask_;
+  uint32_t band_size_;   // a power of two
+  uint32_t band_shift_;  // log2(band_size_)
+  alignas(64) mutable std::atomic<bool> summarizing_{false};
   alignas(64) std::atomic<uint64_t> next_{0};  // the next launch sequence number
   std::atomic<uint64_t> collisions_{0};
   // Reader side, on its own line: the writers never touch it.
   alignas(64) mutable std::atomic<uint64_t> cursor_{0};
+  mutable std::atomic<uint64_t> seen_end_{0};  // next_ as the reader last read it
   mutable std::atomic<uint64_t> overwritten_{0};
   // Id rate: ids unwrapped to 64 bits relative to the first found (which is 2^40), and the
   // range of ids and sequence numbers the found contexts span.

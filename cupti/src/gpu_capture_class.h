@@ -23,6 +23,7 @@
 #include "callback_selection.h"
 #include "capture_lock_order.h"
 #include "capture_tuning.h"
+#include "client_mux.h"
 #include "correlation_table.h"
 #include "cupti_library.h"
 #include "fixture_recorder.h"
@@ -99,6 +100,10 @@ class GpuCapture {
   inline void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                      const CUpti_CallbackData* cb);
   inline void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
+  // An NCCL kernel launched with no NCCL call on its thread while calls wait for their kernels:
+  // ctx's comm fields from the call waiting on its stream (rare: out of line).
+  void take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                              const CUpti_CallbackData* cb, core::LaunchContext* ctx);
   void processing_loop();
   // Normal (complete buffers only) or forced flush; try_only skips when another flush runs.
   void flush(bool forced, bool try_only);
@@ -110,6 +115,7 @@ class GpuCapture {
   // Processing thread, once: the CUDA name of the device of the first record.
   void resolve_device_name();
 
+  ClientMux& mux_ = ClientMux::get();  // one load on the hot path, not a call
   Hooks hooks_;
   core::Config config_;
   bool configured_ = false;

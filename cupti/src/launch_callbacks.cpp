@@ -16,13 +16,15 @@ namespace {
 
 // The launch the calling thread is inside: a nested launch callback (the driver call a runtime
 // launch makes, or __cudaLaunchKernel under cudaLaunchKernel) reuses the outer context so both
-// correlation ids join to the same region. Default TLS model: libtraintime.so may be dlopen()ed
-// by the driver (CUDA_INJECTION64_PATH) without being preloaded, where initial-exec TLS can fail.
+// correlation ids join to the same region. Initial-exec TLS: a %fs-relative access instead of a
+// __tls_get_addr call in each of a launch's four callbacks. libtraintime.so is preloaded (DESIGN
+// §2; the driver's dlopen through CUDA_INJECTION64_PATH finds it already loaded), and its TLS is
+// static already (preload/session.cpp's t_thread_state), so this costs no loading mode.
 struct LaunchNest {
   uint32_t depth = 0;
   core::LaunchContext ctx;
 };
-thread_local LaunchNest t_nest;
+thread_local LaunchNest t_nest __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
@@ -30,17 +32,20 @@ void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domai
                                       CUpti_CallbackId cbid, const void* data) {
   auto* self = static_cast<GpuCapture*>(self_ptr);
   // A profiler whose subscription rides on traintime's gets the calls it enabled, capture or not.
-  ClientMux::get().dispatch(domain, cbid, data);
+  self->mux_.dispatch(domain, cbid, data);
   if (!self->capturing_.load(std::memory_order_relaxed)) return;
-  const int saved_errno = errno;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
-    self->on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
-  else if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    self->on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));  // keeps errno
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    const int saved_errno = errno;
     self->on_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
-  errno = saved_errno;
+    errno = saved_errno;
+  }
 }
 
-// Hot path: application thread, inside the launch. No lock, no allocation.
+// Hot path: application thread, inside the launch. No lock, no allocation. errno: the common
+// path (role table, nest, launch-context hook, table store) touches none; each rarer branch that
+// calls out (flush, NCCL pending call, first launch, fixture recorder) saves and restores it.
 void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                         const CUpti_CallbackData* cb) {
   const ApiRole role = roles_.get(domain, cbid);
@@ -50,7 +55,11 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     // of a context's destruction its work is done and its records can be delivered. try_only:
     // if another thread is flushing, it may be waiting on the very driver lock this thread holds.
     // Lock order: capture_lock_order.h.
-    if (cb->callbackSite == CUPTI_API_EXIT) flush(false, true);
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      const int saved_errno = errno;
+      flush(false, true);
+      errno = saved_errno;
+    }
     return;
   }
   if (role == ApiRole::kCaptureBegin) {
@@ -65,24 +74,40 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   }
   if (nest.depth == 0) {
     nest.ctx = current_context();
+    // An NCCL kernel launched by NCCL's own thread: only when some call waits for one (one
+    // relaxed load) is the kernel's name looked at.
     if (nest.ctx.comm.op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
-        hooks_.pending_comm_call != nullptr && cb->symbolName != nullptr &&
-        core::is_nccl_kernel(cb->symbolName)) {
-      const void* stream = nullptr;
-      if (launch_stream(domain, cbid, cb->functionParams, &stream))
-        hooks_.pending_comm_call(stream, &nest.ctx);
-    }
+        hooks_.comm_calls_waiting != nullptr && hooks_.comm_calls_waiting())
+      take_pending_comm_call(domain, cbid, cb, &nest.ctx);
   }
   ++nest.depth;
   launches_->store(cb->correlationId, nest.ctx);
-  if (!recorded_.exchange(true, std::memory_order_relaxed)) {
+  if (!recorded_.load(std::memory_order_relaxed) && !recorded_.exchange(true, std::memory_order_relaxed)) {
     // Once, at the first launch, so after CUDA initialised and registered its own atexit
     // teardown: handlers run in reverse order, so the forced flush runs before CUDA tears down
     // even when the process recorded a region (and registered its rank-file hook) before cuInit.
+    const int saved_errno = errno;
     std::atexit([] { GpuCapture::get().shutdown("exit"); });
     if (hooks_.on_first_launch) hooks_.on_first_launch();  // the process has GPU work
+    errno = saved_errno;
   }
-  if (recorder_) recorder_->on_api(domain, cbid, cb, nest.ctx);
+  if (recorder_) {
+    const int saved_errno = errno;
+    recorder_->on_api(domain, cbid, cb, nest.ctx);
+    errno = saved_errno;
+  }
+}
+
+void GpuCapture::take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                        const CUpti_CallbackData* cb, core::LaunchContext* ctx) {
+  if (hooks_.pending_comm_call == nullptr || cb->symbolName == nullptr ||
+      !core::is_nccl_kernel(cb->symbolName))
+    return;
+  const void* stream = nullptr;
+  if (!launch_stream(domain, cbid, cb->functionParams, &stream)) return;
+  const int saved_errno = errno;
+  hooks_.pending_comm_call(stream, ctx);
+  errno = saved_errno;
 }
 
 void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {

@@ -63,8 +63,10 @@ void queue_pending(const void* stream, const Call& call) noexcept {
   g_queued.fetch_add(1, std::memory_order_relaxed);
 }
 
+bool calls_waiting() noexcept { return g_queued.load(std::memory_order_relaxed) > 0; }
+
 bool take_pending_call(const void* stream, Call* out) noexcept {
-  if (g_queued.load(std::memory_order_relaxed) <= 0) return false;
+  if (!calls_waiting()) return false;
   StreamQueue* q = find(key_of(stream), false);
   if (q == nullptr) return false;
   Hold hold(*q);

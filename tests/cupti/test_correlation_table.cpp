@@ -139,6 +139,72 @@ TEST_CASE("records of interleaved buffers, newest first, are all found", "[corre
   CHECK(t.overwritten() == 0);
 }
 
+TEST_CASE("a reader that fell behind is told of each loss, and late stores under old ids are found",
+          "[correlation]") {
+  // Records of launches long evicted arrive in order (the processing thread fell more than
+  // capacity launches behind): each is a counted loss. Meanwhile one context was stored late
+  // under an old id (its thread was preempted between CUPTI's id and the store), in the middle of
+  // launches with far newer ids: the id ranges that let misses skip bands must still cover it.
+  constexpr uint32_t kCap = 4096;
+  CorrelationTable t(kCap);
+  for (uint32_t id = 1; id <= 3 * kCap; ++id) t.store(id, context_for(id));
+  uint32_t id = 3 * kCap;
+  for (int k = 0; k < 2000; ++k) {
+    ++id;
+    t.store(id, context_for(id));
+  }
+  const uint32_t late = 5;  // evicted long ago, stored again by a late launch
+  t.store(late, context_for(late));
+  for (int k = 0; k < 2000; ++k) {
+    ++id;
+    t.store(id, context_for(id));
+  }
+  LaunchContext got;
+  // The last kCap launches: the late one and the kCap - 1 newest ids. The ids between are gone;
+  // one lookup of each, oldest first.
+  const uint32_t oldest_live = id - kCap + 2;
+  uint64_t misses = 0;
+  for (uint32_t old = 6; old < oldest_live; ++old) {
+    CHECK_FALSE(t.lookup(old, &got));
+    ++misses;
+  }
+  CHECK(t.overwritten() == misses);
+  REQUIRE(t.lookup(late, &got));
+  CHECK(same(got, context_for(late)));
+  // Every live context is still found, in any order, and the ids past the newest are no loss.
+  std::vector<uint32_t> live;
+  for (uint32_t l = oldest_live; l <= id; ++l) live.push_back(l);
+  std::mt19937 rng(3);
+  std::shuffle(live.begin(), live.end(), rng);
+  for (uint32_t l : live) {
+    REQUIRE(t.lookup(l, &got));
+    CHECK(same(got, context_for(l)));
+  }
+  CHECK_FALSE(t.lookup(id + 1, &got));
+  CHECK(t.overwritten() == misses);
+}
+
+TEST_CASE("band id ranges hold across the 32-bit wrap of the correlation ids", "[correlation]") {
+  CorrelationTable t(1024);
+  std::vector<uint32_t> ids;
+  uint32_t id = 0xFFFFF000u;
+  for (int k = 0; k < 3000; ++k) {
+    id += 3;
+    if (id == 0) id = 1;
+    ids.push_back(id);
+    t.store(id, context_for(id));
+  }
+  LaunchContext got;
+  CHECK_FALSE(t.lookup(ids[0], &got));  // a miss: every complete band gets its range
+  std::vector<uint32_t> live(ids.end() - 1024, ids.end());
+  std::mt19937 rng(5);
+  std::shuffle(live.begin(), live.end(), rng);
+  for (uint32_t l : live) {
+    REQUIRE(t.lookup(l, &got));
+    CHECK(same(got, context_for(l)));
+  }
+}
+
 namespace {
 
 // One writer's recent stores for the reader: (sequence number << 32) | id, newest last.

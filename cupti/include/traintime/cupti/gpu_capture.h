@@ -40,6 +40,10 @@ struct Hooks {
   // NCCL launches from a thread it creates): fills ctx's comm fields with the call waiting for
   // it on `stream` and returns true, else false. Lock-free when nothing waits. May be null.
   bool (*pending_comm_call)(const void* stream, core::LaunchContext* ctx) noexcept = nullptr;
+  // Whether any NCCL call waits for such a kernel (one relaxed load, called on every kernel
+  // launch made outside an NCCL call): only then is pending_comm_call's name check made. Null:
+  // pending_comm_call is never called.
+  bool (*comm_calls_waiting)() noexcept = nullptr;
   // Number of tt_step calls so far. Lock-free.
   uint32_t (*steps_completed)() noexcept = nullptr;
   // The first launch this process made: it now has something to write. Called once.

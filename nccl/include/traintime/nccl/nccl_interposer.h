@@ -64,6 +64,10 @@ void note_capture_begin() noexcept;
 // nothing waits; errno untouched.
 bool take_pending_call(const void* stream, Call* out) noexcept;
 
+// Whether any call waits for its kernel (one relaxed load): lets the launch callback skip the
+// kernel-name check on the launches of a process with no nonblocking communicator in flight.
+bool calls_waiting() noexcept;
+
 // The call table's snapshot (stable ids included) and the interposer's own warnings (calls on
 // communicators it could not register, groups lost, table overflow). Empty when nothing was
 // recorded.
