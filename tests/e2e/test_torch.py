@@ -97,3 +97,38 @@ def test_without_the_preload_torch_is_untouched(build_dir: Path, tmp_path: Path)
     ran = run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "out", preload=False)
     assert ran["enabled"] is False and ran["backward_modules"] == 0 and ran["loader_class"] == "DataLoader"
     assert not (tmp_path / "out").exists()
+
+
+def test_pypi_torch_activation_checkpointing_is_recompute_under_backward(build_dir: Path, tmp_path: Path) -> None:
+    """torch.utils.checkpoint re-runs the blocks' forward inside backward: that run is
+    backward/recompute (per-layer paths below it), the forward rows and the samples and tokens
+    count each forward once, and reentrant checkpointing's inner backward adds no second region."""
+    python = pyenv_python(build_dir)
+    category = "recompute" if "recompute" in json.loads(subprocess.run(
+        [str(python), "-c", "import json, traintime; print(json.dumps(traintime.CATEGORIES))"],
+        env=clean_env({"PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")}), capture_output=True, text=True,
+        check=True).stdout) else "backward"
+    c = Checks()
+    for mode in ("reentrant", "non-reentrant"):
+        out = tmp_path / mode
+        ran = run_layers(python, build_dir, out, "--checkpoint", mode)
+        doc, rows = regions(out)
+        expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+                  "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS),
+                  "backward/recompute": (category, FORWARDS)}
+        for name in LAYERS:
+            expect[f"forward/{name}"] = ("forward", FORWARDS)
+            expect[f"backward/{name}"] = ("backward", FORWARDS)
+        for name in ("blocks", "blocks/0", "blocks/1"):  # what runs under the checkpoint
+            expect[f"backward/recompute/{name}"] = (category, FORWARDS)
+        for path, (cat, count) in expect.items():
+            row = rows.get(path)
+            c.check(row is not None and (row["category"], row["count"]) == (cat, count),
+                    f"{mode}: {path}: {row and (row['category'], row['count'])}, expected {(cat, count)}")
+        extra = sorted(set(rows) - set(expect))
+        c.check(not extra, f"{mode}: regions not expected: {extra}")
+        steps = doc["steps"]
+        c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
+                f"{mode}: steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
+        c.check(ran["backward_modules"] == len(LAYERS), f"{mode}: ran {ran}")
+    c.done()
