@@ -7,7 +7,8 @@ After the call, every training step shows up as
   thread. The training thread stays inside ``backward`` while autograd's device threads run, so
   GPU work they launch is attributed to it (DESIGN §4 rule 2);
 * ``optimizer`` - ``optimizer.step()``, followed by ``traintime.step()``, so a step ends when
-  the optimizer steps. With gradient accumulation, one step covers all its micro-batches;
+  the optimizer steps. With gradient accumulation, one step covers all its micro-batches. For
+  ``optimizer.step(closure)`` the region opens when the closure (forward and backward) returns;
 * ``recompute`` - activation checkpointing's forward re-run during backward
   (``torch.utils.checkpoint.checkpoint``, reentrant and non-reentrant, and what builds on it:
   Hugging Face's gradient checkpointing, FSDP's ``checkpoint_wrapper``). It is a region of its
@@ -43,7 +44,12 @@ Options (keyword names are the contract):
   you.
 
 Samples per step are the leading dimension of the model's first tensor argument, summed over the
-step's forward calls.
+step's forward calls; for a model called with keywords only (``model(**batch)``) that is
+``input_ids``, else the first tensor keyword (PyTorch 2.0 on), and the default tokens count it too.
+
+Frameworks that build the model and optimizer themselves: ``traintime.hf.Callback()`` (Hugging
+Face Trainer) and ``traintime.lightning.Callback()`` (PyTorch Lightning) call ``instrument`` for
+you; with Accelerate, instrument what ``accelerator.prepare`` returns.
 
 ``torch.compile``: inside compiled code the hooks add no region (``torch.compiler.is_compiling()``),
 so they never cause graph breaks. Instrument the compiled module (``instrument(torch.compile(model),
@@ -291,6 +297,10 @@ def _backward_range_hooks(module: Any, name: str) -> List[Any]:
     warnings.filterwarnings("ignore", category=UserWarning,
                             message="Full backward hook is firing when gradients are computed with respect to "
                                     "module outputs since no inputs require gradients")
+    # A module whose output is not a tensor (a Hugging Face ModelOutput) never runs backward hooks,
+    # and PyTorch warns at each forward: such a module gets no backward range, which is all it means.
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message="For backward hooks to be called, module output should be a Tensor")
     handles = [module.register_full_backward_pre_hook(pre_hook)]
     try:
         handles.append(module.register_full_backward_hook(post_hook))
@@ -298,6 +308,12 @@ def _backward_range_hooks(module: Any, name: str) -> List[Any]:
         handles[0].remove()
         raise
     return handles
+
+
+def _set_class(obj: Any, cls: type) -> None:
+    """obj.__class__ = cls, also for loaders whose class hides __class__ behind a read-only
+    property (Accelerate's DataLoaderShard reports the DataLoader it wraps)."""
+    object.__dict__["__class__"].__set__(obj, cls)
 
 
 def _loader_subclass(cls: type, region: Any) -> type:
@@ -364,6 +380,10 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
         if not count:
             return
         t = _first_tensor(args, torch)
+        if t is None and kwargs:  # model(**batch), as Hugging Face's Trainer calls it
+            t = kwargs.get("input_ids")
+            if not isinstance(t, torch.Tensor):
+                t = _first_tensor(kwargs.values(), torch)
         if t is not None and t.dim() > 0:
             counts["samples"] += int(t.shape[0])
         if tokens_per_batch is None:
@@ -404,8 +424,32 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
 
         # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.
         def stepped(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with optimizer_region:
-                result = original_step(*args, **kwargs)
+            closure = kwargs.get("closure", args[0] if args else None)
+            if not callable(closure):
+                with optimizer_region:
+                    result = original_step(*args, **kwargs)
+            else:
+                # step(closure): the optimizer runs forward and backward first (Lightning's automatic
+                # optimization does): the optimizer region opens when the closure returns.
+                opened: List[bool] = []
+
+                def closed(*cargs: Any, **ckwargs: Any) -> Any:
+                    if opened:
+                        return closure(*cargs, **ckwargs)
+                    loss = closure(*cargs, **ckwargs)
+                    optimizer_region.__enter__()
+                    opened.append(True)
+                    return loss
+
+                if "closure" in kwargs:
+                    kwargs["closure"] = closed
+                else:
+                    args = (closed,) + args[1:]
+                try:
+                    result = original_step(*args, **kwargs)
+                finally:
+                    if opened:
+                        optimizer_region.__exit__(None, None, None)
             if step:
                 traintime.step(counts["samples"], counts["tokens"])
             counts["samples"] = counts["tokens"] = 0
@@ -420,7 +464,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
     if dataloader is not None:
         loader_class = type(dataloader)
         base = getattr(loader_class, "_traintime_original", loader_class)
-        dataloader.__class__ = _loader_subclass(base, traintime.region("dataloader", category="io"))
+        _set_class(dataloader, _loader_subclass(base, traintime.region("dataloader", category="io")))
         loader_class = base
 
     handle = Handle(hooks, optimizer, original_step, dataloader, loader_class)
@@ -455,5 +499,5 @@ class Handle:
             self._optimizer.step = self._original_step
             self._original_step = None
         if self._dataloader is not None and self._loader_class is not None:
-            self._dataloader.__class__ = self._loader_class
+            _set_class(self._dataloader, self._loader_class)
             self._dataloader = None

@@ -1,0 +1,103 @@
+"""The frameworks users train with, each instrumented by its one line and run for real on the CPU
+under the preload (frameworks_train.py, PyPI environment of scripts/pyenv.py): Hugging Face's
+Trainer with traintime.hf.Callback() (with and without gradient checkpointing) and PyTorch
+Lightning with traintime.lightning.Callback(). The rank file must show one step per optimizer
+step (gradient accumulation), the forward/backward/optimizer/io regions and the per-layer paths
+with their counts, the samples and tokens of the batches, and be the only file, of rank 0 in a
+world of 1."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testlib import SOURCE_DIR, Checks, clean_env, load_json, missing_dependency, pyenv_python
+
+HERE = Path(__file__).resolve().parent
+STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8  # frameworks_train.py's
+FORWARDS = STEPS * ACCUM
+
+
+def run(build_dir: Path, out: Path, framework: str, module: str) -> dict[str, Any]:
+    python = pyenv_python(build_dir)
+    env = clean_env({"TRAINTIME_OUTPUT": str(out), "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
+    if subprocess.run([str(python), "-c", f"import {module}"], env=env, capture_output=True).returncode != 0:
+        missing_dependency(f"{module} is not installed in {python.parent.parent}: run scripts/pyenv.py "
+                           f"{build_dir / 'pyenv'} (needs PyPI)")
+    env["LD_PRELOAD"] = str(build_dir / "lib" / "libtraintime.so")
+    p = subprocess.run([str(python), str(HERE / "frameworks_train.py"), framework], env=env, capture_output=True,
+                       text=True, timeout=240)
+    assert p.returncode == 0, f"frameworks_train.py {framework} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    ours = [x for x in p.stderr.splitlines() if x.startswith("traintime") and "rank files" not in x]
+    assert not ours, f"traintime said: {ours}"
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def check_rank_file(c: Checks, out: Path, expect: dict[str, tuple[str, int]]) -> None:
+    files = sorted(x.name for x in out.iterdir())
+    c.check(files == ["rank-00000.json"], f"files written: {files}")
+    doc = load_json(out / "rank-00000.json")
+    c.check((doc["rank"], doc["world_size"]) == (0, 1), f"rank {doc['rank']} of {doc['world_size']}")
+    rows = {r["path"]: r for r in doc["regions"]}
+    for path, (category, count) in expect.items():
+        row = rows.get(path)
+        c.check(row is not None and (row["category"], row["count"]) == (category, count),
+                f"{path}: {row and (row['category'], row['count'])}, expected {(category, count)}")
+    extra = sorted(set(rows) - set(expect))
+    c.check(not extra, f"regions not expected: {extra}")
+    steps = doc["steps"]
+    c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
+            f"steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
+
+
+def hf_expected(checkpointing: bool, recompute: str = "") -> dict[str, tuple[str, int]]:
+    # GPT-2 with two layers, depth=3: transformer.h is a ModuleList (never called, so no region of
+    # its own); transformer itself returns a ModelOutput, which PyTorch runs no backward hooks for;
+    # drop has no parameters (no backward range).
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS)}
+    for name in ("transformer", "transformer/wte", "transformer/wpe", "transformer/drop", "transformer/0",
+                 "transformer/1", "transformer/ln_f", "lm_head"):
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+    for name in ("transformer/wte", "transformer/wpe", "transformer/h/0", "transformer/h/1", "transformer/ln_f",
+                 "lm_head"):
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    if checkpointing:
+        # transformers 5 checkpoints each layer's forward (inside the layer's hooks): one recompute
+        # per layer and forward, in backward, and none of it in forward's counts.
+        expect["backward/recompute"] = (recompute, FORWARDS * 2)
+    return expect
+
+
+def test_hf_trainer_callback_gives_one_step_per_optimizer_step(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "hf", "transformers")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    check_rank_file(c, tmp_path / "out", hf_expected(False))
+    c.done()
+
+
+def test_hf_trainer_gradient_checkpointing_is_recompute(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "hf-checkpointing", "transformers")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    # recompute, or backward while the library has no recompute category (docs/attribution.md)
+    c.check(ran["recompute_category"] in ("recompute", "backward"), f"ran {ran}")
+    check_rank_file(c, tmp_path / "out", hf_expected(True, ran["recompute_category"]))
+    c.done()
+
+
+def test_lightning_callback_keeps_forward_and_backward_out_of_the_optimizer(build_dir: Path, tmp_path: Path) -> None:
+    """Lightning runs forward and backward inside optimizer.step(closure): they must still be
+    forward and backward, not optimizer/forward."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "lightning", "lightning")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS)}
+    for name in ("embed", "head"):
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    check_rank_file(c, tmp_path / "out", expect)
+    c.done()
