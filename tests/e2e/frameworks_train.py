@@ -1,7 +1,8 @@
 """Tiny CPU training runs of the frameworks users train with, each instrumented by its one line
 (test_frameworks.py runs them under LD_PRELOAD): Hugging Face's Trainer with
-`traintime.hf.Callback()` on a GPT-2 built from a config (nothing is downloaded), and PyTorch
-Lightning with `traintime.lightning.Callback()`. STEPS optimizer steps of ACCUM micro-batches of
+`traintime.hf.Callback()` on a GPT-2 built from a config (nothing is downloaded), PyTorch
+Lightning with `traintime.lightning.Callback()`, and an Accelerate loop instrumenting what
+`accelerator.prepare` returned. STEPS optimizer steps of ACCUM micro-batches of
 BATCH sequences of SEQ tokens; prints one JSON line saying what ran."""
 from __future__ import annotations
 
@@ -72,11 +73,34 @@ def lightning() -> dict:
     return {"framework": "lightning", "version": L.__version__, "steps": trainer.global_step}
 
 
+def accelerate() -> dict:
+    import accelerate
+
+    import traintime.torch
+
+    model = torch.nn.Sequential(torch.nn.Embedding(VOCAB, 16), torch.nn.Linear(16, VOCAB))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(token_ids()), batch_size=BATCH)
+    acc = accelerate.Accelerator(cpu=True, gradient_accumulation_steps=ACCUM)
+    model, opt, loader = acc.prepare(model, opt, loader)
+    traintime.torch.instrument(model, opt, depth=1, dataloader=loader)
+    steps = 0
+    for (ids,) in loader:
+        with acc.accumulate(model):
+            loss = torch.nn.functional.cross_entropy(model(ids).reshape(-1, VOCAB), ids.reshape(-1))
+            acc.backward(loss)
+            opt.step()
+            steps += int(acc.sync_gradients)
+            opt.zero_grad()
+    return {"framework": "accelerate", "version": accelerate.__version__, "steps": steps}
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("framework", choices=["hf", "hf-checkpointing", "lightning"])
+    ap.add_argument("framework", choices=["hf", "hf-checkpointing", "lightning", "accelerate"])
     a = ap.parse_args()
-    ran = lightning() if a.framework == "lightning" else hf(a.framework == "hf-checkpointing")
+    ran = (lightning() if a.framework == "lightning" else accelerate() if a.framework == "accelerate"
+           else hf(a.framework == "hf-checkpointing"))
     ran["enabled"] = traintime.enabled()
     import traintime.torch
     ran["recompute_category"] = traintime.torch.recompute_category()

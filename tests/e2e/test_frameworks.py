@@ -1,7 +1,8 @@
 """The frameworks users train with, each instrumented by its one line and run for real on the CPU
 under the preload (frameworks_train.py, PyPI environment of scripts/pyenv.py): Hugging Face's
-Trainer with traintime.hf.Callback() (with and without gradient checkpointing) and PyTorch
-Lightning with traintime.lightning.Callback(). The rank file must show one step per optimizer
+Trainer with traintime.hf.Callback() (with and without gradient checkpointing), PyTorch
+Lightning with traintime.lightning.Callback(), and Accelerate's prepared objects instrumented as
+they are. The rank file must show one step per optimizer
 step (gradient accumulation), the forward/backward/optimizer/io regions and the per-layer paths
 with their counts, the samples and tokens of the batches, and be the only file, of rank 0 in a
 world of 1."""
@@ -97,6 +98,23 @@ def test_lightning_callback_keeps_forward_and_backward_out_of_the_optimizer(buil
     expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
               "optimizer": ("optimizer", STEPS)}
     for name in ("embed", "head"):
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    check_rank_file(c, tmp_path / "out", expect)
+    c.done()
+
+
+def test_accelerate_prepared_objects_step_only_when_gradients_sync(build_dir: Path, tmp_path: Path) -> None:
+    """instrument(*accelerator.prepare(...)) as written: a DataLoaderShard, and an optimizer
+    called every micro-batch under accelerator.accumulate() that steps every ACCUM-th."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "accelerate", "accelerate")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS),
+              # the for loop's last next() is timed too: it finds the loader exhausted
+              "dataloader": ("io", FORWARDS + 1)}
+    for name in ("0", "1"):
         expect[f"forward/{name}"] = ("forward", FORWARDS)
         expect[f"backward/{name}"] = ("backward", FORWARDS)
     check_rank_file(c, tmp_path / "out", expect)

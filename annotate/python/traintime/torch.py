@@ -49,7 +49,9 @@ step's forward calls; for a model called with keywords only (``model(**batch)``)
 
 Frameworks that build the model and optimizer themselves: ``traintime.hf.Callback()`` (Hugging
 Face Trainer) and ``traintime.lightning.Callback()`` (PyTorch Lightning) call ``instrument`` for
-you; with Accelerate, instrument what ``accelerator.prepare`` returns.
+you; with Accelerate, instrument what ``accelerator.prepare`` returns
+(``instrument(model, optimizer, dataloader=loader)``): under ``accelerator.accumulate()`` the
+optimizer's calls that do not step (``gradient_state.sync_gradients`` false) are no step.
 
 ``torch.compile``: inside compiled code the hooks add no region (``torch.compiler.is_compiling()``),
 so they never cause graph breaks. Instrument the compiled module (``instrument(torch.compile(model),
@@ -424,6 +426,10 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
 
         # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.
         def stepped(self: Any, *args: Any, **kwargs: Any) -> Any:
+            # Accelerate's optimizer under accelerator.accumulate() is called every micro-batch
+            # and steps only when gradients are synchronised: the other calls are no step.
+            if not getattr(getattr(self, "gradient_state", None), "sync_gradients", True):
+                return original_step(*args, **kwargs)
             closure = kwargs.get("closure", args[0] if args else None)
             if not callable(closure):
                 with optimizer_region:
