@@ -1,11 +1,11 @@
 """The frameworks users train with, each instrumented by its one line and run for real on the CPU
 under the preload (frameworks_train.py, PyPI environment of scripts/pyenv.py): Hugging Face's
 Trainer with traintime.hf.Callback() (with and without gradient checkpointing), PyTorch
-Lightning with traintime.lightning.Callback(), and Accelerate's prepared objects instrumented as
-they are. The rank file must show one step per optimizer
+Lightning with traintime.lightning.Callback(), Accelerate's prepared objects instrumented as
+they are, and the real torchrun with DDP and FSDP2 over gloo (torchrun_train.py, 2 ranks). The rank file must show one step per optimizer
 step (gradient accumulation), the forward/backward/optimizer/io regions and the per-layer paths
-with their counts, the samples and tokens of the batches, and be the only file, of rank 0 in a
-world of 1."""
+with their counts, the samples and tokens of the batches, with the rank and world size of each
+process and no file from a launcher."""
 from __future__ import annotations
 
 import json
@@ -20,26 +20,30 @@ STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8  # frameworks_train.py's
 FORWARDS = STEPS * ACCUM
 
 
-def run(build_dir: Path, out: Path, framework: str, module: str) -> dict[str, Any]:
+def run(build_dir: Path, out: Path, framework: str, module: str, torchrun: bool = False) -> dict[str, Any]:
     python = pyenv_python(build_dir)
     env = clean_env({"TRAINTIME_OUTPUT": str(out), "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
     if subprocess.run([str(python), "-c", f"import {module}"], env=env, capture_output=True).returncode != 0:
         missing_dependency(f"{module} is not installed in {python.parent.parent}: run scripts/pyenv.py "
                            f"{build_dir / 'pyenv'} (needs PyPI)")
     env["LD_PRELOAD"] = str(build_dir / "lib" / "libtraintime.so")
-    p = subprocess.run([str(python), str(HERE / "frameworks_train.py"), framework], env=env, capture_output=True,
-                       text=True, timeout=240)
-    assert p.returncode == 0, f"frameworks_train.py {framework} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    # torchrun's own process runs under the preload too, as it does for users.
+    command = ([str(python), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                str(HERE / "torchrun_train.py"), framework] if torchrun
+               else [str(python), str(HERE / "frameworks_train.py"), framework])
+    p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"{command[1:]} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
     ours = [x for x in p.stderr.splitlines() if x.startswith("traintime") and "rank files" not in x]
     assert not ours, f"traintime said: {ours}"
     return json.loads(p.stdout.splitlines()[-1])
 
 
-def check_rank_file(c: Checks, out: Path, expect: dict[str, tuple[str, int]]) -> None:
-    files = sorted(x.name for x in out.iterdir())
-    c.check(files == ["rank-00000.json"], f"files written: {files}")
-    doc = load_json(out / "rank-00000.json")
-    c.check((doc["rank"], doc["world_size"]) == (0, 1), f"rank {doc['rank']} of {doc['world_size']}")
+def check_rank_file(c: Checks, out: Path, expect: dict[str, tuple[str, int]], rank: int = 0, world: int = 1) -> None:
+    if rank == 0:  # one file per rank: none from a launcher or a DataLoader worker
+        files = sorted(x.name for x in out.iterdir())
+        c.check(files == [f"rank-{r:05d}.json" for r in range(world)], f"files written: {files}")
+    doc = load_json(out / f"rank-{rank:05d}.json")
+    c.check((doc["rank"], doc["world_size"]) == (rank, world), f"rank {doc['rank']} of {doc['world_size']}")
     rows = {r["path"]: r for r in doc["regions"]}
     for path, (category, count) in expect.items():
         row = rows.get(path)
@@ -119,3 +123,27 @@ def test_accelerate_prepared_objects_step_only_when_gradients_sync(build_dir: Pa
         expect[f"backward/{name}"] = ("backward", FORWARDS)
     check_rank_file(c, tmp_path / "out", expect)
     c.done()
+
+
+def check_torchrun(build_dir: Path, tmp_path: Path, wrap: str, layers: list[str]) -> None:
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", wrap, "torch.distributed.run", torchrun=True)
+    c.check(ran["wrap"] == wrap and ran["enabled"], f"ran {ran}")
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS)}
+    for name in layers:
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    for rank in (0, 1):
+        check_rank_file(c, tmp_path / "out", expect, rank, 2)
+    c.done()
+
+
+def test_torchrun_ddp_gloo_two_ranks(build_dir: Path, tmp_path: Path) -> None:
+    """The real torchrun, DDP over gloo: one rank file per worker, none from torchrun itself."""
+    check_torchrun(build_dir, tmp_path, "ddp", ["module", "module/embed", "module/body", "module/head"])
+
+
+def test_torchrun_fsdp2_fully_shard_gloo_two_ranks(build_dir: Path, tmp_path: Path) -> None:
+    """FSDP2 (fully_shard on a CPU device mesh, gloo): the sharded model's layers and steps."""
+    check_torchrun(build_dir, tmp_path, "fsdp", ["embed", "body", "head"])
