@@ -125,7 +125,8 @@ def test_accelerate_prepared_objects_step_only_when_gradients_sync(build_dir: Pa
     c.done()
 
 
-def check_torchrun(build_dir: Path, tmp_path: Path, wrap: str, layers: list[str]) -> None:
+def check_torchrun(build_dir: Path, tmp_path: Path, wrap: str, layers: list[str],
+                   recomputed: tuple[str, ...] = ()) -> None:
     c = Checks()
     ran = run(build_dir, tmp_path / "out", wrap, "torch.distributed.run", torchrun=True)
     c.check(ran["wrap"] == wrap and ran["enabled"], f"ran {ran}")
@@ -134,6 +135,11 @@ def check_torchrun(build_dir: Path, tmp_path: Path, wrap: str, layers: list[str]
     for name in layers:
         expect[f"forward/{name}"] = ("forward", FORWARDS)
         expect[f"backward/{name}"] = ("backward", FORWARDS)
+    if recomputed:
+        c.check(ran["recompute_category"] in ("recompute", "backward"), f"ran {ran}")
+        expect["backward/recompute"] = (ran["recompute_category"], FORWARDS)
+        for name in recomputed:
+            expect[f"backward/recompute/{name}"] = (ran["recompute_category"], FORWARDS)
     for rank in (0, 1):
         check_rank_file(c, tmp_path / "out", expect, rank, 2)
     c.done()
@@ -147,3 +153,9 @@ def test_torchrun_ddp_gloo_two_ranks(build_dir: Path, tmp_path: Path) -> None:
 def test_torchrun_fsdp2_fully_shard_gloo_two_ranks(build_dir: Path, tmp_path: Path) -> None:
     """FSDP2 (fully_shard on a CPU device mesh, gloo): the sharded model's layers and steps."""
     check_torchrun(build_dir, tmp_path, "fsdp", ["embed", "body", "head"])
+
+
+def test_torchrun_fsdp2_checkpoint_wrapper_is_recompute(build_dir: Path, tmp_path: Path) -> None:
+    """FSDP's checkpoint_wrapper re-runs its module in backward: backward/recompute, not forward."""
+    check_torchrun(build_dir, tmp_path, "fsdp-checkpoint",
+                   ["embed", "body", "body/_checkpoint_wrapped_module", "head"], ("_checkpoint_wrapped_module",))
