@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from testlib import SOURCE_DIR, Checks, clean_env, load_json, missing_dependency, pyenv_python
+from testlib import SOURCE_DIR, Checks, check_regions, clean_env, load_json, missing_dependency, pyenv_python
 
 HERE = Path(__file__).resolve().parent
 STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8  # frameworks_train.py's
@@ -44,13 +44,7 @@ def check_rank_file(c: Checks, out: Path, expect: dict[str, tuple[str, int]], ra
         c.check(files == [f"rank-{r:05d}.json" for r in range(world)], f"files written: {files}")
     doc = load_json(out / f"rank-{rank:05d}.json")
     c.check((doc["rank"], doc["world_size"]) == (rank, world), f"rank {doc['rank']} of {doc['world_size']}")
-    rows = {r["path"]: r for r in doc["regions"]}
-    for path, (category, count) in expect.items():
-        row = rows.get(path)
-        c.check(row is not None and (row["category"], row["count"]) == (category, count),
-                f"{path}: {row and (row['category'], row['count'])}, expected {(category, count)}")
-    extra = sorted(set(rows) - set(expect))
-    c.check(not extra, f"regions not expected: {extra}")
+    check_regions(c, doc, expect, f"rank {rank}: ")
     steps = doc["steps"]
     c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
             f"steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")

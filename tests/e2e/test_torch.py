@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from testlib import SOURCE_DIR, SYSTEM_PYTHON, Checks, clean_env, load_json, pyenv_python
+from testlib import SOURCE_DIR, SYSTEM_PYTHON, Checks, check_regions, clean_env, load_json, pyenv_python
 
 HERE = Path(__file__).resolve().parent
 STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8
@@ -38,7 +38,7 @@ def regions(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 
 
 def check_run(c: Checks, out: Path, ran: dict[str, Any], backward_layers: bool, layers: bool = True) -> None:
-    doc, rows = regions(out)
+    doc, _ = regions(out)
     c.check(ran["forwards"] == FORWARDS and ran["nexts"] == FORWARDS, f"the loop ran {ran}")
     expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
               "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS)}
@@ -46,12 +46,7 @@ def check_run(c: Checks, out: Path, ran: dict[str, Any], backward_layers: bool, 
         expect[f"forward/{name}"] = ("forward", FORWARDS)
         if backward_layers:
             expect[f"backward/{name}"] = ("backward", FORWARDS)
-    for path, (category, count) in expect.items():
-        row = rows.get(path)
-        c.check(row is not None and (row["category"], row["count"]) == (category, count),
-                f"{path}: {row and (row['category'], row['count'])}, expected {(category, count)}")
-    extra = sorted(set(rows) - set(expect))
-    c.check(not extra, f"regions not expected: {extra}")  # no depth 3, no activations' backward
+    check_regions(c, doc, expect)  # no depth 3, no activations' backward
     steps = doc["steps"]
     c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
             f"steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
@@ -112,7 +107,7 @@ def test_pypi_torch_activation_checkpointing_is_recompute_under_backward(build_d
     for mode in ("reentrant", "non-reentrant"):
         out = tmp_path / mode
         ran = run_layers(python, build_dir, out, "--checkpoint", mode)
-        doc, rows = regions(out)
+        doc, _ = regions(out)
         expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
                   "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS),
                   "backward/recompute": (category, FORWARDS)}
@@ -121,12 +116,7 @@ def test_pypi_torch_activation_checkpointing_is_recompute_under_backward(build_d
             expect[f"backward/{name}"] = ("backward", FORWARDS)
         for name in ("blocks", "blocks/0", "blocks/1"):  # what runs under the checkpoint
             expect[f"backward/recompute/{name}"] = (category, FORWARDS)
-        for path, (cat, count) in expect.items():
-            row = rows.get(path)
-            c.check(row is not None and (row["category"], row["count"]) == (cat, count),
-                    f"{mode}: {path}: {row and (row['category'], row['count'])}, expected {(cat, count)}")
-        extra = sorted(set(rows) - set(expect))
-        c.check(not extra, f"{mode}: regions not expected: {extra}")
+        check_regions(c, doc, expect, f"{mode}: ")
         steps = doc["steps"]
         c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
                 f"{mode}: steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")

@@ -18,46 +18,32 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-import traintime
-from traintime.torch import instrument
+from traintime._callback import Instrumenting, callback_class
 
 __all__ = ["Callback"]
 
 _classes: Dict[type, type] = {}
 
 
-def _callback_class(base: type) -> type:
-    cls = _classes.get(base)
-    if cls is not None:
-        return cls
+def _init(self: Any, *, dataloader: bool = True, **options: Any) -> None:
+    Instrumenting.__init__(self, **options)
+    self._dataloader = dataloader
 
-    def __init__(self: Any, *, dataloader: bool = True, **options: Any) -> None:
-        base.__init__(self)
-        self._options = options
-        self._dataloader = dataloader
-        self.handle: Any = None
 
-    def on_train_begin(self: Any, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
-                       train_dataloader: Any = None, **kwargs: Any) -> None:
-        if model is None or not traintime.enabled():
-            return
-        loader = train_dataloader if self._dataloader else None
-        self.handle = instrument(model, optimizer, dataloader=loader, **self._options)
+def _on_train_begin(self: Any, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
+                    train_dataloader: Any = None, **kwargs: Any) -> None:
+    self._start(model, optimizer, train_dataloader if self._dataloader else None)
 
-    def on_train_end(self: Any, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.handle is not None:
-            self.handle.remove()
-            self.handle = None
 
-    cls = type("Callback", (base,), {"__init__": __init__, "on_train_begin": on_train_begin,
-                                     "on_train_end": on_train_end, "__module__": __name__,
-                                     "__doc__": __doc__})
-    _classes[base] = cls
-    return cls
+def _on_train_end(self: Any, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    self._stop()
 
 
 def Callback(**options: Any) -> Any:  # noqa: N802 - a class to its users
     """A ``transformers.TrainerCallback`` that instruments the Trainer's model, optimizer and
     training DataLoader (see the module's documentation)."""
     from transformers import TrainerCallback
-    return _callback_class(TrainerCallback)(**options)
+    cls = callback_class(TrainerCallback, _classes, {
+        "__init__": _init, "on_train_begin": _on_train_begin, "on_train_end": _on_train_end,
+        "__module__": __name__, "__doc__": __doc__})
+    return cls(**options)

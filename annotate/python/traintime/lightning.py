@@ -20,40 +20,20 @@ from __future__ import annotations
 import sys
 from typing import Any, Dict
 
-import traintime
-from traintime.torch import instrument
+from traintime._callback import callback_class
 
 __all__ = ["Callback"]
 
 _classes: Dict[type, type] = {}
 
 
-def _callback_class(base: type) -> type:
-    cls = _classes.get(base)
-    if cls is not None:
-        return cls
+def _on_train_start(self: Any, trainer: Any, pl_module: Any) -> None:
+    optimizers = list(getattr(trainer, "optimizers", None) or [])
+    self._start(pl_module, optimizers[0] if optimizers else None)
 
-    def __init__(self: Any, **options: Any) -> None:
-        base.__init__(self)
-        self._options = options
-        self.handle: Any = None
 
-    def on_train_start(self: Any, trainer: Any, pl_module: Any) -> None:
-        if not traintime.enabled():
-            return
-        optimizers = list(getattr(trainer, "optimizers", None) or [])
-        self.handle = instrument(pl_module, optimizers[0] if optimizers else None, **self._options)
-
-    def on_train_end(self: Any, trainer: Any, pl_module: Any) -> None:
-        if self.handle is not None:
-            self.handle.remove()
-            self.handle = None
-
-    cls = type("Callback", (base,), {"__init__": __init__, "on_train_start": on_train_start,
-                                     "on_train_end": on_train_end, "__module__": __name__,
-                                     "__doc__": __doc__})
-    _classes[base] = cls
-    return cls
+def _on_train_end(self: Any, trainer: Any, pl_module: Any) -> None:
+    self._stop()
 
 
 def Callback(**options: Any) -> Any:  # noqa: N802 - a class to its users
@@ -64,4 +44,6 @@ def Callback(**options: Any) -> Any:  # noqa: N802 - a class to its users
         from pytorch_lightning import Callback as Base
     else:
         from lightning.pytorch import Callback as Base
-    return _callback_class(Base)(**options)
+    cls = callback_class(Base, _classes, {"on_train_start": _on_train_start, "on_train_end": _on_train_end,
+                                          "__module__": __name__, "__doc__": __doc__})
+    return cls(**options)
