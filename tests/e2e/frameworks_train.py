@@ -3,11 +3,13 @@
 `traintime.hf.Callback()` on a GPT-2 built from a config (nothing is downloaded), PyTorch
 Lightning with `traintime.lightning.Callback()`, and an Accelerate loop instrumenting what
 `accelerator.prepare` returned. STEPS optimizer steps of ACCUM micro-batches of
-BATCH sequences of SEQ tokens; prints one JSON line saying what ran."""
+BATCH sequences of SEQ tokens (per rank, also under torchrun); prints one JSON line saying what
+ran."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 
 import torch
@@ -18,8 +20,9 @@ STEPS, ACCUM, BATCH, SEQ, VOCAB = 3, 2, 4, 8, 64
 
 
 def token_ids() -> torch.Tensor:
+    """Enough batches for STEPS steps on every rank (torchrun sets WORLD_SIZE)."""
     torch.manual_seed(0)
-    return torch.randint(0, VOCAB, (STEPS * ACCUM * BATCH, SEQ))
+    return torch.randint(0, VOCAB, (STEPS * ACCUM * BATCH * int(os.environ.get("WORLD_SIZE", "1")), SEQ))
 
 
 def hf(checkpointing: bool) -> dict:

@@ -20,7 +20,8 @@ STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8  # frameworks_train.py's
 FORWARDS = STEPS * ACCUM
 
 
-def run(build_dir: Path, out: Path, framework: str, module: str, torchrun: bool = False) -> dict[str, Any]:
+def run(build_dir: Path, out: Path, framework: str, module: str, torchrun: bool = False,
+        script: str = "") -> dict[str, Any]:
     python = pyenv_python(build_dir)
     env = clean_env({"TRAINTIME_OUTPUT": str(out), "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
     if subprocess.run([str(python), "-c", f"import {module}"], env=env, capture_output=True).returncode != 0:
@@ -28,9 +29,9 @@ def run(build_dir: Path, out: Path, framework: str, module: str, torchrun: bool 
                            f"{build_dir / 'pyenv'} (needs PyPI)")
     env["LD_PRELOAD"] = str(build_dir / "lib" / "libtraintime.so")
     # torchrun's own process runs under the preload too, as it does for users.
+    script = script or ("torchrun_train.py" if torchrun else "frameworks_train.py")
     command = ([str(python), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                str(HERE / "torchrun_train.py"), framework] if torchrun
-               else [str(python), str(HERE / "frameworks_train.py"), framework])
+                str(HERE / script), framework] if torchrun else [str(python), str(HERE / script), framework])
     p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, f"{command[1:]} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
     ours = [x for x in p.stderr.splitlines() if x.startswith("traintime") and "rank files" not in x]
@@ -84,6 +85,17 @@ def test_hf_trainer_gradient_checkpointing_is_recompute(build_dir: Path, tmp_pat
     # recompute, or backward while the library has no recompute category (docs/attribution.md)
     c.check(ran["recompute_category"] in ("recompute", "backward"), f"ran {ran}")
     check_rank_file(c, tmp_path / "out", hf_expected(True, ran["recompute_category"]))
+    c.done()
+
+
+def test_hf_trainer_under_torchrun_two_ranks(build_dir: Path, tmp_path: Path) -> None:
+    """The Trainer under the real torchrun (DDP over gloo on the CPU): each worker's file, of its
+    rank in a world of 2, with the same steps and regions; none from torchrun itself."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "hf", "transformers", torchrun=True, script="frameworks_train.py")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    for rank in (0, 1):
+        check_rank_file(c, tmp_path / "out", hf_expected(False), rank, 2)
     c.done()
 
 
