@@ -5,14 +5,16 @@ optimizer and the training DataLoader the Trainer built, so every run shows ``fo
 ``backward`` (with ``backward/recompute`` under gradient checkpointing), ``optimizer`` and the
 ``dataloader`` region (io), and a step ends at each of the Trainer's optimizer steps: with
 ``gradient_accumulation_steps=N``, one step covers N micro-batches. Samples and tokens come from
-each batch's ``input_ids`` (pass ``tokens_per_batch=`` for another count). It works the same under
-``torchrun`` and ``accelerate launch``: every process writes its own rank file. When training
-ends the instrumentation is taken off again, so evaluation afterwards adds nothing.
+each batch's ``input_ids`` (pass ``tokens_per_batch=`` for another count). Under ``torchrun``
+(or ``accelerate launch``, which starts the same workers) every process writes its own rank file.
+When training ends the instrumentation is taken off again, so evaluation afterwards adds nothing;
+evaluation during training (``eval_strategy``) runs the model under it, and its forward calls
+count as ``forward``.
 
 Keyword arguments are ``instrument``'s: ``depth``, ``tokens_per_batch``, ``backward``, ``count``,
 ``dataloader`` (``False`` leaves the loader alone). Importing this module imports nothing of
-transformers; ``Callback()`` uses the ``transformers`` the Trainer comes from. Without the preload
-the callback does nothing.
+transformers; ``Callback()`` imports it (for its ``TrainerCallback``), as the Trainer it is passed
+to has. Without the preload the callback does nothing.
 """
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import traintime
 
-__all__ = ["instrument", "Handle"]
+__all__ = ["instrument", "Handle", "recompute_category"]
 
 _patch_lock = threading.Lock()
 _backward_patched = False
