@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Creates the virtual environment of PyPI packages the tests run against (no GPU needed).
 
-A current PyTorch (torch.compile, full backward pre-hooks: what Debian's 1.13 lacks) and the
+A current PyTorch (torch.compile, full backward pre-hooks: what Debian's 1.13 lacks), the
 tools users log live metrics to (Weights & Biases in offline mode, MLflow with a local store,
-TensorBoard's own event reader). The top-level versions are PINS below; every package they pull
+TensorBoard's own event reader) and the frameworks users train with (Hugging Face transformers
+and Accelerate, PyTorch Lightning: tests/e2e/test_frameworks.py runs them on the CPU). The top-level versions are PINS below; every package they pull
 in is pinned by scripts/pyenv-constraints.txt, so a new release of a dependency cannot change
 what CI tests.
 
@@ -39,6 +40,9 @@ PINS: list[str] = [
     "wandb==0.23.1",
     "mlflow-skinny==3.6.0",
     "tensorboard==2.20.0",
+    "transformers==5.23.0",
+    "accelerate==1.15.0",
+    "lightning==2.6.6",
 ]
 CONSTRAINTS = Path(__file__).resolve().parent / "pyenv-constraints.txt"
 STAMP = "traintime-pins.txt"
@@ -75,8 +79,8 @@ def point(out: Path, env: Path) -> None:
 
 
 def warn(text: str) -> int:
-    print(f"pyenv: warning: {text}; the tests that need PyPI's PyTorch, W&B, MLflow or TensorBoard "
-          "do not run (they fail under TRAINTIME_CI)", file=sys.stderr)
+    print(f"pyenv: warning: {text}; the tests that need PyPI's PyTorch, W&B, MLflow, TensorBoard, "
+          "transformers or Lightning do not run (they fail under TRAINTIME_CI)", file=sys.stderr)
     return 0
 
 

@@ -11,8 +11,9 @@ BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 # The released libnccl.so.2 of the NCCL versions whose entry points tests/nccl checks (PyPI
 # wheels, unpacked into the build folder).
 /usr/bin/python3 "$ROOT/scripts/fetch-nccl-releases.py" "$BUILD/nccl-releases"
-# PyPI's current PyTorch and the metrics tools (W&B, MLflow, TensorBoard), pinned, in a virtual
-# environment kept in the build folder: the tests of traintime.torch and traintime.metrics().
+# PyPI's current PyTorch, the metrics tools (W&B, MLflow, TensorBoard) and the training frameworks
+# (transformers, Accelerate, Lightning), pinned, in a virtual environment kept in the build folder:
+# the tests of traintime.torch, traintime.hf, traintime.lightning and traintime.metrics().
 /usr/bin/python3 "$ROOT/scripts/pyenv.py" "$BUILD/pyenv"
 "$ROOT/scripts/build.sh" -DTRAINTIME_WERROR=ON
 # shellcheck source=mpi-env.sh

@@ -45,6 +45,17 @@ def check(cond: Any, what: str) -> None:
     assert cond, what
 
 
+def check_regions(c: Checks, doc: Mapping[str, Any], expect: Mapping[str, tuple[str, int]], what: str = "") -> None:
+    """A rank file's regions are exactly `expect`: path -> (category, count), none more."""
+    rows = {r["path"]: r for r in doc["regions"]}
+    for path, (category, count) in expect.items():
+        row = rows.get(path)
+        c.check(row is not None and (row["category"], row["count"]) == (category, count),
+                f"{what}{path}: {row and (row['category'], row['count'])}, expected {(category, count)}")
+    extra = sorted(set(rows) - set(expect))
+    c.check(not extra, f"{what}regions not expected: {extra}")
+
+
 def load_json(path: Path | str) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)

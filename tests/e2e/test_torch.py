@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from testlib import SOURCE_DIR, SYSTEM_PYTHON, Checks, clean_env, load_json, pyenv_python
+from testlib import SOURCE_DIR, SYSTEM_PYTHON, Checks, check_regions, clean_env, load_json, pyenv_python
 
 HERE = Path(__file__).resolve().parent
 STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8
@@ -38,7 +38,7 @@ def regions(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 
 
 def check_run(c: Checks, out: Path, ran: dict[str, Any], backward_layers: bool, layers: bool = True) -> None:
-    doc, rows = regions(out)
+    doc, _ = regions(out)
     c.check(ran["forwards"] == FORWARDS and ran["nexts"] == FORWARDS, f"the loop ran {ran}")
     expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
               "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS)}
@@ -46,12 +46,7 @@ def check_run(c: Checks, out: Path, ran: dict[str, Any], backward_layers: bool, 
         expect[f"forward/{name}"] = ("forward", FORWARDS)
         if backward_layers:
             expect[f"backward/{name}"] = ("backward", FORWARDS)
-    for path, (category, count) in expect.items():
-        row = rows.get(path)
-        c.check(row is not None and (row["category"], row["count"]) == (category, count),
-                f"{path}: {row and (row['category'], row['count'])}, expected {(category, count)}")
-    extra = sorted(set(rows) - set(expect))
-    c.check(not extra, f"regions not expected: {extra}")  # no depth 3, no activations' backward
+    check_regions(c, doc, expect)  # no depth 3, no activations' backward
     steps = doc["steps"]
     c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
             f"steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
@@ -97,3 +92,33 @@ def test_without_the_preload_torch_is_untouched(build_dir: Path, tmp_path: Path)
     ran = run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "out", preload=False)
     assert ran["enabled"] is False and ran["backward_modules"] == 0 and ran["loader_class"] == "DataLoader"
     assert not (tmp_path / "out").exists()
+
+
+def test_pypi_torch_activation_checkpointing_is_recompute_under_backward(build_dir: Path, tmp_path: Path) -> None:
+    """torch.utils.checkpoint re-runs the blocks' forward inside backward: that run is
+    backward/recompute (per-layer paths below it), the forward rows and the samples and tokens
+    count each forward once, and reentrant checkpointing's inner backward adds no second region."""
+    python = pyenv_python(build_dir)
+    category = "recompute" if "recompute" in json.loads(subprocess.run(
+        [str(python), "-c", "import json, traintime; print(json.dumps(traintime.CATEGORIES))"],
+        env=clean_env({"PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")}), capture_output=True, text=True,
+        check=True).stdout) else "backward"
+    c = Checks()
+    for mode in ("reentrant", "non-reentrant"):
+        out = tmp_path / mode
+        ran = run_layers(python, build_dir, out, "--checkpoint", mode)
+        doc, _ = regions(out)
+        expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+                  "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS),
+                  "backward/recompute": (category, FORWARDS)}
+        for name in LAYERS:
+            expect[f"forward/{name}"] = ("forward", FORWARDS)
+            expect[f"backward/{name}"] = ("backward", FORWARDS)
+        for name in ("blocks", "blocks/0", "blocks/1"):  # what runs under the checkpoint
+            expect[f"backward/recompute/{name}"] = (category, FORWARDS)
+        check_regions(c, doc, expect, f"{mode}: ")
+        steps = doc["steps"]
+        c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
+                f"{mode}: steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
+        c.check(ran["backward_modules"] == len(LAYERS), f"{mode}: ran {ran}")
+    c.done()

@@ -1,7 +1,8 @@
 """A small PyTorch model with named layers two levels deep, trained on the CPU from a DataLoader
 and instrumented with one line: `traintime.torch.instrument(model, opt, depth=2,
 dataloader=loader)`. Run by test_torch.py under LD_PRELOAD with Debian's PyTorch 1.13 and with
-PyPI's current one; prints one JSON line saying what it ran."""
+PyPI's current one; prints one JSON line saying what it ran. With --checkpoint the blocks run
+under activation checkpointing (torch.utils.checkpoint, reentrant or not)."""
 from __future__ import annotations
 
 import argparse
@@ -27,21 +28,28 @@ class Block(torch.nn.Module):
 
 
 class Net(torch.nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, checkpoint: str = "") -> None:
         super().__init__()
         self.embed = torch.nn.Embedding(VOCAB, DIM)
         self.blocks = torch.nn.Sequential(Block(), Block())
         self.head = torch.nn.Linear(DIM, VOCAB)
+        self.checkpoint = checkpoint
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.head(self.blocks(self.embed(ids)))
+        x = self.embed(ids)
+        if self.checkpoint:
+            import torch.utils.checkpoint
+            x = torch.utils.checkpoint.checkpoint(self.blocks, x, use_reentrant=self.checkpoint == "reentrant")
+        else:
+            x = self.blocks(x)
+        return self.head(x)
 
 
-def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: bool) -> None:
+def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: bool, checkpoint: str) -> None:
     torch.manual_seed(0)
     data = torch.randint(0, VOCAB, (steps * accum * BATCH, SEQ))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=BATCH)
-    model: torch.nn.Module = Net()
+    model: torch.nn.Module = Net(checkpoint)
     if compile_model:
         model = torch.compile(model, backend="eager")
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -79,5 +87,7 @@ if __name__ == "__main__":
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (backend eager), then instrument it")
     ap.add_argument("--twice", action="store_true", help="call instrument twice")
     ap.add_argument("--half-tokens", action="store_true", help="tokens_per_batch= counts half the ids")
+    ap.add_argument("--checkpoint", choices=["reentrant", "non-reentrant"], default="",
+                    help="run the blocks under torch.utils.checkpoint")
     a = ap.parse_args()
-    main(a.steps, a.accum, a.compile, a.twice, a.half_tokens)
+    main(a.steps, a.accum, a.compile, a.twice, a.half_tokens, a.checkpoint)

@@ -7,7 +7,16 @@ After the call, every training step shows up as
   thread. The training thread stays inside ``backward`` while autograd's device threads run, so
   GPU work they launch is attributed to it (DESIGN §4 rule 2);
 * ``optimizer`` - ``optimizer.step()``, followed by ``traintime.step()``, so a step ends when
-  the optimizer steps. With gradient accumulation, one step covers all its micro-batches.
+  the optimizer steps. With gradient accumulation, one step covers all its micro-batches. For
+  ``optimizer.step(closure)`` the region opens when the closure (forward and backward) returns;
+* ``recompute`` - activation checkpointing's forward re-run during backward
+  (``torch.utils.checkpoint.checkpoint``, reentrant and non-reentrant, and what builds on it:
+  Hugging Face's gradient checkpointing, FSDP's ``checkpoint_wrapper``). It is a region of its
+  own under ``backward`` (``backward/recompute``, per-module paths below it such as
+  ``backward/recompute/0/attn``), never ``forward``, and it adds no samples or tokens. On a GPU
+  autograd runs the recompute on its device threads, where the path is ``recompute``. Its
+  category is ``recompute`` where the library has that category, else ``backward``
+  (docs/attribution.md).
 
 Options (keyword names are the contract):
 
@@ -35,7 +44,14 @@ Options (keyword names are the contract):
   you.
 
 Samples per step are the leading dimension of the model's first tensor argument, summed over the
-step's forward calls.
+step's forward calls; for a model called with keywords only (``model(**batch)``) that is
+``input_ids``, else the first tensor keyword (PyTorch 2.0 on), and the default tokens count it too.
+
+Frameworks that build the model and optimizer themselves: ``traintime.hf.Callback()`` (Hugging
+Face Trainer) and ``traintime.lightning.Callback()`` (PyTorch Lightning) call ``instrument`` for
+you; with Accelerate, instrument what ``accelerator.prepare`` returns
+(``instrument(model, optimizer, dataloader=loader)``): under ``accelerator.accumulate()`` the
+optimizer's calls that do not step (``gradient_state.sync_gradients`` false) are no step.
 
 ``torch.compile``: inside compiled code the hooks add no region (``torch.compiler.is_compiling()``),
 so they never cause graph breaks. Instrument the compiled module (``instrument(torch.compile(model),
@@ -60,10 +76,11 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import traintime
 
-__all__ = ["instrument", "Handle"]
+__all__ = ["instrument", "Handle", "recompute_category"]
 
 _patch_lock = threading.Lock()
 _backward_patched = False
+_checkpoint_patched = False
 _loader_classes: Dict[type, type] = {}
 
 TokensPerBatch = Union[int, Callable[..., int], None]
@@ -95,8 +112,95 @@ def _first_tensor(args: Any, torch: Any) -> Any:
     return None
 
 
+def _never_in_backward() -> int:
+    return -1
+
+
+def _graph_task_check(torch: Any) -> Callable[[], int]:
+    """torch._C._current_graph_task_id: -1 outside a backward pass (1.13 on)."""
+    return getattr(getattr(torch, "_C", None), "_current_graph_task_id", _never_in_backward)
+
+
+class _Recompute(threading.local):
+    """Per thread: how many checkpointed functions are being re-run (recompute) right now."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+
+_recompute = _Recompute()
+
+
+def recompute_category() -> str:
+    """``recompute`` where the library has that category, else ``backward`` (recompute is
+    backward-pass work)."""
+    return "recompute" if "recompute" in traintime.CATEGORIES else "backward"
+
+
+def _recomputing(fn: Callable[..., Any], region: Any, is_recompute: Callable[[], bool]) -> Callable[..., Any]:
+    """`fn` inside `region` (and counted as recompute by the forward hooks) whenever
+    `is_recompute()` holds when it is called."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not is_recompute():
+            return fn(*args, **kwargs)
+        _recompute.depth += 1
+        try:
+            with region:
+                return fn(*args, **kwargs)
+        finally:
+            _recompute.depth -= 1
+
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
+    return run
+
+
+def _patch_checkpoint(torch: Any) -> None:
+    """Marks activation checkpointing's re-run of forward as ``recompute``, once per process.
+
+    Reentrant checkpointing (CheckpointFunction) calls its function twice: in forward under
+    no_grad, and in backward under enable_grad (the recompute). Non-reentrant checkpointing calls
+    its frame's recompute_fn only to recompute. Both are wrapped where they are stored, so every
+    caller (torch.utils.checkpoint.checkpoint bound under any name, Hugging Face, FSDP's
+    checkpoint_wrapper) is covered. A PyTorch without these internals keeps recompute in forward.
+    """
+    global _checkpoint_patched
+    with _patch_lock:
+        if _checkpoint_patched:
+            return
+        _checkpoint_patched = True
+        try:
+            import torch.utils.checkpoint as cp
+        except Exception:
+            return
+        region = traintime.region("recompute", category=recompute_category())
+        reentrant = getattr(cp, "CheckpointFunction", None)
+        forward = getattr(reentrant, "forward", None)
+        if forward is not None and _accepts(forward, "run_function"):
+            grad_enabled = torch.is_grad_enabled
+
+            def reentrant_forward(ctx: Any, run_function: Any, *args: Any) -> Any:
+                return forward(ctx, _recomputing(run_function, region, grad_enabled), *args)
+
+            reentrant_forward.__wrapped__ = forward  # type: ignore[attr-defined]
+            reentrant.forward = staticmethod(reentrant_forward)
+        frame = getattr(cp, "_CheckpointFrame", None)
+        init = getattr(frame, "__init__", None)
+        if init is not None and _accepts(init, "recompute_fn"):
+            def frame_init(self: Any, recompute_fn: Any, *args: Any, **kwargs: Any) -> None:
+                init(self, _recomputing(recompute_fn, region, _always), *args, **kwargs)
+
+            frame_init.__wrapped__ = init  # type: ignore[attr-defined]
+            frame.__init__ = frame_init
+
+
+def _always() -> bool:
+    return True
+
+
 def _patch_backward(torch: Any) -> None:
-    """Wraps torch.autograd.backward (what Tensor.backward calls) once per process."""
+    """Wraps torch.autograd.backward (what Tensor.backward calls) once per process. A backward
+    called inside a backward pass (reentrant checkpointing's) adds no second region."""
     global _backward_patched
     with _patch_lock:
         if _backward_patched:
@@ -104,8 +208,11 @@ def _patch_backward(torch: Any) -> None:
         _backward_patched = True
         original = torch.autograd.backward
         backward_region = traintime.region("backward")
+        graph_task = _graph_task_check(torch)
 
         def backward(*args: Any, **kwargs: Any) -> Any:
+            if graph_task() != -1:
+                return original(*args, **kwargs)
             with backward_region:
                 return original(*args, **kwargs)
 
@@ -128,15 +235,23 @@ class _RegionStack(threading.local):
         self.open: List[Any] = []
 
 
-def _forward_hooks(module: Any, region: Any, stack: _RegionStack, on_enter: Optional[Callable[..., None]],
+def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Optional[Callable[..., None]],
                    with_kwargs: bool, always_call: bool) -> List[Any]:
-    """A pre/post hook pair around `module`'s forward that opens and closes `region`."""
+    """A pre/post hook pair around `module`'s forward that opens and closes a region `name`:
+    category forward, or recompute while activation checkpointing re-runs it (then `on_enter`,
+    which counts samples and tokens, is not called)."""
+    forward_region = traintime.region(name, category="forward")
+    recompute_region = traintime.region(name, category=recompute_category())
 
     def enter(args: Any, kwargs: Any) -> None:
         if _is_compiling():
             return
-        region.__enter__()
-        stack.open.append(region)
+        if _recompute.depth:
+            recompute_region.__enter__()
+            stack.open.append(recompute_region)
+            return
+        forward_region.__enter__()
+        stack.open.append(forward_region)
         if on_enter is not None:
             on_enter(args, kwargs)
 
@@ -151,9 +266,8 @@ def _forward_hooks(module: Any, region: Any, stack: _RegionStack, on_enter: Opti
 
     def post_hook(m: Any, args: Any, output: Any) -> None:
         # Pops only what this pair pushed (a region skipped while compiling is not on the stack).
-        if stack.open and stack.open[-1] is region:
-            stack.open.pop()
-            region.__exit__(None, None, None)
+        if stack.open and (stack.open[-1] is forward_region or stack.open[-1] is recompute_region):
+            stack.open.pop().__exit__(None, None, None)
 
     post = (module.register_forward_hook(post_hook, always_call=True) if always_call
             else module.register_forward_hook(post_hook))
@@ -185,6 +299,10 @@ def _backward_range_hooks(module: Any, name: str) -> List[Any]:
     warnings.filterwarnings("ignore", category=UserWarning,
                             message="Full backward hook is firing when gradients are computed with respect to "
                                     "module outputs since no inputs require gradients")
+    # A module whose output is not a tensor (a Hugging Face ModelOutput) never runs backward hooks,
+    # and PyTorch warns at each forward: such a module gets no backward range, which is all it means.
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message="For backward hooks to be called, module output should be a Tensor")
     handles = [module.register_full_backward_pre_hook(pre_hook)]
     try:
         handles.append(module.register_full_backward_hook(post_hook))
@@ -192,6 +310,12 @@ def _backward_range_hooks(module: Any, name: str) -> List[Any]:
         handles[0].remove()
         raise
     return handles
+
+
+def _set_class(obj: Any, cls: type) -> None:
+    """obj.__class__ = cls, also for loaders whose class hides __class__ behind a read-only
+    property (Accelerate's DataLoaderShard reports the DataLoader it wraps)."""
+    object.__dict__["__class__"].__set__(obj, cls)
 
 
 def _loader_subclass(cls: type, region: Any) -> type:
@@ -258,6 +382,10 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
         if not count:
             return
         t = _first_tensor(args, torch)
+        if t is None and kwargs:  # model(**batch), as Hugging Face's Trainer calls it
+            t = kwargs.get("input_ids")
+            if not isinstance(t, torch.Tensor):
+                t = _first_tensor(kwargs.values(), torch)
         if t is not None and t.dim() > 0:
             counts["samples"] += int(t.shape[0])
         if tokens_per_batch is None:
@@ -268,8 +396,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
         else:
             counts["tokens"] += int(tokens_per_batch)
 
-    hooks = _forward_hooks(model, traintime.region("forward", category="forward"), stack, on_model_enter,
-                           with_kwargs, always_call)
+    hooks = _forward_hooks(model, "forward", stack, on_model_enter, with_kwargs, always_call)
     backward_modules = 0
     if depth > 0:
         # A torch.compile'd model (OptimizedModule): its layers are those of the original. Its
@@ -280,8 +407,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
             if not qualified or qualified.count(".") + 1 > depth:
                 continue
             name = qualified.rsplit(".", 1)[-1]
-            hooks += _forward_hooks(module, traintime.region(name, category="forward"), stack, None,
-                                    False, always_call)
+            hooks += _forward_hooks(module, name, stack, None, False, always_call)
             # Full backward hooks wrap a module's inputs and outputs, which PyTorch refuses for
             # in-place activations: modules without parameters (ReLU, Dropout) get none.
             if can_backward and any(True for _ in module.parameters()):
@@ -291,6 +417,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
                 except Exception:
                     pass  # a module whose backward cannot be hooked keeps its forward region only
     _patch_backward(torch)
+    _patch_checkpoint(torch)
 
     original_step = None
     if optimizer is not None:
@@ -299,8 +426,36 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
 
         # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.
         def stepped(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with optimizer_region:
-                result = original_step(*args, **kwargs)
+            # Accelerate's optimizer under accelerator.accumulate() is called every micro-batch
+            # and steps only when gradients are synchronised: the other calls are no step.
+            if not getattr(getattr(self, "gradient_state", None), "sync_gradients", True):
+                return original_step(*args, **kwargs)
+            closure = kwargs.get("closure", args[0] if args else None)
+            if not callable(closure):
+                with optimizer_region:
+                    result = original_step(*args, **kwargs)
+            else:
+                # step(closure): the optimizer runs forward and backward first (Lightning's automatic
+                # optimization does): the optimizer region opens when the closure returns.
+                opened: List[bool] = []
+
+                def closed(*cargs: Any, **ckwargs: Any) -> Any:
+                    if opened:
+                        return closure(*cargs, **ckwargs)
+                    loss = closure(*cargs, **ckwargs)
+                    optimizer_region.__enter__()
+                    opened.append(True)
+                    return loss
+
+                if "closure" in kwargs:
+                    kwargs["closure"] = closed
+                else:
+                    args = (closed,) + args[1:]
+                try:
+                    result = original_step(*args, **kwargs)
+                finally:
+                    if opened:
+                        optimizer_region.__exit__(None, None, None)
             if step:
                 traintime.step(counts["samples"], counts["tokens"])
             counts["samples"] = counts["tokens"] = 0
@@ -315,7 +470,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
     if dataloader is not None:
         loader_class = type(dataloader)
         base = getattr(loader_class, "_traintime_original", loader_class)
-        dataloader.__class__ = _loader_subclass(base, traintime.region("dataloader", category="io"))
+        _set_class(dataloader, _loader_subclass(base, traintime.region("dataloader", category="io")))
         loader_class = base
 
     handle = Handle(hooks, optimizer, original_step, dataloader, loader_class)
@@ -350,5 +505,5 @@ class Handle:
             self._optimizer.step = self._original_step
             self._original_step = None
         if self._dataloader is not None and self._loader_class is not None:
-            self._dataloader.__class__ = self._loader_class
+            _set_class(self._dataloader, self._loader_class)
             self._dataloader = None

@@ -1,0 +1,167 @@
+"""The frameworks users train with, each instrumented by its one line and run for real on the CPU
+under the preload (frameworks_train.py, PyPI environment of scripts/pyenv.py): Hugging Face's
+Trainer with traintime.hf.Callback() (with and without gradient checkpointing), PyTorch
+Lightning with traintime.lightning.Callback(), Accelerate's prepared objects instrumented as
+they are, and the real torchrun with DDP and FSDP2 over gloo (torchrun_train.py, 2 ranks). The rank file must show one step per optimizer
+step (gradient accumulation), the forward/backward/optimizer/io regions and the per-layer paths
+with their counts, the samples and tokens of the batches, with the rank and world size of each
+process and no file from a launcher."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testlib import SOURCE_DIR, Checks, check_regions, clean_env, load_json, missing_dependency, pyenv_python
+
+HERE = Path(__file__).resolve().parent
+STEPS, ACCUM, BATCH, SEQ = 3, 2, 4, 8  # frameworks_train.py's
+FORWARDS = STEPS * ACCUM
+
+
+def run(build_dir: Path, out: Path, framework: str, module: str, torchrun: bool = False,
+        script: str = "") -> dict[str, Any]:
+    python = pyenv_python(build_dir)
+    env = clean_env({"TRAINTIME_OUTPUT": str(out), "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
+    if subprocess.run([str(python), "-c", f"import {module}"], env=env, capture_output=True).returncode != 0:
+        missing_dependency(f"{module} is not installed in {python.parent.parent}: run scripts/pyenv.py "
+                           f"{build_dir / 'pyenv'} (needs PyPI)")
+    env["LD_PRELOAD"] = str(build_dir / "lib" / "libtraintime.so")
+    # torchrun's own process runs under the preload too, as it does for users.
+    script = script or ("torchrun_train.py" if torchrun else "frameworks_train.py")
+    command = ([str(python), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                str(HERE / script), framework] if torchrun else [str(python), str(HERE / script), framework])
+    p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"{command[1:]} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    ours = [x for x in p.stderr.splitlines() if x.startswith("traintime") and "rank files" not in x]
+    assert not ours, f"traintime said: {ours}"
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def check_rank_file(c: Checks, out: Path, expect: dict[str, tuple[str, int]], rank: int = 0, world: int = 1) -> None:
+    if rank == 0:  # one file per rank: none from a launcher or a DataLoader worker
+        files = sorted(x.name for x in out.iterdir())
+        c.check(files == [f"rank-{r:05d}.json" for r in range(world)], f"files written: {files}")
+    doc = load_json(out / f"rank-{rank:05d}.json")
+    c.check((doc["rank"], doc["world_size"]) == (rank, world), f"rank {doc['rank']} of {doc['world_size']}")
+    check_regions(c, doc, expect, f"rank {rank}: ")
+    steps = doc["steps"]
+    c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
+            f"steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
+
+
+def hf_expected(checkpointing: bool, recompute: str = "") -> dict[str, tuple[str, int]]:
+    # GPT-2 with two layers, depth=3: transformer.h is a ModuleList (never called, so no region of
+    # its own); transformer itself returns a ModelOutput, which PyTorch runs no backward hooks for;
+    # drop has no parameters (no backward range).
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS), "dataloader": ("io", FORWARDS)}
+    for name in ("transformer", "transformer/wte", "transformer/wpe", "transformer/drop", "transformer/0",
+                 "transformer/1", "transformer/ln_f", "lm_head"):
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+    for name in ("transformer/wte", "transformer/wpe", "transformer/h/0", "transformer/h/1", "transformer/ln_f",
+                 "lm_head"):
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    if checkpointing:
+        # transformers 5 checkpoints each layer's forward (inside the layer's hooks): one recompute
+        # per layer and forward, in backward, and none of it in forward's counts.
+        expect["backward/recompute"] = (recompute, FORWARDS * 2)
+    return expect
+
+
+def test_hf_trainer_callback_gives_one_step_per_optimizer_step(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "hf", "transformers")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    check_rank_file(c, tmp_path / "out", hf_expected(False))
+    c.done()
+
+
+def test_hf_trainer_gradient_checkpointing_is_recompute(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "hf-checkpointing", "transformers")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    # recompute, or backward while the library has no recompute category (docs/attribution.md)
+    c.check(ran["recompute_category"] in ("recompute", "backward"), f"ran {ran}")
+    check_rank_file(c, tmp_path / "out", hf_expected(True, ran["recompute_category"]))
+    c.done()
+
+
+def test_hf_trainer_under_torchrun_two_ranks(build_dir: Path, tmp_path: Path) -> None:
+    """The Trainer under the real torchrun (DDP over gloo on the CPU): each worker's file, of its
+    rank in a world of 2, with the same steps and regions; none from torchrun itself."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "hf", "transformers", torchrun=True, script="frameworks_train.py")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    for rank in (0, 1):
+        check_rank_file(c, tmp_path / "out", hf_expected(False), rank, 2)
+    c.done()
+
+
+def test_lightning_callback_keeps_forward_and_backward_out_of_the_optimizer(build_dir: Path, tmp_path: Path) -> None:
+    """Lightning runs forward and backward inside optimizer.step(closure): they must still be
+    forward and backward, not optimizer/forward."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "lightning", "lightning")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS)}
+    for name in ("embed", "head"):
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    check_rank_file(c, tmp_path / "out", expect)
+    c.done()
+
+
+def test_accelerate_prepared_objects_step_only_when_gradients_sync(build_dir: Path, tmp_path: Path) -> None:
+    """instrument(*accelerator.prepare(...)) as written: a DataLoaderShard, and an optimizer
+    called every micro-batch under accelerator.accumulate() that steps every ACCUM-th."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "accelerate", "accelerate")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS),
+              # the for loop's last next() is timed too: it finds the loader exhausted
+              "dataloader": ("io", FORWARDS + 1)}
+    for name in ("0", "1"):
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    check_rank_file(c, tmp_path / "out", expect)
+    c.done()
+
+
+def check_torchrun(build_dir: Path, tmp_path: Path, wrap: str, layers: list[str],
+                   recomputed: tuple[str, ...] = ()) -> None:
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", wrap, "torch.distributed.run", torchrun=True)
+    c.check(ran["wrap"] == wrap and ran["enabled"], f"ran {ran}")
+    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
+              "optimizer": ("optimizer", STEPS)}
+    for name in layers:
+        expect[f"forward/{name}"] = ("forward", FORWARDS)
+        expect[f"backward/{name}"] = ("backward", FORWARDS)
+    if recomputed:
+        c.check(ran["recompute_category"] in ("recompute", "backward"), f"ran {ran}")
+        expect["backward/recompute"] = (ran["recompute_category"], FORWARDS)
+        for name in recomputed:
+            expect[f"backward/recompute/{name}"] = (ran["recompute_category"], FORWARDS)
+    for rank in (0, 1):
+        check_rank_file(c, tmp_path / "out", expect, rank, 2)
+    c.done()
+
+
+def test_torchrun_ddp_gloo_two_ranks(build_dir: Path, tmp_path: Path) -> None:
+    """The real torchrun, DDP over gloo: one rank file per worker, none from torchrun itself."""
+    check_torchrun(build_dir, tmp_path, "ddp", ["module", "module/embed", "module/body", "module/head"])
+
+
+def test_torchrun_fsdp2_fully_shard_gloo_two_ranks(build_dir: Path, tmp_path: Path) -> None:
+    """FSDP2 (fully_shard on a CPU device mesh, gloo): the sharded model's layers and steps."""
+    check_torchrun(build_dir, tmp_path, "fsdp", ["embed", "body", "head"])
+
+
+def test_torchrun_fsdp2_checkpoint_wrapper_is_recompute(build_dir: Path, tmp_path: Path) -> None:
+    """FSDP's checkpoint_wrapper re-runs its module in backward: backward/recompute, not forward."""
+    check_torchrun(build_dir, tmp_path, "fsdp-checkpoint",
+                   ["embed", "body", "body/_checkpoint_wrapped_module", "head"], ("_checkpoint_wrapped_module",))
