@@ -102,7 +102,7 @@ if [ -n "$(missing_files)" ] || { [ "$MODE" = sim ] && ! command -v mpirun >/dev
   logged "$ROOT/scripts/install-deps.sh" --demo
   if [ -n "$(missing_files)" ]; then
     echo "demo.sh: building libtraintime.so, traintime-report, sim_train and simgpu (a few minutes on 2 cores; log: $LOG)"
-    logged cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
+    logged cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTRAINTIME_DEMO_CONFIGURE=ON
     logged cmake --build "$BUILD" -j "${TRAINTIME_JOBS:-$(nproc 2>/dev/null || echo 2)}" --target "${DEMO_TARGETS[@]}"
     echo "demo.sh: built; running the demo"
     echo
