@@ -330,6 +330,29 @@ void find_stragglers(Report& rep) {
                           " ms/step against its " + fmt("%.3f", r.exposed_comm_ms));
     }
   }
+  // What the job's step would be without each straggler: it stops being the one the others wait
+  // for once its time outside exposed comm (its own clock: step span - exposed comm) is its
+  // peers' median, while its exposed comm, which it never waited in, stays; the peers then take
+  // at least their step less the waits they spent (the median of them, so one more straggler
+  // does not decide it).
+  if (rep.steps.gpu && rep.per_rank.size() >= 2) {
+    for (auto& [rank, s] : found) {
+      const RankView* self = nullptr;
+      std::vector<double> own, waitfree;
+      for (const RankView& r : rep.per_rank) {
+        if (r.rank == rank) {
+          self = &r;
+          continue;
+        }
+        own.push_back(std::max(0.0, r.step_p50_ms - r.exposed_comm_ms));
+        waitfree.push_back(std::max(0.0, r.step_p50_ms - r.wait_ms));
+      }
+      if (!self || self->step_p50_ms <= 0) continue;
+      const double excess = std::max(0.0, self->step_p50_ms - self->exposed_comm_ms - median(own));
+      s.step_ms_without = std::min(step_ms, std::max(self->step_p50_ms - excess, median(waitfree)));
+      s.cost_ms_per_step = step_ms - s.step_ms_without;  // what the job would gain, not the waits it caused
+    }
+  }
   for (auto& [rank, s] : found) {
     s.cost_pct = step_ms > 0 ? s.cost_ms_per_step / step_ms * 100.0 : 0;
     rep.stragglers.push_back(s);

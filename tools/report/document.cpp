@@ -96,6 +96,12 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                        ": ";
     for (std::size_t k = 0; k < st.reasons.size(); ++k) line += (k ? "; " : "") + st.reasons[k];
     s.lines.push_back(line);
+    if (st.step_ms_without > 0 && step > 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "without rank %lld: %.2f -> %.2f ms/step (%.1f%% faster), had it run at the median of its peers",
+                    static_cast<long long>(st.rank), step, st.step_ms_without, (step - st.step_ms_without) / step * 100);
+      s.lines.push_back(buf);
+    }
   }
   d.diagnosis.push_back(s);
 
