@@ -38,9 +38,26 @@ def test_step_without_the_straggler_matches_the_clean_rerun(build_dir: Path, tmp
     assert proc.returncode == 0, proc.stderr
     assert [x["rank"] for x in s["stragglers"]] == [rank], s["stragglers"]
     st = s["stragglers"][0]
+    assert st["kind"] == "rank" and s["straggler_group"] is None
     measured = clean["step_time_ms"]["p50"]
     assert st["step_ms"] == s["reference_step_ms"] and st["step_ms"] > 1.05 * measured, "the slowdown slowed nothing"
     assert st["step_ms_without"] == pytest.approx(measured, rel=0.05), (st, measured)
     assert st["cost_ms_per_step"] == pytest.approx(st["step_ms"] - st["step_ms_without"], rel=1e-9)
     text = " ".join(run(build_dir, out).stdout.split())
     assert f"without rank {rank}: {st['step_ms']:.2f} -> {st['step_ms_without']:.2f} ms/step" in text
+
+
+def test_a_slow_group_is_told_apart_from_a_slow_rank(build_dir: Path, tmp_path: Path, clean: dict) -> None:
+    """Ranks 2 and 3 both at 1.5x, as an imbalanced pipeline stage: speeding up either alone gains
+    nothing (the other still holds the job back); both together give the clean job's step."""
+    out = tmp_path / "job"
+    sim_job(build_dir, out, "2:1.5,3:1.5")
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(x["rank"] for x in s["stragglers"]) == [2, 3], s["stragglers"]
+    assert all(x["kind"] == "group" and x["cost_pct_of_step"] <= 2.0 for x in s["stragglers"]), s["stragglers"]
+    g = s["straggler_group"]
+    assert g["ranks"] == [2, 3] and g["step_ms"] > 1.05 * clean["step_time_ms"]["p50"]
+    assert g["step_ms_without"] == pytest.approx(clean["step_time_ms"]["p50"], rel=0.05), (g, clean["step_time_ms"])
+    text = " ".join(run(build_dir, out).stdout.split())
+    assert f"without ranks 2, 3 together" in text and f"{g['step_ms']:.2f} -> {g['step_ms_without']:.2f} ms/step" in text

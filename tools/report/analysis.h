@@ -133,6 +133,9 @@ struct Straggler {
   // outside exposed comm (compute, I/O, idle), keeping its own wait-free exposed comm; never
   // below what the peers take without their waits (docs/report.md). 0: not known.
   double step_ms_without = 0;
+  // "rank": the only straggler, slow by itself; "group": one of several slow ranks (stage
+  // imbalance: Report::group_step_ms_without says what removing them together gains).
+  std::string kind;
   std::vector<std::string> reasons;  // one sentence each: the evidence
 };
 
@@ -176,6 +179,9 @@ struct Report {
   std::vector<BandwidthView> bandwidth;
   std::vector<RankView> per_rank;
   std::vector<Straggler> stragglers;  // largest cost first
+  // Two or more stragglers: the job's step had all of them run at the median of the other ranks.
+  std::vector<int64_t> straggler_group;
+  double group_step_ms_without = 0;
   std::vector<Hang> hangs;
   std::vector<StoppedRank> stopped;
   std::vector<KernelView> kernels;  // by GPU time, largest first

@@ -103,6 +103,14 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
       s.lines.push_back(buf);
     }
   }
+  if (!r.straggler_group.empty() && step > 0) {
+    std::string ranks;
+    for (int64_t k : r.straggler_group) ranks += (ranks.empty() ? "" : ", ") + i(k);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ": %.2f -> %.2f ms/step", step, r.group_step_ms_without);
+    s.lines.push_back("without ranks " + ranks + " together (slow as a group, as a pipeline stage would be)" + buf +
+                      "; one of them alone gains only what it is slower than the next");
+  }
   d.diagnosis.push_back(s);
 
   Section g{r.gpu_data ? "Where the GPU step time goes" : "Where the step time goes (CPU)", {}};
