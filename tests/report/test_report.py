@@ -44,9 +44,14 @@ WALL_P50, WALL_P90, WALL_MAX = 16.0, 18.0, 20.0
 WAIT_R0 = (4 * 2.5) * 0.25  # 2.5 ms/step
 WAIT_R1 = (4 * 2.0 + 4 * 0.1) * 0.25  # 2.1 ms/step
 # Rank 2 alone delays each odd seq by (second shortest - shortest) = 3.0 - 1.0 = 2.0 ms.
-COST_R2 = (4 * 2.0) * 0.25  # 2.0 ms/step
-# The cost is measured against the job's median step, the GPU span's 15 ms: 2/15 = 13.3% of a step.
-COST_PCT = 2.0 / 15.0 * 100
+CAUSED_R2 = (4 * 2.0) * 0.25  # 2.0 ms/step
+# Without rank 2: its span 16.5 less its exposed comm 0.5 is 16 ms outside comm, against the
+# peers' median 15 - 3 = 12: 4 ms too many, so 16.5 - 4 = 12.5; the peers' steps less their
+# waits are 15 - 2.5 = 12.5 and 15 - 2.1 = 12.9 (median, nearest rank: 12.5). The job's step
+# would be max(12.5, 12.5) = 12.5 ms instead of its median GPU span of 15 ms.
+STEP_WITHOUT_R2 = 12.5
+COST_R2 = 15.0 - STEP_WITHOUT_R2  # 2.5 ms/step
+COST_PCT = COST_R2 / 15.0 * 100  # 16.7% of a step
 # GPU step span summed over ranks and steps: (14+1)*4 + (14+1)*4 + (15.5+1)*4 = 186 ms.
 SPAN = 186.0
 EXPOSED_PCT = (3 * 4 + 3 * 4 + 0.5 * 4) / SPAN * 100  # 13.978
@@ -96,13 +101,14 @@ def test_json_summary_golden(build_dir: Path) -> None:
     assert [x["rank"] for x in s["stragglers"]] == [2]
     (st2,) = s["stragglers"]
     assert st2["cost_ms_per_step"] == approx(COST_R2) and st2["cost_pct_of_step"] == approx(COST_PCT)
+    assert st2["step_ms"] == approx(15.0) and st2["step_ms_without"] == approx(STEP_WITHOUT_R2)
     assert (st2["last_arrivals"], st2["collectives_matched"]) == (4, 8)
     assert len(st2["reasons"]) == 2  # the waits and the compute (14 = 1.4x the median 10)
 
     ranks = {r["rank"]: r for r in s["per_rank"]}
     assert ranks[0]["per_step_ms"]["wait"] == approx(WAIT_R0)
     assert ranks[1]["per_step_ms"]["wait"] == approx(WAIT_R1)
-    assert ranks[2]["per_step_ms"]["wait"] == 0 and ranks[2]["per_step_ms"]["caused_wait"] == approx(COST_R2)
+    assert ranks[2]["per_step_ms"]["wait"] == 0 and ranks[2]["per_step_ms"]["caused_wait"] == approx(CAUSED_R2)
     assert ranks[0]["per_step_ms"]["caused_wait"] == 0 and ranks[1]["per_step_ms"]["caused_wait"] == 0
     # The even seqs are a tie between ranks 0 and 2 (0.5 ms each): nobody arrived last there.
     assert [ranks[r]["last_arrivals"] for r in range(3)] == [0, 0, 4]
@@ -164,7 +170,7 @@ def test_text_report_golden(build_dir: Path) -> None:
     assert cats["forward"][1:] == [f3(FWD_MEAN), f3(FWD_MIN), f3(FWD_MAX), "2", f"{FWD_SPREAD:.1f}"]
     ranks = text_table(out, "Per rank")
     assert ranks["0"][8] == f3(WAIT_R0) and ranks["1"][8] == f3(WAIT_R1)
-    assert ranks["2"][9] == f3(COST_R2) and ranks["2"][4] == f3(14) and ranks["2"][3] == f3(16.5)
+    assert ranks["2"][9] == f3(CAUSED_R2) and ranks["2"][4] == f3(14) and ranks["2"][3] == f3(16.5)
     bw = text_table(out, "Wait-free bus bandwidth")
     assert bw["AllReduce"][4:6] == [f"{WAITFREE_BUSBW:.2f}", f"{RECORDED_BUSBW:.2f}"]
     warnings = out[out.index("Warnings written in the rank files"):]
@@ -198,7 +204,7 @@ def test_csv_views_golden(build_dir: Path, tmp_path: Path) -> None:
     with open(tmp_path / "ranks.csv", newline="") as f:
         ranks = {row["rank"]: row for row in csv.DictReader(f)}
     assert float(ranks["0"]["wait"]) == approx(WAIT_R0, 1e-3)
-    assert float(ranks["2"]["caused"]) == approx(COST_R2, 1e-3)
+    assert float(ranks["2"]["caused"]) == approx(CAUSED_R2, 1e-3)
     with open(tmp_path / "categories.csv", newline="") as f:
         cats = {row["category"]: row for row in csv.DictReader(f)}
     assert set(cats["forward"]) == {"category", "mean", "min", "max", "rank_of_max", "spread_pct"}

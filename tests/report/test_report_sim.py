@@ -55,12 +55,14 @@ def test_sim_straggler_is_named_with_its_cost(build_dir: Path, tmp_path: Path) -
     assert comm_gpu_ns(truth[0]) == comm_gpu_ns(truth[1]) == comm_gpu_ns(truth[2])  # ranks 0-2 identical
     expected_ms = (comm_gpu_ns(truth[0]) - comm_gpu_ns(truth[3])) / STEPS / 1e6
     assert expected_ms > 0.1, "the simulated slowdown made nobody wait"
-    assert s["stragglers"][0]["cost_ms_per_step"] == pytest.approx(expected_ms, rel=1e-6)
+    assert s["per_rank"][3]["per_step_ms"]["caused_wait"] == pytest.approx(expected_ms, rel=1e-6)
     # Rank 3 computes 1.5x as long as the median rank.
     assert any("1.50x the median" in r for r in s["stragglers"][0]["reasons"])
     text = " ".join(run(build_dir, out).stdout.split())
-    assert f"rank 3 (host " in text and f"costs the job {expected_ms:.3f} ms/step" in text
-    assert run(build_dir, out, "--fail-if", f"straggler_cost_ms>{expected_ms / 2:.4f}").returncode == 1
+    assert f"rank 3 (host " in text and f"the job waited {expected_ms:.3f} ms/step for it alone" in text
+    cost = s["stragglers"][0]["cost_ms_per_step"]
+    assert f"without rank 3: {s['stragglers'][0]['step_ms']:.2f} -> {s['stragglers'][0]['step_ms_without']:.2f} ms/step" in text
+    assert run(build_dir, out, "--fail-if", f"straggler_cost_ms>{cost / 2:.4f}").returncode == 1
 
 
 def test_sim_without_slowdown_has_no_straggler(build_dir: Path, tmp_path: Path) -> None:

@@ -330,6 +330,44 @@ void find_stragglers(Report& rep) {
                           " ms/step against its " + fmt("%.3f", r.exposed_comm_ms));
     }
   }
+  // What the job's step would be without each straggler: it stops being the one the others wait
+  // for once its time outside exposed comm (its own clock: step span - exposed comm) is the
+  // median of the ranks that are no straggler, while its exposed comm, which it never waited in,
+  // stays; those ranks then take at least their step less the waits they spent (their median).
+  // One straggler among several only gains the job what it is slower than the next slowest;
+  // several together (a slow group, as a pipeline stage would be) are estimated as one.
+  if (rep.steps.gpu && rep.per_rank.size() >= 2 && found.size() < rep.per_rank.size()) {
+    std::vector<double> own, waitfree;
+    std::map<int64_t, const RankView*> view;
+    for (const RankView& r : rep.per_rank) {
+      view[r.rank] = &r;
+      if (found.count(r.rank)) continue;
+      own.push_back(std::max(0.0, r.step_p50_ms - r.exposed_comm_ms));
+      waitfree.push_back(std::max(0.0, r.step_p50_ms - r.wait_ms));
+    }
+    const double own_med = median(own), waitfree_med = median(waitfree);
+    std::map<int64_t, double> excess;
+    double together = waitfree_med;
+    for (const auto& [rank, s] : found) {
+      const RankView& v = *view[rank];
+      excess[rank] = std::max(0.0, v.step_p50_ms - v.exposed_comm_ms - own_med);
+      together = std::max(together, v.step_p50_ms - excess[rank]);
+    }
+    for (auto& [rank, s] : found) {
+      const RankView& v = *view[rank];
+      if (v.step_p50_ms <= 0) continue;
+      double without = std::max(v.step_p50_ms - excess[rank], waitfree_med);
+      for (const auto& [other, e] : excess)
+        if (other != rank) without = std::max(without, step_ms - std::max(0.0, excess[rank] - e));
+      s.step_ms_without = std::min(step_ms, without);
+      s.cost_ms_per_step = step_ms - s.step_ms_without;  // what the job would gain, not the waits it caused
+      s.kind = found.size() == 1 ? "rank" : "group";
+    }
+    if (found.size() >= 2) {
+      for (const auto& [rank, s] : found) rep.straggler_group.push_back(rank);
+      rep.group_step_ms_without = std::min(step_ms, together);
+    }
+  }
   for (auto& [rank, s] : found) {
     s.cost_pct = step_ms > 0 ? s.cost_ms_per_step / step_ms * 100.0 : 0;
     rep.stragglers.push_back(s);

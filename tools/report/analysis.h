@@ -124,10 +124,18 @@ struct KernelView {
 struct Straggler {
   int64_t rank = 0;
   std::string host;
-  double cost_ms_per_step = 0;  // how much shorter the job's step would be without the delay
+  double cost_ms_per_step = 0;  // how much shorter the job's step would be without the delay:
+                                // step - step_ms_without when that is known, else the wait it caused
   double cost_pct = 0;          // of the median step time
   uint64_t last_arrivals = 0, matched = 0;
   double compute_ms = 0, median_compute_ms = 0;
+  // The counterfactual: the job's step time had this rank spent the median of its peers' time
+  // outside exposed comm (compute, I/O, idle), keeping its own wait-free exposed comm; never
+  // below what the peers take without their waits (docs/report.md). 0: not known.
+  double step_ms_without = 0;
+  // "rank": the only straggler, slow by itself; "group": one of several slow ranks (stage
+  // imbalance: Report::group_step_ms_without says what removing them together gains).
+  std::string kind;
   std::vector<std::string> reasons;  // one sentence each: the evidence
 };
 
@@ -171,6 +179,9 @@ struct Report {
   std::vector<BandwidthView> bandwidth;
   std::vector<RankView> per_rank;
   std::vector<Straggler> stragglers;  // largest cost first
+  // Two or more stragglers: the job's step had all of them run at the median of the other ranks.
+  std::vector<int64_t> straggler_group;
+  double group_step_ms_without = 0;
   std::vector<Hang> hangs;
   std::vector<StoppedRank> stopped;
   std::vector<KernelView> kernels;  // by GPU time, largest first

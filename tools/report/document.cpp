@@ -96,6 +96,20 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                        ": ";
     for (std::size_t k = 0; k < st.reasons.size(); ++k) line += (k ? "; " : "") + st.reasons[k];
     s.lines.push_back(line);
+    if (st.step_ms_without > 0 && step > 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "without rank %lld: %.2f -> %.2f ms/step (%.1f%% faster), had it run at the median of its peers",
+                    static_cast<long long>(st.rank), step, st.step_ms_without, (step - st.step_ms_without) / step * 100);
+      s.lines.push_back(buf);
+    }
+  }
+  if (!r.straggler_group.empty() && step > 0) {
+    std::string ranks;
+    for (int64_t k : r.straggler_group) ranks += (ranks.empty() ? "" : ", ") + i(k);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ": %.2f -> %.2f ms/step", step, r.group_step_ms_without);
+    s.lines.push_back("without ranks " + ranks + " together (slow as a group, as a pipeline stage would be)" + buf +
+                      "; one of them alone gains only what it is slower than the next");
   }
   d.diagnosis.push_back(s);
 

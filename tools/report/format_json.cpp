@@ -112,8 +112,14 @@ json summary_json(const Report& r, const Extras& x) {
   for (const Straggler& s : r.stragglers)
     st.push_back({{"rank", s.rank}, {"host", s.host}, {"cost_ms_per_step", s.cost_ms_per_step},
                   {"cost_pct_of_step", s.cost_pct}, {"last_arrivals", s.last_arrivals},
-                  {"collectives_matched", s.matched}, {"reasons", s.reasons}});
+                  {"collectives_matched", s.matched}, {"step_ms", r.steps.reference_ms()},
+                  {"step_ms_without", s.step_ms_without > 0 ? json(s.step_ms_without) : json(nullptr)},
+                  {"kind", s.kind.empty() ? json(nullptr) : json(s.kind)}, {"reasons", s.reasons}});
   out["stragglers"] = st;
+  out["straggler_group"] = r.straggler_group.empty()
+                               ? json(nullptr)
+                               : json{{"ranks", r.straggler_group}, {"step_ms", r.steps.reference_ms()},
+                                      {"step_ms_without", r.group_step_ms_without}};
 
   out["hang_data"] = r.hang_data;
   json hangs = json::array();
