@@ -18,6 +18,8 @@ static_assert(static_cast<int>(traintime::core::Category::kOptimizer) == TT_OPTI
 static_assert(static_cast<int>(traintime::core::Category::kComm) == TT_COMM);
 static_assert(static_cast<int>(traintime::core::Category::kIo) == TT_IO);
 static_assert(static_cast<int>(traintime::core::Category::kOther) == TT_OTHER);
+static_assert(static_cast<int>(traintime::core::Category::kRecompute) == TT_RECOMPUTE);
+static_assert(traintime::core::kLastRegionCategory == traintime::core::Category::kRecompute);
 
 namespace traintime::preload {
 namespace {

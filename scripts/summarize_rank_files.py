@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-CATEGORIES = ("forward", "backward", "optimizer", "comm", "io", "other", "unattributed")
+CATEGORIES = ("forward", "backward", "optimizer", "comm", "io", "other", "recompute", "unattributed")
 TOTALS = (("compute", "compute_ns"), ("comm", "comm_ns"),
           ("comm overlapped", "comm_overlapped_ns"), ("exposed comm", "exposed_comm_ns"),
           ("io", "io_ns"), ("idle", "idle_ns"))
@@ -77,7 +77,7 @@ def print_rank(path: str, d: dict[str, Any], label: str, top: int) -> None:
     print("  GPU busy by category (union of intervals; % of GPU step time):")
     for c in CATEGORIES:
         v = cats.get(c, {})
-        if v.get("count", 0) == 0 and c in ("other", "unattributed"):
+        if v.get("count", 0) == 0 and c in ("other", "recompute", "unattributed"):
             continue
         print(f"    {c:<14} {ms(v.get('gpu_busy_ns', 0)):10.3f} ms {pct(v.get('gpu_busy_ns', 0), span):6.1f} %"
               f"   {v.get('count', 0):7d} activities")

@@ -33,7 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
-COMPUTE = {"forward", "backward", "optimizer", "other", "unattributed"}
+COMPUTE = {"forward", "backward", "optimizer", "other", "recompute", "unattributed"}
 
 
 def load(path: Path) -> Any:

@@ -25,7 +25,7 @@ constexpr Help kHelp[] = {
     {"traintime/gpu_lag_steps", "step - gpu_step: how far the GPU figures trail"},
     {"traintime/gpu_span_ms", "GPU span of gpu_step: first start to last end of its work, per device"},
     {"traintime/gpu_busy_ms", "GPU busy time of gpu_step (union of all its work)"},
-    {"traintime/gpu_compute_ms", "GPU compute time of gpu_step (forward, backward, optimizer, other)"},
+    {"traintime/gpu_compute_ms", "GPU compute time of gpu_step (forward, backward, optimizer, other, recompute)"},
     {"traintime/gpu_comm_ms", "GPU communication time of gpu_step"},
     {"traintime/gpu_exposed_comm_ms", "communication of gpu_step not hidden behind compute"},
     {"traintime/gpu_io_ms", "GPU copy and memset time of gpu_step in io regions"},
@@ -38,6 +38,7 @@ constexpr Help kHelp[] = {
     {"traintime/gpu_backward_ms", "GPU busy time of gpu_step in the backward category"},
     {"traintime/gpu_optimizer_ms", "GPU busy time of gpu_step in the optimizer category"},
     {"traintime/gpu_other_ms", "GPU busy time of gpu_step in the other category"},
+    {"traintime/gpu_recompute_ms", "GPU busy time of gpu_step in the recompute category (part of compute)"},
     {"traintime/gpu_unattributed_ms", "GPU busy time of gpu_step launched with no region open"},
     {"traintime/gpu_late_records", "GPU records that arrived after their step's figures were published"},
 };
@@ -45,7 +46,7 @@ constexpr Help kHelp[] = {
 constexpr const char* kCategoryMetric[kCategoryCount] = {
     "traintime/gpu_forward_ms", "traintime/gpu_backward_ms", "traintime/gpu_optimizer_ms",
     nullptr /* comm: gpu_comm_ms */, nullptr /* io: gpu_io_ms */, "traintime/gpu_other_ms",
-    "traintime/gpu_unattributed_ms"};
+    "traintime/gpu_recompute_ms", "traintime/gpu_unattributed_ms"};
 
 class Sink {
  public:

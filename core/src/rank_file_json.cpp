@@ -655,10 +655,12 @@ RankFile rank_file_from(const J& j) {
   f.end_unix_ns = opt_u64(j, "end_unix_ns", w, 0);
 
   const auto& categories = need_object(j, "categories", w);
-  for (std::string_view name : kCategoryNames) need(categories, name, "categories");
+  for (std::string_view name : kCategoryNames)
+    if (name != category_name(Category::kRecompute)) need(categories, name, "categories");
   each_member(categories, [&](std::string_view name, const J& t) {
     f.categories[std::string(name)] = totals_from(t, join("categories", name));
   });
+  f.categories.try_emplace(std::string(category_name(Category::kRecompute)));  // added after 1.0
 
   each_in_array(j, "regions", w, [&](std::size_t i, const J& r) {
     f.regions.push_back(region_from(r, indexed("regions", i)));

@@ -43,7 +43,7 @@ NameId RegionRegistry::register_name(std::string_view name, int category) {
 NameId RegionRegistry::register_locked(std::string_view name, int category) {
   if (name.empty()) return kNoName;
   if (category != kCategoryAuto &&
-      (category < 0 || category > static_cast<int>(Category::kOther))) {
+      (category < 0 || category > static_cast<int>(kLastRegionCategory))) {
     return kNoName;
   }
   std::string key;

@@ -339,7 +339,8 @@ TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_fil
   CHECK(j.at("exit_reason") == "signal SIGTERM");
   CHECK(j.at("gpu_capture") == "cupti");
   CHECK(j.at("categories").at("forward").at("gpu_busy_ns") == 10);
-  CHECK(j.at("categories").at("unattributed").at("count") == 72);
+  CHECK(j.at("categories").at("recompute").at("count") == 72);
+  CHECK(j.at("categories").at("unattributed").at("count") == 82);
   const json& r = j.at("regions").at(0);
   CHECK(r.at("path") == "step/forward/layer3");
   CHECK(r.at("category") == "forward");
@@ -377,12 +378,12 @@ TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_fil
 TEST_CASE("an empty rank file still has every category and memcpy key, all zero", "[rank_file]") {
   const json j = rank_file_to_json(RankFile{});
   for (const char* cat :
-       {"forward", "backward", "optimizer", "comm", "io", "other", "unattributed"}) {
+       {"forward", "backward", "optimizer", "comm", "io", "other", "recompute", "unattributed"}) {
     INFO(cat);
     REQUIRE(j.at("categories").contains(cat));
     CHECK(j.at("categories").at(cat) == json{{"gpu_busy_ns", 0}, {"gpu_sum_ns", 0}, {"count", 0}});
   }
-  CHECK(j.at("categories").size() == 7);
+  CHECK(j.at("categories").size() == 8);
   for (const char* kind : {"HtoD", "DtoH", "DtoD", "PtoP"}) {
     INFO(kind);
     CHECK(j.at("memcpy").at(kind) == json{{"count", 0}, {"bytes", 0}, {"gpu_ns", 0}});
@@ -413,6 +414,26 @@ TEST_CASE("rank file round-trips through text and through a file on disk", "[ran
   INFO(error);
   REQUIRE(back);
   check_same(*back, original);
+}
+
+TEST_CASE("rank file written before the recompute category still reads, recompute zero", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  REQUIRE(j.at("categories").contains("recompute"));
+  j["categories"].erase("recompute");
+  const RankFile back = rank_file_from_json(j);
+  REQUIRE(back.categories.count("recompute") == 1);
+  CHECK(back.categories.at("recompute").gpu_busy_ns == 0);
+  CHECK(back.categories.at("recompute").count == 0);
+  CHECK(back.categories.at("forward").gpu_busy_ns == full_rank_file().categories.at("forward").gpu_busy_ns);
+
+  TempDir dir;  // the report's reader (simdjson first, nlohmann on refusal) takes it too
+  const std::string path = (dir.path / "rank-00000.json").string();
+  std::ofstream(path) << j.dump();
+  std::string error;
+  const std::optional<RankFile> read = read_rank_file(path, &error);
+  INFO(error);
+  REQUIRE(read);
+  CHECK(read->categories.at("recompute").gpu_busy_ns == 0);
 }
 
 TEST_CASE("rank file reader rejects another schema with a clear message", "[rank_file]") {
@@ -709,6 +730,6 @@ TEST_CASE("the example in docs/schema.md is a valid traintime/1 rank file", "[ra
   REQUIRE(close != std::string::npos);
   const RankFile f = rank_file_from_json(json::parse(doc.substr(start, close - start)));
   CHECK(f.schema == "traintime/1");
-  CHECK(f.categories.size() == 7);
+  CHECK(f.categories.size() == kCategoryCount);
   CHECK_FALSE(f.regions.empty());
 }

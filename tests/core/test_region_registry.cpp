@@ -116,6 +116,27 @@ TEST_CASE("configured rules decide categories and 'step' still never takes one",
   CHECK(find_row(rows, "step/grad_clip")->category == Category::kOptimizer);
 }
 
+TEST_CASE("recompute is an explicit category; regions below it inherit it", "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  const NameId rc = reg.register_name("recompute", static_cast<int>(Category::kRecompute));
+  REQUIRE(rc != kNoName);
+  reg.push(ts, "backward", kCategoryAuto, 0);
+  reg.push_id(ts, rc, 1);
+  reg.push(ts, "attn", kCategoryAuto, 2);
+  reg.pop(ts, 3);
+  reg.pop(ts, 4);
+  reg.pop(ts, 5);
+  reg.push(ts, "recompute", kCategoryAuto, 6);  // never derived from the name
+  reg.pop(ts, 7);
+  const auto rows = reg.snapshot_rows();
+  CHECK(find_row(rows, "backward/recompute")->category == Category::kRecompute);
+  CHECK(find_row(rows, "backward/recompute/attn")->category == Category::kRecompute);
+  CHECK(find_row(rows, "backward/recompute/attn")->category != Category::kBackward);
+  CHECK(find_row(rows, "backward")->category == Category::kBackward);
+  CHECK(find_row(rows, "recompute")->category == Category::kOther);
+}
+
 TEST_CASE("names register once; invalid names and ids are refused without crashing", "[region]") {
   RegionRegistry reg;
   const NameId a = reg.register_name("forward", kCategoryAuto);

@@ -88,7 +88,7 @@ def check_identity(doc: dict, rank: int, world_size: int, role: str, pid: int | 
         check(doc["pid"] == pid, "pid %r, expected %r" % (doc["pid"], pid))
     # GPU fields exist even without GPU capture.
     check(doc["gpu_capture"] in ("none", "cupti", "unavailable"), "gpu_capture %r" % doc["gpu_capture"])
-    for cat in ("forward", "backward", "optimizer", "comm", "io", "other", "unattributed"):
+    for cat in ("forward", "backward", "optimizer", "comm", "io", "other", "recompute", "unattributed"):
         check(cat in doc["categories"], "category %s missing" % cat)
 
 

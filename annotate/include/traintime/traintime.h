@@ -25,7 +25,9 @@
  * case-insensitively on whole tokens (split on non-alphanumerics and camelCase) in this order:
  * forward (forward, fwd), backward (backward, bwd), optimizer (optimizer, optim, adam, sgd),
  * io (io, data, dataloader, load, h2d); otherwise the parent region's category; otherwise
- * other. A region named exactly "step" marks a step, not the optimizer.
+ * other. A region named exactly "step" marks a step, not the optimizer. recompute (forward work
+ * re-run during backward by activation checkpointing) is never derived from a name: pass
+ * TT_RECOMPUTE explicitly; it counts as compute time, like forward and backward.
  *
  * Names. Pass names that live as long as the call (string literals are ideal). The profiler
  * keeps its own copy the first time it sees a name.
@@ -62,7 +64,8 @@ typedef enum tt_category {
   TT_OPTIMIZER = 2,
   TT_COMM = 3,
   TT_IO = 4,
-  TT_OTHER = 5
+  TT_OTHER = 5,
+  TT_RECOMPUTE = 6 /* forward work re-run during backward (activation checkpointing) */
 } tt_category;
 
 /* Category value meaning "derive it from the name rules". */

@@ -18,9 +18,10 @@ cheap no-op, so annotated code runs unchanged anywhere.
     wandb.log(traintime.metrics())              # live metrics: {"traintime/step_ms": ..., ...}
 
 Categories: an explicit ``category`` ("forward", "backward", "optimizer", "comm", "io",
-"other") wins; otherwise the profiler derives it from the name (``forward``/``fwd``,
+"other", "recompute") wins; otherwise the profiler derives it from the name (``forward``/``fwd``,
 ``backward``/``bwd``, ``optimizer``/``optim``/``adam``/``sgd``, ``io``/``data``/``load``/...),
-then from the enclosing region. A region named exactly ``step`` marks a step.
+then from the enclosing region. A region named exactly ``step`` marks a step. ``recompute``
+(forward work re-run during backward by activation checkpointing) is only ever given explicitly.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = ["region", "step", "enabled", "range_start", "range_end", "set_flops",
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: Category names in the order of the C enum tt_category (their index is the value).
-CATEGORIES = ("forward", "backward", "optimizer", "comm", "io", "other")
+CATEGORIES = ("forward", "backward", "optimizer", "comm", "io", "other", "recompute")
 _CATEGORY_AUTO = -1
 
 

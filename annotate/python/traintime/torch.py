@@ -15,8 +15,7 @@ After the call, every training step shows up as
   own under ``backward`` (``backward/recompute``, per-module paths below it such as
   ``backward/recompute/0/attn``), never ``forward``, and it adds no samples or tokens. On a GPU
   autograd runs the recompute on its device threads, where the path is ``recompute``. Its
-  category is ``recompute`` where the library has that category, else ``backward``
-  (docs/attribution.md).
+  category is ``recompute``, counted as compute time (docs/attribution.md).
 
 Options (keyword names are the contract):
 

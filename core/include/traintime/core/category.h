@@ -8,7 +8,8 @@
 
 namespace traintime::core {
 
-// The first six values equal tt_category in the public header; the rest exist only for GPU time.
+// The first seven values equal tt_category in the public header; the rest exist only for GPU
+// time. Files name categories, never number them, so kUnattributed may move when one is added.
 enum class Category : uint8_t {
   kForward = 0,
   kBackward = 1,
@@ -16,12 +17,15 @@ enum class Category : uint8_t {
   kComm = 3,
   kIo = 4,
   kOther = 5,
-  kUnattributed = 6,  // GPU work launched with no region open anywhere
+  kRecompute = 6,     // forward work re-run during backward (activation checkpointing)
+  kUnattributed = 7,  // GPU work launched with no region open anywhere
 };
-inline constexpr std::size_t kCategoryCount = 7;
+inline constexpr std::size_t kCategoryCount = 8;
+// The last category a region may be given (register_name, push_category).
+inline constexpr Category kLastRegionCategory = Category::kRecompute;
 
 inline constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
-    "forward", "backward", "optimizer", "comm", "io", "other", "unattributed"};
+    "forward", "backward", "optimizer", "comm", "io", "other", "recompute", "unattributed"};
 
 constexpr std::string_view category_name(Category c) {
   return kCategoryNames[static_cast<std::size_t>(c)];
@@ -33,7 +37,7 @@ inline std::optional<Category> category_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-// Compute time: every category except comm and io (DESIGN §4).
+// Compute time: every category except comm and io (DESIGN §4); recompute is compute.
 constexpr bool is_compute(Category c) {
   return c != Category::kComm && c != Category::kIo;
 }
