@@ -16,6 +16,35 @@ uint32_t round_up_pow2(uint32_t n) {
 
 uint64_t stamp_of(uint64_t seq) { return (seq + 1) << 1; }
 
+// Whether this CPU has PREFETCHW (CPUID 0x80000001 ECX bit 8: every AMD64 CPU, Intel since
+// Broadwell). Asked once, at the first table's construction.
+bool cpu_has_prefetchw() {
+#if defined(__x86_64__)
+  uint32_t eax = 0x80000000u, ebx = 0, ecx = 0, edx = 0;
+  __asm__("cpuid" : "+a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx));
+  if (eax < 0x80000001u) return false;
+  eax = 0x80000001u;
+  ecx = 0;
+  __asm__("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
+  return (ecx >> 8) & 1u;
+#else
+  return false;
+#endif
+}
+
+// Asks for a cache line in the exclusive state, ahead of a write: PREFETCHW where the CPU has
+// it, else an ordinary prefetch for writing (the compiler's choice of instruction).
+inline void prefetch_for_write(const void* p, bool prefetchw) {
+#if defined(__x86_64__)
+  if (prefetchw) {
+    __asm__ volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+    return;
+  }
+#endif
+  (void)prefetchw;
+  __builtin_prefetch(p, 1, 3);
+}
+
 // a is after b in correlation-id order, across 32-bit wraps.
 bool after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
 
@@ -24,15 +53,23 @@ bool after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
 CorrelationTable::CorrelationTable(uint32_t capacity)
     : slots_(new Slot[round_up_pow2(capacity)]),
       ids_(new std::atomic<uint32_t>[round_up_pow2(capacity)]()),
-      bands_(new Band[round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity))]),
+      bands_(new Band[2 * (round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity)))]),
       mask_(round_up_pow2(capacity) - 1),
+      band_index_mask_(2 * (round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity))) - 1),
       band_size_(std::min(kBand, round_up_pow2(capacity))),
-      band_shift_(static_cast<uint32_t>(__builtin_ctz(band_size_))) {}
+      band_shift_(static_cast<uint32_t>(__builtin_ctz(band_size_))),
+      prefetchw_(cpu_has_prefetchw()) {}
 
 uint64_t CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) noexcept {
   if (id == 0) return 0;  // CUPTI's correlation ids start at 1
   const uint64_t seq = next_.fetch_add(1, std::memory_order_relaxed);
   Slot& s = slots_[seq & mask_];
+  // The slot this thread will most likely claim kPrefetchAhead stores from now was last written
+  // a lap ago and read since by the processing thread: without this, the compare-exchange below
+  // waits for the line to come back from the other core at every store (most of a launch's
+  // cost on a two-core machine). Asked for now, it is exclusive here by then.
+  prefetch_for_write(&slots_[(seq + kPrefetchAhead) & mask_], prefetchw_);
+  prefetch_for_write(&ids_[(seq + kIdsPerLine) & mask_], prefetchw_);
   const uint64_t stamp = stamp_of(seq);
   uint64_t old = s.stamp.load(std::memory_order_relaxed);
   // The slot holds an older lap's context, unless a writer of that lap is still filling it (it
@@ -115,17 +152,28 @@ double CorrelationTable::ids_per_store() const noexcept {
   return static_cast<double>(max_id - min_id + 1) / static_cast<double>(max_seq - min_seq + 1);
 }
 
-bool CorrelationTable::band_excludes(uint64_t first, uint32_t id) const noexcept {
-  const Band& b = bands_[(first & mask_) >> band_shift_];
+bool CorrelationTable::band_range(uint64_t first, uint64_t* range) const noexcept {
+  const Band& b = band_at(first);
   if (b.first.load(std::memory_order_acquire) != first + 1) return false;
-  const uint64_t range = b.range.load(std::memory_order_acquire);
-  if (b.first.load(std::memory_order_relaxed) != first + 1) return false;  // rewritten meanwhile
+  *range = b.range.load(std::memory_order_acquire);
+  return b.first.load(std::memory_order_relaxed) == first + 1;  // not rewritten meanwhile
+}
+
+bool CorrelationTable::band_excludes(uint64_t first, uint32_t id) const noexcept {
+  uint64_t range = 0;
+  if (!band_range(first, &range)) return false;
   return static_cast<uint32_t>(id - static_cast<uint32_t>(range)) > static_cast<uint32_t>(range >> 32);
+}
+
+bool CorrelationTable::below_floor(uint32_t id) const noexcept {
+  const uint64_t floor = floor_.load(std::memory_order_relaxed);
+  // Within kFloorReach below it: a floor left from long ago never rejects ids that wrapped.
+  return (floor >> 32) != 0 && static_cast<uint32_t>(floor) - id - 1 < kFloorReach;
 }
 
 void CorrelationTable::summarize(uint64_t first) const noexcept {
   if (summarizing_.exchange(true, std::memory_order_acquire)) return;
-  Band& b = bands_[(first & mask_) >> band_shift_];
+  Band& b = band_at(first);
   // Bands are summarized while in the live window, which only moves forward: a newer band in
   // this place stays.
   bool complete = b.first.load(std::memory_order_relaxed) < first + 1;
@@ -159,8 +207,37 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
   summarizing_.store(false, std::memory_order_release);
 }
 
+void CorrelationTable::compute_floor(uint64_t begin, uint64_t end) const noexcept {
+  const uint64_t first_band = begin >> band_shift_;
+  floor_band_.store(first_band, std::memory_order_relaxed);
+  uint32_t ref = 0;
+  bool any = false;
+  int64_t lo = 0;
+  for (uint64_t first = first_band << band_shift_; first + band_size_ <= end; first += band_size_) {
+    uint64_t range = 0;
+    if (!band_range(first, &range)) {
+      summarize(first);
+      if (!band_range(first, &range)) {
+        any = false;  // a band without its range (a launch not yet published): no floor this time
+        break;
+      }
+    }
+    const uint32_t low = static_cast<uint32_t>(range);
+    if (!any) ref = low;
+    any = true;
+    lo = std::min<int64_t>(lo, static_cast<int32_t>(low - ref));
+  }
+  floor_.store(any ? (uint64_t{1} << 32) | (ref + static_cast<uint32_t>(lo)) : 0,
+               std::memory_order_relaxed);
+}
+
 bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexcept {
   if (id == 0) return false;
+  // Below the live window's lowest id: a loss, decided without reading the table.
+  if (below_floor(id)) {
+    overwritten_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   // The id column names the candidate slots (16 per cache line); read() validates the slot.
   const auto hit = [&](uint64_t q) {
     if (ids_[q & mask_].load(std::memory_order_relaxed) != id || !read(q, id, out)) return false;
@@ -177,6 +254,13 @@ bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexc
   const uint64_t end = next_.load(std::memory_order_acquire);
   if (end > seen) seen_end_.store(end, std::memory_order_relaxed);
   const uint64_t begin = end > capacity() ? end - capacity() : 0;
+  if ((begin >> band_shift_) != floor_band_.load(std::memory_order_relaxed)) {
+    compute_floor(begin, end);
+    if (below_floor(id)) {
+      overwritten_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  }
   const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
   // Records arrive nearly in launch order: near the slot after the previous hit first, forward
   // then back; then the rest of the live slots, so a context in the table is always found.
@@ -190,7 +274,7 @@ bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexc
   // excludes the id (a band wholly in the live window gets its range the first time).
   const auto band = [&](uint64_t first, uint64_t lo, uint64_t hi, bool backward) {
     if (lo >= hi || band_excludes(first, id)) return false;
-    if (first >= begin && first + band_size_ <= end) {
+    if (first + band_size_ <= end) {
       summarize(first);
       if (band_excludes(first, id)) return false;
     }

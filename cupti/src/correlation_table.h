@@ -21,7 +21,14 @@
 // for a reader that fell behind) reads one word per band and the bands still being written, not
 // the whole column: a reader that falls behind catches up instead of slowing down further. A
 // context stored late under an old id (its thread preempted between CUPTI's id and the store)
-// widens its own band's range and is still found. A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
+// widens its own band's range and is still found. From the ranges of the bands wholly launched,
+// the reader also keeps the live window's lowest id (the floor), recomputed each time the window
+// moved on by a band: an id below it is a loss decided in one comparison, so a reader that fell
+// more than a table behind pays almost nothing per record until it reaches the live window
+// again. The one context that test misses is one stored under an id older than every id of the
+// whole window at the floor's last computation (its thread preempted between CUPTI's id and the
+// store for about capacity() launches of other threads): counted lost, as a context evicted
+// after capacity() launches is. A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
 // preempted for a whole lap of the table loses to the newer one and counts a collision instead
 // of tearing it), filled with release stores and published with its sequence number; the reader
 // validates the stamp before and after copying (a seqlock keyed by the sequence
@@ -82,16 +89,31 @@ class CorrelationTable {
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
   bool id_at(uint64_t seq, uint32_t* id) const noexcept;
   void found(uint64_t seq, uint32_t id) const noexcept;  // cursor and id rate after a hit
+  // The id range of band `first` (see Band), if it has one.
+  bool band_range(uint64_t first, uint64_t* range) const noexcept;
   // Band [first, first + band size) has an id range and `id` is outside it.
   bool band_excludes(uint64_t first, uint32_t id) const noexcept;
   // Gives band `first` its id range if every launch of it is published or overwritten (one
   // thread at a time; another finding it busy goes on scanning).
   void summarize(uint64_t first) const noexcept;
+  // The band entry of the band that starts at sequence number `first`.
+  struct Band;
+  Band& band_at(uint64_t first) const noexcept {
+    return bands_[(first >> band_shift_) & band_index_mask_];
+  }
+  // id is below the floor (by at most kFloorReach).
+  bool below_floor(uint32_t id) const noexcept;
+  static constexpr uint32_t kFloorReach = 1u << 30;
+  // The floor of the live window [begin, end) when every band wholly launched in it has a range;
+  // kept in floor_ (bit 32 set: valid) for begin's band.
+  void compute_floor(uint64_t begin, uint64_t end) const noexcept;
 
   std::unique_ptr<Slot[]> slots_;
   std::unique_ptr<std::atomic<uint32_t>[]> ids_;  // the id column: ids_[seq % capacity]
   // Id range of the band of launches first .. first + band_size_ - 1, kept at
-  // bands_[(first % capacity) / band_size_]: `first` is its first sequence number + 1 (0: none,
+  // band_at(first), two entries per band's place in the table (so the oldest band, partly
+  // overwritten, and the newest one, being written there, have one each): `first` is its first
+  // sequence number + 1 (0: none,
   // or being rewritten), `range` its lowest id (low half) and the span up to its highest (high
   // half), across 32-bit wraps. A seqlock: first, then range, then first again.
   struct Band {
@@ -100,8 +122,14 @@ class CorrelationTable {
   };
   std::unique_ptr<Band[]> bands_;
   uint32_t mask_;
+  uint32_t band_index_mask_;  // entries in bands_ - 1
   uint32_t band_size_;   // a power of two
   uint32_t band_shift_;  // log2(band_size_)
+  // store() asks for slot seq + kPrefetchAhead to be made exclusive (four launches ahead: each
+  // launch stores a runtime and a driver context), with PREFETCHW where the CPU has it.
+  static constexpr uint64_t kPrefetchAhead = 8;
+  static constexpr uint64_t kIdsPerLine = 16;  // the id column's line a line ahead, likewise
+  bool prefetchw_;
   alignas(64) mutable std::atomic<bool> summarizing_{false};
   alignas(64) std::atomic<uint64_t> next_{0};  // the next launch sequence number
   std::atomic<uint64_t> collisions_{0};
@@ -109,6 +137,9 @@ class CorrelationTable {
   alignas(64) mutable std::atomic<uint64_t> cursor_{0};
   mutable std::atomic<uint64_t> seen_end_{0};  // next_ as the reader last read it
   mutable std::atomic<uint64_t> overwritten_{0};
+  // The live window's lowest id (low half; bit 32: valid), and the first band it was computed for.
+  mutable std::atomic<uint64_t> floor_{0};
+  mutable std::atomic<uint64_t> floor_band_{~uint64_t{0}};
   // Id rate: ids unwrapped to 64 bits relative to the first found (which is 2^40), and the
   // range of ids and sequence numbers the found contexts span.
   mutable std::atomic<uint32_t> last_id_{0};
