@@ -48,11 +48,12 @@ void mark_recorded() noexcept {
 
 // DESIGN §4 rules 1-4: the calling thread's innermost region (else the step thread's), the step
 // count, the region entry, and the NCCL call the thread is inside.
-core::LaunchContext launch_context() noexcept {
-  const core::RegionRegistry* r = existing_registry();
-  core::LaunchContext ctx = r ? r->launch_context(t_hot.ts) : core::LaunchContext{};
-  if (const nccl::Call* c = nccl::current_call()) ctx.comm = *c;
-  return ctx;
+void launch_context(core::LaunchContext* out) noexcept {
+  if (const core::RegionRegistry* r = existing_registry())
+    r->launch_context(t_hot.ts, out);
+  else
+    *out = core::LaunchContext{};
+  if (const nccl::Call* c = nccl::current_call()) out->comm = *c;
 }
 
 // An NCCL kernel launched by NCCL's own thread (nonblocking communicators): the call that

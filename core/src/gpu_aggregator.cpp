@@ -170,10 +170,19 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   }
   StepBuf& buf = *last_buf_;
   if (buf.entries.empty() || buf.entries.back() != ctx.entry) buf.entries.push_back(ctx.entry);
-  const OpenRec rec{start, end, static_cast<uint32_t>(buf.entries.size() - 1), a.device, slot,
-                    static_cast<uint8_t>(ci)};
-  if (!buf.recs.empty() && before(rec, buf.recs.back())) buf.sorted = false;
-  buf.recs.push_back(rec);
+  // Written field by field in place: a record built on the stack and copied in would be read
+  // back in 16-byte pieces straight after its narrower stores, a store-forwarding stall per record.
+  if (!buf.recs.empty()) {
+    const OpenRec& last = buf.recs.back();
+    if (a.device != last.device ? a.device < last.device : start < last.start) buf.sorted = false;
+  }
+  OpenRec& rec = buf.recs.emplace_back();
+  rec.start = start;
+  rec.end = end;
+  rec.entry = static_cast<uint32_t>(buf.entries.size() - 1);
+  rec.device = a.device;
+  rec.slot = slot;
+  rec.cat = static_cast<uint8_t>(ci);
   ++open_records_;
   if (open_records_ > opt_.max_open_records || open_.size() > opt_.max_open_steps)
     enforce_bounds();

@@ -292,8 +292,11 @@ void RegionRegistry::step(ThreadState* ts, uint64_t now_ns, uint64_t samples, ui
   steps_.step(now_ns, samples, tokens);
 }
 
-LaunchContext RegionRegistry::launch_context(const ThreadState* ts) const {
-  LaunchContext ctx;
+void RegionRegistry::launch_context(const ThreadState* ts, LaunchContext* out) const noexcept {
+  LaunchContext& ctx = *out;
+  ctx.path = kNoPath;
+  ctx.entry = 0;
+  ctx.comm = CommContext{};
   ctx.step = steps_.count();
   if (ts) {
     ctx.path = ts->current_path();
@@ -311,7 +314,6 @@ LaunchContext RegionRegistry::launch_context(const ThreadState* ts) const {
     }
   }
   if (ctx.path == kNoPath) ctx.entry = 0;
-  return ctx;
 }
 
 Category RegionRegistry::category_of(PathId path) const {

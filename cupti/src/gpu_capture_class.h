@@ -69,8 +69,11 @@ class GpuCapture {
  private:
   GpuCapture() = default;
 
-  core::LaunchContext current_context() const noexcept {
-    return hooks_.launch_context ? hooks_.launch_context() : core::LaunchContext{};
+  void current_context(core::LaunchContext* out) const noexcept {
+    if (hooks_.launch_context)
+      hooks_.launch_context(out);
+    else
+      *out = core::LaunchContext{};
   }
   uint32_t steps_completed() const noexcept {
     return hooks_.steps_completed ? hooks_.steps_completed() : 0;

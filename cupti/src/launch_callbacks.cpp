@@ -73,7 +73,7 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     return;
   }
   if (nest.depth == 0) {
-    nest.ctx = current_context();
+    current_context(&nest.ctx);
     // An NCCL kernel launched by NCCL's own thread: only when some call waits for one (one
     // relaxed load) is the kernel's name looked at.
     if (nest.ctx.comm.op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
@@ -138,7 +138,11 @@ void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     // On the capturing thread: inside the captured launch's callback when stream capture made
     // the node, so the launch nest already holds the right region.
-    const core::LaunchContext ctx = t_nest.depth > 0 ? t_nest.ctx : current_context();
+    core::LaunchContext ctx;
+    if (t_nest.depth > 0)
+      ctx = t_nest.ctx;
+    else
+      current_context(&ctx);
     graph_nodes_->created(node_id, ctx);
     if (recorder_) recorder_->on_graph_node(node_id, 0, &ctx);
   } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && graph->originalNode) {

@@ -216,7 +216,13 @@ class RegionRegistry {
   // Lock-free, allocation-free: attribution context for work launched now by the thread owning
   // `ts` (may be null for a thread that never opened a region). Path: the innermost region of
   // that thread, else the innermost region of the step thread, else kNoPath.
-  LaunchContext launch_context(const ThreadState* ts) const;
+  LaunchContext launch_context(const ThreadState* ts) const {
+    LaunchContext ctx;
+    launch_context(ts, &ctx);
+    return ctx;
+  }
+  // The same, written field by field into *out (the launch callback's thread-local copy).
+  void launch_context(const ThreadState* ts, LaunchContext* out) const noexcept;
 
   // Lock-free. kOther for kNoPath or an unknown id.
   Category category_of(PathId path) const;

@@ -33,9 +33,11 @@ namespace traintime::cupti {
 
 struct Hooks {
   // Attribution context for work the calling thread launches now: region, step, entry and the
-  // NCCL call it is inside. Called in every launch callback: lock-free, no allocation, errno
-  // untouched.
-  core::LaunchContext (*launch_context)() noexcept = nullptr;
+  // NCCL call it is inside, written to *out (every field). Called in every launch callback:
+  // lock-free, no allocation, errno untouched. Written in place, not returned: the launch
+  // callback keeps it in thread-local storage, and copying a just-built context there stalls on
+  // store forwarding at every launch.
+  void (*launch_context)(core::LaunchContext* out) noexcept = nullptr;
   // An NCCL kernel launched while its thread is in no NCCL call (nonblocking communicators:
   // NCCL launches from a thread it creates): fills ctx's comm fields with the call waiting for
   // it on `stream` and returns true, else false. Lock-free when nothing waits. May be null.
