@@ -184,6 +184,43 @@ TEST_CASE("a reader that fell behind is told of each loss, and late stores under
   CHECK(t.overwritten() == misses);
 }
 
+TEST_CASE("the live window's floor rejects only evicted ids: the oldest live ones are still found",
+          "[correlation]") {
+  // The window starts inside a band, part of which is already overwritten. Misses below the window set the floor; the floor must not pass the
+  // oldest live id (the ones a reader that fell behind needs first), nor reject ids that
+  // arrive out of order within the window, however many misses came first.
+  constexpr uint32_t kCap = 1024;
+  CorrelationTable t(kCap);
+  uint32_t id = 0;
+  for (int k = 0; k < 5 * 1024 + 100; ++k) {
+    id += 2;  // two ids per launch, as runtime and driver calls take
+    t.store(id, context_for(id));
+  }
+  const uint32_t oldest_live = id - 2 * (kCap - 1);
+  LaunchContext got;
+  uint64_t misses = 0;
+  for (uint32_t old = 2; old < oldest_live; old += 2, ++misses) CHECK_FALSE(t.lookup(old, &got));
+  CHECK(t.overwritten() == misses);
+  // Oldest first, then newest first: every live context, exactly once each, still found.
+  for (uint32_t l = oldest_live; l <= id; l += 2) {
+    REQUIRE(t.lookup(l, &got));
+    CHECK(same(got, context_for(l)));
+  }
+  for (uint32_t l = id; l >= oldest_live; l -= 2) REQUIRE(t.lookup(l, &got));
+  // More launches move the window on: ids now evicted are losses, the live ones are found.
+  for (int k = 0; k < 300; ++k) {
+    id += 2;
+    t.store(id, context_for(id));
+  }
+  CHECK_FALSE(t.lookup(oldest_live, &got));
+  CHECK(t.overwritten() == misses + 1);
+  REQUIRE(t.lookup(id - 2 * (kCap - 1), &got));
+  CHECK(same(got, context_for(id - 2 * (kCap - 1))));
+  // An id never stored and newer than every stored one is not a loss.
+  CHECK_FALSE(t.lookup(id + 1, &got));
+  CHECK(t.overwritten() == misses + 1);
+}
+
 TEST_CASE("band id ranges hold across the 32-bit wrap of the correlation ids", "[correlation]") {
   CorrelationTable t(1024);
   std::vector<uint32_t> ids;
