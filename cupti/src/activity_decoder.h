@@ -31,8 +31,9 @@ enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps };
 // Decodes one record; kActivity sets every field of *out.
 RecordResult decode_record(RecordLayout layout, const CUpti_Activity* record, DecodedActivity* out);
 
-// Walks the buffer with the library's cuptiActivityGetNextRecord and calls sink(const
-// DecodedActivity&) for every kernel, memcpy and memset record.
+// Walks the buffer with the library's cuptiActivityGetNextRecord and calls sink(DecodedActivity&)
+// for every kernel, memcpy and memset record. The sink may change the record it is given (it is
+// rewritten for the next one): the pipeline sets the name in place rather than copy it.
 template <class Sink>
 DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink) {
   DecodeCounts counts;
@@ -51,7 +52,7 @@ DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t vali
     switch (decode_record(lib.layout(), record, &decoded)) {
       case RecordResult::kActivity:
         ++counts.activities;
-        sink(static_cast<const DecodedActivity&>(decoded));
+        sink(decoded);
         break;
       case RecordResult::kApi: ++counts.api_records; break;
       case RecordResult::kOther: ++counts.other; break;

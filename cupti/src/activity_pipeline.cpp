@@ -57,11 +57,13 @@ core::LaunchContext ActivityPipeline::join(const DecodedActivity& d) {
 
 void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
   ++stats_.buffers;
-  const DecodeCounts counts = decode_buffer(lib_, buffer, valid_size, [&](const DecodedActivity& d) {
+  // The activity goes to ingest where the decoder wrote it: a copy read back straight after the
+  // decoder's narrower stores stalls on store forwarding at every record.
+  const DecodeCounts counts = decode_buffer(lib_, buffer, valid_size, [&](DecodedActivity& d) {
     core::LaunchContext ctx = join(d);
-    core::GpuActivity a = d.activity;
-    if (d.name_ptr) a.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
-    aggregator_.ingest(a, ctx, category(ctx.path));
+    if (d.name_ptr)
+      d.activity.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
+    aggregator_.ingest(d.activity, ctx, category(ctx.path));
   });
   stats_.activities += counts.activities;
   stats_.api_records += counts.api_records;
