@@ -102,18 +102,24 @@ bool CorrelationTable::read(uint64_t seq, uint32_t id, core::LaunchContext* out)
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
   const uint64_t w0 = s.words[0].load(std::memory_order_acquire);
   if (static_cast<uint32_t>(w0) != id) return false;
-  uint64_t w[6];
-  for (int i = 0; i < 6; ++i) w[i] = s.words[i + 1].load(std::memory_order_acquire);
+  // Six named words, kept in registers: an array here went through the stack and its 16-byte
+  // reloads stalled on store forwarding at every lookup.
+  const uint64_t w1 = s.words[1].load(std::memory_order_acquire);
+  const uint64_t w2 = s.words[2].load(std::memory_order_acquire);
+  const uint64_t w3 = s.words[3].load(std::memory_order_acquire);
+  const uint64_t w4 = s.words[4].load(std::memory_order_acquire);
+  const uint64_t w5 = s.words[5].load(std::memory_order_acquire);
+  const uint64_t w6 = s.words[6].load(std::memory_order_acquire);
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
   out->path = static_cast<core::PathId>(w0 >> 32);
-  out->step = static_cast<uint32_t>(w[0]);
-  out->comm.comm_id = static_cast<uint32_t>(w[0] >> 32);
-  out->entry = w[1];
-  out->comm.op = static_cast<core::CommOp>(w[2] & 0xff);
-  out->comm.captured = ((w[2] >> 8) & 1) != 0;
-  out->comm.seq = w[3];
-  out->comm.bytes = w[4];
-  out->comm.group_id = w[5];
+  out->step = static_cast<uint32_t>(w1);
+  out->comm.comm_id = static_cast<uint32_t>(w1 >> 32);
+  out->entry = w2;
+  out->comm.op = static_cast<core::CommOp>(w3 & 0xff);
+  out->comm.captured = ((w3 >> 8) & 1) != 0;
+  out->comm.seq = w4;
+  out->comm.bytes = w5;
+  out->comm.group_id = w6;
   return true;
 }
 
@@ -129,6 +135,9 @@ bool CorrelationTable::id_at(uint64_t seq, uint32_t* id) const noexcept {
 
 void CorrelationTable::found(uint64_t seq, uint32_t id) const noexcept {
   cursor_.store(seq + 1, std::memory_order_relaxed);
+  // The next record's context is most likely a launch or two on (a runtime launch stores two):
+  // its line is asked for now, while this record is ingested.
+  __builtin_prefetch(&slots_[(seq + 2) & mask_]);
   // Unwrap the id against the previous one found (records arrive about once a flush, far
   // fewer than 2^31 ids apart), then widen the ranges the id rate is measured over.
   uint64_t unwrapped = uint64_t{1} << 40;
@@ -254,13 +263,6 @@ bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexc
   const uint64_t end = next_.load(std::memory_order_acquire);
   if (end > seen) seen_end_.store(end, std::memory_order_relaxed);
   const uint64_t begin = end > capacity() ? end - capacity() : 0;
-  if ((begin >> band_shift_) != floor_band_.load(std::memory_order_relaxed)) {
-    compute_floor(begin, end);
-    if (below_floor(id)) {
-      overwritten_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-  }
   const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
   // Records arrive nearly in launch order: near the slot after the previous hit first, forward
   // then back; then the rest of the live slots, so a context in the table is always found.
@@ -270,6 +272,15 @@ bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexc
     if (hit(q)) return true;
   for (uint64_t q = cursor; q > near_begin; --q)
     if (hit(q - 1)) return true;
+  // Not near: the floor, recomputed once the window has moved on by a band (here, not on every
+  // pass through the slow path, so a reader that keeps up never pays for it), may settle it.
+  if ((begin >> band_shift_) != floor_band_.load(std::memory_order_relaxed)) {
+    compute_floor(begin, end);
+    if (below_floor(id)) {
+      overwritten_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  }
   // The rest, band by band: [lo, hi) of the band that starts at `first`, unless its id range
   // excludes the id (a band wholly in the live window gets its range the first time).
   const auto band = [&](uint64_t first, uint64_t lo, uint64_t hi, bool backward) {
