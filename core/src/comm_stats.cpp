@@ -52,9 +52,11 @@ uint32_t hash_of(uint64_t key, uint32_t slots) {
 }  // namespace
 
 struct CommCallTable::Counters {
-  // An op's calls and bytes are the sums of its buckets, computed by snapshot(): two atomic
-  // read-modify-writes per call instead of four (they are the costly part of the wrapper's own
-  // work, and the counters must stay exact when threads share a communicator).
+  // An op's calls and bytes are the sums of its buckets, computed by snapshot(). They must stay
+  // exact when threads share a communicator, and locked read-modify-writes were most of the
+  // wrapper's own work: so the first thread that calls on the communicator owns `ops` and bumps
+  // them with plain loads and stores (it is their only writer), and any other thread adds to
+  // `shared_ops` with atomic adds. snapshot() sums both.
   struct Op {
     std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_calls{};
     std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_bytes{};
@@ -65,7 +67,9 @@ struct CommCallTable::Counters {
   std::atomic<uint64_t> stable_id{0};
   std::atomic<bool> retired{false};
   std::atomic<uint64_t> seq{0};
+  std::atomic<uint64_t> owner{0};  // the owning thread's thread pointer; 0 until the first call
   std::array<Op, kCommOpCount> ops;
+  std::array<Op, kCommOpCount> shared_ops;
   // Ring of the last calls enqueued, slot = seq % kEnqueuedRing: op and bytes are stored before
   // the seq that makes them valid (release), and a reader re-checks the seq after copying them.
   struct Enqueued {
@@ -205,10 +209,23 @@ void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes, uint
     bad_calls_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  Counters::Op& o = c->ops[oi];
-  uint32_t b = size_bucket(bytes);
-  o.bucket_calls[b].fetch_add(1, std::memory_order_relaxed);
-  o.bucket_bytes[b].fetch_add(bytes, std::memory_order_relaxed);
+  const uint32_t b = size_bucket(bytes);
+  // The thread pointer names the calling thread (a thread that exited leaves its pointer to no
+  // one, so a new thread that gets it is the only writer again).
+  const auto me = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
+  uint64_t owner = c->owner.load(std::memory_order_relaxed);
+  if (owner == 0 && c->owner.compare_exchange_strong(owner, me, std::memory_order_relaxed)) owner = me;
+  if (owner == me) {
+    Counters::Op& o = c->ops[oi];
+    o.bucket_calls[b].store(o.bucket_calls[b].load(std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
+    o.bucket_bytes[b].store(o.bucket_bytes[b].load(std::memory_order_relaxed) + bytes,
+                            std::memory_order_relaxed);
+  } else {
+    Counters::Op& o = c->shared_ops[oi];
+    o.bucket_calls[b].fetch_add(1, std::memory_order_relaxed);
+    o.bucket_bytes[b].fetch_add(bytes, std::memory_order_relaxed);
+  }
   if (seq != 0) {
     Counters::Enqueued& e = c->enqueued[seq % kEnqueuedRing];
     e.seq.store(0, std::memory_order_relaxed);  // invalid while op and bytes change
@@ -319,11 +336,14 @@ CommCallTable::Snapshot CommCallTable::snapshot() const {
     std::sort(s.recent_enqueued.begin(), s.recent_enqueued.end(),
               [](const CommSnapshot::Enqueued& a, const CommSnapshot::Enqueued& b) { return a.seq < b.seq; });
     for (std::size_t o = 0; o < kCommOpCount; ++o) {
-      const Counters::Op& src = c->ops[o];
+      const Counters::Op& own = c->ops[o];
+      const Counters::Op& shared = c->shared_ops[o];
       OpCounts& dst = s.ops[o];
       for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-        dst.bucket_calls[b] = src.bucket_calls[b].load(std::memory_order_relaxed);
-        dst.bucket_bytes[b] = src.bucket_bytes[b].load(std::memory_order_relaxed);
+        dst.bucket_calls[b] = own.bucket_calls[b].load(std::memory_order_relaxed) +
+                              shared.bucket_calls[b].load(std::memory_order_relaxed);
+        dst.bucket_bytes[b] = own.bucket_bytes[b].load(std::memory_order_relaxed) +
+                              shared.bucket_bytes[b].load(std::memory_order_relaxed);
         dst.calls += dst.bucket_calls[b];
         dst.bytes += dst.bucket_bytes[b];
       }
