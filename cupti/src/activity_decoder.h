@@ -40,12 +40,17 @@ DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t vali
   CUpti_Activity* record = nullptr;
   DecodedActivity decoded;  // one for the buffer: decode_record sets all of it for an activity
   for (;;) {
-    // MAX_LIMIT_REACHED is the normal end of the buffer; INVALID_KIND an incomplete record.
-    const CUptiResult rc = TRAINTIME_CUPTI_CALL_EXPECT(lib, CUPTI_ERROR_MAX_LIMIT_REACHED,
-                                                       cuptiActivityGetNextRecord, buffer,
-                                                       valid_size, &record);
-    if (rc == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+    // MAX_LIMIT_REACHED is the normal end of the buffer; INVALID_KIND an incomplete record (work
+    // still running at a forced flush: counted, and said once in the rank file's warnings, not
+    // logged as a failure). Anything else is logged once. Called directly, not through
+    // TRAINTIME_CUPTI_CALL: this is the per-record loop.
+    const CUptiResult rc = lib.api().cuptiActivityGetNextRecord(buffer, valid_size, &record);
     if (rc != CUPTI_SUCCESS) {
+      if (rc == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+      if (rc != CUPTI_ERROR_INVALID_KIND) {
+        static CallSite site{"cuptiActivityGetNextRecord", __FILE__, __LINE__};
+        checked(lib, site, rc, CUPTI_ERROR_INVALID_KIND);
+      }
       ++counts.incomplete;
       break;
     }
