@@ -263,7 +263,7 @@ RankFile with_flops(uint64_t forward_ns, uint64_t recompute_ns) {
 
 }  // namespace
 
-TEST_CASE("HFU counts recompute from its GPU time against forward's; MFU stays model FLOPs", "[builder][hfu]") {
+TEST_CASE("HFU counts recompute from its GPU time against forward's, MFU stays model FLOPs", "[builder][hfu]") {
   // 300 ms of recompute against 600 ms of forward: half the forward FLOPs again, HFU = 0.5 x 1.5.
   const RankFile f = with_flops(600'000'000, 300'000'000);
   CHECK(f.steps.tflops == Approx(3000));
