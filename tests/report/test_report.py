@@ -811,6 +811,9 @@ def test_recompute_is_its_own_column_and_series_and_hfu_stands_beside_mfu(build_
     assert tput["MFU %"][1:3] == ["35.0", "2"], tput
     assert tput["HFU %"][1:3] == ["60.0", "1"], tput
     assert "recompute / forward GPU busy time" in " ".join(text.split())
+    assert s["metrics"]["hfu_pct"] == approx(60.0) and s["metrics"]["mfu_pct"] == approx(35.0)
+    assert run(build_dir, d, "--fail-if", "hfu_pct<61").returncode == 1
+    assert run(build_dir, d, "--fail-if", "hfu_pct<59").returncode == 0
     assert text_table(text, "GPU busy per category")["recompute"][1] == f3(2.0 / 3)
 
     page = tmp_path / "report.html"
@@ -837,6 +840,7 @@ def test_without_recompute_hfu_is_absent_and_no_recompute_column(build_dir: Path
     assert s["throughput"]["hfu"] is None and s["throughput"]["ranks_with_hfu"] == 0
     assert all(r["hfu"] is None for r in s["per_rank"])
     assert all(r["per_step_ms"]["recompute"] == 0 for r in s["per_rank"])
+    assert s["metrics"]["hfu_pct"] is None and s["metrics"]["mfu_pct"] == approx(30.0)
     text = run(build_dir, d).stdout
     assert "HFU" not in text
     lines = text.splitlines()
