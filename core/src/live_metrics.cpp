@@ -65,6 +65,14 @@ class Sink {
 };
 
 double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// HFU with the recompute share of the published GPU step; 0 without one.
+double live_hfu(const LiveInput& in, double mfu) {
+  if (!in.gpu_valid) return 0;
+  const auto& busy = in.gpu.category_busy_ns;
+  return hfu_from_mfu(mfu, busy[static_cast<std::size_t>(Category::kRecompute)],
+                      busy[static_cast<std::size_t>(Category::kForward)]);
+}
 double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
@@ -97,11 +105,7 @@ std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capac
       if (in.peak_tflops > 0) {
         const double mfu = tflops / in.peak_tflops;
         s.add("traintime/mfu", mfu);
-        // The recompute share of the latest published GPU step.
-        const double hfu = in.gpu_valid ? hfu_from_mfu(mfu, in.gpu.category_busy_ns[static_cast<std::size_t>(Category::kRecompute)],
-                                                       in.gpu.category_busy_ns[static_cast<std::size_t>(Category::kForward)])
-                                        : 0;
-        if (hfu > 0) s.add("traintime/hfu", hfu);
+        if (const double hfu = live_hfu(in, mfu); hfu > 0) s.add("traintime/hfu", hfu);
       }
     }
   }
@@ -166,10 +170,7 @@ std::string console_line(const StepCounters& interval, const LiveInput& now) {
       line += buf;
       if (now.peak_tflops > 0) {
         const double mfu = tflops / now.peak_tflops;
-        const double hfu =
-            now.gpu_valid ? hfu_from_mfu(mfu, now.gpu.category_busy_ns[static_cast<std::size_t>(Category::kRecompute)],
-                                         now.gpu.category_busy_ns[static_cast<std::size_t>(Category::kForward)])
-                          : 0;
+        const double hfu = live_hfu(now, mfu);
         if (hfu > 0)
           std::snprintf(buf, sizeof buf, " (MFU %.1f%%, HFU %.1f%%)", 100.0 * mfu, 100.0 * hfu);
         else

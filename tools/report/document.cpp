@@ -1,5 +1,6 @@
 // The report as sections of diagnosis and tables, shared by the text, md, csv and html formats.
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 
 #include "render.h"
@@ -405,9 +406,10 @@ Document build_document(const Report& r, const Extras& x) {
   // A recompute column (part of compute) only when some rank has recompute.
   const bool recompute = gpu && r.has_recompute;
   if (recompute) {
-    const auto at = ranks.headers.begin() + 5;  // after compute
-    ranks.numeric.insert(ranks.numeric.begin() + (at - ranks.headers.begin()), true);
-    ranks.headers.insert(at, "recomp");  // short: the table stays within 100 columns with TFLOP/s and MFU
+    constexpr std::ptrdiff_t kAfterCompute = 5;  // rank, host, steps, p50 step, compute
+    // "recomp": short, so the table stays within 100 columns with TFLOP/s and MFU as well.
+    ranks.headers.insert(ranks.headers.begin() + kAfterCompute, "recomp");
+    ranks.numeric.insert(ranks.numeric.begin() + kAfterCompute, true);
     ranks.note += " recomp = GPU busy in the recompute category (activation checkpointing), part of compute.";
   }
   // TFLOP/s and MFU columns only when some rank knows its model FLOPs. (HFU per rank is in the
