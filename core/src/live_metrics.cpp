@@ -21,6 +21,7 @@ constexpr Help kHelp[] = {
     {"traintime/tokens_per_s", "tokens of that step per second of its wall time"},
     {"traintime/tflops", "achieved model TFLOP/s of that step on this rank"},
     {"traintime/mfu", "model FLOPs utilisation: tflops / the GPU's peak (0 to 1)"},
+    {"traintime/hfu", "hardware FLOPs utilisation: mfu x (1 + gpu_recompute_ms / gpu_forward_ms); only with recompute"},
     {"traintime/gpu_step", "index of the step the gpu_* figures belong to"},
     {"traintime/gpu_lag_steps", "step - gpu_step: how far the GPU figures trail"},
     {"traintime/gpu_span_ms", "GPU span of gpu_step: first start to last end of its work, per device"},
@@ -64,11 +65,24 @@ class Sink {
 };
 
 double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// HFU with the recompute share of the published GPU step; 0 without one.
+double live_hfu(const LiveInput& in, double mfu) {
+  if (!in.gpu_valid) return 0;
+  const auto& busy = in.gpu.category_busy_ns;
+  return hfu_from_mfu(mfu, busy[static_cast<std::size_t>(Category::kRecompute)],
+                      busy[static_cast<std::size_t>(Category::kForward)]);
+}
 double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
 }  // namespace
+
+double hfu_from_mfu(double mfu, uint64_t recompute_ns, uint64_t forward_ns) {
+  if (!(mfu > 0) || recompute_ns == 0 || forward_ns == 0) return 0;
+  return mfu * (1.0 + static_cast<double>(recompute_ns) / static_cast<double>(forward_ns));
+}
 
 double model_flops(double flops_per_step, double flops_per_token, uint64_t steps, uint64_t tokens) {
   if (flops_per_step > 0) return flops_per_step * static_cast<double>(steps);
@@ -88,7 +102,11 @@ std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capac
     if (flops > 0 && secs > 0) {
       const double tflops = flops / secs / 1e12;
       s.add("traintime/tflops", tflops);
-      if (in.peak_tflops > 0) s.add("traintime/mfu", tflops / in.peak_tflops);
+      if (in.peak_tflops > 0) {
+        const double mfu = tflops / in.peak_tflops;
+        s.add("traintime/mfu", mfu);
+        if (const double hfu = live_hfu(in, mfu); hfu > 0) s.add("traintime/hfu", hfu);
+      }
     }
   }
   if (in.gpu_valid) {
@@ -151,7 +169,12 @@ std::string console_line(const StepCounters& interval, const LiveInput& now) {
       std::snprintf(buf, sizeof buf, " | %.1f TFLOP/s", tflops);
       line += buf;
       if (now.peak_tflops > 0) {
-        std::snprintf(buf, sizeof buf, " (MFU %.1f%%)", 100.0 * tflops / now.peak_tflops);
+        const double mfu = tflops / now.peak_tflops;
+        const double hfu = live_hfu(now, mfu);
+        if (hfu > 0)
+          std::snprintf(buf, sizeof buf, " (MFU %.1f%%, HFU %.1f%%)", 100.0 * mfu, 100.0 * hfu);
+        else
+          std::snprintf(buf, sizeof buf, " (MFU %.1f%%)", 100.0 * mfu);
         line += buf;
       }
     }

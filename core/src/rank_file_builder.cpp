@@ -137,7 +137,7 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
   for (auto& [index, c] : comms) f.communicators.push_back(std::move(c));
 }
 
-// TFLOP/s over the measured (post-warm-up) steps, and MFU against the device's peak.
+// TFLOP/s over the measured (post-warm-up) steps, MFU against the device's peak, and HFU.
 void add_model_flops(RankFile& f, const ModelFlops& model, const std::string& device_name) {
   f.device_name = device_name;
   const Peak peak = resolve_peak(model.peak_tflops, device_name, model.dtype);
@@ -152,6 +152,12 @@ void add_model_flops(RankFile& f, const ModelFlops& model, const std::string& de
   s.flops_per_step = flops / static_cast<double>(s.wall_ns.count);
   s.tflops = flops / secs / 1e12;
   if (peak.tflops > 0) s.mfu = s.tflops / peak.tflops;
+  // HFU from the file's own recompute and forward GPU time (f.categories is filled first).
+  const auto busy = [&f](Category c) {
+    const auto it = f.categories.find(std::string(category_name(c)));
+    return it == f.categories.end() ? uint64_t{0} : it->second.gpu_busy_ns;
+  };
+  s.hfu = hfu_from_mfu(s.mfu, busy(Category::kRecompute), busy(Category::kForward));
 }
 
 // steps.detail: the GPU rows (span, totals, busy by category) with the CPU wall time of the same

@@ -135,6 +135,7 @@ json steps_json(const Steps& s) {
     out["flops_per_step"] = finite(s.flops_per_step);
     out["tflops"] = finite(s.tflops);
     if (s.mfu > 0) out["mfu"] = finite(s.mfu);
+    if (s.hfu > 0) out["hfu"] = finite(s.hfu);
   }
   return out;
 }
@@ -536,6 +537,7 @@ Steps steps_from(const J& j, const Path& w) {
   s.flops_per_step = opt_dbl(j, "flops_per_step", w, 0);
   s.tflops = opt_dbl(j, "tflops", w, 0);
   s.mfu = opt_dbl(j, "mfu", w, 0);
+  s.hfu = opt_dbl(j, "hfu", w, 0);  // added after 1.0: older files read as unknown
   s.totals = step_totals_from(need(j, "totals", w), join(w, "totals"));
   s.partial_final_step = opt_bool(j, "partial_final_step", w, false);
   const Path detail_w = join(w, "detail");

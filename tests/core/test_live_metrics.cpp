@@ -72,6 +72,38 @@ TEST_CASE("live metrics: TFLOP/s from FLOPs per step or per token, MFU only with
   CHECK(model_flops(0, 0, 7, 11) == 0);
 }
 
+TEST_CASE("live metrics: HFU beside MFU from the published step's recompute / forward time", "[live][hfu]") {
+  LiveInput in = two_steps();
+  in.flops_per_step = 4e14;  // 2000 TFLOP/s
+  in.peak_tflops = 4000;     // MFU 0.5
+  in.gpu_valid = true;
+  in.gpu.step = 0;
+  auto& busy = in.gpu.category_busy_ns;
+  busy[static_cast<int>(Category::kForward)] = 4'000'000;
+  // No recompute in the published step: the share is not known, so no HFU (never MFU's copy).
+  auto m = as_map(in);
+  CHECK(m.at("traintime/mfu") == Approx(0.5));
+  CHECK(m.count("traintime/hfu") == 0);
+  // 1 ms recompute against 4 ms forward: 25% more forward FLOPs, HFU = 0.5 x 1.25.
+  busy[static_cast<int>(Category::kRecompute)] = 1'000'000;
+  m = as_map(in);
+  CHECK(m.at("traintime/hfu") == Approx(0.625));
+  CHECK(m.at("traintime/mfu") == Approx(0.5));  // model FLOPs only, recompute or not
+  // Recompute without forward time, no peak, or no published GPU step: no HFU.
+  busy[static_cast<int>(Category::kForward)] = 0;
+  CHECK(as_map(in).count("traintime/hfu") == 0);
+  busy[static_cast<int>(Category::kForward)] = 4'000'000;
+  in.gpu_valid = false;
+  CHECK(as_map(in).count("traintime/hfu") == 0);
+  in.gpu_valid = true;
+  in.peak_tflops = 0;
+  CHECK(as_map(in).count("traintime/hfu") == 0);
+  CHECK(hfu_from_mfu(0.4, 3, 2) == Approx(1.0));
+  CHECK(hfu_from_mfu(0.4, 0, 2) == 0);
+  CHECK(hfu_from_mfu(0.4, 3, 0) == 0);
+  CHECK(hfu_from_mfu(0, 3, 2) == 0);
+}
+
 TEST_CASE("live metrics: GPU figures of the published step, with lag and percentages", "[live]") {
   LiveInput in = two_steps();
   in.totals.steps = 10;
@@ -126,6 +158,19 @@ TEST_CASE("console line: interval averages, TFLOP/s with MFU, and the GPU breakd
   line = console_line(interval, now);
   CHECK(line.find("| GPU step 0: compute 70.0%, exposed comm 20.0%, io 0.0%, idle 10.0%") !=
         std::string::npos);
+}
+
+TEST_CASE("console line: HFU beside MFU once the GPU step has recompute", "[live][hfu]") {
+  LiveInput now = two_steps();
+  now.flops_per_step = 1e14;
+  now.peak_tflops = 1000;
+  const StepCounters interval{10, 2'000'000'000, 320, 0};
+  now.gpu_valid = true;
+  now.gpu.span_ns = 1000;
+  now.gpu.category_busy_ns[static_cast<int>(Category::kForward)] = 400;
+  CHECK(console_line(interval, now).find("500.0 TFLOP/s (MFU 50.0%) |") != std::string::npos);
+  now.gpu.category_busy_ns[static_cast<int>(Category::kRecompute)] = 200;  // x 1.5
+  CHECK(console_line(interval, now).find("500.0 TFLOP/s (MFU 50.0%, HFU 75.0%) |") != std::string::npos);
 }
 
 TEST_CASE("Prometheus text: counters, gauges, help and escaped labels", "[live]") {

@@ -240,3 +240,41 @@ TEST_CASE("steps.detail rows carry the CPU wall time of the same step index", "[
   CHECK(f.steps.detail[2].wall_ns == 0);  // not ended by a tt_step: no wall time
   CHECK(f.steps.detail[2].partial);
 }
+
+namespace {
+
+// One rank with model FLOPs and a known peak: 3 steps after warm-up in 1 s, 1e15 FLOPs per step
+// (3 PFLOP/s = 3000 TFLOP/s) against a 6000 TFLOP/s peak: MFU 0.5.
+RankFile with_flops(uint64_t forward_ns, uint64_t recompute_ns) {
+  Identity id;
+  id.model.flops_per_step = 1e15;
+  id.model.peak_tflops = 6000;
+  CpuSummary cpu;
+  cpu.steps.count = 4;
+  cpu.steps.warmup = 1;
+  cpu.steps.wall_ns.count = 3;
+  cpu.steps.wall_ns.total_ns = 1'000'000'000;
+  GpuSummary gpu;
+  gpu.categories[static_cast<std::size_t>(Category::kForward)].gpu_busy_ns = forward_ns;
+  gpu.categories[static_cast<std::size_t>(Category::kRecompute)].gpu_busy_ns = recompute_ns;
+  gpu.categories[static_cast<std::size_t>(Category::kBackward)].gpu_busy_ns = 3 * forward_ns;
+  return build_rank_file(id, cpu, gpu, CommSummary{});
+}
+
+}  // namespace
+
+TEST_CASE("HFU counts recompute from its GPU time against forward's, MFU stays model FLOPs", "[builder][hfu]") {
+  // 300 ms of recompute against 600 ms of forward: half the forward FLOPs again, HFU = 0.5 x 1.5.
+  const RankFile f = with_flops(600'000'000, 300'000'000);
+  CHECK(f.steps.tflops == Approx(3000));
+  CHECK(f.steps.mfu == Approx(0.5));
+  CHECK(f.steps.hfu == Approx(0.75));
+  CHECK(rank_file_to_json(f).at("steps").at("hfu").get<double>() == Approx(0.75));
+  // The same run without checkpointing: the same MFU, and HFU unknown (absent), not MFU.
+  const RankFile none = with_flops(600'000'000, 0);
+  CHECK(none.steps.mfu == Approx(f.steps.mfu));
+  CHECK(none.steps.hfu == 0);
+  CHECK_FALSE(rank_file_to_json(none).at("steps").contains("hfu"));
+  // Recompute but no forward time: the share cannot be estimated.
+  CHECK(with_flops(0, 300'000'000).steps.hfu == 0);
+}

@@ -94,6 +94,10 @@ RankFile full_rank_file() {
   f.steps.tokens = 786432;
   f.steps.samples_per_s = 320.5;
   f.steps.tokens_per_s = 656384.25;
+  f.steps.flops_per_step = 3.5e15;
+  f.steps.tflops = 35.25;
+  f.steps.mfu = 0.125;
+  f.steps.hfu = 0.1875;
   f.steps.totals = step_totals(1000);
   f.steps.partial_final_step = true;
   Steps::Detail d;
@@ -225,6 +229,10 @@ void check_same(const RankFile& a, const RankFile& b) {
   CHECK(s.tokens == t.tokens);
   CHECK(s.samples_per_s == t.samples_per_s);
   CHECK(s.tokens_per_s == t.tokens_per_s);
+  CHECK(s.flops_per_step == t.flops_per_step);
+  CHECK(s.tflops == t.tflops);
+  CHECK(s.mfu == t.mfu);
+  CHECK(s.hfu == t.hfu);
   check_step_totals(s.totals, t.totals);
   CHECK(s.partial_final_step == t.partial_final_step);
   REQUIRE(s.detail.size() == t.detail.size());
@@ -358,6 +366,8 @@ TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_fil
   CHECK(steps.at("totals").at("io_sum_ns") == 1011);
   CHECK(steps.at("detail").at(0).at("index") == 11);
   CHECK(steps.at("detail").at(0).at("partial") == true);
+  CHECK(steps.at("mfu") == 0.125);
+  CHECK(steps.at("hfu") == 0.1875);
   const json& c = j.at("comm").at(0);
   CHECK(c.at("op") == "AllReduce");
   CHECK(c.at("comm_size") == 8);
@@ -434,6 +444,28 @@ TEST_CASE("rank file written before the recompute category still reads, recomput
   INFO(error);
   REQUIRE(read);
   CHECK(read->categories.at("recompute").gpu_busy_ns == 0);
+}
+
+TEST_CASE("rank file written before HFU still reads, HFU unknown and MFU kept", "[rank_file][hfu]") {
+  json j = rank_file_to_json(full_rank_file());
+  REQUIRE(j.at("steps").contains("hfu"));
+  j["steps"].erase("hfu");
+  CHECK(rank_file_from_json(j).steps.hfu == 0);
+  CHECK(rank_file_from_json(j).steps.mfu == 0.125);
+
+  TempDir dir;  // the report's reader (simdjson first, nlohmann on refusal) takes it too
+  const std::string path = (dir.path / "rank-00000.json").string();
+  std::ofstream(path) << j.dump();
+  std::string error;
+  const std::optional<RankFile> read = read_rank_file(path, &error);
+  INFO(error);
+  REQUIRE(read);
+  CHECK(read->steps.hfu == 0);
+  CHECK(read->steps.mfu == 0.125);
+  // An unknown HFU is left out of the file, not written as 0 or as MFU.
+  RankFile f = full_rank_file();
+  f.steps.hfu = 0;
+  CHECK_FALSE(rank_file_to_json(f).at("steps").contains("hfu"));
 }
 
 TEST_CASE("rank file reader rejects another schema with a clear message", "[rank_file]") {

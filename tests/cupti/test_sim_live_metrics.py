@@ -26,7 +26,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from testlib import Checks, clean_env, load_json
+from testlib import SOURCE_DIR, Checks, clean_env, load_json, load_module
+
+compare_truth = load_module(SOURCE_DIR / "tests" / "sim" / "compare_truth.py", "compare_truth")
 
 STEPS = 60
 WORLD = 2
@@ -35,7 +37,7 @@ FLOPS_PER_STEP = 2.5e9
 FIGURES = {"span_ns": "gpu_span_ms", "gpu_busy_ns": "gpu_busy_ms", "compute_ns": "gpu_compute_ms",
            "comm_ns": "gpu_comm_ms", "exposed_comm_ns": "gpu_exposed_comm_ms", "io_ns": "gpu_io_ms",
            "idle_ns": "gpu_idle_ms"}
-CATEGORIES = ("forward", "backward", "optimizer", "other", "unattributed")
+CATEGORIES = ("forward", "backward", "optimizer", "other", "recompute", "unattributed")
 
 
 def sim_run(build: Path, work: Path, np: int, extra_env: dict[str, str], args: list[str]) -> subprocess.CompletedProcess:
@@ -221,7 +223,61 @@ def test_sim_live_metrics_peak_from_the_table_and_quiet_by_default(build_dir: Pa
     c.check(with_mfu and with_mfu == list(range(with_mfu[0], STEPS)), f"steps with mfu: {with_mfu}")
     m = lines[-1]["metrics"]
     c.check(near(m.get("traintime/mfu", -1), m["traintime/tflops"] / 989.5, 1e-9), f"last metrics {m}")
+    # No activation checkpointing, so no recompute: HFU is unknown, never MFU's copy.
+    c.check("hfu" not in doc["steps"], f"steps {doc['steps']}")
+    c.check(not any("traintime/hfu" in x["metrics"] for x in lines), "traintime/hfu without recompute")
     # Unasked, the library prints only its one exit line.
     own = [x for x in p.stderr.splitlines() if x.startswith("traintime:")]
     c.check(len(own) == 1 and "rank files" in own[0], f"stderr lines of traintime: {own}")
+    c.done()
+
+
+def test_sim_activation_checkpointing_hfu_beside_mfu(build_dir: Path, tmp_path: Path) -> None:
+    """sim_train --recompute re-runs half the layers' forward in backward/recompute (TT_RECOMPUTE).
+    The rank file equals the truth, recompute included; MFU is the model's FLOPs only (tflops /
+    peak, as without recompute); HFU = MFU x (1 + recompute / forward GPU busy), from the truth's
+    times for the rank file and from each published step's for the live metric; the report
+    shows the rank file's."""
+    p = sim_run(build_dir, tmp_path, 1, {"TRAINTIME_PEAK_TFLOPS": "100", "TRAINTIME_PRINT_EVERY": "10"},
+            ["--metrics-log", str(tmp_path / "metrics-%r.jsonl"), "--flops-per-step", str(FLOPS_PER_STEP),
+             "--step-sleep-us", "2000", "--recompute"])
+    c = Checks()
+    truth = load_json(tmp_path / "truth-0.json")
+    doc = load_json(tmp_path / "out" / "rank-00000.json")
+    c.extend(compare_truth.compare(doc, truth), "rank file vs truth: ")
+    rec, fwd = truth["categories"]["recompute"]["gpu_busy_ns"], truth["categories"]["forward"]["gpu_busy_ns"]
+    c.check(rec > 0 and fwd > 0, f"truth: recompute {rec} ns, forward {fwd} ns")
+    c.check(any(r["path"] == "backward/recompute" and r["category"] == "recompute" for r in doc["regions"]),
+            f"no backward/recompute region: {[r['path'] for r in doc['regions']]}")
+    steps = doc["steps"]
+    c.check(near(steps.get("mfu", -1), steps["tflops"] / 100.0, 1e-9), f"mfu {steps.get('mfu')}, tflops {steps['tflops']}")
+    c.check(near(steps.get("hfu", -1), steps["mfu"] * (1 + rec / fwd), 1e-9),
+            f"hfu {steps.get('hfu')}, mfu {steps['mfu']}, recompute {rec} ns / forward {fwd} ns")
+
+    by_step = {d["index"]: d for d in truth["steps"]["by_step"]}
+    lines = [json.loads(x) for x in (tmp_path / "metrics-0.jsonl").read_text().splitlines()]
+    with_hfu = 0
+    for line in lines:
+        m = line["metrics"]
+        if "traintime/gpu_step" not in m or "traintime/mfu" not in m:
+            c.check("traintime/hfu" not in m, f"after step {line['after_step']}: hfu without GPU figures or MFU")
+            continue
+        t = by_step[int(m["traintime/gpu_step"])]["busy_ns_by_category"]
+        want = m["traintime/mfu"] * (1 + t["recompute"] / t["forward"])
+        with_hfu += 1
+        c.check(near(m.get("traintime/hfu", -1), want, 1e-9),
+                f"after step {line['after_step']}: hfu {m.get('traintime/hfu')}, expected {want} (truth {t})")
+    c.check(with_hfu > 0, "no metrics line with GPU figures and MFU")
+    # The console line: HFU beside MFU once a step with recompute was published.
+    console = [x for x in p.stderr.splitlines() if x.startswith("traintime: step ")]
+    c.check(all(", HFU " in x for x in console if "| GPU step " in x) and any("| GPU step " in x for x in console),
+            f"console lines: {console}")
+
+    proc = subprocess.run([str(build_dir / "bin" / "traintime-report"), str(tmp_path / "out"), "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+    c.check(proc.returncode == 0, f"traintime-report exited {proc.returncode}: {proc.stderr}")
+    if proc.returncode == 0:
+        tp = json.loads(proc.stdout)["throughput"]
+        c.check(near(tp["hfu"], steps["hfu"], 1e-9) and tp["ranks_with_hfu"] == 1 and near(tp["mfu"], steps["mfu"], 1e-9),
+                f"report throughput {tp}")
     c.done()

@@ -755,3 +755,98 @@ def test_watch_once_prints_one_screen_and_refuses_other_outputs(build_dir: Path)
     bad = run(build_dir, GOLDEN, "--watch", "--once", "--format", "json")
     assert bad.returncode == 2 and "--watch draws one text screen" in bad.stderr
     assert run(build_dir, GOLDEN, "--once").returncode == 2
+
+
+# ---- activation checkpointing: recompute and HFU -------------------------------------------
+
+def add_recompute(d: Path) -> None:
+    """Rank 0 checkpoints: 2 ms/step of its 10 ms compute is recompute (8 ms over its 4 steps,
+    against 16 ms of forward), its file has MFU 0.4 and HFU 0.4 x (1 + 8/16) = 0.6. Rank 1 knows
+    its MFU (0.3) but recomputes nothing, so it has no HFU; rank 2 has no FLOPs."""
+    def rank0(doc: dict) -> None:
+        doc["categories"]["recompute"] = {"count": 4, "gpu_busy_ns": 8 * MS, "gpu_sum_ns": 8 * MS}
+        for row in doc["steps"]["detail"]:
+            row["busy_ns_by_category"]["recompute"] = 2 * MS  # as the writer has it; the report reads the totals
+        doc["steps"].update({"flops_per_step": 1e12, "tflops": 0.4 * 989.5, "mfu": 0.4, "hfu": 0.6})
+        doc["device"] = {"name": "NVIDIA H100 80GB HBM3", "peak_tflops": 989.5, "peak_source": "table: H100 SXM, bf16"}
+
+    def rank1(doc: dict) -> None:
+        doc["steps"].update({"flops_per_step": 1e12, "tflops": 0.3 * 989.5, "mfu": 0.3})
+        doc["device"] = {"name": "NVIDIA H100 80GB HBM3", "peak_tflops": 989.5, "peak_source": "table: H100 SXM, bf16"}
+    edit(d / "rank-00000.json", rank0)
+    edit(d / "rank-00001.json", rank1)
+
+
+def test_recompute_is_its_own_column_and_series_and_hfu_stands_beside_mfu(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "ckpt")
+    add_recompute(d)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    tp = s["throughput"]
+    # MFU is the model's FLOPs only, whatever the recompute: (0.4 + 0.3) peaks over 2 peaks.
+    assert tp["mfu"] == approx(0.35) and tp["ranks_with_mfu"] == 2
+    # HFU over the ranks that have one: rank 0 alone.
+    assert tp["hfu"] == approx(0.6) and tp["ranks_with_hfu"] == 1
+    ranks = {r["rank"]: r for r in s["per_rank"]}
+    assert ranks[0]["mfu"] == approx(0.4) and ranks[0]["hfu"] == approx(0.6)
+    assert ranks[1]["mfu"] == approx(0.3) and ranks[1]["hfu"] is None  # no recompute: not MFU's copy
+    assert ranks[2]["hfu"] is None
+    assert ranks[0]["per_step_ms"]["recompute"] == approx(2.0)
+    assert ranks[0]["per_step_ms"]["compute"] == approx(10.0)  # recompute is part of compute
+    assert ranks[1]["per_step_ms"]["recompute"] == 0
+    cats = {c["category"]: c for c in s["categories"]}
+    assert cats["recompute"]["gpu_busy_ms_per_step"]["max"] == approx(2.0)
+    assert cats["forward"]["gpu_busy_ms_per_step"]["mean"] == approx(FWD_MEAN)  # not folded into forward
+
+    text = run(build_dir, d).stdout
+    per_rank = text_table(text, "Per rank")
+    # rank host steps p50 compute recomp ...: rank 0 2 ms of its 10 ms compute.
+    assert per_rank["0"][4:6] == [f3(10.0), f3(2.0)], per_rank
+    assert per_rank["1"][5] == f3(0.0), per_rank
+    assert per_rank["0"][-3:-1] == [f"{0.4 * 989.5:.1f}", "40.0"], per_rank
+    assert per_rank["1"][-3:-1] == [f"{0.3 * 989.5:.1f}", "30.0"], per_rank
+    # Every column at once (recompute, TFLOP/s, MFU) still fits the text format's 100 columns.
+    assert max(len(line) for line in text.splitlines()) <= 100
+    tput = text_table(text, "Throughput")
+    assert tput["MFU %"][1:3] == ["35.0", "2"], tput
+    assert tput["HFU %"][1:3] == ["60.0", "1"], tput
+    assert "recompute / forward GPU busy time" in " ".join(text.split())
+    assert s["metrics"]["hfu_pct"] == approx(60.0) and s["metrics"]["mfu_pct"] == approx(35.0)
+    assert run(build_dir, d, "--fail-if", "hfu_pct<61").returncode == 1
+    assert run(build_dir, d, "--fail-if", "hfu_pct<59").returncode == 0
+    assert text_table(text, "GPU busy per category")["recompute"][1] == f3(2.0 / 3)
+
+    page = tmp_path / "report.html"
+    assert run(build_dir, d, "--format", "html", "-o", page).returncode == 0
+    chart = re.search(r'<figure id="chart-breakdown">.*?</figure>', page.read_text(), re.S)
+    assert chart, "no breakdown chart"
+    # Its own stacked series, taken out of compute: rank 0 8 ms compute without recompute + 2 ms.
+    assert "<title>0 recompute: 2 ms per step</title>" in chart.group(0)
+    assert "<title>0 compute without recompute: 8 ms per step</title>" in chart.group(0)
+    assert "<title>1 recompute: 0 ms per step</title>" in chart.group(0)
+
+
+def test_without_recompute_hfu_is_absent_and_no_recompute_column(build_dir: Path, tmp_path: Path) -> None:
+    """The golden files predate recompute and HFU (no categories.recompute, no steps.hfu): they
+    load, and the report claims no HFU and adds no recompute row, column or series."""
+    d = copy_golden(tmp_path / "old")
+    for rank in (0, 1):
+        edit(d / f"rank-0000{rank}.json", lambda doc: (doc["steps"].update(
+            {"flops_per_step": 1e12, "tflops": 0.3 * 989.5, "mfu": 0.3}), doc.update(
+            device={"name": "NVIDIA H100 80GB HBM3", "peak_tflops": 989.5, "peak_source": "table: H100 SXM, bf16"})))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert s["throughput"]["mfu"] == approx(0.3)
+    assert s["throughput"]["hfu"] is None and s["throughput"]["ranks_with_hfu"] == 0
+    assert all(r["hfu"] is None for r in s["per_rank"])
+    assert all(r["per_step_ms"]["recompute"] == 0 for r in s["per_rank"])
+    assert s["metrics"]["hfu_pct"] is None and s["metrics"]["mfu_pct"] == approx(30.0)
+    text = run(build_dir, d).stdout
+    assert "HFU" not in text
+    lines = text.splitlines()
+    header = lines[next(i for i, line in enumerate(lines) if line.startswith("Per rank")) + 1]
+    assert "compute" in header and "recomp" not in header, header
+    page = tmp_path / "report.html"
+    assert run(build_dir, d, "--format", "html", "-o", page).returncode == 0
+    chart = re.search(r'<figure id="chart-breakdown">.*?</figure>', page.read_text(), re.S)
+    assert chart and "recompute" not in chart.group(0)

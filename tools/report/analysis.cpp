@@ -522,6 +522,7 @@ Report analyze(const Job& job) {
   // Per rank, and the job-wide shares.
   double span = 0, exposed = 0, idle = 0, comm = 0, compute = 0, busy = 0, unattributed = 0;
   double mfu_tflops = 0, mfu_peak = 0;  // over the ranks with a known peak
+  double hfu_tflops = 0, hfu_peak = 0;  // over the ranks with a known HFU
   std::map<std::string, uint64_t> capture, devices, no_peak;
   for (const RankInput& r : job.ranks) {
     const core::RankFile& f = r.data;
@@ -547,6 +548,11 @@ Report analyze(const Job& job) {
     v.samples_per_s = f.steps.samples_per_s;
     v.tflops = f.steps.tflops;
     v.mfu = f.steps.mfu;
+    v.hfu = f.steps.hfu;
+    if (const auto rc = f.categories.find(std::string(core::category_name(core::Category::kRecompute)));
+        rc != f.categories.end())
+      v.recompute_ms = ms(rc->second.gpu_busy_ns) / n;
+    if (v.recompute_ms > 0) rep.has_recompute = true;
     v.device = f.device_name;
     v.dropped_records = f.dropped_records;
     for (const core::Steps::Detail& d : f.steps.detail) {
@@ -593,10 +599,16 @@ Report analyze(const Job& job) {
         mfu_peak += f.peak_tflops;
         if (tp.peak_sources.find(f.peak_source) == std::string::npos)
           tp.peak_sources += (tp.peak_sources.empty() ? "" : "; ") + f.peak_source;
+        if (f.steps.hfu > 0) {
+          tp.hfu_rank.add(f.steps.hfu, f.rank);
+          hfu_tflops += f.steps.hfu * f.peak_tflops;
+          hfu_peak += f.peak_tflops;
+        }
       }
     }
   }
   if (mfu_peak > 0) rep.throughput.job_mfu = mfu_tflops / mfu_peak;
+  if (hfu_peak > 0) rep.throughput.job_hfu = hfu_tflops / hfu_peak;
   for (const auto& [name, n] : devices) rep.devices.push_back(name + ": " + std::to_string(n) + " rank(s)");
   for (const auto& [name, n] : no_peak)
     rep.mfu_missing_why += (rep.mfu_missing_why.empty() ? "" : "; ") + std::to_string(n) + " rank(s) on " +

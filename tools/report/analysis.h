@@ -52,6 +52,10 @@ struct Throughput {
   Across tflops_rank;
   Across mfu_rank;  // as a fraction
   double job_mfu = 0;
+  // HFU (recompute counted, docs/attribution.md) per rank, for the ranks whose files carry
+  // steps.hfu, and the job's: summed hfu x peak over the summed peaks of those ranks.
+  Across hfu_rank;  // as a fraction
+  double job_hfu = 0;
   std::string peak_sources;  // distinct peak sources, "; "-joined
 };
 
@@ -97,6 +101,8 @@ struct RankView {
   uint64_t matched = 0, last_arrivals = 0;
   double samples_per_s = 0;
   double tflops = 0, mfu = 0;  // 0: not known
+  double hfu = 0;              // 0: not known (no recompute seen, or no MFU)
+  double recompute_ms = 0;     // per step, GPU busy in the recompute category (part of compute_ms)
   std::string device;
   uint64_t dropped_records = 0;
   std::vector<std::pair<uint64_t, double>> step_ms;  // (index, ms) from steps.detail, the job's step source
@@ -189,6 +195,9 @@ struct Report {
   bool gpu_data = false;
   std::vector<std::string> devices;  // distinct "NAME: N rank(s)"
   bool simulated = false;            // a device is simgpu's simulation
+  // Some rank has GPU time in the recompute category (activation checkpointing): the per-rank
+  // table and the breakdown chart then show it on its own.
+  bool has_recompute = false;
   // TFLOP/s known but MFU not, on some ranks: why (their peak is not known), one line.
   std::string mfu_missing_why;
   bool hang_data = false;  // some file has threads[] or communicators[].in_flight

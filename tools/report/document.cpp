@@ -1,5 +1,6 @@
 // The report as sections of diagnosis and tables, shared by the text, md, csv and html formats.
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 
 #include "render.h"
@@ -296,6 +297,13 @@ Document build_document(const Report& r, const Extras& x) {
     tp.note += " MFU = achieved model TFLOP/s / the GPU's peak (" + r.throughput.peak_sources +
                "); job MFU = summed TFLOP/s / summed peaks.";
   }
+  if (r.throughput.hfu_rank.n) {
+    const Across& h = r.throughput.hfu_rank;
+    tp.rows.push_back({"HFU %", f1(100 * r.throughput.job_hfu), u(h.n), f1(100 * h.min), f1(100 * h.mean()),
+                       f1(100 * h.max), i(h.max_rank)});
+    tp.note += " HFU = MFU with activation checkpointing's recompute counted, its FLOPs estimated from GPU time: "
+               "MFU x (1 + recompute / forward GPU busy time); only on ranks with recompute.";
+  }
   if (!r.mfu_missing_why.empty()) tp.note += " MFU '-': " + r.mfu_missing_why + ".";
   if (gpu && !tp.rows.empty())
     tp.note += " Rates are the ranks' own, over their CPU wall time between steps.";
@@ -395,7 +403,17 @@ Document build_document(const Report& r, const Extras& x) {
                     : make("ranks", "Per rank (ms/step)",
                            {{"rank", true}, {"host", false}, {"steps", true}, {"p50 step", true}, {"state", false}},
                            "p50 step = the rank's median CPU wall time per step. " + no_gpu);
-  // TFLOP/s and MFU columns only when some rank knows its model FLOPs.
+  // A recompute column (part of compute) only when some rank has recompute.
+  const bool recompute = gpu && r.has_recompute;
+  if (recompute) {
+    constexpr std::ptrdiff_t kAfterCompute = 5;  // rank, host, steps, p50 step, compute
+    // "recomp": short, so the table stays within 100 columns with TFLOP/s and MFU as well.
+    ranks.headers.insert(ranks.headers.begin() + kAfterCompute, "recomp");
+    ranks.numeric.insert(ranks.numeric.begin() + kAfterCompute, true);
+    ranks.note += " recomp = GPU busy in the recompute category (activation checkpointing), part of compute.";
+  }
+  // TFLOP/s and MFU columns only when some rank knows its model FLOPs. (HFU per rank is in the
+  // throughput table's min/max and the JSON: a column more would pass 100 columns.)
   const bool flops = r.throughput.ranks_with_flops > 0;
   if (flops) {
     ranks.headers.insert(ranks.headers.end() - 1, {"TFLOP/s", "MFU %"});
@@ -403,9 +421,11 @@ Document build_document(const Report& r, const Extras& x) {
   }
   for (const RankView& v : r.per_rank) {
     std::vector<std::string> row{i(v.rank), v.host, u(v.steps), f3(v.step_p50_ms)};
-    if (gpu)
-      for (double val : {v.compute_ms, v.exposed_comm_ms, v.io_other_ms, v.idle_ms, v.wait_ms, v.caused_ms})
-        row.push_back(f3(val));
+    if (gpu) {
+      row.push_back(f3(v.compute_ms));
+      if (recompute) row.push_back(f3(v.recompute_ms));
+      for (double val : {v.exposed_comm_ms, v.io_other_ms, v.idle_ms, v.wait_ms, v.caused_ms}) row.push_back(f3(val));
+    }
     if (flops) {
       row.push_back(v.tflops > 0 ? f1(v.tflops) : "-");
       row.push_back(v.mfu > 0 ? f1(100 * v.mfu) : "-");

@@ -185,16 +185,22 @@ std::string charts(const Report& r) {
     out += "<p class=\"note\">No GPU time on any rank: the charts of GPU time (breakdown per rank, bus bandwidth, "
            "collective waits) are left out; the step time below is CPU wall time.</p>";
   } else {
-    std::vector<Series> s{{"compute", "#4e79a7", {}}, {"exposed comm", "#e15759", {}},
+    // With activation checkpointing, recompute is its own series, taken out of compute.
+    const bool rc = r.has_recompute;
+    std::vector<Series> s{{rc ? "compute without recompute" : "compute", "#4e79a7", {}}, {"exposed comm", "#e15759", {}},
                           {"io + other", "#f28e2b", {}}, {"idle", "#bab0ac", {}}};
+    if (rc) s.insert(s.begin() + 1, Series{"recompute", "#9c755f", {}});
     for (const RankView& v : r.per_rank) {
-      s[0].values.push_back(v.compute_ms);
-      s[1].values.push_back(v.exposed_comm_ms);
-      s[2].values.push_back(v.io_other_ms);
-      s[3].values.push_back(v.idle_ms);
+      std::size_t k = 0;
+      s[k++].values.push_back(rc ? std::max(0.0, v.compute_ms - v.recompute_ms) : v.compute_ms);
+      if (rc) s[k++].values.push_back(v.recompute_ms);
+      s[k++].values.push_back(v.exposed_comm_ms);
+      s[k++].values.push_back(v.io_other_ms);
+      s[k++].values.push_back(v.idle_ms);
     }
-    out += bar_chart("chart-breakdown", "GPU time per step by rank: compute, exposed comm, io, idle", labels, s, true,
-                     "rank", "ms per step");
+    out += bar_chart("chart-breakdown",
+                     std::string("GPU time per step by rank: compute, ") + (rc ? "recompute, " : "") + "exposed comm, io, idle",
+                     labels, s, true, "rank", "ms per step");
   }
   // 2. Step time over the run, for at most 16 ranks: the stragglers first, then spread over the ranks.
   // On a GPU run each rank's GPU step span (solid), and beside it its CPU wall time per step

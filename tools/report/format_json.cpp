@@ -55,6 +55,8 @@ json summary_json(const Report& r, const Extras& x) {
                        {"ranks_with_flops", r.throughput.ranks_with_flops},
                        {"mfu", r.throughput.job_mfu},
                        {"ranks_with_mfu", r.throughput.mfu_rank.n},
+                       {"hfu", r.throughput.hfu_rank.n ? json(r.throughput.job_hfu) : json(nullptr)},
+                       {"ranks_with_hfu", r.throughput.hfu_rank.n},
                        {"peak_sources", r.throughput.peak_sources},
                        {"summed_over", "ranks (data parallelism: each rank consumes its own samples)"}};
 
@@ -91,6 +93,7 @@ json summary_json(const Report& r, const Extras& x) {
                      {"per_step_ms",
                       {{"gpu_busy", v.gpu_busy_ms},
                        {"compute", v.compute_ms},
+                       {"recompute", v.recompute_ms},
                        {"comm", v.comm_ms},
                        {"exposed_comm", v.exposed_comm_ms},
                        {"io_other", v.io_other_ms},
@@ -104,6 +107,7 @@ json summary_json(const Report& r, const Extras& x) {
                      {"samples_per_s", v.samples_per_s},
                      {"tflops", v.tflops},
                      {"mfu", v.mfu},
+                     {"hfu", v.hfu > 0 ? json(v.hfu) : json(nullptr)},
                      {"device", v.device},
                      {"dropped_records", v.dropped_records}});
   out["per_rank"] = ranks;

@@ -32,6 +32,7 @@ constexpr MetricDef kMetrics[] = {
     {"tokens_per_s", Unit::kRate, "tokens/s after warm-up, summed over ranks"},
     {"tflops", Unit::kCount, "achieved model TFLOP/s after warm-up, summed over ranks"},
     {"mfu_pct", Unit::kPct, "model FLOPs utilisation: summed TFLOP/s / summed GPU peaks, %"},
+    {"hfu_pct", Unit::kPct, "hardware FLOPs utilisation (MFU with recompute counted), over the ranks with recompute, %"},
     {"straggler_cost_ms", Unit::kMs, "ms per step the worst straggler costs the job (0 without one)"},
     {"stragglers", Unit::kCount, "straggler ranks"},
     {"hangs", Unit::kCount, "hangs found (collectives some ranks never entered)"},
@@ -211,7 +212,7 @@ std::vector<Metric> headline_metrics(const Report& r) {
     spread[n] = spread_of(step);
   }
   // Rates are the step time's inverse: its spread.
-  for (const char* n : {"samples_per_s", "tokens_per_s", "tflops", "mfu_pct"}) spread[n] = spread_of(step);
+  for (const char* n : {"samples_per_s", "tokens_per_s", "tflops", "mfu_pct", "hfu_pct"}) spread[n] = spread_of(step);
   spread["exposed_comm_pct"] = spread_of(r.steps.exposed_comm_pct);
   spread["comm_pct"] = spread_of(r.steps.comm_pct);
   spread["compute_pct"] = spread_of(r.steps.compute_pct);
@@ -234,6 +235,8 @@ std::vector<Metric> headline_metrics(const Report& r) {
   why["tflops"] = "no model FLOPs in the rank files (tt_set_flops or TRAINTIME_FLOPS_PER_TOKEN not given)";
   v["mfu_pct"] = r.throughput.mfu_rank.n ? std::optional<double>(100 * r.throughput.job_mfu) : std::nullopt;
   why["mfu_pct"] = "no MFU in the rank files (model FLOPs and the GPU's peak are both needed)";
+  v["hfu_pct"] = r.throughput.hfu_rank.n ? std::optional<double>(100 * r.throughput.job_hfu) : std::nullopt;
+  why["hfu_pct"] = "no HFU in the rank files (it needs MFU and recompute: activation checkpointing)";
   v["straggler_cost_ms"] = r.stragglers.empty() ? 0.0 : r.stragglers.front().cost_ms_per_step;
   v["stragglers"] = static_cast<double>(r.stragglers.size());
   v["hangs"] = static_cast<double>(r.hangs.size());

@@ -204,10 +204,11 @@ def range_end(range_id: int) -> None:
 
 
 def set_flops(per_step: float = 0.0, per_token: float = 0.0) -> None:
-    """The model's FLOPs, for achieved TFLOP/s and MFU (``traintime/tflops``, ``traintime/mfu``).
+    """The model's FLOPs, for achieved TFLOP/s and MFU (``traintime/tflops``, ``traintime/mfu``;
+    with activation checkpointing also HFU, ``traintime/hfu``: docs/metrics.md).
 
     ``per_step``: FLOPs of one training step on this rank (all its micro-batches, forward and
-    backward); or ``per_token``: FLOPs per token (6 x parameters is the usual estimate for a
+    backward, without recompute: that is what HFU adds); or ``per_token``: FLOPs per token (6 x parameters is the usual estimate for a
     transformer's forward and backward), multiplied by each step's tokens. Call it once; a later
     call replaces both figures. ``TRAINTIME_FLOPS_PER_TOKEN`` sets the per-token figure without
     code.

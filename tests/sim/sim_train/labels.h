@@ -12,10 +12,10 @@
 namespace sim_train {
 
 // Same order and spelling as the rank file's categories (DESIGN §4).
-enum class Cat : uint8_t { kForward = 0, kBackward, kOptimizer, kComm, kIo, kOther, kUnattributed };
-inline constexpr int kCatCount = 7;
+enum class Cat : uint8_t { kForward = 0, kBackward, kOptimizer, kComm, kIo, kOther, kRecompute, kUnattributed };
+inline constexpr int kCatCount = 8;
 inline const char* cat_name(Cat c) {
-  static const char* names[] = {"forward", "backward", "optimizer", "comm", "io", "other", "unattributed"};
+  static const char* names[] = {"forward", "backward", "optimizer", "comm", "io", "other", "recompute", "unattributed"};
   return names[static_cast<int>(c)];
 }
 

@@ -46,6 +46,7 @@ struct Options {
   int bucket_layers = 2;
   bool graphs = false;
   bool nvtx = false;
+  bool recompute = false;  // --recompute: activation checkpointing re-runs the first layers in backward
   bool world_check = false;
   bool stray_work = false;
   bool record_before_cuda = false;
@@ -124,6 +125,11 @@ class Regions {
     names_.push_back(name);
     if (nvtx_) nvtxRangePushA(names_.back().c_str());
     else tt_push(names_.back().c_str());
+  }
+  // A region registered in a category of its own (the traintime API only).
+  void push(const std::string& name, tt_category category) {
+    names_.push_back(name);
+    tt_push_category(category, names_.back().c_str());
   }
   void pop() {
     if (nvtx_) nvtxRangePop();
@@ -254,7 +260,7 @@ class Trainer {
     in.world_size = world_;
     in.steps = opt_.steps;
     in.comm_calls = comm_calls_;
-    in.options = {{"steps", opt_.steps}, {"layers", opt_.layers}, {"graphs", opt_.graphs}, {"nvtx", opt_.nvtx},
+    in.options = {{"steps", opt_.steps}, {"layers", opt_.layers}, {"graphs", opt_.graphs}, {"nvtx", opt_.nvtx}, {"recompute", opt_.recompute},
                   {"stray_work", opt_.stray_work}, {"samples_per_step", kSamplesPerStep},
                   {"tokens_per_step", kTokensPerStep}};
     in.profiler_windows = nlohmann::json::array();
@@ -431,11 +437,24 @@ class Trainer {
   void backward() {
     regions_.push("backward");
     backward_path_ = regions_.path();
+    if (opt_.recompute) recompute();
     {
       std::unique_lock<std::mutex> lock(mu_);
       job_ = true;
       cv_.notify_all();
       cv_.wait(lock, [this] { return !job_; });
+    }
+    regions_.pop();
+  }
+
+  // Activation checkpointing: the forward of the first half of the layers (at least one) re-run
+  // at the start of backward, in backward/recompute (TT_RECOMPUTE), as torch.utils.checkpoint's
+  // re-run is.
+  void recompute() {
+    regions_.push("recompute", TT_RECOMPUTE);
+    for (int i = 0; i < std::max(1, opt_.layers / 2); ++i) {
+      launch(kernels_.h_gemm, gemm_blocks(i), Cat::kRecompute);
+      launch(kernels_.h_gelu, 300, Cat::kRecompute);
     }
     regions_.pop();
   }
@@ -617,7 +636,10 @@ int main(int argc, char** argv) {
   app.add_option("--layers", opt.layers, "layers of the simulated model")->check(CLI::Range(1, 1000));
   app.add_option("--bucket-layers", opt.bucket_layers, "layers per gradient AllReduce bucket")->check(CLI::Range(1, 1000));
   app.add_flag("--graphs", opt.graphs, "capture the forward pass into a CUDA graph once and replay it every step");
-  app.add_flag("--nvtx", opt.nvtx, "annotate with NVTX ranges (one \"step\" range per step) instead of the traintime API");
+  auto* nvtx = app.add_flag("--nvtx", opt.nvtx, "annotate with NVTX ranges (one \"step\" range per step) instead of the traintime API");
+  app.add_flag("--recompute", opt.recompute,
+               "activation checkpointing: re-run the first half of the layers' forward in backward/recompute")
+      ->excludes(nvtx);
   app.add_flag("--stray-work", opt.stray_work,
                "also launch work with no region open each step, and work after the last step marker");
   app.add_flag("--world-check", opt.world_check, "check that NCCL's rank/size agree with the launcher's");

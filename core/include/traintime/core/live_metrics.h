@@ -61,11 +61,18 @@ inline constexpr std::size_t kMaxLiveMetrics = 40;
 
 // Fills up to `capacity` metrics into `out` (may be null when capacity is 0) and returns how
 // many there are. Only figures that exist are listed: no step yet, nothing; no FLOPs, no
-// tflops; no peak, no mfu; no published GPU step, no gpu_*.
+// tflops; no peak, no mfu; no recompute or forward time in the published GPU step, no hfu;
+// no published GPU step, no gpu_*.
 std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capacity);
 
 // The FLOPs of `steps` steps holding `tokens` tokens (0 when neither figure is given).
 double model_flops(double flops_per_step, double flops_per_token, uint64_t steps, uint64_t tokens);
+
+// Hardware FLOPs utilisation from MFU: the forward FLOPs activation checkpointing re-runs are
+// estimated from GPU time, as the model's forward FLOPs times recompute / forward GPU busy time,
+// so HFU = MFU x (1 + recompute_ns / forward_ns). 0 (unknown) when mfu, recompute_ns or
+// forward_ns is 0: without recompute the share is not known, and HFU is not claimed.
+double hfu_from_mfu(double mfu, uint64_t recompute_ns, uint64_t forward_ns);
 
 // One help line per metric name, for the Prometheus file and docs (empty for unknown names).
 const char* live_metric_help(const char* name);

@@ -86,6 +86,10 @@ struct Steps {
   double flops_per_step = 0;
   double tflops = 0;
   double mfu = 0;
+  // Hardware FLOPs utilisation: MFU with the forward work activation checkpointing re-runs
+  // counted (hfu_from_mfu, from the file's recompute and forward GPU busy time). 0 = unknown:
+  // no MFU, or no recompute or no forward GPU time in the file.
+  double hfu = 0;
   StepTotals totals;      // summed over every step, warm-up included
   bool partial_final_step = false;  // GPU work launched after the last tt_step
   // Per-step detail for a bounded number of steps (index = step number).
