@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -502,7 +503,108 @@ void find_hangs(const Job& job, Report& rep) {
   }
 }
 
+// The warnings of the ranks, grouped as they are read (WarningGroup): per group the ranks and
+// their first numbers only, and one text, so 16384 ranks cost two numbers per rank and warning.
+class WarningGrouper {
+ public:
+  void add(const std::string& text, int64_t rank) {
+    WarningShape ws = warning_shape(text);
+    const std::string& key = ws.first ? ws.shape : text;
+    auto [it, fresh] = index_.try_emplace((ws.first ? "#" : "=") + key, groups_.size());
+    if (fresh) {
+      groups_.emplace_back();
+      groups_.back().g.shape = ws.first ? std::move(ws.shape) : text;
+      groups_.back().g.has_number = ws.first.has_value();
+    }
+    Building& b = groups_[it->second];
+    const double v = ws.first.value_or(0);
+    if (!b.g.ranks.empty() && b.g.ranks.back() == rank) {
+      // The rank wrote this shape more than once: its numbers add up.
+      if (b.g.has_number) b.values.back() += v;
+    } else {
+      b.g.ranks.push_back(rank);
+      if (b.g.has_number) b.values.push_back(v);
+    }
+    if (b.g.text.empty() || (b.g.has_number && b.values.back() > b.top)) {
+      b.g.text = text;
+      b.top = b.g.has_number ? b.values.back() : 0;
+    }
+  }
+
+  // The groups by shape, each with its total and worst ranks.
+  std::vector<WarningGroup> take() {
+    std::vector<std::pair<std::string, std::size_t>> order(index_.begin(), index_.end());
+    std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      return groups_[a.second].g.shape < groups_[b.second].g.shape;
+    });
+    std::vector<WarningGroup> out;
+    out.reserve(order.size());
+    for (const auto& [key, k] : order) {
+      Building& b = groups_[k];
+      std::vector<std::size_t> by(b.g.ranks.size());
+      for (std::size_t i = 0; i < by.size(); ++i) by[i] = i;
+      std::sort(by.begin(), by.end(), [&](std::size_t x, std::size_t y) { return b.g.ranks[x] < b.g.ranks[y]; });
+      std::vector<int64_t> ranks;
+      ranks.reserve(by.size());
+      for (std::size_t i : by) ranks.push_back(b.g.ranks[i]);
+      if (b.g.has_number) {
+        for (double v : b.values) b.g.total += v;
+        const std::size_t n = std::min<std::size_t>(3, by.size());
+        std::partial_sort(by.begin(), by.begin() + static_cast<std::ptrdiff_t>(n), by.end(),
+                          [&](std::size_t x, std::size_t y) {
+                            return b.values[x] != b.values[y] ? b.values[x] > b.values[y]
+                                                              : b.g.ranks[x] < b.g.ranks[y];
+                          });
+        for (std::size_t i = 0; i < n; ++i) b.g.worst.push_back({b.g.ranks[by[i]], b.values[by[i]]});
+      }
+      b.g.ranks = std::move(ranks);
+      out.push_back(std::move(b.g));
+    }
+    return out;
+  }
+
+ private:
+  struct Building {
+    WarningGroup g;
+    std::vector<double> values;  // parallel to g.ranks when g.has_number
+    double top = 0;              // the value of g.text's rank
+  };
+  std::unordered_map<std::string, std::size_t> index_;  // "#" shape or "=" exact text -> groups_
+  std::vector<Building> groups_;
+};
+
 }  // namespace
+
+WarningShape warning_shape(const std::string& text) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  WarningShape out;
+  out.shape.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!digit(text[i])) {
+      out.shape += text[i++];
+      continue;
+    }
+    const std::size_t begin = i;
+    while (i < text.size() && digit(text[i])) ++i;
+    if (i + 1 < text.size() && text[i] == '.' && digit(text[i + 1])) {
+      ++i;
+      while (i < text.size() && digit(text[i])) ++i;
+    }
+    out.shape += 'N';
+    if (out.first) continue;
+    const char before = begin > 0 ? text[begin - 1] : ' ';
+    const char after = i < text.size() ? text[i] : ' ';
+    const bool glued = alpha(before) || digit(before) || before == '_' || before == '.' || before == '/' ||
+                       before == '-' || alpha(after) || after == '_';
+    if (glued) continue;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data() + begin, text.data() + i, v);
+    if (ec == std::errc() && end == text.data() + i) out.first = v;
+  }
+  return out;
+}
 
 Report analyze(const Job& job) {
   Report rep;
@@ -524,6 +626,7 @@ Report analyze(const Job& job) {
   double mfu_tflops = 0, mfu_peak = 0;  // over the ranks with a known peak
   double hfu_tflops = 0, hfu_peak = 0;  // over the ranks with a known HFU
   std::map<std::string, uint64_t> capture, devices, no_peak;
+  WarningGrouper warnings;
   for (const RankInput& r : job.ranks) {
     const core::RankFile& f = r.data;
     const core::StepTotals& t = f.steps.totals;
@@ -579,7 +682,7 @@ Report analyze(const Job& job) {
     rep.dropped_records += f.dropped_records;
     if (f.dropped_records) rep.ranks_dropping.push_back(f.rank);
     if (!f.gpu_records_complete) rep.incomplete_ranks.push_back(f.rank);
-    for (const std::string& w : f.warnings) rep.rank_warnings[w].push_back(f.rank);
+    for (const std::string& w : f.warnings) warnings.add(w, f.rank);
     ++capture[f.gpu_capture + (f.gpu_capture_reason.empty() ? "" : " (" + f.gpu_capture_reason + ")")];
 
     if (f.steps.samples_per_s > 0 || f.steps.tokens_per_s > 0) {
@@ -607,6 +710,7 @@ Report analyze(const Job& job) {
       }
     }
   }
+  rep.rank_warnings = warnings.take();
   if (mfu_peak > 0) rep.throughput.job_mfu = mfu_tflops / mfu_peak;
   if (hfu_peak > 0) rep.throughput.job_hfu = hfu_tflops / hfu_peak;
   for (const auto& [name, n] : devices) rep.devices.push_back(name + ": " + std::to_string(n) + " rank(s)");

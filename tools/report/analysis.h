@@ -3,6 +3,7 @@
 // from a loaded Job; every output format renders this.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -166,6 +167,34 @@ struct Hang {
   bool from_snapshots = false;         // some files are periodic snapshots of a running job
 };
 
+// The rank files' warnings grouped by shape, so that 4096 ranks each writing "N activity
+// record(s) dropped" with their own N are one line. A warning whose text has a number (a run of
+// digits, with its decimals, that is not glued to a word, a path or a version: "124 records" but
+// not "sm_90" or "cuda-12.4") groups with the others of its shape (every run of digits as "N");
+// its first such number is the one summed and ranked. A warning without one groups by its exact
+// text.
+struct WarningGroup {
+  std::string shape;  // the text with each run of digits as "N"; the text itself without a number
+  std::string text;   // the exact text of the rank with the largest number (the first rank without)
+  std::vector<int64_t> ranks;  // that wrote it, ascending
+  bool has_number = false;
+  double total = 0;  // of the first number over the ranks
+  struct Worst {
+    int64_t rank = -1;
+    double value = 0;
+  };
+  std::vector<Worst> worst;  // the (at most 3) largest first numbers, largest first
+  // Whether a number is written as an integer (a count) rather than with decimals.
+  static bool whole(double v) { return std::fabs(v) < 1e15 && v == std::floor(v); }
+};
+
+// A warning's shape and its first number, as WarningGroup describes them.
+struct WarningShape {
+  std::string shape;
+  std::optional<double> first;
+};
+WarningShape warning_shape(const std::string& text);
+
 struct Report {
   std::string dir, job_id;
   int64_t world_size = 0;
@@ -210,7 +239,7 @@ struct Report {
   uint64_t dropped_records = 0;
   std::vector<int64_t> ranks_dropping;
   std::vector<int64_t> incomplete_ranks;  // gpu_records_complete false
-  std::map<std::string, std::vector<int64_t>> rank_warnings;  // warning text -> ranks
+  std::vector<WarningGroup> rank_warnings;  // by shape
   std::vector<std::string> capture;  // distinct "gpu_capture: reason" lines with rank counts
 };
 

@@ -38,6 +38,13 @@ std::string bytes_text(double b) {
   return buf;
 }
 
+// A warning's number as written: integers without decimals.
+std::string number_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, WarningGroup::whole(v) ? "%.0f" : "%.6g", v);
+  return buf;
+}
+
 std::string rank_list(const std::vector<int64_t>& ranks, std::size_t shown = 16) {
   std::string out;
   for (std::size_t k = 0; k < ranks.size() && k < shown; ++k) out += (k ? ", " : "") + std::to_string(ranks[k]);
@@ -450,9 +457,19 @@ Document build_document(const Report& r, const Extras& x) {
     d.tables.push_back(c);
   }
 
-  Table w = make("warnings", "Warnings written in the rank files", {{"warning", false}, {"ranks", false}});
-  for (const auto& [text, rk] : r.rank_warnings) w.rows.push_back({"rank(s) " + rank_list(rk), text});
-  w.headers = {"ranks", "warning"};
+  Table w = make("warnings", "Warnings written in the rank files",
+                 {{"ranks", false}, {"warning", false}, {"across ranks", false}},
+                 "Warnings that differ only in their numbers are one row: the text is the rank's with the "
+                 "largest first number, summed over the ranks with the largest named.");
+  for (const WarningGroup& g : r.rank_warnings) {
+    std::string across;
+    if (g.has_number) {
+      across = "total " + number_text(g.total) + " over " + u(g.ranks.size()) + " rank(s); worst: ";
+      for (std::size_t k = 0; k < g.worst.size(); ++k)
+        across += (k ? ", rank " : "rank ") + i(g.worst[k].rank) + ": " + number_text(g.worst[k].value);
+    }
+    w.rows.push_back({"rank(s) " + rank_list(g.ranks), g.text, across});
+  }
   w.as_lines = true;
   w.text_rows = 50;
   d.tables.push_back(w);

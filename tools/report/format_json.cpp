@@ -156,7 +156,13 @@ json summary_json(const Report& r, const Extras& x) {
   out["ranks_dropping_records"] = r.ranks_dropping;
   out["incomplete_gpu_records_ranks"] = r.incomplete_ranks;
   json warnings = json::array();
-  for (const auto& [text, rk] : r.rank_warnings) warnings.push_back({{"warning", text}, {"ranks", rk}});
+  auto number = [](double v) { return WarningGroup::whole(v) ? json(static_cast<int64_t>(v)) : json(v); };
+  for (const WarningGroup& g : r.rank_warnings) {
+    json worst = json::array();
+    for (const WarningGroup::Worst& wr : g.worst) worst.push_back({{"rank", wr.rank}, {"value", number(wr.value)}});
+    warnings.push_back({{"warning", g.text}, {"shape", g.shape}, {"ranks", g.ranks},
+                        {"total", g.has_number ? number(g.total) : json(nullptr)}, {"worst", worst}});
+  }
   out["rank_warnings"] = warnings;
   json problems = json::array();
   for (const Problem& p : r.problems) problems.push_back({{"file", p.file}, {"problem", p.message}});

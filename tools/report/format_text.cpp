@@ -59,7 +59,8 @@ void text_table(std::string& out, const Table& t) {
   if (t.as_lines) {
     for (std::size_t r = 0; r < shown; ++r) {
       std::string rest;
-      for (std::size_t c = 1; c < t.rows[r].size(); ++c) rest += (c > 1 ? "; " : "") + t.rows[r][c];
+      for (std::size_t c = 1; c < t.rows[r].size(); ++c)
+        if (!t.rows[r][c].empty()) rest += (rest.empty() ? "" : "; ") + t.rows[r][c];
       wrap(out, t.rows[r][0] + ": " + rest, "  ", "      ");
     }
   } else {
