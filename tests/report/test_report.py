@@ -247,6 +247,35 @@ def test_step_time_from_detail_rows_as_written_and_from_wall_stats_for_older_fil
     assert (st["n"], st["mean"], st["p50"]) == (12, approx((68 + 64 + 67) / 12), 16.0)
 
 
+def test_warnings_differing_only_in_numbers_are_one_row_with_their_total(build_dir: Path, tmp_path: Path) -> None:
+    """Each rank's own count in an otherwise equal warning: one group (rank_warnings[], the
+    warnings table), its counts summed and the largest named, where grouping by exact text gave
+    one row per rank."""
+    d = copy_golden(tmp_path / "job")
+    late = "activity record(s) arrived after the rank file was written"
+    counts = {0: 123, 1: 124, 2: 99}
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, lambda doc: doc.update(warnings=[f"{counts[doc['rank']]} {late}"] + doc["warnings"]))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    by_shape = {w["shape"]: w for w in s["rank_warnings"]}
+    assert by_shape[f"N {late}"] == {
+        "warning": f"124 {late}", "shape": f"N {late}", "ranks": [0, 1, 2], "total": 346,
+        "worst": [{"rank": 1, "value": 124}, {"rank": 0, "value": 123}, {"rank": 2, "value": 99}]}
+    cfg = by_shape["TRAINTIME_WARMUP_STEPS: 'x' is not a number; using N"]
+    assert cfg["ranks"] == [1] and cfg["warning"] == "TRAINTIME_WARMUP_STEPS: 'x' is not a number; using 0"
+    assert len(s["rank_warnings"]) == 2
+
+    proc = run(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    warnings = proc.stdout[proc.stdout.index("Warnings written in the rank files"):]
+    assert (f"rank(s) 0, 1, 2: 124 {late}; total 346 over 3 rank(s); worst: rank 1: 124, rank 0: 123, "
+            "rank 2: 99") in " ".join(warnings.split())
+    assert "123 activity" not in warnings
+    # One rank's warning is its own text: no total beside it.
+    assert "rank(s) 1: TRAINTIME_WARMUP_STEPS: 'x' is not a number; using 0\n" in warnings
+
+
 def test_bandwidth_of_an_op_with_no_known_factor_claims_no_busbw(build_dir: Path, tmp_path: Path) -> None:
     """The report's bus factor is core's (one source with the rank-file writer): an op it does not
     know gets 0, no busbw claimed, where a second copy in the report used to claim algbw x 1."""

@@ -460,10 +460,10 @@ Document build_document(const Report& r, const Extras& x) {
   Table w = make("warnings", "Warnings written in the rank files",
                  {{"ranks", false}, {"warning", false}, {"across ranks", false}},
                  "Warnings that differ only in their numbers are one row: the text is the rank's with the "
-                 "largest first number, summed over the ranks with the largest named.");
+                 "largest first number, summed over the ranks (more than one) with the largest named.");
   for (const WarningGroup& g : r.rank_warnings) {
     std::string across;
-    if (g.has_number) {
+    if (g.has_number && g.ranks.size() > 1) {  // one rank's total is its own text
       across = "total " + number_text(g.total) + " over " + u(g.ranks.size()) + " rank(s); worst: ";
       for (std::size_t k = 0; k < g.worst.size(); ++k)
         across += (k ? ", rank " : "rank ") + i(g.worst[k].rank) + ": " + number_text(g.worst[k].value);
