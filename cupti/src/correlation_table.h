@@ -22,17 +22,18 @@
 // the whole column: a reader that falls behind catches up instead of slowing down further. A
 // context stored late under an old id (its thread preempted between CUPTI's id and the store)
 // widens its own band's range and is still found. From the ranges of the bands wholly launched,
-// the reader also keeps the live window's lowest id (the floor), recomputed each time the window
-// moved on by a band: an id below it is a loss decided in one comparison, so a reader that fell
-// more than a table behind pays almost nothing per record until it reaches the live window
-// again. The one context that test misses is one stored under an id older than every id of the
-// whole window at the floor's last computation (its thread preempted between CUPTI's id and the
-// store for about capacity() launches of other threads): counted lost, as a context evicted
-// after capacity() launches is. A slot is claimed by a compare-exchange of its stamp to "busy" (a writer
-// preempted for a whole lap of the table loses to the newer one and counts a collision instead
-// of tearing it), filled with release stores and published with its sequence number; the reader
-// validates the stamp before and after copying (a seqlock keyed by the sequence
-// number), so it never returns a torn or a foreign context. A lookup that finds nothing for an
+// the reader also keeps the live window's lowest id (the floor), recomputed by a lookup that
+// missed near its cursor once the window has moved on by a band: an id below it is a loss
+// decided in one comparison, so a reader that fell more than a table behind pays almost nothing
+// per record until it reaches the live window again. The one context that test misses is one
+// stored under an id older than every id of the whole window at the floor's last computation
+// (its thread preempted between CUPTI's id and the store for about capacity() launches of other
+// threads): counted lost, as a context evicted after capacity() launches is. A slot is claimed
+// by a compare-exchange of its stamp to "busy" (a writer preempted for a whole lap of the table
+// loses to the newer one and counts a collision instead of tearing it), filled with release
+// stores and published with its sequence number; the reader validates the stamp before and
+// after copying (a seqlock keyed by the sequence number), so it never returns a torn or a
+// foreign context. A lookup that finds nothing for an
 // id older than the newest stored is counted as overwritten() and reported.
 #pragma once
 
