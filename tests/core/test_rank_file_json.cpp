@@ -332,6 +332,18 @@ void write_text(const fs::path& p, const std::string& text) {
   out << text;
 }
 
+// j as a file on disk, read back by the report's reader (simdjson first, nlohmann on refusal).
+RankFile read_through_report_reader(const json& j) {
+  TempDir dir;
+  const fs::path path = dir.path / "rank-00000.json";
+  write_text(path, j.dump());
+  std::string error;
+  const std::optional<RankFile> read = read_rank_file(path.string(), &error);
+  INFO(error);
+  REQUIRE(read);
+  return *read;
+}
+
 }  // namespace
 
 TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_file]") {
@@ -435,15 +447,7 @@ TEST_CASE("rank file written before the recompute category still reads, recomput
   CHECK(back.categories.at("recompute").gpu_busy_ns == 0);
   CHECK(back.categories.at("recompute").count == 0);
   CHECK(back.categories.at("forward").gpu_busy_ns == full_rank_file().categories.at("forward").gpu_busy_ns);
-
-  TempDir dir;  // the report's reader (simdjson first, nlohmann on refusal) takes it too
-  const std::string path = (dir.path / "rank-00000.json").string();
-  std::ofstream(path) << j.dump();
-  std::string error;
-  const std::optional<RankFile> read = read_rank_file(path, &error);
-  INFO(error);
-  REQUIRE(read);
-  CHECK(read->categories.at("recompute").gpu_busy_ns == 0);
+  CHECK(read_through_report_reader(j).categories.at("recompute").gpu_busy_ns == 0);
 }
 
 TEST_CASE("rank file written before HFU still reads, HFU unknown and MFU kept", "[rank_file][hfu]") {
@@ -452,16 +456,9 @@ TEST_CASE("rank file written before HFU still reads, HFU unknown and MFU kept", 
   j["steps"].erase("hfu");
   CHECK(rank_file_from_json(j).steps.hfu == 0);
   CHECK(rank_file_from_json(j).steps.mfu == 0.125);
-
-  TempDir dir;  // the report's reader (simdjson first, nlohmann on refusal) takes it too
-  const std::string path = (dir.path / "rank-00000.json").string();
-  std::ofstream(path) << j.dump();
-  std::string error;
-  const std::optional<RankFile> read = read_rank_file(path, &error);
-  INFO(error);
-  REQUIRE(read);
-  CHECK(read->steps.hfu == 0);
-  CHECK(read->steps.mfu == 0.125);
+  const RankFile read = read_through_report_reader(j);
+  CHECK(read.steps.hfu == 0);
+  CHECK(read.steps.mfu == 0.125);
   // An unknown HFU is left out of the file, not written as 0 or as MFU.
   RankFile f = full_rank_file();
   f.steps.hfu = 0;
