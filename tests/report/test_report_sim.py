@@ -40,6 +40,20 @@ def sim_job(build_dir: Path, out: Path, slowdown: str) -> None:
     assert p.returncode == 0, f"sim job failed:\n{p.stdout}\n{p.stderr}"
 
 
+def start_hung_job(build_dir: Path, out: Path) -> subprocess.Popen:
+    """Two simulated ranks under the preload, snapshots every second, rank 1 hung before step 3's
+    first collective (SIMGPU_HANG=1:3); the caller ends it."""
+    mpirun = shutil.which("mpirun")
+    check(mpirun, "mpirun not found (install openmpi-bin)")
+    out.mkdir()
+    cmd = [mpirun, "--oversubscribe", "-np", "2", "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
+           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}",
+           "-x", f"TRAINTIME_OUTPUT={out}", "-x", "TRAINTIME_SNAPSHOT_SEC=1", "-x", "SIMGPU_HANG=1:3",
+           str(build_dir / "bin" / "sim_train"), "--steps", "8"]
+    return subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def comm_gpu_ns(truth: dict) -> int:
     return sum(row["gpu_ns"] for row in truth["comm"])
 
@@ -85,16 +99,8 @@ def test_sim_hang_names_the_missing_rank_the_collective_and_what_it_was_doing(bu
     first collective is the 7th on the world communicator. The job is cancelled once the
     periodic snapshots show both ranks in step 3; the files written on the signal must let the
     report name rank 1, AllReduce seq 7 and that rank 1 was in step 3, inside "backward"."""
-    mpirun = shutil.which("mpirun")
-    check(mpirun, "mpirun not found (install openmpi-bin)")
     out = tmp_path / "job"
-    out.mkdir()
-    cmd = [mpirun, "--oversubscribe", "-np", "2", "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
-           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
-           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}",
-           "-x", f"TRAINTIME_OUTPUT={out}", "-x", "TRAINTIME_SNAPSHOT_SEC=1", "-x", "SIMGPU_HANG=1:3",
-           str(build_dir / "bin" / "sim_train"), "--steps", "8"]
-    p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = start_hung_job(build_dir, out)
     try:
         deadline = time.monotonic() + 60
         in_step_3 = False
@@ -132,16 +138,8 @@ def test_sim_watch_once_names_the_hang_while_the_job_still_runs(build_dir: Path,
     """SIMGPU_HANG=1:3 as above, but read while the job runs: `--watch --once` on the periodic
     snapshots names the collective rank 0 waits in (AllReduce seq 7), the rank that never entered
     it and what that rank was doing, and the job is still running when the screen is printed."""
-    mpirun = shutil.which("mpirun")
-    check(mpirun, "mpirun not found (install openmpi-bin)")
     out = tmp_path / "job"
-    out.mkdir()
-    cmd = [mpirun, "--oversubscribe", "-np", "2", "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
-           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
-           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}",
-           "-x", f"TRAINTIME_OUTPUT={out}", "-x", "TRAINTIME_SNAPSHOT_SEC=1", "-x", "SIMGPU_HANG=1:3",
-           str(build_dir / "bin" / "sim_train"), "--steps", "8"]
-    p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = start_hung_job(build_dir, out)
     try:
         deadline = time.monotonic() + 60
         screen = ""
