@@ -23,6 +23,35 @@ void calibrate(FastClock& c) {
 // leaves room for a hypervisor's clock adjustments during the 10 ms calibration.
 constexpr uint64_t kSlackNs = 20'000;
 
+struct Bracketed {
+  uint64_t readings = 0;
+  uint64_t outside = 0;  // readings outside their clock_gettime bracket by more than the slack
+};
+
+// Three threads read for two anchor periods and a calibration (so the clock calibrates and
+// re-anchors while they read), each reading bracketed by clock_gettime. make_reader() is called
+// on each thread and returns that thread's uint64_t() reading function.
+template <class MakeReader>
+Bracketed read_through_reanchorings(MakeReader make_reader) {
+  std::atomic<uint64_t> outside{0}, readings{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 3; ++k)
+    threads.emplace_back([&] {
+      auto read = make_reader();
+      const uint64_t start = FastClock::clock_gettime_ns();
+      while (FastClock::clock_gettime_ns() - start < 2 * FastClock::kAnchorNs + FastClock::kCalibrateNs) {
+        const uint64_t before = FastClock::clock_gettime_ns();
+        const uint64_t now = read();
+        const uint64_t after = FastClock::clock_gettime_ns();
+        ++readings;
+        // Before calibration the readings are clock_gettime's; after, within the slack.
+        if (now + kSlackNs < before || now > after + kSlackNs) ++outside;
+      }
+    });
+  for (auto& t : threads) t.join();
+  return {readings.load(), outside.load()};
+}
+
 }  // namespace
 
 TEST_CASE("an untrusted counter leaves every reading to clock_gettime", "[fast_clock]") {
@@ -62,51 +91,29 @@ TEST_CASE("a trusted counter, once calibrated, reads CLOCK_MONOTONIC through re-
 
 TEST_CASE("threads reading while one re-anchors get consistent readings", "[fast_clock]") {
   FastClock c(FastClock::counter_trusted() ? FastClock::Trust::kCounter : FastClock::Trust::kClockGettime);
-  std::atomic<uint64_t> outside{0}, readings{0};
-  std::vector<std::thread> threads;
-  for (int k = 0; k < 3; ++k)
-    threads.emplace_back([&] {
-      const uint64_t start = FastClock::clock_gettime_ns();
-      while (FastClock::clock_gettime_ns() - start < 2 * FastClock::kAnchorNs + FastClock::kCalibrateNs) {
-        const uint64_t before = FastClock::clock_gettime_ns();
-        const uint64_t now = c.now_ns();
-        const uint64_t after = FastClock::clock_gettime_ns();
-        ++readings;
-        // Before calibration the readings are clock_gettime's; after, within the slack.
-        if (now + kSlackNs < before || now > after + kSlackNs) ++outside;
-      }
-    });
-  for (auto& t : threads) t.join();
-  CHECK(readings.load() > 100);
-  CHECK(outside.load() == 0);
+  const Bracketed r = read_through_reanchorings([&c] { return [&c] { return c.now_ns(); }; });
+  CHECK(r.readings > 100);
+  CHECK(r.outside == 0);
 }
 
 TEST_CASE("a thread's own copy of the anchor reads CLOCK_MONOTONIC through re-anchorings",
           "[fast_clock]") {
   const bool trusted = FastClock::counter_trusted();
   FastClock c(trusted ? FastClock::Trust::kCounter : FastClock::Trust::kClockGettime);
-  std::atomic<uint64_t> outside{0}, readings{0}, from_copy{0};
-  std::vector<std::thread> threads;
-  for (int k = 0; k < 3; ++k)
-    threads.emplace_back([&] {
-      FastClock::Anchor a{};  // empty: the first reading fills it
-      const uint64_t start = FastClock::clock_gettime_ns();
-      while (FastClock::clock_gettime_ns() - start < 2 * FastClock::kAnchorNs + FastClock::kCalibrateNs) {
-        uint64_t unused;
-        if (FastClock::read(a, &unused)) ++from_copy;
-        const uint64_t before = FastClock::clock_gettime_ns();
-        const uint64_t now = c.now_ns(a);
-        const uint64_t after = FastClock::clock_gettime_ns();
-        ++readings;
-        if (now + kSlackNs < before || now > after + kSlackNs) ++outside;
-      }
-    });
-  for (auto& t : threads) t.join();
-  CHECK(readings.load() > 100);
-  CHECK(outside.load() == 0);
+  std::atomic<uint64_t> from_copy{0};
+  const Bracketed r = read_through_reanchorings([&] {
+    // The thread's own anchor, empty: the first reading fills it.
+    return [&c, &from_copy, a = FastClock::Anchor{}]() mutable {
+      uint64_t unused;
+      if (FastClock::read(a, &unused)) ++from_copy;
+      return c.now_ns(a);
+    };
+  });
+  CHECK(r.readings > 100);
+  CHECK(r.outside == 0);
   if (trusted) {
     CHECK(c.counting());
-    CHECK(from_copy.load() > readings.load() / 2);  // the copy, not the shared anchor, answers
+    CHECK(from_copy.load() > r.readings / 2);  // the copy, not the shared anchor, answers
   } else {
     CHECK(from_copy.load() == 0);  // an untrusted counter leaves the copy empty
   }
