@@ -134,6 +134,10 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
   sc.entries.clear();
   uint32_t last_entry = ~uint32_t{0};  // position in entries
   EntrySpan* last_span = nullptr;
+  // Raw pointers for the loop: read through the vectors, each index reloads their bounds.
+  IntervalUnion* const region = sc.region.data();
+  IntervalUnion* const region_cat = sc.region_cat.data();
+  uint8_t* const touched_flag = sc.touched_flag.data();
 
   std::size_t i = 0;
   while (i < n) {
@@ -161,12 +165,12 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
         t.io_sum_ns += d;
       }
       if (r.slot == kNoSlot) continue;
-      if (!sc.touched_flag[r.slot]) {
-        sc.touched_flag[r.slot] = 1;
+      if (!touched_flag[r.slot]) {
+        touched_flag[r.slot] = 1;
         sc.touched.push_back(r.slot);
       }
-      sc.region[r.slot].add(r.start, r.end);
-      sc.region_cat[r.slot * kCategoryCount + r.cat].add(r.start, r.end);
+      region[r.slot].add(r.start, r.end);
+      region_cat[r.slot * kCategoryCount + r.cat].add(r.start, r.end);
       if (r.entry != last_entry) {
         last_entry = r.entry;
         last_span = nullptr;

@@ -2,6 +2,7 @@
 // against a brute-force count of covered nanoseconds.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -56,6 +57,24 @@ TEST_CASE("interval union counts duplicates once", "[interval]") {
 TEST_CASE("interval union is independent of insertion order", "[interval]") {
   // [0,30) + [50,61) = 41
   CHECK(measure({{50, 60}, {0, 10}, {20, 30}, {5, 25}, {60, 61}}) == 41);
+}
+
+TEST_CASE("an empty or inverted interval beyond the union's reach hides nothing after it",
+          "[interval]") {
+  // Sorted by start, an empty interval at 30 comes between [0,10) and [30,40); so does an
+  // inverted one. Neither may count, nor swallow the interval that starts where they do.
+  CHECK(measure({{0, 10}, {30, 30}, {30, 40}}) == 20);
+  CHECK(measure({{0, 10}, {30, 5}, {30, 40}, {45, 50}}) == 25);
+  std::mt19937 rng(777);
+  std::uniform_int_distribution<uint64_t> at(0, 200), len(0, 20), kind(0, 3);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Interval> v;
+    for (int i = 0; i < 10; ++i) {
+      const uint64_t s = at(rng);
+      v.push_back(kind(rng) == 0 ? Interval{s, s - std::min(s, len(rng))} : Interval{s, s + len(rng)});
+    }
+    REQUIRE(measure(v) == brute_force(v, 256));
+  }
 }
 
 TEST_CASE("the sweep resets after finish()", "[interval]") {

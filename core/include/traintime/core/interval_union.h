@@ -13,28 +13,28 @@ namespace traintime::core {
 
 // Sweep over intervals added in non-decreasing start order: add() is O(1), no allocation, and
 // free of data-dependent branches (whether an interval opens a new run or extends the current
-// one is a select, not a jump: on a busy GPU the answer is random). Empty or inverted intervals
-// (end <= start) count nothing but may still be added.
+// one is a max, not a jump: on a busy GPU the answer is random). The sweep keeps only how far the
+// union reaches and its measure so far: in start order, an interval adds exactly its part beyond
+// that reach. Empty or inverted intervals (end <= start) count nothing but may still be added.
 class IntervalUnion {
  public:
   void add(uint64_t start, uint64_t end) {
-    if (end <= start) return;
-    // The current run is [start_, end_), empty before the first add (0, 0): a first interval
-    // starting at 0 extends it, any other opens a new one, and the empty run adds nothing.
-    const bool gap = start > end_;
-    total_ += gap ? end_ - start_ : 0;
-    start_ = gap ? start : start_;
-    end_ = gap ? end : (end > end_ ? end : end_);
+    const uint64_t from = start > reach_ ? start : reach_;  // what is not yet covered begins here
+    const uint64_t to = end > from ? end : from;            // and ends here (empty: from)
+    total_ += to - from;
+    // Moving the reach up to an empty interval's start changes nothing: later intervals start
+    // there or later.
+    reach_ = to;
   }
   // Measure of everything added, and a reset for the next sweep.
   uint64_t finish() {
-    const uint64_t t = total_ + (end_ - start_);
+    const uint64_t t = total_;
     *this = IntervalUnion{};
     return t;
   }
 
  private:
-  uint64_t start_ = 0, end_ = 0, total_ = 0;
+  uint64_t reach_ = 0, total_ = 0;
 };
 
 struct Interval {
