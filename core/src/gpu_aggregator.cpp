@@ -21,7 +21,7 @@ GpuAggregator::GpuAggregator(AggregatorOptions options) : opt_(options) {
   name_nccl_ = {0, 0};
   name_op_ = {CommOp::kUnknown, CommOp::kUnknown};
   name_cache_.resize(kNameCacheSize);
-  site_cache_.resize(kSiteCacheSize);
+  site_cache_.resize(kSiteSets);
   spare_bufs_.reserve(kSpareBufs);
 }
 
@@ -64,6 +64,84 @@ uint32_t GpuAggregator::region_kernel(uint64_t key, uint32_t slot) {
   return at;
 }
 
+inline const GpuAggregator::SiteCacheEntry* GpuAggregator::find_site(const SiteSet& set,
+                                                                     std::string_view name,
+                                                                     PathId path) const {
+  for (const SiteCacheEntry& e : set.way)
+    if (e.ptr == name.data() && e.len == name.size() && e.path == path &&
+        e.name_id > kOtherKernels && same_chars(name_chars_.data() + e.name_at, name.data(), name.size()))
+      return &e;
+  return nullptr;
+}
+
+// A kernel met for the first time from this region (or evicted from the site cache): the full
+// lookups, and the cache filled with what they found. Out of line, as every rare path of ingest:
+// the common record then needs fewer registers saved and restored.
+__attribute__((noinline)) GpuAggregator::SiteCacheEntry GpuAggregator::resolve_site(
+    const GpuActivity& a, const LaunchContext& ctx, Category region_category, SiteSet* set) {
+  SiteCacheEntry e;
+  bool nccl = false;
+  e.name_id = intern(a.name, nccl);
+  e.slot = region_slot(ctx.path, region_category);
+  uint32_t rk = 0;
+  bool rk_exact = true;
+  if (e.slot != kNoSlot) {
+    const uint64_t key = (static_cast<uint64_t>(e.slot) << 32) | e.name_id;
+    rk = region_kernel(key, e.slot);
+    rk_exact = region_kernels_[rk].key == key;  // false: the pair was over its cap
+  }
+  e.rk_nccl = rk << 1 | (nccl ? 1u : 0u);
+  // Only what the full lookups found without a cap in the way is cached: a name or pair beyond
+  // its cap keeps being counted record by record.
+  if (e.name_id > kOtherKernels && rk_exact && rk < (1u << 31)) {
+    e.ptr = a.name.data();
+    e.len = static_cast<uint32_t>(a.name.size());
+    e.path = ctx.path;
+    e.name_at = name_end_[e.name_id - 1];
+    set->way[1] = set->way[0];
+    set->way[0] = e;
+  }
+  return e;
+}
+
+__attribute__((noinline)) GpuAggregator::StepBuf* GpuAggregator::open_step(uint64_t step,
+                                                                          uint32_t device) {
+  if (!any_activity_) first_device_ = static_cast<int>(device);
+  any_activity_ = true;
+  max_step_ = std::max(max_step_, step);
+  if (step < folded_below_) return nullptr;
+  auto [it, inserted] = open_.try_emplace(step);
+  if (inserted && !spare_bufs_.empty()) {
+    it->second = std::move(spare_bufs_.back());
+    spare_bufs_.pop_back();
+  }
+  last_buf_ = &it->second;  // std::map nodes are stable
+  last_step_ = step;
+  return last_buf_;
+}
+
+void GpuAggregator::ingest_other(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur,
+                                 Category cat, uint32_t name_id) {
+  if (a.kind == ActivityKind::kMemcpy) {
+    auto k = static_cast<std::size_t>(a.copy_kind);
+    MemcpyStat& m = memcpy_[k < memcpy_.size() ? k : memcpy_.size() - 1];
+    m.count += a.copies;  // a batched memcpy record counts every copy it stands for
+    m.bytes += a.bytes;
+    m.gpu_ns += dur;
+  }
+  if (cat == Category::kComm) ingest_comm(a, ctx, dur, name_id);
+  if (opt_.trace) {
+    if (trace_.size() < opt_.trace_max_events) {
+      trace_.push_back({a.start_ns, a.start_ns + dur, a.bytes, a.correlation_id, ctx.path, ctx.step,
+                        name_id, a.device, a.stream, static_cast<uint8_t>(cat),
+                        static_cast<uint8_t>(a.kind), static_cast<uint8_t>(a.copy_kind),
+                        static_cast<uint8_t>(ctx.comm.op)});
+    } else {
+      ++trace_dropped_;
+    }
+  }
+}
+
 void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
                            Category region_category) {
   const uint64_t start = a.start_ns;
@@ -74,30 +152,21 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   // A kernel launched again from the same region (the common case) is resolved by one probe of
   // the site cache: name id, region slot and (region, kernel) pair at once.
   uint32_t name_id = kNoName;
-  bool nccl = false;
   uint32_t slot;
-  uint32_t rk = 0;
-  bool hit = false;
-  SiteCacheEntry* site = nullptr;  // to fill after a miss
+  uint32_t rk_nccl = 0;
   if (is_kernel && !a.name.empty()) {
-    site = &site_cache_[site_hash(a.name.data(), ctx.path)];
-    if (site->ptr == a.name.data() && site->len == a.name.size() && site->path == ctx.path &&
-        site->name_id > kOtherKernels &&
-        same_chars(name_of(site->name_id).data(), a.name.data(), a.name.size())) {
-      name_id = site->name_id;
-      nccl = site->nccl != 0;
-      slot = site->slot;
-      rk = site->rk;
-      hit = true;
-      site = nullptr;
-    } else {
-      name_id = intern(a.name, nccl);
-      slot = region_slot(ctx.path, region_category);
-    }
+    SiteSet* set = &site_cache_[site_set(a.name.data(), ctx.path)];
+    const SiteCacheEntry* e = find_site(*set, a.name, ctx.path);
+    const SiteCacheEntry found = e != nullptr ? *e : resolve_site(a, ctx, region_category, set);
+    name_id = found.name_id;
+    slot = found.slot;
+    rk_nccl = found.rk_nccl;
   } else {
     slot = region_slot(ctx.path, region_category);
+    if (is_kernel && slot != kNoSlot)  // a kernel without a name: its region's nameless pair
+      rk_nccl = region_kernel(static_cast<uint64_t>(slot) << 32 | kNoName, slot) << 1;
   }
-  const Category cat = attribute(nccl, ctx, region_category);
+  const Category cat = attribute((rk_nccl & 1) != 0, ctx, region_category);
   const auto ci = static_cast<std::size_t>(cat);
   cat_sum_[ci] += dur;
   ++cat_count_[ci];
@@ -109,77 +178,34 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
     ++r.cat_count[ci];
     if (is_kernel) {
       ++r.kernels;
-      const uint64_t key = (static_cast<uint64_t>(slot) << 32) | name_id;
-      if (hit) {
-        last_rk_ = rk;
-        last_rk_key_ = key;
-      } else if (key != last_rk_key_) {
-        last_rk_ = region_kernel(key, slot);
-        last_rk_key_ = key;
-      }
-      KernelAcc& k = region_kernels_[last_rk_];
+      KernelAcc& k = region_kernels_[rk_nccl >> 1];
       ++k.count;
       k.sum += dur;
     }
   }
-  // Only what the full lookups found without a cap in the way is cached: a name or pair beyond
-  // its cap keeps being counted record by record.
-  if (site != nullptr && name_id > kOtherKernels &&
-      (slot == kNoSlot || region_kernels_[last_rk_].key == last_rk_key_))
-    *site = SiteCacheEntry{a.name.data(), static_cast<uint32_t>(a.name.size()), ctx.path,
-                           name_id, slot, slot == kNoSlot ? 0 : last_rk_,
-                           static_cast<uint8_t>(nccl)};
+  if (!is_kernel || cat == Category::kComm || opt_.trace) ingest_other(a, ctx, dur, cat, name_id);
 
-  if (a.kind == ActivityKind::kMemcpy) {
-    auto k = static_cast<std::size_t>(a.copy_kind);
-    MemcpyStat& m = memcpy_[k < memcpy_.size() ? k : memcpy_.size() - 1];
-    m.count += a.copies;  // a batched memcpy record counts every copy it stands for
-    m.bytes += a.bytes;
-    m.gpu_ns += dur;
-  }
-  if (cat == Category::kComm) ingest_comm(a, ctx, dur, name_id);
-
-  if (opt_.trace) {
-    if (trace_.size() < opt_.trace_max_events) {
-      trace_.push_back({start, end, a.bytes, a.correlation_id, ctx.path, ctx.step,
-                        name_id, a.device, a.stream, static_cast<uint8_t>(ci),
-                        static_cast<uint8_t>(a.kind), static_cast<uint8_t>(a.copy_kind),
-                        static_cast<uint8_t>(ctx.comm.op)});
-    } else {
-      ++trace_dropped_;
-    }
-  }
-
-  if (!any_activity_) first_device_ = static_cast<int>(a.device);
-  any_activity_ = true;
   const uint64_t step = ctx.step;
-  max_step_ = std::max(max_step_, step);
   if (published_below_ > step) ++after_publish_;
-  if (step != last_step_ || last_buf_ == nullptr) {
-    if (step < folded_below_) {
+  StepBuf* buf = last_buf_;
+  if (step != last_step_ || buf == nullptr) {
+    buf = open_step(step, a.device);
+    if (buf == nullptr) {
       fold_late(OpenRec{start, end, 0, a.device, slot, static_cast<uint8_t>(ci)}, ctx.entry, step);
       return;
     }
-    auto [it, inserted] = open_.try_emplace(step);
-    if (inserted && !spare_bufs_.empty()) {
-      it->second = std::move(spare_bufs_.back());
-      spare_bufs_.pop_back();
-    }
-    last_buf_ = &it->second;  // std::map nodes are stable
-    last_step_ = step;
   }
-  StepBuf& buf = *last_buf_;
-  if (buf.entries.empty() || buf.entries.back() != ctx.entry) buf.entries.push_back(ctx.entry);
+  if (buf->entries.empty() || buf->entries.back() != ctx.entry) buf->entries.push_back(ctx.entry);
   // Written field by field in place: a record built on the stack and copied in would be read
   // back in 16-byte pieces straight after its narrower stores, a store-forwarding stall per record.
-  if (!buf.recs.empty()) {
-    const OpenRec& last = buf.recs.back();
-    if (a.device != last.device ? a.device < last.device : start < last.start) buf.sorted = false;
+  if (!buf->recs.empty()) {
+    const OpenRec& last = buf->recs.back();
+    if (a.device != last.device ? a.device < last.device : start < last.start) buf->sorted = false;
   }
-  OpenRec& rec = buf.recs.emplace_back();
+  OpenRec& rec = buf->recs.emplace_back();
   rec.start = start;
   rec.end = end;
-  rec.entry = static_cast<uint32_t>(buf.entries.size() - 1);
+  rec.entry = static_cast<uint32_t>(buf->entries.size() - 1);
   rec.device = a.device;
   rec.slot = slot;
   rec.cat = static_cast<uint8_t>(ci);

@@ -322,6 +322,41 @@ TEST_CASE("a kernel name address reused for another name of the same length is a
   }
 }
 
+TEST_CASE("kernels of more launch sites than the site cache holds are each counted where launched",
+          "[aggregator]") {
+  // 400 names from 4 regions: 1600 sites, more than the cache's 1024 entries, visited round
+  // robin so that every site is evicted before it comes back. Every (region, kernel) pair must
+  // still add up, as must a kernel without a name.
+  AggregatorOptions o;
+  o.top_kernels = 1000;
+  GpuAggregator agg(o);
+  std::vector<std::string> names;
+  for (int n = 0; n < 400; ++n) names.push_back("kernel_" + std::to_string(n));
+  uint64_t t = 0;
+  for (int round = 0; round < 3; ++round)
+    for (PathId path = 1; path <= 4; ++path)
+      for (int n = 0; n < 400; ++n) {
+        Act a = kern(t, t + 1 + path, path, Category::kForward, 0, 1, names[n]);
+        agg.ingest(a.a, a.ctx, a.region);
+        t += 10;
+      }
+  Act nameless = kern(t, t + 7, 2, Category::kForward, 0, 1, "");
+  agg.ingest(nameless.a, nameless.ctx, nameless.region);
+  RankFile f = run(agg, {}, 1);
+  for (PathId path = 1; path <= 4; ++path) {
+    const RegionRow* r = region(f, "path" + std::to_string(path));
+    REQUIRE(r != nullptr);
+    CHECK(r->kernels == (path == 2 ? 1201u : 1200u));
+    CHECK(r->gpu_sum_ns == 1200 * (1 + path) + (path == 2 ? 7u : 0u));
+    REQUIRE(r->top_kernels.size() == (path == 2 ? 401u : 400u));
+    for (const KernelStat& k : r->top_kernels) {
+      CHECK(k.count == (k.name.empty() ? 1u : 3u));
+      CHECK(k.gpu_sum_ns == (k.name.empty() ? 7u : 3 * (1 + path)));
+    }
+  }
+  CHECK(agg.footprint().kernel_names == 402);
+}
+
 TEST_CASE("memcpy is broken down by direction with bytes and time", "[aggregator]") {
   GpuAggregator agg;
   RankFile f = run(agg, {copy(0, 10, CopyKind::kHtoD, 100, 1, Category::kIo), copy(20, 40, CopyKind::kHtoD, 300, 1, Category::kIo),

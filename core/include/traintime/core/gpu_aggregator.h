@@ -261,22 +261,28 @@ class GpuAggregator {
     std::size_t len = 0;
     uint32_t id = kNoName;
   };
-  // Direct-mapped by (name address, region path): what a kernel launched from a region resolves
-  // to, valid while the name at that address is the same (checked on every hit).
+  // Two-way set-associative by (name address, region path): what a kernel launched from a region
+  // resolves to, valid while the name at that address is the same (checked on every hit against
+  // the interned characters, found by offset without a second lookup). 32 bytes, a set is one
+  // cache line; the most recently filled way is way 0.
   struct SiteCacheEntry {
     const char* ptr = nullptr;
     uint32_t len = 0;
     PathId path = kNoPath;
     uint32_t name_id = kNoName;  // > kOtherKernels when filled
+    uint32_t name_at = 0;        // offset of the name's characters in name_chars_
     uint32_t slot = kNoSlot;
-    uint32_t rk = 0;             // position in region_kernels_ (slot != kNoSlot)
-    uint8_t nccl = 0;
+    uint32_t rk_nccl = 0;        // position in region_kernels_ (slot != kNoSlot) << 1 | nccl
   };
-  static constexpr std::size_t kSiteCacheSize = 1024;
-  static std::size_t site_hash(const char* name, PathId path) {
-    return static_cast<std::size_t>(((reinterpret_cast<uintptr_t>(name) >> 3) ^
-                                     (uint64_t{path} * 0x9E3779B97F4A7C15ull >> 40)) &
-                                    (kSiteCacheSize - 1));
+  struct alignas(64) SiteSet {
+    SiteCacheEntry way[2];
+  };
+  static_assert(sizeof(SiteCacheEntry) == 32);
+  const SiteCacheEntry* find_site(const SiteSet& set, std::string_view name, PathId path) const;
+  static constexpr std::size_t kSiteSets = 512;
+  static std::size_t site_set(const char* name, PathId path) {
+    const uint64_t key = reinterpret_cast<uintptr_t>(name) ^ (uint64_t{path} << 48);
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 55);  // 9 bits: 512 sets
   }
   struct TraceEvent {
     uint64_t start, end, bytes, correlation;
@@ -295,6 +301,11 @@ class GpuAggregator {
   // Position in region_kernels_ of key (slot << 32 | name id), added if new; beyond
   // max_region_kernels a new key is counted and goes to the slot's "(other kernels)" pair.
   uint32_t region_kernel(uint64_t key, uint32_t slot);
+  SiteCacheEntry resolve_site(const GpuActivity& a, const LaunchContext& ctx,
+                              Category region_category, SiteSet* set);
+  StepBuf* open_step(uint64_t step, uint32_t device);  // nullptr: the step is already folded
+  void ingest_other(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur, Category cat,
+                    uint32_t name_id);
   void ingest_comm(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur, uint32_t name_id);
   CommRing& ring_for(uint32_t comm_id);
   void add_comm_share(uint32_t comm_id, CommOp op, uint64_t seq, uint64_t bytes, uint64_t share,
@@ -341,7 +352,7 @@ class GpuAggregator {
   std::vector<CommOp> name_op_;           // comm_op_from_kernel_name per name id
   IdIndex name_index_;
   std::vector<NameCacheEntry> name_cache_;
-  std::vector<SiteCacheEntry> site_cache_;
+  std::vector<SiteSet> site_cache_;
   uint64_t names_over_cap_ = 0;
 
   IdIndex slot_of_;                 // PathId -> slot in regions_
@@ -351,8 +362,6 @@ class GpuAggregator {
 
   std::vector<KernelAcc> region_kernels_;  // in order of first appearance
   IdIndex region_kernel_index_;            // key -> position in region_kernels_
-  uint64_t last_rk_key_ = ~uint64_t{0};
-  uint32_t last_rk_ = 0;                   // position of last_rk_key_'s pair
   uint64_t region_kernels_over_cap_ = 0;
 
   // key: comm_id << 8 | op, with kByNameKey set for kernels found by name (no interposition)
