@@ -90,7 +90,7 @@ const Row kRows[] = {
       "domain decides."},
      Kind::kNvtxDomains, &Config::nvtx_domains},
     {{"TRAINTIME_BUFFER_MB", "2",
-      "Upper bound on one CUPTI activity buffer in MiB (1 to 1024). Buffers are at most 88 KiB "
+      "Upper bound on one CUPTI activity buffer in MiB (1 to 1024). Buffers are at most 176 KiB "
       "in any case: they are sized together with the 1 MiB correlation table so that every "
       "buffer arrives before the table could lose a launch, so this setting no longer changes "
       "them."},

@@ -43,17 +43,17 @@ inline constexpr uint32_t kLiveFlushSteps = 4;
 // launches between a callback and the processing of its record: the GPU's queue of pending
 // work and the records in buffers not yet full or not yet processed. Per-thread buffers arrive
 // when full, so the table and the buffer limit are chosen together: a buffer is bounded by
-// bytes so that it completes within kLaunchesInFlight / (kStoresPerLaunch x 2 x
+// bytes so that it completes within kLaunchesInFlight / (kSlotsPerLaunch x 2 x
 // kLaunchingThreads) launches even when every launch leaves only its smallest record (a
-// memset's), with a runtime launch storing its context twice (its own id and its nested
-// driver call's), up to kLaunchingThreads threads filling buffers side by side, and the 2 as
+// memset's), with a launch taking one slot whatever its nesting (its runtime and nested driver
+// ids share it), up to kLaunchingThreads threads filling buffers side by side, and the 2 as
 // slack for buffers waiting in the queue and work still queued on the GPU.
 inline constexpr uint32_t kLaunchesInFlight = 1u << 14;
-inline constexpr uint64_t kStoresPerLaunch = 2;
+inline constexpr uint64_t kSlotsPerLaunch = 1;
 inline constexpr uint64_t kLaunchingThreads = 4;
 inline constexpr size_t kSmallestLaunchRecord = sizeof(CUpti_ActivityMemset4);
 inline constexpr size_t kBufferLimit =
-    kLaunchesInFlight / (kStoresPerLaunch * 2 * kLaunchingThreads) * kSmallestLaunchRecord;
+    kLaunchesInFlight / (kSlotsPerLaunch * 2 * kLaunchingThreads) * kSmallestLaunchRecord;
 inline constexpr auto kDrainTimeout = std::chrono::seconds(10);
 
 }  // namespace traintime::cupti

@@ -14,8 +14,6 @@ uint32_t round_up_pow2(uint32_t n) {
   return p;
 }
 
-uint64_t stamp_of(uint64_t seq) { return (seq + 1) << 1; }
-
 // Whether this CPU has PREFETCHW (CPUID 0x80000001 ECX bit 8: every AMD64 CPU, Intel since
 // Broadwell). Asked once, at the first table's construction.
 bool cpu_has_prefetchw() {
@@ -53,6 +51,7 @@ bool after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
 CorrelationTable::CorrelationTable(uint32_t capacity)
     : slots_(new Slot[round_up_pow2(capacity)]),
       ids_(new std::atomic<uint32_t>[round_up_pow2(capacity)]()),
+      nested_(new std::atomic<uint64_t>[round_up_pow2(capacity)]()),
       bands_(new Band[2 * (round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity)))]),
       mask_(round_up_pow2(capacity) - 1),
       band_index_mask_(2 * (round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity))) - 1),
@@ -60,7 +59,7 @@ CorrelationTable::CorrelationTable(uint32_t capacity)
       band_shift_(static_cast<uint32_t>(__builtin_ctz(band_size_))),
       prefetchw_(cpu_has_prefetchw()) {}
 
-uint64_t CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) noexcept {
+uint64_t CorrelationTable::claim(uint32_t id, const core::LaunchContext& ctx) noexcept {
   if (id == 0) return 0;  // CUPTI's correlation ids start at 1
   const uint64_t seq = next_.fetch_add(1, std::memory_order_relaxed);
   Slot& s = slots_[seq & mask_];
@@ -92,16 +91,36 @@ uint64_t CorrelationTable::store(uint32_t id, const core::LaunchContext& ctx) no
   s.words[4].store(ctx.comm.seq, std::memory_order_release);
   s.words[5].store(ctx.comm.bytes, std::memory_order_release);
   s.words[6].store(ctx.comm.group_id, std::memory_order_release);
-  s.stamp.store(stamp, std::memory_order_release);
+  nested_[seq & mask_].store(0, std::memory_order_release);
   return seq + 1;
 }
 
-bool CorrelationTable::read(uint64_t seq, uint32_t id, core::LaunchContext* out) const noexcept {
+bool CorrelationTable::add_nested(uint64_t ticket, uint32_t id) noexcept {
+  if (ticket == 0 || id == 0) return false;
+  std::atomic<uint64_t>& n = nested_[(ticket - 1) & mask_];
+  const uint64_t held = n.load(std::memory_order_relaxed);  // this thread's own slot
+  if (static_cast<uint32_t>(held) == 0) {
+    n.store(held | id, std::memory_order_release);
+  } else if ((held >> 32) == 0) {
+    n.store(held | (uint64_t{id} << 32), std::memory_order_release);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool CorrelationTable::read(uint64_t seq, uint32_t id, bool nested,
+                            core::LaunchContext* out) const noexcept {
   const Slot& s = slots_[seq & mask_];
   const uint64_t stamp = stamp_of(seq);
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
   const uint64_t w0 = s.words[0].load(std::memory_order_acquire);
-  if (static_cast<uint32_t>(w0) != id) return false;
+  if (nested) {
+    const uint64_t n = nested_[seq & mask_].load(std::memory_order_acquire);
+    if (static_cast<uint32_t>(n) != id && static_cast<uint32_t>(n >> 32) != id) return false;
+  } else if (static_cast<uint32_t>(w0) != id) {
+    return false;
+  }
   // Six named words, kept in registers: an array here went through the stack and its 16-byte
   // reloads stalled on store forwarding at every lookup.
   const uint64_t w1 = s.words[1].load(std::memory_order_acquire);
@@ -198,12 +217,17 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
     }
     // The id store precedes the stamp's release; a newer launch's id read here instead (the slot
     // rewritten since) only widens the range.
-    const uint32_t id = ids_[q & mask_].load(std::memory_order_relaxed);
-    if (!any) ref = id;
-    any = true;
-    const int64_t d = static_cast<int32_t>(id - ref);
-    lo = std::min(lo, d);
-    hi = std::max(hi, d);
+    const uint64_t nested = nested_[q & mask_].load(std::memory_order_relaxed);
+    const uint32_t ids[] = {ids_[q & mask_].load(std::memory_order_relaxed),
+                            static_cast<uint32_t>(nested), static_cast<uint32_t>(nested >> 32)};
+    for (const uint32_t id : ids) {
+      if (id == 0) continue;  // no nested id
+      if (!any) ref = id;
+      any = true;
+      const int64_t d = static_cast<int32_t>(id - ref);
+      lo = std::min(lo, d);
+      hi = std::max(hi, d);
+    }
   }
   // Ids more than 2^30 apart in one band (never seen: launches are not that sparse) are not
   // summarized, as ranges across a wrap would be ambiguous; the band is then always scanned.
@@ -249,7 +273,13 @@ bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexc
   }
   // The id column names the candidate slots (16 per cache line); read() validates the slot.
   const auto hit = [&](uint64_t q) {
-    if (ids_[q & mask_].load(std::memory_order_relaxed) != id || !read(q, id, out)) return false;
+    bool nested = false;
+    if (ids_[q & mask_].load(std::memory_order_relaxed) != id) {
+      const uint64_t n = nested_[q & mask_].load(std::memory_order_relaxed);
+      if (static_cast<uint32_t>(n) != id && static_cast<uint32_t>(n >> 32) != id) return false;
+      nested = true;
+    }
+    if (!read(q, id, nested, out)) return false;
     found(q, id);
     return true;
   };

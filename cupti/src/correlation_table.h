@@ -57,9 +57,31 @@ class CorrelationTable {
   explicit CorrelationTable(uint32_t capacity);
 
   // Hot path: no lock, no allocation, errno untouched; one fetch_add and one compare-exchange.
-  // Returns 1 + the launch sequence number the context was kept under, 0 when it was not kept
-  // (id 0, or a collision).
-  uint64_t store(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
+  // Returns 1 + the launch sequence number the context was kept under (its ticket), 0 when it
+  // was not kept (id 0, or a collision).
+  uint64_t store(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
+    const uint64_t ticket = claim(correlation_id, ctx);
+    publish(ticket);
+    return ticket;
+  }
+
+  // One launch, several correlation ids: a runtime launch's nested driver call (and its own
+  // runtime entry point under it) joins the same context. claim() fills the launch's slot and
+  // keeps it unpublished, add_nested() adds up to kNestedIds more ids to it, publish() makes it
+  // visible: one fetch_add and one compare-exchange for the whole launch, however many of its
+  // ids are kept, and one slot, so nested ids do not shrink the table's bound. The slot is the
+  // claiming thread's alone until published (no other writer, no reader takes it), so the
+  // nested ids need no atomic read-modify-write. A record cannot arrive before its launch's
+  // innermost call: the launch callback publishes at that call's entry (the driver's), or at
+  // the outer call's exit when there is none.
+  static constexpr uint32_t kNestedIds = 2;
+  uint64_t claim(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
+  // False when not kept: ticket 0, id 0, or kNestedIds nested ids already (store it alone).
+  bool add_nested(uint64_t ticket, uint32_t correlation_id) noexcept;
+  void publish(uint64_t ticket) noexcept {
+    if (ticket != 0)
+      slots_[(ticket - 1) & mask_].stamp.store(stamp_of(ticket - 1), std::memory_order_release);
+  }
 
   // True and *out filled when the entry for correlation_id is present. Any thread may call it;
   // the cursor it keeps is a hint, so one reader (the processing thread) is the fast case.
@@ -86,7 +108,9 @@ class CorrelationTable {
   static_assert(sizeof(Slot) == 64, "one launch context per cache line");
 
   // Copies slot seq if it holds correlation_id, validated against concurrent rewrites.
-  bool read(uint64_t seq, uint32_t id, core::LaunchContext* out) const noexcept;
+  static uint64_t stamp_of(uint64_t seq) noexcept { return (seq + 1) << 1; }  // odd: being written
+  // nested: the id is one of the slot's nested ids, not its own.
+  bool read(uint64_t seq, uint32_t id, bool nested, core::LaunchContext* out) const noexcept;
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
   bool id_at(uint64_t seq, uint32_t* id) const noexcept;
   void found(uint64_t seq, uint32_t id) const noexcept;  // cursor and id rate after a hit
@@ -111,6 +135,8 @@ class CorrelationTable {
 
   std::unique_ptr<Slot[]> slots_;
   std::unique_ptr<std::atomic<uint32_t>[]> ids_;  // the id column: ids_[seq % capacity]
+  // The nested ids of each slot's launch, two 32-bit halves (0: none), written while claimed.
+  std::unique_ptr<std::atomic<uint64_t>[]> nested_;
   // Id range of the band of launches first .. first + band_size_ - 1, kept at
   // band_at(first), two entries per band's place in the table (so the oldest band, partly
   // overwritten, and the newest one, being written there, have one each): `first` is its first

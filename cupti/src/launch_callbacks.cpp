@@ -22,6 +22,7 @@ namespace {
 // static already (preload/session.cpp's t_thread_state), so this costs no loading mode.
 struct LaunchNest {
   uint32_t depth = 0;
+  uint64_t open = 0;  // ticket of this launch's context, claimed and not yet published (0: none)
   core::LaunchContext ctx;
 };
 thread_local LaunchNest t_nest __attribute__((tls_model("initial-exec")));
@@ -70,8 +71,17 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   LaunchNest& nest = t_nest;
   if (cb->callbackSite != CUPTI_API_ENTER) {
     if (nest.depth > 0) --nest.depth;
+    if (nest.depth == 0 && nest.open != 0) {  // a launch without a nested driver call
+      launches_->publish(nest.open);
+      nest.open = 0;
+    }
     return;
   }
+  // One slot per launch, whatever its nesting (correlation_table.h): the outer call claims it,
+  // nested calls add their ids, and it is published at the entry of the driver call, the
+  // innermost, before any work is submitted; a driver call that is the outer one publishes at
+  // once.
+  const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
   if (nest.depth == 0) {
     current_context(&nest.ctx);
     // An NCCL kernel launched by NCCL's own thread: only when some call waits for one (one
@@ -79,9 +89,22 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     if (nest.ctx.comm.op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
         hooks_.comm_calls_waiting != nullptr && hooks_.comm_calls_waiting())
       take_pending_comm_call(domain, cbid, cb, &nest.ctx);
+    ++nest.depth;
+    const uint64_t ticket = launches_->claim(cb->correlationId, nest.ctx);
+    if (driver) {
+      launches_->publish(ticket);
+    } else {
+      nest.open = ticket;
+    }
+  } else {
+    ++nest.depth;
+    if (!launches_->add_nested(nest.open, cb->correlationId))
+      launches_->store(cb->correlationId, nest.ctx);  // published already, or no room left
+    if (driver && nest.open != 0) {
+      launches_->publish(nest.open);
+      nest.open = 0;
+    }
   }
-  ++nest.depth;
-  launches_->store(cb->correlationId, nest.ctx);
   if (!recorded_.load(std::memory_order_relaxed) && !recorded_.exchange(true, std::memory_order_relaxed)) {
     // Once, at the first launch, so after CUDA initialised and registered its own atexit
     // teardown: handlers run in reverse order, so the forced flush runs before CUDA tears down

@@ -53,6 +53,44 @@ TEST_CASE("a stored context is found under its id with every field intact", "[co
   CHECK(t.overwritten() == 0);
 }
 
+TEST_CASE("a launch's nested ids share its one slot, visible once it is published",
+          "[correlation]") {
+  CorrelationTable t(64);
+  const uint64_t ticket = t.claim(100, context_for(100));
+  REQUIRE(ticket == 1);
+  CHECK(t.add_nested(ticket, 101));  // the driver call under the runtime launch
+  CHECK(t.add_nested(ticket, 102));
+  CHECK_FALSE(t.add_nested(ticket, 103));  // no room: the caller stores it alone
+  CHECK_FALSE(t.add_nested(0, 104));       // a launch that was not kept
+  CHECK_FALSE(t.add_nested(ticket, 0));
+  LaunchContext got;
+  CHECK_FALSE(t.lookup(100, &got));  // claimed, not yet published
+  CHECK_FALSE(t.lookup(101, &got));
+  t.publish(ticket);
+  for (uint32_t id : {100u, 101u, 102u}) {
+    REQUIRE(t.lookup(id, &got));
+    CHECK(same(got, context_for(100)));
+  }
+  CHECK_FALSE(t.lookup(103, &got));
+  // The bound is in launches, however many ids each has: 64 launches of three ids each, the
+  // first one's ids (claimed above) evicted by the 64th, every other one still found.
+  for (uint32_t l = 1; l < 64; ++l) {
+    const uint32_t id = 100 + 10 * l;
+    const uint64_t k = t.claim(id, context_for(id));
+    REQUIRE(t.add_nested(k, id + 1));
+    REQUIRE(t.add_nested(k, id + 2));
+    t.publish(k);
+  }
+  for (uint32_t l = 1; l < 64; ++l)
+    for (uint32_t d = 0; d < 3; ++d) {
+      REQUIRE(t.lookup(100 + 10 * l + d, &got));
+      CHECK(same(got, context_for(100 + 10 * l)));
+    }
+  t.store(5000, context_for(5000));  // the 65th launch takes the first one's slot
+  CHECK_FALSE(t.lookup(101, &got));
+  CHECK(t.launches() == 65);
+}
+
 TEST_CASE("ids that advance by thousands per launch keep every pending context", "[correlation]") {
   // CUPTI numbers every traced API call: a launch-heavy loop moves the ids far faster than the
   // launches. 256 launches 1024 ids apart in a 1024-slot table: indexed by id, all would share
@@ -244,14 +282,18 @@ TEST_CASE("band id ranges hold across the 32-bit wrap of the correlation ids", "
 
 namespace {
 
-// One writer's recent stores for the reader: (sequence number << 32) | id, newest last.
+// One writer's recent stores for the reader: (sequence number << 32) | id, newest last, with
+// flags in the sequence number's place: kNestedFlag for an id nested in the launch of id - 1,
+// kLateFlag for a context stored late under its id (see the test).
 struct Published {
   static constexpr uint32_t kKeep = 1024;
+  static constexpr uint64_t kNestedFlag = uint64_t{1} << 31;
+  static constexpr uint64_t kLateFlag = uint64_t{1} << 30;
   std::atomic<uint64_t> entries[kKeep] = {};
   std::atomic<uint32_t> count{0};
-  void add(uint64_t seq, uint32_t id) {
+  void add(uint64_t seq, uint32_t id, uint64_t flags = 0) {
     const uint32_t n = count.load(std::memory_order_relaxed);
-    entries[n % kKeep].store((seq << 32) | id, std::memory_order_relaxed);
+    entries[n % kKeep].store(((seq | flags) << 32) | id, std::memory_order_relaxed);
     count.store(n + 1, std::memory_order_release);
   }
 };
@@ -263,7 +305,10 @@ TEST_CASE("concurrent launches and lookups: no torn or foreign context, none los
   // Small table: writers lap it thousands of times while the reader reads, one of them far
   // ahead of the reader, one slow (yielding between launches). Every lookup is judged against
   // the bound: a context not found while fewer than capacity launches followed it is a loss
-  // inside the bound; a found one must be intact.
+  // inside the bound; a found one must be intact. The one exception correlation_table.h states
+  // is not judged: a context stored under an id older than every id of the live window (its
+  // writer preempted between taking the id and storing while half a table of launches went by,
+  // which the sanitizers' scheduling makes common); it must still be intact when found.
   constexpr uint32_t kCap = 256;
   CorrelationTable t(kCap);
   std::atomic<uint32_t> next{1};
@@ -273,13 +318,28 @@ TEST_CASE("concurrent launches and lookups: no torn or foreign context, none los
   for (int w = 0; w < 3; ++w)
     writers.emplace_back([&, w] {
       while (!stop.load(std::memory_order_relaxed)) {
-        const uint32_t id = next.fetch_add(1 + static_cast<uint32_t>(w) * 5);  // mixed id rates
-        const uint64_t kept = t.store(id, context_for(id));
-        if (kept != 0) published[w].add(kept - 1, id);
+        // Mixed id rates; writer 0 launches as a runtime launch does, its nested driver call's
+        // id (id + 1, which no other writer takes) added to the same slot.
+        const uint64_t launched = t.launches();
+        const uint32_t id = next.fetch_add(2 + static_cast<uint32_t>(w) * 5);
+        const auto late = [&](uint64_t kept) {
+          return kept - 1 >= launched + kCap / 2 ? Published::kLateFlag : 0;
+        };
+        if (w == 0) {
+          const uint64_t kept = t.claim(id, context_for(id));
+          const bool nested = t.add_nested(kept, id + 1);
+          t.publish(kept);
+          if (kept != 0) published[w].add(kept - 1, id, late(kept));
+          if (nested) published[w].add(kept - 1, id + 1, Published::kNestedFlag | late(kept));
+        } else {
+          const uint64_t kept = t.store(id, context_for(id));
+          if (kept != 0) published[w].add(kept - 1, id, late(kept));
+        }
         if (w == 2) std::this_thread::yield();
       }
     });
-  uint64_t lookups = 0, overlapped_hits = 0, lost_in_bound = 0, bad = 0, beyond_bound = 0;
+  uint64_t lookups = 0, overlapped_hits = 0, lost_in_bound = 0, lost_late = 0, bad = 0,
+           beyond_bound = 0;
   std::mt19937 rng(11);
   while ((overlapped_hits < 2000 || beyond_bound < 100 || t.launches() <= 100 * kCap) &&
          lookups < 20000000) {
@@ -289,24 +349,29 @@ TEST_CASE("concurrent launches and lookups: no torn or foreign context, none los
     // Mostly recent entries, sometimes ones from up to kKeep stores of that writer back.
     const uint32_t age = rng() % 4 == 0 ? rng() % std::min(n, Published::kKeep) : rng() % std::min(n, 8u);
     const uint64_t e = p.entries[(n - 1 - age) % Published::kKeep].load(std::memory_order_relaxed);
-    const uint64_t seq = e >> 32;
+    const uint64_t seq = (e >> 32) & ~(Published::kNestedFlag | Published::kLateFlag);
     const auto id = static_cast<uint32_t>(e);
+    const uint32_t launch_id = (e >> 32) & Published::kNestedFlag ? id - 1 : id;
     const uint64_t before = t.launches();
     LaunchContext got;
     const bool found = t.lookup(id, &got);
     const uint64_t after = t.launches();
     ++lookups;
     if (found) {
-      if (!same(got, context_for(id))) ++bad;
+      if (!same(got, context_for(launch_id))) ++bad;
       if (after > before) ++overlapped_hits;  // writers stored while this lookup ran
+    } else if ((e >> 32) & Published::kLateFlag) {
+      ++lost_late;  // the stated exception
     } else if (after <= seq + kCap) {
-      ++lost_in_bound;  // the launch capacity launches later had not even been claimed
+      ++lost_in_bound;
+  // the launch capacity launches later had not even been claimed
     } else {
       ++beyond_bound;
     }
   }
   stop = true;
   for (auto& w : writers) w.join();
+  INFO(lost_late << " lookups of late-stored contexts found nothing (not judged)");
   CHECK(bad == 0);
   CHECK(lost_in_bound == 0);
   // The reads really overlapped the writes, and contexts really fell out of the bound.
