@@ -183,10 +183,11 @@ void BM_DecodeJoinIngest(benchmark::State& state) {
     core::GpuActivity a;
     core::LaunchContext c;
     core::Category cat;
-    for (size_t i = 0; i < w.size(); ++i) {
+    for (size_t i = 0; i < w.size(); ++i) {  // as the launch callback keeps a runtime launch
       w.get(i, pass, &a, &c, &cat);
-      launches.store(a.correlation_id, c);
-      launches.store(a.correlation_id + 1, c);
+      const uint64_t ticket = launches.claim(a.correlation_id, c);
+      launches.add_nested(ticket, a.correlation_id + 1);  // its nested driver call's id
+      launches.publish(ticket);
     }
     ++pass;
     state.ResumeTiming();
