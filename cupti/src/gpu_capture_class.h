@@ -98,11 +98,18 @@ class GpuCapture {
   // start_capture threw part way: what it switched on is switched off again.
   void abandon_start() noexcept;
   void give_up(const std::string& reason);
-  // Inline, defined in launch_callbacks.cpp (their only caller is on_callback there): each is
-  // called once, so the compiler folds both into on_callback, one function on the hot path.
+  // Inline, defined in launch_callbacks.cpp (its only caller is on_callback there): the launch
+  // path is one function; its rare branches are out of line (on_api_control, after_launch,
+  // take_pending_comm_call, on_resource) so that it saves and restores fewer registers.
   inline void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                      const CUpti_CallbackData* cb);
-  inline void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
+  // A context teardown (flush at its exit) or a stream capture's begin.
+  void on_api_control(ApiRole role, const CUpti_CallbackData* cb);
+  // The first launch's one-time work, and the fixture recorder.
+  void after_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  // Resource callbacks (rare), errno kept.
+  void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
+  void on_resource_event(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
   // An NCCL kernel launched with no NCCL call on its thread while calls wait for their kernels:
   // ctx's comm fields from the call waiting on its stream (rare: out of line).
   void take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -38,9 +38,7 @@ void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domai
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     self->on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));  // keeps errno
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    const int saved_errno = errno;
-    self->on_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
-    errno = saved_errno;
+    self->on_resource(cbid, static_cast<const CUpti_ResourceData*>(data));  // keeps errno
   }
 }
 
@@ -51,21 +49,8 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                         const CUpti_CallbackData* cb) {
   const ApiRole role = roles_.get(domain, cbid);
   if (role == ApiRole::kNone) return;
-  if (role == ApiRole::kContextTeardown) {
-    // FlushAll is allowed inside runtime/driver API callbacks (not resource ones): at the EXIT
-    // of a context's destruction its work is done and its records can be delivered. try_only:
-    // if another thread is flushing, it may be waiting on the very driver lock this thread holds.
-    // Lock order: capture_lock_order.h.
-    if (cb->callbackSite == CUPTI_API_EXIT) {
-      const int saved_errno = errno;
-      flush(false, true);
-      errno = saved_errno;
-    }
-    return;
-  }
-  if (role == ApiRole::kCaptureBegin) {
-    // At its entry, so before the stream is capturing.
-    if (cb->callbackSite == CUPTI_API_ENTER && hooks_.on_capture_begin) hooks_.on_capture_begin();
+  if (role == ApiRole::kContextTeardown || role == ApiRole::kCaptureBegin) {
+    on_api_control(role, cb);
     return;
   }
   LaunchNest& nest = t_nest;
@@ -105,23 +90,49 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       nest.open = 0;
     }
   }
-  if (!recorded_.load(std::memory_order_relaxed) && !recorded_.exchange(true, std::memory_order_relaxed)) {
-    // Once, at the first launch, so after CUDA initialised and registered its own atexit
-    // teardown: handlers run in reverse order, so the forced flush runs before CUDA tears down
-    // even when the process recorded a region (and registered its rank-file hook) before cuInit.
-    const int saved_errno = errno;
-    std::atexit([] { GpuCapture::get().shutdown("exit"); });
-    if (hooks_.on_first_launch) hooks_.on_first_launch();  // the process has GPU work
-    errno = saved_errno;
+  if (!recorded_.load(std::memory_order_relaxed) || recorder_) after_launch(domain, cbid, cb);
+}
+
+// Out of line, as every rare branch of the launch path: the common callback then saves and
+// restores fewer registers (each of a launch's four callbacks pays for what on_api inlines).
+__attribute__((noinline)) void GpuCapture::on_api_control(ApiRole role,
+                                                          const CUpti_CallbackData* cb) {
+  if (role == ApiRole::kContextTeardown) {
+    // FlushAll is allowed inside runtime/driver API callbacks (not resource ones): at the EXIT
+    // of a context's destruction its work is done and its records can be delivered. try_only:
+    // if another thread is flushing, it may be waiting on the very driver lock this thread holds.
+    // Lock order: capture_lock_order.h.
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      const int saved_errno = errno;
+      flush(false, true);
+      errno = saved_errno;
+    }
+    return;
   }
-  if (recorder_) {
+  // A capture's begin, at its entry, so before the stream is capturing.
+  if (cb->callbackSite == CUPTI_API_ENTER && hooks_.on_capture_begin) {
     const int saved_errno = errno;
-    recorder_->on_api(domain, cbid, cb, nest.ctx);
+    hooks_.on_capture_begin();
     errno = saved_errno;
   }
 }
 
-void GpuCapture::take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+__attribute__((noinline)) void GpuCapture::after_launch(CUpti_CallbackDomain domain,
+                                                        CUpti_CallbackId cbid,
+                                                        const CUpti_CallbackData* cb) {
+  const int saved_errno = errno;
+  if (!recorded_.load(std::memory_order_relaxed) && !recorded_.exchange(true, std::memory_order_relaxed)) {
+    // Once, at the first launch, so after CUDA initialised and registered its own atexit
+    // teardown: handlers run in reverse order, so the forced flush runs before CUDA tears down
+    // even when the process recorded a region (and registered its rank-file hook) before cuInit.
+    std::atexit([] { GpuCapture::get().shutdown("exit"); });
+    if (hooks_.on_first_launch) hooks_.on_first_launch();  // the process has GPU work
+  }
+  if (recorder_) recorder_->on_api(domain, cbid, cb, t_nest.ctx);
+  errno = saved_errno;
+}
+
+__attribute__((noinline)) void GpuCapture::take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                         const CUpti_CallbackData* cb, core::LaunchContext* ctx) {
   if (hooks_.pending_comm_call == nullptr || cb->symbolName == nullptr ||
       !core::is_nccl_kernel(cb->symbolName))
@@ -133,7 +144,14 @@ void GpuCapture::take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_Callb
   errno = saved_errno;
 }
 
-void GpuCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+__attribute__((noinline)) void GpuCapture::on_resource(CUpti_CallbackId cbid,
+                                                       const CUpti_ResourceData* rd) {
+  const int saved_errno = errno;
+  on_resource_event(cbid, rd);
+  errno = saved_errno;
+}
+
+void GpuCapture::on_resource_event(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     // No FlushAll from a resource callback: ask the processing thread for a normal flush.
     {
