@@ -264,7 +264,7 @@ void CorrelationTable::compute_floor(uint64_t begin, uint64_t end) const noexcep
                std::memory_order_relaxed);
 }
 
-bool CorrelationTable::lookup(uint32_t id, core::LaunchContext* out) const noexcept {
+bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept {
   if (id == 0) return false;
   // Below the live window's lowest id: a loss, decided without reading the table.
   if (below_floor(id)) {

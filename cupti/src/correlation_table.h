@@ -85,7 +85,18 @@ class CorrelationTable {
 
   // True and *out filled when the entry for correlation_id is present. Any thread may call it;
   // the cursor it keeps is a hint, so one reader (the processing thread) is the fast case.
-  bool lookup(uint32_t correlation_id, core::LaunchContext* out) const noexcept;
+  bool lookup(uint32_t correlation_id, core::LaunchContext* out) const noexcept {
+    // The common case, inline: the record of the launch after the previous hit. A slot that
+    // holds the id and validates is live, so the floor (a shortcut for misses) is not needed.
+    const uint64_t q = cursor_.load(std::memory_order_relaxed);
+    if (correlation_id != 0 && q < seen_end_.load(std::memory_order_relaxed) &&
+        ids_[q & mask_].load(std::memory_order_relaxed) == correlation_id &&
+        read(q, correlation_id, false, out)) {
+      found(q, correlation_id);
+      return true;
+    }
+    return lookup_scan(correlation_id, out);
+  }
 
   uint32_t capacity() const { return mask_ + 1; }
   // Lookups that found no context for an id older than the newest stored.
@@ -111,6 +122,7 @@ class CorrelationTable {
   static uint64_t stamp_of(uint64_t seq) noexcept { return (seq + 1) << 1; }  // odd: being written
   // nested: the id is one of the slot's nested ids, not its own.
   bool read(uint64_t seq, uint32_t id, bool nested, core::LaunchContext* out) const noexcept;
+  bool lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept;  // all but the cursor
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
   bool id_at(uint64_t seq, uint32_t* id) const noexcept;
   void found(uint64_t seq, uint32_t id) const noexcept;  // cursor and id rate after a hit
