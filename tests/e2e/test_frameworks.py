@@ -128,12 +128,9 @@ def test_lightning_callback_keeps_forward_and_backward_out_of_the_optimizer(buil
     c.done()
 
 
-def test_accelerate_prepared_objects_step_only_when_gradients_sync(build_dir: Path, tmp_path: Path) -> None:
-    """instrument(*accelerator.prepare(...)) as written: a DataLoaderShard, and an optimizer
-    called every micro-batch under accelerator.accumulate() that steps every ACCUM-th."""
-    c = Checks()
-    ran = run(build_dir, tmp_path / "out", "accelerate", "accelerate")
-    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+def sequential_expected() -> dict[str, tuple[str, int]]:
+    """The regions of frameworks_train.py's two-layer nn.Sequential, instrumented with its loader
+    (Accelerate, DeepSpeed)."""
     expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
               "optimizer": ("optimizer", STEPS),
               # the for loop's last next() is timed too: it finds the loader exhausted
@@ -141,7 +138,16 @@ def test_accelerate_prepared_objects_step_only_when_gradients_sync(build_dir: Pa
     for name in ("0", "1"):
         expect[f"forward/{name}"] = ("forward", FORWARDS)
         expect[f"backward/{name}"] = ("backward", FORWARDS)
-    check_rank_file(c, tmp_path / "out", expect)
+    return expect
+
+
+def test_accelerate_prepared_objects_step_only_when_gradients_sync(build_dir: Path, tmp_path: Path) -> None:
+    """instrument(*accelerator.prepare(...)) as written: a DataLoaderShard, and an optimizer
+    called every micro-batch under accelerator.accumulate() that steps every ACCUM-th."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "out", "accelerate", "accelerate")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    check_rank_file(c, tmp_path / "out", sequential_expected())
     c.done()
 
 
@@ -202,24 +208,13 @@ def test_megatron_core_nvtx_ranges_are_regions(build_dir: Path, tmp_path: Path) 
     c.done()
 
 
-def deepspeed_expected() -> dict[str, tuple[str, int]]:
-    expect = {"forward": ("forward", FORWARDS), "backward": ("backward", FORWARDS),
-              "optimizer": ("optimizer", STEPS),
-              # the for loop's last next() is timed too: it finds the loader exhausted
-              "dataloader": ("io", FORWARDS + 1)}
-    for name in ("0", "1"):
-        expect[f"forward/{name}"] = ("forward", FORWARDS)
-        expect[f"backward/{name}"] = ("backward", FORWARDS)
-    return expect
-
-
 def test_deepspeed_engine_steps_only_at_accumulation_boundaries(build_dir: Path, tmp_path: Path) -> None:
     """deepspeed.initialize on the CPU accelerator, instrumented as the README says (the engine's
     module and optimizer): engine.step() every micro-batch, one step per ACCUM of them."""
     c = Checks()
     ran = run(build_dir, tmp_path / "out", "deepspeed-zero0", "deepspeed")
     c.check(ran["steps"] == STEPS and ran["enabled"] and ran["accelerator"] == "cpu", f"ran {ran}")
-    check_rank_file(c, tmp_path / "out", deepspeed_expected())
+    check_rank_file(c, tmp_path / "out", sequential_expected())
     c.done()
 
 
@@ -231,5 +226,5 @@ def test_deepspeed_launcher_zero1_two_ranks(build_dir: Path, tmp_path: Path) -> 
     ran = run(build_dir, tmp_path / "out", "deepspeed-zero1", "deepspeed", deepspeed=True)
     c.check(ran["steps"] == STEPS and ran["enabled"] and ran["optimizer"] == "DeepSpeedZeroOptimizer", f"ran {ran}")
     for rank in (0, 1):
-        check_rank_file(c, tmp_path / "out", deepspeed_expected(), rank, 2)
+        check_rank_file(c, tmp_path / "out", sequential_expected(), rank, 2)
     c.done()
