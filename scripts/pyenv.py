@@ -111,7 +111,8 @@ def main() -> int:
     constraints = CONSTRAINTS.read_text()
     key = env_key(ALL_PINS, constraints)
     wanted = "\n".join(ALL_PINS) + f"\nconstraints {key}\n"
-    env = (args.cache_dir or default_cache()) / f"pyenv-{key}"
+    # Absolute: OUT links to it from another folder.
+    env = (args.cache_dir or default_cache()).resolve() / f"pyenv-{key}"
     if is_ready(env, wanted):
         if not (out.is_symlink() and out.resolve() == env.resolve()):
             point(out, env)
