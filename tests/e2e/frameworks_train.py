@@ -154,12 +154,26 @@ def megatron() -> dict:
     return {"framework": "megatron-core", "version": megatron.core.__version__, "steps": STEPS}
 
 
-def deepspeed(stage: int) -> dict:
+def deepspeed(stage: int, cuda_nvtx: bool) -> dict:
     """DeepSpeed's engine on its CPU accelerator (gloo), ZeRO stage `stage`, instrumented as the
-    README says: the inner module and the engine's optimizer, the engine's DataLoader."""
+    README says: the inner module and the engine's optimizer, the engine's DataLoader.
+    cuda_nvtx: DeepSpeed's own NVTX ranges (instrument_w_nvtx on the engine's forward, backward,
+    allreduce_gradients) go through the accelerator, and the CPU accelerator's range_push does
+    nothing; here they go through the CUDA accelerator's, as on a GPU (the `nvtx` package, domain
+    "DeepSpeed")."""
     import deepspeed as ds
+    from deepspeed.accelerator import get_accelerator
 
     import traintime.torch
+
+    if cuda_nvtx:
+        from deepspeed.accelerator.cuda_accelerator import CUDA_Accelerator
+
+        cuda = CUDA_Accelerator()  # its NVTX calls need no device
+        cpu = type(get_accelerator())
+        cpu.supports_nvtx_domain = True
+        cpu.range_push = lambda self, msg, domain=None, category=None: cuda.range_push(msg, domain, category)
+        cpu.range_pop = lambda self, domain=None: cuda.range_pop(domain)
 
     for name, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(29500 + os.getpid() % 1000)),
                         ("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
@@ -177,7 +191,6 @@ def deepspeed(stage: int) -> dict:
         loss = torch.nn.functional.cross_entropy(engine(batch).reshape(-1, VOCAB), batch.reshape(-1))
         engine.backward(loss)
         engine.step()
-    from deepspeed.accelerator import get_accelerator
     return {"framework": "deepspeed", "version": ds.__version__, "steps": engine.global_steps,
             "accelerator": get_accelerator().device_name(), "optimizer": type(engine.optimizer).__name__}
 
@@ -185,12 +198,13 @@ def deepspeed(stage: int) -> dict:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("framework", choices=["hf", "hf-checkpointing", "lightning", "accelerate", "megatron",
-                                          "deepspeed-zero0", "deepspeed-zero1"])
+                                          "deepspeed-zero0", "deepspeed-zero1", "deepspeed-zero0-cuda-nvtx"])
     ap.add_argument("--local_rank", type=int, default=0, help="the deepspeed launcher passes it")
     a = ap.parse_args()
     ran = (lightning() if a.framework == "lightning" else accelerate() if a.framework == "accelerate"
            else megatron() if a.framework == "megatron"
-           else deepspeed(int(a.framework[-1])) if a.framework.startswith("deepspeed")
+           else deepspeed(int(a.framework[len("deepspeed-zero")]), a.framework.endswith("cuda-nvtx"))
+           if a.framework.startswith("deepspeed")
            else hf(a.framework == "hf-checkpointing"))
     ran["enabled"] = traintime.enabled()
     import traintime.torch

@@ -31,11 +31,11 @@ def free_port() -> int:
 
 
 def run(build_dir: Path, out: Path, framework: str, module: str, torchrun: bool = False,
-        script: str = "", deepspeed: bool = False) -> dict[str, Any]:
+        script: str = "", deepspeed: bool = False, env_extra: dict[str, str] | None = None) -> dict[str, Any]:
     python = pyenv_python(build_dir)
     # MASTER_PORT: the single-process runs' gloo rendezvous (the launchers choose their own).
     env = clean_env({"TRAINTIME_OUTPUT": str(out), "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python"),
-                     "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())})
+                     "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), **(env_extra or {})})
     if subprocess.run([str(python), "-c", f"import {module}"], env=env, capture_output=True).returncode != 0:
         missing_dependency(f"{module} is not installed in {python.parent.parent}: run scripts/pyenv.py "
                            f"{build_dir / 'pyenv'} (needs PyPI)")
@@ -227,4 +227,29 @@ def test_deepspeed_launcher_zero1_two_ranks(build_dir: Path, tmp_path: Path) -> 
     c.check(ran["steps"] == STEPS and ran["enabled"] and ran["optimizer"] == "DeepSpeedZeroOptimizer", f"ran {ran}")
     for rank in (0, 1):
         check_rank_file(c, tmp_path / "out", sequential_expected(), rank, 2)
+    c.done()
+
+
+def test_deepspeed_own_nvtx_ranges_nest_the_regions_unless_their_domain_is_left_out(build_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    """DeepSpeed's own NVTX ranges, as its CUDA accelerator emits them on a GPU (domain
+    "DeepSpeed"), wrap the engine's forward and backward: the instrumented regions open inside
+    them. TRAINTIME_NVTX_DOMAINS=*,-NCCL,-DeepSpeed (the README's advice) gives the paths of the
+    CPU run back."""
+    c = Checks()
+    ran = run(build_dir, tmp_path / "nested", "deepspeed-zero0-cuda-nvtx", "deepspeed")
+    c.check(ran["steps"] == STEPS and ran["enabled"], f"ran {ran}")
+    nested: dict[str, tuple[str, int]] = {}
+    for path, row in sequential_expected().items():
+        top = path.split("/")[0]
+        # backward's per-layer regions are start/end ranges with a top-level path of their own
+        under = {"forward": "DeepSpeedEngine.forward/", "backward": "DeepSpeedEngine.backward/"}.get(top, "")
+        nested[path if path.startswith("backward/") else under + path] = row
+    nested["DeepSpeedEngine.forward"] = ("forward", FORWARDS)
+    nested["DeepSpeedEngine.backward"] = ("backward", FORWARDS)
+    nested["DeepSpeedEngine.backward/DeepSpeedEngine.allreduce_gradients"] = ("backward", FORWARDS)
+    check_rank_file(c, tmp_path / "nested", nested)
+    run(build_dir, tmp_path / "flat", "deepspeed-zero0-cuda-nvtx", "deepspeed",
+        env_extra={"TRAINTIME_NVTX_DOMAINS": "*,-NCCL,-DeepSpeed"})
+    check_rank_file(c, tmp_path / "flat", sequential_expected())
     c.done()
