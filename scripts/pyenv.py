@@ -127,7 +127,7 @@ def main() -> int:
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
            "--only-binary=:all:", "--timeout", str(PIP_TIMEOUT_S), "--retries", str(PIP_RETRIES),
            "-c", str(CONSTRAINTS)]
-    source = ["--no-build-isolation", "--no-binary=" + ",".join(p.split("==")[0] for p in SOURCE_PINS)]
+    source = ["--no-build-isolation", "--no-binary=" + ",".join(pin.split("==")[0] for pin in SOURCE_PINS)]
     for what, command, extra_env in ((PINS, pip + PINS, {}),
                                      (SOURCE_PINS, pip + source + SOURCE_PINS, SOURCE_BUILD_ENV)):
         p = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **extra_env})
