@@ -1,10 +1,11 @@
 """Tiny CPU training runs of the frameworks users train with, each instrumented by its one line
 (test_frameworks.py runs them under LD_PRELOAD): Hugging Face's Trainer with
 `traintime.hf.Callback()` on a GPT-2 built from a config (nothing is downloaded), PyTorch
-Lightning with `traintime.lightning.Callback()`, and an Accelerate loop instrumenting what
-`accelerator.prepare` returned. STEPS optimizer steps of ACCUM micro-batches of
-BATCH sequences of SEQ tokens (per rank, also under torchrun); prints one JSON line saying what
-ran."""
+Lightning with `traintime.lightning.Callback()`, an Accelerate loop instrumenting what
+`accelerator.prepare` returned, Megatron-core's GPT layers with their NVTX ranges on (only
+`traintime.step()` added) and DeepSpeed's engine instrumented through its module and optimizer.
+STEPS optimizer steps of ACCUM micro-batches of BATCH sequences of SEQ tokens (per rank, also
+under torchrun or the deepspeed launcher); rank 0 prints one JSON line saying what ran."""
 from __future__ import annotations
 
 import argparse
@@ -98,6 +99,14 @@ def accelerate() -> dict:
     return {"framework": "accelerate", "version": accelerate.__version__, "steps": steps}
 
 
+def one_process_rendezvous() -> None:
+    """What a launcher would set, for a run without one: a world of this one process (the test
+    passes a free MASTER_PORT)."""
+    for name, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29500"), ("RANK", "0"),
+                        ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
+        os.environ.setdefault(name, value)
+
+
 def megatron() -> dict:
     """Megatron-core's GPT model (two layers, its layer spec without Transformer Engine) trained in
     a plain loop with NVTX ranges on, as Megatron-LM's --nvtx-ranges turns them on: the regions are
@@ -106,9 +115,8 @@ def megatron() -> dict:
     each optimizer step."""
     import torch.distributed as dist
 
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    one_process_rendezvous()
+    dist.init_process_group("gloo")
     import megatron.core
     from megatron.core import parallel_state
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -175,17 +183,15 @@ def deepspeed(stage: int, cuda_nvtx: bool) -> dict:
         cpu.range_push = lambda self, msg, domain=None, category=None: cuda.range_push(msg, domain, category)
         cpu.range_pop = lambda self, domain=None: cuda.range_pop(domain)
 
-    for name, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(29500 + os.getpid() % 1000)),
-                        ("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
-        os.environ.setdefault(name, value)
+    one_process_rendezvous()
     ds.init_distributed(dist_backend="gloo")
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Embedding(VOCAB, 16), torch.nn.Linear(16, VOCAB))
     config = {"train_micro_batch_size_per_gpu": BATCH, "gradient_accumulation_steps": ACCUM,
               "zero_optimization": {"stage": stage}, "zero_allow_untested_optimizer": True}
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    engine, optimizer, loader, _ = ds.initialize(model=model, optimizer=opt, config=config,
-                                                 training_data=torch.utils.data.TensorDataset(token_ids()))
+    engine, _, loader, _ = ds.initialize(model=model, optimizer=opt, config=config,
+                                         training_data=torch.utils.data.TensorDataset(token_ids()))
     traintime.torch.instrument(engine.module, engine.optimizer, depth=1, dataloader=loader)
     for (batch,) in loader:
         loss = torch.nn.functional.cross_entropy(engine(batch).reshape(-1, VOCAB), batch.reshape(-1))
