@@ -4,9 +4,16 @@
 A current PyTorch (torch.compile, full backward pre-hooks: what Debian's 1.13 lacks), the
 tools users log live metrics to (Weights & Biases in offline mode, MLflow with a local store,
 TensorBoard's own event reader) and the frameworks users train with (Hugging Face transformers
-and Accelerate, PyTorch Lightning: tests/e2e/test_frameworks.py runs them on the CPU). The top-level versions are PINS below; every package they pull
-in is pinned by scripts/pyenv-constraints.txt, so a new release of a dependency cannot change
-what CI tests.
+and Accelerate, PyTorch Lightning, Megatron-core with the `nvtx` package, DeepSpeed:
+tests/e2e/test_frameworks.py runs them on the CPU). The top-level versions are PINS and
+SOURCE_PINS below; every package they pull in is pinned by scripts/pyenv-constraints.txt, so a new
+release of a dependency cannot change what CI tests.
+
+DeepSpeed publishes no wheel on PyPI, only its source, whose setup.py imports torch: it is built
+after the rest, without build isolation (SOURCE_PINS, SOURCE_BUILD_ENV). Its ops are left to its
+just-in-time compiler as usual, except the CPU accelerator's shared-memory collectives, which
+every DeepSpeed process on the CPU loads when it starts: built here once (about 3 minutes on 2
+cores) instead of in the first test that runs DeepSpeed.
 
 Why PyPI's CUDA build of torch (5.0 GB installed: nvidia-* 2.7 GB, torch 1.2 GB, triton 0.6 GB)
 and not PyTorch's CPU wheel: a test runs the real wheel's Kineto against a stand-in libcupti, and
@@ -43,7 +50,15 @@ PINS: list[str] = [
     "transformers==5.23.0",
     "accelerate==1.15.0",
     "lightning==2.6.6",
+    # Megatron-core without extras (torch, numpy, packaging) and the NVTX package its
+    # nvtx_decorator() uses; Transformer Engine and Apex need CUDA to build and are left out.
+    "megatron-core==0.16.1",
+    "nvtx==0.2.17",
 ]
+# Built from source after PINS are installed (see above).
+SOURCE_PINS: list[str] = ["deepspeed==0.19.8"]
+SOURCE_BUILD_ENV: dict[str, str] = {"DS_ACCELERATOR": "cpu", "DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1"}
+ALL_PINS = PINS + SOURCE_PINS
 CONSTRAINTS = Path(__file__).resolve().parent / "pyenv-constraints.txt"
 STAMP = "traintime-pins.txt"
 # A stalled download fails after PIP_TIMEOUT_S without data and is retried PIP_RETRIES times.
@@ -80,7 +95,8 @@ def point(out: Path, env: Path) -> None:
 
 def warn(text: str) -> int:
     print(f"pyenv: warning: {text}; the tests that need PyPI's PyTorch, W&B, MLflow, TensorBoard, "
-          "transformers or Lightning do not run (they fail under TRAINTIME_CI)", file=sys.stderr)
+          "transformers, Lightning, Megatron-core or DeepSpeed do not run (they fail under TRAINTIME_CI)",
+          file=sys.stderr)
     return 0
 
 
@@ -93,9 +109,10 @@ def main() -> int:
     args = ap.parse_args()
     out: Path = args.out
     constraints = CONSTRAINTS.read_text()
-    key = env_key(PINS, constraints)
-    wanted = "\n".join(PINS) + f"\nconstraints {key}\n"
-    env = (args.cache_dir or default_cache()) / f"pyenv-{key}"
+    key = env_key(ALL_PINS, constraints)
+    wanted = "\n".join(ALL_PINS) + f"\nconstraints {key}\n"
+    # Absolute: OUT links to it from another folder.
+    env = (args.cache_dir or default_cache()).resolve() / f"pyenv-{key}"
     if is_ready(env, wanted):
         if not (out.is_symlink() and out.resolve() == env.resolve()):
             point(out, env)
@@ -110,11 +127,14 @@ def main() -> int:
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
            "--only-binary=:all:", "--timeout", str(PIP_TIMEOUT_S), "--retries", str(PIP_RETRIES),
            "-c", str(CONSTRAINTS)]
-    p = subprocess.run(pip + PINS, capture_output=True, text=True)
-    if p.returncode != 0:
-        shutil.rmtree(env, ignore_errors=True)
-        last = (p.stderr.strip().splitlines() or ["no output"])[-1]
-        return warn(f"pip could not install {' '.join(PINS)} under {CONSTRAINTS.name} ({last})")
+    source = ["--no-build-isolation", "--no-binary=" + ",".join(pin.split("==")[0] for pin in SOURCE_PINS)]
+    for what, command, extra_env in ((PINS, pip + PINS, {}),
+                                     (SOURCE_PINS, pip + source + SOURCE_PINS, SOURCE_BUILD_ENV)):
+        p = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **extra_env})
+        if p.returncode != 0:
+            shutil.rmtree(env, ignore_errors=True)
+            last = (p.stderr.strip().splitlines() or ["no output"])[-1]
+            return warn(f"pip could not install {' '.join(what)} under {CONSTRAINTS.name} ({last})")
     (env / STAMP).write_text(wanted)
     point(out, env)
     return 0

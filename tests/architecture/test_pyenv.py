@@ -19,11 +19,11 @@ def run(out: Path, cache: Path) -> subprocess.CompletedProcess:
 
 def test_pyenv_ready_environment_is_linked_not_remade(tmp_path: Path) -> None:
     constraints = pyenv.CONSTRAINTS.read_text()
-    key = pyenv.env_key(pyenv.PINS, constraints)
+    key = pyenv.env_key(pyenv.ALL_PINS, constraints)
     env = tmp_path / "cache" / f"pyenv-{key}"
     (env / "bin").mkdir(parents=True)
     (env / "bin" / "python").write_text("")
-    (env / pyenv.STAMP).write_text("\n".join(pyenv.PINS) + f"\nconstraints {key}\n")
+    (env / pyenv.STAMP).write_text("\n".join(pyenv.ALL_PINS) + f"\nconstraints {key}\n")
     for out in (tmp_path / "build-a" / "pyenv", tmp_path / "build-b" / "pyenv"):
         p = run(out, tmp_path / "cache")
         assert p.returncode == 0 and p.stderr == "", p.stderr
@@ -48,7 +48,7 @@ def test_pyenv_constraints_pin_every_top_level_package_at_its_pin() -> None:
             name, _, version = line.partition("==")
             assert version, f"{line!r} in {pyenv.CONSTRAINTS.name} is not pinned with =="
             pinned[name.lower().replace("_", "-")] = version
-    for pin in pyenv.PINS:
+    for pin in pyenv.ALL_PINS:
         name, _, version = pin.partition("==")
         assert pinned.get(name.lower()) == version, f"{pin}: constraints say {pinned.get(name.lower())}"
-    assert len(pinned) > len(pyenv.PINS), "only the top-level packages are pinned"
+    assert len(pinned) > len(pyenv.ALL_PINS), "only the top-level packages are pinned"

@@ -795,7 +795,7 @@ def add_recompute(d: Path) -> None:
     def rank0(doc: dict) -> None:
         doc["categories"]["recompute"] = {"count": 4, "gpu_busy_ns": 8 * MS, "gpu_sum_ns": 8 * MS}
         for row in doc["steps"]["detail"]:
-            row["busy_ns_by_category"]["recompute"] = 2 * MS  # as the writer has it; the report reads the totals
+            row["busy_ns_by_category"]["recompute"] = 2 * MS  # what the step table reads, per (rank, step)
         doc["steps"].update({"flops_per_step": 1e12, "tflops": 0.4 * 989.5, "mfu": 0.4, "hfu": 0.6})
         doc["device"] = {"name": "NVIDIA H100 80GB HBM3", "peak_tflops": 989.5, "peak_source": "table: H100 SXM, bf16"}
 
@@ -844,6 +844,13 @@ def test_recompute_is_its_own_column_and_series_and_hfu_stands_beside_mfu(build_
     assert run(build_dir, d, "--fail-if", "hfu_pct<61").returncode == 1
     assert run(build_dir, d, "--fail-if", "hfu_pct<59").returncode == 0
     assert text_table(text, "GPU busy per category")["recompute"][1] == f3(2.0 / 3)
+    # The step table: one recompute row over every (rank, step) row, 2 ms on rank 0's, none on the
+    # others': mean 2/3 ms, p50 0, max 2 ms; its n is compute's.
+    steps = text_table(text, "Step time")
+    assert steps["recompute"][1:] == [steps["compute"][1], f3(2.0 / 3), f3(0.0), f3(2.0), f3(2.0)], steps
+    assert s["breakdown_ms"]["recompute"]["max"] == approx(2.0)
+    assert s["breakdown_ms"]["recompute"]["mean"] == approx(2.0 / 3)
+    assert "Recompute (activation checkpointing) is part of compute." in " ".join(text.split())
 
     page = tmp_path / "report.html"
     assert run(build_dir, d, "--format", "html", "-o", page).returncode == 0
@@ -875,6 +882,8 @@ def test_without_recompute_hfu_is_absent_and_no_recompute_column(build_dir: Path
     lines = text.splitlines()
     header = lines[next(i for i, line in enumerate(lines) if line.startswith("Per rank")) + 1]
     assert "compute" in header and "recomp" not in header, header
+    assert "recompute" not in text_table(text, "Step time")
+    assert s["breakdown_ms"]["recompute"]["max"] == 0
     page = tmp_path / "report.html"
     assert run(build_dir, d, "--format", "html", "-o", page).returncode == 0
     chart = re.search(r'<figure id="chart-breakdown">.*?</figure>', page.read_text(), re.S)

@@ -52,11 +52,12 @@ std::string fmt(const char* f, double v) {
 }
 
 StepView step_view(const Job& job) {
-  std::vector<double> wall, span, busy, compute, comm, exposed, io, idle;
+  std::vector<double> wall, span, busy, compute, recompute, comm, exposed, io, idle;
   std::vector<double> exposed_pct, comm_pct, compute_pct, idle_pct;
   for (const RankInput& r : job.ranks) {
     const core::Steps& s = r.data.steps;
-    for (const core::Steps::Detail& d : s.detail) {
+    for (std::size_t i = 0; i < s.detail.size(); ++i) {
+      const core::Steps::Detail& d = s.detail[i];
       if (d.partial || d.index < s.warmup) continue;
       if (d.wall_ns > 0) wall.push_back(ms(d.wall_ns));
       const double sp = static_cast<double>(d.totals.gpu_busy_ns + d.totals.idle_ns);
@@ -69,6 +70,7 @@ StepView step_view(const Job& job) {
       span.push_back(ms(d.totals.gpu_busy_ns + d.totals.idle_ns));
       busy.push_back(ms(d.totals.gpu_busy_ns));
       compute.push_back(ms(d.totals.compute_ns));
+      recompute.push_back(i < r.recompute_ns.size() ? ms(r.recompute_ns[i]) : 0.0);
       comm.push_back(ms(d.totals.comm_ns));
       exposed.push_back(ms(d.totals.exposed_comm_ns));
       io.push_back(ms(d.totals.io_ns));
@@ -115,6 +117,8 @@ StepView step_view(const Job& job) {
       span.push_back(ms(t.gpu_busy_ns + t.idle_ns) / n);
       busy.push_back(ms(t.gpu_busy_ns) / n);
       compute.push_back(ms(t.compute_ns) / n);
+      const auto rc = r.data.categories.find(std::string(core::category_name(core::Category::kRecompute)));
+      recompute.push_back(rc == r.data.categories.end() ? 0.0 : ms(rc->second.gpu_busy_ns) / n);
       comm.push_back(ms(t.comm_ns) / n);
       exposed.push_back(ms(t.exposed_comm_ns) / n);
       io.push_back(ms(t.io_ns) / n);
@@ -124,6 +128,7 @@ StepView step_view(const Job& job) {
   todo.insert(todo.end(), {{&v.span, &span},
                            {&v.gpu_busy, &busy},
                            {&v.compute, &compute},
+                           {&v.recompute, &recompute},
                            {&v.comm, &comm},
                            {&v.exposed_comm, &exposed},
                            {&v.io, &io},

@@ -29,6 +29,7 @@ struct StepView {
   // Where the components come from: "steps.detail", or "totals" (each rank's mean per step).
   std::string component_source;
   Dist wall, span, gpu_busy, compute, comm, exposed_comm, io, idle;  // span: GPU busy + idle
+  Dist recompute;  // part of compute (activation checkpointing); all zero without it
   // Per (rank, step) shares of the GPU step span, in percent: each share's own step-to-step
   // spread, for --compare.
   Dist exposed_comm_pct, comm_pct, compute_pct, idle_pct;

@@ -273,6 +273,11 @@ Document build_document(const Report& r, const Extras& x) {
   if (gpu) {
     dist_row(steps, "GPU busy", r.steps.gpu_busy);
     dist_row(steps, "compute", r.steps.compute);
+    // Activation checkpointing's re-run forward, part of compute: only when some rank has it.
+    if (r.has_recompute) {
+      dist_row(steps, "recompute", r.steps.recompute);
+      steps.note += " Recompute (activation checkpointing) is part of compute.";
+    }
     dist_row(steps, "comm", r.steps.comm);
     dist_row(steps, "exposed comm", r.steps.exposed_comm);
     dist_row(steps, "io", r.steps.io);

@@ -44,6 +44,7 @@ json summary_json(const Report& r, const Extras& x) {
   out["breakdown_source"] = r.steps.component_source;
   out["reference_step_ms"] = r.steps.reference_ms();
   out["breakdown_ms"] = {{"span", dist(r.steps.span)}, {"gpu_busy", dist(r.steps.gpu_busy)}, {"compute", dist(r.steps.compute)},
+                         {"recompute", dist(r.steps.recompute)},
                          {"comm", dist(r.steps.comm)},         {"exposed_comm", dist(r.steps.exposed_comm)},
                          {"io", dist(r.steps.io)},             {"idle", dist(r.steps.idle)}};
   out["shares_pct"] = {{"exposed_comm", r.exposed_comm_pct}, {"comm", r.comm_pct}, {"compute", r.compute_pct},
