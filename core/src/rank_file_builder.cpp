@@ -116,7 +116,7 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     c.ops_enqueued = cs.ops_enqueued;
   }
   // What was enqueued and has not completed: only where GPU completion is observed at all.
-  const bool completion_known = gpu.capture == "cupti";
+  const bool completion_known = gpu.capture == GpuCapture::kCupti;
   for (const GpuSummary::Ring& ring : gpu.rings) {
     auto [it, fresh] = comms.try_emplace(ring.comm_index);
     Communicator& c = it->second;
@@ -182,7 +182,7 @@ std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cp
 }  // namespace
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
-                         const CommSummary& comm) {
+                         const CommSummary& comm, const std::vector<Section>& modules) {
   RankFile f;
   static_cast<RankIdentity&>(f) = identity;
   f.gpu_capture = gpu.capture;
@@ -210,8 +210,15 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.capture_stats = gpu.capture_stats;
 
   f.warnings = identity.warnings;
-  for (const auto* list : {&cpu.warnings, &gpu.warnings, &comm.warnings})
-    f.warnings.insert(f.warnings.end(), list->begin(), list->end());
+  std::vector<const Section*> sections;
+  for (const Section& m : modules) sections.push_back(&m);
+  for (const Section* s : {&cpu.section, &gpu.section, &comm.section}) sections.push_back(s);
+  for (const Section* s : sections) {
+    f.warnings.insert(f.warnings.end(), s->warnings.begin(), s->warnings.end());
+    if (s->name.empty() || s->counters.counters.empty()) continue;
+    std::map<std::string, uint64_t>& into = f.modules[s->name].counters;
+    for (const auto& [key, count] : s->counters.counters) into[key] += count;
+  }
   return f;
 }
 

@@ -629,6 +629,30 @@ std::vector<ThreadSnapshot> threads_from(const J& top) {
   return out;
 }
 
+// modules: {"<name>": {"counters": {"<key>": count, ...}}, ...}; optional (added with the
+// module sections), and so is each module's counters object.
+template <class J>
+std::map<std::string, ModuleCounters> modules_from(const J& top) {
+  std::map<std::string, ModuleCounters> out;
+  const auto found = find(top, "modules");
+  if (!found) return out;
+  const Path mw = "modules";
+  expect_object(deref(found), mw);
+  each_member(deref(found), [&](std::string_view name, const J& m) {
+    const Path nw = join(mw, name);
+    expect_object(m, nw);
+    ModuleCounters& mc = out[std::string(name)];
+    const auto counters = find(m, "counters");
+    if (!counters) return;
+    const Path cw = join(nw, "counters");
+    expect_object(deref(counters), cw);
+    each_member(deref(counters), [&](std::string_view key, const J& n) {
+      mc.counters[std::string(key)] = as_u64(n, join(cw, key));
+    });
+  });
+  return out;
+}
+
 template <class J>
 RankFile rank_file_from(const J& j) {
   expect_object(j, "");
@@ -645,12 +669,20 @@ RankFile rank_file_from(const J& j) {
   f.job_id = str(j, "job_id", w);
   f.rank = i64(j, "rank", w);
   f.world_size = i64(j, "world_size", w);
-  f.role = str(j, "role", w);
+  const std::string role = str(j, "role", w);
+  const std::optional<Role> r = role_from_name(role);
+  if (!r) fail("field \"role\" must be \"rank\" or \"aux\" (got \"" + role + "\")");
+  f.role = *r;
   f.host = str(j, "host", w);
   f.pid = i64(j, "pid", w);
   f.snapshot = boolean(j, "snapshot", w);
   f.exit_reason = str(j, "exit_reason", w);
-  f.gpu_capture = str(j, "gpu_capture", w);
+  const std::string capture = str(j, "gpu_capture", w);
+  const std::optional<GpuCapture> c = gpu_capture_from_name(capture);
+  if (!c)
+    fail("field \"gpu_capture\" must be \"cupti\", \"unavailable\" or \"none\" (got \"" + capture +
+         "\")");
+  f.gpu_capture = *c;
   f.gpu_capture_reason = str(j, "gpu_capture_reason", w);
   f.gpu_records_complete = opt_bool(j, "gpu_records_complete", w, true);  // added after 1.0
   f.start_unix_ns = opt_u64(j, "start_unix_ns", w, 0);
@@ -707,6 +739,7 @@ RankFile rank_file_from(const J& j) {
     s.missing_context = opt_u64(c, "missing_context", cw, 0);
     s.overwritten = opt_u64(c, "overwritten", cw, 0);
   }
+  f.modules = modules_from(j);
   each_in_array(j, "warnings", w, [&](std::size_t i, const J& warning) {
     f.warnings.push_back(as_string(warning, indexed("warnings", i)));
   });
@@ -745,12 +778,12 @@ json rank_file_to_json(const RankFile& f) {
              {"job_id", f.job_id},
              {"rank", f.rank},
              {"world_size", f.world_size},
-             {"role", f.role},
+             {"role", role_name(f.role)},
              {"host", f.host},
              {"pid", f.pid},
              {"snapshot", f.snapshot},
              {"exit_reason", f.exit_reason},
-             {"gpu_capture", f.gpu_capture},
+             {"gpu_capture", gpu_capture_name(f.gpu_capture)},
              {"gpu_capture_reason", f.gpu_capture_reason},
              {"gpu_records_complete", f.gpu_records_complete},
              {"start_unix_ns", f.start_unix_ns},
@@ -765,6 +798,11 @@ json rank_file_to_json(const RankFile& f) {
              {"dropped_records", f.dropped_records},
              {"warnings", f.warnings}};
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
+  if (!f.modules.empty()) {  // optional: each module's counters (core/section.h)
+    json modules = json::object();
+    for (const auto& [name, m] : f.modules) modules[name] = {{"counters", m.counters}};
+    out["modules"] = std::move(modules);
+  }
   if (const CaptureStats& c = f.capture_stats; c.present) {
     out["capture_stats"] = {{"buffers", c.buffers},
                             {"records", c.records},

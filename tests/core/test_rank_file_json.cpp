@@ -47,12 +47,12 @@ RankFile full_rank_file() {
   f.job_id = "123456";
   f.rank = 3;
   f.world_size = 8;
-  f.role = "aux";
+  f.role = Role::kAux;
   f.host = "node-17";
   f.pid = 4242;
   f.snapshot = true;
   f.exit_reason = "signal SIGTERM";
-  f.gpu_capture = "cupti";
+  f.gpu_capture = GpuCapture::kCupti;
   f.gpu_capture_reason = "CUPTI 13.0.1 loaded from /usr/local/cuda/lib64";
   f.gpu_records_complete = false;  // a snapshot
   f.start_unix_ns = 1763793120000000000ull;

@@ -683,7 +683,7 @@ Report analyze(const Job& job) {
     if (f.dropped_records) rep.ranks_dropping.push_back(f.rank);
     if (!f.gpu_records_complete) rep.incomplete_ranks.push_back(f.rank);
     for (const std::string& w : f.warnings) warnings.add(w, f.rank);
-    ++capture[f.gpu_capture + (f.gpu_capture_reason.empty() ? "" : " (" + f.gpu_capture_reason + ")")];
+    ++capture[std::string(core::gpu_capture_name(f.gpu_capture)) + (f.gpu_capture_reason.empty() ? "" : " (" + f.gpu_capture_reason + ")")];
 
     if (f.steps.samples_per_s > 0 || f.steps.tokens_per_s > 0) {
       ++rep.throughput.ranks_with_rates;

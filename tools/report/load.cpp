@@ -172,8 +172,8 @@ void merge_regions(JobAcc& acc, core::RankFile& f) {
 
 void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.files.push_back(path);
-  if (f.role != "rank") {
-    acc.aux_files.push_back(path + " (role " + f.role + ", rank " + std::to_string(f.rank) +
+  if (f.role != core::Role::kRank) {
+    acc.aux_files.push_back(path + " (role " + std::string(core::role_name(f.role)) + ", rank " + std::to_string(f.rank) +
                             ", pid " + std::to_string(f.pid) + ", host " + f.host + ")");
     return;
   }
