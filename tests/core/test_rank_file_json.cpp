@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 
@@ -57,6 +58,8 @@ RankFile full_rank_file() {
   f.gpu_records_complete = false;  // a snapshot
   f.start_unix_ns = 1763793120000000000ull;
   f.end_unix_ns = 1763793180000000000ull;
+  f.modules["cupti"].counters = {{"dropped_records", 7}, {"missing_context", 0}};
+  f.modules["nvtx"].counters = {{"untracked_ranges", 44}};
   uint64_t n = 10;
   for (std::string_view name : kCategoryNames) {
     f.categories[std::string(name)] = {n, n + 1, n + 2};
@@ -303,6 +306,7 @@ void check_same(const RankFile& a, const RankFile& b) {
   CHECK(a.capture_stats.graph_node_context == b.capture_stats.graph_node_context);
   CHECK(a.capture_stats.missing_context == b.capture_stats.missing_context);
   CHECK(a.capture_stats.overwritten == b.capture_stats.overwritten);
+  CHECK(a.modules == b.modules);
   CHECK(a.warnings == b.warnings);
 }
 
@@ -417,6 +421,50 @@ TEST_CASE("an empty rank file still has every category and memcpy key, all zero"
   CHECK(j.at("regions") == json::array());
   CHECK(j.at("comm") == json::array());
   CHECK(j.at("warnings") == json::array());
+  CHECK_FALSE(j.contains("modules"));  // only when some module counted something
+}
+
+TEST_CASE("module counters are written per module as {key: count}", "[rank_file][sections]") {
+  const json j = rank_file_to_json(full_rank_file());
+  CHECK(j.at("modules") == json{{"cupti", {{"counters", {{"dropped_records", 7}, {"missing_context", 0}}}}},
+                                {"nvtx", {{"counters", {{"untracked_ranges", 44}}}}}});
+}
+
+TEST_CASE("rank files with and without module counters both read", "[rank_file][sections]") {
+  json j = rank_file_to_json(full_rank_file());
+  REQUIRE(rank_file_from_json(j).modules.at("nvtx").counters.at("untracked_ranges") == 44);
+  // A module without counters, a module from the future with fields of its own.
+  j["modules"]["nvml"] = json::object();
+  j["modules"]["nvml2"] = {{"counters", {{"x", 1}}}, {"devices", {1, 2}}};
+  const RankFile with = rank_file_from_json(j);
+  CHECK(with.modules.at("nvml").counters.empty());
+  CHECK(with.modules.at("nvml2").counters == std::map<std::string, uint64_t>{{"x", 1}});
+  // An older writer: no modules at all.
+  j.erase("modules");
+  CHECK(rank_file_from_json(j).modules.empty());
+}
+
+TEST_CASE("a mistyped module counter is refused naming its path", "[rank_file][sections]") {
+  json j = rank_file_to_json(full_rank_file());
+  j["modules"]["nvtx"]["counters"]["untracked_ranges"] = -1;
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("\"modules.nvtx.counters.untracked_ranges\" must be an unsigned integer"));
+  j["modules"]["nvtx"] = 3;
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("\"modules.nvtx\" must be an object"));
+}
+
+TEST_CASE("role and gpu_capture read back as enums; other values are refused", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  CHECK(rank_file_from_json(j).role == Role::kAux);
+  CHECK(rank_file_from_json(j).gpu_capture == GpuCapture::kCupti);
+  j["gpu_capture"] = "unavailable";
+  CHECK(rank_file_from_json(j).gpu_capture == GpuCapture::kUnavailable);
+  j["gpu_capture"] = "CUPTI";
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("\"gpu_capture\" must be"));
+  j["gpu_capture"] = "none";
+  j["role"] = "worker";
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("field \"role\" must be \"rank\" or \"aux\" (got \"worker\")"));
 }
 
 TEST_CASE("rank file round-trips every field through JSON", "[rank_file]") {
@@ -731,7 +779,7 @@ void collect_keys(const json& j, std::set<std::string>& keys, bool keys_are_data
     for (const auto& [k, v] : j.items()) {
       if (!keys_are_data) keys.insert(k);
       const bool map_valued = k == "categories" || k == "by_category" || k == "memcpy" ||
-                              k == "busy_ns_by_category";
+                              k == "busy_ns_by_category" || k == "modules" || k == "counters";
       collect_keys(v, keys, map_valued);
     }
   }
