@@ -33,7 +33,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     row.partial = step >= steps_completed;
     row.totals = d.totals;
     for (std::size_t c = 0; c < kCategoryCount; ++c)
-      row.busy_ns_by_category[std::string(kCategoryNames[c])] = d.cat_busy[c];
+      row.busy_ns_by_category.set(static_cast<Category>(c)) = d.cat_busy[c];
     out.detail.push_back(std::move(row));
   }
 
@@ -59,8 +59,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     row.kernels = r.kernels;
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       if (r.cat_count[c] == 0) continue;
-      row.by_category[std::string(kCategoryNames[c])] = {rf.cat_busy[c], r.cat_sum[c],
-                                                         r.cat_count[c]};
+      row.by_category.set(static_cast<Category>(c)) = {rf.cat_busy[c], r.cat_sum[c], r.cat_count[c]};
     }
     const auto ks = by_slot.begin() + first_of[slot];
     const auto ks_end = by_slot.begin() + first_of[slot + 1];

@@ -153,10 +153,7 @@ void add_model_flops(RankFile& f, const ModelFlops& model, const std::string& de
   s.tflops = flops / secs / 1e12;
   if (peak.tflops > 0) s.mfu = s.tflops / peak.tflops;
   // HFU from the file's own recompute and forward GPU time (f.categories is filled first).
-  const auto busy = [&f](Category c) {
-    const auto it = f.categories.find(std::string(category_name(c)));
-    return it == f.categories.end() ? uint64_t{0} : it->second.gpu_busy_ns;
-  };
+  const auto busy = [&f](Category c) { return f.categories[c].gpu_busy_ns; };
   s.hfu = hfu_from_mfu(s.mfu, busy(Category::kRecompute), busy(Category::kForward));
 }
 
@@ -190,7 +187,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.gpu_records_complete = gpu.records_complete;
 
   for (std::size_t c = 0; c < kCategoryCount; ++c)
-    f.categories[std::string(kCategoryNames[c])] = gpu.categories[c];
+    f.categories.set(static_cast<Category>(c)) = gpu.categories[c];
   for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP"}) f.memcpy[k] = MemcpyStat{};
   for (const auto& [kind, stat] : gpu.memcpy) f.memcpy[kind] = stat;
 
@@ -220,6 +217,11 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
     for (const auto& [key, count] : s->counters.counters) into[key] += count;
   }
   return f;
+}
+
+RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
+                         const CommSummary& comm) {
+  return build_rank_file(identity, cpu, gpu, comm, std::vector<Section>());
 }
 
 }  // namespace traintime::core

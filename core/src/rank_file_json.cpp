@@ -83,9 +83,9 @@ double finite(double v) { return std::isfinite(v) ? v : 0.0; }
 
 json totals_json(const CategoryTotals& t) { return u64_object(t, kCategoryTotalsFields); }
 
-json by_category_json(const std::map<std::string, CategoryTotals>& m) {
+json by_category_json(const ByCategory<CategoryTotals>& m) {
   json out = json::object();
-  for (const auto& [name, t] : m) out[name] = totals_json(t);
+  m.each([&out](Category c, const CategoryTotals& t) { out[std::string(category_name(c))] = totals_json(t); });
   return out;
 }
 
@@ -113,7 +113,7 @@ json steps_json(const Steps& s) {
   json detail = json::array();
   for (const Steps::Detail& d : s.detail) {
     json busy = json::object();
-    for (const auto& [name, ns] : d.busy_ns_by_category) busy[name] = ns;
+    d.busy_ns_by_category.each([&busy](Category c, uint64_t ns) { busy[std::string(category_name(c))] = ns; });
     detail.push_back({{"index", d.index},
                       {"wall_ns", d.wall_ns},
                       {"span_ns", d.span_ns},
@@ -485,11 +485,10 @@ CategoryTotals totals_from(const J& j, const Path& w) {
 }
 
 template <class J>
-std::map<std::string, CategoryTotals> by_category_from(const J& j, const Path& w) {
-  std::map<std::string, CategoryTotals> out;
+ByCategory<CategoryTotals> by_category_from(const J& j, const Path& w) {
+  ByCategory<CategoryTotals> out;
   each_member(j, [&](std::string_view name, const J& t) {
-    category_named(name, w);
-    out[std::string(name)] = totals_from(t, join(w, name));
+    out.set(category_named(name, w)) = totals_from(t, join(w, name));
   });
   return out;
 }
@@ -552,14 +551,7 @@ Steps steps_from(const J& j, const Path& w) {
     d.totals = step_totals_from(need(dj, "totals", dw), join(dw, "totals"));
     const Path bw = join(dw, "busy_ns_by_category");
     each_member(need_object(dj, "busy_ns_by_category", dw), [&](std::string_view name, const J& ns) {
-      category_named(name, bw);
-      const uint64_t v = as_u64(ns, join(bw, name));
-      // Written in key order: each new key goes at the end, found without a search.
-      auto& m = d.busy_ns_by_category;
-      if (m.empty() || m.rbegin()->first < name)
-        m.emplace_hint(m.end(), name, v);
-      else
-        m[std::string(name)] = v;
+      d.busy_ns_by_category.set(category_named(name, bw)) = as_u64(ns, join(bw, name));
     });
     s.detail.push_back(std::move(d));
   });
@@ -692,9 +684,11 @@ RankFile rank_file_from(const J& j) {
   for (std::string_view name : kCategoryNames)
     if (name != category_name(Category::kRecompute)) need(categories, name, "categories");
   each_member(categories, [&](std::string_view name, const J& t) {
-    f.categories[std::string(name)] = totals_from(t, join("categories", name));
+    const CategoryTotals totals = totals_from(t, join("categories", name));
+    // A category this reader does not know (a newer writer's) is read and left out.
+    if (const std::optional<Category> c = category_from_name(name)) f.categories.set(*c) = totals;
   });
-  f.categories.try_emplace(std::string(category_name(Category::kRecompute)));  // added after 1.0
+  f.categories.set(Category::kRecompute);  // added after 1.0: absent reads as zero
 
   each_in_array(j, "regions", w, [&](std::size_t i, const J& r) {
     f.regions.push_back(region_from(r, indexed("regions", i)));
@@ -750,14 +744,9 @@ RankFile rank_file_from(const J& j) {
 }  // namespace
 
 json rank_file_to_json(const RankFile& f) {
-  json categories = json::object();
-  for (std::string_view name : kCategoryNames) {
-    const auto it = f.categories.find(std::string(name));
-    categories[std::string(name)] = totals_json(it == f.categories.end() ? CategoryTotals{} : it->second);
-  }
-  // Categories outside the fixed set are kept rather than silently dropped.
-  for (const auto& [name, t] : f.categories)
-    if (!categories.contains(name)) categories[name] = totals_json(t);
+  json categories = json::object();  // every category, listed or not
+  for (std::size_t c = 0; c < kCategoryCount; ++c)
+    categories[std::string(kCategoryNames[c])] = totals_json(f.categories[static_cast<Category>(c)]);
 
   json memcpy_stats = json::object();
   for (const char* kind : kMemcpyKinds) {

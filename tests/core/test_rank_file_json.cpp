@@ -62,7 +62,7 @@ RankFile full_rank_file() {
   f.modules["nvtx"].counters = {{"untracked_ranges", 44}};
   uint64_t n = 10;
   for (std::string_view name : kCategoryNames) {
-    f.categories[std::string(name)] = {n, n + 1, n + 2};
+    f.categories.set(*category_from_name(name)) = {n, n + 1, n + 2};
     n += 10;
   }
 
@@ -77,8 +77,8 @@ RankFile full_rank_file() {
   r.gpu_sum_ns = 4500000;
   r.gpu_span_ns = 4800000;
   r.kernels = 300;
-  r.by_category["forward"] = {3000000, 3200000, 250};
-  r.by_category["comm"] = {1000000, 1300000, 50};
+  r.by_category.set(Category::kForward) = {3000000, 3200000, 250};
+  r.by_category.set(Category::kComm) = {1000000, 1300000, 50};
   r.top_kernels.push_back({"ampere_sgemm_128x64_tn", 200, 2500000});
   r.top_kernels.push_back({"void at::native::vectorized_elementwise_kernel<4>", 100, 700000});
   f.regions.push_back(r);
@@ -109,7 +109,8 @@ RankFile full_rank_file() {
   d.span_ns = 99000000;
   d.partial = true;
   d.totals = step_totals(2000);
-  d.busy_ns_by_category = {{"forward", 30000000}, {"io", 1000000}};
+  d.busy_ns_by_category.set(Category::kForward) = 30000000;
+  d.busy_ns_by_category.set(Category::kIo) = 1000000;
   f.steps.detail.push_back(d);
 
   CommRow c;
@@ -181,11 +182,10 @@ void check_same(const RankFile& a, const RankFile& b) {
   CHECK(a.start_unix_ns == b.start_unix_ns);
   CHECK(a.end_unix_ns == b.end_unix_ns);
 
-  REQUIRE(a.categories.size() == b.categories.size());
-  for (const auto& [name, t] : a.categories) {
-    INFO("category " << name);
-    REQUIRE(b.categories.count(name) == 1);
-    check_totals(t, b.categories.at(name));
+  REQUIRE(a.categories.listed == b.categories.listed);
+  for (std::size_t c = 0; c < kCategoryCount; ++c) {
+    INFO("category " << kCategoryNames[c]);
+    check_totals(a.categories[static_cast<Category>(c)], b.categories[static_cast<Category>(c)]);
   }
 
   REQUIRE(a.regions.size() == b.regions.size());
@@ -203,10 +203,10 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(x.gpu_sum_ns == y.gpu_sum_ns);
     CHECK(x.gpu_span_ns == y.gpu_span_ns);
     CHECK(x.kernels == y.kernels);
-    REQUIRE(x.by_category.size() == y.by_category.size());
-    for (const auto& [name, t] : x.by_category) {
-      REQUIRE(y.by_category.count(name) == 1);
-      check_totals(t, y.by_category.at(name));
+    REQUIRE(x.by_category.listed == y.by_category.listed);
+    for (std::size_t c = 0; c < kCategoryCount; ++c) {
+      INFO("category " << kCategoryNames[c]);
+      check_totals(x.by_category[static_cast<Category>(c)], y.by_category[static_cast<Category>(c)]);
     }
     REQUIRE(x.top_kernels.size() == y.top_kernels.size());
     for (std::size_t k = 0; k < x.top_kernels.size(); ++k) {
@@ -491,11 +491,30 @@ TEST_CASE("rank file written before the recompute category still reads, recomput
   REQUIRE(j.at("categories").contains("recompute"));
   j["categories"].erase("recompute");
   const RankFile back = rank_file_from_json(j);
-  REQUIRE(back.categories.count("recompute") == 1);
-  CHECK(back.categories.at("recompute").gpu_busy_ns == 0);
-  CHECK(back.categories.at("recompute").count == 0);
-  CHECK(back.categories.at("forward").gpu_busy_ns == full_rank_file().categories.at("forward").gpu_busy_ns);
-  CHECK(read_through_report_reader(j).categories.at("recompute").gpu_busy_ns == 0);
+  REQUIRE(back.categories.has(Category::kRecompute));
+  CHECK(back.categories[Category::kRecompute].gpu_busy_ns == 0);
+  CHECK(back.categories[Category::kRecompute].count == 0);
+  CHECK(back.categories[Category::kForward].gpu_busy_ns == full_rank_file().categories[Category::kForward].gpu_busy_ns);
+  CHECK(read_through_report_reader(j).categories[Category::kRecompute].gpu_busy_ns == 0);
+}
+
+TEST_CASE("a category from a newer writer is read and left out; the known ones keep their values",
+          "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  j["categories"]["dataloader"] = {{"gpu_busy_ns", 5}, {"gpu_sum_ns", 5}, {"count", 1}};
+  const RankFile back = rank_file_from_json(j);
+  CHECK(back.categories == full_rank_file().categories);
+  // A region's own list is checked: an unknown name there is refused, naming the field.
+  j["regions"][0]["by_category"]["dataloader"] = {{"gpu_busy_ns", 5}, {"gpu_sum_ns", 5}, {"count", 1}};
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("unknown category \"dataloader\""));
+}
+
+TEST_CASE("a region lists only the categories of its work", "[rank_file]") {
+  const json j = rank_file_to_json(full_rank_file());
+  CHECK(j.at("regions")[0].at("by_category").size() == 2);
+  const RankFile back = rank_file_from_json(j);
+  CHECK(back.regions[0].by_category.has(Category::kComm));
+  CHECK_FALSE(back.regions[0].by_category.has(Category::kBackward));
 }
 
 TEST_CASE("rank file written before HFU still reads, HFU unknown and MFU kept", "[rank_file][hfu]") {

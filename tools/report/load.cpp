@@ -128,7 +128,6 @@ Parsed parse_input(const Input& in, uint64_t max_bytes) {
 // memory stays near the merged aggregates. Done on the thread that parsed the file, while its
 // memory is warm and in parallel with the other files.
 void compact(core::RankFile& f) {
-  for (core::Steps::Detail& d : f.steps.detail) std::map<std::string, uint64_t>().swap(d.busy_ns_by_category);
   // The module counters are read (and checked) but no view uses them yet: each warning that
   // states one is grouped with the warnings.
   std::map<std::string, core::ModuleCounters>().swap(f.modules);

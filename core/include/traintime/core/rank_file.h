@@ -23,6 +23,9 @@ struct CategoryTotals {
   uint64_t gpu_busy_ns = 0;  // measure of the union of the category's intervals, per device
   uint64_t gpu_sum_ns = 0;   // raw sum of durations
   uint64_t count = 0;        // activities
+  bool operator==(const CategoryTotals& o) const {
+    return gpu_busy_ns == o.gpu_busy_ns && gpu_sum_ns == o.gpu_sum_ns && count == o.count;
+  }
 };
 
 struct KernelStat {
@@ -47,7 +50,7 @@ struct RegionGpu {
   uint64_t gpu_sum_ns = 0;
   uint64_t gpu_span_ns = 0;  // sum over entries of [first start, last end] of its GPU work
   uint64_t kernels = 0;      // kernel count
-  std::map<std::string, CategoryTotals> by_category;
+  ByCategory<CategoryTotals> by_category;  // only the categories of this region's work
   std::vector<KernelStat> top_kernels;
 };
 
@@ -103,7 +106,7 @@ struct Steps {
     uint64_t span_ns = 0;   // sum over devices of [first start, last end] of the step's work
     bool partial = false;   // the final step, launched after the last tt_step
     StepTotals totals;
-    std::map<std::string, uint64_t> busy_ns_by_category;
+    ByCategory<uint64_t> busy_ns_by_category;
   };
   std::vector<Detail> detail;
 };
@@ -241,7 +244,7 @@ struct RankFile : RankIdentity {
   // snapshot, or a terminating signal, which never waits for CUPTI): the GPU figures of the
   // most recent steps may then be missing some work.
   bool gpu_records_complete = true;
-  std::map<std::string, CategoryTotals> categories;
+  ByCategory<CategoryTotals> categories;  // every category listed
   std::vector<RegionRow> regions;
   uint64_t unbalanced_pops = 0;
   Steps steps;

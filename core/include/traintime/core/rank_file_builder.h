@@ -28,6 +28,9 @@ namespace traintime::core {
 // next API family), in the order the composition root registered them: a new module adds a
 // section there, never a parameter here.
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
-                         const CommSummary& comm, const std::vector<Section>& modules = {});
+                         const CommSummary& comm, const std::vector<Section>& modules);
+// The same with no module sections.
+RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
+                         const CommSummary& comm);
 
 }  // namespace traintime::core
