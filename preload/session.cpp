@@ -115,12 +115,6 @@ void configure_cupti(Session& s) {
 
 // --- The modules with nothing to join ------------------------------------------------------
 
-void configure_null(Session&) {
-  null::Hooks hooks;
-  hooks.on_first_call = &mark_recorded;
-  null::configure(true, hooks);
-}
-
 // Each module with a section of its own and nothing to join with another module's output,
 // registered by one line: how it is configured (at publish, and again in a fork child; null
 // when its own entry point configures it) and where its section of the rank file comes from
@@ -131,8 +125,8 @@ struct Module {
   core::Section (*section)();
 };
 constexpr Module kModules[] = {
-    {nullptr, &nvtx::section},          // configured by InitializeInjectionNvtx2
-    {&configure_null, &null::section},  // the template (null/): counts nothing in production
+    {nullptr, &nvtx::section},  // configured by InitializeInjectionNvtx2
+    {[](Session&) { null::configure(true, null::Hooks{&mark_recorded}); }, &null::section},
 };
 
 void configure_modules(Session& s) {
