@@ -213,7 +213,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   for (const Section* s : sections) {
     f.warnings.insert(f.warnings.end(), s->warnings.begin(), s->warnings.end());
     if (s->name.empty() || s->counters.counters.empty()) continue;
-    std::map<std::string, uint64_t>& into = f.modules[s->name].counters;
+    std::map<std::string, uint64_t>& into = f.modules[std::string(s->name)].counters;
     for (const auto& [key, count] : s->counters.counters) into[key] += count;
   }
   return f;

@@ -152,9 +152,7 @@ core::RankFile gpu_rank_file(const core::GpuSummary& gpu, uint64_t steps_complet
     cpu.path_names[r.path] = path_name(r.path);
   }
   cpu.steps.count = steps_completed;
-  const core::Identity id;
-  const core::CommSummary comm;
-  return core::build_rank_file(id, cpu, gpu, comm);
+  return core::build_rank_file(core::Identity{}, cpu, gpu, core::CommSummary{});
 }
 
 }  // namespace traintime::cupti

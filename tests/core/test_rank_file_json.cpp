@@ -15,7 +15,10 @@
 #include <set>
 #include <string>
 
+#include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/core/region_registry.h"
+#include "traintime/core/section.h"
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -814,6 +817,22 @@ TEST_CASE("docs/schema.md documents every field the writer emits", "[rank_file][
   for (const std::string& k : keys) {
     INFO("field " << k);
     CHECK(doc.find("`" + k + "`") != std::string::npos);
+  }
+}
+
+TEST_CASE("docs/schema.md lists every counter the annotation and GPU sections write",
+          "[rank_file][doc][sections]") {
+  const std::string doc = schema_doc();
+  const RegionRegistry registry;
+  const GpuAggregator aggregator;
+  const std::vector<Section> sections = {registry.summary().section, aggregator.summary(0).section};
+  for (const Section& s : sections) {
+    CHECK(doc.find("| `" + std::string(s.name) + "` |") != std::string::npos);
+    CHECK_FALSE(s.counters.counters.empty());
+    for (const auto& [key, count] : s.counters.counters) {
+      INFO(s.name << " counter " << key);
+      CHECK(doc.find("`" + key + "`") != std::string::npos);
+    }
   }
 }
 

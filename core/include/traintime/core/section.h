@@ -25,12 +25,15 @@
 namespace traintime::core {
 
 struct Section {
-  std::string name;                   // rank file modules.<name>; lower-case, unique per module
+  // Rank file modules.<name>: a string literal of the module's (lower-case, unique per module).
+  // Not a std::string: a summary holding a section is then built without anything that can
+  // throw before its other members are complete.
+  std::string_view name;
   ModuleCounters counters;            // by key
   std::vector<std::string> warnings;  // in the order the module counted them
 
   Section() = default;
-  explicit Section(std::string module_name) : name(std::move(module_name)) {}
+  explicit Section(std::string_view module_name) noexcept : name(module_name) {}
 
   // Counts `key` (written even when 0: the module measured it) and, when n > 0, adds the
   // warning `message(n)` makes: the only place that warning's text is formatted.
