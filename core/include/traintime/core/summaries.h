@@ -6,7 +6,7 @@
 //   Identity     preload/   who wrote the file, when, why (exit, signal, snapshot)
 //   CpuSummary   core::RegionRegistry::summary()   regions, steps, annotation counters
 //   GpuSummary   core::GpuAggregator::summary(), wrapped by cupti/ with the capture status
-//   CommSummary  nccl/      CommCallTable::snapshot() (stable ids included) and NCCL warnings
+//   CommSummary  nccl/      CommCallTable::snapshot() (stable ids included)
 //   Section      any module with nothing to join (nvtx/, null/, the next API family): its
 //                counters and warnings only (core/section.h)
 //
