@@ -136,7 +136,7 @@ int64_t local_ranks(int64_t world) {
 void wait_for_peers(Session& s) {
   int64_t rank = 0, world = 1;
   effective_rank(s, &rank, &world);
-  if (world <= 1 || s.output.role != "rank" || s.output.dir.empty()) return;
+  if (world <= 1 || s.output.role != core::Role::kRank || s.output.dir.empty()) return;
   const int64_t peers = local_ranks(world);
   if (peers <= 1) return;
   const std::string path = s.output.dir + "/.signal-" + s.identity.job_id;
@@ -273,10 +273,10 @@ void finish(const char* exit_reason, bool signal) {
     // Launchers kill a signalled rank soon after: write what has been processed, never wait on
     // CUPTI (its flush can take seconds, or block on a lock the interrupted thread holds).
     gpu = cupti::summary(false);
-    if (gpu.capture == "cupti")
-      gpu.warnings.push_back(std::string("written on ") + exit_reason +
-                             " without waiting for CUPTI: GPU work whose records CUPTI had not "
-                             "delivered yet is missing from the latest steps");
+    if (gpu.capture == core::GpuCapture::kCupti)
+      gpu.section.note(std::string("written on ") + exit_reason +
+                       " without waiting for CUPTI: GPU work whose records CUPTI had not "
+                       "delivered yet is missing from the latest steps");
   } else {
     // At exit, records still in CUPTI's buffers are flushed and ingested first.
     cupti::shutdown(exit_reason);
@@ -286,7 +286,7 @@ void finish(const char* exit_reason, bool signal) {
   const bool ok = write_rank_file_locked(*s, false, exit_reason, gpu);
   s->output.final_written = true;
   write_prometheus(*s);  // once more, with the final figures
-  if (ok && s->output.role == "rank") {
+  if (ok && s->output.role == core::Role::kRank) {
     int64_t rank = 0, world = 1;
     effective_rank(*s, &rank, &world);
     if (rank == 0)

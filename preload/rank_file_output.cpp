@@ -14,7 +14,6 @@
 #include <string>
 
 #include "session.h"
-#include "traintime/nvtx/nvtx_injection.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
 #include "traintime/cupti/gpu_capture.h"
@@ -128,15 +127,12 @@ core::RankFile assemble_rank_file(Session& s, bool snapshot, const char* exit_re
   id.model.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
   id.model.peak_tflops = s.identity.config.peak_tflops;
   id.model.dtype = s.identity.config.dtype;
-  if (const uint64_t n = nvtx::untracked_ranges())
-    id.warnings.push_back(std::to_string(n) +
-                          " NVTX range(s) opened beyond 256 open on one thread were not recorded");
   core::CpuSummary cpu;
   if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
     cpu = r->summary();
   else
     cpu.steps.warmup = s.identity.config.warmup_steps;
-  return core::build_rank_file(id, cpu, gpu, nccl::summary());
+  return core::build_rank_file(id, cpu, gpu, nccl::summary(), module_sections());
 }
 
 namespace {
@@ -181,7 +177,7 @@ void claim_locked(Session& s) {
   if (!out.file_path.empty()) {
     // The rank became known after a snapshot claimed rank 0 (a communicator told us): move.
     unlink(out.file_path.c_str());
-    if (out.role == "rank") {
+    if (out.role == core::Role::kRank) {
       char old_claim[64];
       std::snprintf(old_claim, sizeof old_claim, "/.rank-%05" PRId64 ".claim", out.claimed_rank);
       unlink((out.dir + old_claim).c_str());
@@ -199,11 +195,11 @@ void claim_locked(Session& s) {
   // A fork child inherited its parent's rank and is never the rank's owner.
   if (!s.identity.forked_child && claim_main_name(s, out.dir + name, out.dir + main_name)) {
     std::snprintf(name, sizeof name, "%s", main_name);
-    out.role = "rank";
+    out.role = core::Role::kRank;
   } else {
     std::snprintf(name, sizeof name, "/rank-%05" PRId64 ".pid%d.json", rank,
                   static_cast<int>(getpid()));
-    out.role = "aux";
+    out.role = core::Role::kAux;
   }
   out.file_path = out.dir + name;
   out.claimed_rank = rank;
@@ -228,7 +224,7 @@ bool write_assembled_locked(Session& s, const core::RankFile& f) {
   if (s.identity.config.trace) write_trace(s);
   // The final file replaces the always-current record, and the rank's claim is done with.
   live_record_remove_locked(s);
-  if (s.output.role == "rank") {
+  if (s.output.role == core::Role::kRank) {
     char claim[64];
     std::snprintf(claim, sizeof claim, "/.rank-%05" PRId64 ".claim", s.output.claimed_rank);
     unlink((s.output.dir + claim).c_str());

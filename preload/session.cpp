@@ -10,6 +10,7 @@
 
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nccl/nccl_interposer.h"
+#include "traintime/null/null_module.h"
 #include "traintime/support/log.h"
 
 namespace traintime::preload {
@@ -112,6 +113,27 @@ void configure_cupti(Session& s) {
   cupti::configure(hooks, s.identity.config);
 }
 
+// --- The modules with nothing to join ------------------------------------------------------
+
+// Each module with a section of its own and nothing to join with another module's output,
+// registered by one line: how it is configured (at publish, and again in a fork child; null
+// when its own entry point configures it) and where its section of the rank file comes from
+// (core/section.h). The order is the order of their warnings in the rank file. A new API family
+// copied from null/ adds its line here.
+struct Module {
+  void (*configure)(Session&);
+  core::Section (*section)();
+};
+constexpr Module kModules[] = {
+    {nullptr, &nvtx::section},  // configured by InitializeInjectionNvtx2
+    {[](Session&) { null::configure(true, null::Hooks{&mark_recorded}); }, &null::section},
+};
+
+void configure_modules(Session& s) {
+  for (const Module& m : kModules)
+    if (m.configure) m.configure(s);
+}
+
 // The one fork strategy (DESIGN §2): the child starts clean — a fresh session with the same
 // configuration, no registry, no claim, a fresh NCCL table; GPU capture state belongs to the
 // parent. The child writes only if it records something itself, and then as an aux process.
@@ -138,6 +160,7 @@ void on_fork_child() {
                                std::memory_order_relaxed);
   g_session.store(s, std::memory_order_release);
   configure_nccl(*s);
+  configure_modules(*s);
 }
 
 }  // namespace
@@ -151,6 +174,7 @@ void publish(Session* s) {
   if (s) {
     configure_nccl(*s);
     configure_cupti(*s);
+    configure_modules(*s);
     // Registrations are inherited by fork children, so once per process image is enough.
     pthread_atfork(nullptr, nullptr, on_fork_child);
   }
@@ -225,6 +249,12 @@ void activate(uint64_t origin_ns) {
 void gpu_start_point() noexcept {
   Session* s = g_session.load(std::memory_order_acquire);
   if (s && !s->identity.cuda_injection_owned) cupti::lazy_start_point();
+}
+
+std::vector<core::Section> module_sections() {
+  std::vector<core::Section> out;
+  for (const Module& m : kModules) out.push_back(m.section());
+  return out;
 }
 
 void effective_rank(const Session& s, int64_t* rank, int64_t* world_size) {

@@ -71,7 +71,7 @@ struct Output {
   std::string dir;        // absolute; resolved at activation (the application may chdir later)
   std::string file_path;  // the file this process owns, once claimed
   int64_t claimed_rank = -1;
-  std::string role = "rank";
+  core::Role role = core::Role::kRank;
   bool final_written = false;
   bool write_error_reported = false;
 };
@@ -130,6 +130,11 @@ const nvtx::Regions& nvtx_regions();
 // tt_step and each new NCCL communicator: where GPU capture may start lazily when the driver
 // will never call InitializeInjection (another tool owns CUDA_INJECTION64_PATH, DESIGN §2).
 void gpu_start_point() noexcept;
+
+// The sections of the modules with nothing to join (NVTX, the null template, the next API
+// family), in the order session.cpp registers them (kModules): core::build_rank_file's
+// `modules`.
+std::vector<core::Section> module_sections();
 
 // Effective rank and world size: launcher, else communicator, else 0 of 1.
 void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);

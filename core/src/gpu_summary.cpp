@@ -33,7 +33,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     row.partial = step >= steps_completed;
     row.totals = d.totals;
     for (std::size_t c = 0; c < kCategoryCount; ++c)
-      row.busy_ns_by_category[std::string(kCategoryNames[c])] = d.cat_busy[c];
+      row.busy_ns_by_category.set(static_cast<Category>(c)) = d.cat_busy[c];
     out.detail.push_back(std::move(row));
   }
 
@@ -59,8 +59,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     row.kernels = r.kernels;
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       if (r.cat_count[c] == 0) continue;
-      row.by_category[std::string(kCategoryNames[c])] = {rf.cat_busy[c], r.cat_sum[c],
-                                                         r.cat_count[c]};
+      row.by_category.set(static_cast<Category>(c)) = {rf.cat_busy[c], r.cat_sum[c], r.cat_count[c]};
     }
     const auto ks = by_slot.begin() + first_of[slot];
     const auto ks_end = by_slot.begin() + first_of[slot + 1];
@@ -111,21 +110,24 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
   }
 
   out.dropped_records = dropped_;
-  auto warn = [&out](uint64_t n, const char* what) {
-    if (n > 0) out.warnings.push_back(std::to_string(n) + " " + what);
+  // Each counter and its warning: "<n> <what>".
+  auto warn = [&out](std::string_view key, uint64_t n, const char* what) {
+    out.section.count(key, n, [what](uint64_t k) { return std::to_string(k) + " " + what; });
   };
-  warn(acc.late_records,
+  warn("late_records", acc.late_records,
        "GPU records arrived after their step was folded; counted as isolated intervals "
        "(union figures may overcount by at most their duration)");
-  warn(acc.segmented_steps,
+  warn("segmented_steps", acc.segmented_steps,
        "times a step exceeded the open-record budget and was folded in segments "
        "(overlaps across a cut are counted twice)");
-  warn(names_over_cap_, "kernel records beyond the kernel-name cap, listed as (other kernels)");
-  warn(region_kernels_over_cap_,
+  warn("kernel_names_over_cap", names_over_cap_,
+       "kernel records beyond the kernel-name cap, listed as (other kernels)");
+  warn("region_kernels_over_cap", region_kernels_over_cap_,
        "kernel records beyond the per-region kernel cap, listed as (other kernels)");
-  warn(group_lookups_missed_,
+  warn("group_lookups_missed", group_lookups_missed_,
        "NCCL group kernels whose group members were no longer known; counted for the first op");
-  warn(trace_dropped_, "activities beyond TRAINTIME_TRACE's event cap left out of the trace");
+  warn("trace_events_dropped", trace_dropped_,
+       "activities beyond TRAINTIME_TRACE's event cap left out of the trace");
   return out;
 }
 

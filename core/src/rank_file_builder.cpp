@@ -116,7 +116,7 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     c.ops_enqueued = cs.ops_enqueued;
   }
   // What was enqueued and has not completed: only where GPU completion is observed at all.
-  const bool completion_known = gpu.capture == "cupti";
+  const bool completion_known = gpu.capture == GpuCapture::kCupti;
   for (const GpuSummary::Ring& ring : gpu.rings) {
     auto [it, fresh] = comms.try_emplace(ring.comm_index);
     Communicator& c = it->second;
@@ -153,10 +153,7 @@ void add_model_flops(RankFile& f, const ModelFlops& model, const std::string& de
   s.tflops = flops / secs / 1e12;
   if (peak.tflops > 0) s.mfu = s.tflops / peak.tflops;
   // HFU from the file's own recompute and forward GPU time (f.categories is filled first).
-  const auto busy = [&f](Category c) {
-    const auto it = f.categories.find(std::string(category_name(c)));
-    return it == f.categories.end() ? uint64_t{0} : it->second.gpu_busy_ns;
-  };
+  const auto busy = [&f](Category c) { return f.categories[c].gpu_busy_ns; };
   s.hfu = hfu_from_mfu(s.mfu, busy(Category::kRecompute), busy(Category::kForward));
 }
 
@@ -182,7 +179,7 @@ std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cp
 }  // namespace
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
-                         const CommSummary& comm) {
+                         const CommSummary& comm, const std::vector<Section>& modules) {
   RankFile f;
   static_cast<RankIdentity&>(f) = identity;
   f.gpu_capture = gpu.capture;
@@ -190,7 +187,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.gpu_records_complete = gpu.records_complete;
 
   for (std::size_t c = 0; c < kCategoryCount; ++c)
-    f.categories[std::string(kCategoryNames[c])] = gpu.categories[c];
+    f.categories.set(static_cast<Category>(c)) = gpu.categories[c];
   for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP"}) f.memcpy[k] = MemcpyStat{};
   for (const auto& [kind, stat] : gpu.memcpy) f.memcpy[kind] = stat;
 
@@ -210,9 +207,21 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.capture_stats = gpu.capture_stats;
 
   f.warnings = identity.warnings;
-  for (const auto* list : {&cpu.warnings, &gpu.warnings, &comm.warnings})
-    f.warnings.insert(f.warnings.end(), list->begin(), list->end());
+  std::vector<const Section*> sections;
+  for (const Section& m : modules) sections.push_back(&m);
+  for (const Section* s : {&cpu.section, &gpu.section, &comm.section}) sections.push_back(s);
+  for (const Section* s : sections) {
+    f.warnings.insert(f.warnings.end(), s->warnings.begin(), s->warnings.end());
+    if (s->name.empty() || s->counters.counters.empty()) continue;
+    std::map<std::string, uint64_t>& into = f.modules[std::string(s->name)].counters;
+    for (const auto& [key, count] : s->counters.counters) into[key] += count;
+  }
   return f;
+}
+
+RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
+                         const CommSummary& comm) {
+  return build_rank_file(identity, cpu, gpu, comm, std::vector<Section>());
 }
 
 }  // namespace traintime::core

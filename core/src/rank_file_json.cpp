@@ -83,9 +83,9 @@ double finite(double v) { return std::isfinite(v) ? v : 0.0; }
 
 json totals_json(const CategoryTotals& t) { return u64_object(t, kCategoryTotalsFields); }
 
-json by_category_json(const std::map<std::string, CategoryTotals>& m) {
+json by_category_json(const ByCategory<CategoryTotals>& m) {
   json out = json::object();
-  for (const auto& [name, t] : m) out[name] = totals_json(t);
+  m.each([&out](Category c, const CategoryTotals& t) { out[std::string(category_name(c))] = totals_json(t); });
   return out;
 }
 
@@ -113,7 +113,7 @@ json steps_json(const Steps& s) {
   json detail = json::array();
   for (const Steps::Detail& d : s.detail) {
     json busy = json::object();
-    for (const auto& [name, ns] : d.busy_ns_by_category) busy[name] = ns;
+    d.busy_ns_by_category.each([&busy](Category c, uint64_t ns) { busy[std::string(category_name(c))] = ns; });
     detail.push_back({{"index", d.index},
                       {"wall_ns", d.wall_ns},
                       {"span_ns", d.span_ns},
@@ -485,11 +485,10 @@ CategoryTotals totals_from(const J& j, const Path& w) {
 }
 
 template <class J>
-std::map<std::string, CategoryTotals> by_category_from(const J& j, const Path& w) {
-  std::map<std::string, CategoryTotals> out;
+ByCategory<CategoryTotals> by_category_from(const J& j, const Path& w) {
+  ByCategory<CategoryTotals> out;
   each_member(j, [&](std::string_view name, const J& t) {
-    category_named(name, w);
-    out[std::string(name)] = totals_from(t, join(w, name));
+    out.set(category_named(name, w)) = totals_from(t, join(w, name));
   });
   return out;
 }
@@ -552,14 +551,7 @@ Steps steps_from(const J& j, const Path& w) {
     d.totals = step_totals_from(need(dj, "totals", dw), join(dw, "totals"));
     const Path bw = join(dw, "busy_ns_by_category");
     each_member(need_object(dj, "busy_ns_by_category", dw), [&](std::string_view name, const J& ns) {
-      category_named(name, bw);
-      const uint64_t v = as_u64(ns, join(bw, name));
-      // Written in key order: each new key goes at the end, found without a search.
-      auto& m = d.busy_ns_by_category;
-      if (m.empty() || m.rbegin()->first < name)
-        m.emplace_hint(m.end(), name, v);
-      else
-        m[std::string(name)] = v;
+      d.busy_ns_by_category.set(category_named(name, bw)) = as_u64(ns, join(bw, name));
     });
     s.detail.push_back(std::move(d));
   });
@@ -629,6 +621,30 @@ std::vector<ThreadSnapshot> threads_from(const J& top) {
   return out;
 }
 
+// modules: {"<name>": {"counters": {"<key>": count, ...}}, ...}; optional (added with the
+// module sections), and so is each module's counters object.
+template <class J>
+std::map<std::string, ModuleCounters> modules_from(const J& top) {
+  std::map<std::string, ModuleCounters> out;
+  const auto found = find(top, "modules");
+  if (!found) return out;
+  const Path mw = "modules";
+  expect_object(deref(found), mw);
+  each_member(deref(found), [&](std::string_view name, const J& m) {
+    const Path nw = join(mw, name);
+    expect_object(m, nw);
+    ModuleCounters& mc = out[std::string(name)];
+    const auto counters = find(m, "counters");
+    if (!counters) return;
+    const Path cw = join(nw, "counters");
+    expect_object(deref(counters), cw);
+    each_member(deref(counters), [&](std::string_view key, const J& n) {
+      mc.counters[std::string(key)] = as_u64(n, join(cw, key));
+    });
+  });
+  return out;
+}
+
 template <class J>
 RankFile rank_file_from(const J& j) {
   expect_object(j, "");
@@ -645,12 +661,20 @@ RankFile rank_file_from(const J& j) {
   f.job_id = str(j, "job_id", w);
   f.rank = i64(j, "rank", w);
   f.world_size = i64(j, "world_size", w);
-  f.role = str(j, "role", w);
+  const std::string role = str(j, "role", w);
+  const std::optional<Role> r = role_from_name(role);
+  if (!r) fail("field \"role\" must be \"rank\" or \"aux\" (got \"" + role + "\")");
+  f.role = *r;
   f.host = str(j, "host", w);
   f.pid = i64(j, "pid", w);
   f.snapshot = boolean(j, "snapshot", w);
   f.exit_reason = str(j, "exit_reason", w);
-  f.gpu_capture = str(j, "gpu_capture", w);
+  const std::string capture = str(j, "gpu_capture", w);
+  const std::optional<GpuCapture> c = gpu_capture_from_name(capture);
+  if (!c)
+    fail("field \"gpu_capture\" must be \"cupti\", \"unavailable\" or \"none\" (got \"" + capture +
+         "\")");
+  f.gpu_capture = *c;
   f.gpu_capture_reason = str(j, "gpu_capture_reason", w);
   f.gpu_records_complete = opt_bool(j, "gpu_records_complete", w, true);  // added after 1.0
   f.start_unix_ns = opt_u64(j, "start_unix_ns", w, 0);
@@ -660,9 +684,11 @@ RankFile rank_file_from(const J& j) {
   for (std::string_view name : kCategoryNames)
     if (name != category_name(Category::kRecompute)) need(categories, name, "categories");
   each_member(categories, [&](std::string_view name, const J& t) {
-    f.categories[std::string(name)] = totals_from(t, join("categories", name));
+    const CategoryTotals totals = totals_from(t, join("categories", name));
+    // A category this reader does not know (a newer writer's) is read and left out.
+    if (const std::optional<Category> c = category_from_name(name)) f.categories.set(*c) = totals;
   });
-  f.categories.try_emplace(std::string(category_name(Category::kRecompute)));  // added after 1.0
+  f.categories.set(Category::kRecompute);  // added after 1.0: absent reads as zero
 
   each_in_array(j, "regions", w, [&](std::size_t i, const J& r) {
     f.regions.push_back(region_from(r, indexed("regions", i)));
@@ -707,6 +733,7 @@ RankFile rank_file_from(const J& j) {
     s.missing_context = opt_u64(c, "missing_context", cw, 0);
     s.overwritten = opt_u64(c, "overwritten", cw, 0);
   }
+  f.modules = modules_from(j);
   each_in_array(j, "warnings", w, [&](std::size_t i, const J& warning) {
     f.warnings.push_back(as_string(warning, indexed("warnings", i)));
   });
@@ -717,14 +744,9 @@ RankFile rank_file_from(const J& j) {
 }  // namespace
 
 json rank_file_to_json(const RankFile& f) {
-  json categories = json::object();
-  for (std::string_view name : kCategoryNames) {
-    const auto it = f.categories.find(std::string(name));
-    categories[std::string(name)] = totals_json(it == f.categories.end() ? CategoryTotals{} : it->second);
-  }
-  // Categories outside the fixed set are kept rather than silently dropped.
-  for (const auto& [name, t] : f.categories)
-    if (!categories.contains(name)) categories[name] = totals_json(t);
+  json categories = json::object();  // every category, listed or not
+  for (std::size_t c = 0; c < kCategoryCount; ++c)
+    categories[std::string(kCategoryNames[c])] = totals_json(f.categories[static_cast<Category>(c)]);
 
   json memcpy_stats = json::object();
   for (const char* kind : kMemcpyKinds) {
@@ -745,12 +767,12 @@ json rank_file_to_json(const RankFile& f) {
              {"job_id", f.job_id},
              {"rank", f.rank},
              {"world_size", f.world_size},
-             {"role", f.role},
+             {"role", role_name(f.role)},
              {"host", f.host},
              {"pid", f.pid},
              {"snapshot", f.snapshot},
              {"exit_reason", f.exit_reason},
-             {"gpu_capture", f.gpu_capture},
+             {"gpu_capture", gpu_capture_name(f.gpu_capture)},
              {"gpu_capture_reason", f.gpu_capture_reason},
              {"gpu_records_complete", f.gpu_records_complete},
              {"start_unix_ns", f.start_unix_ns},
@@ -765,6 +787,11 @@ json rank_file_to_json(const RankFile& f) {
              {"dropped_records", f.dropped_records},
              {"warnings", f.warnings}};
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
+  if (!f.modules.empty()) {  // optional: each module's counters (core/section.h)
+    json modules = json::object();
+    for (const auto& [name, m] : f.modules) modules[name] = {{"counters", m.counters}};
+    out["modules"] = std::move(modules);
+  }
   if (const CaptureStats& c = f.capture_stats; c.present) {
     out["capture_stats"] = {{"buffers", c.buffers},
                             {"records", c.records},

@@ -411,18 +411,21 @@ CpuSummary RegionRegistry::summary() const {
       out.threads.push_back(std::move(row));
     }
   }
-  auto warn = [&out](uint64_t count, const std::string& what) {
-    if (count > 0) out.warnings.push_back(std::to_string(count) + what);
+  // Each counter and its warning: "<n><what>".
+  auto warn = [&out](std::string_view key, uint64_t n, const std::string& what) {
+    out.section.count(key, n, [&what](uint64_t k) { return std::to_string(k) + what; });
   };
-  warn(out.unbalanced_pops, " tt_pop() call(s) with no open region on their thread were ignored");
-  warn(depth_overflows(), " region(s) nested deeper than " + std::to_string(ThreadState::kMaxDepth) +
-                              " were not timed");
-  warn(unknown_range_ends(), " tt_range_end() call(s) named no open range (unknown or ended twice)");
-  warn(dropped_names(), " region name(s) or path(s) were dropped: table full");
+  warn("unbalanced_pops", out.unbalanced_pops,
+       " tt_pop() call(s) with no open region on their thread were ignored");
+  warn("depth_overflows", depth_overflows(),
+       " region(s) nested deeper than " + std::to_string(ThreadState::kMaxDepth) + " were not timed");
+  warn("unknown_range_ends", unknown_range_ends(),
+       " tt_range_end() call(s) named no open range (unknown or ended twice)");
+  warn("dropped_names", dropped_names(), " region name(s) or path(s) were dropped: table full");
   if (out.steps.count > 0 && out.steps.count <= out.steps.warmup)
-    out.warnings.push_back("only " + std::to_string(out.steps.count) +
-                           " step(s), all within TRAINTIME_WARMUP_STEPS=" +
-                           std::to_string(out.steps.warmup) + ": no step statistics");
+    out.section.note("only " + std::to_string(out.steps.count) +
+                     " step(s), all within TRAINTIME_WARMUP_STEPS=" +
+                     std::to_string(out.steps.warmup) + ": no step statistics");
   return out;
 }
 

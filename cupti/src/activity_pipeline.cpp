@@ -71,37 +71,35 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
   stats_.incomplete_buffers += counts.incomplete;
 }
 
-std::vector<std::string> ActivityPipeline::warnings() const {
-  std::vector<std::string> out;
-  if (stats_.missing_context)
-    out.push_back(std::to_string(stats_.missing_context) +
-                  " GPU activities had no launch context (counted as unattributed); " +
-                  std::to_string(launches_.overwritten()) +
-                  " of them because later launches reused their correlation slot before the "
-                  "record arrived");
-  if (launches_.overwritten()) {
+void ActivityPipeline::count_into(core::Section& out) const {
+  out.count("missing_context", stats_.missing_context, [this](uint64_t n) {
+    return std::to_string(n) + " GPU activities had no launch context (counted as unattributed); " +
+           std::to_string(launches_.overwritten()) +
+           " of them because later launches reused their correlation slot before the record arrived";
+  });
+  out.count("overwritten", launches_.overwritten(), [this](uint64_t n) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.1f", launches_.ids_per_store());
-    out.push_back(std::to_string(launches_.overwritten()) + " activity record(s) arrived after " +
-                  std::to_string(launches_.capacity()) +
-                  " newer launches had taken their launch context's place (correlation ids: " +
-                  rate + " per launch): the processing thread fell behind the launches");
-  }
-  if (stats_.no_timestamps)
-    out.push_back(std::to_string(stats_.no_timestamps) +
-                  " GPU activity records carried no timestamps and were skipped");
-  if (stats_.incomplete_buffers)
-    out.push_back(std::to_string(stats_.incomplete_buffers) +
-                  " activity buffers ended in an incomplete record (work still running at the "
-                  "forced flush)");
-  if (launches_.store_collisions())
-    out.push_back(std::to_string(launches_.store_collisions()) +
-                  " launch contexts were not stored because two launches raced for one slot");
-  if (graph_nodes_.refused())
-    out.push_back(std::to_string(graph_nodes_.refused()) +
-                  " CUDA graph nodes exceeded the node table; their kernels use the graph "
-                  "launch's region");
-  return out;
+    return std::to_string(n) + " activity record(s) arrived after " +
+           std::to_string(launches_.capacity()) +
+           " newer launches had taken their launch context's place (correlation ids: " + rate +
+           " per launch): the processing thread fell behind the launches";
+  });
+  out.count("no_timestamps", stats_.no_timestamps, [](uint64_t n) {
+    return std::to_string(n) + " GPU activity records carried no timestamps and were skipped";
+  });
+  out.count("incomplete_buffers", stats_.incomplete_buffers, [](uint64_t n) {
+    return std::to_string(n) +
+           " activity buffers ended in an incomplete record (work still running at the forced flush)";
+  });
+  out.count("store_collisions", launches_.store_collisions(), [](uint64_t n) {
+    return std::to_string(n) +
+           " launch contexts were not stored because two launches raced for one slot";
+  });
+  out.count("graph_nodes_refused", graph_nodes_.refused(), [](uint64_t n) {
+    return std::to_string(n) +
+           " CUDA graph nodes exceeded the node table; their kernels use the graph launch's region";
+  });
 }
 
 }  // namespace traintime::cupti

@@ -19,6 +19,7 @@
 #include "cupti_library.h"
 #include "graph_node_table.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/section.h"
 
 namespace traintime::cupti {
 
@@ -52,8 +53,8 @@ class ActivityPipeline {
   core::LaunchContext join(const DecodedActivity& d);
 
   const PipelineStats& stats() const { return stats_; }
-  // One line per kind of trouble seen, for the rank file's warnings.
-  std::vector<std::string> warnings() const;
+  // The join's counters, each kind of trouble with its warning, into the GPU section.
+  void count_into(core::Section& out) const;
 
  private:
   core::Category category(core::PathId path);

@@ -26,7 +26,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
       out.capture_reason = reason_;
       return out;
     case State::kUnavailable:
-      out.capture = "unavailable";
+      out.capture = core::GpuCapture::kUnavailable;
       out.capture_reason = reason_;
       return out;
     case State::kCapturing:
@@ -46,15 +46,15 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
   // complete buffers only; the signal path does not flush at all).
   out.records_complete = state == State::kStopped;
-  out.capture = "cupti";
+  out.capture = core::GpuCapture::kCupti;
   out.device_name = device_name();
   out.capture_reason = lib_.describe() + ", started " + trigger_;
   if (!lib_.explicit_note().empty()) out.capture_reason += "; " + lib_.explicit_note();
   if (const std::string shared = ClientMux::get().describe(); !shared.empty())
     out.capture_reason += "; " + shared;
   if (!static_cupti_.empty())
-    out.warnings.push_back(static_cupti_ + " contains a statically linked CUPTI that traintime cannot "
-                           "share: a profiler using it in this process may disturb GPU capture");
+    out.section.note(static_cupti_ + " contains a statically linked CUPTI that traintime cannot "
+                     "share: a profiler using it in this process may disturb GPU capture");
   const PipelineStats& ps = pipeline_->stats();
   core::CaptureStats& cs = out.capture_stats;
   cs.present = true;
@@ -66,16 +66,17 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   cs.graph_node_context = ps.graph_node_context;
   cs.missing_context = ps.missing_context;
   cs.overwritten = launches_->overwritten();
-  for (std::string& w : pipeline_->warnings()) out.warnings.push_back(std::move(w));
-  if (out.dropped_records)
-    out.warnings.push_back(std::to_string(out.dropped_records) +
-                           " GPU activity records were dropped (by CUPTI, or unread in scratch buffers "
-                           "while the buffer pool was exhausted): GPU times undercount");
-  if (const uint64_t refused = pool_->refused())
-    out.warnings.push_back(std::to_string(refused) + " CUPTI buffer requests refused (pool of " +
-                           std::to_string(config_.buffer_count) + " x " +
-                           std::to_string(pool_->buffer_bytes() >> 10) +
-                           " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped");
+  pipeline_->count_into(out.section);
+  out.section.count("dropped_records", out.dropped_records, [](uint64_t n) {
+    return std::to_string(n) +
+           " GPU activity records were dropped (by CUPTI, or unread in scratch buffers while the "
+           "buffer pool was exhausted): GPU times undercount";
+  });
+  out.section.count("buffer_requests_refused", pool_->refused(), [this](uint64_t n) {
+    return std::to_string(n) + " CUPTI buffer requests refused (pool of " +
+           std::to_string(config_.buffer_count) + " x " + std::to_string(pool_->buffer_bytes() >> 10) +
+           " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped";
+  });
   return out;
 }
 

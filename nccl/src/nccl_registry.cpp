@@ -143,43 +143,42 @@ core::CommSummary summary() {
   core::CommSummary out;
   Registry& r = reg();
   if (r.table == nullptr) return out;
-  if (const uint64_t n = g_missing_real.load(std::memory_order_relaxed)) {
-    out.warnings.push_back(std::to_string(n) +
-                           " NCCL call(s) found no NCCL function in the process and returned "
-                           "ncclSystemError; load the NCCL the program was built with");
-  }
+  core::Section& sec = out.section;
+  sec.count("missing_real", g_missing_real.load(std::memory_order_relaxed), [](uint64_t n) {
+    return std::to_string(n) +
+           " NCCL call(s) found no NCCL function in the process and returned ncclSystemError; "
+           "load the NCCL the program was built with";
+  });
   out.calls = r.table->snapshot();
   if (out.calls.comms.empty()) return out;
-  if (const uint64_t n = r.unregistered.load(std::memory_order_relaxed)) {
-    out.warnings.push_back(std::to_string(n) +
-                           " NCCL call(s) on a communicator whose size and rank could not be read "
-                           "were not counted");
-  }
-  if (const uint64_t n = pending_dropped()) {
-    out.warnings.push_back(std::to_string(n) +
-                           " NCCL call(s) launched later by NCCL's own thread could not wait for "
-                           "their kernel (queue full); some kernels may be linked to a later call");
-  }
+  sec.count("unregistered", r.unregistered.load(std::memory_order_relaxed), [](uint64_t n) {
+    return std::to_string(n) +
+           " NCCL call(s) on a communicator whose size and rank could not be read were not counted";
+  });
+  sec.count("pending_dropped", pending_dropped(), [](uint64_t n) {
+    return std::to_string(n) +
+           " NCCL call(s) launched later by NCCL's own thread could not wait for their kernel "
+           "(queue full); some kernels may be linked to a later call";
+  });
   uint64_t unnamed = 0;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
     unnamed = r.children_unnamed;
   }
-  if (unnamed > 0) {
-    out.warnings.push_back(std::to_string(unnamed) +
-                           " communicator(s) made by ncclCommSplit/Shrink were not used before " +
-                           std::to_string(kMaxPending) +
-                           " newer ones: their ids are per process, not the same on every rank");
-  }
-  if (out.calls.calls_without_communicator > 0) {
-    out.warnings.push_back(std::to_string(out.calls.calls_without_communicator) +
-                           " NCCL call(s) beyond the communicator table's capacity were not counted");
-  }
-  if (const uint64_t n = r.table->groups_lost()) {
-    out.warnings.push_back(std::to_string(n) +
-                           " NCCL group(s) could not be recorded (two threads raced for one slot); "
-                           "their kernels count for the group's first op");
-  }
+  sec.count("children_unnamed", unnamed, [](uint64_t n) {
+    return std::to_string(n) + " communicator(s) made by ncclCommSplit/Shrink were not used before " +
+           std::to_string(kMaxPending) +
+           " newer ones: their ids are per process, not the same on every rank";
+  });
+  sec.count("calls_without_communicator", out.calls.calls_without_communicator, [](uint64_t n) {
+    return std::to_string(n) +
+           " NCCL call(s) beyond the communicator table's capacity were not counted";
+  });
+  sec.count("groups_lost", r.table->groups_lost(), [](uint64_t n) {
+    return std::to_string(n) +
+           " NCCL group(s) could not be recorded (two threads raced for one slot); their kernels "
+           "count for the group's first op";
+  });
   return out;
 }
 

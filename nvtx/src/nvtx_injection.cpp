@@ -86,7 +86,8 @@ constexpr int kMaxOpen = 256;
 thread_local Open t_open[kMaxOpen];
 thread_local int t_depth = 0;
 thread_local int t_overflow = 0;  // pushes beyond kMaxOpen, not tracked
-std::atomic<uint64_t> g_overflows{0};  // all threads: nvtx::untracked_ranges()
+std::atomic<uint64_t> g_overflows{0};  // all threads: the section's untracked_ranges
+std::atomic<bool> g_injected{false};   // handlers were installed in some module
 
 // Ids handed out for start ranges of unrecorded domains: never a registry id.
 constexpr nvtxRangeId_t kUnrecordedRange = nvtxRangeId_t{1} << 63;
@@ -312,10 +313,19 @@ int inject(const Regions& regions, std::string_view domains, GetExportTable get_
       ok = 1;
     }
   }
+  if (ok) g_injected.store(true, std::memory_order_relaxed);
   errno = saved_errno;
   return ok;
 }
 
-uint64_t untracked_ranges() noexcept { return g_overflows.load(std::memory_order_relaxed); }
+core::Section section() {
+  core::Section out("nvtx");
+  if (!g_injected.load(std::memory_order_relaxed)) return out;
+  out.count("untracked_ranges", g_overflows.load(std::memory_order_relaxed), [](uint64_t n) {
+    return std::to_string(n) + " NVTX range(s) opened beyond " + std::to_string(kMaxOpen) +
+           " open on one thread were not recorded";
+  });
+  return out;
+}
 
 }  // namespace traintime::nvtx

@@ -21,7 +21,8 @@ ALLOWED: dict[str, set[str]] = {
     "cupti": {"core", "support"},
     "nccl": {"core", "support"},
     "nvtx": {"annotate", "core", "support"},
-    "preload": {"annotate", "core", "support", "cupti", "nccl", "nvtx"},
+    "null": {"core"},  # the template module: what the next API family copies
+    "preload": {"annotate", "core", "support", "cupti", "nccl", "nvtx", "null"},
     "tools": {"core"},  # traintime-report reads rank files through core's one reader
 }
 

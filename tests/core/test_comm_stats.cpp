@@ -294,8 +294,8 @@ TEST_CASE("without interposition NCCL kernels are found by name, bytes unknown",
   agg.ingest(nccl_kernel(100, 130, "ncclDevKernel_SendRecv"), none, Category::kBackward);
   agg.ingest(nccl_kernel(200, 220, "ncclDevKernel_SendRecv"), none, Category::kBackward);
   RankFile f = testing::gpu_rank_file(agg, name_of, 1);
-  CHECK(f.categories.at("comm").gpu_busy_ns == 100);
-  CHECK(f.categories.at("backward").count == 0);
+  CHECK(f.categories[Category::kComm].gpu_busy_ns == 100);
+  CHECK(f.categories[Category::kBackward].count == 0);
   const CommRow* ag = row(f, CommOp::kAllGather, 0);
   REQUIRE(ag != nullptr);
   CHECK(ag->calls == 1);
@@ -331,7 +331,7 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
   CHECK(recv->gpu_ns == 25);
   CHECK(send->calls == 1);
   CHECK(recv->calls == 1);
-  CHECK(f.categories.at("comm").gpu_busy_ns == 100);
+  CHECK(f.categories[Category::kComm].gpu_busy_ns == 100);
   REQUIRE(f.communicators.size() == 1);
   CHECK(f.communicators[0].ops_completed == 2);
   CHECK(f.communicators[0].recent.size() == 2);

@@ -90,12 +90,12 @@ TEST_CASE("step breakdown: overlapped and exposed comm, io and idle on one devic
   CHECK(t.compute_sum_ns == 180);
   CHECK(t.comm_sum_ns == 100);
   CHECK(t.io_sum_ns == 50);
-  CHECK(f.categories.at("forward").gpu_busy_ns == 100);
-  CHECK(f.categories.at("backward").gpu_busy_ns == 80);
-  CHECK(f.categories.at("comm").gpu_busy_ns == 100);
-  CHECK(f.categories.at("comm").count == 1);
-  CHECK(f.categories.at("io").gpu_busy_ns == 50);
-  CHECK(f.categories.at("unattributed").count == 0);
+  CHECK(f.categories[Category::kForward].gpu_busy_ns == 100);
+  CHECK(f.categories[Category::kBackward].gpu_busy_ns == 80);
+  CHECK(f.categories[Category::kComm].gpu_busy_ns == 100);
+  CHECK(f.categories[Category::kComm].count == 1);
+  CHECK(f.categories[Category::kIo].gpu_busy_ns == 50);
+  CHECK(f.categories[Category::kUnattributed].count == 0);
   CHECK_FALSE(f.steps.partial_final_step);
 }
 
@@ -117,9 +117,9 @@ TEST_CASE("busy time is a union: overlapping streams of one category count once"
                    {kern(0, 100, 1, Category::kForward, 0, 1), kern(50, 150, 1, Category::kForward, 0, 2),
                     kern(60, 70, 1, Category::kForward, 0, 3)},
                    1);
-  CHECK(f.categories.at("forward").gpu_busy_ns == 150);
-  CHECK(f.categories.at("forward").gpu_sum_ns == 210);
-  CHECK(f.categories.at("forward").count == 3);
+  CHECK(f.categories[Category::kForward].gpu_busy_ns == 150);
+  CHECK(f.categories[Category::kForward].gpu_sum_ns == 210);
+  CHECK(f.categories[Category::kForward].count == 3);
   CHECK(f.steps.totals.idle_ns == 0);
 }
 
@@ -130,7 +130,7 @@ TEST_CASE("devices are broken down separately and summed", "[aggregator]") {
   GpuAggregator agg;
   RankFile f = run(agg, acts, 1);
   // device 0: busy 200 in span [0,400) → idle 200; device 1: busy 30, idle 0.
-  CHECK(f.categories.at("forward").gpu_busy_ns == 230);
+  CHECK(f.categories[Category::kForward].gpu_busy_ns == 230);
   CHECK(f.steps.totals.idle_ns == 200);
   REQUIRE(f.steps.detail.size() == 1);
   CHECK(f.steps.detail[0].span_ns == 430);
@@ -149,7 +149,7 @@ TEST_CASE("steps are broken down separately: the gap between steps is not idle",
   CHECK(f.steps.detail[1].index == 1);
   CHECK(f.steps.detail[1].totals.gpu_busy_ns == 150);
   CHECK(f.steps.detail[1].totals.idle_ns == 50);
-  CHECK(f.steps.detail[1].busy_ns_by_category.at("forward") == 150);
+  CHECK(f.steps.detail[1].busy_ns_by_category[Category::kForward] == 150);
 }
 
 TEST_CASE("work launched after the last tt_step is a partial final step, still in totals",
@@ -160,7 +160,7 @@ TEST_CASE("work launched after the last tt_step is a partial final step, still i
                    2);
   CHECK(f.steps.partial_final_step);
   CHECK(f.steps.totals.gpu_busy_ns == 170);
-  CHECK(f.categories.at("unattributed").gpu_busy_ns == 10);
+  CHECK(f.categories[Category::kUnattributed].gpu_busy_ns == 10);
   REQUIRE(f.steps.detail.size() == 3);
   CHECK_FALSE(f.steps.detail[1].partial);
   CHECK(f.steps.detail[2].partial);
@@ -197,9 +197,9 @@ TEST_CASE("records of a folded step arrive late: counted once as isolated interv
   CHECK(agg.late_records() == 1);
   RankFile f = testing::gpu_rank_file(agg, name_of, 3);
   // Exact union would be 350; the late record is counted whole: 300 + 100.
-  CHECK(f.categories.at("forward").gpu_busy_ns == 400);
-  CHECK(f.categories.at("forward").gpu_sum_ns == 400);  // raw sums stay exact
-  CHECK(f.categories.at("forward").count == 4);
+  CHECK(f.categories[Category::kForward].gpu_busy_ns == 400);
+  CHECK(f.categories[Category::kForward].gpu_sum_ns == 400);  // raw sums stay exact
+  CHECK(f.categories[Category::kForward].count == 4);
   CHECK(std::any_of(f.warnings.begin(), f.warnings.end(),
                     [](const std::string& w) { return w.find("arrived after") != std::string::npos; }));
 }
@@ -261,10 +261,10 @@ TEST_CASE("region rows: busy, sum, per-entry span, kernels and category split", 
   CHECK(r.gpu_busy_ns == 15 + 10 + 5 + 60);  // [0,15) [30,40) [100,105) [200,260)
   // entry 1001: [0,40) = 40; entry 2002: [100,260) = 160
   CHECK(r.gpu_span_ns == 200);
-  CHECK(r.by_category.at("forward").gpu_busy_ns == 30);
-  CHECK(r.by_category.at("forward").count == 4);
-  CHECK(r.by_category.at("comm").gpu_busy_ns == 60);
-  CHECK(r.by_category.count("backward") == 0);
+  CHECK(r.by_category[Category::kForward].gpu_busy_ns == 30);
+  CHECK(r.by_category[Category::kForward].count == 4);
+  CHECK(r.by_category[Category::kComm].gpu_busy_ns == 60);
+  CHECK(!r.by_category.has(Category::kBackward));
 }
 
 TEST_CASE("regions with GPU work only are appended with their category", "[aggregator]") {
@@ -370,7 +370,7 @@ TEST_CASE("memcpy is broken down by direction with bytes and time", "[aggregator
   CHECK(f.memcpy.at("DtoD").gpu_ns == 1);
   CHECK(f.memcpy.at("PtoP").count == 1);
   CHECK(f.memcpy.count("Other") == 0);
-  CHECK(f.categories.at("io").gpu_busy_ns == 46);
+  CHECK(f.categories[Category::kIo].gpu_busy_ns == 46);
 }
 
 TEST_CASE("a batched memcpy record counts every copy it stands for", "[aggregator]") {
@@ -381,7 +381,7 @@ TEST_CASE("a batched memcpy record counts every copy it stands for", "[aggregato
   CHECK(f.memcpy.at("HtoD").count == 4);
   CHECK(f.memcpy.at("HtoD").bytes == 3 * 1024 + 100);
   CHECK(f.memcpy.at("HtoD").gpu_ns == 60);
-  CHECK(f.categories.at("io").count == 2);  // activities, not copies
+  CHECK(f.categories[Category::kIo].count == 2);  // activities, not copies
 }
 
 TEST_CASE("dropped records are reported", "[aggregator]") {
@@ -438,7 +438,7 @@ TEST_CASE("kernel name cap keeps attribution and groups the rest", "[aggregator]
     acts.push_back(kern(i * 10, i * 10 + 5, 1, Category::kForward, 0, 1, names[i]));
   RankFile f = run(agg, acts, 1);
   CHECK(agg.footprint().kernel_names == 4);
-  CHECK(f.categories.at("comm").count == 1);  // still recognised past the cap
+  CHECK(f.categories[Category::kComm].count == 1);  // still recognised past the cap
   const RegionRow* r = region(f, "path1");
   REQUIRE(r != nullptr);
   CHECK(std::any_of(r->top_kernels.begin(), r->top_kernels.end(),
@@ -487,8 +487,8 @@ TEST_CASE("zero-sized open window still terminates and stays exact for in-order 
   CHECK(agg.footprint().open_records == 0);
   // Step 0 was folded record by record as segments: the overlap [50,100) across the cut is
   // counted twice (documented), so busy is 100 + 100 + 100.
-  CHECK(f.categories.at("forward").gpu_sum_ns == 300);
-  CHECK(f.categories.at("forward").gpu_busy_ns == 300);
+  CHECK(f.categories[Category::kForward].gpu_sum_ns == 300);
+  CHECK(f.categories[Category::kForward].gpu_busy_ns == 300);
   CHECK(f.steps.totals.idle_ns == 0);
 }
 

@@ -42,7 +42,7 @@ TEST_CASE("in_flight lists what was enqueued and not completed, only when GPU ca
   for (uint64_t i = 1; i <= 9; ++i) table.on_call(c, CommOp::kAllReduce, 1024, table.next_seq(c));
   comm.calls = table.snapshot();
   GpuSummary gpu;
-  gpu.capture = "cupti";
+  gpu.capture = GpuCapture::kCupti;
   gpu.rings.push_back({c, 7, {}});
   const RankFile f = build_rank_file(Identity{}, CpuSummary{}, gpu, comm);
   REQUIRE(f.communicators.size() == 1);

@@ -21,7 +21,7 @@ RankFile slot_file(uint64_t steps) {
   f.job_id = "job-7";
   f.rank = 1;
   f.world_size = 2;
-  f.role = "rank";
+  f.role = Role::kRank;
   f.host = "node3";
   f.pid = 4242;
   f.snapshot = true;

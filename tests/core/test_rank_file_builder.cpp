@@ -2,6 +2,7 @@
 // is worked out by hand from the inputs written in the test.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
 #include <tuple>
 
@@ -178,20 +179,53 @@ TEST_CASE("every category and the four standard copy kinds are always present", 
   const RankFile f = build_rank_file({}, {}, {}, {});
   CHECK(f.categories.size() == kCategoryCount);
   for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP"}) CHECK(f.memcpy.count(k) == 1);
-  CHECK(f.gpu_capture == "none");
+  CHECK(f.gpu_capture == GpuCapture::kNone);
 }
 
-TEST_CASE("identity, CPU, GPU and NCCL warnings come in that order", "[builder]") {
+TEST_CASE("identity, module, CPU, GPU and NCCL warnings come in that order", "[builder]") {
   Identity id;
   id.warnings = {"config"};
   CpuSummary cpu;
-  cpu.warnings = {"cpu"};
+  cpu.section.note("cpu");
   GpuSummary gpu;
-  gpu.warnings = {"gpu"};
+  gpu.section.note("gpu");
   CommSummary comm;
-  comm.warnings = {"nccl"};
-  const RankFile f = build_rank_file(id, cpu, gpu, comm);
-  CHECK(f.warnings == std::vector<std::string>{"config", "cpu", "gpu", "nccl"});
+  comm.section.note("nccl");
+  Section a("a"), b("b");
+  a.note("module a");
+  b.note("module b");
+  const RankFile f = build_rank_file(id, cpu, gpu, comm, {a, b});
+  CHECK(f.warnings ==
+        std::vector<std::string>{"config", "module a", "module b", "cpu", "gpu", "nccl"});
+}
+
+TEST_CASE("each section's counters land under its module's name; its warnings are formatted "
+          "from them", "[builder][sections]") {
+  CpuSummary cpu;
+  cpu.section.count("unbalanced_pops", 2, [](uint64_t n) { return std::to_string(n) + " pops"; });
+  GpuSummary gpu;
+  gpu.section.count("dropped_records", 0, [](uint64_t n) { return std::to_string(n) + " dropped"; });
+  Section nvtx("nvtx");
+  nvtx.count("untracked_ranges", 44, [](uint64_t n) { return std::to_string(n) + " untracked"; });
+  Section quiet("quiet");  // counted nothing: no entry
+  const RankFile f = build_rank_file({}, cpu, gpu, {}, {nvtx, quiet});
+  CHECK(f.modules.size() == 3);
+  CHECK(f.modules.at("annotations").counters == std::map<std::string, uint64_t>{{"unbalanced_pops", 2}});
+  CHECK(f.modules.at("cupti").counters == std::map<std::string, uint64_t>{{"dropped_records", 0}});
+  CHECK(f.modules.at("nvtx").counters == std::map<std::string, uint64_t>{{"untracked_ranges", 44}});
+  CHECK(f.modules.count("nccl") == 0);
+  CHECK(f.modules.count("quiet") == 0);
+  // A counter at zero has no warning; the others have exactly one each.
+  CHECK(f.warnings == std::vector<std::string>{"44 untracked", "2 pops"});
+}
+
+TEST_CASE("two sections of one name add up key by key", "[builder][sections]") {
+  Section a("x"), b("x");
+  a.count("k", 3);
+  b.count("k", 4);
+  b.count("j", 1);
+  const RankFile f = build_rank_file({}, {}, {}, {}, {a, b});
+  CHECK(f.modules.at("x").counters == std::map<std::string, uint64_t>{{"j", 1}, {"k", 7}});
 }
 
 TEST_CASE("the output depends on the summaries only, not on the order they were made",

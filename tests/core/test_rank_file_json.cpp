@@ -11,10 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 
+#include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/core/region_registry.h"
+#include "traintime/core/section.h"
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -47,19 +51,21 @@ RankFile full_rank_file() {
   f.job_id = "123456";
   f.rank = 3;
   f.world_size = 8;
-  f.role = "aux";
+  f.role = Role::kAux;
   f.host = "node-17";
   f.pid = 4242;
   f.snapshot = true;
   f.exit_reason = "signal SIGTERM";
-  f.gpu_capture = "cupti";
+  f.gpu_capture = GpuCapture::kCupti;
   f.gpu_capture_reason = "CUPTI 13.0.1 loaded from /usr/local/cuda/lib64";
   f.gpu_records_complete = false;  // a snapshot
   f.start_unix_ns = 1763793120000000000ull;
   f.end_unix_ns = 1763793180000000000ull;
+  f.modules["cupti"].counters = {{"dropped_records", 7}, {"missing_context", 0}};
+  f.modules["nvtx"].counters = {{"untracked_ranges", 44}};
   uint64_t n = 10;
   for (std::string_view name : kCategoryNames) {
-    f.categories[std::string(name)] = {n, n + 1, n + 2};
+    f.categories.set(*category_from_name(name)) = {n, n + 1, n + 2};
     n += 10;
   }
 
@@ -74,8 +80,8 @@ RankFile full_rank_file() {
   r.gpu_sum_ns = 4500000;
   r.gpu_span_ns = 4800000;
   r.kernels = 300;
-  r.by_category["forward"] = {3000000, 3200000, 250};
-  r.by_category["comm"] = {1000000, 1300000, 50};
+  r.by_category.set(Category::kForward) = {3000000, 3200000, 250};
+  r.by_category.set(Category::kComm) = {1000000, 1300000, 50};
   r.top_kernels.push_back({"ampere_sgemm_128x64_tn", 200, 2500000});
   r.top_kernels.push_back({"void at::native::vectorized_elementwise_kernel<4>", 100, 700000});
   f.regions.push_back(r);
@@ -106,7 +112,8 @@ RankFile full_rank_file() {
   d.span_ns = 99000000;
   d.partial = true;
   d.totals = step_totals(2000);
-  d.busy_ns_by_category = {{"forward", 30000000}, {"io", 1000000}};
+  d.busy_ns_by_category.set(Category::kForward) = 30000000;
+  d.busy_ns_by_category.set(Category::kIo) = 1000000;
   f.steps.detail.push_back(d);
 
   CommRow c;
@@ -178,11 +185,10 @@ void check_same(const RankFile& a, const RankFile& b) {
   CHECK(a.start_unix_ns == b.start_unix_ns);
   CHECK(a.end_unix_ns == b.end_unix_ns);
 
-  REQUIRE(a.categories.size() == b.categories.size());
-  for (const auto& [name, t] : a.categories) {
-    INFO("category " << name);
-    REQUIRE(b.categories.count(name) == 1);
-    check_totals(t, b.categories.at(name));
+  REQUIRE(a.categories.listed == b.categories.listed);
+  for (std::size_t c = 0; c < kCategoryCount; ++c) {
+    INFO("category " << kCategoryNames[c]);
+    check_totals(a.categories[static_cast<Category>(c)], b.categories[static_cast<Category>(c)]);
   }
 
   REQUIRE(a.regions.size() == b.regions.size());
@@ -200,10 +206,10 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(x.gpu_sum_ns == y.gpu_sum_ns);
     CHECK(x.gpu_span_ns == y.gpu_span_ns);
     CHECK(x.kernels == y.kernels);
-    REQUIRE(x.by_category.size() == y.by_category.size());
-    for (const auto& [name, t] : x.by_category) {
-      REQUIRE(y.by_category.count(name) == 1);
-      check_totals(t, y.by_category.at(name));
+    REQUIRE(x.by_category.listed == y.by_category.listed);
+    for (std::size_t c = 0; c < kCategoryCount; ++c) {
+      INFO("category " << kCategoryNames[c]);
+      check_totals(x.by_category[static_cast<Category>(c)], y.by_category[static_cast<Category>(c)]);
     }
     REQUIRE(x.top_kernels.size() == y.top_kernels.size());
     for (std::size_t k = 0; k < x.top_kernels.size(); ++k) {
@@ -303,6 +309,7 @@ void check_same(const RankFile& a, const RankFile& b) {
   CHECK(a.capture_stats.graph_node_context == b.capture_stats.graph_node_context);
   CHECK(a.capture_stats.missing_context == b.capture_stats.missing_context);
   CHECK(a.capture_stats.overwritten == b.capture_stats.overwritten);
+  CHECK(a.modules == b.modules);
   CHECK(a.warnings == b.warnings);
 }
 
@@ -417,6 +424,50 @@ TEST_CASE("an empty rank file still has every category and memcpy key, all zero"
   CHECK(j.at("regions") == json::array());
   CHECK(j.at("comm") == json::array());
   CHECK(j.at("warnings") == json::array());
+  CHECK_FALSE(j.contains("modules"));  // only when some module counted something
+}
+
+TEST_CASE("module counters are written per module as {key: count}", "[rank_file][sections]") {
+  const json j = rank_file_to_json(full_rank_file());
+  CHECK(j.at("modules") == json{{"cupti", {{"counters", {{"dropped_records", 7}, {"missing_context", 0}}}}},
+                                {"nvtx", {{"counters", {{"untracked_ranges", 44}}}}}});
+}
+
+TEST_CASE("rank files with and without module counters both read", "[rank_file][sections]") {
+  json j = rank_file_to_json(full_rank_file());
+  REQUIRE(rank_file_from_json(j).modules.at("nvtx").counters.at("untracked_ranges") == 44);
+  // A module without counters, a module from the future with fields of its own.
+  j["modules"]["nvml"] = json::object();
+  j["modules"]["nvml2"] = {{"counters", {{"x", 1}}}, {"devices", {1, 2}}};
+  const RankFile with = rank_file_from_json(j);
+  CHECK(with.modules.at("nvml").counters.empty());
+  CHECK(with.modules.at("nvml2").counters == std::map<std::string, uint64_t>{{"x", 1}});
+  // An older writer: no modules at all.
+  j.erase("modules");
+  CHECK(rank_file_from_json(j).modules.empty());
+}
+
+TEST_CASE("a mistyped module counter is refused naming its path", "[rank_file][sections]") {
+  json j = rank_file_to_json(full_rank_file());
+  j["modules"]["nvtx"]["counters"]["untracked_ranges"] = -1;
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("\"modules.nvtx.counters.untracked_ranges\" must be an unsigned integer"));
+  j["modules"]["nvtx"] = 3;
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("\"modules.nvtx\" must be an object"));
+}
+
+TEST_CASE("role and gpu_capture read back as enums; other values are refused", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  CHECK(rank_file_from_json(j).role == Role::kAux);
+  CHECK(rank_file_from_json(j).gpu_capture == GpuCapture::kCupti);
+  j["gpu_capture"] = "unavailable";
+  CHECK(rank_file_from_json(j).gpu_capture == GpuCapture::kUnavailable);
+  j["gpu_capture"] = "CUPTI";
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("\"gpu_capture\" must be"));
+  j["gpu_capture"] = "none";
+  j["role"] = "worker";
+  CHECK_THROWS_WITH(rank_file_from_json(j),
+                    Catch::Contains("field \"role\" must be \"rank\" or \"aux\" (got \"worker\")"));
 }
 
 TEST_CASE("rank file round-trips every field through JSON", "[rank_file]") {
@@ -443,11 +494,30 @@ TEST_CASE("rank file written before the recompute category still reads, recomput
   REQUIRE(j.at("categories").contains("recompute"));
   j["categories"].erase("recompute");
   const RankFile back = rank_file_from_json(j);
-  REQUIRE(back.categories.count("recompute") == 1);
-  CHECK(back.categories.at("recompute").gpu_busy_ns == 0);
-  CHECK(back.categories.at("recompute").count == 0);
-  CHECK(back.categories.at("forward").gpu_busy_ns == full_rank_file().categories.at("forward").gpu_busy_ns);
-  CHECK(read_through_report_reader(j).categories.at("recompute").gpu_busy_ns == 0);
+  REQUIRE(back.categories.has(Category::kRecompute));
+  CHECK(back.categories[Category::kRecompute].gpu_busy_ns == 0);
+  CHECK(back.categories[Category::kRecompute].count == 0);
+  CHECK(back.categories[Category::kForward].gpu_busy_ns == full_rank_file().categories[Category::kForward].gpu_busy_ns);
+  CHECK(read_through_report_reader(j).categories[Category::kRecompute].gpu_busy_ns == 0);
+}
+
+TEST_CASE("a category from a newer writer is read and left out; the known ones keep their values",
+          "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  j["categories"]["dataloader"] = {{"gpu_busy_ns", 5}, {"gpu_sum_ns", 5}, {"count", 1}};
+  const RankFile back = rank_file_from_json(j);
+  CHECK(back.categories == full_rank_file().categories);
+  // A region's own list is checked: an unknown name there is refused, naming the field.
+  j["regions"][0]["by_category"]["dataloader"] = {{"gpu_busy_ns", 5}, {"gpu_sum_ns", 5}, {"count", 1}};
+  CHECK_THROWS_WITH(rank_file_from_json(j), Catch::Contains("unknown category \"dataloader\""));
+}
+
+TEST_CASE("a region lists only the categories of its work", "[rank_file]") {
+  const json j = rank_file_to_json(full_rank_file());
+  CHECK(j.at("regions")[0].at("by_category").size() == 2);
+  const RankFile back = rank_file_from_json(j);
+  CHECK(back.regions[0].by_category.has(Category::kComm));
+  CHECK_FALSE(back.regions[0].by_category.has(Category::kBackward));
 }
 
 TEST_CASE("rank file written before HFU still reads, HFU unknown and MFU kept", "[rank_file][hfu]") {
@@ -731,7 +801,7 @@ void collect_keys(const json& j, std::set<std::string>& keys, bool keys_are_data
     for (const auto& [k, v] : j.items()) {
       if (!keys_are_data) keys.insert(k);
       const bool map_valued = k == "categories" || k == "by_category" || k == "memcpy" ||
-                              k == "busy_ns_by_category";
+                              k == "busy_ns_by_category" || k == "modules" || k == "counters";
       collect_keys(v, keys, map_valued);
     }
   }
@@ -747,6 +817,22 @@ TEST_CASE("docs/schema.md documents every field the writer emits", "[rank_file][
   for (const std::string& k : keys) {
     INFO("field " << k);
     CHECK(doc.find("`" + k + "`") != std::string::npos);
+  }
+}
+
+TEST_CASE("docs/schema.md lists every counter the annotation and GPU sections write",
+          "[rank_file][doc][sections]") {
+  const std::string doc = schema_doc();
+  const RegionRegistry registry;
+  const GpuAggregator aggregator;
+  const std::vector<Section> sections = {registry.summary().section, aggregator.summary(0).section};
+  for (const Section& s : sections) {
+    CHECK(doc.find("| `" + std::string(s.name) + "` |") != std::string::npos);
+    CHECK_FALSE(s.counters.counters.empty());
+    for (const auto& [key, count] : s.counters.counters) {
+      INFO(s.name << " counter " << key);
+      CHECK(doc.find("`" + key + "`") != std::string::npos);
+    }
   }
 }
 

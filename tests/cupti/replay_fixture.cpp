@@ -112,10 +112,10 @@ int main(int argc, char** argv) {
 
   const uint64_t steps = fx.at("steps_completed").get<uint64_t>();
   core::GpuSummary gpu = aggregator.summary(steps);
-  gpu.capture = "cupti";
+  gpu.capture = core::GpuCapture::kCupti;
   gpu.capture_reason =
       "replay of " + dir + " (recorded with " + fx.at("cupti_path").get<std::string>() + ")";
-  for (std::string& w : pipeline.warnings()) gpu.warnings.push_back(std::move(w));
+  pipeline.count_into(gpu.section);
   const core::RankFile f = tc::gpu_rank_file(gpu, steps, [&](core::PathId p) {
     auto it = paths.find(p);
     return it == paths.end() ? std::string() : it->second.first;

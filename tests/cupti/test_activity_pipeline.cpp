@@ -76,9 +76,13 @@ TEST_CASE("a record without a launch context is counted and left unattributed", 
   const core::LaunchContext c = f.pipeline.join(record(12345));
   CHECK(c.path == core::kNoPath);
   CHECK(f.pipeline.stats().missing_context == 1);
-  // The rank file's warnings say so.
-  REQUIRE(f.pipeline.warnings().size() == 1);
-  CHECK(f.pipeline.warnings()[0].find("no launch context") != std::string::npos);
+  // The GPU section counts it, and its warning says so.
+  core::Section s("cupti");
+  f.pipeline.count_into(s);
+  CHECK(s.counters.counters.at("missing_context") == 1);
+  CHECK(s.counters.counters.at("overwritten") == 0);
+  REQUIRE(s.warnings.size() == 1);
+  CHECK(s.warnings[0].find("no launch context") != std::string::npos);
 }
 
 TEST_CASE("clones of a destroyed graph exec stay until their room is needed; the source graph's "

@@ -110,6 +110,9 @@ def test_nvtx_ranges_nested_beyond_the_limit_are_counted_not_lost_silently(build
     c = Checks()
     c.check(any(w.startswith("44 NVTX range(s) opened beyond 256") for w in rf["warnings"]),
             f"no warning counting the 44 untracked ranges: {rf['warnings']}")
+    # The same number as NVTX's typed counter, which the report can sum across ranks.
+    nvtx = rf.get("modules", {}).get("nvtx", {}).get("counters", {})
+    c.check(nvtx == {"untracked_ranges": 44}, f"NVTX's section: {rf.get('modules')}")
     rows = {row["path"]: row for row in rf["regions"]}
     c.check(rows.get("after", {}).get("count") == 1, f"the pops did not balance: {sorted(rows)[:5]}")
     c.done()

@@ -228,6 +228,12 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
             want = sum(v["count"] for v in truth["categories"].values())
             dropped = rf.get("dropped_records", 0)
             c.check(dropped > 0, f"{where}: dropped_records is {dropped} with SIMGPU_DROP_EVERY={mode.drop_every}")
+            # The same number as the GPU section's typed counter, which the warning states.
+            section = rf.get("modules", {}).get("cupti", {}).get("counters", {})
+            c.check(section.get("dropped_records") == dropped,
+                    f"{where}: modules.cupti.counters {section} does not count the {dropped} dropped records")
+            c.check(any(w.startswith(f"{dropped} GPU activity records were dropped") for w in rf["warnings"]),
+                    f"{where}: no warning states the {dropped} dropped records: {rf['warnings']}")
             c.check(counted + dropped == want,
                     f"{where}: {counted} activities counted + {dropped} dropped != {want} in the truth")
             continue

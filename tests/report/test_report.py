@@ -383,6 +383,21 @@ def test_unknown_newer_fields_are_ignored(build_dir: Path, tmp_path: Path) -> No
     assert proc.returncode == 0 and s["ranks"] == 3 and s["problems"] == [], proc.stderr
 
 
+def test_files_with_and_without_module_counters_are_one_job(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "job")
+    # Rank 0 from a writer with module sections, rank 1 from an older one (the goldens have none),
+    # rank 2 with a counter that is not a count: refused, naming the field.
+    edit(d / "rank-00000.json", lambda j: j.update(modules={
+        "nvtx": {"counters": {"untracked_ranges": 44}}, "nccl": {"counters": {"missing_real": 0}},
+        "nvml": {}}))
+    edit(d / "rank-00002.json", lambda j: j.update(modules={"nvtx": {"counters": {"untracked_ranges": "44"}}}))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert s["ranks"] == 2, s["problems"]
+    (p,) = s["problems"]
+    assert p["file"].endswith("rank-00002.json") and "modules.nvtx.counters.untracked_ranges" in p["problem"], p
+
+
 def test_ten_thousand_files_one_huge(build_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "big"
     d.mkdir()

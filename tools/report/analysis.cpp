@@ -70,7 +70,7 @@ StepView step_view(const Job& job) {
       span.push_back(ms(d.totals.gpu_busy_ns + d.totals.idle_ns));
       busy.push_back(ms(d.totals.gpu_busy_ns));
       compute.push_back(ms(d.totals.compute_ns));
-      recompute.push_back(i < r.recompute_ns.size() ? ms(r.recompute_ns[i]) : 0.0);
+      recompute.push_back(ms(d.busy_ns_by_category[core::Category::kRecompute]));
       comm.push_back(ms(d.totals.comm_ns));
       exposed.push_back(ms(d.totals.exposed_comm_ns));
       io.push_back(ms(d.totals.io_ns));
@@ -657,9 +657,7 @@ Report analyze(const Job& job) {
     v.tflops = f.steps.tflops;
     v.mfu = f.steps.mfu;
     v.hfu = f.steps.hfu;
-    if (const auto rc = f.categories.find(std::string(core::category_name(core::Category::kRecompute)));
-        rc != f.categories.end())
-      v.recompute_ms = ms(rc->second.gpu_busy_ns) / n;
+    v.recompute_ms = ms(f.categories[core::Category::kRecompute].gpu_busy_ns) / n;
     if (v.recompute_ms > 0) rep.has_recompute = true;
     v.device = f.device_name;
     v.dropped_records = f.dropped_records;
@@ -679,8 +677,7 @@ Report analyze(const Job& job) {
     idle += static_cast<double>(t.idle_ns);
     comm += static_cast<double>(t.comm_ns);
     compute += static_cast<double>(t.compute_ns);
-    const auto un = f.categories.find("unattributed");
-    if (un != f.categories.end()) unattributed += static_cast<double>(un->second.gpu_busy_ns);
+    unattributed += static_cast<double>(f.categories[core::Category::kUnattributed].gpu_busy_ns);
 
     rep.warmup = std::max(rep.warmup, f.steps.warmup);
     rep.steps_max = std::max(rep.steps_max, f.steps.count);
@@ -688,7 +685,7 @@ Report analyze(const Job& job) {
     if (f.dropped_records) rep.ranks_dropping.push_back(f.rank);
     if (!f.gpu_records_complete) rep.incomplete_ranks.push_back(f.rank);
     for (const std::string& w : f.warnings) warnings.add(w, f.rank);
-    ++capture[f.gpu_capture + (f.gpu_capture_reason.empty() ? "" : " (" + f.gpu_capture_reason + ")")];
+    ++capture[std::string(core::gpu_capture_name(f.gpu_capture)) + (f.gpu_capture_reason.empty() ? "" : " (" + f.gpu_capture_reason + ")")];
 
     if (f.steps.samples_per_s > 0 || f.steps.tokens_per_s > 0) {
       ++rep.throughput.ranks_with_rates;
@@ -734,13 +731,12 @@ Report analyze(const Job& job) {
   rep.unattributed_pct = busy > 0 ? unattributed / busy * 100 : 0;
   for (const auto& [line, n] : capture) rep.capture.push_back(line + ": " + std::to_string(n) + " rank(s)");
 
-  for (std::string_view name : core::kCategoryNames) {
+  for (std::size_t i = 0; i < core::kCategoryCount; ++i) {
+    const auto cat = static_cast<core::Category>(i);
     CategoryView c;
-    c.name = std::string(name);
-    for (const RankInput& r : job.ranks) {
-      const auto it = r.data.categories.find(c.name);
-      c.busy_ms.add(it == r.data.categories.end() ? 0 : ms(it->second.gpu_busy_ns) / steps_of(r.data), r.data.rank);
-    }
+    c.name = std::string(core::category_name(cat));
+    for (const RankInput& r : job.ranks)
+      c.busy_ms.add(ms(r.data.categories[cat].gpu_busy_ns) / steps_of(r.data), r.data.rank);
     rep.categories.push_back(c);
   }
 

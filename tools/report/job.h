@@ -62,9 +62,6 @@ struct Problem {
 struct RankInput {
   std::string file;  // path of the rank file
   core::RankFile data;  // regions moved into Job::regions, their top_kernels into Job::kernels
-  // GPU busy ns in the recompute category, one per data.steps.detail row (whose
-  // busy_ns_by_category the loader drops); empty when no row has any.
-  std::vector<uint64_t> recompute_ns;
 };
 
 struct Job {

@@ -72,7 +72,6 @@ std::string human_bytes(uint64_t b) {
 
 struct Parsed {
   std::optional<core::RankFile> file;
-  std::vector<uint64_t> recompute_ns;  // per steps.detail row, kept by compact()
   std::string error;  // without the leading "path: "
   std::string record;  // the record it was read from, when parse_input chose the record
 };
@@ -125,22 +124,13 @@ Parsed parse_input(const Input& in, uint64_t max_bytes) {
   return file;
 }
 
-// Kept per rank: what the cross-rank views need (step rows, rings, each row's recompute time);
-// the rest is dropped so memory stays near the merged aggregates. Done on the thread that parsed
-// the file, while its memory is warm and in parallel with the other files.
-std::vector<uint64_t> compact(core::RankFile& f) {
-  static const std::string recompute(core::category_name(core::Category::kRecompute));
-  std::vector<uint64_t> recompute_ns;
-  for (std::size_t i = 0; i < f.steps.detail.size(); ++i) {
-    std::map<std::string, uint64_t>& by_category = f.steps.detail[i].busy_ns_by_category;
-    const auto rc = by_category.find(recompute);
-    if (rc != by_category.end() && rc->second > 0) {
-      recompute_ns.resize(f.steps.detail.size());
-      recompute_ns[i] = rc->second;
-    }
-    std::map<std::string, uint64_t>().swap(by_category);
-  }
-  return recompute_ns;
+// Kept per rank: what the cross-rank views need (step rows, rings); the rest is dropped so
+// memory stays near the merged aggregates. Done on the thread that parsed the file, while its
+// memory is warm and in parallel with the other files.
+void compact(core::RankFile& f) {
+  // The module counters are read (and checked) but no view uses them yet: each warning that
+  // states one is grouped with the warnings.
+  std::map<std::string, core::ModuleCounters>().swap(f.modules);
 }
 
 // What is kept of one job while the files stream in.
@@ -182,10 +172,10 @@ void merge_regions(JobAcc& acc, core::RankFile& f) {
   f.regions.shrink_to_fit();
 }
 
-void accept(JobAcc& acc, const std::string& path, core::RankFile&& f, std::vector<uint64_t>&& recompute_ns) {
+void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.files.push_back(path);
-  if (f.role != "rank") {
-    acc.aux_files.push_back(path + " (role " + f.role + ", rank " + std::to_string(f.rank) +
+  if (f.role != core::Role::kRank) {
+    acc.aux_files.push_back(path + " (role " + std::string(core::role_name(f.role)) + ", rank " + std::to_string(f.rank) +
                             ", pid " + std::to_string(f.pid) + ", host " + f.host + ")");
     return;
   }
@@ -204,7 +194,7 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f, std::vecto
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
   merge_regions(acc, f);
-  acc.ranks.push_back({path, std::move(f), std::move(recompute_ns)});
+  acc.ranks.push_back({path, std::move(f)});
 }
 
 class Progress {
@@ -340,7 +330,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
         i = claimed++;
       }
       Parsed p = parse_input(inputs[i], options.max_file_bytes);
-      if (p.file) p.recompute_ns = compact(*p.file);
+      if (p.file) compact(*p.file);
       {
         std::lock_guard<std::mutex> lock(mu);
         slots[i % slots.size()] = std::move(p);
@@ -370,7 +360,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
                                         *options.job + "); left out"});
     } else {
       const std::string id = p.file->job_id;
-      accept(jobs[id], path, std::move(*p.file), std::move(p.recompute_ns));
+      accept(jobs[id], path, std::move(*p.file));
     }
     progress.update(i + 1);
   }

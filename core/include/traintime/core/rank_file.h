@@ -3,9 +3,13 @@
 // the "traintime/1" JSON and back. Every *_ns is nanoseconds; every *_gbps is 1e9 bytes/s.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "traintime/core/activity.h"
@@ -19,6 +23,9 @@ struct CategoryTotals {
   uint64_t gpu_busy_ns = 0;  // measure of the union of the category's intervals, per device
   uint64_t gpu_sum_ns = 0;   // raw sum of durations
   uint64_t count = 0;        // activities
+  bool operator==(const CategoryTotals& o) const {
+    return gpu_busy_ns == o.gpu_busy_ns && gpu_sum_ns == o.gpu_sum_ns && count == o.count;
+  }
 };
 
 struct KernelStat {
@@ -43,7 +50,7 @@ struct RegionGpu {
   uint64_t gpu_sum_ns = 0;
   uint64_t gpu_span_ns = 0;  // sum over entries of [first start, last end] of its GPU work
   uint64_t kernels = 0;      // kernel count
-  std::map<std::string, CategoryTotals> by_category;
+  ByCategory<CategoryTotals> by_category;  // only the categories of this region's work
   std::vector<KernelStat> top_kernels;
 };
 
@@ -99,7 +106,7 @@ struct Steps {
     uint64_t span_ns = 0;   // sum over devices of [first start, last end] of the step's work
     bool partial = false;   // the final step, launched after the last tt_step
     StepTotals totals;
-    std::map<std::string, uint64_t> busy_ns_by_category;
+    ByCategory<uint64_t> busy_ns_by_category;
   };
   std::vector<Detail> detail;
 };
@@ -178,12 +185,44 @@ struct CaptureStats {
   uint64_t overwritten = 0;               // of those, lost to newer launches reusing the slot
 };
 
+// Which process of a rank wrote the file (rank file `role`): the rank's owner of
+// rank-%05d.json, or an auxiliary process (a DataLoader worker, a fork child) that inherited its
+// RANK and writes rank-%05d.pid%d.json.
+enum class Role : uint8_t { kRank, kAux };
+constexpr std::string_view role_name(Role r) { return r == Role::kAux ? "aux" : "rank"; }
+inline std::optional<Role> role_from_name(std::string_view name) {
+  if (name == "rank") return Role::kRank;
+  if (name == "aux") return Role::kAux;
+  return std::nullopt;
+}
+
+// Whether GPU work was captured (rank file `gpu_capture`): CUPTI ran, it could not be used
+// (gpu_capture_reason says why), or capture never started (no CUDA in the process, or off).
+enum class GpuCapture : uint8_t { kNone, kUnavailable, kCupti };
+inline constexpr std::string_view kGpuCaptureNames[] = {"none", "unavailable", "cupti"};
+constexpr std::string_view gpu_capture_name(GpuCapture c) {
+  return kGpuCaptureNames[static_cast<std::size_t>(c)];
+}
+inline std::optional<GpuCapture> gpu_capture_from_name(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kGpuCaptureNames); ++i)
+    if (kGpuCaptureNames[i] == name) return static_cast<GpuCapture>(i);
+  return std::nullopt;
+}
+
+// One module's typed counters (rank file modules.<name>.counters): {key, count}, every key the
+// module counts, zero or not, so a reader can sum a key across ranks and tell "none" from "not
+// measured". Each warning of the module is formatted from one of these (core/section.h).
+struct ModuleCounters {
+  std::map<std::string, uint64_t> counters;
+  bool operator==(const ModuleCounters& o) const { return counters == o.counters; }
+};
+
 // Who wrote a rank file, when and why (the preload's part of it).
 struct RankIdentity {
   std::string job_id;
   int64_t rank = 0;
   int64_t world_size = 1;
-  std::string role = "rank";  // "rank" or "aux"
+  Role role = Role::kRank;
   std::string host;
   int64_t pid = 0;
   bool snapshot = false;
@@ -194,7 +233,7 @@ struct RankIdentity {
 
 struct RankFile : RankIdentity {
   std::string schema = kSchema;
-  std::string gpu_capture = "none";  // "cupti", "unavailable", "none"
+  GpuCapture gpu_capture = GpuCapture::kNone;
   std::string gpu_capture_reason;
   // The rank's GPU (the device of its first record) and its peak TFLOP/s for MFU, with where the
   // peak came from ("table: H100 SXM, bf16", "TRAINTIME_PEAK_TFLOPS"). Omitted when all empty.
@@ -205,7 +244,7 @@ struct RankFile : RankIdentity {
   // snapshot, or a terminating signal, which never waits for CUPTI): the GPU figures of the
   // most recent steps may then be missing some work.
   bool gpu_records_complete = true;
-  std::map<std::string, CategoryTotals> categories;
+  ByCategory<CategoryTotals> categories;  // every category listed
   std::vector<RegionRow> regions;
   uint64_t unbalanced_pops = 0;
   Steps steps;
@@ -214,6 +253,9 @@ struct RankFile : RankIdentity {
   std::map<std::string, MemcpyStat> memcpy;  // HtoD, DtoH, DtoD, PtoP
   uint64_t dropped_records = 0;
   CaptureStats capture_stats;  // omitted from the file when !present
+  // What each module counted (rank file `modules`), by module name: written by the module's
+  // section (core/section.h), absent in files from older writers.
+  std::map<std::string, ModuleCounters> modules;
   std::vector<std::string> warnings;
   std::vector<ThreadSnapshot> threads;  // empty (and omitted from the file) when not recorded
 };

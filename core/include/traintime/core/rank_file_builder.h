@@ -8,7 +8,11 @@
 
 namespace traintime::core {
 
-// - identity fields and warnings first, then CPU, GPU and NCCL warnings in that order;
+// - identity fields and warnings first, then the warnings of `modules` in their order, then the
+//   CPU, GPU and NCCL sections' warnings in that order;
+// - modules: every section's counters (cpu.section, gpu.section, comm.section and each of
+//   `modules`) under its name, sections without counters left out; two sections of one name
+//   add up key by key;
 // - regions: CPU rows joined with GPU rows by PathId; GPU rows of paths with no CPU row are
 //   appended with their name from cpu.path_names;
 // - categories (every category present) and memcpy (HtoD, DtoH, DtoD, PtoP always present);
@@ -20,6 +24,12 @@ namespace traintime::core {
 // - communicators: one per CommCallTable index seen by either side, `id` = the table's stable
 //   id as 16 lower-case hex digits, ops_enqueued from the CPU side, ops_completed and recent
 //   from the GPU side.
+// `modules` are the sections of the modules with nothing to join (NVTX, the null template, the
+// next API family), in the order the composition root registered them: a new module adds a
+// section there, never a parameter here.
+RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
+                         const CommSummary& comm, const std::vector<Section>& modules);
+// The same with no module sections.
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
                          const CommSummary& comm);
 

@@ -235,9 +235,9 @@ class RegionRegistry {
   // When `ids` is not null it receives the PathId of each row (same order).
   std::vector<RegionRow> snapshot_rows(std::vector<PathId>* ids = nullptr) const;
   // The CPU side of the rank file: snapshot_rows() with their ids, every path's name, the step
-  // summary, and warnings for what the hot path counted instead of failing (unbalanced pops,
-  // regions nested too deep, unknown range ends, names dropped on a full table, a run with
-  // only warm-up steps).
+  // summary, and the "annotations" section: counters for what the hot path counted instead of
+  // failing (unbalanced pops, regions nested too deep, unknown range ends, names dropped on a
+  // full table), each with its warning, and a note for a run with only warm-up steps.
   CpuSummary summary() const;
   uint64_t unbalanced_pops() const;
   uint64_t depth_overflows() const;

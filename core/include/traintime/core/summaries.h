@@ -1,13 +1,16 @@
 // The typed results each part of libtraintime.so hands to the one rank-file assembler
 // (DESIGN §1, docs/architecture.md). Every module fills only its own summary; build_rank_file()
-// (rank_file_builder.h) maps the four onto the schema. Nothing here depends on the order in which
+// (rank_file_builder.h) maps them onto the schema. Nothing here depends on the order in which
 // the modules started, and no module ever reads or rewrites another module's summary.
 //
 //   Identity     preload/   who wrote the file, when, why (exit, signal, snapshot)
 //   CpuSummary   core::RegionRegistry::summary()   regions, steps, annotation counters
 //   GpuSummary   core::GpuAggregator::summary(), wrapped by cupti/ with the capture status
-//   CommSummary  nccl/      CommCallTable::snapshot() (stable ids included) and NCCL warnings
+//   CommSummary  nccl/      CommCallTable::snapshot() (stable ids included)
+//   Section      any module with nothing to join (nvtx/, null/, the next API family): its
+//                counters and warnings only (core/section.h)
 //
+// Each summary carries its module's Section (name, counters, warnings) too.
 // Joins: region rows by PathId (never by path string); communicators by CommCallTable index.
 #pragma once
 
@@ -21,6 +24,7 @@
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/rank_file.h"
+#include "traintime/core/section.h"
 
 namespace traintime::core {
 
@@ -60,11 +64,11 @@ struct CpuSummary {
   // One row per thread that recorded (rank file threads[]): its tid, the process's step count
   // and its open region paths, outermost first. Threads that ended keep their row (nothing open).
   std::vector<ThreadSnapshot> threads;
-  std::vector<std::string> warnings;
+  Section section{"annotations"};  // annotation counters (unbalanced pops, ...) and warnings
 };
 
 struct GpuSummary {
-  std::string capture = "none";  // rank file gpu_capture: "cupti", "unavailable", "none"
+  GpuCapture capture = GpuCapture::kNone;  // rank file gpu_capture
   std::string capture_reason;
   std::string device_name;       // CUDA name of the device of the first record ("" unknown)
   bool records_complete = true;  // rank file gpu_records_complete
@@ -98,12 +102,14 @@ struct GpuSummary {
   std::vector<Ring> rings;
   uint64_t dropped_records = 0;
   CaptureStats capture_stats;  // filled by the CUPTI capture
-  std::vector<std::string> warnings;
+  // The GPU side's counters and warnings: the aggregator's (folding, caps) and, under capture,
+  // the CUPTI adapter's (drops, joins, buffers).
+  Section section{"cupti"};
 };
 
 struct CommSummary {
   CommCallTable::Snapshot calls;  // per communicator: size, rank, stable id, counters
-  std::vector<std::string> warnings;
+  Section section{"nccl"};        // the interposer's counters and warnings
 };
 
 }  // namespace traintime::core

@@ -68,9 +68,9 @@ bool take_pending_call(const void* stream, Call* out) noexcept;
 // kernel-name check on the launches of a process with no nonblocking communicator in flight.
 bool calls_waiting() noexcept;
 
-// The call table's snapshot (stable ids included) and the interposer's own warnings (calls on
-// communicators it could not register, groups lost, table overflow). Empty when nothing was
-// recorded.
+// The call table's snapshot (stable ids included) and the interposer's section ("nccl"): its
+// counters (calls that found no NCCL, calls on communicators it could not register, groups
+// lost, table overflow), each with its warning. Empty when nothing was recorded.
 core::CommSummary summary();
 
 }  // namespace traintime::nccl

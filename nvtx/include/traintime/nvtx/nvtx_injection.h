@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "traintime/core/section.h"
+
 namespace traintime::nvtx {
 
 // NVTX's NvtxGetExportTableFunc_t (nvtxTypes.h), spelt without NVTX's headers.
@@ -30,8 +32,9 @@ struct Regions {
 // (NVTX's convention), 0 otherwise. Thread-safe; errno untouched.
 int inject(const Regions& regions, std::string_view domains, GetExportTable get_export_table);
 
-// NVTX push ranges opened on a thread beyond 256 open at once: not regions (for the rank
-// file's warnings).
-uint64_t untracked_ranges() noexcept;
+// NVTX's section of the rank file (core/section.h), empty until handlers were installed:
+// counter untracked_ranges, the push ranges opened on a thread beyond the 256 it tracks open at
+// once (not regions), with its warning.
+core::Section section();
 
 }  // namespace traintime::nvtx

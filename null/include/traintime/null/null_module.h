@@ -1,0 +1,40 @@
+// The null module: a template for the next intercepted API family (docs/architecture.md "Where a
+// new intercepted API family goes"). Copy null/ and tests/null/, rename, and replace note_call()
+// by the family's wrappers; everything else keeps its shape:
+//
+//   - configure(): called by the composition root at start-up and again in a fork child (the
+//     child starts clean); what the module needs from the process comes in as Hooks, plain
+//     function pointers, never as an include of preload/.
+//   - the hot path (here note_call()): relaxed atomic counters only -- no lock, no allocation,
+//     no string, errno preserved; the first counted call tells the process it has something to
+//     write.
+//   - section(): the module's part of the rank file (core/section.h), built when the file is
+//     written: its typed counters, each warning formatted once from its counter.
+#pragma once
+
+#include <cstdint>
+
+#include "traintime/core/section.h"
+
+namespace traintime::null {
+
+struct Hooks {
+  // The first counted call since configure(): the process has something to write. Called once,
+  // on the calling thread, with errno saved around it.
+  void (*on_first_call)() noexcept = nullptr;
+};
+
+// Resets the counters and takes the hooks; `enabled` false leaves note_call() counting nothing.
+// Not thread-safe against note_call(): called before the application's threads run, and in a
+// fork child, where only the forking thread exists.
+void configure(bool enabled, const Hooks& hooks);
+
+// The stand-in for an intercepted call that moved `bytes` and returned `ok`. errno untouched.
+void note_call(uint64_t bytes, bool ok) noexcept;
+
+// Rank file modules.null: counters calls, bytes and failed_calls, with a warning when a call
+// failed. Empty (no counters, so no modules.null) until a call was counted: a module that saw
+// nothing says nothing.
+core::Section section();
+
+}  // namespace traintime::null

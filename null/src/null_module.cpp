@@ -1,0 +1,58 @@
+// The null module (null_module.h): the template's counters, its hot path and its section.
+#include "traintime/null/null_module.h"
+
+#include <atomic>
+#include <cerrno>
+#include <string>
+
+namespace traintime::null {
+namespace {
+
+// One relaxed counter per figure: the hot path's only state.
+std::atomic<bool> g_enabled{false};
+std::atomic<bool> g_first_call_seen{false};
+std::atomic<uint64_t> g_calls{0};
+std::atomic<uint64_t> g_bytes{0};
+std::atomic<uint64_t> g_failed{0};
+Hooks g_hooks;
+
+}  // namespace
+
+void configure(bool enabled, const Hooks& hooks) {
+  g_hooks = hooks;
+  g_calls.store(0, std::memory_order_relaxed);
+  g_bytes.store(0, std::memory_order_relaxed);
+  g_failed.store(0, std::memory_order_relaxed);
+  g_first_call_seen.store(false, std::memory_order_relaxed);
+  g_enabled.store(enabled, std::memory_order_release);
+}
+
+void note_call(uint64_t bytes, bool ok) noexcept {
+  if (!g_enabled.load(std::memory_order_relaxed)) return;
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  g_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (!ok) g_failed.fetch_add(1, std::memory_order_relaxed);
+  // One relaxed load on every later call; the exchange runs the hook once even when two threads
+  // make their first calls together.
+  if (g_first_call_seen.load(std::memory_order_relaxed)) return;
+  if (g_first_call_seen.exchange(true, std::memory_order_relaxed)) return;
+  const int saved = errno;
+  if (g_hooks.on_first_call) g_hooks.on_first_call();
+  errno = saved;
+}
+
+core::Section section() {
+  core::Section out("null");
+  const uint64_t calls = g_calls.load(std::memory_order_relaxed);
+  if (calls == 0) return out;
+  out.count("calls", calls);
+  out.count("bytes", g_bytes.load(std::memory_order_relaxed));
+  // The one place this warning's text is made, from its counter.
+  out.count("failed_calls", g_failed.load(std::memory_order_relaxed), [calls](uint64_t n) {
+    return std::to_string(n) + " of " + std::to_string(calls) +
+           " null-module call(s) failed (the null module's example warning)";
+  });
+  return out;
+}
+
+}  // namespace traintime::null
