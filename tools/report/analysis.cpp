@@ -117,8 +117,7 @@ StepView step_view(const Job& job) {
       span.push_back(ms(t.gpu_busy_ns + t.idle_ns) / n);
       busy.push_back(ms(t.gpu_busy_ns) / n);
       compute.push_back(ms(t.compute_ns) / n);
-      const auto rc = r.data.categories.find(std::string(core::category_name(core::Category::kRecompute)));
-      recompute.push_back(rc == r.data.categories.end() ? 0.0 : ms(rc->second.gpu_busy_ns) / n);
+      recompute.push_back(ms(r.data.categories[core::Category::kRecompute].gpu_busy_ns) / n);
       comm.push_back(ms(t.comm_ns) / n);
       exposed.push_back(ms(t.exposed_comm_ns) / n);
       io.push_back(ms(t.io_ns) / n);
