@@ -9,6 +9,12 @@
 // Items are activities (kernel/memcpy/memset); API records ride along uncounted. api_records:1 is
 // the buffer as the live capture gets it, api_records:0 the activity records alone.
 #include <benchmark/benchmark.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#endif
 #include <cupti.h>
 #include <unistd.h>
 
@@ -199,6 +205,59 @@ void BM_DecodeJoinIngest(benchmark::State& state) {
   state.counters["late_records"] = static_cast<double>(aggregator.late_records());
 }
 BENCHMARK(BM_DecodeJoinIngest)->ArgName("api_records")->Arg(1)->Arg(0);
+
+// Instruction counts for scripts/count_instructions.py (callgrind started with instrumentation
+// off): kWarmPasses untimed passes fill the open-step window, then the next kCountedPasses are
+// instrumented. ingest:1 counts GpuAggregator::ingest alone, ingest:0 the whole processing path
+// on a buffer with API records, contexts kept as the launch callback keeps them. Outside
+// callgrind it only runs the passes (its time is not a figure of bench.sh).
+constexpr uint64_t kWarmPasses = 24, kCountedPasses = 16;
+void BM_InstructionCount(benchmark::State& state) {
+  const SyntheticWorkload& w = workload();
+  const bool ingest_only = state.range(0) != 0;
+  cupti::CuptiLibrary lib;
+  std::string why;
+  if (!lib.load(TOOLKIT_CUPTI, &why) && !lib.load(SIM_CUPTI, &why)) {
+    state.SkipWithError(("no usable libcupti: " + why).c_str());
+    return;
+  }
+  cupti::CorrelationTable launches(1u << 14);
+  cupti::GraphNodeTable nodes(16);
+  core::GpuAggregator aggregator;
+  cupti::ActivityPipeline pipeline(lib, launches, nodes, aggregator,
+                                   [](core::PathId) { return core::Category::kForward; });
+  CuptiBuffer buffer(w, true);
+  std::vector<core::GpuActivity> acts(w.size());
+  std::vector<core::LaunchContext> ctxs(w.size());
+  std::vector<core::Category> cats(w.size());
+  for (auto _ : state) {
+    for (uint64_t pass = 0; pass < kWarmPasses + kCountedPasses; ++pass) {
+      if (ingest_only) {
+        for (size_t i = 0; i < w.size(); ++i) w.get(i, pass, &acts[i], &ctxs[i], &cats[i]);
+      } else {
+        buffer.fill(pass);
+        core::GpuActivity a;
+        core::LaunchContext c;
+        core::Category cat;
+        for (size_t i = 0; i < w.size(); ++i) {
+          w.get(i, pass, &a, &c, &cat);
+          const uint64_t ticket = launches.claim(a.correlation_id, c);
+          launches.add_nested(ticket, a.correlation_id + 1);
+          launches.publish(ticket);
+        }
+      }
+      if (pass >= kWarmPasses) CALLGRIND_START_INSTRUMENTATION;
+      if (ingest_only) {
+        for (size_t i = 0; i < w.size(); ++i) aggregator.ingest(acts[i], ctxs[i], cats[i]);
+      } else {
+        pipeline.process(buffer.data(), buffer.size());
+      }
+      CALLGRIND_STOP_INSTRUMENTATION;
+    }
+  }
+  state.counters["counted_activities"] = static_cast<double>(kCountedPasses * w.size());
+}
+BENCHMARK(BM_InstructionCount)->ArgName("ingest")->Arg(1)->Arg(0)->Iterations(1);
 
 }  // namespace
 
