@@ -116,8 +116,7 @@ bool CorrelationTable::read(uint64_t seq, uint32_t id, bool nested,
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
   const uint64_t w0 = s.words[0].load(std::memory_order_acquire);
   if (nested) {
-    const uint64_t n = nested_[seq & mask_].load(std::memory_order_acquire);
-    if (static_cast<uint32_t>(n) != id && static_cast<uint32_t>(n >> 32) != id) return false;
+    if (!nests(nested_[seq & mask_].load(std::memory_order_acquire), id)) return false;
   } else if (static_cast<uint32_t>(w0) != id) {
     return false;
   }
@@ -275,8 +274,7 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
   const auto hit = [&](uint64_t q) {
     bool nested = false;
     if (ids_[q & mask_].load(std::memory_order_relaxed) != id) {
-      const uint64_t n = nested_[q & mask_].load(std::memory_order_relaxed);
-      if (static_cast<uint32_t>(n) != id && static_cast<uint32_t>(n >> 32) != id) return false;
+      if (!nests(nested_[q & mask_].load(std::memory_order_relaxed), id)) return false;
       nested = true;
     }
     if (!read(q, id, nested, out)) return false;

@@ -118,9 +118,13 @@ class CorrelationTable {
   };
   static_assert(sizeof(Slot) == 64, "one launch context per cache line");
 
-  // Copies slot seq if it holds correlation_id, validated against concurrent rewrites.
   static uint64_t stamp_of(uint64_t seq) noexcept { return (seq + 1) << 1; }  // odd: being written
-  // nested: the id is one of the slot's nested ids, not its own.
+  // Whether a slot's nested-id word (two 32-bit halves, 0: none) holds id.
+  static bool nests(uint64_t nested, uint32_t id) noexcept {
+    return static_cast<uint32_t>(nested) == id || static_cast<uint32_t>(nested >> 32) == id;
+  }
+  // Copies slot seq if it holds correlation_id (as its own id, or nested: one of its nested
+  // ids), validated against concurrent rewrites.
   bool read(uint64_t seq, uint32_t id, bool nested, core::LaunchContext* out) const noexcept;
   bool lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept;  // all but the cursor
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
