@@ -57,6 +57,15 @@ inline std::size_t mix(uint64_t key) {
 
 constexpr std::size_t kComm = static_cast<std::size_t>(Category::kComm);
 constexpr std::size_t kIo = static_cast<std::size_t>(Category::kIo);
+// Four bits per category (kClassOf >> 4 * c): bit 0 compute, bit 1 comm or compute.
+constexpr uint64_t kClassOf = [] {
+  uint64_t bits = 0;
+  for (std::size_t c = 0; c < kCategoryCount; ++c) {
+    const bool compute = is_compute(static_cast<Category>(c));
+    bits |= uint64_t{(compute ? 1u : 0u) | (compute || c == kComm ? 2u : 0u)} << (4 * c);
+  }
+  return bits;
+}();
 
 constexpr std::array<std::string_view, 6> kCopyNames = {"", "HtoD", "DtoH", "DtoD", "PtoP",
                                                         "Other"};

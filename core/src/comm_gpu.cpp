@@ -10,14 +10,28 @@ namespace traintime::core {
 using namespace aggregator_detail;
 
 GpuAggregator::CommRing& GpuAggregator::ring_for(uint32_t comm_id) {
+  // Collectives come in runs on one communicator: the last one found is asked first (map nodes
+  // are stable).
+  if (last_ring_ != nullptr && last_ring_id_ == comm_id) return *last_ring_;
   CommRing& ring = rings_[comm_id];
   if (ring.ring.empty()) ring.ring.resize(std::max<uint32_t>(opt_.recent_collectives, 1));
+  last_ring_id_ = comm_id;
+  last_ring_ = &ring;
   return ring;
+}
+
+GpuAggregator::CommGpu& GpuAggregator::comm_gpu_for(uint64_t key) {
+  // As ring_for: the last (communicator, op) first; unordered_map elements do not move on rehash.
+  if (last_comm_gpu_ != nullptr && last_comm_key_ == key) return *last_comm_gpu_;
+  CommGpu& g = comm_gpu_[key];
+  last_comm_key_ = key;
+  last_comm_gpu_ = &g;
+  return g;
 }
 
 void GpuAggregator::add_comm_share(uint32_t comm_id, CommOp op, uint64_t seq, uint64_t bytes,
                                    uint64_t share, const GpuActivity& a, bool captured) {
-  CommGpu& g = comm_gpu_[(static_cast<uint64_t>(comm_id) << 8) | static_cast<uint64_t>(op)];
+  CommGpu& g = comm_gpu_for((static_cast<uint64_t>(comm_id) << 8) | static_cast<uint64_t>(op));
   const uint32_t b = size_bucket(bytes);
   g.gpu_ns += share;
   ++g.kernels;
@@ -45,7 +59,7 @@ void GpuAggregator::ingest_comm(const GpuActivity& a, const LaunchContext& ctx, 
                                 uint32_t name_id) {
   if (ctx.comm.op == CommOp::kNone) {  // found by kernel name: no interposition
     CommOp op = name_id > kOtherKernels ? name_op_[name_id] : comm_op_from_kernel_name(a.name);
-    CommGpu& g = comm_gpu_[kByNameKey | static_cast<uint64_t>(op)];
+    CommGpu& g = comm_gpu_for(kByNameKey | static_cast<uint64_t>(op));
     g.gpu_ns += dur;
     ++g.kernels;
     return;

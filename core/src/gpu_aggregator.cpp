@@ -22,7 +22,7 @@ GpuAggregator::GpuAggregator(AggregatorOptions options) : opt_(options) {
   name_op_ = {CommOp::kUnknown, CommOp::kUnknown};
   name_cache_.resize(kNameCacheSize);
   site_cache_.resize(kSiteSets);
-  spare_bufs_.reserve(kSpareBufs);
+  spare_steps_.reserve(kSpareBufs);
 }
 
 uint32_t GpuAggregator::region_slot_lookup(PathId path, Category region_category) {
@@ -110,10 +110,16 @@ __attribute__((noinline)) GpuAggregator::StepBuf* GpuAggregator::open_step(uint6
   any_activity_ = true;
   max_step_ = std::max(max_step_, step);
   if (step < folded_below_) return nullptr;
-  auto [it, inserted] = open_.try_emplace(step);
-  if (inserted && !spare_bufs_.empty()) {
-    it->second = std::move(spare_bufs_.back());
-    spare_bufs_.pop_back();
+  auto it = open_.find(step);
+  if (it == open_.end()) {
+    if (spare_steps_.empty()) {
+      it = open_.try_emplace(step).first;
+    } else {  // a folded step's node, buffers emptied with their capacity kept
+      OpenSteps::node_type node = std::move(spare_steps_.back());
+      spare_steps_.pop_back();
+      node.key() = step;
+      it = open_.insert(std::move(node)).position;
+    }
   }
   last_buf_ = &it->second;  // std::map nodes are stable
   last_step_ = step;
@@ -168,20 +174,12 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   }
   const Category cat = attribute((rk_nccl & 1) != 0, ctx, region_category);
   const auto ci = static_cast<std::size_t>(cat);
-  cat_sum_[ci] += dur;
-  ++cat_count_[ci];
-
-  if (slot != kNoSlot) {
-    RegionAcc& r = regions_[slot];
-    r.sum += dur;
-    r.cat_sum[ci] += dur;
-    ++r.cat_count[ci];
-    if (is_kernel) {
-      ++r.kernels;
-      KernelAcc& k = region_kernels_[rk_nccl >> 1];
-      ++k.count;
-      k.sum += dur;
-    }
+  // Sums by category and region are counted when the record's step folds (it reads them anyway).
+  if (slot != kNoSlot && is_kernel) {
+    ++regions_[slot].kernels;
+    KernelAcc& k = region_kernels_[rk_nccl >> 1];
+    ++k.count;
+    k.sum += dur;
   }
   if (!is_kernel || cat == Category::kComm || opt_.trace) ingest_other(a, ctx, dur, cat, name_id);
 

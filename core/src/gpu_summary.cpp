@@ -22,7 +22,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
 
   GpuSummary out;
   for (std::size_t c = 0; c < kCategoryCount; ++c)
-    out.categories[c] = CategoryTotals{acc.cat_busy[c], cat_sum_[c], cat_count_[c]};
+    out.categories[c] = CategoryTotals{acc.cat_busy[c], acc.cat_sum[c], acc.cat_count[c]};
 
   out.totals = acc.totals;
   out.partial_final_step = any_activity_ && max_step_ >= steps_completed;
@@ -54,12 +54,12 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     row.path = r.path;
     row.category = r.category;
     row.gpu_busy_ns = rf.busy;
-    row.gpu_sum_ns = r.sum;
+    row.gpu_sum_ns = rf.sum;
     row.gpu_span_ns = rf.span;
     row.kernels = r.kernels;
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
-      if (r.cat_count[c] == 0) continue;
-      row.by_category.set(static_cast<Category>(c)) = {rf.cat_busy[c], r.cat_sum[c], r.cat_count[c]};
+      if (rf.cat_count[c] == 0) continue;
+      row.by_category.set(static_cast<Category>(c)) = {rf.cat_busy[c], rf.cat_sum[c], rf.cat_count[c]};
     }
     const auto ks = by_slot.begin() + first_of[slot];
     const auto ks_end = by_slot.begin() + first_of[slot + 1];

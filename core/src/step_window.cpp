@@ -75,27 +75,42 @@ void GpuAggregator::fold_oldest() {
   open_records_ -= buf.recs.size();
   fold_records(buf, buf.devices, step, acc_, scratch_, opt_.step_detail);
   finish_step(buf.devices, step, acc_, opt_.step_detail);
-  if (spare_bufs_.size() < kSpareBufs) {
+  OpenSteps::node_type node = open_.extract(it);
+  if (spare_steps_.size() < kSpareBufs) {
     buf.clear_records();
     buf.devices.clear();
-    spare_bufs_.push_back(std::move(buf));
+    spare_steps_.push_back(std::move(node));
   }
-  open_.erase(it);
   folded_below_ = std::max(folded_below_, step + 1);
-  last_buf_ = nullptr;
-  last_step_ = ~uint64_t{0};
+  if (last_step_ == step) {  // the step records were going to: its buffer is gone
+    last_buf_ = nullptr;
+    last_step_ = ~uint64_t{0};
+  }
 }
 
 GpuAggregator::DetailAcc* GpuAggregator::detail_for(Accum& acc, uint64_t step,
                                                    uint32_t step_detail) {
   if (step_detail == 0) return nullptr;
+  // A step is looked up twice when it folds (its records, then its idle time): the second time
+  // is the last one found.
+  if (acc.last_detail != nullptr && acc.last_detail_step == step) return acc.last_detail;
   auto it = acc.detail.find(step);
-  if (it != acc.detail.end()) return &it->second;
-  // The most recent step_detail steps by index are kept: an older step is not re-added.
-  if (acc.detail.size() >= step_detail && step < acc.detail.begin()->first) return nullptr;
-  it = acc.detail.emplace(step, DetailAcc{}).first;
-  if (acc.detail.size() > step_detail) acc.detail.erase(acc.detail.begin());
-  return &it->second;
+  if (it == acc.detail.end()) {
+    // The most recent step_detail steps by index are kept: an older step is not re-added.
+    if (acc.detail.size() >= step_detail) {
+      if (step < acc.detail.begin()->first) return nullptr;
+      // The oldest row's node is reused for the new one: a full window allocates nothing.
+      auto node = acc.detail.extract(acc.detail.begin());
+      node.key() = step;
+      node.mapped() = DetailAcc{};
+      it = acc.detail.insert(std::move(node)).position;
+    } else {
+      it = acc.detail.emplace(step, DetailAcc{}).first;
+    }
+  }
+  acc.last_detail_step = step;
+  acc.last_detail = &it->second;
+  return acc.last_detail;
 }
 
 void GpuAggregator::fold_records(StepBuf& buf, std::vector<DeviceSpan>& devices, uint64_t step,
@@ -129,48 +144,52 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
   if (sc.region.size() < nslots) {
     sc.region.resize(nslots);
     sc.region_cat.resize(nslots * kCategoryCount);
-    sc.touched_flag.resize(nslots, 0);
+    sc.touched_cats.resize(nslots, 0);
   }
   sc.entries.clear();
   uint32_t last_entry = ~uint32_t{0};  // position in entries
   EntrySpan* last_span = nullptr;
   // Raw pointers for the loop: read through the vectors, each index reloads their bounds.
   IntervalUnion* const region = sc.region.data();
-  IntervalUnion* const region_cat = sc.region_cat.data();
-  uint8_t* const touched_flag = sc.touched_flag.data();
+  RegionLane* const region_cat = sc.region_cat.data();
+  uint8_t* const touched_cats = sc.touched_cats.data();
 
   std::size_t i = 0;
   while (i < n) {
     const uint32_t dev = recs[i].device;
-    std::array<IntervalUnion, kCategoryCount> cat{};
+    // Per category: the union and the raw sum of its records on this device.
+    struct Lane {
+      IntervalUnion busy;
+      uint64_t sum = 0;
+      uint64_t count = 0;
+    };
+    std::array<Lane, kCategoryCount> cat{};
     IntervalUnion compute, comm_or_compute, all;
-    StepTotals t;
     const uint64_t first = recs[i].start;
     uint64_t last = recs[i].end;
     for (; i < n && recs[i].device == dev; ++i) {
       const OpenRec& r = recs[i];
-      const uint64_t d = r.end - r.start;
       last = std::max(last, r.end);
-      cat[r.cat].add(r.start, r.end);
+      Lane& lane = cat[r.cat];
+      lane.busy.add(r.start, r.end);
+      lane.sum += r.end - r.start;
+      ++lane.count;
       all.add(r.start, r.end);
-      t.gpu_sum_ns += d;
-      if (is_compute(static_cast<Category>(r.cat))) {
-        compute.add(r.start, r.end);
-        comm_or_compute.add(r.start, r.end);
-        t.compute_sum_ns += d;
-      } else if (r.cat == kComm) {
-        comm_or_compute.add(r.start, r.end);
-        t.comm_sum_ns += d;
-      } else {
-        t.io_sum_ns += d;
-      }
+      // Compute, and comm or compute, without a branch on the category (random on a GPU running
+      // both): a record outside the set adds the empty [start, start), which counts nothing and
+      // leaves later intervals' figures as they were (they start there or later).
+      const uint64_t class_bits = kClassOf >> (4 * r.cat);
+      compute.add(r.start, class_bits & 1 ? r.end : r.start);
+      comm_or_compute.add(r.start, class_bits & 2 ? r.end : r.start);
       if (r.slot == kNoSlot) continue;
-      if (!touched_flag[r.slot]) {
-        touched_flag[r.slot] = 1;
-        sc.touched.push_back(r.slot);
-      }
+      uint8_t& cats = touched_cats[r.slot];
+      if (cats == 0) sc.touched.push_back(r.slot);
+      cats |= static_cast<uint8_t>(1u << r.cat);
       region[r.slot].add(r.start, r.end);
-      region_cat[r.slot * kCategoryCount + r.cat].add(r.start, r.end);
+      RegionLane& rl = region_cat[r.slot * kCategoryCount + r.cat];
+      rl.busy.add(r.start, r.end);
+      rl.sum += r.end - r.start;
+      ++rl.count;
       if (r.entry != last_entry) {
         last_entry = r.entry;
         last_span = nullptr;
@@ -186,12 +205,19 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
       last_span->last = std::max(last_span->last, r.end);
     }
 
+    StepTotals t;
     std::array<uint64_t, kCategoryCount> busy{};
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
-      busy[c] = cat[c].finish();
+      busy[c] = cat[c].busy.finish();
       acc.cat_busy[c] += busy[c];
       if (detail != nullptr) detail->cat_busy[c] += busy[c];
+      acc.cat_sum[c] += cat[c].sum;
+      acc.cat_count[c] += cat[c].count;
+      t.gpu_sum_ns += cat[c].sum;
+      if (is_compute(static_cast<Category>(c))) t.compute_sum_ns += cat[c].sum;
     }
+    t.comm_sum_ns = cat[kComm].sum;
+    t.io_sum_ns = cat[kIo].sum;
     const uint64_t compute_ns = compute.finish();
     const uint64_t either_ns = comm_or_compute.finish();
     const uint64_t all_ns = all.finish();
@@ -205,12 +231,20 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
     add_totals(acc.totals, t);
     if (detail != nullptr) add_totals(detail->totals, t);
 
+    // Only the categories a region's records had: most regions see one or two of the eight.
     for (uint32_t slot : sc.touched) {
       RegionFold& rf = acc.regions[slot];
-      rf.busy += sc.region[slot].finish();
-      for (std::size_t c = 0; c < kCategoryCount; ++c)
-        rf.cat_busy[c] += sc.region_cat[slot * kCategoryCount + c].finish();
-      sc.touched_flag[slot] = 0;
+      rf.busy += region[slot].finish();
+      for (unsigned cats = touched_cats[slot]; cats != 0; cats &= cats - 1) {
+        const auto c = static_cast<std::size_t>(__builtin_ctz(cats));
+        RegionLane& rl = region_cat[slot * kCategoryCount + c];
+        rf.cat_busy[c] += rl.busy.finish();
+        rf.sum += rl.sum;
+        rf.cat_sum[c] += rl.sum;
+        rf.cat_count[c] += rl.count;
+        rl = RegionLane{};
+      }
+      touched_cats[slot] = 0;
     }
     sc.touched.clear();
 
@@ -249,6 +283,8 @@ void GpuAggregator::fold_late(const OpenRec& r, uint64_t entry, uint64_t step) {
   ++acc_.late_records;
   const uint64_t d = r.end - r.start;
   acc_.cat_busy[r.cat] += d;
+  acc_.cat_sum[r.cat] += d;
+  ++acc_.cat_count[r.cat];
   StepTotals t;
   t.gpu_busy_ns = d;
   t.gpu_sum_ns = d;
@@ -268,7 +304,10 @@ void GpuAggregator::fold_late(const OpenRec& r, uint64_t entry, uint64_t step) {
   if (r.slot != kNoSlot) {
     RegionFold& rf = acc_.regions[r.slot];
     rf.busy += d;
+    rf.sum += d;
     rf.cat_busy[r.cat] += d;
+    rf.cat_sum[r.cat] += d;
+    ++rf.cat_count[r.cat];
     if (entry != 0) rf.span += d;
   }
 }

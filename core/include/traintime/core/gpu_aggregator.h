@@ -134,10 +134,13 @@ class GpuAggregator {
       sorted = true;
     }
   };
-  struct RegionFold {  // union-based region figures, computed when steps fold
+  struct RegionFold {  // a region's figures, computed when steps fold
     uint64_t busy = 0;
     uint64_t span = 0;
+    uint64_t sum = 0;
     std::array<uint64_t, kCategoryCount> cat_busy{};
+    std::array<uint64_t, kCategoryCount> cat_sum{};
+    std::array<uint64_t, kCategoryCount> cat_count{};
   };
   struct DetailAcc {
     uint64_t span = 0;
@@ -148,11 +151,40 @@ class GpuAggregator {
   // Everything computed by folding steps; summary() folds the open steps into a copy.
   struct Accum {
     std::array<uint64_t, kCategoryCount> cat_busy{};
+    std::array<uint64_t, kCategoryCount> cat_sum{};
+    std::array<uint64_t, kCategoryCount> cat_count{};
     StepTotals totals;
     std::vector<RegionFold> regions;  // by slot
     std::map<uint64_t, DetailAcc> detail;
     uint64_t late_records = 0;
     uint64_t segmented_steps = 0;
+    // detail_for's last answer (nodes of detail are stable until erased, and only detail_for
+    // erases). A copy of the Accum must not keep the original's pointer: it is reset on copy.
+    uint64_t last_detail_step = 0;
+    DetailAcc* last_detail = nullptr;
+    Accum() = default;
+    Accum(const Accum& o)
+        : cat_busy(o.cat_busy), cat_sum(o.cat_sum), cat_count(o.cat_count), totals(o.totals), regions(o.regions), detail(o.detail),
+          late_records(o.late_records), segmented_steps(o.segmented_steps) {}
+    Accum& operator=(const Accum& o) {
+      if (this != &o) *this = Accum(o);
+      return *this;
+    }
+    Accum(Accum&& o) noexcept { *this = std::move(o); }
+    Accum& operator=(Accum&& o) noexcept {
+      cat_busy = o.cat_busy;
+      cat_sum = o.cat_sum;
+      cat_count = o.cat_count;
+      totals = o.totals;
+      regions = std::move(o.regions);
+      detail = std::move(o.detail);  // nodes move with the map: the pointer stays valid here
+      late_records = o.late_records;
+      segmented_steps = o.segmented_steps;
+      last_detail_step = o.last_detail_step;
+      last_detail = o.last_detail;
+      o.last_detail = nullptr;
+      return *this;
+    }
   };
   // Open-addressing index of dense ids (positions in a vector the caller owns) by a 32-bit
   // hash of their key: 4 bytes a slot (the id alone; the key is the caller's), linear probing,
@@ -222,22 +254,24 @@ class GpuAggregator {
     std::vector<Slot> slots_ = std::vector<Slot>(256);
     std::vector<uint32_t> used_;  // occupied slot indices, for clear() and for_each()
   };
+  struct RegionLane {  // one region's records of one category within a fold
+    IntervalUnion busy;
+    uint64_t sum = 0;
+    uint64_t count = 0;
+  };
   struct Scratch {  // reused between folds so the steady state does not allocate
-    std::vector<IntervalUnion> region;      // by slot
-    std::vector<IntervalUnion> region_cat;  // by slot * kCategoryCount + category
-    std::vector<uint8_t> touched_flag;
-    std::vector<uint32_t> touched;
+    std::vector<IntervalUnion> region;    // by slot
+    std::vector<RegionLane> region_cat;   // by slot * kCategoryCount + category
+    std::vector<uint8_t> touched_cats;  // by slot: bit c set when category c has a record
+    std::vector<uint32_t> touched;      // slots with a non-zero touched_cats
     EntryTable entries;
     std::vector<OpenRec> sorted;  // fold_copy's sorted copy of a buffer out of order
   };
 
-  struct RegionAcc {  // raw sums, updated at ingest
+  struct RegionAcc {  // updated at ingest (the raw sums by category are counted when steps fold)
     PathId path = kNoPath;
     Category category = Category::kOther;
-    uint64_t sum = 0;
     uint64_t kernels = 0;
-    std::array<uint64_t, kCategoryCount> cat_sum{};
-    std::array<uint64_t, kCategoryCount> cat_count{};
   };
   struct KernelAcc {  // one (region, kernel) pair
     uint64_t key = 0;  // slot << 32 | name id
@@ -308,6 +342,7 @@ class GpuAggregator {
                     uint32_t name_id);
   void ingest_comm(const GpuActivity& a, const LaunchContext& ctx, uint64_t dur, uint32_t name_id);
   CommRing& ring_for(uint32_t comm_id);
+  CommGpu& comm_gpu_for(uint64_t key);
   void add_comm_share(uint32_t comm_id, CommOp op, uint64_t seq, uint64_t bytes, uint64_t share,
                       const GpuActivity& a, bool captured);
   void enforce_bounds();
@@ -332,8 +367,6 @@ class GpuAggregator {
   AggregatorOptions opt_;
   const CommCallTable* comm_table_ = nullptr;
 
-  std::array<uint64_t, kCategoryCount> cat_sum_{};
-  std::array<uint64_t, kCategoryCount> cat_count_{};
   std::array<MemcpyStat, 6> memcpy_{};  // by CopyKind
   uint64_t dropped_ = 0;
   uint64_t max_step_ = 0;
@@ -368,12 +401,17 @@ class GpuAggregator {
   static constexpr uint64_t kByNameKey = uint64_t{1} << 63;
   std::unordered_map<uint64_t, CommGpu> comm_gpu_;
   std::map<uint32_t, CommRing> rings_;              // by comm_id (≥ 1)
+  uint64_t last_comm_key_ = 0;  // comm_gpu_for's and ring_for's last answers
+  CommGpu* last_comm_gpu_ = nullptr;
+  uint32_t last_ring_id_ = 0;
+  CommRing* last_ring_ = nullptr;
   uint64_t group_lookups_missed_ = 0;
 
-  std::map<uint64_t, StepBuf> open_;
-  // Buffers of folded steps, kept (emptied, capacity intact) for the next steps so that a new
-  // step does not regrow its record vector from nothing.
-  std::vector<StepBuf> spare_bufs_;
+  using OpenSteps = std::map<uint64_t, StepBuf>;
+  OpenSteps open_;
+  // Nodes of folded steps, kept (buffers emptied, capacity intact) for the next steps: a new step
+  // neither allocates a node nor regrows its record vector from nothing.
+  std::vector<OpenSteps::node_type> spare_steps_;
   std::size_t open_records_ = 0;
   uint64_t folded_below_ = 0;  // steps < this are folded; their records are late
   uint64_t last_step_ = ~uint64_t{0};
