@@ -66,6 +66,12 @@ bool pending_comm_call(const void* stream, core::LaunchContext* ctx) noexcept {
   return true;
 }
 
+// The members of an NCCL group kernel's group, from the session's call table.
+bool comm_group(uint64_t group_id, core::CommGroupRecord* out) noexcept {
+  const Session* s = g_session.load(std::memory_order_acquire);
+  return s != nullptr && s->recorder.comm_table.find_group(group_id, *out);
+}
+
 uint32_t steps_completed() noexcept {
   const core::RegionRegistry* r = existing_registry();
   return r ? r->launch_context(nullptr).step : 0;
@@ -107,7 +113,7 @@ void configure_cupti(Session& s) {
   hooks.on_first_launch = &mark_recorded;
   hooks.category_of = &category_of;
   hooks.path_name = &path_name;
-  hooks.comm_table = &s.recorder.comm_table;
+  hooks.comm_group = &comm_group;
   hooks.on_capture_begin = &nccl::note_capture_begin;
   hooks.capture_watch = &nccl::set_capture_watch;
   cupti::configure(hooks, s.identity.config);

@@ -64,9 +64,9 @@ void GpuAggregator::ingest_comm(const GpuActivity& a, const LaunchContext& ctx, 
     ++g.kernels;
     return;
   }
-  if (ctx.comm.group_id != 0 && comm_table_ != nullptr) {
+  if (ctx.comm.group_id != 0 && find_group_) {
     CommGroupRecord group;
-    if (comm_table_->find_group(ctx.comm.group_id, group) && group.count > 0) {
+    if (find_group_(ctx.comm.group_id, &group) && group.count > 0) {
       uint64_t total = 0;
       for (uint32_t i = 0; i < group.count; ++i) total += group.members[i].bytes;
       uint64_t given = 0;

@@ -63,7 +63,7 @@ bool GpuCapture::start_capture(std::string* reason) {
   options.trace = config_.trace;
   options.trace_max_events = config_.trace_max_events;
   aggregator_ = std::make_unique<core::GpuAggregator>(options);
-  aggregator_->set_comm_table(hooks_.comm_table);
+  if (hooks_.comm_group != nullptr) aggregator_->set_group_lookup(hooks_.comm_group);
   pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_,
                                                  [this](core::PathId p) { return category_of(p); });
   recorder_ = FixtureRecorder::open(config_.record_fixture);

@@ -317,7 +317,7 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
   CommGroupMember m[2] = {{CommOp::kSend, c + 1, s1, 300}, {CommOp::kRecv, c + 1, s2, 100}};
   t.record_group(9, m, 2);
   GpuAggregator agg;
-  agg.set_comm_table(&t);
+  agg.set_group_lookup([&t](uint64_t id, CommGroupRecord* out) { return t.find_group(id, *out); });
   LaunchContext ctx = nccl_ctx(CommOp::kSend, c + 1, s1, 400);
   ctx.comm.group_id = 9;
   agg.ingest(nccl_kernel(1000, 1100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);

@@ -50,10 +50,13 @@ class GpuAggregator {
  public:
   explicit GpuAggregator(AggregatorOptions options = {});
 
-  // Group kernels (LaunchContext::comm.group_id) are split across the members recorded in this
-  // table; without it (or when the group fell out of its ring) a group kernel counts for
-  // ctx.comm.op alone. Not owned; must outlive the aggregator's ingest calls.
-  void set_comm_table(const CommCallTable* table) { comm_table_ = table; }
+  // Group kernels (LaunchContext::comm.group_id) are split across the members this lookup
+  // returns (the NCCL call table's find_group, asked through a function: the aggregator holds
+  // no pointer into another module's state); without it (or when the group fell out of the
+  // table's ring) a group kernel counts for ctx.comm.op alone. Called on the ingesting thread,
+  // for group kernels only.
+  using GroupLookup = std::function<bool(uint64_t group_id, CommGroupRecord* out)>;
+  void set_group_lookup(GroupLookup lookup) { find_group_ = std::move(lookup); }
 
   // Every activity, in any order across streams, steps and buffers. region_category is the
   // category of ctx.path (ignored when ctx.path == kNoPath). No allocation in the steady state
@@ -365,7 +368,7 @@ class GpuAggregator {
   static DetailAcc* detail_for(Accum& acc, uint64_t step, uint32_t step_detail);
 
   AggregatorOptions opt_;
-  const CommCallTable* comm_table_ = nullptr;
+  GroupLookup find_group_;
 
   std::array<MemcpyStat, 6> memcpy_{};  // by CopyKind
   uint64_t dropped_ = 0;

@@ -53,9 +53,10 @@ struct Hooks {
   // Category of a region path (lock-free) and its name (slow: trace dump and fixtures only).
   core::Category (*category_of)(core::PathId path) noexcept = nullptr;
   std::string (*path_name)(core::PathId path) = nullptr;
-  // The NCCL call table, for the members of NCCL group kernels; may be null. Must outlive
-  // capture.
-  const core::CommCallTable* comm_table = nullptr;
+  // The members of the NCCL group recorded under group_id (the NCCL call table's find_group),
+  // for splitting a group kernel's time: true and *out filled when found. Lock-free; called on
+  // the processing thread for group kernels only. May be null.
+  bool (*comm_group)(uint64_t group_id, core::CommGroupRecord* out) noexcept = nullptr;
   // Stream capture, for the NCCL wrappers (nccl_interposer.h, set_capture_watch): a capture
   // begins (called at the entry of cudaStreamBeginCapture* / cuStreamBeginCapture*), and
   // whether every capture begin is seen (true once subscribed from cuInit on; false when capture
