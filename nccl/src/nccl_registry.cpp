@@ -42,9 +42,6 @@ struct Registry {
   uint32_t largest_size = 0;
   std::atomic<uint64_t> unregistered{0};
   uint64_t children_unnamed = 0;  // under mutex: splits beyond kMaxPending waiting to be used
-  // The first counted call of this configuration was seen (on_first_call ran). Per
-  // configuration, so a fork child's reconfiguration activates the child on its own first call.
-  std::atomic<bool> first_call_seen{false};
   core::CommCallTable* table = nullptr;
   Hooks hooks;
 };
@@ -109,6 +106,7 @@ void announce(const Registry& r, const Published& p) {
 }  // namespace
 
 std::atomic<bool> g_recording{false};
+std::atomic<bool> g_first_call_pending{false};
 std::atomic<uint32_t> g_comm_epoch{1};
 
 void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noexcept {
@@ -123,16 +121,17 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
   r->hooks = hooks;
   r->replaced = g_current.load(std::memory_order_acquire);
   g_current.store(r, std::memory_order_release);
+  // Per configuration, so a fork child's reconfiguration activates the child on its own first
+  // call.
+  g_first_call_pending.store(true, std::memory_order_relaxed);
   g_recording.store(enabled, std::memory_order_release);
 }
 
 
-void note_counted_call() noexcept {
-  Registry& r = reg();
-  // One relaxed load on every later call; the exchange makes the hook run once even when two
-  // threads make their first calls together.
-  if (r.first_call_seen.load(std::memory_order_relaxed)) return;
-  if (r.first_call_seen.exchange(true, std::memory_order_relaxed)) return;
+void note_first_counted_call() noexcept {
+  // The exchange makes the hook run once even when two threads make their first calls together.
+  if (!g_first_call_pending.exchange(false, std::memory_order_relaxed)) return;
+  const Registry& r = reg();
   const int saved = errno;
   if (r.hooks.on_first_call) r.hooks.on_first_call();
   errno = saved;

@@ -53,8 +53,13 @@ inline bool recording() noexcept { return g_recording.load(std::memory_order_rel
 // The table configure() gave. Only valid while recording() (or after it was once true).
 core::CommCallTable& call_table() noexcept;
 // A call was counted: runs the on_first_call hook configure() gave on the first one since
-// configure() (a fork child's reconfiguration starts over). errno is preserved.
-void note_counted_call() noexcept;
+// configure() (a fork child's reconfiguration starts over). errno is preserved. Inline: every
+// later call costs one relaxed load.
+extern std::atomic<bool> g_first_call_pending;  // set by configure(), cleared by the first call
+void note_first_counted_call() noexcept;
+inline void note_counted_call() noexcept {
+  if (g_first_call_pending.load(std::memory_order_relaxed)) note_first_counted_call();
+}
 
 // comm_id (table index + 1) of `comm`, registering it on first sight; 0 when it cannot be
 // registered (null handle, the real size/rank query fails, e.g. a nonblocking communicator that
