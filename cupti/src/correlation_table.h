@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "traintime/core/activity.h"
@@ -83,15 +84,16 @@ class CorrelationTable {
       slots_[(ticket - 1) & mask_].stamp.store(stamp_of(ticket - 1), std::memory_order_release);
   }
 
-  // True and *out filled when the entry for correlation_id is present. Any thread may call it;
-  // the cursor it keeps is a hint, so one reader (the processing thread) is the fast case.
+  // True and *out filled (every field) when the entry for correlation_id is present; *out
+  // untouched when not. Any thread may call it; the cursor it keeps is a hint, so one reader
+  // (the processing thread) is the fast case.
   bool lookup(uint32_t correlation_id, core::LaunchContext* out) const noexcept {
-    // The common case, inline: the record of the launch after the previous hit. A slot that
-    // holds the id and validates is live, so the floor (a shortcut for misses) is not needed.
+    // The common case, inline: the record of the launch after the previous hit, read straight
+    // from its slot (read() checks the slot's own id; the id column is for the scans). Id 0
+    // never matches: no slot is published under it. A slot that holds the id and validates is
+    // live, so the floor (a shortcut for misses) is not needed.
     const uint64_t q = cursor_.load(std::memory_order_relaxed);
-    if (correlation_id != 0 && q < seen_end_.load(std::memory_order_relaxed) &&
-        ids_[q & mask_].load(std::memory_order_relaxed) == correlation_id &&
-        read(q, correlation_id, false, out)) {
+    if (q < seen_end_.load(std::memory_order_relaxed) && read(q, correlation_id, false, out)) {
       found(q, correlation_id);
       return true;
     }
@@ -112,11 +114,15 @@ class CorrelationTable {
 
  private:
   // Slot::stamp: 0 never written; (seq + 1) << 1 published; that | 1 being written.
+  // Slot::words: the LaunchContext's bytes as its 7 words lie in memory (correlation_table.cpp
+  // checks the offsets), so read() copies a context in 7 loads and 7 stores, nothing unpacked;
+  // the correlation id in the high half of the last word (the context's padding there).
   struct alignas(64) Slot {
     std::atomic<uint64_t> stamp{0};
-    std::atomic<uint64_t> words[7] = {};  // the correlation id and the packed LaunchContext
+    std::atomic<uint64_t> words[7] = {};
   };
   static_assert(sizeof(Slot) == 64, "one launch context per cache line");
+  static constexpr int kIdWord = 6;  // words[kIdWord] >> 32 is the correlation id
 
   static uint64_t stamp_of(uint64_t seq) noexcept { return (seq + 1) << 1; }  // odd: being written
   // Whether a slot's nested-id word (two 32-bit halves, 0: none) holds id.
@@ -124,12 +130,59 @@ class CorrelationTable {
     return static_cast<uint32_t>(nested) == id || static_cast<uint32_t>(nested >> 32) == id;
   }
   // Copies slot seq if it holds correlation_id (as its own id, or nested: one of its nested
-  // ids), validated against concurrent rewrites.
-  bool read(uint64_t seq, uint32_t id, bool nested, core::LaunchContext* out) const noexcept;
+  // ids), validated against concurrent rewrites. Inline: lookup()'s common case is this.
+  bool read(uint64_t seq, uint32_t id, bool nested, core::LaunchContext* out) const noexcept {
+    const Slot& s = slots_[seq & mask_];
+    const uint64_t stamp = stamp_of(seq);
+    if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
+    const uint64_t w6 = s.words[kIdWord].load(std::memory_order_acquire);
+    if (nested) {
+      if (!nests(nested_[seq & mask_].load(std::memory_order_acquire), id)) return false;
+    } else if (static_cast<uint32_t>(w6 >> 32) != id) {
+      return false;
+    }
+    // Named words, kept in registers: an array here went through the stack and its 16-byte
+    // reloads stalled on store forwarding at every lookup.
+    const uint64_t w0 = s.words[0].load(std::memory_order_acquire);
+    const uint64_t w1 = s.words[1].load(std::memory_order_acquire);
+    const uint64_t w2 = s.words[2].load(std::memory_order_acquire);
+    const uint64_t w3 = s.words[3].load(std::memory_order_acquire);
+    const uint64_t w4 = s.words[4].load(std::memory_order_acquire);
+    const uint64_t w5 = s.words[5].load(std::memory_order_acquire);
+    if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
+    auto* bytes = reinterpret_cast<unsigned char*>(out);
+    const uint64_t ctx_w6 = w6 & 0xff;  // captured; the padding after it left zero, not the id
+    std::memcpy(bytes + 0, &w0, 8);
+    std::memcpy(bytes + 8, &w1, 8);
+    std::memcpy(bytes + 16, &w2, 8);
+    std::memcpy(bytes + 24, &w3, 8);
+    std::memcpy(bytes + 32, &w4, 8);
+    std::memcpy(bytes + 40, &w5, 8);
+    std::memcpy(bytes + 48, &ctx_w6, 8);
+    return true;
+  }
   bool lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept;  // all but the cursor
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
   bool id_at(uint64_t seq, uint32_t* id) const noexcept;
-  void found(uint64_t seq, uint32_t id) const noexcept;  // cursor and id rate after a hit
+  // Cursor and id rate after a hit (inline: every hit runs it).
+  void found(uint64_t seq, uint32_t id) const noexcept {
+    cursor_.store(seq + 1, std::memory_order_relaxed);
+    // The next record's context is most likely a launch or two on (a runtime launch stores two):
+    // its line is asked for now, while this record is ingested.
+    __builtin_prefetch(&slots_[(seq + 2) & mask_]);
+    // Unwrap the id against the previous one found (records arrive about once a flush, far
+    // fewer than 2^31 ids apart; the first against last_id_'s 0), then widen the ranges the id
+    // rate is measured over.
+    const uint64_t unwrapped =
+        last_unwrapped_.load(std::memory_order_relaxed) +
+        static_cast<int64_t>(static_cast<int32_t>(id - last_id_.load(std::memory_order_relaxed)));
+    last_id_.store(id, std::memory_order_relaxed);
+    last_unwrapped_.store(unwrapped, std::memory_order_relaxed);
+    if (unwrapped < min_id_.load(std::memory_order_relaxed)) min_id_.store(unwrapped, std::memory_order_relaxed);
+    if (unwrapped > max_id_.load(std::memory_order_relaxed)) max_id_.store(unwrapped, std::memory_order_relaxed);
+    if (seq < min_seq_.load(std::memory_order_relaxed)) min_seq_.store(seq, std::memory_order_relaxed);
+    if (seq > max_seq_.load(std::memory_order_relaxed)) max_seq_.store(seq, std::memory_order_relaxed);
+  }
   // The id range of band `first` (see Band), if it has one.
   bool band_range(uint64_t first, uint64_t* range) const noexcept;
   // Band [first, first + band size) has an id range and `id` is outside it.
@@ -183,10 +236,11 @@ class CorrelationTable {
   // The live window's lowest id (low half; bit 32: valid), and the first band it was computed for.
   mutable std::atomic<uint64_t> floor_{0};
   mutable std::atomic<uint64_t> floor_band_{~uint64_t{0}};
-  // Id rate: ids unwrapped to 64 bits relative to the first found (which is 2^40), and the
-  // range of ids and sequence numbers the found contexts span.
+  // Id rate: ids unwrapped to 64 bits (the first found is 2^40 plus its own id read as signed,
+  // so no later one goes below 0 or needs a first-time test), and the range of ids and
+  // sequence numbers the found contexts span: only their differences are used.
   mutable std::atomic<uint32_t> last_id_{0};
-  mutable std::atomic<uint64_t> last_unwrapped_{0};
+  mutable std::atomic<uint64_t> last_unwrapped_{uint64_t{1} << 40};
   mutable std::atomic<uint64_t> min_id_{~uint64_t{0}}, max_id_{0};
   mutable std::atomic<uint64_t> min_seq_{~uint64_t{0}}, max_seq_{0};
 };
