@@ -49,20 +49,11 @@ class RecordDecoder {
     // this is one range comparison.
     if (kind == CUPTI_ACTIVITY_KIND_DRIVER || kind == CUPTI_ACTIVITY_KIND_RUNTIME)
       return RecordResult::kApi;
+    // Then kernels, the most common activity, before the other kinds' jump table.
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return kernel(record, out);
     core::GpuActivity& a = out->activity;
     switch (kind) {
-      case CUPTI_ACTIVITY_KIND_KERNEL:
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(record);
-        if (!has_timestamps(k)) return RecordResult::kNoTimestamps;
-        fill_common(k, core::ActivityKind::kKernel, out);
-        a.copy_kind = core::CopyKind::kNone;
-        a.bytes = 0;
-        a.copies = 1;
-        out->runtime_correlation_id = 0;
-        out->name_ptr = k->name;
-        return RecordResult::kActivity;
-      }
+      case CUPTI_ACTIVITY_KIND_KERNEL: return kernel(record, out);
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy5*>(record);
         if (!has_timestamps(m)) return RecordResult::kNoTimestamps;
@@ -112,6 +103,19 @@ class RecordDecoder {
     uint32_t kind = 0;
     std::memcpy(&kind, record, sizeof kind);
     return kind;
+  }
+
+  static RecordResult kernel(const CUpti_Activity* record, DecodedActivity* out) {
+    const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(record);
+    if (!has_timestamps(k)) return RecordResult::kNoTimestamps;
+    fill_common(k, core::ActivityKind::kKernel, out);
+    core::GpuActivity& a = out->activity;
+    a.copy_kind = core::CopyKind::kNone;
+    a.bytes = 0;
+    a.copies = 1;
+    out->runtime_correlation_id = 0;
+    out->name_ptr = k->name;
+    return RecordResult::kActivity;
   }
 
   template <class Record>

@@ -18,7 +18,6 @@ ActivityPipeline::ActivityPipeline(const CuptiLibrary& lib, const CorrelationTab
       name_of_(std::move(name_of)) {}
 
 core::Category ActivityPipeline::category_slow(core::PathId path) {
-  // A path's category never changes once interned, so one lookup per path is enough.
   if (path >= category_cache_.size()) category_cache_.resize(path + 1, -1);
   int8_t& c = category_cache_[path];
   if (c < 0) c = static_cast<int8_t>(category_of_(path));
@@ -28,8 +27,8 @@ core::Category ActivityPipeline::category_slow(core::PathId path) {
 }
 
 void ActivityPipeline::join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx) {
-  // lookup() writes every field of *ctx when it finds the context, nothing when it does not:
-  // a miss clears it here, so a hit costs no clearing first.
+  // lookup() writes every field of *ctx when it finds the context, and may leave a copy it
+  // rejected there when it does not: a miss clears it here, so a hit costs no clearing first.
   if (a.graph_node_id != 0) {
     core::LaunchContext node;
     if (graph_nodes_.lookup(a.graph_node_id, &node)) {

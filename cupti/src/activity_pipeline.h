@@ -78,11 +78,17 @@ class ActivityPipeline {
  private:
   core::Category category(core::PathId path) {
     // Consecutive records mostly come from one region (a layer's kernels, a backward pass):
-    // the last answer first, one comparison. A path's category never changes once interned.
+    // the last answer first, one comparison; then the answers by path, inline. A path's
+    // category never changes once interned, so one lookup per path is enough.
     if (path == memo_path_) return memo_category_;
+    if (path < category_cache_.size() && category_cache_[path] >= 0) {
+      memo_path_ = path;
+      memo_category_ = static_cast<core::Category>(category_cache_[path]);
+      return memo_category_;
+    }
     return category_slow(path);
   }
-  core::Category category_slow(core::PathId path);
+  core::Category category_slow(core::PathId path);  // asks category_of_ (once per path)
   // join() past the table: a graph node's capture-time context, or a miss.
   void join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx);
 

@@ -84,8 +84,8 @@ class CorrelationTable {
       slots_[(ticket - 1) & mask_].stamp.store(stamp_of(ticket - 1), std::memory_order_release);
   }
 
-  // True and *out filled (every field) when the entry for correlation_id is present; *out
-  // untouched when not. Any thread may call it; the cursor it keeps is a hint, so one reader
+  // True and *out filled (every field) when the entry for correlation_id is present; when not,
+  // *out may have been written (a copy that did not validate) and means nothing. Any thread may call it; the cursor it keeps is a hint, so one reader
   // (the processing thread) is the fast case.
   bool lookup(uint32_t correlation_id, core::LaunchContext* out) const noexcept {
     // The common case, inline: the record of the launch after the previous hit, read straight
@@ -141,24 +141,24 @@ class CorrelationTable {
     } else if (static_cast<uint32_t>(w6 >> 32) != id) {
       return false;
     }
-    // Named words, kept in registers: an array here went through the stack and its 16-byte
-    // reloads stalled on store forwarding at every lookup.
-    const uint64_t w0 = s.words[0].load(std::memory_order_acquire);
-    const uint64_t w1 = s.words[1].load(std::memory_order_acquire);
-    const uint64_t w2 = s.words[2].load(std::memory_order_acquire);
-    const uint64_t w3 = s.words[3].load(std::memory_order_acquire);
-    const uint64_t w4 = s.words[4].load(std::memory_order_acquire);
-    const uint64_t w5 = s.words[5].load(std::memory_order_acquire);
-    if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
+    // Each word goes straight into *out (a load and a store, no unpacking): held in registers
+    // until the stamp re-check, seven words spill to the stack in the processing loop, and a
+    // copy through a local array stalled on store forwarding. *out is the caller's until this
+    // returns true, so a copy the re-check rejects may be left in it.
     auto* bytes = reinterpret_cast<unsigned char*>(out);
-    const uint64_t ctx_w6 = w6 & 0xff;  // captured; the padding after it left zero, not the id
-    std::memcpy(bytes + 0, &w0, 8);
-    std::memcpy(bytes + 8, &w1, 8);
-    std::memcpy(bytes + 16, &w2, 8);
-    std::memcpy(bytes + 24, &w3, 8);
-    std::memcpy(bytes + 32, &w4, 8);
-    std::memcpy(bytes + 40, &w5, 8);
-    std::memcpy(bytes + 48, &ctx_w6, 8);
+    const auto copy = [&](int i) {  // written out six times below: gcc keeps a loop here
+      const uint64_t w = s.words[i].load(std::memory_order_acquire);
+      std::memcpy(bytes + 8 * i, &w, 8);
+    };
+    copy(0);
+    copy(1);
+    copy(2);
+    copy(3);
+    copy(4);
+    copy(5);
+    const uint64_t captured = w6 & 0xff;  // the padding after it left zero, not the id
+    std::memcpy(bytes + 8 * kIdWord, &captured, 8);
+    if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
     return true;
   }
   bool lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept;  // all but the cursor
@@ -171,12 +171,11 @@ class CorrelationTable {
     // its line is asked for now, while this record is ingested.
     __builtin_prefetch(&slots_[(seq + 2) & mask_]);
     // Unwrap the id against the previous one found (records arrive about once a flush, far
-    // fewer than 2^31 ids apart; the first against last_id_'s 0), then widen the ranges the id
-    // rate is measured over.
+    // fewer than 2^31 ids apart; the low half of the last unwrapped id is that id itself, see
+    // last_unwrapped_), then widen the ranges the id rate is measured over.
+    const uint64_t last = last_unwrapped_.load(std::memory_order_relaxed);
     const uint64_t unwrapped =
-        last_unwrapped_.load(std::memory_order_relaxed) +
-        static_cast<int64_t>(static_cast<int32_t>(id - last_id_.load(std::memory_order_relaxed)));
-    last_id_.store(id, std::memory_order_relaxed);
+        last + static_cast<int64_t>(static_cast<int32_t>(id - static_cast<uint32_t>(last)));
     last_unwrapped_.store(unwrapped, std::memory_order_relaxed);
     if (unwrapped < min_id_.load(std::memory_order_relaxed)) min_id_.store(unwrapped, std::memory_order_relaxed);
     if (unwrapped > max_id_.load(std::memory_order_relaxed)) max_id_.store(unwrapped, std::memory_order_relaxed);
@@ -236,10 +235,11 @@ class CorrelationTable {
   // The live window's lowest id (low half; bit 32: valid), and the first band it was computed for.
   mutable std::atomic<uint64_t> floor_{0};
   mutable std::atomic<uint64_t> floor_band_{~uint64_t{0}};
-  // Id rate: ids unwrapped to 64 bits (the first found is 2^40 plus its own id read as signed,
-  // so no later one goes below 0 or needs a first-time test), and the range of ids and
-  // sequence numbers the found contexts span: only their differences are used.
-  mutable std::atomic<uint32_t> last_id_{0};
+  // Id rate: ids unwrapped to 64 bits, each against the previous one found, and the range of
+  // ids and sequence numbers the found contexts span (only differences are used). The first
+  // found unwraps against 2^40, whose low half is a "previous id" of 0: it becomes 2^40 plus
+  // its own id read as signed, so no later one goes below 0 or needs a first-time test, and
+  // the low half of every unwrapped id is the id itself (no separate last id to keep).
   mutable std::atomic<uint64_t> last_unwrapped_{uint64_t{1} << 40};
   mutable std::atomic<uint64_t> min_id_{~uint64_t{0}}, max_id_{0};
   mutable std::atomic<uint64_t> min_seq_{~uint64_t{0}}, max_seq_{0};
