@@ -242,12 +242,14 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
   // every record would take its cache line from them at every launch). read() validates the
   // slot, so a window seen earlier is as safe as a fresh one.
   const uint64_t seen = seen_end_.load(std::memory_order_relaxed);
-  for (uint64_t q = cursor_.load(std::memory_order_relaxed), e = std::min(seen, q + kScan); q < e; ++q)
+  const uint64_t last = cursor_.load(std::memory_order_relaxed);
+  const uint64_t start = last == kNoHit ? 0 : last;  // no hit yet: from the first slot
+  for (uint64_t q = start, e = std::min(seen, q + kScan); q < e; ++q)
     if (hit(q)) return true;
   const uint64_t end = next_.load(std::memory_order_acquire);
   if (end > seen) seen_end_.store(end, std::memory_order_relaxed);
   const uint64_t begin = end > capacity() ? end - capacity() : 0;
-  const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
+  const uint64_t cursor = std::clamp(start, begin, end);
   // Records arrive nearly in launch order: near the slot after the previous hit first, forward
   // then back; then the rest of the live slots, so a context in the table is always found.
   const uint64_t near_end = std::min(end, cursor + kScan);

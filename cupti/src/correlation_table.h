@@ -91,10 +91,11 @@ class CorrelationTable {
     // The common case, inline: the record of the launch after the previous hit, read straight
     // from its slot (read() checks the slot's own id; the id column is for the scans). Id 0
     // never matches: no slot is published under it. A slot that holds the id and validates is
-    // live, so the floor (a shortcut for misses) is not needed.
+    // live, so the floor (a shortcut for misses) is not needed. Before the first hit the cursor
+    // is kNoHit, past every slot.
     const uint64_t q = cursor_.load(std::memory_order_relaxed);
     if (q < seen_end_.load(std::memory_order_relaxed) && read(q, correlation_id, false, out)) {
-      found(q, correlation_id);
+      found_next(q, correlation_id);
       return true;
     }
     return lookup_scan(correlation_id, out);
@@ -164,22 +165,43 @@ class CorrelationTable {
   bool lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept;  // all but the cursor
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
   bool id_at(uint64_t seq, uint32_t* id) const noexcept;
-  // Cursor and id rate after a hit (inline: every hit runs it).
-  void found(uint64_t seq, uint32_t id) const noexcept {
+  // After a hit at seq: the cursor, the next record's line asked for, and the id unwrapped
+  // (returned; *delta: its step from the previous hit's).
+  uint64_t record_hit(uint64_t seq, uint32_t id, int32_t* delta) const noexcept {
     cursor_.store(seq + 1, std::memory_order_relaxed);
     // The next record's context is most likely a launch or two on (a runtime launch stores two):
     // its line is asked for now, while this record is ingested.
     __builtin_prefetch(&slots_[(seq + 2) & mask_]);
     // Unwrap the id against the previous one found (records arrive about once a flush, far
     // fewer than 2^31 ids apart; the low half of the last unwrapped id is that id itself, see
-    // last_unwrapped_), then widen the ranges the id rate is measured over.
+    // last_unwrapped_).
     const uint64_t last = last_unwrapped_.load(std::memory_order_relaxed);
-    const uint64_t unwrapped =
-        last + static_cast<int64_t>(static_cast<int32_t>(id - static_cast<uint32_t>(last)));
+    *delta = static_cast<int32_t>(id - static_cast<uint32_t>(last));
+    const uint64_t unwrapped = last + static_cast<int64_t>(*delta);
     last_unwrapped_.store(unwrapped, std::memory_order_relaxed);
+    return unwrapped;
+  }
+  // A hit found by a scan: the ranges the id rate is measured over widened both ways.
+  void found(uint64_t seq, uint32_t id) const noexcept {
+    int32_t delta = 0;
+    const uint64_t unwrapped = record_hit(seq, id, &delta);
     if (unwrapped < min_id_.load(std::memory_order_relaxed)) min_id_.store(unwrapped, std::memory_order_relaxed);
     if (unwrapped > max_id_.load(std::memory_order_relaxed)) max_id_.store(unwrapped, std::memory_order_relaxed);
     if (seq < min_seq_.load(std::memory_order_relaxed)) min_seq_.store(seq, std::memory_order_relaxed);
+    if (seq > max_seq_.load(std::memory_order_relaxed)) max_seq_.store(seq, std::memory_order_relaxed);
+  }
+  // A hit at the cursor (nearly every hit), inline. The cursor is set only by a hit, so one
+  // came before this one, at seq - 1, and the ranges hold it: seq cannot lower the sequence
+  // range, an id after that hit's can only raise the id range's top, one before it only lower
+  // its bottom.
+  void found_next(uint64_t seq, uint32_t id) const noexcept {
+    int32_t delta = 0;
+    const uint64_t unwrapped = record_hit(seq, id, &delta);
+    if (delta >= 0) {
+      if (unwrapped > max_id_.load(std::memory_order_relaxed)) max_id_.store(unwrapped, std::memory_order_relaxed);
+    } else if (unwrapped < min_id_.load(std::memory_order_relaxed)) {
+      min_id_.store(unwrapped, std::memory_order_relaxed);
+    }
     if (seq > max_seq_.load(std::memory_order_relaxed)) max_seq_.store(seq, std::memory_order_relaxed);
   }
   // The id range of band `first` (see Band), if it has one.
@@ -229,7 +251,10 @@ class CorrelationTable {
   alignas(64) std::atomic<uint64_t> next_{0};  // the next launch sequence number
   std::atomic<uint64_t> collisions_{0};
   // Reader side, on its own line: the writers never touch it.
-  alignas(64) mutable std::atomic<uint64_t> cursor_{0};
+  // The slot after the last hit; kNoHit before the first (no slot: the inline case needs a hit
+  // before it, and lookup_scan starts from slot 0 then).
+  static constexpr uint64_t kNoHit = ~uint64_t{0};
+  alignas(64) mutable std::atomic<uint64_t> cursor_{kNoHit};
   mutable std::atomic<uint64_t> seen_end_{0};  // next_ as the reader last read it
   mutable std::atomic<uint64_t> overwritten_{0};
   // The live window's lowest id (low half; bit 32: valid), and the first band it was computed for.
