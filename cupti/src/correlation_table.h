@@ -85,8 +85,9 @@ class CorrelationTable {
   }
 
   // True and *out filled (every field) when the entry for correlation_id is present; when not,
-  // *out may have been written (a copy that did not validate) and means nothing. Any thread may call it; the cursor it keeps is a hint, so one reader
-  // (the processing thread) is the fast case.
+  // *out may have been written (a copy that did not validate) and means nothing. Any thread
+  // may call it; the cursor it keeps is a hint, so one reader (the processing thread) is the
+  // fast case.
   bool lookup(uint32_t correlation_id, core::LaunchContext* out) const noexcept {
     // The common case, inline: the record of the launch after the previous hit, read straight
     // from its slot (read() checks the slot's own id; the id column is for the scans). Id 0
@@ -143,11 +144,11 @@ class CorrelationTable {
       return false;
     }
     // Each word goes straight into *out (a load and a store, no unpacking): held in registers
-    // until the stamp re-check, seven words spill to the stack in the processing loop, and a
-    // copy through a local array stalled on store forwarding. *out is the caller's until this
-    // returns true, so a copy the re-check rejects may be left in it.
+    // until the stamp re-check, most of them spilled to the stack and back in the processing
+    // loop, and a copy through a local array stalled on store forwarding. *out means nothing
+    // until this returns true, so a copy the re-check rejects may be left in it.
     auto* bytes = reinterpret_cast<unsigned char*>(out);
-    const auto copy = [&](int i) {  // written out six times below: gcc keeps a loop here
+    const auto copy = [&](int i) {  // called six times below: a loop of atomic loads stays a loop
       const uint64_t w = s.words[i].load(std::memory_order_acquire);
       std::memcpy(bytes + 8 * i, &w, 8);
     };
