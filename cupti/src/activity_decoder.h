@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cupti.h>
+#include <cupti_activity_deprecated.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "cupti_library.h"
 #include "traintime/core/activity.h"
@@ -28,33 +30,182 @@ struct DecodeCounts {
 
 enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps };
 
-// Decodes one record; kActivity sets every field of *out.
+// The decoder of one checked layout (not kUnknown), made once per buffer: what differs between
+// the layouts is settled here, not at every record. Every checked layout is read through one
+// struct per family: kernels through Kernel9 (Kernel10 agrees on every field read, and so do
+// Kernel11-13, checked against their releases' headers by tests/cupti), memcpy through Memcpy5
+// (likewise Memcpy6 and Memcpy7), peer-to-peer MemcpyPtoP4 in all of them, memset through
+// Memset4 (likewise Memset5); activity_decoder.cpp checks the offsets against the headers.
+class RecordDecoder {
+ public:
+  explicit RecordDecoder(RecordLayout layout) : copy_count_(layout != RecordLayout::kCupti12Memcpy5) {}
+
+  // Decodes one record; kActivity sets every field of *out. Inline: it runs for every record of
+  // every buffer, three a launch where the runtime and driver API records ride along.
+  RecordResult decode(const CUpti_Activity* record, DecodedActivity* out) const {
+    const uint32_t kind = record_kind(record);
+    // The API records (two a launch in live buffers, enabled only for the correlation ids of
+    // the launch callbacks) first, before any field is read: the kinds are adjacent (4, 5), so
+    // this is one range comparison.
+    if (kind == CUPTI_ACTIVITY_KIND_DRIVER || kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+      return RecordResult::kApi;
+    // Then kernels, the most common activity, before the other kinds' jump table.
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return kernel(record, out);
+    core::GpuActivity& a = out->activity;
+    switch (kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL: return kernel(record, out);
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy5*>(record);
+        if (!has_timestamps(m)) return RecordResult::kNoTimestamps;
+        fill_common(m, core::ActivityKind::kMemcpy, out);
+        a.copy_kind = copy_kind(m->copyKind);
+        a.bytes = m->bytes;
+        a.copies = 1;
+        // Memcpy6 (12.8 on) says how many copies a batched memcpy record stands for.
+        if (copy_count_) {
+          const uint32_t n = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)->copyCount;
+          a.copies = n > 0 ? n : 1;
+        }
+        out->runtime_correlation_id = m->runtimeCorrelationId;
+        out->name_ptr = nullptr;
+        return RecordResult::kActivity;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
+        const auto* p = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+        if (!has_timestamps(p)) return RecordResult::kNoTimestamps;
+        fill_common(p, core::ActivityKind::kMemcpy, out);
+        a.copy_kind = core::CopyKind::kPtoP;
+        a.bytes = p->bytes;
+        a.copies = 1;
+        out->runtime_correlation_id = 0;
+        out->name_ptr = nullptr;
+        return RecordResult::kActivity;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* s = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        if (!has_timestamps(s)) return RecordResult::kNoTimestamps;
+        fill_common(s, core::ActivityKind::kMemset, out);
+        a.copy_kind = core::CopyKind::kNone;
+        a.bytes = s->bytes;
+        a.copies = 1;
+        out->runtime_correlation_id = 0;
+        out->name_ptr = nullptr;
+        return RecordResult::kActivity;
+      }
+      default: return RecordResult::kOther;
+    }
+  }
+
+ private:
+  // The record's kind as the raw 32-bit value CUPTI wrote: a newer CUPTI may write kinds this
+  // header's enum does not have, and loading those through the enum type is undefined.
+  static uint32_t record_kind(const CUpti_Activity* record) {
+    uint32_t kind = 0;
+    std::memcpy(&kind, record, sizeof kind);
+    return kind;
+  }
+
+  static RecordResult kernel(const CUpti_Activity* record, DecodedActivity* out) {
+    const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(record);
+    if (!has_timestamps(k)) return RecordResult::kNoTimestamps;
+    fill_common(k, core::ActivityKind::kKernel, out);
+    core::GpuActivity& a = out->activity;
+    a.copy_kind = core::CopyKind::kNone;
+    a.bytes = 0;
+    a.copies = 1;
+    out->runtime_correlation_id = 0;
+    out->name_ptr = k->name;
+    return RecordResult::kActivity;
+  }
+
+  template <class Record>
+  static bool has_timestamps(const Record* r) {
+    // CUPTI leaves both at 0 when it could not time the work (e.g. out of device buffer
+    // memory); end != 0 with end >= start excludes that and a reversed span in one test.
+    return r->end != 0 && r->end >= r->start;
+  }
+
+  // The fields every GPU record of the checked layouts has under the same names and offsets.
+  // Each kind sets the rest of *out itself: decode_buffer reuses one DecodedActivity for the
+  // whole buffer (clearing it for every record cost more than the decode), and a default
+  // written here only to be overwritten by the kind would be a second store.
+  template <class Record>
+  static void fill_common(const Record* r, core::ActivityKind kind, DecodedActivity* out) {
+    core::GpuActivity& a = out->activity;
+    a.kind = kind;
+    a.start_ns = r->start;
+    a.end_ns = r->end;
+    a.device = r->deviceId;
+    a.stream = r->streamId;
+    a.correlation_id = r->correlationId;
+    a.graph_id = r->graphId;
+    a.graph_node_id = r->graphNodeId;
+    a.name = {};
+  }
+
+  static core::CopyKind copy_kind(uint8_t kind) {
+    switch (kind) {
+      case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return core::CopyKind::kHtoD;
+      case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return core::CopyKind::kDtoH;
+      case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+      case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+      case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return core::CopyKind::kDtoD;
+      case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return core::CopyKind::kPtoP;
+      default: return core::CopyKind::kOther;
+    }
+  }
+
+  bool copy_count_;  // memcpy records are Memcpy6 or later (copyCount)
+};
+
+// Decodes one record by the given layout (kUnknown: every record is kOther); kActivity sets
+// every field of *out.
 RecordResult decode_record(RecordLayout layout, const CUpti_Activity* record, DecodedActivity* out);
 
-// Walks the buffer with the library's cuptiActivityGetNextRecord and calls sink(DecodedActivity&)
-// for every kernel, memcpy and memset record. The sink may change the record it is given (it is
-// rewritten for the next one): the pipeline sets the name in place rather than copy it.
-template <class Sink>
-DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink) {
-  DecodeCounts counts;
+// Walks the buffer with the library's cuptiActivityGetNextRecord and calls on_record(const
+// CUpti_Activity*) for each complete record.
+template <class OnRecord>
+void walk_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, DecodeCounts* counts,
+                 OnRecord&& on_record) {
+  // The walker's address once per buffer, not reloaded after every call through it.
+  const auto next_record = lib.api().cuptiActivityGetNextRecord;
   CUpti_Activity* record = nullptr;
-  DecodedActivity decoded;  // one for the buffer: decode_record sets all of it for an activity
   for (;;) {
     // MAX_LIMIT_REACHED is the normal end of the buffer; INVALID_KIND an incomplete record (work
     // still running at a forced flush: counted, and said once in the rank file's warnings, not
     // logged as a failure). Anything else is logged once. Called directly, not through
     // TRAINTIME_CUPTI_CALL: this is the per-record loop.
-    const CUptiResult rc = lib.api().cuptiActivityGetNextRecord(buffer, valid_size, &record);
+    const CUptiResult rc = next_record(buffer, valid_size, &record);
     if (rc != CUPTI_SUCCESS) {
       if (rc == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
       if (rc != CUPTI_ERROR_INVALID_KIND) {
         static CallSite site{"cuptiActivityGetNextRecord", __FILE__, __LINE__};
         checked(lib, site, rc, CUPTI_ERROR_INVALID_KIND);
       }
-      ++counts.incomplete;
+      ++counts->incomplete;
       break;
     }
-    switch (decode_record(lib.layout(), record, &decoded)) {
+    on_record(record);
+  }
+}
+
+// Walks the buffer and calls sink(DecodedActivity&) for every kernel, memcpy and memset record.
+// The sink may change the record it is given (it is rewritten for the next one): the pipeline
+// sets the name in place rather than copy it.
+template <class Sink>
+DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink) {
+  DecodeCounts counts;
+  if (lib.layout() == RecordLayout::kUnknown) {  // not a loaded library: nothing is decoded
+    walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity*) { ++counts.other; });
+    return counts;
+  }
+  const RecordDecoder decoder(lib.layout());
+  DecodedActivity decoded;  // one for the buffer: decode sets all of it for an activity
+  walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity* record) {
+    switch (decoder.decode(record, &decoded)) {
       case RecordResult::kActivity:
         ++counts.activities;
         sink(decoded);
@@ -63,7 +214,7 @@ DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t vali
       case RecordResult::kOther: ++counts.other; break;
       case RecordResult::kNoTimestamps: ++counts.no_timestamps; break;
     }
-  }
+  });
   return counts;
 }
 

@@ -17,50 +17,45 @@ ActivityPipeline::ActivityPipeline(const CuptiLibrary& lib, const CorrelationTab
       category_of_(std::move(category_of)),
       name_of_(std::move(name_of)) {}
 
-core::Category ActivityPipeline::category(core::PathId path) {
-  // A path's category never changes once interned, so one lookup per path is enough.
+core::Category ActivityPipeline::category_slow(core::PathId path) {
   if (path >= category_cache_.size()) category_cache_.resize(path + 1, -1);
   int8_t& c = category_cache_[path];
   if (c < 0) c = static_cast<int8_t>(category_of_(path));
-  return static_cast<core::Category>(c);
+  memo_path_ = path;
+  memo_category_ = static_cast<core::Category>(c);
+  return memo_category_;
 }
 
-core::LaunchContext ActivityPipeline::join(const DecodedActivity& d) {
-  // One named result, returned from every path, so it is built in the caller's object: a copy
-  // of it right after the table wrote its fields one by one stalls on store forwarding.
-  const core::GpuActivity& a = d.activity;
-  core::LaunchContext ctx;
-  bool found = false;
-  if (d.runtime_correlation_id != 0 && launches_.lookup(d.runtime_correlation_id, &ctx)) {
-    found = true;
-    ++stats_.joined_runtime;
-  } else if (launches_.lookup(a.correlation_id, &ctx)) {
-    found = true;
-    ++stats_.joined_correlation;
-  }
+void ActivityPipeline::join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx) {
+  // lookup() writes every field of *ctx when it finds the context, and may leave a copy it
+  // rejected there when it does not: a miss clears it here, so a hit costs no clearing first.
   if (a.graph_node_id != 0) {
     core::LaunchContext node;
     if (graph_nodes_.lookup(a.graph_node_id, &node)) {
       // Region (and NCCL call) from capture time; step and region entry from the replay.
       if (found) {
-        node.step = ctx.step;
-        node.entry = ctx.entry;
+        node.step = ctx->step;
+        node.entry = ctx->entry;
       }
       ++stats_.graph_node_context;
-      ctx = node;
-      return ctx;
+      *ctx = node;
+      return;
     }
   }
-  if (!found) ++stats_.missing_context;
-  return ctx;
+  if (!found) {
+    *ctx = core::LaunchContext{};
+    ++stats_.missing_context;
+  }
 }
 
 void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
   ++stats_.buffers;
-  // The activity goes to ingest where the decoder wrote it: a copy read back straight after the
-  // decoder's narrower stores stalls on store forwarding at every record.
+  // The activity goes to ingest where the decoder wrote it, and the context where the join
+  // wrote it: a copy read back straight after narrower stores stalls on store forwarding at
+  // every record.
+  core::LaunchContext ctx;
   const DecodeCounts counts = decode_buffer(lib_, buffer, valid_size, [&](DecodedActivity& d) {
-    core::LaunchContext ctx = join(d);
+    join(d, &ctx);
     if (d.name_ptr)
       d.activity.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
     aggregator_.ingest(d.activity, ctx, category(ctx.path));

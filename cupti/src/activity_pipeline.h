@@ -50,14 +50,47 @@ class ActivityPipeline {
   void process(uint8_t* buffer, size_t valid_size);
 
   // The launch context of one decoded record, by the join rules above (counts into stats()).
-  core::LaunchContext join(const DecodedActivity& d);
+  core::LaunchContext join(const DecodedActivity& d) {
+    core::LaunchContext ctx;
+    join(d, &ctx);
+    return ctx;
+  }
+  // The same into *ctx, every field written (process() keeps one for the whole buffer). The
+  // common case inline (a record of no graph node whose launch's context is found, read where
+  // the cursor of the table expects it); graph nodes and misses out of line.
+  void join(const DecodedActivity& d, core::LaunchContext* ctx) {
+    const core::GpuActivity& a = d.activity;
+    bool found = true;
+    if (d.runtime_correlation_id != 0 && launches_.lookup(d.runtime_correlation_id, ctx)) {
+      ++stats_.joined_runtime;
+    } else if (launches_.lookup(a.correlation_id, ctx)) {
+      ++stats_.joined_correlation;
+    } else {
+      found = false;
+    }
+    if (__builtin_expect(a.graph_node_id != 0 || !found, 0)) join_rest(a, found, ctx);
+  }
 
   const PipelineStats& stats() const { return stats_; }
   // The join's counters, each kind of trouble with its warning, into the GPU section.
   void count_into(core::Section& out) const;
 
  private:
-  core::Category category(core::PathId path);
+  core::Category category(core::PathId path) {
+    // Consecutive records mostly come from one region (a layer's kernels, a backward pass):
+    // the last answer first, one comparison; then the answers by path, inline. A path's
+    // category never changes once interned, so one lookup per path is enough.
+    if (path == memo_path_) return memo_category_;
+    if (path < category_cache_.size() && category_cache_[path] >= 0) {
+      memo_path_ = path;
+      memo_category_ = static_cast<core::Category>(category_cache_[path]);
+      return memo_category_;
+    }
+    return category_slow(path);
+  }
+  core::Category category_slow(core::PathId path);  // asks category_of_ (once per path)
+  // join() past the table: a graph node's capture-time context, or a miss.
+  void join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx);
 
   const CuptiLibrary& lib_;
   const CorrelationTable& launches_;
@@ -66,6 +99,9 @@ class ActivityPipeline {
   CategoryOf category_of_;
   NameOf name_of_;
   std::vector<int8_t> category_cache_;  // by PathId; -1 = not looked up yet
+  // The last path category() answered for (wider than PathId: no path matches it at first).
+  uint64_t memo_path_ = ~uint64_t{0};
+  core::Category memo_category_ = core::Category::kOther;
   PipelineStats stats_;
 };
 

@@ -1,12 +1,20 @@
 #include "correlation_table.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace traintime::cupti {
 namespace {
 
-// Every field of LaunchContext is packed into Slot::words; a new field must be packed too.
+// Slot::words hold a LaunchContext as it lies in memory (read() copies the words into one): a
+// new or moved field must change the packing in claim() too. Little-endian, as the words are.
 static_assert(sizeof(core::LaunchContext) == 56, "LaunchContext changed: update the slot packing");
+static_assert(offsetof(core::LaunchContext, path) == 0 && offsetof(core::LaunchContext, step) == 4 &&
+              offsetof(core::LaunchContext, entry) == 8 && offsetof(core::LaunchContext, comm) == 16);
+static_assert(offsetof(core::CommContext, op) == 0 && offsetof(core::CommContext, comm_id) == 4 &&
+              offsetof(core::CommContext, seq) == 8 && offsetof(core::CommContext, bytes) == 16 &&
+              offsetof(core::CommContext, group_id) == 24 && offsetof(core::CommContext, captured) == 32);
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Slot::words are little-endian");
 
 uint32_t round_up_pow2(uint32_t n) {
   uint32_t p = 16;
@@ -83,14 +91,13 @@ uint64_t CorrelationTable::claim(uint32_t id, const core::LaunchContext& ctx) no
   // it. Fields with release (no fence: TSan does not model atomic_thread_fence), so a reader that
   // sees any field of this write also sees the busy stamp before it when it re-checks.
   ids_[seq & mask_].store(id, std::memory_order_relaxed);
-  s.words[0].store(uint64_t{id} | (uint64_t{ctx.path} << 32), std::memory_order_release);
-  s.words[1].store(uint64_t{ctx.step} | (uint64_t{ctx.comm.comm_id} << 32), std::memory_order_release);
-  s.words[2].store(ctx.entry, std::memory_order_release);
-  s.words[3].store(uint64_t(ctx.comm.op) | (uint64_t{ctx.comm.captured} << 8),
-                   std::memory_order_release);
-  s.words[4].store(ctx.comm.seq, std::memory_order_release);
-  s.words[5].store(ctx.comm.bytes, std::memory_order_release);
-  s.words[6].store(ctx.comm.group_id, std::memory_order_release);
+  s.words[0].store(uint64_t{ctx.path} | (uint64_t{ctx.step} << 32), std::memory_order_release);
+  s.words[1].store(ctx.entry, std::memory_order_release);
+  s.words[2].store(uint64_t(ctx.comm.op) | (uint64_t{ctx.comm.comm_id} << 32), std::memory_order_release);
+  s.words[3].store(ctx.comm.seq, std::memory_order_release);
+  s.words[4].store(ctx.comm.bytes, std::memory_order_release);
+  s.words[5].store(ctx.comm.group_id, std::memory_order_release);
+  s.words[kIdWord].store(uint64_t{ctx.comm.captured} | (uint64_t{id} << 32), std::memory_order_release);
   nested_[seq & mask_].store(0, std::memory_order_release);
   return seq + 1;
 }
@@ -109,65 +116,14 @@ bool CorrelationTable::add_nested(uint64_t ticket, uint32_t id) noexcept {
   return true;
 }
 
-bool CorrelationTable::read(uint64_t seq, uint32_t id, bool nested,
-                            core::LaunchContext* out) const noexcept {
-  const Slot& s = slots_[seq & mask_];
-  const uint64_t stamp = stamp_of(seq);
-  if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
-  const uint64_t w0 = s.words[0].load(std::memory_order_acquire);
-  if (nested) {
-    if (!nests(nested_[seq & mask_].load(std::memory_order_acquire), id)) return false;
-  } else if (static_cast<uint32_t>(w0) != id) {
-    return false;
-  }
-  // Six named words, kept in registers: an array here went through the stack and its 16-byte
-  // reloads stalled on store forwarding at every lookup.
-  const uint64_t w1 = s.words[1].load(std::memory_order_acquire);
-  const uint64_t w2 = s.words[2].load(std::memory_order_acquire);
-  const uint64_t w3 = s.words[3].load(std::memory_order_acquire);
-  const uint64_t w4 = s.words[4].load(std::memory_order_acquire);
-  const uint64_t w5 = s.words[5].load(std::memory_order_acquire);
-  const uint64_t w6 = s.words[6].load(std::memory_order_acquire);
-  if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
-  out->path = static_cast<core::PathId>(w0 >> 32);
-  out->step = static_cast<uint32_t>(w1);
-  out->comm.comm_id = static_cast<uint32_t>(w1 >> 32);
-  out->entry = w2;
-  out->comm.op = static_cast<core::CommOp>(w3 & 0xff);
-  out->comm.captured = ((w3 >> 8) & 1) != 0;
-  out->comm.seq = w4;
-  out->comm.bytes = w5;
-  out->comm.group_id = w6;
-  return true;
-}
-
 bool CorrelationTable::id_at(uint64_t seq, uint32_t* id) const noexcept {
   const Slot& s = slots_[seq & mask_];
   const uint64_t stamp = stamp_of(seq);
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
-  const uint64_t w0 = s.words[0].load(std::memory_order_acquire);
+  const uint64_t w = s.words[kIdWord].load(std::memory_order_acquire);
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
-  *id = static_cast<uint32_t>(w0);
+  *id = static_cast<uint32_t>(w >> 32);
   return true;
-}
-
-void CorrelationTable::found(uint64_t seq, uint32_t id) const noexcept {
-  cursor_.store(seq + 1, std::memory_order_relaxed);
-  // The next record's context is most likely a launch or two on (a runtime launch stores two):
-  // its line is asked for now, while this record is ingested.
-  __builtin_prefetch(&slots_[(seq + 2) & mask_]);
-  // Unwrap the id against the previous one found (records arrive about once a flush, far
-  // fewer than 2^31 ids apart), then widen the ranges the id rate is measured over.
-  uint64_t unwrapped = uint64_t{1} << 40;
-  if (min_seq_.load(std::memory_order_relaxed) != ~uint64_t{0})
-    unwrapped = last_unwrapped_.load(std::memory_order_relaxed) +
-                static_cast<int64_t>(static_cast<int32_t>(id - last_id_.load(std::memory_order_relaxed)));
-  last_id_.store(id, std::memory_order_relaxed);
-  last_unwrapped_.store(unwrapped, std::memory_order_relaxed);
-  if (unwrapped < min_id_.load(std::memory_order_relaxed)) min_id_.store(unwrapped, std::memory_order_relaxed);
-  if (unwrapped > max_id_.load(std::memory_order_relaxed)) max_id_.store(unwrapped, std::memory_order_relaxed);
-  if (seq < min_seq_.load(std::memory_order_relaxed)) min_seq_.store(seq, std::memory_order_relaxed);
-  if (seq > max_seq_.load(std::memory_order_relaxed)) max_seq_.store(seq, std::memory_order_relaxed);
 }
 
 double CorrelationTable::ids_per_store() const noexcept {
@@ -286,12 +242,14 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
   // every record would take its cache line from them at every launch). read() validates the
   // slot, so a window seen earlier is as safe as a fresh one.
   const uint64_t seen = seen_end_.load(std::memory_order_relaxed);
-  for (uint64_t q = cursor_.load(std::memory_order_relaxed), e = std::min(seen, q + kScan); q < e; ++q)
+  const uint64_t last = cursor_.load(std::memory_order_relaxed);
+  const uint64_t start = last == kNoHit ? 0 : last;  // no hit yet: from the first slot
+  for (uint64_t q = start, e = std::min(seen, q + kScan); q < e; ++q)
     if (hit(q)) return true;
   const uint64_t end = next_.load(std::memory_order_acquire);
   if (end > seen) seen_end_.store(end, std::memory_order_relaxed);
   const uint64_t begin = end > capacity() ? end - capacity() : 0;
-  const uint64_t cursor = std::clamp(cursor_.load(std::memory_order_relaxed), begin, end);
+  const uint64_t cursor = std::clamp(start, begin, end);
   // Records arrive nearly in launch order: near the slot after the previous hit first, forward
   // then back; then the rest of the live slots, so a context in the table is always found.
   const uint64_t near_end = std::min(end, cursor + kScan);

@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "traintime/core/activity.h"
@@ -83,16 +84,19 @@ class CorrelationTable {
       slots_[(ticket - 1) & mask_].stamp.store(stamp_of(ticket - 1), std::memory_order_release);
   }
 
-  // True and *out filled when the entry for correlation_id is present. Any thread may call it;
-  // the cursor it keeps is a hint, so one reader (the processing thread) is the fast case.
+  // True and *out filled (every field) when the entry for correlation_id is present; when not,
+  // *out may have been written (a copy that did not validate) and means nothing. Any thread
+  // may call it; the cursor it keeps is a hint, so one reader (the processing thread) is the
+  // fast case.
   bool lookup(uint32_t correlation_id, core::LaunchContext* out) const noexcept {
-    // The common case, inline: the record of the launch after the previous hit. A slot that
-    // holds the id and validates is live, so the floor (a shortcut for misses) is not needed.
+    // The common case, inline: the record of the launch after the previous hit, read straight
+    // from its slot (read() checks the slot's own id; the id column is for the scans). Id 0
+    // never matches: no slot is published under it. A slot that holds the id and validates is
+    // live, so the floor (a shortcut for misses) is not needed. Before the first hit the cursor
+    // is kNoHit, past every slot.
     const uint64_t q = cursor_.load(std::memory_order_relaxed);
-    if (correlation_id != 0 && q < seen_end_.load(std::memory_order_relaxed) &&
-        ids_[q & mask_].load(std::memory_order_relaxed) == correlation_id &&
-        read(q, correlation_id, false, out)) {
-      found(q, correlation_id);
+    if (q < seen_end_.load(std::memory_order_relaxed) && read(q, correlation_id, false, out)) {
+      found_next(q, correlation_id);
       return true;
     }
     return lookup_scan(correlation_id, out);
@@ -112,11 +116,15 @@ class CorrelationTable {
 
  private:
   // Slot::stamp: 0 never written; (seq + 1) << 1 published; that | 1 being written.
+  // Slot::words: the LaunchContext's bytes as its 7 words lie in memory (correlation_table.cpp
+  // checks the offsets), so read() copies a context in 7 loads and 7 stores, nothing unpacked;
+  // the correlation id in the high half of the last word (the context's padding there).
   struct alignas(64) Slot {
     std::atomic<uint64_t> stamp{0};
-    std::atomic<uint64_t> words[7] = {};  // the correlation id and the packed LaunchContext
+    std::atomic<uint64_t> words[7] = {};
   };
   static_assert(sizeof(Slot) == 64, "one launch context per cache line");
+  static constexpr int kIdWord = 6;  // words[kIdWord] >> 32 is the correlation id
 
   static uint64_t stamp_of(uint64_t seq) noexcept { return (seq + 1) << 1; }  // odd: being written
   // Whether a slot's nested-id word (two 32-bit halves, 0: none) holds id.
@@ -124,12 +132,79 @@ class CorrelationTable {
     return static_cast<uint32_t>(nested) == id || static_cast<uint32_t>(nested >> 32) == id;
   }
   // Copies slot seq if it holds correlation_id (as its own id, or nested: one of its nested
-  // ids), validated against concurrent rewrites.
-  bool read(uint64_t seq, uint32_t id, bool nested, core::LaunchContext* out) const noexcept;
+  // ids), validated against concurrent rewrites. Inline: lookup()'s common case is this.
+  bool read(uint64_t seq, uint32_t id, bool nested, core::LaunchContext* out) const noexcept {
+    const Slot& s = slots_[seq & mask_];
+    const uint64_t stamp = stamp_of(seq);
+    if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
+    const uint64_t w6 = s.words[kIdWord].load(std::memory_order_acquire);
+    if (nested) {
+      if (!nests(nested_[seq & mask_].load(std::memory_order_acquire), id)) return false;
+    } else if (static_cast<uint32_t>(w6 >> 32) != id) {
+      return false;
+    }
+    // Each word goes straight into *out (a load and a store, no unpacking): held in registers
+    // until the stamp re-check, most of them spilled to the stack and back in the processing
+    // loop, and a copy through a local array stalled on store forwarding. *out means nothing
+    // until this returns true, so a copy the re-check rejects may be left in it.
+    auto* bytes = reinterpret_cast<unsigned char*>(out);
+    const auto copy = [&](int i) {  // called six times below: a loop of atomic loads stays a loop
+      const uint64_t w = s.words[i].load(std::memory_order_acquire);
+      std::memcpy(bytes + 8 * i, &w, 8);
+    };
+    copy(0);
+    copy(1);
+    copy(2);
+    copy(3);
+    copy(4);
+    copy(5);
+    const uint64_t captured = w6 & 0xff;  // the padding after it left zero, not the id
+    std::memcpy(bytes + 8 * kIdWord, &captured, 8);
+    if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
+    return true;
+  }
   bool lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept;  // all but the cursor
   // The correlation id stored under seq, if published (for the newest and oldest live ids).
   bool id_at(uint64_t seq, uint32_t* id) const noexcept;
-  void found(uint64_t seq, uint32_t id) const noexcept;  // cursor and id rate after a hit
+  // After a hit at seq: the cursor, the next record's line asked for, and the id unwrapped
+  // (returned; *delta: its step from the previous hit's).
+  uint64_t record_hit(uint64_t seq, uint32_t id, int32_t* delta) const noexcept {
+    cursor_.store(seq + 1, std::memory_order_relaxed);
+    // The next record's context is most likely a launch or two on (a runtime launch stores two):
+    // its line is asked for now, while this record is ingested.
+    __builtin_prefetch(&slots_[(seq + 2) & mask_]);
+    // Unwrap the id against the previous one found (records arrive about once a flush, far
+    // fewer than 2^31 ids apart; the low half of the last unwrapped id is that id itself, see
+    // last_unwrapped_).
+    const uint64_t last = last_unwrapped_.load(std::memory_order_relaxed);
+    *delta = static_cast<int32_t>(id - static_cast<uint32_t>(last));
+    const uint64_t unwrapped = last + static_cast<int64_t>(*delta);
+    last_unwrapped_.store(unwrapped, std::memory_order_relaxed);
+    return unwrapped;
+  }
+  // A hit found by a scan: the ranges the id rate is measured over widened both ways.
+  void found(uint64_t seq, uint32_t id) const noexcept {
+    int32_t delta = 0;
+    const uint64_t unwrapped = record_hit(seq, id, &delta);
+    if (unwrapped < min_id_.load(std::memory_order_relaxed)) min_id_.store(unwrapped, std::memory_order_relaxed);
+    if (unwrapped > max_id_.load(std::memory_order_relaxed)) max_id_.store(unwrapped, std::memory_order_relaxed);
+    if (seq < min_seq_.load(std::memory_order_relaxed)) min_seq_.store(seq, std::memory_order_relaxed);
+    if (seq > max_seq_.load(std::memory_order_relaxed)) max_seq_.store(seq, std::memory_order_relaxed);
+  }
+  // A hit at the cursor (nearly every hit), inline. The cursor is set only by a hit, so one
+  // came before this one, at seq - 1, and the ranges hold it: seq cannot lower the sequence
+  // range, an id after that hit's can only raise the id range's top, one before it only lower
+  // its bottom.
+  void found_next(uint64_t seq, uint32_t id) const noexcept {
+    int32_t delta = 0;
+    const uint64_t unwrapped = record_hit(seq, id, &delta);
+    if (delta >= 0) {
+      if (unwrapped > max_id_.load(std::memory_order_relaxed)) max_id_.store(unwrapped, std::memory_order_relaxed);
+    } else if (unwrapped < min_id_.load(std::memory_order_relaxed)) {
+      min_id_.store(unwrapped, std::memory_order_relaxed);
+    }
+    if (seq > max_seq_.load(std::memory_order_relaxed)) max_seq_.store(seq, std::memory_order_relaxed);
+  }
   // The id range of band `first` (see Band), if it has one.
   bool band_range(uint64_t first, uint64_t* range) const noexcept;
   // Band [first, first + band size) has an id range and `id` is outside it.
@@ -177,16 +252,21 @@ class CorrelationTable {
   alignas(64) std::atomic<uint64_t> next_{0};  // the next launch sequence number
   std::atomic<uint64_t> collisions_{0};
   // Reader side, on its own line: the writers never touch it.
-  alignas(64) mutable std::atomic<uint64_t> cursor_{0};
+  // The slot after the last hit; kNoHit before the first (no slot: the inline case needs a hit
+  // before it, and lookup_scan starts from slot 0 then).
+  static constexpr uint64_t kNoHit = ~uint64_t{0};
+  alignas(64) mutable std::atomic<uint64_t> cursor_{kNoHit};
   mutable std::atomic<uint64_t> seen_end_{0};  // next_ as the reader last read it
   mutable std::atomic<uint64_t> overwritten_{0};
   // The live window's lowest id (low half; bit 32: valid), and the first band it was computed for.
   mutable std::atomic<uint64_t> floor_{0};
   mutable std::atomic<uint64_t> floor_band_{~uint64_t{0}};
-  // Id rate: ids unwrapped to 64 bits relative to the first found (which is 2^40), and the
-  // range of ids and sequence numbers the found contexts span.
-  mutable std::atomic<uint32_t> last_id_{0};
-  mutable std::atomic<uint64_t> last_unwrapped_{0};
+  // Id rate: ids unwrapped to 64 bits, each against the previous one found, and the range of
+  // ids and sequence numbers the found contexts span (only differences are used). The first
+  // found unwraps against 2^40, whose low half is a "previous id" of 0: it becomes 2^40 plus
+  // its own id read as signed, so no later one goes below 0 or needs a first-time test, and
+  // the low half of every unwrapped id is the id itself (no separate last id to keep).
+  mutable std::atomic<uint64_t> last_unwrapped_{uint64_t{1} << 40};
   mutable std::atomic<uint64_t> min_id_{~uint64_t{0}}, max_id_{0};
   mutable std::atomic<uint64_t> min_seq_{~uint64_t{0}}, max_seq_{0};
 };
