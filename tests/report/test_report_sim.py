@@ -249,6 +249,9 @@ def test_sim_throttled_gpu_is_sampled_and_named_as_the_stragglers_cause(build_di
         if fmt == "md":  # markdown escapes _ in text
             shown = shown.replace("\\_", "_")
         assert " ".join(sentence.split()) in " ".join(shown.split()), fmt
+        if fmt == "html":  # the clocks and memory charts, rank 3's clock bar with its value
+            assert 'id="chart-clocks"' in shown and 'id="chart-memory"' in shown
+            assert f"3 SM clock median: {truth[3]['sm_clock_mhz']} MHz" in shown
     csv = run(build_dir, out, "--format", "csv")
     assert csv.returncode == 0, csv.stderr
     health = csv.stdout.split("# view: gpu_health\n", 1)[1].split("\n\n", 1)[0].splitlines()
