@@ -224,6 +224,17 @@ TEST_CASE("config range-checks bounded integers and says the range", "[config]")
   CHECK(warnings[2].find("using the default 64") != std::string::npos);
 }
 
+TEST_CASE("config range-checks the GPU health interval, naming the variable", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_NVML_INTERVAL_MS", "5"}, {"TRAINTIME_NVML", "sometimes"}}, warnings);
+  CHECK(c.nvml_interval_ms == 100);
+  CHECK(c.nvml);
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0].find("TRAINTIME_NVML=\"sometimes\"") == 0);
+  CHECK(warnings[1] == "TRAINTIME_NVML_INTERVAL_MS=\"5\" is not an integer in [10, 60000]; using the "
+                       "default 100");
+}
+
 TEST_CASE("config warns about a bad boolean and keeps its default", "[config]") {
   std::vector<std::string> warnings;
   const Config c = parse({{"TRAINTIME_CUPTI", "maybe"}, {"TRAINTIME_DISABLE", "2"}}, warnings);
