@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from reportlib import run, summary
+from reportlib import edit, run, summary
 from testlib import check, clean_env, load_json
 
 STEPS = 20
@@ -258,3 +258,12 @@ def test_sim_throttled_gpu_is_sampled_and_named_as_the_stragglers_cause(build_di
     rows = {line.split(",")[0]: line.split(",") for line in health[1:]}
     assert rows["3"][1] == f"{truth[3]['sm_clock_mhz']:.1f}" and rows["0"][1] == f"{truth[0]['sm_clock_mhz']:.1f}", health
     assert rows["3"][-1] == " ".join(reason_names(truth[3]["clock_event_reasons"])) and rows["0"][-1] == "-", health
+    assert s["per_rank"][2]["gpu_health"]["mig"] is False
+
+    # A rank on a MIG instance: the table's note says its clocks are the whole GPU's.
+    edit(out / "rank-00002.json", lambda j: j["gpu_health"]["devices"][0].update(mig=True))
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0, proc.stderr
+    assert s["per_rank"][2]["gpu_health"]["mig"] is True
+    text = " ".join(run(build_dir, out).stdout.split())
+    assert "Rank(s) 2 run on MIG instances: their clocks, power and temperature are the whole GPU's" in text

@@ -706,6 +706,7 @@ Report analyze(const Job& job) {
         if (reason != "gpu_idle") v.clock_event_reasons.push_back(reason);
       v.memory_used_bytes = h.memory_used_bytes_max;
       v.memory_total_bytes = h.memory_total_bytes;
+      v.mig = f.gpu_health.devices.front().mig;
     }
     ++devices[f.device_name.empty() ? std::string("not recorded in the rank file") : f.device_name];
     if (is_simulated(f.device_name)) rep.simulated = true;

@@ -117,6 +117,7 @@ struct RankView {
   uint32_t temperature_max_c = 0;
   std::vector<std::string> clock_event_reasons;  // seen in any sample, "gpu_idle" left out
   uint64_t memory_used_bytes = 0, memory_total_bytes = 0;  // NVML's, every process on the GPU
+  bool mig = false;  // a MIG instance: the clocks, power and temperature are the whole GPU's
 };
 
 // A rank whose newest file is a snapshot (or a signal's) while other ranks finished: it stopped

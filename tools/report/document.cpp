@@ -468,6 +468,12 @@ Document build_document(const Report& r, const Extras& x) {
                         f1(static_cast<double>(v.memory_total_bytes) / (1ull << 30)),
                         reasons.empty() ? "-" : reasons});
     }
+    std::vector<int64_t> mig;
+    for (const RankView& v : r.per_rank)
+      if (v.mig) mig.push_back(v.rank);
+    if (!mig.empty())
+      h.note += " Rank(s) " + rank_list(mig) + " run on MIG instances: their clocks, power and temperature are the "
+                "whole GPU's, shared with the other instances on it.";
     h.text_rows = 64;
     d.tables.push_back(h);
   }

@@ -119,7 +119,8 @@ json summary_json(const Report& r, const Extras& x) {
                                                {"temperature_max_c", v.temperature_max_c},
                                                {"clock_event_reasons", v.clock_event_reasons},
                                                {"memory_used_bytes", v.memory_used_bytes},
-                                               {"memory_total_bytes", v.memory_total_bytes}}
+                                               {"memory_total_bytes", v.memory_total_bytes},
+                                               {"mig", v.mig}}
                                         : json(nullptr)}});
   out["per_rank"] = ranks;
 
