@@ -71,6 +71,7 @@ struct Device {
 };
 
 struct State {
+  uint32_t generation = 0;  // one per configure(): the sampler thread's argument
   Options options;
   Hooks hooks;
   std::atomic<bool> started{false};
@@ -85,6 +86,7 @@ struct State {
 };
 
 std::atomic<State*> g_state{nullptr};
+uint32_t g_generation = 0;  // configure() only (before threads, or in a fork child)
 
 void set_status(State& st, std::string status) {
   std::lock_guard<std::mutex> lock(st.mu);
@@ -177,9 +179,10 @@ Sample read_device(const Nvml& n, nvmlDevice_t h, uint64_t* failed) {
   return s;
 }
 
-void sampler_main(uint32_t) {
+void sampler_main(uint32_t generation) {
   State* sp = g_state.load(std::memory_order_acquire);
-  if (!sp) return;
+  // Configured again since start() (a test, a fork child): that state is not this thread's.
+  if (!sp || sp->generation != generation) return;
   State& st = *sp;
   Nvml nvml;
   const std::string why = open_nvml(st.options.library, &nvml);
@@ -237,6 +240,7 @@ void configure(const Options& options, const Hooks& hooks) {
   // The previous state is leaked on purpose: in a fork child its mutex may be held by a thread
   // that no longer exists.
   auto* st = new State();
+  st->generation = ++g_generation;
   st->options = options;
   st->hooks = hooks;
   g_state.store(st, std::memory_order_release);
@@ -255,7 +259,7 @@ void start() noexcept {
         st->status = "unavailable: the sampler thread did not start";
         st->running = true;
       }
-      if (!st->hooks.start_thread || !st->hooks.start_thread(sampler_main, 0)) {
+      if (!st->hooks.start_thread || !st->hooks.start_thread(sampler_main, st->generation)) {
         std::lock_guard<std::mutex> lock(st->mu);
         st->running = false;
       }
