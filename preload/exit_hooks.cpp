@@ -36,6 +36,7 @@
 #include "session.h"
 #include "traintime/core/live_record.h"
 #include "traintime/cupti/gpu_capture.h"
+#include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
 
 namespace traintime::preload {
@@ -278,7 +279,9 @@ void finish(const char* exit_reason, bool signal) {
                        " without waiting for CUPTI: GPU work whose records CUPTI had not "
                        "delivered yet is missing from the latest steps");
   } else {
-    // At exit, records still in CUPTI's buffers are flushed and ingested first.
+    // At exit, records still in CUPTI's buffers are flushed and ingested first; the GPU health
+    // sampler takes no sample after the final file's summary.
+    nvml::stop();
     cupti::shutdown(exit_reason);
     gpu = cupti::summary(false);
   }

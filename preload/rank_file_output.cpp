@@ -18,6 +18,7 @@
 #include "traintime/core/rank_file_json.h"
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nccl/nccl_interposer.h"
+#include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
 
 namespace traintime::preload {
@@ -132,7 +133,7 @@ core::RankFile assemble_rank_file(Session& s, bool snapshot, const char* exit_re
     cpu = r->summary();
   else
     cpu.steps.warmup = s.identity.config.warmup_steps;
-  return core::build_rank_file(id, cpu, gpu, nccl::summary(), module_sections());
+  return core::build_rank_file(id, cpu, gpu, nccl::summary(), module_sections(), nvml::summary());
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nccl/nccl_interposer.h"
 #include "traintime/null/null_module.h"
+#include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
 
 namespace traintime::preload {
@@ -104,13 +105,31 @@ void configure_nccl(Session& s) {
   nccl::configure(&s.recorder.comm_table, s.identity.config.nccl, hooks);
 }
 
+// The first GPU launch: the process uses CUDA, so GPU health sampling may start (on its own
+// thread; NVML is never loaded by a process that does not use CUDA).
+void on_first_launch() noexcept {
+  mark_recorded();
+  nvml::start();
+}
+
+void configure_nvml(Session& s) {
+  nvml::Options options;
+  options.enabled = s.identity.config.nvml;
+  options.interval_ms = s.identity.config.nvml_interval_ms;
+  options.step_detail = s.identity.config.step_detail;
+  nvml::Hooks hooks;
+  hooks.steps_completed = &steps_completed;
+  hooks.start_thread = &start_thread;
+  nvml::configure(options, hooks);
+}
+
 void configure_cupti(Session& s) {
   cupti::Hooks hooks;
   hooks.launch_context = &launch_context;
   hooks.pending_comm_call = &pending_comm_call;
   hooks.comm_calls_waiting = &nccl::calls_waiting;
   hooks.steps_completed = &steps_completed;
-  hooks.on_first_launch = &mark_recorded;
+  hooks.on_first_launch = &on_first_launch;
   hooks.category_of = &category_of;
   hooks.path_name = &path_name;
   hooks.comm_group = &comm_group;
@@ -166,6 +185,7 @@ void on_fork_child() {
                                std::memory_order_relaxed);
   g_session.store(s, std::memory_order_release);
   configure_nccl(*s);
+  configure_nvml(*s);
   configure_modules(*s);
 }
 
@@ -179,6 +199,7 @@ Session* session_slow() {
 void publish(Session* s) {
   if (s) {
     configure_nccl(*s);
+    configure_nvml(*s);
     configure_cupti(*s);
     configure_modules(*s);
     // Registrations are inherited by fork children, so once per process image is enough.

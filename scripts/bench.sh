@@ -142,6 +142,12 @@ run memory_names -- "$BIN/bench_memory_growth" "$KERNELS" 100000
 # 7. Inert process.
 run spawn -- "$BIN/bench_spawn" --runs "$SPAWN_RUNS" --preload "$LIB" -- /bin/true
 
+# 7b. The GPU health sampler's own thread CPU time against wall time (SIMULATED NVML).
+if [ -x "$BIN/bench_nvml_sampler" ]; then
+  if [ "$SMOKE" = 1 ]; then nvml_s=1; else nvml_s=30; fi
+  run nvml_sampler -- "$BIN/bench_nvml_sampler" "$nvml_s" 100
+fi
+
 # 8. Report merge: traintime-report over the rank files of one 16384-rank, 50-step job (64 ranks
 # in a smoke run; --merge-ranks N), copies of the rank file that sim_train --steps 50 writes as
 # rank 0 of 4 on the SIMULATED GPU, with its collectives (tools/make_rank_files.py; about 900 MB

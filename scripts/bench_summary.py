@@ -262,6 +262,18 @@ if sp:
                  f"bare {sp['bare_median_ns'] / 1e6:.3f} ms)", "<= 0.5 ms", judge(e <= 0.5)))
     figure("inert_process_ms", e, "ms", (sp["extra_p75_ns"] - sp["extra_p25_ns"]) / 2e6)
 
+# 7b. The GPU health sampler: its thread's CPU time over the wall time, in % of one core.
+if os.path.exists(os.path.join(out, "nvml_sampler.out")):
+    nv = load_json("nvml_sampler.out")
+    if nv:
+        rows.append((f"GPU health sampler, every {nv['interval_ms']} ms (SIMULATED NVML)",
+                     f"{nv['core_pct']:.4f} % of a core ({nv['thread_cpu_s'] * 1e3:.2f} ms CPU over "
+                     f"{nv['wall_s']:.1f} s, {nv['samples']} samples)", "<= 0.1 %", judge(nv["core_pct"] <= 0.1)))
+        figure("nvml_sampler_core_pct", nv["core_pct"], "%", None)
+else:
+    rows.append(("GPU health sampler", "not measurable: bench_nvml_sampler not built (needs the tests' simgpu)",
+                 "<= 0.1 %", "not measured"))
+
 # 8. Report merge: bench.sh's run of traintime-report over synthetic rank files of one job.
 merge = load_json("report_merge.out") if os.path.exists(os.path.join(out, "report_merge.out")) else None
 if merge:

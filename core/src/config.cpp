@@ -72,6 +72,14 @@ const Row kRows[] = {
     {{"TRAINTIME_HANG_SEC", "300",
       "Seconds without progress (a collective in flight, or no step ended) after which the rank file is written once, marked as a suspected hang, and one line names what the rank waits in; the job is never touched (0 = off)."},
      Kind::kU32, &Config::hang_sec, 0, kU32Max},
+    {{"TRAINTIME_NVML", "1",
+      "0 turns GPU health sampling off (SM and memory clocks, power, temperature, clock-event "
+      "reasons, PCIe link, memory used, read from libnvidia-ml.so.1 on a thread of its own once "
+      "the process uses CUDA)."},
+     Kind::kBool, &Config::nvml},
+    {{"TRAINTIME_NVML_INTERVAL_MS", "100",
+      "Milliseconds between two GPU health samples (10 to 60000)."},
+     Kind::kU32, &Config::nvml_interval_ms, 10, 60000},
     {{"TRAINTIME_TRACE", "0",
       "1 also records a capped timeline of every kernel (for Perfetto export)."},
      Kind::kBool, &Config::trace},

@@ -179,7 +179,8 @@ std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cp
 }  // namespace
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
-                         const CommSummary& comm, const std::vector<Section>& modules) {
+                         const CommSummary& comm, const std::vector<Section>& modules,
+                         const HealthSummary& health) {
   RankFile f;
   static_cast<RankIdentity&>(f) = identity;
   f.gpu_capture = gpu.capture;
@@ -205,11 +206,13 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.threads = cpu.threads;
   f.dropped_records = gpu.dropped_records;
   f.capture_stats = gpu.capture_stats;
+  f.gpu_health = health.health;
 
   f.warnings = identity.warnings;
   std::vector<const Section*> sections;
   for (const Section& m : modules) sections.push_back(&m);
-  for (const Section* s : {&cpu.section, &gpu.section, &comm.section}) sections.push_back(s);
+  for (const Section* s : {&cpu.section, &gpu.section, &comm.section, &health.section})
+    sections.push_back(s);
   for (const Section* s : sections) {
     f.warnings.insert(f.warnings.end(), s->warnings.begin(), s->warnings.end());
     if (s->name.empty() || s->counters.counters.empty()) continue;
@@ -217,6 +220,11 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
     for (const auto& [key, count] : s->counters.counters) into[key] += count;
   }
   return f;
+}
+
+RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
+                         const CommSummary& comm, const std::vector<Section>& modules) {
+  return build_rank_file(identity, cpu, gpu, comm, modules, HealthSummary());
 }
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,

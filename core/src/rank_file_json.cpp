@@ -177,6 +177,36 @@ json communicator_json(const Communicator& c) {
   return out;
 }
 
+json health_figures_json(const HealthFigures& h) {
+  return {{"samples", h.samples},
+          {"sm_clock_mhz", {{"median", finite(h.sm_clock_mhz_median)}, {"min", h.sm_clock_mhz_min}}},
+          {"mem_clock_mhz", {{"median", finite(h.mem_clock_mhz_median)}}},
+          {"power_w", {{"median", finite(h.power_w_median)}, {"limit", finite(h.power_limit_w)}}},
+          {"temperature_c", {{"max", h.temperature_c_max}}},
+          {"clock_event_reasons", h.clock_event_reasons},
+          {"pcie", {{"gen", h.pcie_gen_min}, {"width", h.pcie_width_min}}},
+          {"memory", {{"used_bytes_max", h.memory_used_bytes_max},
+                      {"total_bytes", h.memory_total_bytes}}}};
+}
+
+json gpu_health_json(const GpuHealth& g) {
+  json devices = json::array();
+  for (const HealthDevice& d : g.devices) {
+    json steps = json::array();
+    for (const HealthDevice::Step& st : d.steps) {
+      json row = health_figures_json(st.figures);
+      row["index"] = st.index;
+      steps.push_back(std::move(row));
+    }
+    devices.push_back({{"cuda_device", d.cuda_device},
+                       {"pci_bus_id", d.pci_bus_id},
+                       {"mig", d.mig},
+                       {"run", health_figures_json(d.run)},
+                       {"steps", std::move(steps)}});
+  }
+  return {{"status", g.status}, {"interval_ms", g.interval_ms}, {"devices", std::move(devices)}};
+}
+
 json threads_json(const std::vector<ThreadSnapshot>& threads) {
   json out = json::array();
   for (const ThreadSnapshot& t : threads)
@@ -645,6 +675,69 @@ std::map<std::string, ModuleCounters> modules_from(const J& top) {
   return out;
 }
 
+// gpu_health.devices[].run and .steps[] (added with the nvml module).
+template <class J>
+HealthFigures health_figures_from(const J& j, const Path& w) {
+  expect_object(j, w);
+  HealthFigures h;
+  h.samples = u64(j, "samples", w);
+  const Path sw = join(w, "sm_clock_mhz");
+  const auto& sm = need_object(j, "sm_clock_mhz", w);
+  h.sm_clock_mhz_median = dbl(sm, "median", sw);
+  h.sm_clock_mhz_min = u32(sm, "min", sw);
+  h.mem_clock_mhz_median = dbl(need_object(j, "mem_clock_mhz", w), "median", join(w, "mem_clock_mhz"));
+  const Path pw = join(w, "power_w");
+  const auto& power = need_object(j, "power_w", w);
+  h.power_w_median = dbl(power, "median", pw);
+  h.power_limit_w = dbl(power, "limit", pw);
+  h.temperature_c_max = u32(need_object(j, "temperature_c", w), "max", join(w, "temperature_c"));
+  const Path rw = join(w, "clock_event_reasons");
+  each_in_array(j, "clock_event_reasons", w, [&](std::size_t i, const J& reason) {
+    h.clock_event_reasons.push_back(as_string(reason, indexed(rw, i)));
+  });
+  const Path lw = join(w, "pcie");
+  const auto& pcie = need_object(j, "pcie", w);
+  h.pcie_gen_min = u32(pcie, "gen", lw);
+  h.pcie_width_min = u32(pcie, "width", lw);
+  const Path mw = join(w, "memory");
+  const auto& memory = need_object(j, "memory", w);
+  h.memory_used_bytes_max = u64(memory, "used_bytes_max", mw);
+  h.memory_total_bytes = u64(memory, "total_bytes", mw);
+  return h;
+}
+
+template <class J>
+GpuHealth gpu_health_from(const J& top) {
+  GpuHealth g;
+  const auto found = find(top, "gpu_health");
+  if (!found) return g;
+  const J& j = deref(found);
+  const Path w = "gpu_health";
+  expect_object(j, w);
+  g.status = str(j, "status", w);
+  g.interval_ms = u32(j, "interval_ms", w);
+  const Path dw = join(w, "devices");
+  each_in_array(j, "devices", w, [&](std::size_t i, const J& dj) {
+    const Path iw = indexed(dw, i);
+    expect_object(dj, iw);
+    HealthDevice d;
+    d.cuda_device = static_cast<int32_t>(i64(dj, "cuda_device", iw));
+    d.pci_bus_id = str(dj, "pci_bus_id", iw);
+    d.mig = boolean(dj, "mig", iw);
+    d.run = health_figures_from(need(dj, "run", iw), join(iw, "run"));
+    const Path stw = join(iw, "steps");
+    each_in_array(dj, "steps", iw, [&](std::size_t k, const J& sj) {
+      const Path kw = indexed(stw, k);
+      HealthDevice::Step st;
+      st.figures = health_figures_from(sj, kw);
+      st.index = u64(sj, "index", kw);
+      d.steps.push_back(std::move(st));
+    });
+    g.devices.push_back(std::move(d));
+  });
+  return g;
+}
+
 template <class J>
 RankFile rank_file_from(const J& j) {
   expect_object(j, "");
@@ -738,6 +831,7 @@ RankFile rank_file_from(const J& j) {
     f.warnings.push_back(as_string(warning, indexed("warnings", i)));
   });
   f.threads = threads_from(j);
+  f.gpu_health = gpu_health_from(j);
   return f;
 }
 
@@ -787,6 +881,7 @@ json rank_file_to_json(const RankFile& f) {
              {"dropped_records", f.dropped_records},
              {"warnings", f.warnings}};
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
+  if (!f.gpu_health.status.empty()) out["gpu_health"] = gpu_health_json(f.gpu_health);  // optional
   if (!f.modules.empty()) {  // optional: each module's counters (core/section.h)
     json modules = json::object();
     for (const auto& [name, m] : f.modules) modules[name] = {{"counters", m.counters}};

@@ -22,7 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "nccl": {"core", "support"},
     "nvtx": {"annotate", "core", "support"},
     "null": {"core"},  # the template module: what the next API family copies
-    "preload": {"annotate", "core", "support", "cupti", "nccl", "nvtx", "null"},
+    "nvml": {"core", "support"},
+    "preload": {"annotate", "core", "support", "cupti", "nccl", "nvtx", "null", "nvml"},
     "tools": {"core"},  # traintime-report reads rank files through core's one reader
 }
 

@@ -34,7 +34,8 @@ bool same(const Config& a, const Config& b) {
          a.nccl == b.nccl && a.snapshot_sec == b.snapshot_sec && a.trace == b.trace &&
          a.trace_max_events == b.trace_max_events && a.step_detail == b.step_detail &&
          a.category_rules == b.category_rules && a.buffer_mb == b.buffer_mb &&
-         a.buffer_count == b.buffer_count;
+         a.buffer_count == b.buffer_count && a.nvml == b.nvml &&
+         a.nvml_interval_ms == b.nvml_interval_ms;
 }
 
 }  // namespace
@@ -52,6 +53,8 @@ TEST_CASE("config with no variables set is all defaults and warns about nothing"
   CHECK(c.nccl);
   CHECK(c.snapshot_sec == 0);
   CHECK(c.hang_sec == 300);
+  CHECK(c.nvml);
+  CHECK(c.nvml_interval_ms == 100);
   CHECK_FALSE(c.trace);
   CHECK(c.trace_max_events == 1000000);
   CHECK(c.step_detail == 64);
@@ -73,7 +76,8 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
   const std::vector<std::string> expected = {
       "TRAINTIME_OUTPUT",         "TRAINTIME_DISABLE",          "TRAINTIME_LOG_LEVEL",
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
-      "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",       "TRAINTIME_TRACE",
+      "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",
+      "TRAINTIME_NVML",           "TRAINTIME_NVML_INTERVAL_MS", "TRAINTIME_TRACE",
       "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_CATEGORY_RULES",
       "TRAINTIME_NVTX_DOMAINS",   "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE",
       "TRAINTIME_PRINT_EVERY",    "TRAINTIME_PROMETHEUS_FILE", "TRAINTIME_FLOPS_PER_TOKEN",
@@ -97,6 +101,8 @@ TEST_CASE("config reads good values into their fields", "[config]") {
                           {"TRAINTIME_NCCL", "False"},
                           {"TRAINTIME_SNAPSHOT_SEC", " 30 "},
                           {"TRAINTIME_HANG_SEC", "0"},
+                          {"TRAINTIME_NVML", "0"},
+                          {"TRAINTIME_NVML_INTERVAL_MS", "250"},
                           {"TRAINTIME_TRACE", "on"},
                           {"TRAINTIME_TRACE_MAX_EVENTS", "5000000"},
                           {"TRAINTIME_STEP_DETAIL", "1000"},
@@ -114,6 +120,8 @@ TEST_CASE("config reads good values into their fields", "[config]") {
   CHECK_FALSE(c.nccl);
   CHECK(c.snapshot_sec == 30);
   CHECK(c.hang_sec == 0);
+  CHECK_FALSE(c.nvml);
+  CHECK(c.nvml_interval_ms == 250);
   CHECK(c.trace);
   CHECK(c.trace_max_events == 5000000);
   CHECK(c.step_detail == 1000);
@@ -214,6 +222,17 @@ TEST_CASE("config range-checks bounded integers and says the range", "[config]")
                        "default 2");
   CHECK(warnings[2].find("TRAINTIME_BUFFER_COUNT=\"100000\"") == 0);
   CHECK(warnings[2].find("using the default 64") != std::string::npos);
+}
+
+TEST_CASE("config range-checks the GPU health interval, naming the variable", "[config]") {
+  std::vector<std::string> warnings;
+  const Config c = parse({{"TRAINTIME_NVML_INTERVAL_MS", "5"}, {"TRAINTIME_NVML", "sometimes"}}, warnings);
+  CHECK(c.nvml_interval_ms == 100);
+  CHECK(c.nvml);
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0].find("TRAINTIME_NVML=\"sometimes\"") == 0);
+  CHECK(warnings[1] == "TRAINTIME_NVML_INTERVAL_MS=\"5\" is not an integer in [10, 60000]; using the "
+                       "default 100");
 }
 
 TEST_CASE("config warns about a bad boolean and keeps its default", "[config]") {

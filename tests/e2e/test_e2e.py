@@ -216,6 +216,40 @@ def test_torch_instrument_one_line(tmp_path: Path) -> None:
     check("rank files" not in p.stderr, "a rank other than 0 printed the summary: %r" % p.stderr)
 
 
+def loaded_libraries(debug_prefix: Path) -> str:
+    """What the dynamic loader wrote under LD_DEBUG=files (one file per process)."""
+    return "".join(p.read_text() for p in debug_prefix.parent.glob(debug_prefix.name + ".*"))
+
+
+def test_nvml_is_loaded_only_by_a_process_that_uses_cuda(build_dir: Path, tmp_path: Path) -> None:
+    """The GPU health sampler opens libnvidia-ml.so.1 once the process launched GPU work, never
+    before: a CPU-only process with simgpu's libnvidia-ml.so.1 on its library path never loads it
+    and its rank file has no gpu_health, while sim_train (SIMULATED GPU) loads it and, with
+    TRAINTIME_NVML=0, still does not and writes status "off"."""
+    sim = build_dir / "sim"
+    cpu_out, cpu_debug = tmp_path / "cpu", tmp_path / "cpu-ld"
+    run([ARGS.example, "--steps", "2", "--work-us", "10"],
+        base_env(str(cpu_out), LD_LIBRARY_PATH=str(sim), LD_DEBUG="files", LD_DEBUG_OUTPUT=str(cpu_debug)))
+    check("libnvidia-ml" not in loaded_libraries(cpu_debug), "a CPU-only process loaded NVML")
+    check("gpu_health" not in load(str(cpu_out), "rank-00000.json"), "gpu_health in a CPU-only rank file")
+
+    def sim_train(name: str, **extra: str) -> tuple[str, dict]:
+        out, debug = tmp_path / name, tmp_path / (name + "-ld")
+        run([str(build_dir / "bin" / "sim_train"), "--steps", "3"],
+            base_env(str(out), LD_LIBRARY_PATH=str(sim), TRAINTIME_CUPTI_LIB=str(sim / "libcupti.so.13"),
+                     LD_DEBUG="files", LD_DEBUG_OUTPUT=str(debug), **extra))
+        return loaded_libraries(debug), load(str(out), "rank-00000.json")
+
+    loaded, doc = sim_train("gpu")
+    check("file=libnvidia-ml.so.1 [0];  dynamically loaded by " + ARGS.lib in loaded,
+          "sim_train did not load NVML through libtraintime.so")
+    check(doc["gpu_health"]["status"] == "sampled", "status %r" % doc["gpu_health"]["status"])
+    loaded, doc = sim_train("off", TRAINTIME_NVML="0")
+    check("libnvidia-ml" not in loaded, "TRAINTIME_NVML=0 loaded NVML")
+    check(doc["gpu_health"] == {"status": "off", "interval_ms": 0, "devices": []}, "gpu_health %r" % doc["gpu_health"])
+    check("nvml" not in doc.get("modules", {}), "modules.nvml written while off")
+
+
 def test_without_preload_runs_and_writes_nothing(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     out = os.path.join(tmp, "out")

@@ -8,6 +8,7 @@ minus rank 3's (the truth files' comm gpu_ns), spread over the steps.
 """
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import signal
@@ -17,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from reportlib import run, summary
+from reportlib import edit, run, summary
 from testlib import check, clean_env, load_json
 
 STEPS = 20
 
 
-def sim_job(build_dir: Path, out: Path, slowdown: str) -> None:
+def sim_job(build_dir: Path, out: Path, slowdown: str, env: dict[str, str] | None = None) -> None:
     mpirun = shutil.which("mpirun")
     check(mpirun, "mpirun not found (install openmpi-bin)")
     for f in (build_dir / "lib" / "libtraintime.so", build_dir / "bin" / "sim_train",
@@ -35,6 +36,8 @@ def sim_job(build_dir: Path, out: Path, slowdown: str) -> None:
            "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}", "-x", f"TRAINTIME_OUTPUT={out}"]
     if slowdown:
         cmd += ["-x", f"SIMGPU_SLOWDOWN={slowdown}"]
+    for k, v in (env or {}).items():
+        cmd += ["-x", f"{k}={v}"]
     cmd += [str(build_dir / "bin" / "sim_train"), "--steps", str(STEPS), "--truth", str(out / "truth-%r.json")]
     p = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, f"sim job failed:\n{p.stdout}\n{p.stderr}"
@@ -70,8 +73,14 @@ def test_sim_straggler_is_named_with_its_cost(build_dir: Path, tmp_path: Path) -
     expected_ms = (comm_gpu_ns(truth[0]) - comm_gpu_ns(truth[3])) / STEPS / 1e6
     assert expected_ms > 0.1, "the simulated slowdown made nobody wait"
     assert s["per_rank"][3]["per_step_ms"]["caused_wait"] == pytest.approx(expected_ms, rel=1e-6)
-    # Rank 3 computes 1.5x as long as the median rank.
+    # Rank 3 computes 1.5x as long as the median rank, at the clock of the others (simgpu's
+    # nominal SM clock on every rank: SIMGPU_SLOWDOWN leaves the clocks alone).
     assert any("1.50x the median" in r for r in s["stragglers"][0]["reasons"])
+    nominal = load_json(out / "truth-0.json")["gpu_health"]["sm_clock_mhz"]
+    ghz = f"{nominal / 1000:.2f} GHz"
+    assert f"its SM clock {ghz} median matches the others' {ghz}: its compute is slower at equal clocks" \
+        in s["stragglers"][0]["reasons"], s["stragglers"][0]["reasons"]
+    assert s["stragglers"][0]["clock"]["slower"] is False
     text = " ".join(run(build_dir, out).stdout.split())
     assert f"rank 3 (host " in text and f"the job waited {expected_ms:.3f} ms/step for it alone" in text
     cost = s["stragglers"][0]["cost_ms_per_step"]
@@ -180,3 +189,81 @@ def test_sim_watch_once_names_the_hang_while_the_job_still_runs(build_dir: Path,
     assert len(screens) >= 2, live
     assert "possible hang (first seen now" in screens[0] and "HANG:" not in screens[0], screens[0]
     assert "HANG: AllReduce seq 7" in screens[-1] and "for more than 0.5 s" in screens[-1], screens[-1]
+
+
+# NVML's clock-event reason bits, by bit index (nvml.h nvmlClocksEventReason*): the names the
+# rank file and the report use.
+REASON_BITS = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+               "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting"]
+
+
+def reason_names(mask: int) -> list[str]:
+    return [name for bit, name in enumerate(REASON_BITS) if mask & (1 << bit)]
+
+
+def test_sim_throttled_gpu_is_sampled_and_named_as_the_stragglers_cause(build_dir: Path, tmp_path: Path) -> None:
+    """SIMGPU_THROTTLE=3:0.7: rank 3's simulated GPU reports 0.7 of the nominal SM clock with
+    thermal clock-event reasons, and its kernels run 1/0.7 slower. Every rank file's gpu_health
+    must hold exactly what simgpu's NVML reported (the truth files' gpu_health), matched by the
+    rank's PCI bus id; the report names rank 3 and its clock as the cause in every format."""
+    out = tmp_path / "job"
+    sim_job(build_dir, out, "", {"SIMGPU_THROTTLE": "3:0.7", "TRAINTIME_NVML_INTERVAL_MS": "10"})
+    truth = [load_json(out / f"truth-{r}.json")["gpu_health"] for r in range(4)]
+    assert truth[3]["sm_clock_mhz"] < truth[0]["sm_clock_mhz"], "the throttle knob did not reach simgpu"
+    for r in range(4):
+        f = load_json(out / f"rank-{r:05d}.json")
+        h = f["gpu_health"]
+        assert h["status"] == "sampled" and h["interval_ms"] == 10, h
+        assert len(h["devices"]) == 1, h
+        d = h["devices"][0]
+        assert d["pci_bus_id"] == f"0000:{r:02X}:00.0" and d["cuda_device"] == 0 and d["mig"] is False, d
+        t = truth[r]
+        for figures in [d["run"]] + d["steps"]:
+            assert figures["samples"] >= 1
+            assert figures["sm_clock_mhz"] == {"median": t["sm_clock_mhz"], "min": t["sm_clock_mhz"]}
+            assert figures["mem_clock_mhz"]["median"] == t["mem_clock_mhz"]
+            assert figures["power_w"] == {"median": pytest.approx(t["power_w"]), "limit": pytest.approx(t["power_limit_w"])}
+            assert figures["temperature_c"]["max"] == t["temperature_c"]
+            assert figures["clock_event_reasons"] == reason_names(t["clock_event_reasons"])
+            assert figures["pcie"] == {"gen": t["pcie_gen"], "width": t["pcie_width"]}
+            assert figures["memory"] == {"used_bytes_max": t["memory_used_bytes"], "total_bytes": t["memory_total_bytes"]}
+        assert sum(st["samples"] for st in d["steps"]) <= d["run"]["samples"]
+        assert f["modules"]["nvml"]["counters"] == {"samples": d["run"]["samples"], "failed_reads": 0}
+
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0, proc.stderr
+    assert [x["rank"] for x in s["stragglers"]] == [3], s["stragglers"]
+    clock = s["stragglers"][0]["clock"]
+    assert clock == {"sm_clock_mhz": truth[3]["sm_clock_mhz"], "others_sm_clock_mhz": truth[0]["sm_clock_mhz"],
+                     "slower": True, "clock_event_reasons": reason_names(truth[3]["clock_event_reasons"])}
+    sentence = (f"rank 3's SM clock {truth[3]['sm_clock_mhz'] / 1000:.2f} GHz median vs "
+                f"{truth[0]['sm_clock_mhz'] / 1000:.2f} GHz for the others; clock-event reasons "
+                + ", ".join(reason_names(truth[3]["clock_event_reasons"])))
+    assert sentence in s["stragglers"][0]["reasons"], s["stragglers"][0]["reasons"]
+    assert s["per_rank"][3]["gpu_health"]["sm_clock_mhz"] == truth[3]["sm_clock_mhz"]
+    assert s["per_rank"][0]["gpu_health"]["temperature_max_c"] == truth[0]["temperature_c"]
+    for fmt in ("text", "md", "html"):
+        p = run(build_dir, out, "--format", fmt)
+        assert p.returncode == 0, p.stderr
+        shown = html.unescape(p.stdout) if fmt == "html" else p.stdout
+        if fmt == "md":  # markdown escapes _ in text
+            shown = shown.replace("\\_", "_")
+        assert " ".join(sentence.split()) in " ".join(shown.split()), fmt
+        if fmt == "html":  # the clocks and memory charts, rank 3's clock bar with its value
+            assert 'id="chart-clocks"' in shown and 'id="chart-memory"' in shown
+            assert f"3 SM clock median: {truth[3]['sm_clock_mhz']} MHz" in shown
+    csv = run(build_dir, out, "--format", "csv")
+    assert csv.returncode == 0, csv.stderr
+    health = csv.stdout.split("# view: gpu_health\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    rows = {line.split(",")[0]: line.split(",") for line in health[1:]}
+    assert rows["3"][1] == f"{truth[3]['sm_clock_mhz']:.1f}" and rows["0"][1] == f"{truth[0]['sm_clock_mhz']:.1f}", health
+    assert rows["3"][-1] == " ".join(reason_names(truth[3]["clock_event_reasons"])) and rows["0"][-1] == "-", health
+    assert s["per_rank"][2]["gpu_health"]["mig"] is False
+
+    # A rank on a MIG instance: the table's note says its clocks are the whole GPU's.
+    edit(out / "rank-00002.json", lambda j: j["gpu_health"]["devices"][0].update(mig=True))
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0, proc.stderr
+    assert s["per_rank"][2]["gpu_health"]["mig"] is True
+    text = " ".join(run(build_dir, out).stdout.split())
+    assert "Rank(s) 2 run on MIG instances: their clocks, power and temperature are the whole GPU's" in text

@@ -293,6 +293,35 @@ void analyze_waits(const Job& job, Report& rep) {
   }
 }
 
+std::string ghz(double mhz) { return fmt("%.2f", mhz / 1000) + " GHz"; }
+
+// What the straggler's GPU health says (gpu_health): a clock below the others' median (by more
+// than 3%, NVML's clocks move in steps of about 15 MHz) with the clock-event reasons it reported,
+// or the same clock, so its compute is slower at equal clocks. Nothing without sampled clocks.
+void explain_clock(const Report& rep, Straggler& s) {
+  const RankView* self = nullptr;
+  std::vector<double> others;
+  for (const RankView& v : rep.per_rank) {
+    if (v.rank == s.rank) self = &v;
+    else if (v.sm_clock_mhz > 0) others.push_back(v.sm_clock_mhz);
+  }
+  if (!self || self->sm_clock_mhz <= 0 || others.empty()) return;
+  s.sm_clock_mhz = self->sm_clock_mhz;
+  s.others_sm_clock_mhz = median(others);
+  s.clock_event_reasons = self->clock_event_reasons;
+  s.clock_slower = s.sm_clock_mhz < 0.97 * s.others_sm_clock_mhz;
+  std::string reasons;
+  for (const std::string& r : s.clock_event_reasons) reasons += (reasons.empty() ? "" : ", ") + r;
+  if (s.clock_slower)
+    s.reasons.push_back("rank " + std::to_string(s.rank) + "'s SM clock " + ghz(s.sm_clock_mhz) + " median vs " +
+                        ghz(s.others_sm_clock_mhz) + " for the others; " +
+                        (reasons.empty() ? std::string("NVML reported no clock-event reason")
+                                         : "clock-event reasons " + reasons));
+  else
+    s.reasons.push_back("its SM clock " + ghz(s.sm_clock_mhz) + " median matches the others' " +
+                        ghz(s.others_sm_clock_mhz) + ": its compute is slower at equal clocks");
+}
+
 void find_stragglers(Report& rep) {
   const double step_ms = rep.steps.reference_ms();
   const double floor_ms = std::max(step_ms * 0.01, 0.001);  // 1% of a step, at least 1 us
@@ -375,6 +404,7 @@ void find_stragglers(Report& rep) {
   }
   for (auto& [rank, s] : found) {
     s.cost_pct = step_ms > 0 ? s.cost_ms_per_step / step_ms * 100.0 : 0;
+    explain_clock(rep, s);
     rep.stragglers.push_back(s);
   }
   std::stable_sort(rep.stragglers.begin(), rep.stragglers.end(),
@@ -664,6 +694,19 @@ Report analyze(const Job& job) {
       if (d.partial) continue;
       v.step_ms.emplace_back(d.index, rep.steps.gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns));
       if (d.wall_ns > 0) v.cpu_wall_ms.emplace_back(d.index, ms(d.wall_ns));
+    }
+    if (!f.gpu_health.devices.empty()) {
+      const core::HealthFigures& h = f.gpu_health.devices.front().run;
+      v.sm_clock_mhz = h.sm_clock_mhz_median;
+      v.sm_clock_min_mhz = h.sm_clock_mhz_min;
+      v.power_w = h.power_w_median;
+      v.power_limit_w = h.power_limit_w;
+      v.temperature_max_c = h.temperature_c_max;
+      for (const std::string& reason : h.clock_event_reasons)
+        if (reason != "gpu_idle") v.clock_event_reasons.push_back(reason);
+      v.memory_used_bytes = h.memory_used_bytes_max;
+      v.memory_total_bytes = h.memory_total_bytes;
+      v.mig = f.gpu_health.devices.front().mig;
     }
     ++devices[f.device_name.empty() ? std::string("not recorded in the rank file") : f.device_name];
     if (is_simulated(f.device_name)) rep.simulated = true;

@@ -109,6 +109,15 @@ struct RankView {
   uint64_t dropped_records = 0;
   std::vector<std::pair<uint64_t, double>> step_ms;  // (index, ms) from steps.detail, the job's step source
   std::vector<std::pair<uint64_t, double>> cpu_wall_ms;  // (index, ms): the steps.detail rows with a CPU wall time
+  // GPU health (rank file gpu_health, NVML's samples over the run) of the rank's first device;
+  // sm_clock_mhz 0: not sampled.
+  double sm_clock_mhz = 0;  // median
+  uint32_t sm_clock_min_mhz = 0;
+  double power_w = 0, power_limit_w = 0;  // median draw, enforced limit
+  uint32_t temperature_max_c = 0;
+  std::vector<std::string> clock_event_reasons;  // seen in any sample, "gpu_idle" left out
+  uint64_t memory_used_bytes = 0, memory_total_bytes = 0;  // NVML's, every process on the GPU
+  bool mig = false;  // a MIG instance: the clocks, power and temperature are the whole GPU's
 };
 
 // A rank whose newest file is a snapshot (or a signal's) while other ranks finished: it stopped
@@ -145,6 +154,11 @@ struct Straggler {
   // imbalance: Report::group_step_ms_without says what removing them together gains).
   std::string kind;
   std::vector<std::string> reasons;  // one sentence each: the evidence
+  // The GPU-side cause seen in gpu_health (both 0: no clocks sampled): its median SM clock
+  // against the median of the other ranks', and the clock-event reasons it reported.
+  double sm_clock_mhz = 0, others_sm_clock_mhz = 0;
+  std::vector<std::string> clock_event_reasons;
+  bool clock_slower = false;  // its clock is below the others' (else: slower at equal clocks)
 };
 
 struct MissingMember {

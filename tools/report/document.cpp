@@ -448,6 +448,36 @@ Document build_document(const Report& r, const Extras& x) {
   ranks.text_rows = 64;
   d.tables.push_back(ranks);
 
+  // GPU health (rank file gpu_health) only when some rank sampled it.
+  bool health = false;
+  for (const RankView& v : r.per_rank) health = health || v.sm_clock_mhz > 0;
+  if (health) {
+    Table h = make("gpu_health", "GPU health per rank (NVML, sampled over the run)",
+                   {{"rank", true}, {"SM MHz p50", true}, {"SM MHz min", true}, {"power W p50", true},
+                    {"limit W", true}, {"max C", true}, {"GiB used", true}, {"GiB total", true},
+                    {"clock-event reasons", false}},
+                   "The rank's first GPU as NVML reported it every TRAINTIME_NVML_INTERVAL_MS; GiB used = NVML's "
+                   "highest used memory for the whole GPU (every process), not this rank's allocations; reasons "
+                   "seen in any sample, gpu_idle left out.");
+    for (const RankView& v : r.per_rank) {
+      if (v.sm_clock_mhz <= 0) continue;
+      std::string reasons;
+      for (const std::string& reason : v.clock_event_reasons) reasons += (reasons.empty() ? "" : " ") + reason;
+      h.rows.push_back({i(v.rank), f1(v.sm_clock_mhz), u(v.sm_clock_min_mhz), f1(v.power_w), f1(v.power_limit_w),
+                        u(v.temperature_max_c), f1(static_cast<double>(v.memory_used_bytes) / (1ull << 30)),
+                        f1(static_cast<double>(v.memory_total_bytes) / (1ull << 30)),
+                        reasons.empty() ? "-" : reasons});
+    }
+    std::vector<int64_t> mig;
+    for (const RankView& v : r.per_rank)
+      if (v.mig) mig.push_back(v.rank);
+    if (!mig.empty())
+      h.note += " Rank(s) " + rank_list(mig) + " run on MIG instances: their clocks, power and temperature are the "
+                "whole GPU's, shared with the other instances on it.";
+    h.text_rows = 64;
+    d.tables.push_back(h);
+  }
+
   if (x.comparison) {
     Table c = make("compare", "Compared with " + x.comparison->base_dir,
                    {{"metric", false}, {"this run", true}, {"baseline", true}, {"change", true}, {"change %", true},

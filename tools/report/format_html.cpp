@@ -263,6 +263,23 @@ std::string charts(const Report& r) {
     }
     out += bar_chart("chart-waits", "Stragglers: collective wait per rank", labels, s, false, "rank", "ms per step");
   }
+  // 5-6. GPU health (gpu_health), only when some rank sampled it: clocks and NVML's memory.
+  bool health = false;
+  for (const RankView& v : r.per_rank) health = health || v.sm_clock_mhz > 0;
+  if (health) {
+    std::vector<Series> clocks{{"SM clock median", "#4e79a7", {}}, {"SM clock min", "#e15759", {}}};
+    std::vector<Series> memory{{"used (NVML, whole GPU)", "#f28e2b", {}}, {"total", "#bab0ac", {}}};
+    for (const RankView& v : r.per_rank) {
+      clocks[0].values.push_back(v.sm_clock_mhz);
+      clocks[1].values.push_back(v.sm_clock_min_mhz);
+      memory[0].values.push_back(static_cast<double>(v.memory_used_bytes) / (1ull << 30));
+      memory[1].values.push_back(static_cast<double>(v.memory_total_bytes) / (1ull << 30));
+    }
+    out += bar_chart("chart-clocks", "GPU health: SM clock per rank (NVML, over the run)", labels, clocks, false,
+                     "rank", "MHz");
+    out += bar_chart("chart-memory", "GPU memory per rank (NVML's highest used, whole GPU)", labels, memory, false,
+                     "rank", "GiB");
+  }
   return out;
 }
 

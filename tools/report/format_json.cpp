@@ -110,7 +110,18 @@ json summary_json(const Report& r, const Extras& x) {
                      {"mfu", v.mfu},
                      {"hfu", v.hfu > 0 ? json(v.hfu) : json(nullptr)},
                      {"device", v.device},
-                     {"dropped_records", v.dropped_records}});
+                     {"dropped_records", v.dropped_records},
+                     {"gpu_health", v.sm_clock_mhz > 0
+                                        ? json{{"sm_clock_mhz", v.sm_clock_mhz},
+                                               {"sm_clock_min_mhz", v.sm_clock_min_mhz},
+                                               {"power_w", v.power_w},
+                                               {"power_limit_w", v.power_limit_w},
+                                               {"temperature_max_c", v.temperature_max_c},
+                                               {"clock_event_reasons", v.clock_event_reasons},
+                                               {"memory_used_bytes", v.memory_used_bytes},
+                                               {"memory_total_bytes", v.memory_total_bytes},
+                                               {"mig", v.mig}}
+                                        : json(nullptr)}});
   out["per_rank"] = ranks;
 
   json st = json::array();
@@ -119,7 +130,12 @@ json summary_json(const Report& r, const Extras& x) {
                   {"cost_pct_of_step", s.cost_pct}, {"last_arrivals", s.last_arrivals},
                   {"collectives_matched", s.matched}, {"step_ms", r.steps.reference_ms()},
                   {"step_ms_without", s.step_ms_without > 0 ? json(s.step_ms_without) : json(nullptr)},
-                  {"kind", s.kind.empty() ? json(nullptr) : json(s.kind)}, {"reasons", s.reasons}});
+                  {"kind", s.kind.empty() ? json(nullptr) : json(s.kind)}, {"reasons", s.reasons},
+                  {"clock", s.sm_clock_mhz > 0 ? json{{"sm_clock_mhz", s.sm_clock_mhz},
+                                                     {"others_sm_clock_mhz", s.others_sm_clock_mhz},
+                                                     {"slower", s.clock_slower},
+                                                     {"clock_event_reasons", s.clock_event_reasons}}
+                                               : json(nullptr)}});
   out["stragglers"] = st;
   out["straggler_group"] = r.straggler_group.empty()
                                ? json(nullptr)

@@ -700,7 +700,21 @@ int main(int argc, char** argv) {
   if (!opt.truth.empty()) {
     const std::string path = expand_rank(opt.truth, rank);
     std::ofstream f(path);
-    f << compute_truth(trainer.truth_input()).dump(2) << '\n';
+    nlohmann::json truth = compute_truth(trainer.truth_input());
+    // What the simulated libnvidia-ml.so.1 reports for this rank's GPU (SIMGPU_THROTTLE).
+    simgpu_health h{};
+    simgpu_health_of(rank, &h);
+    truth["gpu_health"] = {{"sm_clock_mhz", h.sm_clock_mhz},
+                           {"mem_clock_mhz", h.mem_clock_mhz},
+                           {"power_w", h.power_mw / 1000.0},
+                           {"power_limit_w", h.power_limit_mw / 1000.0},
+                           {"temperature_c", h.temperature_c},
+                           {"clock_event_reasons", h.clock_event_reasons},
+                           {"pcie_gen", h.pcie_gen},
+                           {"pcie_width", h.pcie_width},
+                           {"memory_used_bytes", h.memory_used_bytes},
+                           {"memory_total_bytes", h.memory_total_bytes}};
+    f << truth.dump(2) << '\n';
     if (!f) die("cannot write " + path);
   }
   if (rank == 0)

@@ -179,6 +179,24 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// Active once the runtime made the primary context current (what "the device is in use" means
+// to a profiler that asks the driver).
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *flags = 0;
+  *active = g_context_announced.load() ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+// The bus id matches CU_DEVICE_ATTRIBUTE_PCI_BUS_ID (the rank), as on a node of 8 GPUs.
+CUresult CUDAAPI cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02X:00.0", simgpu_rank() & 0xff);
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   *pctx = tls_has_current ? &g_context : nullptr;

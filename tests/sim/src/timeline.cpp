@@ -94,6 +94,7 @@ struct Engine {
   std::unordered_map<const void*, KernelInfo*> kernels_by_handle;
   std::map<uint64_t, CommState> comms;
   std::vector<double> slowdown;  // index = rank
+  std::vector<double> throttle;  // index = rank (SIMGPU_THROTTLE)
   int rank = 0;
   bool hang_next_collective = false;  // simgpuHangNextCollective
 
@@ -101,6 +102,7 @@ struct Engine {
     default_stream.id = simgpu::kDefaultStreamId;
     rank = simgpu::rank_from_env();
     slowdown = simgpu::parse_slowdown(std::getenv("SIMGPU_SLOWDOWN"));
+    throttle = simgpu::parse_slowdown(std::getenv("SIMGPU_THROTTLE"));  // the same RANK:FACTOR list
   }
 };
 
@@ -557,9 +559,31 @@ void* simgpu_kernel_handle(const void* host_fun) {
   return f == e.kernels_by_host.end() ? nullptr : f->second.get();
 }
 
-double simgpu_slowdown(int rank) {
-  const auto& v = engine().slowdown;
+namespace {
+double factor_of(const std::vector<double>& v, int rank) {
   return rank >= 0 && static_cast<size_t>(rank) < v.size() ? v[rank] : 1.0;
+}
+}  // namespace
+
+double simgpu_slowdown(int rank) {
+  return factor_of(engine().slowdown, rank) / factor_of(engine().throttle, rank);
+}
+
+double simgpu_throttle(int rank) { return factor_of(engine().throttle, rank); }
+
+void simgpu_health_of(int rank, simgpu_health* out) {
+  const double f = simgpu_throttle(rank);
+  const bool throttled = f != 1.0;
+  out->sm_clock_mhz = static_cast<unsigned>(SIMGPU_SM_CLOCK_MHZ * f + 0.5);
+  out->mem_clock_mhz = SIMGPU_MEM_CLOCK_MHZ;
+  out->power_mw = static_cast<unsigned>(SIMGPU_POWER_MW * f + 0.5);
+  out->power_limit_mw = SIMGPU_POWER_LIMIT_MW;
+  out->temperature_c = throttled ? SIMGPU_HOT_TEMPERATURE_C : SIMGPU_TEMPERATURE_C;
+  out->clock_event_reasons = throttled ? SIMGPU_THROTTLE_REASONS : 0;
+  out->pcie_gen = SIMGPU_PCIE_GEN;
+  out->pcie_width = SIMGPU_PCIE_WIDTH;
+  out->memory_total_bytes = 80ull << 30;  // cuDeviceTotalMem's
+  out->memory_used_bytes = SIMGPU_MEMORY_USED_BYTES;
 }
 
 int simgpu_rank(void) { return engine().rank; }

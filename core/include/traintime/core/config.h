@@ -26,6 +26,8 @@ struct Config {
   bool nccl = true;                            // TRAINTIME_NCCL (0: no NCCL interposition)
   uint32_t snapshot_sec = 0;                   // TRAINTIME_SNAPSHOT_SEC (0 = off)
   uint32_t hang_sec = 300;                     // TRAINTIME_HANG_SEC (0 = off)
+  bool nvml = true;                            // TRAINTIME_NVML (0: no GPU health sampling)
+  uint32_t nvml_interval_ms = 100;             // TRAINTIME_NVML_INTERVAL_MS
   bool trace = false;                          // TRAINTIME_TRACE
   uint64_t trace_max_events = 1000000;         // TRAINTIME_TRACE_MAX_EVENTS
   uint32_t step_detail = 64;                   // TRAINTIME_STEP_DETAIL: per-step rows kept

@@ -217,6 +217,64 @@ struct ModuleCounters {
   bool operator==(const ModuleCounters& o) const { return counters == o.counters; }
 };
 
+// NVML's view of one GPU over a set of samples (a step, or the whole run): rank file
+// gpu_health.devices[].run and .steps[] (docs/schema.md). Sampled by the nvml/ module's own
+// thread every TRAINTIME_NVML_INTERVAL_MS, so a step shorter than that may have no sample.
+struct HealthFigures {
+  uint64_t samples = 0;
+  double sm_clock_mhz_median = 0;
+  uint32_t sm_clock_mhz_min = 0;
+  double mem_clock_mhz_median = 0;
+  double power_w_median = 0;
+  double power_limit_w = 0;  // the enforced limit (the largest seen)
+  uint32_t temperature_c_max = 0;
+  // NVML's clock-event (throttle) reasons seen in any sample, by name, in NVML's bit order
+  // ("sw_power_cap", "hw_thermal_slowdown", ...; health_reason_names()).
+  std::vector<std::string> clock_event_reasons;
+  uint32_t pcie_gen_min = 0;    // the current link generation, lowest seen (0 unknown)
+  uint32_t pcie_width_min = 0;  // the current link width, lowest seen
+  uint64_t memory_used_bytes_max = 0;  // driver-level used bytes (every process), highest seen
+  uint64_t memory_total_bytes = 0;
+};
+
+// One CUDA device the rank used, matched to NVML by PCI bus id.
+struct HealthDevice {
+  int32_t cuda_device = -1;  // the CUDA ordinal in this process (after CUDA_VISIBLE_DEVICES)
+  std::string pci_bus_id;    // as CUDA gives it, e.g. "0000:3B:00.0"
+  // Under MIG the clocks, power, temperature and PCIe link are the whole GPU's, shared with
+  // every other instance on it.
+  bool mig = false;
+  HealthFigures run;  // every sample of the run
+  struct Step {
+    uint64_t index = 0;  // as steps.detail[].index: the step in progress when sampled
+    HealthFigures figures;
+  };
+  std::vector<Step> steps;  // the last TRAINTIME_STEP_DETAIL steps that have samples, oldest first
+};
+
+// Rank file gpu_health: absent (status "") when the process never used CUDA.
+struct GpuHealth {
+  // "sampled"; "off" (TRAINTIME_NVML=0); "unavailable: <why>" (no libnvidia-ml.so.1, a failing
+  // nvmlInit, no device matched): the one line a missing NVML costs.
+  std::string status;
+  uint32_t interval_ms = 0;
+  std::vector<HealthDevice> devices;
+};
+
+// NVML's clock-event reason bits (nvml.h nvmlClocksEventReason*), by bit index: the names the
+// rank file writes. Bits outside the table are written as "bit_<n>".
+inline constexpr std::string_view kHealthReasonNames[] = {
+    "gpu_idle",            // 0x1
+    "applications_clocks_setting",  // 0x2
+    "sw_power_cap",        // 0x4
+    "hw_slowdown",         // 0x8
+    "sync_boost",          // 0x10
+    "sw_thermal_slowdown",  // 0x20
+    "hw_thermal_slowdown",  // 0x40
+    "hw_power_brake_slowdown",  // 0x80
+    "display_clock_setting",    // 0x100
+};
+
 // Who wrote a rank file, when and why (the preload's part of it).
 struct RankIdentity {
   std::string job_id;
@@ -258,6 +316,7 @@ struct RankFile : RankIdentity {
   std::map<std::string, ModuleCounters> modules;
   std::vector<std::string> warnings;
   std::vector<ThreadSnapshot> threads;  // empty (and omitted from the file) when not recorded
+  GpuHealth gpu_health;                 // omitted from the file when status is empty
 };
 
 }  // namespace traintime::core

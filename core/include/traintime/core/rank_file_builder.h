@@ -24,9 +24,14 @@ namespace traintime::core {
 // - communicators: one per CommCallTable index seen by either side, `id` = the table's stable
 //   id as 16 lower-case hex digits, ops_enqueued from the CPU side, ops_completed and recent
 //   from the GPU side.
+// - gpu_health: the nvml module's summary as it is, its section after the NCCL one.
 // `modules` are the sections of the modules with nothing to join (NVTX, the null template, the
 // next API family), in the order the composition root registered them: a new module adds a
 // section there, never a parameter here.
+RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
+                         const CommSummary& comm, const std::vector<Section>& modules,
+                         const HealthSummary& health);
+// The same with no GPU health.
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
                          const CommSummary& comm, const std::vector<Section>& modules);
 // The same with no module sections.

@@ -7,6 +7,7 @@
 //   CpuSummary   core::RegionRegistry::summary()   regions, steps, annotation counters
 //   GpuSummary   core::GpuAggregator::summary(), wrapped by cupti/ with the capture status
 //   CommSummary  nccl/      CommCallTable::snapshot() (stable ids included)
+//   HealthSummary nvml/     the GPUs' clocks, power, temperature per step (gpu_health)
 //   Section      any module with nothing to join (nvtx/, null/, the next API family): its
 //                counters and warnings only (core/section.h)
 //
@@ -110,6 +111,11 @@ struct GpuSummary {
 struct CommSummary {
   CommCallTable::Snapshot calls;  // per communicator: size, rank, stable id, counters
   Section section{"nccl"};        // the interposer's counters and warnings
+};
+
+struct HealthSummary {
+  GpuHealth health;          // rank file gpu_health, as the nvml module summarised its samples
+  Section section{"nvml"};   // the sampler's counters (samples, failed samples)
 };
 
 }  // namespace traintime::core

@@ -157,8 +157,33 @@ int simgpu_graph_node_type(void* node);
 void* simgpu_register_kernel(const void* host_fun, const char* device_name);
 const char* simgpu_kernel_name(const void* kernel_or_host_fun);
 void* simgpu_kernel_handle(const void* host_fun);
-/* Slowdown factor of this rank's compute kernels (SIMGPU_SLOWDOWN), and of rank r. */
+/* Slowdown factor of rank r's compute kernels: SIMGPU_SLOWDOWN's factor divided by
+ * SIMGPU_THROTTLE's (a throttled GPU runs its kernels 1/FACTOR slower). */
 double simgpu_slowdown(int rank);
+/* SIMGPU_THROTTLE=RANK:FACTOR,...: rank r's SM clock is the nominal one times FACTOR (1 when
+ * not listed). */
+double simgpu_throttle(int rank);
+
+/* What the simulated libnvidia-ml.so.1 reports for rank r's GPU (the truth of GPU health
+ * tests): nominal clocks, power and temperature, or the throttled ones under SIMGPU_THROTTLE. */
+#define SIMGPU_SM_CLOCK_MHZ 1980u        /* nominal SM clock (H100 SXM's boost clock) */
+#define SIMGPU_MEM_CLOCK_MHZ 2619u
+#define SIMGPU_POWER_LIMIT_MW 700000u
+#define SIMGPU_POWER_MW 550000u          /* nominal draw; times FACTOR when throttled */
+#define SIMGPU_TEMPERATURE_C 62u         /* nominal; SIMGPU_HOT_TEMPERATURE_C when throttled */
+#define SIMGPU_HOT_TEMPERATURE_C 91u
+/* nvmlClocksEventReasonHwThermalSlowdown | SwThermalSlowdown: the reasons of a throttled GPU. */
+#define SIMGPU_THROTTLE_REASONS 0x60ull
+#define SIMGPU_PCIE_GEN 5u
+#define SIMGPU_PCIE_WIDTH 16u
+#define SIMGPU_MEMORY_USED_BYTES (3ull << 30)
+typedef struct simgpu_health {
+  unsigned sm_clock_mhz, mem_clock_mhz, power_mw, power_limit_mw, temperature_c;
+  unsigned long long clock_event_reasons;
+  unsigned pcie_gen, pcie_width;
+  unsigned long long memory_total_bytes, memory_used_bytes;
+} simgpu_health;
+void simgpu_health_of(int rank, simgpu_health* out);
 int simgpu_rank(void);
 
 /* ---- SIMULATION extension used by sim_train and the tests (exported by libcuda.so.1) ---- */

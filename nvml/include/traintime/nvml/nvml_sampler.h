@@ -1,0 +1,106 @@
+// The nvml module: GPU health per step, with no code in the application (rank file gpu_health,
+// docs/schema.md). Once the process uses CUDA (the first GPU launch the capture sees), a thread of
+// the module's own opens libnvidia-ml.so.1 with dlopen, finds the CUDA devices whose primary
+// context is active, matches each to its NVML device by PCI bus id (CUDA_VISIBLE_DEVICES
+// reorders and hides devices; the bus id does not change), and every `interval_ms` reads the SM
+// and memory clocks, power draw and enforced limit, temperature, clock-event (throttle) reasons,
+// PCIe link generation and width, and NVML's memory info. Samples are keyed by the step in
+// progress (Hooks::steps_completed) and summarised per step and over the run.
+//
+// Nothing runs on the application's threads but start(), once, which starts the thread. A
+// missing or failing NVML is one status line in the file ("unavailable: ..."), never a message
+// per sample. A process that never uses CUDA never loads NVML.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "traintime/core/summaries.h"
+
+namespace traintime::nvml {
+
+struct Hooks {
+  // tt_step calls so far: the index of the step in progress. Lock-free, called by the sampler.
+  uint32_t (*steps_completed)() noexcept = nullptr;
+  // Starts fn(arg) on a detached thread that takes none of the application's signals; false
+  // when it could not.
+  bool (*start_thread)(void (*fn)(uint32_t), uint32_t arg) = nullptr;
+};
+
+struct Options {
+  bool enabled = true;         // TRAINTIME_NVML
+  uint32_t interval_ms = 100;  // TRAINTIME_NVML_INTERVAL_MS
+  uint32_t step_detail = 64;   // TRAINTIME_STEP_DETAIL: per-step rows kept
+  // The library to open; tests point it at a double.
+  const char* library = "libnvidia-ml.so.1";
+};
+
+// Takes the options and hooks and forgets every sample (a fork child starts clean: the sampler
+// thread did not survive the fork). Called before the application's threads run, or in a fork
+// child.
+void configure(const Options& options, const Hooks& hooks);
+
+// The process uses CUDA: starts the sampler thread, once per configure(). errno kept; returns at
+// once (NVML is opened on the sampler thread).
+void start() noexcept;
+
+// Stops the sampler (at exit, before the final file): waits at most about a second for it to
+// take its last sample and shut NVML down. Later summaries keep what was sampled.
+void stop() noexcept;
+
+// gpu_health and the module's section (counters samples, failed_reads). Status "" (no
+// gpu_health) when start() never ran; "off" when disabled.
+core::HealthSummary summary();
+
+// ---- the summarising, without NVML (health_accumulator.cpp) ---------------------------------
+
+// One reading of one device. A field NVML refused stays 0 (reasons: no bit).
+struct Sample {
+  uint32_t sm_clock_mhz = 0;
+  uint32_t mem_clock_mhz = 0;
+  uint32_t power_mw = 0;
+  uint32_t power_limit_mw = 0;
+  uint32_t temperature_c = 0;
+  uint64_t clock_event_reasons = 0;  // NVML's bit mask
+  uint32_t pcie_gen = 0;
+  uint32_t pcie_width = 0;
+  uint64_t memory_used_bytes = 0;
+  uint64_t memory_total_bytes = 0;
+};
+
+// The figures of a set of samples: exact medians (clocks by MHz, power by 0.1 W, as counts per
+// value, so a long run's memory is bounded by the distinct values, not the samples).
+class HealthAccumulator {
+ public:
+  void add(const Sample& s);
+  bool empty() const { return samples_ == 0; }
+  core::HealthFigures figures() const;
+
+ private:
+  uint64_t samples_ = 0;
+  std::map<uint32_t, uint64_t> sm_, mem_, power_dw_;
+  uint32_t sm_min_ = 0, temp_max_ = 0, limit_mw_ = 0, pcie_gen_ = 0, pcie_width_ = 0;
+  uint64_t reasons_ = 0, used_max_ = 0, total_ = 0;
+};
+
+// The names of the reason bits set in `mask`, in bit order (core::kHealthReasonNames).
+std::vector<std::string> reason_names(uint64_t mask);
+
+// A device's samples over the run and per step: add() with the step in progress; steps are kept
+// for the last `keep_steps` step indices that had samples.
+class DeviceHealth {
+ public:
+  explicit DeviceHealth(uint32_t keep_steps) : keep_(keep_steps) {}
+  void add(uint64_t step, const Sample& s);
+  // run and steps of a core::HealthDevice (identity fields left to the caller).
+  void fill(core::HealthDevice* out) const;
+
+ private:
+  uint32_t keep_;
+  HealthAccumulator run_;
+  std::map<uint64_t, HealthAccumulator> steps_;  // the last keep_ steps with samples
+};
+
+}  // namespace traintime::nvml

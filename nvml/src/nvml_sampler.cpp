@@ -1,0 +1,309 @@
+// The nvml module's sampler (nvml_sampler.h): NVML opened with dlopen on the sampler thread, the
+// CUDA devices in use matched by PCI bus id, one sample per device per interval.
+//
+// The state is allocated once per configure() and never freed: the sampler thread may still be
+// inside a sample while the process exits, so nothing it touches may be destroyed under it.
+#include "traintime/nvml/nvml_sampler.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace traintime::nvml {
+namespace {
+
+// ---- NVML's C interface, as nvml.h declares it (only what is used) ----------------------------
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr int NVML_CLOCK_SM = 1;
+constexpr int NVML_CLOCK_MEM = 2;
+constexpr int NVML_TEMPERATURE_GPU = 0;
+constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+
+struct Nvml {
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*by_pci_bus_id)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*pcie_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_width)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;  // optional
+};
+
+// ---- the CUDA driver the process already loaded -------------------------------------------
+using CUdevice = int;
+struct Cuda {
+  int (*count)(int*) = nullptr;
+  int (*get)(CUdevice*, int) = nullptr;
+  int (*primary_state)(CUdevice, unsigned*, int*) = nullptr;
+  int (*pci_bus_id)(char*, int, CUdevice) = nullptr;
+};
+
+template <class F>
+bool resolve(void* lib, const char* name, F* out) {
+  *out = reinterpret_cast<F>(dlsym(lib, name));
+  return *out != nullptr;
+}
+
+struct Device {
+  int cuda_device = -1;
+  std::string pci_bus_id;
+  nvmlDevice_t handle = nullptr;
+  bool mig = false;
+  DeviceHealth health;
+  explicit Device(uint32_t keep) : health(keep) {}
+};
+
+struct State {
+  uint32_t generation = 0;  // one per configure(): the sampler thread's argument
+  Options options;
+  Hooks hooks;
+  std::atomic<bool> started{false};
+  std::mutex mu;  // leaf: guards everything below
+  std::condition_variable cv;
+  bool stop = false;
+  bool running = false;
+  std::string status;  // "" until start(); see core::GpuHealth::status
+  std::vector<Device> devices;
+  uint64_t samples = 0;
+  uint64_t failed_reads = 0;
+};
+
+std::atomic<State*> g_state{nullptr};
+uint32_t g_generation = 0;  // configure() only (before threads, or in a fork child)
+
+void set_status(State& st, std::string status) {
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.status = std::move(status);
+}
+
+// Opens NVML and initialises it; "" or the reason it cannot be used.
+std::string open_nvml(const char* library, Nvml* n) {
+  void* lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return std::string(library) + " not found";
+  const bool ok =
+      resolve(lib, "nvmlInit_v2", &n->init) && resolve(lib, "nvmlShutdown", &n->shutdown) &&
+      resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", &n->by_pci_bus_id) &&
+      resolve(lib, "nvmlDeviceGetClockInfo", &n->clock) &&
+      resolve(lib, "nvmlDeviceGetPowerUsage", &n->power) &&
+      resolve(lib, "nvmlDeviceGetEnforcedPowerLimit", &n->power_limit) &&
+      resolve(lib, "nvmlDeviceGetTemperature", &n->temperature) &&
+      // Renamed in CUDA 12.2's NVML; drivers keep the old name beside the new one.
+      (resolve(lib, "nvmlDeviceGetCurrentClocksEventReasons", &n->reasons) ||
+       resolve(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", &n->reasons)) &&
+      resolve(lib, "nvmlDeviceGetCurrPcieLinkGeneration", &n->pcie_gen) &&
+      resolve(lib, "nvmlDeviceGetCurrPcieLinkWidth", &n->pcie_width) &&
+      resolve(lib, "nvmlDeviceGetMemoryInfo", &n->memory);
+  if (!ok) return std::string(library) + " lacks an entry point traintime needs (too old a driver)";
+  resolve(lib, "nvmlDeviceGetMigMode", &n->mig_mode);
+  const nvmlReturn_t r = n->init();
+  if (r != NVML_SUCCESS) return "nvmlInit_v2 failed (NVML error " + std::to_string(r) + ")";
+  return "";
+}
+
+bool open_cuda(Cuda* c) {
+  // The driver is loaded (the process launched GPU work); RTLD_NOLOAD never loads another.
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return false;
+  return resolve(lib, "cuDeviceGetCount", &c->count) && resolve(lib, "cuDeviceGet", &c->get) &&
+         resolve(lib, "cuDevicePrimaryCtxGetState", &c->primary_state) &&
+         resolve(lib, "cuDeviceGetPCIBusId", &c->pci_bus_id);
+}
+
+// Adds the CUDA devices whose primary context became active since the last scan, matched to
+// NVML by PCI bus id.
+void scan_devices(State& st, const Cuda& cuda, const Nvml& nvml) {
+  int count = 0;
+  if (cuda.count(&count) != 0) return;
+  for (int ordinal = 0; ordinal < count && ordinal < 64; ++ordinal) {
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      bool known = false;
+      for (const Device& d : st.devices) known = known || d.cuda_device == ordinal;
+      if (known) continue;
+    }
+    CUdevice dev = 0;
+    unsigned flags = 0;
+    int active = 0;
+    char bus_id[32] = {};
+    if (cuda.get(&dev, ordinal) != 0 || cuda.primary_state(dev, &flags, &active) != 0 || !active ||
+        cuda.pci_bus_id(bus_id, sizeof bus_id - 1, dev) != 0)
+      continue;
+    nvmlDevice_t handle = nullptr;
+    if (nvml.by_pci_bus_id(bus_id, &handle) != NVML_SUCCESS) continue;
+    Device d(st.options.step_detail);
+    d.cuda_device = ordinal;
+    d.pci_bus_id = bus_id;
+    d.handle = handle;
+    unsigned current = 0, pending = 0;
+    d.mig = nvml.mig_mode && nvml.mig_mode(handle, &current, &pending) == NVML_SUCCESS &&
+            current == NVML_DEVICE_MIG_ENABLE;
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.devices.push_back(std::move(d));
+    st.status = "sampled";
+  }
+}
+
+// One reading of a device; *failed counts the calls NVML refused.
+Sample read_device(const Nvml& n, nvmlDevice_t h, uint64_t* failed) {
+  Sample s;
+  auto check = [failed](nvmlReturn_t r) { *failed += r != NVML_SUCCESS; };
+  unsigned v = 0;
+  check(n.clock(h, NVML_CLOCK_SM, &v)), s.sm_clock_mhz = v, v = 0;
+  check(n.clock(h, NVML_CLOCK_MEM, &v)), s.mem_clock_mhz = v, v = 0;
+  check(n.power(h, &v)), s.power_mw = v, v = 0;
+  check(n.power_limit(h, &v)), s.power_limit_mw = v, v = 0;
+  check(n.temperature(h, NVML_TEMPERATURE_GPU, &v)), s.temperature_c = v, v = 0;
+  unsigned long long reasons = 0;
+  check(n.reasons(h, &reasons)), s.clock_event_reasons = reasons;
+  check(n.pcie_gen(h, &v)), s.pcie_gen = v, v = 0;
+  check(n.pcie_width(h, &v)), s.pcie_width = v, v = 0;
+  nvmlMemory_t mem{};
+  check(n.memory(h, &mem)), s.memory_used_bytes = mem.used, s.memory_total_bytes = mem.total;
+  return s;
+}
+
+void sampler_main(uint32_t generation) {
+  State* sp = g_state.load(std::memory_order_acquire);
+  // Configured again since start() (a test, a fork child): that state is not this thread's.
+  if (!sp || sp->generation != generation) return;
+  State& st = *sp;
+  Nvml nvml;
+  const std::string why = open_nvml(st.options.library, &nvml);
+  if (!why.empty()) {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.status = "unavailable: " + why;
+    st.running = false;
+    st.cv.notify_all();
+    return;
+  }
+  Cuda cuda;
+  const bool have_cuda = open_cuda(&cuda);
+  set_status(st, have_cuda ? "unavailable: no CUDA device in use matched an NVML device by PCI bus id"
+                           : "unavailable: the CUDA driver (libcuda.so.1) lacks the device queries");
+  const auto interval = std::chrono::milliseconds(st.options.interval_ms);
+  auto next_scan = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::size_t, nvmlDevice_t>> handles;
+  auto sample_all = [&] {
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      handles.clear();
+      for (std::size_t i = 0; i < st.devices.size(); ++i) handles.emplace_back(i, st.devices[i].handle);
+    }
+    for (const auto& [i, handle] : handles) {
+      const uint64_t step = st.hooks.steps_completed ? st.hooks.steps_completed() : 0;
+      uint64_t failed = 0;
+      const Sample s = read_device(nvml, handle, &failed);
+      std::lock_guard<std::mutex> lock(st.mu);
+      st.devices[i].health.add(step, s);
+      ++st.samples;
+      st.failed_reads += failed;
+    }
+  };
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (have_cuda && now >= next_scan) {  // a device may come into use later
+      scan_devices(st, cuda, nvml);
+      next_scan = now + std::chrono::seconds(1);
+    }
+    sample_all();
+    std::unique_lock<std::mutex> lock(st.mu);
+    if (st.cv.wait_for(lock, interval, [&] { return st.stop; })) break;
+  }
+  // One reading more at stop: the final step has one even when it was shorter than the interval.
+  sample_all();
+  nvml.shutdown();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.running = false;
+  st.cv.notify_all();
+}
+
+}  // namespace
+
+void configure(const Options& options, const Hooks& hooks) {
+  // The previous state is leaked on purpose: in a fork child its mutex may be held by a thread
+  // that no longer exists.
+  auto* st = new State();
+  st->generation = ++g_generation;
+  st->options = options;
+  st->hooks = hooks;
+  g_state.store(st, std::memory_order_release);
+}
+
+void start() noexcept {
+  State* st = g_state.load(std::memory_order_acquire);
+  if (!st || st->started.exchange(true, std::memory_order_relaxed)) return;
+  const int saved = errno;
+  try {
+    if (!st->options.enabled) {
+      set_status(*st, "off");
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(st->mu);
+        st->status = "unavailable: the sampler thread did not start";
+        st->running = true;
+      }
+      if (!st->hooks.start_thread || !st->hooks.start_thread(sampler_main, st->generation)) {
+        std::lock_guard<std::mutex> lock(st->mu);
+        st->running = false;
+      }
+    }
+  } catch (...) {
+  }
+  errno = saved;
+}
+
+void stop() noexcept {
+  State* st = g_state.load(std::memory_order_acquire);
+  if (!st) return;
+  const int saved = errno;
+  try {
+    std::unique_lock<std::mutex> lock(st->mu);
+    st->stop = true;
+    st->cv.notify_all();
+    st->cv.wait_for(lock, std::chrono::seconds(1), [st] { return !st->running; });
+  } catch (...) {
+  }
+  errno = saved;
+}
+
+core::HealthSummary summary() {
+  core::HealthSummary out;
+  State* st = g_state.load(std::memory_order_acquire);
+  if (!st) return out;
+  std::lock_guard<std::mutex> lock(st->mu);
+  out.health.status = st->status;
+  if (st->status.empty()) return out;
+  out.health.interval_ms = st->options.enabled ? st->options.interval_ms : 0;
+  for (const Device& d : st->devices) {
+    core::HealthDevice hd;
+    hd.cuda_device = d.cuda_device;
+    hd.pci_bus_id = d.pci_bus_id;
+    hd.mig = d.mig;
+    d.health.fill(&hd);
+    out.health.devices.push_back(std::move(hd));
+  }
+  if (st->options.enabled) {
+    out.section.count("samples", st->samples);
+    out.section.count("failed_reads", st->failed_reads);
+  }
+  return out;
+}
+
+}  // namespace traintime::nvml

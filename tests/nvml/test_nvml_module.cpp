@@ -1,0 +1,243 @@
+// The nvml module (nvml/): the per-step summarising of samples, exact against hand-made ones, and
+// the sampler end to end against simgpu's libnvidia-ml.so.1 (SIMULATED NVML: rank 2's GPU
+// throttled to 0.7 by SIMGPU_THROTTLE, set before simgpu first reads it), every expected figure from
+// simgpu_health_of(), and the status line when NVML cannot be used.
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
+
+#include "simgpu/engine.h"
+#include "traintime/core/rank_file_builder.h"
+#include "traintime/core/rank_file_json.h"
+#include "traintime/nvml/nvml_sampler.h"
+
+using namespace traintime;
+
+namespace {
+
+nvml::Sample sample(uint32_t sm, uint32_t power_mw = 500000, uint64_t reasons = 0) {
+  nvml::Sample s;
+  s.sm_clock_mhz = sm;
+  s.mem_clock_mhz = 2619;
+  s.power_mw = power_mw;
+  s.power_limit_mw = 700000;
+  s.temperature_c = sm / 30;
+  s.clock_event_reasons = reasons;
+  s.pcie_gen = 5;
+  s.pcie_width = 16;
+  s.memory_used_bytes = sm;
+  s.memory_total_bytes = 1000;
+  return s;
+}
+
+std::atomic<uint32_t> g_step{0};
+uint32_t steps_completed() noexcept { return g_step.load(); }
+
+bool plain_thread(void (*fn)(uint32_t), uint32_t arg) {
+  std::thread(fn, arg).detach();
+  return true;
+}
+
+nvml::Options options(const char* library) {
+  nvml::Options o;
+  o.interval_ms = 10;
+  o.step_detail = 4;
+  o.library = library;
+  return o;
+}
+
+nvml::Hooks hooks() {
+  nvml::Hooks h;
+  h.steps_completed = &steps_completed;
+  h.start_thread = &plain_thread;
+  return h;
+}
+
+// Waits (bounded) until the sampler took `n` samples or found no NVML.
+core::HealthSummary wait_for_samples(uint64_t n) {
+  for (int i = 0; i < 1000; ++i) {
+    core::HealthSummary s = nvml::summary();
+    const auto& c = s.section.counters.counters;
+    const bool settled = s.health.status.find("not found") != std::string::npos;
+    if (settled || (c.count("samples") && c.at("samples") >= n)) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return nvml::summary();
+}
+
+}  // namespace
+
+TEST_CASE("medians are exact over odd and even counts, minimum and maximum kept", "[nvml]") {
+  nvml::HealthAccumulator a;
+  for (uint32_t sm : {1980u, 1400u, 1980u}) a.add(sample(sm));
+  core::HealthFigures f = a.figures();
+  CHECK(f.samples == 3);
+  CHECK(f.sm_clock_mhz_median == 1980);
+  CHECK(f.sm_clock_mhz_min == 1400);
+  CHECK(f.temperature_c_max == 66);
+  CHECK(f.memory_used_bytes_max == 1980);
+  a.add(sample(1400));
+  f = a.figures();
+  CHECK(f.sm_clock_mhz_median == 1690);  // (1400 + 1980) / 2
+  CHECK(f.power_w_median == 500.0);
+  CHECK(f.power_limit_w == 700.0);
+  CHECK(f.mem_clock_mhz_median == 2619);
+}
+
+TEST_CASE("clock-event reasons are the union of the samples', by NVML's names", "[nvml]") {
+  nvml::HealthAccumulator a;
+  a.add(sample(1980, 500000, 0x1));   // GPU idle
+  a.add(sample(1400, 500000, 0x40));  // HW thermal slowdown
+  a.add(sample(1400, 500000, 0x4 | (uint64_t{1} << 40)));
+  CHECK(a.figures().clock_event_reasons ==
+        std::vector<std::string>{"gpu_idle", "sw_power_cap", "hw_thermal_slowdown", "bit_40"});
+}
+
+TEST_CASE("the PCIe link's lowest state is kept, an unread one never counts", "[nvml]") {
+  nvml::HealthAccumulator a;
+  nvml::Sample s = sample(1980);
+  a.add(s);
+  s.pcie_gen = 3, s.pcie_width = 8;
+  a.add(s);
+  s.pcie_gen = 0, s.pcie_width = 0;
+  a.add(s);
+  CHECK(a.figures().pcie_gen_min == 3);
+  CHECK(a.figures().pcie_width_min == 8);
+}
+
+TEST_CASE("per-step figures keep the last steps that had samples, the run keeps all", "[nvml]") {
+  nvml::DeviceHealth d(2);
+  d.add(0, sample(1980));
+  d.add(1, sample(1500));
+  d.add(1, sample(1700));
+  d.add(3, sample(1000));
+  core::HealthDevice out;
+  d.fill(&out);
+  CHECK(out.run.samples == 4);
+  CHECK(out.run.sm_clock_mhz_min == 1000);
+  REQUIRE(out.steps.size() == 2);
+  CHECK(out.steps[0].index == 1);
+  CHECK(out.steps[0].figures.sm_clock_mhz_median == 1600);
+  CHECK(out.steps[1].index == 3);
+  CHECK(out.steps[1].figures.samples == 1);
+}
+
+TEST_CASE("nothing is written before CUDA is in use, and off is one status", "[nvml]") {
+  nvml::configure(options(SIMGPU_NVML_LIB), hooks());
+  CHECK(nvml::summary().health.status.empty());
+  core::RankFile f = core::build_rank_file({}, {}, {}, {}, {}, nvml::summary());
+  CHECK_FALSE(core::rank_file_to_json(f).contains("gpu_health"));
+
+  nvml::Options off = options(SIMGPU_NVML_LIB);
+  off.enabled = false;
+  nvml::configure(off, hooks());
+  nvml::start();
+  const core::HealthSummary s = nvml::summary();
+  CHECK(s.health.status == "off");
+  CHECK(s.health.devices.empty());
+  CHECK(s.section.counters.counters.empty());
+}
+
+TEST_CASE("a missing NVML is one status line, start() keeps errno", "[nvml]") {
+  nvml::configure(options("libnvidia-ml-missing.so.1"), hooks());
+  errno = 42;
+  nvml::start();
+  CHECK(errno == 42);
+  const core::HealthSummary s = wait_for_samples(1);
+  nvml::stop();
+  CHECK(s.health.status == "unavailable: libnvidia-ml-missing.so.1 not found");
+  CHECK(s.health.devices.empty());
+}
+
+TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per step", "[nvml][sim]") {
+  // simgpu reads both once, at its first call (this one's: no test before it touches simgpu).
+  setenv("RANK", "2", 1);
+  setenv("SIMGPU_THROTTLE", "2:0.7", 1);
+  // The device comes into use: the runtime makes its primary context current.
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);
+  simgpu_health truth{};
+  simgpu_health_of(2, &truth);
+  REQUIRE(truth.sm_clock_mhz == 1386);  // 1980 x 0.7: the knob reached simgpu
+  g_step = 5;
+  nvml::configure(options(SIMGPU_NVML_LIB), hooks());
+  nvml::start();
+  wait_for_samples(3);
+  g_step = 6;
+  const core::HealthSummary s = wait_for_samples(6);
+  nvml::stop();
+  REQUIRE(s.health.status == "sampled");
+  CHECK(s.health.interval_ms == 10);
+  REQUIRE(s.health.devices.size() == 1);
+  const core::HealthDevice& d = s.health.devices[0];
+  CHECK(d.cuda_device == 0);
+  CHECK(d.pci_bus_id == "0000:02:00.0");
+  CHECK_FALSE(d.mig);
+  const core::HealthFigures& run = d.run;
+  CHECK(run.samples >= 6);
+  CHECK(run.sm_clock_mhz_median == truth.sm_clock_mhz);
+  CHECK(run.sm_clock_mhz_min == truth.sm_clock_mhz);
+  CHECK(run.mem_clock_mhz_median == truth.mem_clock_mhz);
+  CHECK(run.power_w_median == Approx(truth.power_mw / 1000.0));
+  CHECK(run.power_limit_w == Approx(truth.power_limit_mw / 1000.0));
+  CHECK(run.temperature_c_max == truth.temperature_c);
+  CHECK(run.clock_event_reasons == std::vector<std::string>{"sw_thermal_slowdown", "hw_thermal_slowdown"});
+  CHECK(run.pcie_gen_min == truth.pcie_gen);
+  CHECK(run.pcie_width_min == truth.pcie_width);
+  CHECK(run.memory_used_bytes_max == truth.memory_used_bytes);
+  CHECK(run.memory_total_bytes == truth.memory_total_bytes);
+  REQUIRE(d.steps.size() == 2);
+  CHECK(d.steps[0].index == 5);
+  CHECK(d.steps[1].index == 6);
+  CHECK(d.steps[0].figures.samples + d.steps[1].figures.samples == run.samples);
+  CHECK(s.section.counters.counters.at("failed_reads") == 0);
+
+  // Through the builder and both readers, unchanged.
+  const core::RankFile built = core::build_rank_file({}, {}, {}, {}, {}, s);
+  const nlohmann::json j = core::rank_file_to_json(built);
+  CHECK(j.at("modules").at("nvml").at("counters").at("samples") == run.samples);
+  const core::RankFile back = core::rank_file_from_json(j);
+  REQUIRE(back.gpu_health.devices.size() == 1);
+  CHECK(back.gpu_health.devices[0].run.sm_clock_mhz_median == truth.sm_clock_mhz);
+  CHECK(back.gpu_health.devices[0].steps[1].figures.clock_event_reasons == run.clock_event_reasons);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("nvml-test-" + std::to_string(getpid()) + ".json")).string();
+  std::string error;
+  REQUIRE(core::write_rank_file(path, built, &error));
+  const std::optional<core::RankFile> fast = core::read_rank_file(path, &error);
+  std::filesystem::remove(path);
+  REQUIRE(fast);
+  CHECK(fast->gpu_health.status == "sampled");
+  CHECK(fast->gpu_health.devices[0].run.power_w_median == Approx(truth.power_mw / 1000.0));
+  CHECK(fast->gpu_health.devices[0].steps[0].index == 5);
+}
+
+TEST_CASE("docs/schema.md lists gpu_health and the module's counters", "[nvml][doc]") {
+  std::ifstream in(std::string(SOURCE_DIR) + "/docs/schema.md");
+  REQUIRE(in.good());
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(doc.find("| `nvml` |") != std::string::npos);
+  for (const char* key : {"`gpu_health`", "`samples`", "`failed_reads`", "`clock_event_reasons`",
+                          "`sm_clock_mhz`", "`pci_bus_id`", "`mig`"}) {
+    INFO(key);
+    CHECK(doc.find(key) != std::string::npos);
+  }
+  for (std::string_view name : core::kHealthReasonNames) {
+    INFO(name);
+    CHECK(doc.find("`" + std::string(name) + "`") != std::string::npos);
+  }
+}

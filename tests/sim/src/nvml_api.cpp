@@ -1,0 +1,145 @@
+// SIMULATION: the fake libnvidia-ml.so.1 — the NVML entry points traintime's nvml module reads,
+// answering for this rank's one simulated GPU what simgpu_health_of() says (nominal clocks,
+// power and temperature, or the throttled ones under SIMGPU_THROTTLE=RANK:FACTOR). As the real
+// library: every device call before nvmlInit_v2 (or after the last nvmlShutdown) fails with
+// NVML_ERROR_UNINITIALIZED, and a PCI bus id that is no device of this node is NOT_FOUND.
+#include <atomic>
+#include <cstdio>
+
+#include "simgpu/engine.h"
+
+namespace {
+
+using nvmlReturn_t = int;
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_UNINITIALIZED = 1;
+constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
+constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
+constexpr int NVML_CLOCK_SM = 1;
+constexpr int NVML_CLOCK_MEM = 2;
+
+struct nvmlDevice_st {
+  int bus;
+};
+nvmlDevice_st g_device{0};
+std::atomic<int> g_inits{0};
+
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+
+bool valid(nvmlDevice_st* d) { return d == &g_device && g_inits.load() > 0; }
+
+simgpu_health health() {
+  simgpu_health h{};
+  simgpu_health_of(simgpu_rank(), &h);
+  return h;
+}
+
+}  // namespace
+
+extern "C" {
+
+nvmlReturn_t nvmlInit_v2(void) {
+  g_inits.fetch_add(1);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlShutdown(void) {
+  int n = g_inits.load();
+  while (n > 0 && !g_inits.compare_exchange_weak(n, n - 1)) {
+  }
+  return n > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
+}
+
+// "DOMAIN:BUS:DEVICE.FUNCTION" in hex (4 or 8 domain digits); this node's GPU sits on bus
+// simgpu_rank(), as cuDeviceGetPCIBusId says.
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_st** device) {
+  if (g_inits.load() == 0) return NVML_ERROR_UNINITIALIZED;
+  if (!pciBusId || !device) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) return NVML_ERROR_INVALID_ARGUMENT;
+  if (domain != 0 || bus != static_cast<unsigned>(simgpu_rank() & 0xff) || dev != 0 || fn != 0)
+    return NVML_ERROR_NOT_FOUND;
+  g_device.bus = static_cast<int>(bus);
+  *device = &g_device;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_st* device, int type, unsigned int* clock) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!clock) return NVML_ERROR_INVALID_ARGUMENT;
+  const simgpu_health h = health();
+  if (type == NVML_CLOCK_SM) *clock = h.sm_clock_mhz;
+  else if (type == NVML_CLOCK_MEM) *clock = h.mem_clock_mhz;
+  else return NVML_ERROR_INVALID_ARGUMENT;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_st* device, unsigned int* power) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!power) return NVML_ERROR_INVALID_ARGUMENT;
+  *power = health().power_mw;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_st* device, unsigned int* limit) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!limit) return NVML_ERROR_INVALID_ARGUMENT;
+  *limit = health().power_limit_mw;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_st* device, int sensor, unsigned int* temp) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!temp || sensor != 0) return NVML_ERROR_INVALID_ARGUMENT;
+  *temp = health().temperature_c;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_st* device, unsigned long long* reasons) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!reasons) return NVML_ERROR_INVALID_ARGUMENT;
+  *reasons = health().clock_event_reasons;
+  return NVML_SUCCESS;
+}
+
+// The name before NVML 12.2; real libraries export both.
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_st* device, unsigned long long* reasons) {
+  return nvmlDeviceGetCurrentClocksEventReasons(device, reasons);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_st* device, unsigned int* gen) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!gen) return NVML_ERROR_INVALID_ARGUMENT;
+  *gen = health().pcie_gen;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_st* device, unsigned int* width) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!width) return NVML_ERROR_INVALID_ARGUMENT;
+  *width = health().pcie_width;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_st* device, nvmlMemory_t* memory) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  const simgpu_health h = health();
+  memory->total = h.memory_total_bytes;
+  memory->used = h.memory_used_bytes;
+  memory->free = h.memory_total_bytes - h.memory_used_bytes;
+  return NVML_SUCCESS;
+}
+
+// MIG disabled (0), nothing pending.
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_st* device, unsigned int* current, unsigned int* pending) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  *current = 0;
+  *pending = 0;
+  return NVML_SUCCESS;
+}
+
+}  // extern "C"
