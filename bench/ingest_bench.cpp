@@ -12,8 +12,13 @@
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
 #else
-#define CALLGRIND_START_INSTRUMENTATION
-#define CALLGRIND_STOP_INSTRUMENTATION
+// Statements that do nothing, so `if (x) CALLGRIND_START_INSTRUMENTATION;` has a body.
+#define CALLGRIND_START_INSTRUMENTATION \
+  do {                                  \
+  } while (0)
+#define CALLGRIND_STOP_INSTRUMENTATION \
+  do {                                 \
+  } while (0)
 #endif
 #include <cupti.h>
 #include <unistd.h>
