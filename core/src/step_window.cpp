@@ -93,7 +93,7 @@ GpuAggregator::DetailAcc* GpuAggregator::detail_for(Accum& acc, uint64_t step,
   if (step_detail == 0) return nullptr;
   // A step is looked up twice when it folds (its records, then its idle time): the second time
   // is the last one found.
-  if (acc.last_detail != nullptr && acc.last_detail_step == step) return acc.last_detail;
+  if (acc.last_detail.acc != nullptr && acc.last_detail.step == step) return acc.last_detail.acc;
   auto it = acc.detail.find(step);
   if (it == acc.detail.end()) {
     // The most recent step_detail steps by index are kept: an older step is not re-added.
@@ -108,9 +108,9 @@ GpuAggregator::DetailAcc* GpuAggregator::detail_for(Accum& acc, uint64_t step,
       it = acc.detail.emplace(step, DetailAcc{}).first;
     }
   }
-  acc.last_detail_step = step;
-  acc.last_detail = &it->second;
-  return acc.last_detail;
+  acc.last_detail.step = step;
+  acc.last_detail.acc = &it->second;
+  return acc.last_detail.acc;
 }
 
 void GpuAggregator::fold_records(StepBuf& buf, std::vector<DeviceSpan>& devices, uint64_t step,

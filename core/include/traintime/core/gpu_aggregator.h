@@ -151,6 +151,25 @@ class GpuAggregator {
     StepTotals totals;
     std::array<uint64_t, kCategoryCount> cat_busy{};
   };
+  // A pointer into the detail map of the Accum that holds it: a copied Accum has a map of its
+  // own, so a copy is empty; a move takes the nodes along, so it keeps the pointer.
+  struct DetailMemo {
+    uint64_t step = 0;
+    DetailAcc* acc = nullptr;
+    DetailMemo() = default;
+    DetailMemo(const DetailMemo&) {}
+    DetailMemo& operator=(const DetailMemo&) {
+      acc = nullptr;
+      return *this;
+    }
+    DetailMemo(DetailMemo&& o) noexcept : step(o.step), acc(o.acc) { o.acc = nullptr; }
+    DetailMemo& operator=(DetailMemo&& o) noexcept {
+      step = o.step;
+      acc = o.acc;
+      o.acc = nullptr;
+      return *this;
+    }
+  };
   // Everything computed by folding steps; summary() folds the open steps into a copy.
   struct Accum {
     std::array<uint64_t, kCategoryCount> cat_busy{};
@@ -162,32 +181,8 @@ class GpuAggregator {
     uint64_t late_records = 0;
     uint64_t segmented_steps = 0;
     // detail_for's last answer (nodes of detail are stable until erased, and only detail_for
-    // erases). A copy of the Accum must not keep the original's pointer: it is reset on copy.
-    uint64_t last_detail_step = 0;
-    DetailAcc* last_detail = nullptr;
-    Accum() = default;
-    Accum(const Accum& o)
-        : cat_busy(o.cat_busy), cat_sum(o.cat_sum), cat_count(o.cat_count), totals(o.totals), regions(o.regions), detail(o.detail),
-          late_records(o.late_records), segmented_steps(o.segmented_steps) {}
-    Accum& operator=(const Accum& o) {
-      if (this != &o) *this = Accum(o);
-      return *this;
-    }
-    Accum(Accum&& o) noexcept { *this = std::move(o); }
-    Accum& operator=(Accum&& o) noexcept {
-      cat_busy = o.cat_busy;
-      cat_sum = o.cat_sum;
-      cat_count = o.cat_count;
-      totals = o.totals;
-      regions = std::move(o.regions);
-      detail = std::move(o.detail);  // nodes move with the map: the pointer stays valid here
-      late_records = o.late_records;
-      segmented_steps = o.segmented_steps;
-      last_detail_step = o.last_detail_step;
-      last_detail = o.last_detail;
-      o.last_detail = nullptr;
-      return *this;
-    }
+    // erases): a node of this Accum's own map, so a copy starts without one (DetailMemo).
+    DetailMemo last_detail;
   };
   // Open-addressing index of dense ids (positions in a vector the caller owns) by a 32-bit
   // hash of their key: 4 bytes a slot (the id alone; the key is the caller's), linear probing,
