@@ -28,12 +28,6 @@ double busbw_factor(CommOp op, uint32_t n) {
   return 0.0;
 }
 
-uint32_t size_bucket(uint64_t bytes) {
-  if (bytes == 0) return 0;
-  uint32_t b = 64u - static_cast<uint32_t>(__builtin_clzll(bytes));  // bytes in [2^(b-1), 2^b)
-  return std::min(b, kSizeBuckets - 1);
-}
-
 uint64_t size_bucket_lo(uint32_t bucket) {
   return bucket == 0 ? 0 : uint64_t{1} << (bucket - 1);
 }
@@ -50,35 +44,6 @@ uint32_t hash_of(uint64_t key, uint32_t slots) {
   return static_cast<uint32_t>(key & (slots - 1));
 }
 }  // namespace
-
-struct CommCallTable::Counters {
-  // An op's calls and bytes are the sums of its buckets, computed by snapshot(). They must stay
-  // exact when threads share a communicator, and locked read-modify-writes were most of the
-  // wrapper's own work: so the first thread that calls on the communicator owns `ops` and bumps
-  // them with plain loads and stores (it is their only writer), and any other thread adds to
-  // `shared_ops` with atomic adds. snapshot() sums both.
-  struct Op {
-    std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_calls{};
-    std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_bytes{};
-  };
-  uint64_t handle_key = 0;
-  std::atomic<uint32_t> size{0};
-  std::atomic<uint32_t> rank{0};
-  std::atomic<uint64_t> stable_id{0};
-  std::atomic<bool> retired{false};
-  std::atomic<uint64_t> seq{0};
-  std::atomic<uint64_t> owner{0};  // the owning thread's thread pointer; 0 until the first call
-  std::array<Op, kCommOpCount> ops;
-  std::array<Op, kCommOpCount> shared_ops;
-  // Ring of the last calls enqueued, slot = seq % kEnqueuedRing: op and bytes are stored before
-  // the seq that makes them valid (release), and a reader re-checks the seq after copying them.
-  struct Enqueued {
-    std::atomic<uint64_t> seq{0};
-    std::atomic<uint8_t> op{0};
-    std::atomic<uint64_t> bytes{0};
-  };
-  std::array<Enqueued, kEnqueuedRing> enqueued;
-};
 
 struct CommCallTable::GroupSlot {
   // Seqlock without fences (TSan does not model atomic_thread_fence): odd while a writer fills
@@ -191,55 +156,18 @@ void CommCallTable::retire_communicator(uint32_t comm_index) {
 }
 
 uint64_t CommCallTable::stable_id(uint32_t comm_index) const noexcept {
-  const Counters* c = counters_at(comm_index);
+  const Counters* c = counters(comm_index);
   return c != nullptr ? c->stable_id.load(std::memory_order_relaxed) : 0;
 }
 
-CommCallTable::Counters* CommCallTable::counters_at(uint32_t comm_index) const noexcept {
+CommCallTable::Counters* CommCallTable::counters(uint32_t comm_index) const noexcept {
   const Handles* t = handles();
   return t != nullptr && comm_index < kMaxCommunicators
              ? t->comms[comm_index].load(std::memory_order_acquire)
              : nullptr;
 }
 
-void CommCallTable::on_call(uint32_t comm_index, CommOp op, uint64_t bytes, uint64_t seq) noexcept {
-  Counters* c = counters_at(comm_index);
-  auto oi = static_cast<std::size_t>(op);
-  if (c == nullptr || oi >= kCommOpCount) {
-    bad_calls_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const uint32_t b = size_bucket(bytes);
-  // The thread pointer names the calling thread (a thread that exited leaves its pointer to no
-  // one, so a new thread that gets it is the only writer again).
-  const auto me = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
-  uint64_t owner = c->owner.load(std::memory_order_relaxed);
-  if (owner == 0 && c->owner.compare_exchange_strong(owner, me, std::memory_order_relaxed)) owner = me;
-  if (owner == me) {
-    Counters::Op& o = c->ops[oi];
-    o.bucket_calls[b].store(o.bucket_calls[b].load(std::memory_order_relaxed) + 1,
-                            std::memory_order_relaxed);
-    o.bucket_bytes[b].store(o.bucket_bytes[b].load(std::memory_order_relaxed) + bytes,
-                            std::memory_order_relaxed);
-  } else {
-    Counters::Op& o = c->shared_ops[oi];
-    o.bucket_calls[b].fetch_add(1, std::memory_order_relaxed);
-    o.bucket_bytes[b].fetch_add(bytes, std::memory_order_relaxed);
-  }
-  if (seq != 0) {
-    Counters::Enqueued& e = c->enqueued[seq % kEnqueuedRing];
-    e.seq.store(0, std::memory_order_relaxed);  // invalid while op and bytes change
-    e.op.store(static_cast<uint8_t>(oi), std::memory_order_release);
-    e.bytes.store(bytes, std::memory_order_release);
-    e.seq.store(seq, std::memory_order_release);
-  }
-}
-
-uint64_t CommCallTable::next_seq(uint32_t comm_index) noexcept {
-  Counters* c = counters_at(comm_index);
-  if (c == nullptr) return 0;
-  return c->seq.fetch_add(1, std::memory_order_relaxed) + 1;
-}
+void CommCallTable::note_bad_call() noexcept { bad_calls_.fetch_add(1, std::memory_order_relaxed); }
 
 void CommCallTable::record_group(uint64_t group_id, const CommGroupMember* members,
                                  uint32_t count) noexcept {
@@ -315,7 +243,7 @@ CommCallTable::Snapshot CommCallTable::snapshot() const {
   uint32_t n = count_.load(std::memory_order_acquire);
   snap.comms.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
-    const Counters* c = counters_at(i);
+    const Counters* c = counters(i);
     CommSnapshot& s = snap.comms[i];
     s.index = i;
     if (c == nullptr) continue;

@@ -77,10 +77,11 @@ Published publish(Registry& r, const void* comm, uint32_t size, uint32_t rank,
                   uint64_t stable_id, CommOrigin origin) {
   Published out;
   const uint32_t index = r.table->register_communicator(key_of(comm), size, rank, stable_id);
-  if (index >= kMaxCommunicators) return out;
+  core::CommCallTable::Counters* counters = r.table->counters(index);
+  if (index >= kMaxCommunicators || counters == nullptr) return out;
   out.comm_id = index + 1;
   if (!r.published[index].load(std::memory_order_relaxed)) {
-    r.entries[index] = CommEntry{size, rank, origin};
+    r.entries[index] = CommEntry{size, rank, origin, counters};
     r.published[index].store(true, std::memory_order_release);
     out.fresh = true;
     if (size > r.largest_size) {

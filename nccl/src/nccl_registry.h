@@ -45,6 +45,7 @@ struct CommEntry {
   uint32_t size = 0;
   uint32_t rank = 0;
   CommOrigin origin = CommOrigin::kFirstSeen;
+  core::CommCallTable::Counters* counters = nullptr;  // its counters in call_table()
 };
 
 // Whether wrappers record (configure() said enabled). One relaxed load.

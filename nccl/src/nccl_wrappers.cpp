@@ -282,9 +282,8 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
   const bool captured = stream_is_capturing(stream);
   uint64_t bytes = static_cast<uint64_t>(count) * type_size(type);
   if (extent == Extent::kTimesRanks) bytes *= ce != nullptr ? ce->size : 0;
-  const uint32_t index = comm_id - 1;
   uint64_t seq = 0;
-  if (ce != nullptr && !captured && !is_rma(op)) seq = call_table().next_seq(index);
+  if (ce != nullptr && !captured && !is_rma(op)) seq = ce->counters->next_seq();
 
   t.call = Call{op, comm_id, seq, bytes, 0, captured};
   t.call_active = true;
@@ -309,7 +308,7 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
     if (ce == nullptr) {
       count_unregistered_call();
     } else if (!captured) {
-      call_table().on_call(index, op, bytes, seq);
+      ce->counters->count(op, bytes, seq);
       note_counted_call();
     }
     // A one-sided call in a group has no share of the group's kernel.

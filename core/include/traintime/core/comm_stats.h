@@ -36,7 +36,11 @@ double busbw_factor(CommOp op, uint32_t n);
 // Power-of-two message-size histogram: bucket 0 holds 0-byte calls, bucket b ≥ 1 holds bytes in
 // [2^(b−1), 2^b); the last bucket is open-ended.
 inline constexpr uint32_t kSizeBuckets = 48;
-uint32_t size_bucket(uint64_t bytes);
+inline uint32_t size_bucket(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  const uint32_t b = 64u - static_cast<uint32_t>(__builtin_clzll(bytes));  // in [2^(b-1), 2^b)
+  return b < kSizeBuckets - 1 ? b : kSizeBuckets - 1;
+}
 uint64_t size_bucket_lo(uint32_t bucket);  // smallest size in the bucket
 
 inline constexpr std::size_t kCommOpCount = static_cast<std::size_t>(CommOp::kUnknown) + 1;
@@ -96,13 +100,94 @@ class CommCallTable {
   // index. The retired communicator's counters stay in the snapshot.
   void retire_communicator(uint32_t comm_index);
 
-  // Hot path: one outermost NCCL call. Lock-free, allocation-free; ignores bad indices. A
-  // non-zero `seq` (its next_seq()) also enters it in the communicator's ring of the last
-  // kEnqueuedRing calls enqueued, from which the rank file says what is still in flight.
-  void on_call(uint32_t comm_index, CommOp op, uint64_t bytes, uint64_t seq = 0) noexcept;
   static constexpr uint32_t kEnqueuedRing = 16;
-  // Hot path: the call's sequence number on its communicator, 1, 2, ... (0 for a bad index).
-  uint64_t next_seq(uint32_t comm_index) noexcept;
+  // One communicator's live counters. Made at its registration and kept for the table's life,
+  // so a caller may keep the pointer: the NCCL registry keeps it with the communicator's entry,
+  // and the wrapper's two uses below are inline, with no index lookup.
+  struct Counters {
+    // An op's calls and bytes are the sums of its buckets, computed by snapshot(). They must stay
+    // exact when threads share a communicator, and locked read-modify-writes were most of the
+    // wrapper's own work: so the first thread that calls on the communicator owns `ops` and bumps
+    // them with plain loads and stores (it is their only writer), and any other thread adds to
+    // `shared_ops` with atomic adds. snapshot() sums both.
+    struct Op {
+      std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_calls{};
+      std::array<std::atomic<uint64_t>, kSizeBuckets> bucket_bytes{};
+    };
+    uint64_t handle_key = 0;
+    std::atomic<uint32_t> size{0};
+    std::atomic<uint32_t> rank{0};
+    std::atomic<uint64_t> stable_id{0};
+    std::atomic<bool> retired{false};
+    std::atomic<uint64_t> seq{0};
+    std::atomic<uint64_t> owner{0};  // the owning thread's thread pointer; 0 until the first call
+    std::array<Op, kCommOpCount> ops;
+    std::array<Op, kCommOpCount> shared_ops;
+    // Ring of the last calls enqueued, slot = seq % kEnqueuedRing: op and bytes are stored before
+    // the seq that makes them valid (release), and a reader re-checks the seq after copying them.
+    struct Enqueued {
+      std::atomic<uint64_t> seq{0};
+      std::atomic<uint8_t> op{0};
+      std::atomic<uint64_t> bytes{0};
+    };
+    std::array<Enqueued, kEnqueuedRing> enqueued;
+
+    // Hot path: the call's sequence number on this communicator, 1, 2, ... Unique while, as
+    // NCCL requires, no two threads use one communicator at the same time: so the increment needs
+    // no locked instruction (which would be a third of the wrapper's cost). Atomic only for the
+    // snapshot's concurrent read.
+    uint64_t next_seq() noexcept {
+      const uint64_t s = seq.load(std::memory_order_relaxed) + 1;
+      seq.store(s, std::memory_order_relaxed);
+      return s;
+    }
+    // Hot path: one outermost NCCL call (op < kCommOpCount). Lock-free, allocation-free. A
+    // non-zero `call_seq` (its next_seq()) also enters it in the ring of the last kEnqueuedRing
+    // calls enqueued, from which the rank file says what is still in flight.
+    void count(CommOp op, uint64_t bytes, uint64_t call_seq) noexcept {
+      const auto oi = static_cast<std::size_t>(op);
+      const uint32_t b = size_bucket(bytes);
+      // The thread pointer names the calling thread (a thread that exited leaves its pointer to
+      // no one, so a new thread that gets it is the only writer again).
+      const auto me = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
+      uint64_t own = owner.load(std::memory_order_relaxed);
+      if (own == 0 && owner.compare_exchange_strong(own, me, std::memory_order_relaxed)) own = me;
+      if (own == me) {
+        Op& o = ops[oi];
+        o.bucket_calls[b].store(o.bucket_calls[b].load(std::memory_order_relaxed) + 1,
+                                std::memory_order_relaxed);
+        o.bucket_bytes[b].store(o.bucket_bytes[b].load(std::memory_order_relaxed) + bytes,
+                                std::memory_order_relaxed);
+      } else {
+        Op& o = shared_ops[oi];
+        o.bucket_calls[b].fetch_add(1, std::memory_order_relaxed);
+        o.bucket_bytes[b].fetch_add(bytes, std::memory_order_relaxed);
+      }
+      if (call_seq != 0) {
+        Enqueued& e = enqueued[call_seq % kEnqueuedRing];
+        e.seq.store(0, std::memory_order_relaxed);  // invalid while op and bytes change
+        e.op.store(static_cast<uint8_t>(oi), std::memory_order_release);
+        e.bytes.store(bytes, std::memory_order_release);
+        e.seq.store(call_seq, std::memory_order_release);
+      }
+    }
+  };
+  // The counters of comm_index, or null for an out-of-range or unregistered index.
+  Counters* counters(uint32_t comm_index) const noexcept;
+
+  // One outermost NCCL call on comm_index (see Counters::count); a bad index or op is counted
+  // as a call without a communicator.
+  void on_call(uint32_t comm_index, CommOp op, uint64_t bytes, uint64_t seq = 0) noexcept {
+    Counters* c = counters(comm_index);
+    if (c == nullptr || static_cast<std::size_t>(op) >= kCommOpCount) return note_bad_call();
+    c->count(op, bytes, seq);
+  }
+  void note_bad_call() noexcept;
+  // The call's sequence number on comm_index (see Counters::next_seq); 0 for a bad index.
+  uint64_t next_seq(uint32_t comm_index) noexcept {
+    Counters* c = counters(comm_index);
+    return c != nullptr ? c->next_seq() : 0;
+  }
 
   // Hot path (once per outermost ncclGroupEnd): remember the group's members under group_id
   // (non-zero, unique, increasing) until kGroupSlots later groups overwrite it. Lock-free
@@ -146,10 +231,7 @@ class CommCallTable {
   Snapshot snapshot() const;
 
  private:
-  struct Counters;
   struct GroupSlot;
-  // The live counters of comm_index, or null for an out-of-range or unregistered index.
-  Counters* counters_at(uint32_t comm_index) const noexcept;
   static constexpr uint32_t kHashSlots = 2 * kMaxCommunicators;
 
   struct Handles;
