@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,15 +146,29 @@ TEST_CASE("a retired communicator's handle can be reused by a new one", "[comm][
 TEST_CASE("call counters are exact under concurrent callers", "[comm][table]") {
   CommCallTable t;
   uint32_t c = t.register_communicator(0x42, 8, 0);
+  // NCCL forbids issuing operations on one communicator from two threads at once, so threads
+  // that share it take turns (here a mutex) for the call itself: sequence numbers stay unique
+  // across them. The counters must stay exact even when the counting overlaps, as it does here.
+  std::mutex turn;
+  std::vector<std::vector<uint64_t>> seqs(4);
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i)
-    threads.emplace_back([&] {
+    threads.emplace_back([&, i] {
       for (int k = 0; k < 50000; ++k) {
-        t.next_seq(c);
+        {
+          std::lock_guard<std::mutex> lock(turn);
+          seqs[i].push_back(t.next_seq(c));
+        }
         t.on_call(c, CommOp::kAllGather, 16);
       }
     });
   for (auto& th : threads) th.join();
+  std::vector<uint64_t> all;
+  for (const auto& v : seqs) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+  CHECK(all.front() == 1);
+  CHECK(all.back() == 200000);
   auto snap = t.snapshot();
   CHECK(snap.comms[c].ops_enqueued == 200000);
   CHECK(snap.comms[c].ops[static_cast<std::size_t>(CommOp::kAllGather)].calls == 200000);
