@@ -24,7 +24,8 @@ inline constexpr uint32_t kFirstStreamId = 13;
 // The process's rank from the launcher's environment (RANK, OMPI_COMM_WORLD_RANK, ...).
 int rank_from_env();
 // "rank:factor,rank:factor" -> factors indexed by rank (missing ranks: 1.0).
-std::vector<double> parse_slowdown(const char* spec);
+// "RANK:VALUE,..." as a vector indexed by rank; ranks not listed read `unlisted`.
+std::vector<double> parse_slowdown(const char* spec, double unlisted = 1.0);
 
 // Raises a resource event through the fake CUPTI's hooks (libcuda.so.1 internal).
 void raise_resource(int event, void* context, void* handle, void* graph);

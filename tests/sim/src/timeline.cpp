@@ -95,6 +95,7 @@ struct Engine {
   std::map<uint64_t, CommState> comms;
   std::vector<double> slowdown;  // index = rank
   std::vector<double> throttle;  // index = rank (SIMGPU_THROTTLE)
+  std::vector<double> memory_used_gib;  // index = rank (SIMGPU_MEMORY_USED); 0: the nominal
   int rank = 0;
   bool hang_next_collective = false;  // simgpuHangNextCollective
 
@@ -103,6 +104,7 @@ struct Engine {
     rank = simgpu::rank_from_env();
     slowdown = simgpu::parse_slowdown(std::getenv("SIMGPU_SLOWDOWN"));
     throttle = simgpu::parse_slowdown(std::getenv("SIMGPU_THROTTLE"));  // the same RANK:FACTOR list
+    memory_used_gib = simgpu::parse_slowdown(std::getenv("SIMGPU_MEMORY_USED"), 0.0);
   }
 };
 
@@ -201,7 +203,7 @@ int rank_from_env() {
   return 0;
 }
 
-std::vector<double> parse_slowdown(const char* spec) {
+std::vector<double> parse_slowdown(const char* spec, double unlisted) {
   std::vector<double> out;
   if (!spec) return out;
   std::string s(spec);
@@ -215,7 +217,7 @@ std::vector<double> parse_slowdown(const char* spec) {
       const int r = std::atoi(item.substr(0, colon).c_str());
       const double f = std::atof(item.substr(colon + 1).c_str());
       if (r >= 0 && r < 1 << 20 && f > 0) {
-        if (out.size() <= static_cast<size_t>(r)) out.resize(r + 1, 1.0);
+        if (out.size() <= static_cast<size_t>(r)) out.resize(r + 1, unlisted);
         out[r] = f;
       }
     }
@@ -583,7 +585,11 @@ void simgpu_health_of(int rank, simgpu_health* out) {
   out->pcie_gen = SIMGPU_PCIE_GEN;
   out->pcie_width = SIMGPU_PCIE_WIDTH;
   out->memory_total_bytes = 80ull << 30;  // cuDeviceTotalMem's
-  out->memory_used_bytes = SIMGPU_MEMORY_USED_BYTES;
+  const std::vector<double>& used = engine().memory_used_gib;
+  const double gib = rank >= 0 && static_cast<size_t>(rank) < used.size() ? used[rank] : 0.0;
+  out->memory_used_bytes = gib > 0 ? std::min<unsigned long long>(static_cast<unsigned long long>(gib * (1ull << 30)),
+                                                                  out->memory_total_bytes)
+                                   : SIMGPU_MEMORY_USED_BYTES;
 }
 
 int simgpu_rank(void) { return engine().rank; }

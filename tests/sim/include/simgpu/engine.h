@@ -176,7 +176,7 @@ double simgpu_throttle(int rank);
 #define SIMGPU_THROTTLE_REASONS 0x60ull
 #define SIMGPU_PCIE_GEN 5u
 #define SIMGPU_PCIE_WIDTH 16u
-#define SIMGPU_MEMORY_USED_BYTES (3ull << 30)
+#define SIMGPU_MEMORY_USED_BYTES (3ull << 30) /* NVML's used memory; SIMGPU_MEMORY_USED=RANK:GIB,... sets a rank's */
 typedef struct simgpu_health {
   unsigned sm_clock_mhz, mem_clock_mhz, power_mw, power_limit_mw, temperature_c;
   unsigned long long clock_event_reasons;
