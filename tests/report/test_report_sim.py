@@ -267,3 +267,39 @@ def test_sim_throttled_gpu_is_sampled_and_named_as_the_stragglers_cause(build_di
     assert s["per_rank"][2]["gpu_health"]["mig"] is True
     text = " ".join(run(build_dir, out).stdout.split())
     assert "Rank(s) 2 run on MIG instances: their clocks, power and temperature are the whole GPU's" in text
+
+
+def test_sim_ranks_closest_to_memory_capacity_are_named(build_dir: Path, tmp_path: Path) -> None:
+    """SIMGPU_MEMORY_USED=2:76,1:70: simgpu's NVML reports 76 and 70 of 80 GiB used on ranks 2 and
+    1 (the nominal 3 GiB on the others). The report's memory view lists every rank least headroom
+    first with simgpu's figures, and its diagnosis names rank 2 alone as under 10 % left."""
+    out = tmp_path / "job"
+    sim_job(build_dir, out, "", {"SIMGPU_MEMORY_USED": "2:76,1:70", "TRAINTIME_NVML_INTERVAL_MS": "10"})
+    truth = [load_json(out / f"truth-{r}.json")["gpu_health"] for r in range(4)]
+    assert truth[2]["memory_used_bytes"] == 76 << 30 and truth[1]["memory_used_bytes"] == 70 << 30, truth
+    s, proc = summary(build_dir, out)
+    assert proc.returncode == 0, proc.stderr
+    left = {r: truth[r]["memory_total_bytes"] - truth[r]["memory_used_bytes"] for r in range(4)}
+    order = sorted(range(4), key=lambda r: (left[r] / truth[r]["memory_total_bytes"], r))
+    assert [m["rank"] for m in s["memory"]] == order == [2, 1, 0, 3], s["memory"]
+    for m in s["memory"]:
+        t = truth[m["rank"]]
+        assert m["used_bytes_max"] == t["memory_used_bytes"] and m["total_bytes"] == t["memory_total_bytes"], m
+        assert m["headroom_bytes"] == left[m["rank"]], m
+        assert m["headroom_pct"] == pytest.approx(100 * left[m["rank"]] / t["memory_total_bytes"]), m
+        assert m["near_capacity"] is (m["rank"] == 2), m
+    host = s["per_rank"][2]["host"]
+    line = (f"rank 2 (host {host}) 76.0 of 80.0 GiB used at its highest, 4.0 GiB "
+            f"({100 * left[2] / truth[2]['memory_total_bytes']:.1f} %) left")
+    for fmt in ("text", "md", "html"):
+        p = run(build_dir, out, "--format", fmt)
+        assert p.returncode == 0, p.stderr
+        shown = " ".join((html.unescape(p.stdout) if fmt == "html" else p.stdout).replace("\\_", "_").split())
+        assert "1 rank(s) with less than 10.0 % of their GPU's memory left" in shown, fmt
+        assert line in shown, fmt
+        assert "rank 1 (host" not in shown.split("GPU memory", 1)[1].split("(NVML's used memory", 1)[0], fmt
+    csv = run(build_dir, out, "--format", "csv")
+    assert csv.returncode == 0, csv.stderr
+    rows = csv.stdout.split("# view: memory\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [r.split(",")[0] for r in rows[1:]] == ["2", "1", "0", "3"], rows
+    assert rows[1].split(",")[2:] == ["76.0", "80.0", "4.0", "5.0"], rows

@@ -640,6 +640,25 @@ WarningShape warning_shape(const std::string& text) {
   return out;
 }
 
+namespace {
+void find_memory_headroom(Report& rep) {
+  for (const RankView& v : rep.per_rank) {
+    if (v.memory_total_bytes == 0) continue;
+    MemoryHeadroom m;
+    m.rank = v.rank;
+    m.host = v.host;
+    m.used_bytes_max = std::min(v.memory_used_bytes, v.memory_total_bytes);
+    m.total_bytes = v.memory_total_bytes;
+    m.headroom_bytes = m.total_bytes - m.used_bytes_max;
+    m.headroom_pct = 100.0 * static_cast<double>(m.headroom_bytes) / static_cast<double>(m.total_bytes);
+    rep.memory.push_back(std::move(m));
+  }
+  std::stable_sort(rep.memory.begin(), rep.memory.end(), [](const MemoryHeadroom& a, const MemoryHeadroom& b) {
+    return a.headroom_pct != b.headroom_pct ? a.headroom_pct < b.headroom_pct : a.rank < b.rank;
+  });
+}
+}  // namespace
+
 Report analyze(const Job& job) {
   Report rep;
   rep.dir = job.dir;
@@ -814,6 +833,7 @@ Report analyze(const Job& job) {
   find_stragglers(rep);
   find_hangs(job, rep);
   find_stopped(rep);
+  find_memory_headroom(rep);
   return rep;
 }
 

@@ -138,6 +138,19 @@ struct KernelView {
   uint64_t ranks = 0;
 };
 
+// A rank's GPU memory against its device's capacity, from NVML's whole-GPU view (gpu_health):
+// the highest used memory sampled over the run (every process on the GPU, the CUDA context,
+// NCCL's and cuBLAS's workspaces and PyTorch's cached blocks included) and what was left then.
+struct MemoryHeadroom {
+  int64_t rank = 0;
+  std::string host;
+  uint64_t used_bytes_max = 0, total_bytes = 0;
+  uint64_t headroom_bytes = 0;  // total - used at the highest
+  double headroom_pct = 0;      // of total
+};
+// Headroom below this share of the device's memory is named as near capacity.
+inline constexpr double kNearCapacityPct = 10.0;
+
 struct Straggler {
   int64_t rank = 0;
   std::string host;
@@ -234,6 +247,8 @@ struct Report {
   double group_step_ms_without = 0;
   std::vector<Hang> hangs;
   std::vector<StoppedRank> stopped;
+  // The ranks whose gpu_health has NVML's memory figures, least headroom first.
+  std::vector<MemoryHeadroom> memory;
   std::vector<KernelView> kernels;  // by GPU time, largest first
   // Whether any rank has GPU step time; without it the report is about CPU time only.
   bool gpu_data = false;

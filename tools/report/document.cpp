@@ -84,6 +84,32 @@ void add_run(const Report& r, Document& d) {
   d.diagnosis.push_back(run);
 }
 
+std::string gib(uint64_t bytes) { return f1(static_cast<double>(bytes) / (1ull << 30)); }
+
+std::string headroom_text(const MemoryHeadroom& m) {
+  return "rank " + i(m.rank) + " (host " + m.host + ") " + gib(m.used_bytes_max) + " of " + gib(m.total_bytes) +
+         " GiB used at its highest, " + gib(m.headroom_bytes) + " GiB (" + f1(m.headroom_pct) + " %) left";
+}
+
+// The ranks closest to their GPU's memory capacity (Report::memory, least headroom first).
+Section memory_section(const std::vector<MemoryHeadroom>& memory) {
+  Section s{"GPU memory", {}};
+  std::size_t near = 0;
+  while (near < memory.size() && memory[near].headroom_pct < kNearCapacityPct) ++near;
+  if (near > 0) {
+    s.lines.push_back(u(near) + " rank(s) with less than " + f1(kNearCapacityPct) +
+                      " % of their GPU's memory left at their highest; the closest to capacity:");
+    for (std::size_t k = 0; k < near && k < 3; ++k) s.lines.push_back("  " + headroom_text(memory[k]));
+  } else {
+    s.lines.push_back("every sampled rank kept at least " + f1(kNearCapacityPct) +
+                      " % of its GPU's memory free; the least: " + headroom_text(memory.front()));
+  }
+  s.lines.push_back("(NVML's used memory of the whole GPU, sampled every TRAINTIME_NVML_INTERVAL_MS: every process "
+                    "on it, the CUDA context, library workspaces and PyTorch's cached blocks; a peak shorter than "
+                    "the interval can be missed)");
+  return s;
+}
+
 void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   add_run(r, d);
   Section s{"Stragglers", {}};
@@ -164,6 +190,8 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                          ", so it most likely died there (killed, out of memory, or crashed)");
     d.diagnosis.push_back(st);
   }
+
+  if (!r.memory.empty()) d.diagnosis.push_back(memory_section(r.memory));
 
   Section h{"Hangs", {}};
   if (!r.hang_data) {
@@ -476,6 +504,20 @@ Document build_document(const Report& r, const Extras& x) {
                 "whole GPU's, shared with the other instances on it.";
     h.text_rows = 64;
     d.tables.push_back(h);
+  }
+
+  if (!r.memory.empty()) {
+    Table m = make("memory", "GPU memory headroom per rank (NVML, GiB), least left first",
+                   {{"rank", true}, {"host", false}, {"GiB used (highest)", true}, {"GiB total", true},
+                    {"GiB left", true}, {"% left", true}},
+                   "NVML's used memory of the rank's first GPU, the highest sampled over the run: the whole GPU "
+                   "(every process, the CUDA context, library workspaces, PyTorch's cached blocks), so an upper "
+                   "bound of the rank's own use. Under " + f1(kNearCapacityPct) + " % left is named in the diagnosis.");
+    for (const MemoryHeadroom& h : r.memory)
+      m.rows.push_back({i(h.rank), h.host, gib(h.used_bytes_max), gib(h.total_bytes), gib(h.headroom_bytes),
+                        f1(h.headroom_pct)});
+    m.text_rows = 16;
+    d.tables.push_back(m);
   }
 
   if (x.comparison) {

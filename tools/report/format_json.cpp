@@ -156,6 +156,12 @@ json summary_json(const Report& r, const Extras& x) {
   }
   out["hangs"] = hangs;
   out["p2p_waits"] = r.p2p_waits;
+  json memory = json::array();
+  for (const MemoryHeadroom& m : r.memory)
+    memory.push_back({{"rank", m.rank}, {"host", m.host}, {"used_bytes_max", m.used_bytes_max},
+                      {"total_bytes", m.total_bytes}, {"headroom_bytes", m.headroom_bytes},
+                      {"headroom_pct", m.headroom_pct}, {"near_capacity", m.headroom_pct < kNearCapacityPct}});
+  out["memory"] = memory;
   json stopped = json::array();
   for (const StoppedRank& sr : r.stopped)
     stopped.push_back({{"rank", sr.rank}, {"host", sr.host}, {"state", sr.state}, {"steps", sr.steps},
