@@ -201,6 +201,13 @@ std::string console_line(const StepCounters& interval, const LiveInput& now) {
                   pct(g.io_ns, g.span_ns), pct(g.idle_ns, g.span_ns));
     line += buf;
   }
+  if (now.health_valid) {
+    const StepHealth& h = now.health;
+    std::snprintf(buf, sizeof buf, " | health step %" PRIu64 ": SM %.0f MHz, %.0f W, %u C%s",
+                  now.health_step, h.sm_clock_mhz_median, h.power_w_median, h.temperature_c_max,
+                  health_throttled(h.clock_event_reasons) ? ", throttled" : "");
+    line += buf;
+  }
   // No GPU step yet (or no GPU capture at all): the line says nothing about the GPU rather than
   // repeat "none yet" on every print of a CPU-only run.
   return line;

@@ -207,6 +207,18 @@ TEST_CASE("console line: interval averages, TFLOP/s with MFU, and the GPU breakd
   line = console_line(interval, now);
   CHECK(line.find("| GPU step 0: compute 70.0%, exposed comm 20.0%, io 0.0%, idle 10.0%") !=
         std::string::npos);
+  CHECK(line.find("health") == std::string::npos);  // no NVML figures: nothing said
+  now.health_valid = true;
+  now.health_step = 1;
+  now.health.sm_clock_mhz_median = 1386;
+  now.health.power_w_median = 455.5;
+  now.health.temperature_c_max = 87;
+  now.health.clock_event_reasons = 0x1;  // gpu_idle only
+  line = console_line(interval, now);
+  CHECK(line.substr(line.find(" | health")) == " | health step 1: SM 1386 MHz, 456 W, 87 C");
+  now.health.clock_event_reasons = 0x40;
+  line = console_line(interval, now);
+  CHECK(line.substr(line.find(" | health")) == " | health step 1: SM 1386 MHz, 456 W, 87 C, throttled");
 }
 
 TEST_CASE("console line: HFU beside MFU once the GPU step has recompute", "[live][hfu]") {

@@ -87,8 +87,8 @@ const char* live_metric_help(const char* name);
 std::vector<std::pair<std::string, std::string>> live_metric_docs();
 
 // Rank 0's console line for the steps between two counter readings (`interval` = now - then),
-// with the GPU figures of the latest published step: "step 119 | 312.4 ms/step | ...". The
-// logger prints it after its "traintime: " prefix.
+// with the GPU figures of the latest published step and the GPU health of the newest sampled
+// one: "step 119 | 312.4 ms/step | ...". The logger prints it after its "traintime: " prefix.
 std::string console_line(const StepCounters& interval, const LiveInput& now);
 
 struct PrometheusLabels {
