@@ -26,7 +26,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from testlib import SOURCE_DIR, Checks, clean_env, load_json, load_module
+from testlib import SOURCE_DIR, Checks, clean_env, load_json, load_module, reason_names
 
 compare_truth = load_module(SOURCE_DIR / "tests" / "sim" / "compare_truth.py", "compare_truth")
 
@@ -275,10 +275,7 @@ def test_sim_live_gpu_health_matches_simgpus_nvml_and_is_absent_when_off(build_d
                 == sampled_steps & {row["index"] for row in doc["steps"]["detail"]},
                 f"rank {rank}: detail rows with gpu_health {[row['index'] for row in rows]}, sampled {sorted(sampled_steps)}")
         t = truths[rank]["gpu_health"]
-        names = [n for bit, n in enumerate(["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown",
-                                            "sync_boost", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                                            "hw_power_brake_slowdown", "display_clock_setting"])
-                 if t["clock_event_reasons"] & (1 << bit)]
+        names = reason_names(t["clock_event_reasons"])
         for row in rows:
             h = row["gpu_health"]
             c.check(len(h) == 1 and h[0]["cuda_device"] == 0 and h[0]["samples"] >= 1
