@@ -1,7 +1,8 @@
 // Live metrics (docs/metrics.md): tt_set_flops and tt_metrics, rank 0's console line
 // (TRAINTIME_PRINT_EVERY) and the Prometheus file (TRAINTIME_PROMETHEUS_FILE). The figures come
 // from the step tracker (CPU side, exact at once) and from the GPU figures the CUPTI adapter
-// publishes once a step's records have all arrived (cupti::live_step); core/live_metrics.h
+// publishes once a step's records have all arrived (cupti::live_step), and from the NVML figures
+// the sampler publishes when it sees a step end (nvml::live_health); core/live_metrics.h
 // computes and formats them. Nothing here waits on the GPU or on CUPTI.
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include "traintime/core/peak_flops.h"
 #include "traintime/core/rank_file_json.h"
 #include "traintime/cupti/gpu_capture.h"
+#include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
 
 namespace traintime::preload {
@@ -30,6 +32,7 @@ core::LiveInput gather(Session& s) {
     in.last_tokens = l.last_tokens;
   }
   in.gpu_valid = cupti::live_step(&in.gpu, &in.gpu_late_records);
+  in.health_valid = nvml::live_health(&in.health_step, &in.health);
   in.flops_per_step = s.live.flops_per_step.load(std::memory_order_relaxed);
   in.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
   // The device's name is known once its first record arrived; resolving is a table scan.

@@ -56,6 +56,17 @@ def check_regions(c: Checks, doc: Mapping[str, Any], expect: Mapping[str, tuple[
     c.check(not extra, f"{what}regions not expected: {extra}")
 
 
+# NVML's clock-event reason bits, by bit index (nvml.h nvmlClocksEventReason*): the names the
+# rank file and the report use.
+REASON_BITS = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+               "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting"]
+
+
+def reason_names(mask: int) -> list[str]:
+    """The names of NVML's clock-event reason bits set in mask, in bit order."""
+    return [name for bit, name in enumerate(REASON_BITS) if mask & (1 << bit)]
+
+
 def load_json(path: Path | str) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)

@@ -42,6 +42,11 @@ constexpr Help kHelp[] = {
     {"traintime/gpu_recompute_ms", "GPU busy time of gpu_step in the recompute category (part of compute)"},
     {"traintime/gpu_unattributed_ms", "GPU busy time of gpu_step launched with no region open"},
     {"traintime/gpu_late_records", "GPU records that arrived after their step's figures were published"},
+    {"traintime/health_step", "index of the step the health_* figures belong to: the newest finished step NVML sampled"},
+    {"traintime/health_sm_clock_mhz", "median SM clock of health_step in MHz (NVML)"},
+    {"traintime/health_power_w", "median power draw of health_step in W (NVML)"},
+    {"traintime/health_temperature_c", "highest GPU temperature of health_step in degrees C (NVML)"},
+    {"traintime/health_throttled", "1 when NVML reported a clock-event (throttle) reason other than gpu_idle in health_step, else 0"},
 };
 
 constexpr const char* kCategoryMetric[kCategoryCount] = {
@@ -52,8 +57,8 @@ constexpr const char* kCategoryMetric[kCategoryCount] = {
 class Sink {
  public:
   Sink(LiveMetric* out, std::size_t capacity) : out_(out), cap_(capacity) {}
-  void add(const char* name, double value) {
-    if (n_ < cap_) out_[n_] = LiveMetric{name, value};
+  void add(const char* name, double value, int32_t device = -1) {
+    if (n_ < cap_) out_[n_] = LiveMetric{name, value, device};
     ++n_;
   }
   std::size_t count() const { return n_; }
@@ -129,6 +134,15 @@ std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capac
       if (kCategoryMetric[c]) s.add(kCategoryMetric[c], ms(g.category_busy_ns[c]));
     s.add("traintime/gpu_late_records", static_cast<double>(in.gpu_late_records));
   }
+  if (in.health_valid) {
+    const StepHealth& h = in.health;
+    const int32_t d = h.cuda_device;
+    s.add("traintime/health_step", static_cast<double>(in.health_step), d);
+    s.add("traintime/health_sm_clock_mhz", h.sm_clock_mhz_median, d);
+    s.add("traintime/health_power_w", h.power_w_median, d);
+    s.add("traintime/health_temperature_c", static_cast<double>(h.temperature_c_max), d);
+    s.add("traintime/health_throttled", health_throttled(h.clock_event_reasons) ? 1.0 : 0.0, d);
+  }
   return s.count();
 }
 
@@ -187,6 +201,13 @@ std::string console_line(const StepCounters& interval, const LiveInput& now) {
                   pct(g.io_ns, g.span_ns), pct(g.idle_ns, g.span_ns));
     line += buf;
   }
+  if (now.health_valid) {
+    const StepHealth& h = now.health;
+    std::snprintf(buf, sizeof buf, " | health step %" PRIu64 ": SM %.0f MHz, %.0f W, %u C%s",
+                  now.health_step, h.sm_clock_mhz_median, h.power_w_median, h.temperature_c_max,
+                  health_throttled(h.clock_event_reasons) ? ", throttled" : "");
+    line += buf;
+  }
   // No GPU step yet (or no GPU capture at all): the line says nothing about the GPU rather than
   // repeat "none yet" on every print of a CPU-only run.
   return line;
@@ -231,10 +252,16 @@ std::string prometheus_text(const LiveMetric* metrics, std::size_t n, const Step
                           std::to_string(labels.rank) + "\",host=\"" + escape_label(labels.host) +
                           "\"}";
   std::string out;
-  auto one = [&](const std::string& name, const char* type, const char* help, double v) {
+  auto one = [&](const std::string& name, const char* type, const char* help, double v,
+                 int32_t device = -1) {
     out += "# HELP " + name + " " + help + "\n";
     out += "# TYPE " + name + " " + type + "\n";
-    out += name + lbl + " " + number(v) + "\n";
+    out += name + lbl;
+    if (device >= 0) {
+      out.pop_back();  // the closing brace: the device label joins the others
+      out += ",device=\"" + std::to_string(device) + "\"}";
+    }
+    out += " " + number(v) + "\n";
   };
   one("traintime_steps_total", "counter", "training steps completed", static_cast<double>(totals.steps));
   one("traintime_step_seconds_total", "counter", "wall time of all completed steps in seconds",
@@ -244,7 +271,8 @@ std::string prometheus_text(const LiveMetric* metrics, std::size_t n, const Step
   one("traintime_tokens_total", "counter", "tokens of all completed steps",
       static_cast<double>(totals.tokens));
   for (std::size_t i = 0; i < n; ++i)
-    one(prom_name(metrics[i].name), "gauge", live_metric_help(metrics[i].name), metrics[i].value);
+    one(prom_name(metrics[i].name), "gauge", live_metric_help(metrics[i].name), metrics[i].value,
+        metrics[i].device);
   return out;
 }
 

@@ -176,6 +176,19 @@ std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cp
   return out;
 }
 
+// steps.detail[].gpu_health: each device's compact figures of the row's step, from
+// gpu_health.devices[].steps[] (both oldest first; a step without samples gets none).
+void add_step_health(std::vector<Steps::Detail>& detail, const GpuHealth& health) {
+  for (const HealthDevice& device : health.devices) {
+    auto row = detail.begin();
+    for (const HealthDevice::Step& st : device.steps) {
+      while (row != detail.end() && row->index < st.index) ++row;
+      if (row == detail.end()) break;
+      if (row->index == st.index) row->gpu_health.push_back(step_health(device.cuda_device, st.figures));
+    }
+  }
+}
+
 }  // namespace
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
@@ -207,6 +220,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.dropped_records = gpu.dropped_records;
   f.capture_stats = gpu.capture_stats;
   f.gpu_health = health.health;
+  add_step_health(f.steps.detail, f.gpu_health);
 
   f.warnings = identity.warnings;
   std::vector<const Section*> sections;

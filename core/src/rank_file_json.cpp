@@ -109,6 +109,20 @@ json region_json(const RegionRow& r) {
           {"top_kernels", std::move(top)}};
 }
 
+// steps.detail[].gpu_health (docs/schema.md): the figures gpu_health.devices[].steps[] has, in
+// their shape, for the fields a step's reader wants beside its time.
+json step_health_json(const std::vector<StepHealth>& health) {
+  json out = json::array();
+  for (const StepHealth& h : health)
+    out.push_back({{"cuda_device", h.cuda_device},
+                   {"samples", h.samples},
+                   {"sm_clock_mhz", {{"median", finite(h.sm_clock_mhz_median)}, {"min", h.sm_clock_mhz_min}}},
+                   {"power_w", {{"median", finite(h.power_w_median)}}},
+                   {"temperature_c", {{"max", h.temperature_c_max}}},
+                   {"clock_event_reasons", health_reason_names(h.clock_event_reasons)}});
+  return out;
+}
+
 json steps_json(const Steps& s) {
   json detail = json::array();
   for (const Steps::Detail& d : s.detail) {
@@ -120,6 +134,7 @@ json steps_json(const Steps& s) {
                       {"partial", d.partial},
                       {"totals", step_totals_json(d.totals)},
                       {"busy_ns_by_category", std::move(busy)}});
+    if (!d.gpu_health.empty()) detail.back()["gpu_health"] = step_health_json(d.gpu_health);
   }
   json out = {{"count", s.count},
               {"warmup", s.warmup},
@@ -552,6 +567,33 @@ RegionRow region_from(const J& j, const Path& w) {
   return r;
 }
 
+// The figures steps.detail[].gpu_health[] shares with gpu_health.devices[].run and .steps[]:
+// samples, SM clock, power median, temperature (the reasons are read by each, as they keep them).
+template <class J>
+StepHealth shared_health_from(const J& j, const Path& w) {
+  expect_object(j, w);
+  StepHealth h;
+  h.samples = u64(j, "samples", w);
+  const Path sw = join(w, "sm_clock_mhz");
+  const auto& sm = need_object(j, "sm_clock_mhz", w);
+  h.sm_clock_mhz_median = dbl(sm, "median", sw);
+  h.sm_clock_mhz_min = u32(sm, "min", sw);
+  h.power_w_median = dbl(need_object(j, "power_w", w), "median", join(w, "power_w"));
+  h.temperature_c_max = u32(need_object(j, "temperature_c", w), "max", join(w, "temperature_c"));
+  return h;
+}
+
+template <class J>
+StepHealth step_health_from(const J& j, const Path& w) {
+  StepHealth h = shared_health_from(j, w);
+  h.cuda_device = static_cast<int32_t>(i64(j, "cuda_device", w));
+  const Path rw = join(w, "clock_event_reasons");
+  each_in_array(j, "clock_event_reasons", w, [&](std::size_t i, const J& reason) {
+    h.clock_event_reasons |= health_reason_bit(as_string(reason, indexed(rw, i)));
+  });
+  return h;
+}
+
 template <class J>
 Steps steps_from(const J& j, const Path& w) {
   expect_object(j, w);
@@ -582,6 +624,11 @@ Steps steps_from(const J& j, const Path& w) {
     const Path bw = join(dw, "busy_ns_by_category");
     each_member(need_object(dj, "busy_ns_by_category", dw), [&](std::string_view name, const J& ns) {
       d.busy_ns_by_category.set(category_named(name, bw)) = as_u64(ns, join(bw, name));
+    });
+    // Added with the nvml module: older files have none.
+    const Path hw = join(dw, "gpu_health");
+    each_in_opt_array(dj, "gpu_health", dw, d.gpu_health, [&](std::size_t k, const J& hj) {
+      d.gpu_health.push_back(step_health_from(hj, indexed(hw, k)));
     });
     s.detail.push_back(std::move(d));
   });
@@ -678,19 +725,15 @@ std::map<std::string, ModuleCounters> modules_from(const J& top) {
 // gpu_health.devices[].run and .steps[] (added with the nvml module).
 template <class J>
 HealthFigures health_figures_from(const J& j, const Path& w) {
-  expect_object(j, w);
+  const StepHealth shared = shared_health_from(j, w);
   HealthFigures h;
-  h.samples = u64(j, "samples", w);
-  const Path sw = join(w, "sm_clock_mhz");
-  const auto& sm = need_object(j, "sm_clock_mhz", w);
-  h.sm_clock_mhz_median = dbl(sm, "median", sw);
-  h.sm_clock_mhz_min = u32(sm, "min", sw);
+  h.samples = shared.samples;
+  h.sm_clock_mhz_median = shared.sm_clock_mhz_median;
+  h.sm_clock_mhz_min = shared.sm_clock_mhz_min;
+  h.power_w_median = shared.power_w_median;
+  h.temperature_c_max = shared.temperature_c_max;
   h.mem_clock_mhz_median = dbl(need_object(j, "mem_clock_mhz", w), "median", join(w, "mem_clock_mhz"));
-  const Path pw = join(w, "power_w");
-  const auto& power = need_object(j, "power_w", w);
-  h.power_w_median = dbl(power, "median", pw);
-  h.power_limit_w = dbl(power, "limit", pw);
-  h.temperature_c_max = u32(need_object(j, "temperature_c", w), "max", join(w, "temperature_c"));
+  h.power_limit_w = dbl(need_object(j, "power_w", w), "limit", join(w, "power_w"));
   const Path rw = join(w, "clock_event_reasons");
   each_in_array(j, "clock_event_reasons", w, [&](std::size_t i, const J& reason) {
     h.clock_event_reasons.push_back(as_string(reason, indexed(rw, i)));

@@ -32,18 +32,6 @@ double median_of(const std::map<uint32_t, uint64_t>& counts, uint64_t n) {
 
 }  // namespace
 
-std::vector<std::string> reason_names(uint64_t mask) {
-  std::vector<std::string> out;
-  for (unsigned bit = 0; bit < 64; ++bit) {
-    if (!(mask & (uint64_t{1} << bit))) continue;
-    if (bit < std::size(core::kHealthReasonNames))
-      out.emplace_back(core::kHealthReasonNames[bit]);
-    else
-      out.push_back("bit_" + std::to_string(bit));
-  }
-  return out;
-}
-
 void HealthAccumulator::add(const Sample& s) {
   sm_[s.sm_clock_mhz] += 1;
   mem_[s.mem_clock_mhz] += 1;
@@ -69,7 +57,7 @@ core::HealthFigures HealthAccumulator::figures() const {
   f.power_w_median = median_of(power_dw_, samples_) / 10;
   f.power_limit_w = limit_mw_ / 1000.0;
   f.temperature_c_max = temp_max_;
-  f.clock_event_reasons = reason_names(reasons_);
+  f.clock_event_reasons = core::health_reason_names(reasons_);
   f.pcie_gen_min = pcie_gen_;
   f.pcie_width_min = pcie_width_;
   f.memory_used_bytes_max = used_max_;
@@ -78,6 +66,14 @@ core::HealthFigures HealthAccumulator::figures() const {
 }
 
 void DeviceHealth::add(uint64_t step, const Sample& s) {
+  if (!current_.empty() && step != current_step_) {
+    finished_ = core::step_health(-1, current_.figures());
+    finished_step_ = current_step_;
+    have_finished_ = true;
+    current_ = HealthAccumulator();
+  }
+  current_step_ = step;
+  current_.add(s);
   run_.add(s);
   if (keep_ == 0) return;
   steps_[step].add(s);
@@ -93,6 +89,13 @@ void DeviceHealth::fill(core::HealthDevice* out) const {
     st.figures = acc.figures();
     out->steps.push_back(std::move(st));
   }
+}
+
+bool DeviceHealth::last_finished(uint64_t* step, core::StepHealth* out) const {
+  if (!have_finished_) return false;
+  *step = finished_step_;
+  *out = finished_;
+  return true;
 }
 
 }  // namespace traintime::nvml

@@ -86,6 +86,12 @@ struct State {
   std::vector<Device> devices;
   uint64_t samples = 0;
   uint64_t failed_reads = 0;
+  // The live metrics' figures (live_health). live_mu is a leaf taken after mu is released,
+  // never with it: the sampler holds it only to store, a reader only to copy.
+  std::mutex live_mu;
+  bool live_valid = false;
+  uint64_t live_step = 0;
+  core::StepHealth live;
 };
 
 std::atomic<State*> g_state{nullptr};
@@ -182,6 +188,33 @@ Sample read_device(const Nvml& n, nvmlDevice_t h, uint64_t* failed) {
   return s;
 }
 
+// The newest finished step's figures, of the device with the lowest SM clock median in it (the
+// one that holds the step back), for live_health.
+void publish_live(State& st) {
+  bool have = false;
+  uint64_t step = 0;
+  core::StepHealth best;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    for (const Device& d : st.devices) {
+      uint64_t k = 0;
+      core::StepHealth h;
+      if (!d.health.last_finished(&k, &h)) continue;
+      h.cuda_device = d.cuda_device;
+      if (!have || k > step || (k == step && h.sm_clock_mhz_median < best.sm_clock_mhz_median)) {
+        have = true;
+        step = k;
+        best = h;
+      }
+    }
+  }
+  if (!have) return;
+  std::lock_guard<std::mutex> lock(st.live_mu);
+  st.live_valid = true;
+  st.live_step = step;
+  st.live = best;
+}
+
 void sampler_main(uint32_t generation) {
   State* sp = g_state.load(std::memory_order_acquire);
   // Configured again since start() (a test, a fork child): that state is not this thread's.
@@ -218,6 +251,7 @@ void sampler_main(uint32_t generation) {
       ++st.samples;
       st.failed_reads += failed;
     }
+    publish_live(st);
   };
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
@@ -285,6 +319,16 @@ void stop() noexcept {
   } catch (...) {
   }
   errno = saved;
+}
+
+bool live_health(uint64_t* step, core::StepHealth* out) {
+  State* st = g_state.load(std::memory_order_acquire);
+  if (!st) return false;
+  std::lock_guard<std::mutex> lock(st->live_mu);
+  if (!st->live_valid) return false;
+  *step = st->live_step;
+  *out = st->live;
+  return true;
 }
 
 core::HealthSummary summary() {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/live_metrics.h"
@@ -132,6 +133,54 @@ TEST_CASE("live metrics: GPU figures of the published step, with lag and percent
   CHECK(m.count("traintime/gpu_comm_ms") == 1);
 }
 
+TEST_CASE("live metrics: GPU health of the newest finished sampled step, absent without", "[live][nvml]") {
+  LiveInput in = two_steps();
+  // No NVML figures (off, unavailable, no sampled step ended yet): no health_* at all, not 0.
+  for (const auto& [name, value] : as_map(in)) CHECK(name.rfind("traintime/health_", 0) == std::string::npos);
+  in.health_valid = true;
+  in.health_step = 0;
+  in.health.cuda_device = 1;
+  in.health.samples = 3;
+  in.health.sm_clock_mhz_median = 1386;
+  in.health.sm_clock_mhz_min = 1300;
+  in.health.power_w_median = 455.5;
+  in.health.temperature_c_max = 87;
+  in.health.clock_event_reasons = 0x1;  // gpu_idle alone is no throttle
+  auto m = as_map(in);
+  CHECK(m.at("traintime/health_step") == 0);
+  CHECK(m.at("traintime/health_sm_clock_mhz") == 1386);
+  CHECK(m.at("traintime/health_power_w") == 455.5);
+  CHECK(m.at("traintime/health_temperature_c") == 87);
+  CHECK(m.at("traintime/health_throttled") == 0);
+  in.health.clock_event_reasons = 0x1 | 0x40;  // hw_thermal_slowdown
+  CHECK(as_map(in).at("traintime/health_throttled") == 1);
+  in.health.clock_event_reasons = 0x4;  // sw_power_cap
+  CHECK(as_map(in).at("traintime/health_throttled") == 1);
+  // Each health figure carries its device (for Prometheus); the others none.
+  LiveMetric all[kMaxLiveMetrics];
+  const std::size_t n = live_metrics(in, all, kMaxLiveMetrics);
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO(all[i].name);
+    CHECK(all[i].device == (std::string(all[i].name).rfind("traintime/health_", 0) == 0 ? 1 : -1));
+  }
+}
+
+TEST_CASE("clock-event reason names and bits round-trip, unknown names are no bit", "[live][nvml]") {
+  const uint64_t mask = 0x1 | 0x40 | (uint64_t{1} << 40);
+  const std::vector<std::string> names = health_reason_names(mask);
+  CHECK(names == std::vector<std::string>{"gpu_idle", "hw_thermal_slowdown", "bit_40"});
+  uint64_t back = 0;
+  for (const std::string& name : names) back |= health_reason_bit(name);
+  CHECK(back == mask);
+  CHECK(health_reason_bit("sw_power_cap") == 0x4);
+  CHECK(health_reason_bit("bit_3") == 0);  // written by its name, never as bit_3
+  CHECK(health_reason_bit("bit_") == 0);
+  CHECK(health_reason_bit("bit_64") == 0);
+  CHECK(health_reason_bit("a_reason_of_tomorrow") == 0);
+  CHECK_FALSE(health_throttled(0x1));
+  CHECK(health_throttled(0x2));
+}
+
 TEST_CASE("live metrics: a short buffer gets what fits and learns the full count", "[live]") {
   LiveInput in = two_steps();
   LiveMetric two[2];
@@ -158,6 +207,18 @@ TEST_CASE("console line: interval averages, TFLOP/s with MFU, and the GPU breakd
   line = console_line(interval, now);
   CHECK(line.find("| GPU step 0: compute 70.0%, exposed comm 20.0%, io 0.0%, idle 10.0%") !=
         std::string::npos);
+  CHECK(line.find("health") == std::string::npos);  // no NVML figures: nothing said
+  now.health_valid = true;
+  now.health_step = 1;
+  now.health.sm_clock_mhz_median = 1386;
+  now.health.power_w_median = 455.5;
+  now.health.temperature_c_max = 87;
+  now.health.clock_event_reasons = 0x1;  // gpu_idle only
+  line = console_line(interval, now);
+  CHECK(line.substr(line.find(" | health")) == " | health step 1: SM 1386 MHz, 456 W, 87 C");
+  now.health.clock_event_reasons = 0x40;
+  line = console_line(interval, now);
+  CHECK(line.substr(line.find(" | health")) == " | health step 1: SM 1386 MHz, 456 W, 87 C, throttled");
 }
 
 TEST_CASE("console line: HFU beside MFU once the GPU step has recompute", "[live][hfu]") {
@@ -185,6 +246,14 @@ TEST_CASE("Prometheus text: counters, gauges, help and escaped labels", "[live]"
         std::string::npos);
   CHECK(text.find("# HELP traintime_mfu model FLOPs utilisation") != std::string::npos);
   CHECK(text.find("traintime_mfu" + lbl + " 0.25\n") != std::string::npos);
+}
+
+TEST_CASE("Prometheus text: a device's gauge adds the device label to the others", "[live][nvml]") {
+  LiveMetric m[] = {{"traintime/step_ms", 12.5}, {"traintime/health_sm_clock_mhz", 1386, 3}};
+  const std::string text = prometheus_text(m, 2, StepCounters{}, PrometheusLabels{"j", 4, "h"});
+  CHECK(text.find("\ntraintime_step_ms{job=\"j\",rank=\"4\",host=\"h\"} 12.5\n") != std::string::npos);
+  CHECK(text.find("\ntraintime_health_sm_clock_mhz{job=\"j\",rank=\"4\",host=\"h\",device=\"3\"} 1386\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("peak table: CUDA device names match on whole tokens, most specific row first", "[live]") {

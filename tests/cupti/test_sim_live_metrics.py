@@ -26,7 +26,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from testlib import SOURCE_DIR, Checks, clean_env, load_json, load_module
+from testlib import SOURCE_DIR, Checks, clean_env, load_json, load_module, reason_names
 
 compare_truth = load_module(SOURCE_DIR / "tests" / "sim" / "compare_truth.py", "compare_truth")
 
@@ -186,7 +186,9 @@ def test_sim_live_metrics_mpirun2_match_truth_every_step(build_dir: Path, tmp_pa
                 f"rank {rank}: no counter traintime_steps_total ({sorted(families)})")
         for fam in families.values():
             for sample in fam.samples:
-                c.check(sample.labels == {"job": doc["job_id"], "rank": str(rank), "host": socket.gethostname()},
+                # The GPU health gauges (simgpu's NVML is found beside its libcuda) name their device.
+                device = {"device": "0"} if sample.name.startswith("traintime_health_") else {}
+                c.check(sample.labels == {"job": doc["job_id"], "rank": str(rank), "host": socket.gethostname(), **device},
                         f"rank {rank}: {sample.name} labelled {sample.labels}")
         steps_total = [s.value for s in families["traintime_steps"].samples if s.name == "traintime_steps_total"]
         c.check(steps_total == [STEPS], f"rank {rank}: traintime_steps_total {steps_total}")
@@ -203,6 +205,97 @@ def test_sim_live_metrics_mpirun2_match_truth_every_step(build_dir: Path, tmp_pa
                 f"console line {i}: {line!r}")
     c.check(any("| GPU step " in line and "exposed comm" in line for line in console),
             f"no console line with a GPU breakdown: {console}")
+    c.done()
+
+
+HEALTH = ("traintime/health_step", "traintime/health_sm_clock_mhz", "traintime/health_power_w",
+          "traintime/health_temperature_c", "traintime/health_throttled")
+
+
+def health_truth(truth: dict[str, Any]) -> dict[str, float]:
+    """The live health figures simgpu's NVML must give for every sampled step of this rank (its
+    readings do not change over the run): SM clock, power, temperature, and whether a clock-event
+    reason other than gpu_idle (bit 0) is among the reported ones."""
+    t = truth["gpu_health"]
+    return {"traintime/health_sm_clock_mhz": t["sm_clock_mhz"], "traintime/health_power_w": t["power_w"],
+            "traintime/health_temperature_c": t["temperature_c"],
+            "traintime/health_throttled": 1.0 if t["clock_event_reasons"] & ~1 else 0.0}
+
+
+def same_health(seen: float, name: str, truth: float) -> bool:
+    """Clocks, temperature and the throttle flag exactly; power to the 0.1 W the median is kept in."""
+    return abs(seen - truth) <= 0.05 + 1e-9 if name == "traintime/health_power_w" else seen == truth
+
+
+def test_sim_live_gpu_health_matches_simgpus_nvml_and_is_absent_when_off(build_dir: Path, tmp_path: Path) -> None:
+    """SIMGPU_THROTTLE=1:0.7 (SIMULATED NVML: rank 1's SM clock x 0.7, thermal clock-event reasons).
+    Every metrics line that has GPU health carries all of it, of a step that had ended, with
+    simgpu's figures for the rank; so do the Prometheus gauges (labelled with the device) and the
+    rank file's steps.detail[].gpu_health. With TRAINTIME_NVML=0 none of it exists anywhere."""
+    c = Checks()
+    on = tmp_path / "on"
+    on.mkdir()
+    sim_run(build_dir, on, WORLD, {"SIMGPU_THROTTLE": "1:0.7", "TRAINTIME_NVML_INTERVAL_MS": "10",
+                                   "TRAINTIME_PROMETHEUS_FILE": str(on / "tt-%r.prom")},
+            ["--metrics-log", str(on / "metrics-%r.jsonl"), "--step-sleep-us", "20000"])
+    truths = [load_json(on / f"truth-{rank}.json") for rank in range(WORLD)]
+    c.check(truths[1]["gpu_health"]["sm_clock_mhz"] < truths[0]["gpu_health"]["sm_clock_mhz"],
+            "the throttle knob did not reach simgpu")
+    c.check(health_truth(truths[1])["traintime/health_throttled"] == 1.0, f"rank 1's truth {truths[1]['gpu_health']}")
+    for rank in range(WORLD):
+        want = health_truth(truths[rank])
+        lines = [json.loads(x) for x in (on / f"metrics-{rank}.jsonl").read_text().splitlines()]
+        sampled = [x for x in lines if "traintime/health_step" in x["metrics"]]
+        # From the first line with GPU health on, every line has it (when it begins depends on the
+        # machine's pace: not checked).
+        first = lines.index(sampled[0]) if sampled else len(lines)
+        c.check(len(sampled) >= 1 and sampled == lines[first:],
+                f"rank {rank}: GPU health in {len(sampled)} of {len(lines)} lines, from line {first}")
+        last_step = -1
+        for x in sampled:
+            m, where = x["metrics"], f"rank {rank} after step {x['after_step']}"
+            c.check(all(name in m for name in HEALTH), f"{where}: {sorted(k for k in m if 'health' in k)}")
+            k = m["traintime/health_step"]
+            c.check(last_step <= k <= x["after_step"], f"{where}: health of step {k} (an ended one) after step {last_step}")
+            last_step = k
+            for name, value in want.items():
+                c.check(same_health(m.get(name, -1), name, value), f"{where}: {name} {m.get(name)}, simgpu's {value}")
+        # The Prometheus file, written at exit: the same figures, labelled with the device.
+        families = {f.name: f for f in text_string_to_metric_families((on / f"tt-{rank:05d}.prom").read_text())}
+        for name, value in want.items():
+            prom = name.replace("/", "_")
+            samples = families[prom].samples if prom in families else []
+            c.check(len(samples) == 1 and samples[0].labels.get("device") == "0" and same_health(samples[0].value, name, value),
+                    f"rank {rank}: {prom} {samples}, simgpu's {value}")
+        # The rank file's per-step rows: every one NVML sampled, with simgpu's figures.
+        doc = load_json(on / "out" / f"rank-{rank:05d}.json")
+        sampled_steps = {st["index"] for st in doc["gpu_health"]["devices"][0]["steps"]}
+        rows = [row for row in doc["steps"]["detail"] if "gpu_health" in row]
+        c.check(len(rows) >= 1 and {row["index"] for row in rows}
+                == sampled_steps & {row["index"] for row in doc["steps"]["detail"]},
+                f"rank {rank}: detail rows with gpu_health {[row['index'] for row in rows]}, sampled {sorted(sampled_steps)}")
+        t = truths[rank]["gpu_health"]
+        names = reason_names(t["clock_event_reasons"])
+        for row in rows:
+            h = row["gpu_health"]
+            c.check(len(h) == 1 and h[0]["cuda_device"] == 0 and h[0]["samples"] >= 1
+                    and h[0]["sm_clock_mhz"] == {"median": t["sm_clock_mhz"], "min": t["sm_clock_mhz"]}
+                    and same_health(h[0]["power_w"]["median"], "traintime/health_power_w", t["power_w"])
+                    and h[0]["temperature_c"] == {"max": t["temperature_c"]} and h[0]["clock_event_reasons"] == names,
+                    f"rank {rank}: steps.detail[{row['index']}].gpu_health {h}, simgpu's {t}")
+
+    off = tmp_path / "off"
+    off.mkdir()
+    sim_run(build_dir, off, 1, {"SIMGPU_THROTTLE": "0:0.7", "TRAINTIME_NVML": "0",
+                                "TRAINTIME_PROMETHEUS_FILE": str(off / "tt-%r.prom")},
+            ["--metrics-log", str(off / "metrics-%r.jsonl"), "--step-sleep-us", "20000"])
+    lines = [json.loads(x) for x in (off / "metrics-0.jsonl").read_text().splitlines()]
+    c.check(len(lines) == STEPS and not any("health" in name for x in lines for name in x["metrics"]),
+            "TRAINTIME_NVML=0: health figures in the metrics")
+    c.check("health" not in (off / "tt-00000.prom").read_text(), "TRAINTIME_NVML=0: health in the Prometheus file")
+    doc = load_json(off / "out" / "rank-00000.json")
+    c.check(doc["gpu_health"]["status"] == "off", f"gpu_health {doc['gpu_health']}")
+    c.check(not any("gpu_health" in row for row in doc["steps"]["detail"]), "TRAINTIME_NVML=0: steps.detail gpu_health")
     c.done()
 
 

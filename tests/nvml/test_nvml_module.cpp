@@ -80,6 +80,17 @@ core::HealthSummary wait_for_samples(uint64_t n) {
   return nvml::summary();
 }
 
+// The file written and read back by the report's reader (simdjson's path).
+std::optional<core::RankFile> through_the_file(const core::RankFile& built) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("nvml-test-" + std::to_string(getpid()) + ".json")).string();
+  std::string error;
+  if (!core::write_rank_file(path, built, &error)) return std::nullopt;
+  std::optional<core::RankFile> back = core::read_rank_file(path, &error);
+  std::filesystem::remove(path);
+  return back;
+}
+
 }  // namespace
 
 TEST_CASE("medians are exact over odd and even counts, minimum and maximum kept", "[nvml]") {
@@ -137,6 +148,96 @@ TEST_CASE("per-step figures keep the last steps that had samples, the run keeps 
   CHECK(out.steps[1].figures.samples == 1);
 }
 
+TEST_CASE("a step's figures are final, for the live metrics, once a later step's sample came", "[nvml][live]") {
+  nvml::DeviceHealth d(0);  // no per-step rows kept: the live figures do not depend on them
+  uint64_t step = 99;
+  core::StepHealth h;
+  d.add(3, sample(1500, 400000, 0x1));
+  d.add(3, sample(1700, 600000, 0x40));
+  CHECK_FALSE(d.last_finished(&step, &h));  // step 3 may still get samples
+  d.add(5, sample(1980));
+  REQUIRE(d.last_finished(&step, &h));
+  CHECK(step == 3);
+  CHECK(h.samples == 2);
+  CHECK(h.sm_clock_mhz_median == 1600);
+  CHECK(h.sm_clock_mhz_min == 1500);
+  CHECK(h.power_w_median == 500.0);
+  CHECK(h.temperature_c_max == 1700 / 30);
+  CHECK(h.clock_event_reasons == (0x1 | 0x40));
+  d.add(5, sample(1000));
+  REQUIRE(d.last_finished(&step, &h));
+  CHECK(step == 3);  // step 5 is still the one in progress
+  d.add(6, sample(1980));
+  REQUIRE(d.last_finished(&step, &h));
+  CHECK(step == 5);
+  CHECK(h.sm_clock_mhz_median == 1490);  // (1000 + 1980) / 2
+  CHECK(h.clock_event_reasons == 0);
+}
+
+TEST_CASE("steps.detail rows get each device's figures of their step, through both readers", "[nvml][schema]") {
+  core::HealthSummary health;
+  health.health.status = "sampled";
+  health.health.interval_ms = 100;
+  for (int32_t device : {2, 0}) {
+    nvml::DeviceHealth d(8);
+    d.add(1, sample(1500, 400000, device == 2 ? 0x40 : 0x1));
+    d.add(3, sample(1400 + device));
+    d.add(9, sample(1980));  // no detail row of step 9
+    core::HealthDevice hd;
+    hd.cuda_device = device;
+    d.fill(&hd);
+    health.health.devices.push_back(std::move(hd));
+  }
+  core::CpuSummary cpu;
+  for (uint64_t k : {1, 2, 3}) {
+    core::Steps::Detail row;
+    row.index = k;
+    row.wall_ns = 1000 * k;
+    cpu.steps.detail.push_back(row);
+  }
+  const core::RankFile built = core::build_rank_file({}, cpu, {}, {}, {}, health);
+  const nlohmann::json j = core::rank_file_to_json(built);
+  const nlohmann::json& rows = j.at("steps").at("detail");
+  REQUIRE(rows.size() == 3);
+  CHECK_FALSE(rows[1].contains("gpu_health"));  // step 2 had no sample
+  const nlohmann::json expected_1 = nlohmann::json::parse(R"([
+    {"cuda_device": 2, "samples": 1, "sm_clock_mhz": {"median": 1500.0, "min": 1500},
+     "power_w": {"median": 400.0}, "temperature_c": {"max": 50},
+     "clock_event_reasons": ["hw_thermal_slowdown"]},
+    {"cuda_device": 0, "samples": 1, "sm_clock_mhz": {"median": 1500.0, "min": 1500},
+     "power_w": {"median": 400.0}, "temperature_c": {"max": 50},
+     "clock_event_reasons": ["gpu_idle"]}])");
+  CHECK(rows[0].at("gpu_health") == expected_1);
+  REQUIRE(rows[2].at("gpu_health").size() == 2);
+  CHECK(rows[2]["gpu_health"][0]["sm_clock_mhz"]["median"] == 1402.0);
+  CHECK(rows[2]["gpu_health"][1]["sm_clock_mhz"]["median"] == 1400.0);
+
+  const std::optional<core::RankFile> fast = through_the_file(built);
+  REQUIRE(fast);
+  for (const core::RankFile& back : {core::rank_file_from_json(j), *fast}) {
+    REQUIRE(back.steps.detail.size() == 3);
+    CHECK(back.steps.detail[1].gpu_health.empty());
+    const std::vector<core::StepHealth>& h = back.steps.detail[0].gpu_health;
+    REQUIRE(h.size() == 2);
+    CHECK(h[0].cuda_device == 2);
+    CHECK(h[0].samples == 1);
+    CHECK(h[0].sm_clock_mhz_median == 1500);
+    CHECK(h[0].sm_clock_mhz_min == 1500);
+    CHECK(h[0].power_w_median == 400);
+    CHECK(h[0].temperature_c_max == 50);
+    CHECK(h[0].clock_event_reasons == 0x40);
+    CHECK(h[1].clock_event_reasons == 0x1);
+    CHECK(back.steps.detail[2].gpu_health[0].sm_clock_mhz_median == 1402);
+  }
+
+  // A file from a writer before the field: the rows read without it.
+  nlohmann::json old = j;
+  for (nlohmann::json& row : old["steps"]["detail"]) row.erase("gpu_health");
+  old.erase("gpu_health");
+  for (const core::Steps::Detail& row : core::rank_file_from_json(old).steps.detail)
+    CHECK(row.gpu_health.empty());
+}
+
 TEST_CASE("nothing is written before CUDA is in use, and off is one status", "[nvml]") {
   nvml::configure(options(SIMGPU_NVML_LIB), hooks());
   CHECK(nvml::summary().health.status.empty());
@@ -148,6 +249,9 @@ TEST_CASE("nothing is written before CUDA is in use, and off is one status", "[n
   nvml::configure(off, hooks());
   nvml::start();
   const core::HealthSummary s = nvml::summary();
+  uint64_t live_step = 0;
+  core::StepHealth live;
+  CHECK_FALSE(nvml::live_health(&live_step, &live));
   CHECK(s.health.status == "off");
   CHECK(s.health.devices.empty());
   CHECK(s.section.counters.counters.empty());
@@ -161,6 +265,9 @@ TEST_CASE("a missing NVML is one status line, start() keeps errno", "[nvml]") {
   const core::HealthSummary s = wait_for_samples(1);
   nvml::stop();
   CHECK(s.health.status == "unavailable: libnvidia-ml-missing.so.1 not found");
+  uint64_t live_step = 0;
+  core::StepHealth live;
+  CHECK_FALSE(nvml::live_health(&live_step, &live));
   CHECK(s.health.devices.empty());
 }
 
@@ -206,6 +313,20 @@ TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per 
   CHECK(d.steps[0].figures.samples + d.steps[1].figures.samples == run.samples);
   CHECK(s.section.counters.counters.at("failed_reads") == 0);
 
+  // Step 5 ended (samples of step 6 came): the live metrics' figures, simgpu's truth.
+  uint64_t live_step = 0;
+  core::StepHealth live;
+  REQUIRE(nvml::live_health(&live_step, &live));
+  CHECK(live_step == 5);
+  CHECK(live.cuda_device == 0);
+  CHECK(live.samples == d.steps[0].figures.samples);
+  CHECK(live.sm_clock_mhz_median == truth.sm_clock_mhz);
+  CHECK(live.sm_clock_mhz_min == truth.sm_clock_mhz);
+  CHECK(live.power_w_median == Approx(truth.power_mw / 1000.0));
+  CHECK(live.temperature_c_max == truth.temperature_c);
+  CHECK(live.clock_event_reasons == truth.clock_event_reasons);
+  CHECK(core::health_throttled(live.clock_event_reasons));
+
   // Through the builder and both readers, unchanged.
   const core::RankFile built = core::build_rank_file({}, {}, {}, {}, {}, s);
   const nlohmann::json j = core::rank_file_to_json(built);
@@ -214,12 +335,7 @@ TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per 
   REQUIRE(back.gpu_health.devices.size() == 1);
   CHECK(back.gpu_health.devices[0].run.sm_clock_mhz_median == truth.sm_clock_mhz);
   CHECK(back.gpu_health.devices[0].steps[1].figures.clock_event_reasons == run.clock_event_reasons);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("nvml-test-" + std::to_string(getpid()) + ".json")).string();
-  std::string error;
-  REQUIRE(core::write_rank_file(path, built, &error));
-  const std::optional<core::RankFile> fast = core::read_rank_file(path, &error);
-  std::filesystem::remove(path);
+  const std::optional<core::RankFile> fast = through_the_file(built);
   REQUIRE(fast);
   CHECK(fast->gpu_health.status == "sampled");
   CHECK(fast->gpu_health.devices[0].run.power_w_median == Approx(truth.power_mw / 1000.0));

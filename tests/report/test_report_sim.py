@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from reportlib import edit, run, summary
-from testlib import check, clean_env, load_json
+from testlib import check, clean_env, load_json, reason_names
 
 STEPS = 20
 
@@ -189,16 +189,6 @@ def test_sim_watch_once_names_the_hang_while_the_job_still_runs(build_dir: Path,
     assert len(screens) >= 2, live
     assert "possible hang (first seen now" in screens[0] and "HANG:" not in screens[0], screens[0]
     assert "HANG: AllReduce seq 7" in screens[-1] and "for more than 0.5 s" in screens[-1], screens[-1]
-
-
-# NVML's clock-event reason bits, by bit index (nvml.h nvmlClocksEventReason*): the names the
-# rank file and the report use.
-REASON_BITS = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
-               "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting"]
-
-
-def reason_names(mask: int) -> list[str]:
-    return [name for bit, name in enumerate(REASON_BITS) if mask & (1 << bit)]
 
 
 def test_sim_throttled_gpu_is_sampled_and_named_as_the_stragglers_cause(build_dir: Path, tmp_path: Path) -> None:

@@ -225,7 +225,9 @@ def metrics() -> Dict[str, float]:
     Cheap enough for every step: no GPU synchronisation, no file. CPU figures (``step_ms``,
     ``samples_per_s``, ...) belong to step ``traintime/step``; GPU figures (``gpu_compute_ms``,
     ``gpu_exposed_comm_ms``, ...) to ``traintime/gpu_step``, which trails it while CUPTI has not
-    delivered the newer records. Names and units: docs/metrics.md. Empty when not profiled.
+    delivered the newer records; GPU health (``health_sm_clock_mhz``, ``health_throttled``, ...,
+    from NVML) to ``traintime/health_step``. Names and units: docs/metrics.md. Empty when not
+    profiled.
     """
     if not _metrics:
         return {}

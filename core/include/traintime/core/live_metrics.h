@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "traintime/core/category.h"
+#include "traintime/core/rank_file.h"
 
 namespace traintime::core {
 
@@ -50,11 +51,17 @@ struct LiveInput {
   double flops_per_step = 0;      // the model's FLOPs (set_flops / TRAINTIME_FLOPS_PER_TOKEN)
   double flops_per_token = 0;
   double peak_tflops = 0;         // of this rank's GPU at the training dtype; 0 = unknown
+  // NVML's figures of the newest finished step that had samples (nvml::live_health): false when
+  // NVML is off, unavailable or has not seen a step end.
+  bool health_valid = false;
+  uint64_t health_step = 0;
+  StepHealth health;
 };
 
 struct LiveMetric {
   const char* name;  // static storage: "traintime/step_ms"
   double value;
+  int32_t device = -1;  // the CUDA device the figure is of (the health_* ones), -1 for none
 };
 
 inline constexpr std::size_t kMaxLiveMetrics = 40;
@@ -62,7 +69,7 @@ inline constexpr std::size_t kMaxLiveMetrics = 40;
 // Fills up to `capacity` metrics into `out` (may be null when capacity is 0) and returns how
 // many there are. Only figures that exist are listed: no step yet, nothing; no FLOPs, no
 // tflops; no peak, no mfu; no recompute or forward time in the published GPU step, no hfu;
-// no published GPU step, no gpu_*.
+// no published GPU step, no gpu_*; no NVML figures, no health_*.
 std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capacity);
 
 // The FLOPs of `steps` steps holding `tokens` tokens (0 when neither figure is given).
@@ -80,8 +87,8 @@ const char* live_metric_help(const char* name);
 std::vector<std::pair<std::string, std::string>> live_metric_docs();
 
 // Rank 0's console line for the steps between two counter readings (`interval` = now - then),
-// with the GPU figures of the latest published step: "step 119 | 312.4 ms/step | ...". The
-// logger prints it after its "traintime: " prefix.
+// with the GPU figures of the latest published step and the GPU health of the newest sampled
+// one: "step 119 | 312.4 ms/step | ...". The logger prints it after its "traintime: " prefix.
 std::string console_line(const StepCounters& interval, const LiveInput& now);
 
 struct PrometheusLabels {
@@ -91,7 +98,8 @@ struct PrometheusLabels {
 };
 
 // The Prometheus text exposition format (version 0.0.4) of the metrics, each labelled with job,
-// rank and host, plus the cumulative counters (traintime_steps_total, ...).
+// rank and host (and device, for a metric of one device), plus the cumulative counters
+// (traintime_steps_total, ...).
 std::string prometheus_text(const LiveMetric* metrics, std::size_t n, const StepCounters& totals,
                             const PrometheusLabels& labels);
 

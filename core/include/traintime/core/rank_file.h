@@ -79,6 +79,19 @@ struct StepTotals {
   uint64_t io_sum_ns = 0;
 };
 
+// One device's NVML health in one step, compact: steps.detail[].gpu_health[] and the live
+// metrics' health_* figures (docs/schema.md, docs/metrics.md). The step's full figures (memory
+// clock, PCIe link, NVML's memory) are in gpu_health.devices[] (cuda_device) .steps[] (index).
+struct StepHealth {
+  int32_t cuda_device = -1;  // the CUDA ordinal: which gpu_health.devices[] entry
+  uint64_t samples = 0;      // NVML readings taken in the step
+  double sm_clock_mhz_median = 0;
+  uint32_t sm_clock_mhz_min = 0;
+  double power_w_median = 0;
+  uint32_t temperature_c_max = 0;
+  uint64_t clock_event_reasons = 0;  // NVML's clock-event reason bits seen (kHealthReasonNames)
+};
+
 struct Steps {
   uint64_t count = 0;   // tt_step calls, warm-up included
   uint64_t warmup = 0;  // TRAINTIME_WARMUP_STEPS in force
@@ -107,6 +120,9 @@ struct Steps {
     bool partial = false;   // the final step, launched after the last tt_step
     StepTotals totals;
     ByCategory<uint64_t> busy_ns_by_category;
+    // NVML's figures of the step, per device that had samples in it (none: no sample, NVML
+    // off or unavailable, or a file from an older writer).
+    std::vector<StepHealth> gpu_health;
   };
   std::vector<Detail> detail;
 };
@@ -274,6 +290,18 @@ inline constexpr std::string_view kHealthReasonNames[] = {
     "hw_power_brake_slowdown",  // 0x80
     "display_clock_setting",    // 0x100
 };
+inline constexpr uint64_t kHealthReasonGpuIdle = 0x1;
+
+// The names of the reason bits set in `mask`, in bit order; a bit beyond the table is "bit_<n>".
+std::vector<std::string> health_reason_names(uint64_t mask);
+// The bit of a reason name as health_reason_names() writes it; 0 for a name it never writes (a
+// newer writer's: a reader keeps the reasons it knows).
+uint64_t health_reason_bit(std::string_view name);
+// A clock-event reason other than gpu_idle: the clocks were held down (power, thermal, a
+// hardware slowdown, a clock setting).
+constexpr bool health_throttled(uint64_t mask) { return (mask & ~kHealthReasonGpuIdle) != 0; }
+// The compact figures of one device's step (figures from the same set of samples).
+StepHealth step_health(int32_t cuda_device, const HealthFigures& f);
 
 // Who wrote a rank file, when and why (the preload's part of it).
 struct RankIdentity {

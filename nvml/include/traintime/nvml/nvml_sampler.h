@@ -54,6 +54,13 @@ void stop() noexcept;
 // gpu_health) when start() never ran; "off" when disabled.
 core::HealthSummary summary();
 
+// The live metrics' GPU health (docs/metrics.md): the figures of the newest finished step (one a
+// later sample showed ended) that had samples, of the device whose SM clock median was lowest in
+// it. False while there is none: NVML off, unavailable, or no step finished since sampling began.
+// The sampler publishes it when it sees a step end; this copies it under a leaf lock the sampler
+// holds only to store it, so neither side waits on the other's work.
+bool live_health(uint64_t* step, core::StepHealth* out);
+
 // ---- the summarising, without NVML (health_accumulator.cpp) ---------------------------------
 
 // One reading of one device. A field NVML refused stays 0 (reasons: no bit).
@@ -85,9 +92,6 @@ class HealthAccumulator {
   uint64_t reasons_ = 0, used_max_ = 0, total_ = 0;
 };
 
-// The names of the reason bits set in `mask`, in bit order (core::kHealthReasonNames).
-std::vector<std::string> reason_names(uint64_t mask);
-
 // A device's samples over the run and per step: add() with the step in progress; steps are kept
 // for the last `keep_steps` step indices that had samples.
 class DeviceHealth {
@@ -96,10 +100,18 @@ class DeviceHealth {
   void add(uint64_t step, const Sample& s);
   // run and steps of a core::HealthDevice (identity fields left to the caller).
   void fill(core::HealthDevice* out) const;
+  // The figures of the newest step that had samples and ended (a sample of a later step came),
+  // cuda_device left -1; false before one did. Kept whatever keep_steps is.
+  bool last_finished(uint64_t* step, core::StepHealth* out) const;
 
  private:
   uint32_t keep_;
   HealthAccumulator run_;
+  uint64_t current_step_ = 0;
+  HealthAccumulator current_;  // the samples of current_step_
+  bool have_finished_ = false;
+  uint64_t finished_step_ = 0;
+  core::StepHealth finished_;
   std::map<uint64_t, HealthAccumulator> steps_;  // the last keep_ steps with samples
 };
 
