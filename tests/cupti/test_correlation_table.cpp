@@ -280,6 +280,32 @@ TEST_CASE("band id ranges hold across the 32-bit wrap of the correlation ids", "
   }
 }
 
+TEST_CASE("a launch whose thread took its id a few launches early is found after a late first miss",
+          "[correlation]") {
+  // The interleaving a preempted reader meets, in a table of one band (kBand == capacity).
+  // Thread B takes id 2650 and stores it as launch 255, the last of band 0; thread A took 2645
+  // just before B took its id, but stores only after B, as launch 256. 254 launches follow, so
+  // A's context has fewer than capacity newer launches and must be found. The reader misses
+  // first when the window starts at launch 255 (it was off its core while the launches went by):
+  // that miss computes the floor of the window. Band 0's only live launch then is B's, and a
+  // floor of band 0's range alone (2650) rejected A's 2645 as lost.
+  constexpr uint32_t kCap = 256;
+  CorrelationTable t(kCap);
+  for (uint32_t s = 0; s < 255; ++s) t.store(100 + 10 * s, context_for(100 + 10 * s));
+  t.store(2650, context_for(2650));  // B: launch 255
+  t.store(2645, context_for(2645));  // A: launch 256, its id taken before B's
+  for (uint32_t s = 257; s < 511; ++s) t.store(100 + 10 * s, context_for(100 + 10 * s));
+  REQUIRE(t.launches() == 511);
+  LaunchContext got;
+  CHECK_FALSE(t.lookup(100, &got));  // launch 0: overwritten by launch 256, a loss
+  CHECK(t.overwritten() == 1);
+  REQUIRE(t.lookup(2645, &got));
+  CHECK(same(got, context_for(2645)));
+  REQUIRE(t.lookup(2650, &got));
+  CHECK(same(got, context_for(2650)));
+  CHECK(t.overwritten() == 1);
+}
+
 namespace {
 
 // One writer's recent stores for the reader: (sequence number << 32) | id, newest last, with
