@@ -201,7 +201,8 @@ void CorrelationTable::compute_floor(uint64_t begin, uint64_t end) const noexcep
   uint32_t ref = 0;
   bool any = false;
   int64_t lo = 0;
-  for (uint64_t first = first_band << band_shift_; first + band_size_ <= end; first += band_size_) {
+  uint64_t first = first_band << band_shift_;
+  for (; first + band_size_ <= end; first += band_size_) {
     uint64_t range = 0;
     if (!band_range(first, &range)) {
       summarize(first);
@@ -215,7 +216,17 @@ void CorrelationTable::compute_floor(uint64_t begin, uint64_t end) const noexcep
     any = true;
     lo = std::min<int64_t>(lo, static_cast<int32_t>(low - ref));
   }
-  floor_.store(any ? (uint64_t{1} << 32) | (ref + static_cast<uint32_t>(lo)) : 0,
+  // The ranges cover [begin, first), less the launches overwritten before they were summarized
+  // (the window may have moved on meanwhile: now's window starts past them). An id below them
+  // all, stored by a live launch, was taken before every launch of [now's begin, first) took its
+  // id, and stored after them. Only a floor over at least half a table makes that a long delay:
+  // the oldest band may have only a few live launches left (the window's start late in it, as
+  // when the reader was preempted), and a launch just after that band whose thread took its id a
+  // few launches earlier than theirs would be rejected by a floor of their ids.
+  const uint64_t now = next_.load(std::memory_order_acquire);
+  const uint64_t begin_now = now > capacity() ? now - capacity() : 0;
+  const bool half = first >= begin_now + capacity() / 2;
+  floor_.store(any && half ? (uint64_t{1} << 32) | (ref + static_cast<uint32_t>(lo)) : 0,
                std::memory_order_relaxed);
 }
 

@@ -9,8 +9,9 @@
 // CUPTI numbers every traced API call, so ids advance several times faster than launches and
 // by an amount the tool does not control, but the id rate never shrinks the table. A context
 // is lost only after capacity() newer launches (sequence numbers) were stored, whatever the id
-// rate. The activity buffers are sized together with the table so that their records arrive
-// well before that (capture_tuning.h, kLaunchesInFlight).
+// rate (save a store not kept, store() returning 0, and the one exception stated below). The
+// activity buffers are sized together with the table so that their records arrive well before
+// that (capture_tuning.h, kLaunchesInFlight).
 //
 // Finding an id: a column of the ids by slot (4 bytes each, 16 to a cache line, also written in
 // launch order) is scanned from the slot after the reader's previous hit, forward then back, and
@@ -22,14 +23,19 @@
 // the whole column: a reader that falls behind catches up instead of slowing down further. A
 // context stored late under an old id (its thread preempted between CUPTI's id and the store)
 // widens its own band's range and is still found. From the ranges of the bands wholly launched,
-// the reader also keeps the live window's lowest id (the floor), recomputed by a lookup that
-// missed near its cursor once the window has moved on by a band: an id below it is a loss
-// decided in one comparison, so a reader that fell more than a table behind pays almost nothing
-// per record until it reaches the live window again. The one context that test misses is one
-// stored under an id older than every id of the whole window at the floor's last computation
-// (its thread preempted between CUPTI's id and the store for about capacity() launches of other
-// threads): counted lost, as a context evicted after capacity() launches is. A slot is claimed
-// by a compare-exchange of its stamp to "busy" (a writer preempted for a whole lap of the table
+// the reader also keeps a lower bound of the live window's ids (the floor), recomputed by a
+// lookup that missed near its cursor once the window has moved on by a band: an id below it is a
+// loss decided in one comparison, so a reader that fell more than a table behind pays almost
+// nothing per record until it reaches the live window again. The floor is the lowest id of the
+// launches from the window's start to the end of its last wholly launched band, and is kept only
+// when those are at least capacity() / 2 launches (the window's start can lie late in its band,
+// as when the reader was preempted: then there is no floor until the window moves on by a band).
+// So the one context that test misses while fewer than capacity() newer launches were stored is
+// one whose thread took its id before each of at least capacity() / 2 other launches took theirs,
+// and stored it after them all (preempted between CUPTI's id and the store while half a table of
+// launches went by; nearly a whole table in a table of many bands, as the capture's): counted
+// lost, as a context evicted after capacity() launches is. A slot is claimed by a
+// compare-exchange of its stamp to "busy" (a writer preempted for a whole lap of the table
 // loses to the newer one and counts a collision instead of tearing it), filled with release
 // stores and published with its sequence number; the reader validates the stamp before and
 // after copying (a seqlock keyed by the sequence number), so it never returns a torn or a
