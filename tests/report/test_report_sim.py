@@ -293,3 +293,10 @@ def test_sim_ranks_closest_to_memory_capacity_are_named(build_dir: Path, tmp_pat
     rows = csv.stdout.split("# view: memory\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == ["2", "1", "0", "3"], rows
     assert rows[1].split(",")[2:] == ["76.0", "80.0", "4.0", "5.0"], rows
+    # The CI gate on the least headroom: 4 of 80 GiB left on rank 2 is 5 %.
+    least = 100 * left[2] / truth[2]["memory_total_bytes"]
+    assert s["metrics"]["memory_headroom_pct"] == pytest.approx(least), s["metrics"]
+    held = run(build_dir, out, "--fail-if", f"memory_headroom_pct<{least + 1:.1f}")
+    assert held.returncode == 1 and "memory_headroom_pct" in held.stderr, (held.returncode, held.stderr)
+    passed = run(build_dir, out, "--fail-if", f"memory_headroom_pct<{least - 1:.1f}")
+    assert passed.returncode == 0, (passed.returncode, passed.stderr)

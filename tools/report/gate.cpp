@@ -38,6 +38,8 @@ constexpr MetricDef kMetrics[] = {
     {"hangs", Unit::kCount, "hangs found (collectives some ranks never entered)"},
     {"missing_ranks", Unit::kCount, "ranks of 0..world_size-1 without a merged rank file"},
     {"dropped_records", Unit::kCount, "GPU activity records lost, summed over ranks"},
+    {"memory_headroom_pct", Unit::kPct,
+     "the least GPU memory left over the ranks at their highest use (NVML's whole-GPU view), % of the device's"},
     {"bad_files", Unit::kCount, "input problems (files left out or doubtful)"},
     {"ranks", Unit::kCount, "rank files merged"},
 };
@@ -243,6 +245,8 @@ std::vector<Metric> headline_metrics(const Report& r) {
   v["missing_ranks"] = static_cast<double>(r.missing_ranks.size());
   v["dropped_records"] = static_cast<double>(r.dropped_records);
   v["bad_files"] = static_cast<double>(r.problems.size());
+  v["memory_headroom_pct"] = r.memory.empty() ? std::nullopt : std::optional<double>(r.memory.front().headroom_pct);
+  why["memory_headroom_pct"] = "no GPU memory figures in the rank files (gpu_health: NVML sampled while GPU capture ran)";
   v["ranks"] = static_cast<double>(r.ranks);
   std::vector<Metric> out;
   for (const MetricDef& d : kMetrics) out.push_back({d.name, d.unit, d.what, v[d.name], why[d.name], spread[d.name]});
