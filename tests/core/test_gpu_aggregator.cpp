@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -516,5 +519,371 @@ TEST_CASE("region spans stay exact when a step holds hundreds of region entries"
     REQUIRE(r != nullptr);
     CHECK(r->gpu_span_ns == 3 * 100 * 30'060);  // 3 steps × 100 entries × (30 050 + 10)
     CHECK(r->kernels == 3 * 200);
+  }
+}
+
+namespace {
+
+// ---- Brute-force reference for the union- and sum-based figures --------------------------
+// Random steps of overlapping activities, counted nanosecond by nanosecond on a small time line
+// straight from docs/attribution.md's definitions: nothing here calls the aggregator's helpers.
+
+constexpr uint64_t kBase = 5'000'000'000'000ull;  // CUPTI-like absolute timestamps
+constexpr uint64_t kStepStride = 150;            // steps overlap in time; they are still apart
+constexpr uint64_t kHorizon = 4 * kStepStride + 300 + 64;
+
+struct PathInfo {
+  PathId path;
+  Category category;
+};
+// Region paths and their categories; kNoPath is drawn too (unattributed work).
+constexpr std::array<PathInfo, 6> kPaths = {{{1, Category::kForward},
+                                             {2, Category::kBackward},
+                                             {3, Category::kOptimizer},
+                                             {4, Category::kIo},
+                                             {5, Category::kRecompute},
+                                             {6, Category::kOther}}};
+constexpr std::array<const char*, 4> kComputeNames = {"gemm_bf16_tn", "layer_norm_fwd",
+                                                      "elementwise_add", "softmax_bwd"};
+constexpr const char* kNcclName = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+
+struct Gen {
+  Act act;
+  Category cat;      // expected category, by the documented rules
+  uint64_t s, e;     // time line offsets (end clamped to start)
+};
+
+// The documented attribution rules: comm (interposed call or NCCL kernel name), else the region's
+// category, else unattributed.
+Category expected_category(const Act& x) {
+  const bool nccl_name = x.a.kind == ActivityKind::kKernel && x.a.name == kNcclName;
+  if (x.ctx.comm.op != CommOp::kNone || nccl_name) return Category::kComm;
+  if (x.ctx.path == kNoPath) return Category::kUnattributed;
+  return x.region;
+}
+
+std::vector<Gen> generate(std::mt19937& rng, uint32_t steps, uint32_t devices) {
+  auto pick = [&rng](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  std::vector<Gen> out;
+  for (uint32_t step = 0; step < steps; ++step) {
+    const uint32_t n = 3 + pick(22);
+    for (uint32_t k = 0; k < n; ++k) {
+      Act x;
+      // Region: one of the paths (backward most often, so comm lands inside it), or none.
+      const uint32_t r = pick(10);
+      const PathInfo p = r < 2 ? PathInfo{kNoPath, Category::kOther}
+                         : r < 5 ? kPaths[1]
+                                 : kPaths[pick(kPaths.size())];
+      x.ctx.path = p.path;
+      x.region = p.category;
+      x.ctx.step = step;
+      // Entries: three per path, shared by every step (cut at the step boundary) and drawn in
+      // random order, so one entry's records are not contiguous; 0 = no entry.
+      x.ctx.entry = p.path == kNoPath || pick(6) == 0 ? 0 : 100 * p.path + 1 + pick(3);
+      x.a.device = pick(devices);
+      x.a.stream = 1 + pick(4);
+      const uint32_t kind = pick(20);
+      if (kind < 2) {
+        x.a.kind = ActivityKind::kMemcpy;
+        x.a.copy_kind = CopyKind::kHtoD;
+        x.a.bytes = 1024;
+      } else if (kind < 3) {
+        x.a.kind = ActivityKind::kMemset;
+        x.a.bytes = 256;
+      } else if (kind < 8) {  // comm: inside an interposed call, or found by name only
+        x.a.kind = ActivityKind::kKernel;
+        x.a.name = kNcclName;
+        if (pick(2) == 0) x.ctx.comm.op = CommOp::kAllReduce;
+      } else {
+        x.a.kind = ActivityKind::kKernel;
+        x.a.name = kComputeNames[pick(kComputeNames.size())];
+      }
+      const uint64_t s = step * kStepStride + pick(300);
+      const uint32_t len_kind = pick(10);
+      // Zero-length records, an inverted one now and then (end before start: clamped), else
+      // up to 60 ns.
+      const uint64_t e = len_kind == 0 ? s : len_kind == 1 ? s - std::min<uint64_t>(s, 3) : s + 1 + pick(60);
+      x.a.start_ns = kBase + s;
+      x.a.end_ns = kBase + e;
+      out.push_back({x, expected_category(x), s, std::max(s, e)});
+    }
+  }
+  return out;
+}
+
+// What the aggregator must report, counted nanosecond by nanosecond.
+struct Expected {
+  std::array<CategoryTotals, kCategoryCount> categories{};
+  StepTotals totals;
+  struct StepRow {
+    uint64_t span = 0;  // summed over devices
+    StepTotals totals;
+    std::array<uint64_t, kCategoryCount> cat_busy{};
+  };
+  std::map<uint64_t, StepRow> steps;
+  struct RegionExp {
+    uint64_t busy = 0, sum = 0, span = 0, kernels = 0;
+    std::array<CategoryTotals, kCategoryCount> cats{};
+    std::map<std::string, std::pair<uint64_t, uint64_t>> kernel_names;  // count, sum
+  };
+  std::map<PathId, RegionExp> regions;
+};
+
+Expected brute_force_figures(const std::vector<Gen>& gens, uint32_t steps, uint32_t devices) {
+  Expected x;
+  auto bit = [](Category c) { return 1u << static_cast<unsigned>(c); };
+  uint32_t compute_bits = 0;
+  for (std::size_t c = 0; c < kCategoryCount; ++c)
+    if (static_cast<Category>(c) != Category::kComm && static_cast<Category>(c) != Category::kIo)
+      compute_bits |= 1u << c;
+  for (uint32_t step = 0; step < steps; ++step) {
+    // Per-entry [first start, last end] in this step, over every device.
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> entry_span;
+    std::map<uint64_t, PathId> entry_path;
+    for (uint32_t dev = 0; dev < devices; ++dev) {
+      // Categories covering each nanosecond: of all work, and of each region's work.
+      std::vector<uint32_t> cover(kHorizon, 0);
+      std::map<PathId, std::vector<uint32_t>> region_cover;
+      uint64_t first = ~uint64_t{0}, last = 0;
+      bool any = false;
+      for (const Gen& g : gens) {
+        if (g.act.ctx.step != step || g.act.a.device != dev) continue;
+        any = true;
+        first = std::min(first, g.s);
+        last = std::max(last, g.e);
+        const auto ci = static_cast<std::size_t>(g.cat);
+        const uint64_t dur = g.e - g.s;
+        x.categories[ci].gpu_sum_ns += dur;
+        ++x.categories[ci].count;
+        x.totals.gpu_sum_ns += dur;
+        x.steps[step].totals.gpu_sum_ns += dur;
+        uint64_t* sums[] = {g.cat == Category::kComm ? &x.totals.comm_sum_ns
+                            : g.cat == Category::kIo ? &x.totals.io_sum_ns
+                                                     : &x.totals.compute_sum_ns,
+                            g.cat == Category::kComm ? &x.steps[step].totals.comm_sum_ns
+                            : g.cat == Category::kIo ? &x.steps[step].totals.io_sum_ns
+                                                     : &x.steps[step].totals.compute_sum_ns};
+        for (uint64_t* s : sums) *s += dur;
+        for (uint64_t t = g.s; t < g.e; ++t) cover[t] |= bit(g.cat);
+        const PathId p = g.act.ctx.path;
+        if (p == kNoPath) continue;
+        Expected::RegionExp& re = x.regions[p];
+        re.sum += dur;
+        re.cats[ci].gpu_sum_ns += dur;
+        ++re.cats[ci].count;
+        if (g.act.a.kind == ActivityKind::kKernel) {
+          ++re.kernels;
+          auto& kn = re.kernel_names[std::string(g.act.a.name)];
+          ++kn.first;
+          kn.second += dur;
+        }
+        auto& rc = region_cover[p];
+        rc.resize(kHorizon, 0);
+        for (uint64_t t = g.s; t < g.e; ++t) rc[t] |= bit(g.cat);
+        if (g.act.ctx.entry != 0) {
+          const auto it = entry_span.try_emplace(g.act.ctx.entry, g.s, g.e).first;
+          it->second.first = std::min(it->second.first, g.s);
+          it->second.second = std::max(it->second.second, g.e);
+          entry_path[g.act.ctx.entry] = p;
+        }
+      }
+      if (!any) continue;
+      StepTotals t;
+      Expected::StepRow& row = x.steps[step];
+      for (uint64_t ns = 0; ns < kHorizon; ++ns) {
+        const uint32_t m = cover[ns];
+        const bool compute = (m & compute_bits) != 0;
+        const bool comm = (m & bit(Category::kComm)) != 0;
+        t.gpu_busy_ns += m != 0;
+        t.compute_ns += compute;
+        t.comm_ns += comm;
+        t.comm_overlapped_ns += comm && compute;
+        t.exposed_comm_ns += comm && !compute;
+        t.io_ns += (m & bit(Category::kIo)) != 0;
+        for (std::size_t c = 0; c < kCategoryCount; ++c) {
+          if ((m >> c & 1u) == 0) continue;
+          ++x.categories[c].gpu_busy_ns;
+          ++row.cat_busy[c];
+        }
+      }
+      const uint64_t span = last - first;
+      t.idle_ns = span - t.gpu_busy_ns;  // busy lies inside the span
+      row.span += span;
+      for (StepTotals* into : {&x.totals, &row.totals}) {
+        into->gpu_busy_ns += t.gpu_busy_ns;
+        into->compute_ns += t.compute_ns;
+        into->comm_ns += t.comm_ns;
+        into->comm_overlapped_ns += t.comm_overlapped_ns;
+        into->exposed_comm_ns += t.exposed_comm_ns;
+        into->io_ns += t.io_ns;
+        into->idle_ns += t.idle_ns;
+      }
+      for (const auto& [p, rc] : region_cover) {
+        Expected::RegionExp& re = x.regions[p];
+        for (uint64_t ns = 0; ns < kHorizon; ++ns) {
+          re.busy += rc[ns] != 0;
+          for (std::size_t c = 0; c < kCategoryCount; ++c) re.cats[c].gpu_busy_ns += rc[ns] >> c & 1u;
+        }
+      }
+    }
+    for (const auto& [entry, se] : entry_span) x.regions[entry_path[entry]].span += se.second - se.first;
+  }
+  return x;
+}
+
+// "what: got G, want W" for every figure that differs.
+struct Diff {
+  std::string text;
+  void operator()(const std::string& what, uint64_t got, uint64_t want) {
+    if (got != want)
+      text += what + ": got " + std::to_string(got) + ", want " + std::to_string(want) + "\n";
+  }
+  void totals(const std::string& what, const StepTotals& g, const StepTotals& w, bool sums) {
+    (*this)(what + ".gpu_busy_ns", g.gpu_busy_ns, w.gpu_busy_ns);
+    (*this)(what + ".compute_ns", g.compute_ns, w.compute_ns);
+    (*this)(what + ".comm_ns", g.comm_ns, w.comm_ns);
+    (*this)(what + ".comm_overlapped_ns", g.comm_overlapped_ns, w.comm_overlapped_ns);
+    (*this)(what + ".exposed_comm_ns", g.exposed_comm_ns, w.exposed_comm_ns);
+    (*this)(what + ".io_ns", g.io_ns, w.io_ns);
+    (*this)(what + ".idle_ns", g.idle_ns, w.idle_ns);
+    if (!sums) return;
+    (*this)(what + ".gpu_sum_ns", g.gpu_sum_ns, w.gpu_sum_ns);
+    (*this)(what + ".compute_sum_ns", g.compute_sum_ns, w.compute_sum_ns);
+    (*this)(what + ".comm_sum_ns", g.comm_sum_ns, w.comm_sum_ns);
+    (*this)(what + ".io_sum_ns", g.io_sum_ns, w.io_sum_ns);
+  }
+};
+
+void compare(const GpuSummary& s, const Expected& x, uint64_t steps_completed, Diff& d) {
+  for (std::size_t c = 0; c < kCategoryCount; ++c) {
+    const std::string n = "categories[" + std::string(category_name(static_cast<Category>(c))) + "]";
+    d(n + ".gpu_busy_ns", s.categories[c].gpu_busy_ns, x.categories[c].gpu_busy_ns);
+    d(n + ".gpu_sum_ns", s.categories[c].gpu_sum_ns, x.categories[c].gpu_sum_ns);
+    d(n + ".count", s.categories[c].count, x.categories[c].count);
+  }
+  d.totals("totals", s.totals, x.totals, true);
+  d("detail rows", s.detail.size(), x.steps.size());
+  for (const Steps::Detail& row : s.detail) {
+    const auto it = x.steps.find(row.index);
+    d("detail row of step " + std::to_string(row.index) + " expected", it != x.steps.end(), 1);
+    if (it == x.steps.end()) continue;
+    const std::string n = "detail[" + std::to_string(row.index) + "]";
+    d(n + ".span_ns", row.span_ns, it->second.span);
+    d(n + ".partial", row.partial, row.index >= steps_completed);
+    d.totals(n, row.totals, it->second.totals, true);
+    for (std::size_t c = 0; c < kCategoryCount; ++c)
+      d(n + ".busy_ns_by_category[" + std::to_string(c) + "]",
+        row.busy_ns_by_category[static_cast<Category>(c)], it->second.cat_busy[c]);
+  }
+  d("region rows", s.regions.size(), x.regions.size());
+  for (const GpuSummary::Region& r : s.regions) {
+    const auto it = x.regions.find(r.path);
+    d("region row of path " + std::to_string(r.path) + " expected", it != x.regions.end(), 1);
+    if (it == x.regions.end()) continue;
+    const Expected::RegionExp& re = it->second;
+    const std::string n = "region[" + std::to_string(r.path) + "]";
+    d(n + ".gpu_busy_ns", r.gpu_busy_ns, re.busy);
+    d(n + ".gpu_sum_ns", r.gpu_sum_ns, re.sum);
+    d(n + ".gpu_span_ns", r.gpu_span_ns, re.span);
+    d(n + ".kernels", r.kernels, re.kernels);
+    for (std::size_t c = 0; c < kCategoryCount; ++c) {
+      const auto cat = static_cast<Category>(c);
+      const std::string nc = n + ".by_category[" + std::string(category_name(cat)) + "]";
+      d(nc + " listed", r.by_category.has(cat), re.cats[c].count > 0);
+      d(nc + ".gpu_busy_ns", r.by_category[cat].gpu_busy_ns, re.cats[c].gpu_busy_ns);
+      d(nc + ".gpu_sum_ns", r.by_category[cat].gpu_sum_ns, re.cats[c].gpu_sum_ns);
+      d(nc + ".count", r.by_category[cat].count, re.cats[c].count);
+    }
+    d(n + ".top_kernels size", r.top_kernels.size(), re.kernel_names.size());
+    for (const KernelStat& k : r.top_kernels) {
+      const auto kn = re.kernel_names.find(k.name);
+      d(n + " kernel " + k.name + " expected", kn != re.kernel_names.end(), 1);
+      if (kn == re.kernel_names.end()) continue;
+      d(n + " kernel " + k.name + ".count", k.count, kn->second.first);
+      d(n + " kernel " + k.name + ".gpu_sum_ns", k.gpu_sum_ns, kn->second.second);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("GpuAggregator union and sum figures equal a brute-force count of covered nanoseconds",
+          "[aggregator][random]") {
+  std::mt19937 rng(20261126);
+  const char* const kModes[] = {"shuffled within each step, default window",
+                                "in (device, start) order, default window",
+                                "shuffled across all steps, default window",
+                                "shuffled within each step, one open step (oldest folds)",
+                                "shuffled within each step, record budget of the largest step"};
+  for (int round = 0; round < 200; ++round) {
+    const int mode = round % 5;
+    const uint32_t steps = 1 + rng() % 4;
+    const uint32_t devices = 1 + rng() % 2;
+    std::vector<Gen> gens = generate(rng, steps, devices);
+
+    // Arrival order. Steps arrive in order except in mode 2, whose window never folds a step
+    // before summary(): no record is late, so every figure is exact.
+    std::vector<Gen> feed = gens;
+    if (mode == 1) {
+      std::stable_sort(feed.begin(), feed.end(), [](const Gen& a, const Gen& b) {
+        if (a.act.ctx.step != b.act.ctx.step) return a.act.ctx.step < b.act.ctx.step;
+        if (a.act.a.device != b.act.a.device) return a.act.a.device < b.act.a.device;
+        return a.s < b.s;
+      });
+    } else if (mode == 2) {
+      std::shuffle(feed.begin(), feed.end(), rng);
+    } else {
+      auto b = feed.begin();
+      while (b != feed.end()) {
+        auto e = std::find_if(b, feed.end(), [&](const Gen& g) { return g.act.ctx.step != b->act.ctx.step; });
+        std::shuffle(b, e, rng);
+        b = e;
+      }
+    }
+    AggregatorOptions o;
+    if (mode == 3) o.max_open_steps = 1;
+    if (mode == 4) {  // the oldest step folds once the window holds more than the largest step
+      std::vector<std::size_t> per_step(steps, 0);
+      for (const Gen& g : gens) ++per_step[g.act.ctx.step];
+      o.max_open_records = *std::max_element(per_step.begin(), per_step.end());
+    }
+    const uint64_t steps_completed = steps - (round / 5) % 2;  // every other time: a partial step
+
+    GpuAggregator agg(o);
+    const std::size_t snapshot_at = feed.size() / 2;
+    for (std::size_t i = 0; i < feed.size(); ++i) {
+      if (i == snapshot_at) {  // a snapshot mid-run must not change what comes after
+        (void)agg.summary(steps_completed);
+        GpuStepFigures f;
+        (void)agg.step_figures(feed[i].act.ctx.step, &f);
+      }
+      agg.ingest(feed[i].act.a, feed[i].act.ctx, feed[i].act.region);
+    }
+
+    const Expected x = brute_force_figures(gens, steps, devices);
+    Diff d;
+    d("late records", agg.late_records(), 0);
+    // The window rounds did fold their older steps before summary().
+    if (mode >= 3 && steps > 1) d("steps still open", agg.footprint().open_steps < steps, 1);
+    const GpuSummary s = agg.summary(steps_completed);
+    compare(s, x, steps_completed, d);
+    d("partial_final_step", s.partial_final_step, steps_completed < steps);
+    for (const auto& [step, row] : x.steps) {
+      GpuStepFigures f;
+      d("step_figures(" + std::to_string(step) + ") answered", agg.step_figures(step, &f), 1);
+      const std::string n = "step_figures(" + std::to_string(step) + ")";
+      d(n + ".span_ns", f.span_ns, row.span);
+      d(n + ".busy_ns", f.busy_ns, row.totals.gpu_busy_ns);
+      d(n + ".compute_ns", f.compute_ns, row.totals.compute_ns);
+      d(n + ".comm_ns", f.comm_ns, row.totals.comm_ns);
+      d(n + ".exposed_comm_ns", f.exposed_comm_ns, row.totals.exposed_comm_ns);
+      d(n + ".io_ns", f.io_ns, row.totals.io_ns);
+      d(n + ".idle_ns", f.idle_ns, row.totals.idle_ns);
+      for (std::size_t c = 0; c < kCategoryCount; ++c)
+        d(n + ".category_busy_ns[" + std::to_string(c) + "]", f.category_busy_ns[c], row.cat_busy[c]);
+    }
+    INFO("round " << round << " (" << kModes[mode] << "), " << steps << " steps, " << devices
+                  << " devices, " << gens.size() << " activities");
+    REQUIRE(d.text == "");
   }
 }
