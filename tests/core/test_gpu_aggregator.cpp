@@ -529,7 +529,7 @@ namespace {
 // straight from docs/attribution.md's definitions: nothing here calls the aggregator's helpers.
 
 constexpr uint64_t kBase = 5'000'000'000'000ull;  // CUPTI-like absolute timestamps
-constexpr uint64_t kStepStride = 150;            // steps overlap in time; they are still apart
+constexpr uint64_t kStepStride = 150;  // steps overlap in time: each is still figured on its own
 constexpr uint64_t kHorizon = 4 * kStepStride + 300 + 64;
 
 struct PathInfo {
@@ -549,8 +549,8 @@ constexpr const char* kNcclName = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
 
 struct Gen {
   Act act;
-  Category cat;      // expected category, by the documented rules
-  uint64_t s, e;     // time line offsets (end clamped to start)
+  Category cat;   // expected category, by the documented rules
+  uint64_t s, e;  // time line offsets (end clamped to start)
 };
 
 // The documented attribution rules: comm (interposed call or NCCL kernel name), else the region's
@@ -602,7 +602,9 @@ std::vector<Gen> generate(std::mt19937& rng, uint32_t steps, uint32_t devices) {
       const uint32_t len_kind = pick(10);
       // Zero-length records, an inverted one now and then (end before start: clamped), else
       // up to 60 ns.
-      const uint64_t e = len_kind == 0 ? s : len_kind == 1 ? s - std::min<uint64_t>(s, 3) : s + 1 + pick(60);
+      const uint64_t e = len_kind == 0   ? s
+                         : len_kind == 1 ? s - std::min<uint64_t>(s, 3)
+                                         : s + 1 + pick(60);
       x.a.start_ns = kBase + s;
       x.a.end_ns = kBase + e;
       out.push_back({x, expected_category(x), s, std::max(s, e)});
@@ -690,7 +692,7 @@ Expected brute_force_figures(const std::vector<Gen>& gens, uint32_t steps, uint3
       if (!any) continue;
       StepTotals t;
       Expected::StepRow& row = x.steps[step];
-      for (uint64_t ns = 0; ns < kHorizon; ++ns) {
+      for (uint64_t ns = first; ns < last; ++ns) {  // nothing is covered outside the span
         const uint32_t m = cover[ns];
         const bool compute = (m & compute_bits) != 0;
         const bool comm = (m & bit(Category::kComm)) != 0;
@@ -720,87 +722,92 @@ Expected brute_force_figures(const std::vector<Gen>& gens, uint32_t steps, uint3
       }
       for (const auto& [p, rc] : region_cover) {
         Expected::RegionExp& re = x.regions[p];
-        for (uint64_t ns = 0; ns < kHorizon; ++ns) {
-          re.busy += rc[ns] != 0;
-          for (std::size_t c = 0; c < kCategoryCount; ++c) re.cats[c].gpu_busy_ns += rc[ns] >> c & 1u;
+        for (uint64_t ns = first; ns < last; ++ns) {
+          if (rc[ns] == 0) continue;
+          ++re.busy;
+          for (std::size_t c = 0; c < kCategoryCount; ++c)
+            re.cats[c].gpu_busy_ns += rc[ns] >> c & 1u;
         }
       }
     }
-    for (const auto& [entry, se] : entry_span) x.regions[entry_path[entry]].span += se.second - se.first;
+    for (const auto& [entry, se] : entry_span)
+      x.regions[entry_path[entry]].span += se.second - se.first;
   }
   return x;
 }
 
-// "what: got G, want W" for every figure that differs.
+// "what: got G, want W" for every figure that differs; the name is put together only then.
 struct Diff {
   std::string text;
-  void operator()(const std::string& what, uint64_t got, uint64_t want) {
-    if (got != want)
-      text += what + ": got " + std::to_string(got) + ", want " + std::to_string(want) + "\n";
+  template <typename... Name>
+  void operator()(uint64_t got, uint64_t want, const Name&... name) {
+    if (got == want) return;
+    ((text += name), ...);
+    text += ": got " + std::to_string(got) + ", want " + std::to_string(want) + "\n";
   }
-  void totals(const std::string& what, const StepTotals& g, const StepTotals& w, bool sums) {
-    (*this)(what + ".gpu_busy_ns", g.gpu_busy_ns, w.gpu_busy_ns);
-    (*this)(what + ".compute_ns", g.compute_ns, w.compute_ns);
-    (*this)(what + ".comm_ns", g.comm_ns, w.comm_ns);
-    (*this)(what + ".comm_overlapped_ns", g.comm_overlapped_ns, w.comm_overlapped_ns);
-    (*this)(what + ".exposed_comm_ns", g.exposed_comm_ns, w.exposed_comm_ns);
-    (*this)(what + ".io_ns", g.io_ns, w.io_ns);
-    (*this)(what + ".idle_ns", g.idle_ns, w.idle_ns);
-    if (!sums) return;
-    (*this)(what + ".gpu_sum_ns", g.gpu_sum_ns, w.gpu_sum_ns);
-    (*this)(what + ".compute_sum_ns", g.compute_sum_ns, w.compute_sum_ns);
-    (*this)(what + ".comm_sum_ns", g.comm_sum_ns, w.comm_sum_ns);
-    (*this)(what + ".io_sum_ns", g.io_sum_ns, w.io_sum_ns);
+  void totals(const std::string& what, const StepTotals& g, const StepTotals& w) {
+    (*this)(g.gpu_busy_ns, w.gpu_busy_ns, what, ".gpu_busy_ns");
+    (*this)(g.compute_ns, w.compute_ns, what, ".compute_ns");
+    (*this)(g.comm_ns, w.comm_ns, what, ".comm_ns");
+    (*this)(g.comm_overlapped_ns, w.comm_overlapped_ns, what, ".comm_overlapped_ns");
+    (*this)(g.exposed_comm_ns, w.exposed_comm_ns, what, ".exposed_comm_ns");
+    (*this)(g.io_ns, w.io_ns, what, ".io_ns");
+    (*this)(g.idle_ns, w.idle_ns, what, ".idle_ns");
+    (*this)(g.gpu_sum_ns, w.gpu_sum_ns, what, ".gpu_sum_ns");
+    (*this)(g.compute_sum_ns, w.compute_sum_ns, what, ".compute_sum_ns");
+    (*this)(g.comm_sum_ns, w.comm_sum_ns, what, ".comm_sum_ns");
+    (*this)(g.io_sum_ns, w.io_sum_ns, what, ".io_sum_ns");
   }
 };
 
 void compare(const GpuSummary& s, const Expected& x, uint64_t steps_completed, Diff& d) {
   for (std::size_t c = 0; c < kCategoryCount; ++c) {
-    const std::string n = "categories[" + std::string(category_name(static_cast<Category>(c))) + "]";
-    d(n + ".gpu_busy_ns", s.categories[c].gpu_busy_ns, x.categories[c].gpu_busy_ns);
-    d(n + ".gpu_sum_ns", s.categories[c].gpu_sum_ns, x.categories[c].gpu_sum_ns);
-    d(n + ".count", s.categories[c].count, x.categories[c].count);
+    const std::string_view n = category_name(static_cast<Category>(c));
+    d(s.categories[c].gpu_busy_ns, x.categories[c].gpu_busy_ns, "categories.", n, ".gpu_busy_ns");
+    d(s.categories[c].gpu_sum_ns, x.categories[c].gpu_sum_ns, "categories.", n, ".gpu_sum_ns");
+    d(s.categories[c].count, x.categories[c].count, "categories.", n, ".count");
   }
-  d.totals("totals", s.totals, x.totals, true);
-  d("detail rows", s.detail.size(), x.steps.size());
+  d.totals("totals", s.totals, x.totals);
+  d(s.detail.size(), x.steps.size(), "detail rows");
   for (const Steps::Detail& row : s.detail) {
-    const auto it = x.steps.find(row.index);
-    d("detail row of step " + std::to_string(row.index) + " expected", it != x.steps.end(), 1);
-    if (it == x.steps.end()) continue;
     const std::string n = "detail[" + std::to_string(row.index) + "]";
-    d(n + ".span_ns", row.span_ns, it->second.span);
-    d(n + ".partial", row.partial, row.index >= steps_completed);
-    d.totals(n, row.totals, it->second.totals, true);
+    const auto it = x.steps.find(row.index);
+    d(it != x.steps.end(), 1, n, " expected");
+    if (it == x.steps.end()) continue;
+    d(row.span_ns, it->second.span, n, ".span_ns");
+    d(row.partial, row.index >= steps_completed, n, ".partial");
+    d.totals(n, row.totals, it->second.totals);
     for (std::size_t c = 0; c < kCategoryCount; ++c)
-      d(n + ".busy_ns_by_category[" + std::to_string(c) + "]",
-        row.busy_ns_by_category[static_cast<Category>(c)], it->second.cat_busy[c]);
+      d(row.busy_ns_by_category[static_cast<Category>(c)], it->second.cat_busy[c], n,
+        ".busy_ns_by_category.", category_name(static_cast<Category>(c)));
   }
-  d("region rows", s.regions.size(), x.regions.size());
+  d(s.regions.size(), x.regions.size(), "region rows");
   for (const GpuSummary::Region& r : s.regions) {
+    const std::string n = "region[" + std::to_string(r.path) + "]";
     const auto it = x.regions.find(r.path);
-    d("region row of path " + std::to_string(r.path) + " expected", it != x.regions.end(), 1);
+    d(it != x.regions.end(), 1, n, " expected");
     if (it == x.regions.end()) continue;
     const Expected::RegionExp& re = it->second;
-    const std::string n = "region[" + std::to_string(r.path) + "]";
-    d(n + ".gpu_busy_ns", r.gpu_busy_ns, re.busy);
-    d(n + ".gpu_sum_ns", r.gpu_sum_ns, re.sum);
-    d(n + ".gpu_span_ns", r.gpu_span_ns, re.span);
-    d(n + ".kernels", r.kernels, re.kernels);
+    d(r.gpu_busy_ns, re.busy, n, ".gpu_busy_ns");
+    d(r.gpu_sum_ns, re.sum, n, ".gpu_sum_ns");
+    d(r.gpu_span_ns, re.span, n, ".gpu_span_ns");
+    d(r.kernels, re.kernels, n, ".kernels");
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       const auto cat = static_cast<Category>(c);
-      const std::string nc = n + ".by_category[" + std::string(category_name(cat)) + "]";
-      d(nc + " listed", r.by_category.has(cat), re.cats[c].count > 0);
-      d(nc + ".gpu_busy_ns", r.by_category[cat].gpu_busy_ns, re.cats[c].gpu_busy_ns);
-      d(nc + ".gpu_sum_ns", r.by_category[cat].gpu_sum_ns, re.cats[c].gpu_sum_ns);
-      d(nc + ".count", r.by_category[cat].count, re.cats[c].count);
+      const std::string_view nc = category_name(cat);
+      d(r.by_category.has(cat), re.cats[c].count > 0, n, ".by_category.", nc, " listed");
+      const CategoryTotals& got = r.by_category[cat];
+      d(got.gpu_busy_ns, re.cats[c].gpu_busy_ns, n, ".by_category.", nc, ".gpu_busy_ns");
+      d(got.gpu_sum_ns, re.cats[c].gpu_sum_ns, n, ".by_category.", nc, ".gpu_sum_ns");
+      d(got.count, re.cats[c].count, n, ".by_category.", nc, ".count");
     }
-    d(n + ".top_kernels size", r.top_kernels.size(), re.kernel_names.size());
+    d(r.top_kernels.size(), re.kernel_names.size(), n, ".top_kernels size");
     for (const KernelStat& k : r.top_kernels) {
       const auto kn = re.kernel_names.find(k.name);
-      d(n + " kernel " + k.name + " expected", kn != re.kernel_names.end(), 1);
+      d(kn != re.kernel_names.end(), 1, n, " kernel ", k.name, " expected");
       if (kn == re.kernel_names.end()) continue;
-      d(n + " kernel " + k.name + ".count", k.count, kn->second.first);
-      d(n + " kernel " + k.name + ".gpu_sum_ns", k.gpu_sum_ns, kn->second.second);
+      d(k.count, kn->second.first, n, " kernel ", k.name, ".count");
+      d(k.gpu_sum_ns, kn->second.second, n, " kernel ", k.name, ".gpu_sum_ns");
     }
   }
 }
@@ -835,7 +842,9 @@ TEST_CASE("GpuAggregator union and sum figures equal a brute-force count of cove
     } else {
       auto b = feed.begin();
       while (b != feed.end()) {
-        auto e = std::find_if(b, feed.end(), [&](const Gen& g) { return g.act.ctx.step != b->act.ctx.step; });
+        const uint32_t step = b->act.ctx.step;
+        auto e = std::find_if(b, feed.end(),
+                              [step](const Gen& g) { return g.act.ctx.step != step; });
         std::shuffle(b, e, rng);
         b = e;
       }
@@ -862,25 +871,26 @@ TEST_CASE("GpuAggregator union and sum figures equal a brute-force count of cove
 
     const Expected x = brute_force_figures(gens, steps, devices);
     Diff d;
-    d("late records", agg.late_records(), 0);
+    d(agg.late_records(), 0, "late records");
     // The window rounds did fold their older steps before summary().
-    if (mode >= 3 && steps > 1) d("steps still open", agg.footprint().open_steps < steps, 1);
+    if (mode >= 3 && steps > 1) d(agg.footprint().open_steps < steps, 1, "older steps folded");
     const GpuSummary s = agg.summary(steps_completed);
     compare(s, x, steps_completed, d);
-    d("partial_final_step", s.partial_final_step, steps_completed < steps);
+    d(s.partial_final_step, steps_completed < steps, "partial_final_step");
     for (const auto& [step, row] : x.steps) {
-      GpuStepFigures f;
-      d("step_figures(" + std::to_string(step) + ") answered", agg.step_figures(step, &f), 1);
       const std::string n = "step_figures(" + std::to_string(step) + ")";
-      d(n + ".span_ns", f.span_ns, row.span);
-      d(n + ".busy_ns", f.busy_ns, row.totals.gpu_busy_ns);
-      d(n + ".compute_ns", f.compute_ns, row.totals.compute_ns);
-      d(n + ".comm_ns", f.comm_ns, row.totals.comm_ns);
-      d(n + ".exposed_comm_ns", f.exposed_comm_ns, row.totals.exposed_comm_ns);
-      d(n + ".io_ns", f.io_ns, row.totals.io_ns);
-      d(n + ".idle_ns", f.idle_ns, row.totals.idle_ns);
+      GpuStepFigures f;
+      d(agg.step_figures(step, &f), 1, n, " answered");
+      d(f.span_ns, row.span, n, ".span_ns");
+      d(f.busy_ns, row.totals.gpu_busy_ns, n, ".busy_ns");
+      d(f.compute_ns, row.totals.compute_ns, n, ".compute_ns");
+      d(f.comm_ns, row.totals.comm_ns, n, ".comm_ns");
+      d(f.exposed_comm_ns, row.totals.exposed_comm_ns, n, ".exposed_comm_ns");
+      d(f.io_ns, row.totals.io_ns, n, ".io_ns");
+      d(f.idle_ns, row.totals.idle_ns, n, ".idle_ns");
       for (std::size_t c = 0; c < kCategoryCount; ++c)
-        d(n + ".category_busy_ns[" + std::to_string(c) + "]", f.category_busy_ns[c], row.cat_busy[c]);
+        d(f.category_busy_ns[c], row.cat_busy[c], n, ".category_busy_ns.",
+          category_name(static_cast<Category>(c)));
     }
     INFO("round " << round << " (" << kModes[mode] << "), " << steps << " steps, " << devices
                   << " devices, " << gens.size() << " activities");
