@@ -4,6 +4,7 @@
 #include "traintime/core/gpu_aggregator.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string_view>
 #include <utility>
 
@@ -69,7 +70,8 @@ inline const GpuAggregator::SiteCacheEntry* GpuAggregator::find_site(const SiteS
                                                                      PathId path) const {
   for (const SiteCacheEntry& e : set.way)
     if (e.ptr == name.data() && e.len == name.size() && e.path == path &&
-        e.name_id > kOtherKernels && same_chars(name_chars_.data() + e.name_at, name.data(), name.size()))
+        e.name_id > kOtherKernels &&
+        same_chars(name_chars_.data() + e.name_at, name.data(), name.size()))
       return &e;
   return nullptr;
 }
@@ -110,15 +112,18 @@ __attribute__((noinline)) GpuAggregator::StepBuf* GpuAggregator::open_step(uint6
   any_activity_ = true;
   max_step_ = std::max(max_step_, step);
   if (step < folded_below_) return nullptr;
-  auto it = open_.find(step);
+  // A step past every open one (the usual new step) is not searched for and goes at the end.
+  const bool newest = open_.empty() || std::prev(open_.end())->first < step;
+  auto it = newest ? open_.end() : open_.find(step);
   if (it == open_.end()) {
+    const auto at = newest ? open_.end() : open_.lower_bound(step);
     if (spare_steps_.empty()) {
-      it = open_.try_emplace(step).first;
+      it = open_.try_emplace(at, step);
     } else {  // a folded step's node, buffers emptied with their capacity kept
       OpenSteps::node_type node = std::move(spare_steps_.back());
       spare_steps_.pop_back();
       node.key() = step;
-      it = open_.insert(std::move(node)).position;
+      it = open_.insert(at, std::move(node));
     }
   }
   last_buf_ = &it->second;  // std::map nodes are stable
@@ -148,8 +153,52 @@ void GpuAggregator::ingest_other(const GpuActivity& a, const LaunchContext& ctx,
   }
 }
 
+// The common record — a kernel launched again from a site the cache knows, for the step the last
+// record went to, neither comm nor traced, with room in the step's buffers and the window — in a
+// function that calls nothing, so it saves and restores few registers. Every check comes before
+// the first change; anything else goes whole to ingest_full, which computes the same for it.
 void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
                            Category region_category) {
+  // fast_room_ > 0 also says last_buf_ is set and tracing is off.
+  if (fast_room_ == 0 || a.kind != ActivityKind::kKernel || a.name.empty() ||
+      ctx.step != last_step_)
+    return ingest_full(a, ctx, region_category);
+  const SiteCacheEntry* e = find_site(site_cache_[site_set(a.name.data(), ctx.path)], a.name,
+                                      ctx.path);
+  if (e == nullptr || attribute((e->rk_nccl & 1) != 0, ctx, region_category) == Category::kComm)
+    return ingest_full(a, ctx, region_category);
+  StepBuf* const buf = last_buf_;
+  --fast_room_;
+
+  const Category cat = attribute((e->rk_nccl & 1) != 0, ctx, region_category);
+  const uint64_t start = a.start_ns;
+  const uint64_t end = a.end_ns > a.start_ns ? a.end_ns : a.start_ns;
+  const uint32_t slot = e->slot;
+  if (slot != kNoSlot) {
+    KernelAcc& k = region_kernels_[e->rk_nccl >> 1];
+    ++k.count;
+    k.sum += end - start;
+  }
+  if (published_below_ > ctx.step) ++after_publish_;
+  // The room counted by fast_room_, said again where the vectors grow: the compiler then drops
+  // their reallocation (a call) from this path.
+  if (buf->entries.empty() || buf->entries.back() != ctx.entry) {
+    if (buf->entries.size() == buf->entries.capacity()) __builtin_unreachable();
+    buf->entries.push_back(ctx.entry);
+  }
+  if (!buf->recs.empty()) {
+    const OpenRec& last = buf->recs.back();
+    if (a.device != last.device ? a.device < last.device : start < last.start) buf->sorted = false;
+  }
+  const auto entry = static_cast<uint32_t>(buf->entries.size() - 1);
+  if (buf->recs.size() == buf->recs.capacity()) __builtin_unreachable();
+  buf->recs.emplace_back(start, end, entry, a.device, slot, static_cast<uint32_t>(cat));
+  ++open_records_;
+}
+
+__attribute__((noinline)) void GpuAggregator::ingest_full(const GpuActivity& a,
+                                                          const LaunchContext& ctx,
+                                                          Category region_category) {
   const uint64_t start = a.start_ns;
   const uint64_t end = a.end_ns > a.start_ns ? a.end_ns : a.start_ns;
   const uint64_t dur = end - start;
@@ -176,7 +225,6 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   const auto ci = static_cast<std::size_t>(cat);
   // Sums by category and region are counted when the record's step folds (it reads them anyway).
   if (slot != kNoSlot && is_kernel) {
-    ++regions_[slot].kernels;
     KernelAcc& k = region_kernels_[rk_nccl >> 1];
     ++k.count;
     k.sum += dur;
@@ -190,26 +238,35 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
     buf = open_step(step, a.device);
     if (buf == nullptr) {
       fold_late(OpenRec{start, end, 0, a.device, slot, static_cast<uint8_t>(ci)}, ctx.entry, step);
+      refresh_room();
       return;
     }
   }
   if (buf->entries.empty() || buf->entries.back() != ctx.entry) buf->entries.push_back(ctx.entry);
-  // Written field by field in place: a record built on the stack and copied in would be read
-  // back in 16-byte pieces straight after its narrower stores, a store-forwarding stall per record.
   if (!buf->recs.empty()) {
     const OpenRec& last = buf->recs.back();
     if (a.device != last.device ? a.device < last.device : start < last.start) buf->sorted = false;
   }
-  OpenRec& rec = buf->recs.emplace_back();
-  rec.start = start;
-  rec.end = end;
-  rec.entry = static_cast<uint32_t>(buf->entries.size() - 1);
-  rec.device = a.device;
-  rec.slot = slot;
-  rec.cat = static_cast<uint8_t>(ci);
+  buf->recs.emplace_back(start, end, static_cast<uint32_t>(buf->entries.size() - 1), a.device,
+                         slot, static_cast<uint32_t>(ci));
   ++open_records_;
   if (open_records_ > opt_.max_open_records || open_.size() > opt_.max_open_steps)
     enforce_bounds();
+  refresh_room();
+}
+
+void GpuAggregator::refresh_room() {
+  const StepBuf* buf = last_buf_;
+  if (buf == nullptr || opt_.trace || open_.size() > opt_.max_open_steps ||
+      open_records_ >= opt_.max_open_records) {
+    fast_room_ = 0;
+    return;
+  }
+  // Each common record adds one record and at most one entry, and must leave open_records_
+  // within its bound (enforce_bounds is not on that path).
+  fast_room_ = std::min({buf->recs.capacity() - buf->recs.size(),
+                         buf->entries.capacity() - buf->entries.size(),
+                         opt_.max_open_records - open_records_});
 }
 
 GpuAggregator::Footprint GpuAggregator::footprint() const {

@@ -56,13 +56,14 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     row.gpu_busy_ns = rf.busy;
     row.gpu_sum_ns = rf.sum;
     row.gpu_span_ns = rf.span;
-    row.kernels = r.kernels;
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       if (rf.cat_count[c] == 0) continue;
       row.by_category.set(static_cast<Category>(c)) = {rf.cat_busy[c], rf.cat_sum[c], rf.cat_count[c]};
     }
     const auto ks = by_slot.begin() + first_of[slot];
     const auto ks_end = by_slot.begin() + first_of[slot + 1];
+    // Every kernel of the region is counted in exactly one of its (region, kernel) pairs.
+    for (auto k = ks; k != ks_end; ++k) row.kernels += region_kernels_[*k].count;
     const auto top = ks + std::min<std::ptrdiff_t>(ks_end - ks, opt_.top_kernels);
     std::partial_sort(ks, top, ks_end, [this](uint32_t a, uint32_t b) {
       const KernelAcc& x = region_kernels_[a];

@@ -2,6 +2,9 @@
 // the step folds into the totals — union-based busy figures per category, region and step —
 // when the window's record or step budget is exceeded, or into a copy at summary time.
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <iterator>
 #include <utility>
 
 #include "aggregator_internal.h"
@@ -94,7 +97,9 @@ GpuAggregator::DetailAcc* GpuAggregator::detail_for(Accum& acc, uint64_t step,
   // A step is looked up twice when it folds (its records, then its idle time): the second time
   // is the last one found.
   if (acc.last_detail.acc != nullptr && acc.last_detail.step == step) return acc.last_detail.acc;
-  auto it = acc.detail.find(step);
+  // Steps usually fold in order: a step past the last row is new, and goes at the end.
+  const bool newest = acc.detail.empty() || std::prev(acc.detail.end())->first < step;
+  auto it = newest ? acc.detail.end() : acc.detail.find(step);
   if (it == acc.detail.end()) {
     // The most recent step_detail steps by index are kept: an older step is not re-added.
     if (acc.detail.size() >= step_detail) {
@@ -103,9 +108,11 @@ GpuAggregator::DetailAcc* GpuAggregator::detail_for(Accum& acc, uint64_t step,
       auto node = acc.detail.extract(acc.detail.begin());
       node.key() = step;
       node.mapped() = DetailAcc{};
-      it = acc.detail.insert(std::move(node)).position;
+      it = acc.detail.insert(newest ? acc.detail.end() : acc.detail.lower_bound(step),
+                             std::move(node));
     } else {
-      it = acc.detail.emplace(step, DetailAcc{}).first;
+      it = acc.detail.emplace_hint(newest ? acc.detail.end() : acc.detail.lower_bound(step), step,
+                                   DetailAcc{});
     }
   }
   acc.last_detail.step = step;
@@ -120,8 +127,8 @@ void GpuAggregator::fold_records(StepBuf& buf, std::vector<DeviceSpan>& devices,
     std::sort(buf.recs.begin(), buf.recs.end(), before);
     buf.sorted = true;
   }
-  fold_sorted(buf.recs.data(), buf.recs.size(), buf.entries.data(), devices, step, acc, sc,
-              step_detail);
+  fold_sorted(buf.recs.data(), buf.recs.size(), buf.entries.data(), buf.entries.size(), devices,
+              step, acc, sc, step_detail);
 }
 
 void GpuAggregator::fold_copy(const StepBuf& buf, std::vector<DeviceSpan>& devices,
@@ -132,12 +139,38 @@ void GpuAggregator::fold_copy(const StepBuf& buf, std::vector<DeviceSpan>& devic
     std::sort(sc.sorted.begin(), sc.sorted.end(), before);
     recs = sc.sorted.data();
   }
-  fold_sorted(recs, buf.recs.size(), buf.entries.data(), devices, step, acc, sc, step_detail);
+  fold_sorted(recs, buf.recs.size(), buf.entries.data(), buf.entries.size(), devices, step, acc,
+              sc, step_detail);
 }
 
 void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64_t* entries,
-                                std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
+                                std::size_t n_entries, std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
                                 Scratch& sc, uint32_t step_detail) {
+  static_assert(offsetof(OpenRec, device) == offsetof(OpenRec, entry) + 4 &&
+                    offsetof(OpenRec, slot) == offsetof(OpenRec, entry) + 8 &&
+                    offsetof(OpenRec, cat) == offsetof(OpenRec, entry) + 12 &&
+                    sizeof(OpenRec) == offsetof(OpenRec, entry) + 16,
+                "run_key reads entry, device, slot and category as two padding-free words");
+  // A run: consecutive records (in fold order) of one region entry, device, region slot and
+  // category. Its records enter the same per-category and per-region unions, so the fold sweeps
+  // a run on its own, in registers, and adds the result to those unions once per run.
+  struct Run {
+    std::size_t begin, end;  // recs[begin, end)
+    uint64_t first;          // the first record's start: the lowest, records being in start order
+    IntervalUnion busy;      // the run's own union; its reach is the run's last end
+    uint64_t sum;            // raw sum of the run's durations
+  };
+  // The run into the union u: in one step when the run begins after everything u holds (records
+  // of one category on one stream, the common case), else record by record. Either way the same
+  // result as adding every record in fold order.
+  auto add_run = [recs](IntervalUnion& u, const Run& run) {
+    if (u.add_after(run.first, run.busy.reach(), run.busy.total())) return;
+    for (std::size_t k = run.begin; k < run.end; ++k) u.add(recs[k].start, recs[k].end);
+  };
+  // entry, device, slot and category of a record as two words, for the run test.
+  auto run_key = [](const OpenRec& r, uint64_t key[2]) {
+    std::memcpy(key, &r.entry, 2 * sizeof(uint64_t));
+  };
   if (n == 0) return;
   DetailAcc* detail = detail_for(acc, step, step_detail);
   const std::size_t nslots = acc.regions.size();
@@ -146,9 +179,10 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
     sc.region_cat.resize(nslots * kCategoryCount);
     sc.touched_cats.resize(nslots, 0);
   }
-  sc.entries.clear();
-  uint32_t last_entry = ~uint32_t{0};  // position in entries
-  EntrySpan* last_span = nullptr;
+  // Each region entry's span: its records' lowest start and highest end, first by position in
+  // entries (a step usually holds each entry at one position), then merged by entry.
+  sc.entry_at.assign(n_entries, EntrySpan{kNoSlot, ~uint64_t{0}, 0});
+  EntrySpan* const entry_at = sc.entry_at.data();
   // Raw pointers for the loop: read through the vectors, each index reloads their bounds.
   IntervalUnion* const region = sc.region.data();
   RegionLane* const region_cat = sc.region_cat.data();
@@ -158,52 +192,55 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
   while (i < n) {
     const uint32_t dev = recs[i].device;
     // Per category: the union and the raw sum of its records on this device.
-    struct Lane {
-      IntervalUnion busy;
-      uint64_t sum = 0;
-      uint64_t count = 0;
-    };
-    std::array<Lane, kCategoryCount> cat{};
+    std::array<RegionLane, kCategoryCount> cat{};
     IntervalUnion compute, comm_or_compute, all;
     const uint64_t first = recs[i].start;
-    uint64_t last = recs[i].end;
-    for (; i < n && recs[i].device == dev; ++i) {
-      const OpenRec& r = recs[i];
-      last = std::max(last, r.end);
-      Lane& lane = cat[r.cat];
-      lane.busy.add(r.start, r.end);
-      lane.sum += r.end - r.start;
-      ++lane.count;
-      all.add(r.start, r.end);
-      // Compute, and comm or compute, without a branch on the category (random on a GPU running
-      // both): a record outside the set adds the empty [start, start), which counts nothing and
-      // leaves later intervals' figures as they were (they start there or later).
-      const uint64_t class_bits = kClassOf >> (4 * r.cat);
-      compute.add(r.start, class_bits & 1 ? r.end : r.start);
-      comm_or_compute.add(r.start, class_bits & 2 ? r.end : r.start);
-      if (r.slot == kNoSlot) continue;
-      uint8_t& cats = touched_cats[r.slot];
-      if (cats == 0) sc.touched.push_back(r.slot);
-      cats |= static_cast<uint8_t>(1u << r.cat);
-      region[r.slot].add(r.start, r.end);
-      RegionLane& rl = region_cat[r.slot * kCategoryCount + r.cat];
-      rl.busy.add(r.start, r.end);
-      rl.sum += r.end - r.start;
-      ++rl.count;
-      if (r.entry != last_entry) {
-        last_entry = r.entry;
-        last_span = nullptr;
-        if (entries[r.entry] != 0) {
-          bool inserted = false;
-          last_span = sc.entries.find_or_insert(entries[r.entry],
-                                                EntrySpan{r.slot, r.start, r.end}, inserted);
-          if (inserted) continue;
-        }
+
+    // A run's figures go where each of its records would have gone.
+    auto finish_run = [&](const Run& run) {
+      const OpenRec& h = recs[run.begin];
+      const uint64_t count = run.end - run.begin;
+      RegionLane& lane = cat[h.cat];
+      add_run(lane.busy, run);
+      lane.sum += run.sum;
+      lane.count += count;
+      const uint64_t class_bits = kClassOf >> (4 * h.cat);
+      if (class_bits & 1) add_run(compute, run);
+      if (class_bits & 2) add_run(comm_or_compute, run);
+      if (h.slot == kNoSlot) return;
+      uint8_t& cats = touched_cats[h.slot];
+      if (cats == 0) sc.touched.push_back(h.slot);
+      cats |= static_cast<uint8_t>(1u << h.cat);
+      add_run(region[h.slot], run);
+      RegionLane& rl = region_cat[h.slot * kCategoryCount + h.cat];
+      add_run(rl.busy, run);
+      rl.sum += run.sum;
+      rl.count += count;
+      EntrySpan& span = entry_at[h.entry];
+      span.slot = h.slot;
+      span.first = std::min(span.first, run.first);
+      span.last = std::max(span.last, run.busy.reach());
+    };
+
+    for (;;) {  // the device's runs
+      uint64_t key[2];
+      run_key(recs[i], key);
+      Run run{i, i, recs[i].start, IntervalUnion{}, 0};
+      for (;;) {  // the run's records: three sweeps in registers
+        const OpenRec& r = recs[i];
+        all.add(r.start, r.end);
+        run.busy.add(r.start, r.end);
+        run.sum += r.end - r.start;
+        if (++i == n) break;
+        uint64_t next[2];
+        run_key(recs[i], next);
+        if (((next[0] ^ key[0]) | (next[1] ^ key[1])) != 0) break;
       }
-      if (last_span == nullptr) continue;
-      last_span->first = std::min(last_span->first, r.start);
-      last_span->last = std::max(last_span->last, r.end);
+      run.end = i;
+      finish_run(run);
+      if (i == n || recs[i].device != dev) break;
     }
+    const uint64_t last = all.reach();  // the highest end: ends are never below starts
 
     StepTotals t;
     std::array<uint64_t, kCategoryCount> busy{};
@@ -257,6 +294,34 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
       d->last = std::max(d->last, last);
       d->busy += all_ns;
     }
+  }
+  // Entries are numbered as regions are entered, so positions in increasing entry order hold
+  // each entry once, and their spans are final; else (an entry at two positions, when records of
+  // two regions interleave) they are merged by entry first.
+  bool distinct = true;
+  uint64_t prev = 0;
+  for (std::size_t p = 0; p < n_entries && distinct; ++p) {
+    if (entry_at[p].slot == kNoSlot || entries[p] == 0) continue;
+    distinct = entries[p] > prev;
+    prev = entries[p];
+  }
+  if (distinct) {
+    for (std::size_t p = 0; p < n_entries; ++p) {
+      const EntrySpan& span = entry_at[p];
+      if (span.slot != kNoSlot && entries[p] != 0)
+        acc.regions[span.slot].span += span.last - span.first;
+    }
+    return;
+  }
+  sc.entries.clear();
+  for (std::size_t p = 0; p < n_entries; ++p) {
+    const EntrySpan& span = entry_at[p];
+    if (span.slot == kNoSlot || entries[p] == 0) continue;
+    bool inserted = false;
+    EntrySpan* merged = sc.entries.find_or_insert(entries[p], span, inserted);
+    if (inserted) continue;
+    merged->first = std::min(merged->first, span.first);
+    merged->last = std::max(merged->last, span.last);
   }
   sc.entries.for_each(
       [&acc](const EntrySpan& span) { acc.regions[span.slot].span += span.last - span.first; });

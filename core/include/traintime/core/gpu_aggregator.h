@@ -109,10 +109,17 @@ class GpuAggregator {
   struct OpenRec {  // one activity of an open step: 32 bytes, two to a cache line
     uint64_t start;
     uint64_t end;
+    // The fold groups consecutive records of equal entry, device, slot and category into runs,
+    // comparing these four as two 64-bit words: no padding between or after them.
     uint32_t entry;  // position of its region entry in StepBuf::entries
     uint32_t device;
     uint32_t slot;
-    uint8_t cat;
+    uint32_t cat;
+    OpenRec() = default;
+    // All fields at once, so that emplace_back writes each once (no zeroing first).
+    OpenRec(uint64_t start_ns, uint64_t end_ns, uint32_t entry_pos, uint32_t dev, uint32_t slot_,
+            uint32_t category)
+        : start(start_ns), end(end_ns), entry(entry_pos), device(dev), slot(slot_), cat(category) {}
   };
   // The order a step's records are folded in.
   static bool before(const OpenRec& a, const OpenRec& b) {
@@ -262,14 +269,14 @@ class GpuAggregator {
     std::vector<RegionLane> region_cat;   // by slot * kCategoryCount + category
     std::vector<uint8_t> touched_cats;  // by slot: bit c set when category c has a record
     std::vector<uint32_t> touched;      // slots with a non-zero touched_cats
-    EntryTable entries;
+    std::vector<EntrySpan> entry_at;  // by position in StepBuf::entries (slot kNoSlot: none)
+    EntryTable entries;               // by entry, when a step's entries are not all distinct
     std::vector<OpenRec> sorted;  // fold_copy's sorted copy of a buffer out of order
   };
 
-  struct RegionAcc {  // updated at ingest (the raw sums by category are counted when steps fold)
+  struct RegionAcc {  // its figures are counted when steps fold, its kernels by pair
     PathId path = kNoPath;
     Category category = Category::kOther;
-    uint64_t kernels = 0;
   };
   struct KernelAcc {  // one (region, kernel) pair
     uint64_t key = 0;  // slot << 32 | name id
@@ -333,6 +340,9 @@ class GpuAggregator {
   // Position in region_kernels_ of key (slot << 32 | name id), added if new; beyond
   // max_region_kernels a new key is counted and goes to the slot's "(other kernels)" pair.
   uint32_t region_kernel(uint64_t key, uint32_t slot);
+  // Everything ingest() does, for any record; ingest() itself handles the common one.
+  void ingest_full(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  void refresh_room();
   SiteCacheEntry resolve_site(const GpuActivity& a, const LaunchContext& ctx,
                               Category region_category, SiteSet* set);
   StepBuf* open_step(uint64_t step, uint32_t device);  // nullptr: the step is already folded
@@ -355,7 +365,7 @@ class GpuAggregator {
   static void fold_copy(const StepBuf& buf, std::vector<DeviceSpan>& devices, uint64_t step,
                         Accum& acc, Scratch& scratch, uint32_t step_detail);
   static void fold_sorted(const OpenRec* recs, std::size_t n, const uint64_t* entries,
-                          std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
+                          std::size_t n_entries, std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
                           Scratch& scratch, uint32_t step_detail);
   // Closes a step: idle and span from the per-device spans of all its segments.
   static void finish_step(const std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
@@ -414,6 +424,10 @@ class GpuAggregator {
   uint64_t folded_below_ = 0;  // steps < this are folded; their records are late
   uint64_t last_step_ = ~uint64_t{0};
   StepBuf* last_buf_ = nullptr;
+  // Records ingest()'s common path may still add to last_buf_ without growing its vectors or
+  // passing the window's bounds; set by refresh_room() at the end of ingest_full, which every
+  // other change to the window goes through. 0: every record takes ingest_full.
+  std::size_t fast_room_ = 0;
   Accum acc_;
   Scratch scratch_;
 

@@ -26,6 +26,18 @@ class IntervalUnion {
     // there or later.
     reach_ = to;
   }
+  // Adds a set of intervals already swept on their own (measure `total`, all of them in
+  // [first, reach)) in one step, when the set begins at or after everything added so far: then
+  // the two are disjoint and the measures add. Returns false and changes nothing otherwise; the
+  // caller then adds the set's intervals one by one. The result is the same as adding them singly.
+  bool add_after(uint64_t first, uint64_t reach, uint64_t total) {
+    if (first < reach_) return false;
+    total_ += total;
+    reach_ = reach;
+    return true;
+  }
+  uint64_t reach() const { return reach_; }  // how far the union reaches (0: nothing added)
+  uint64_t total() const { return total_; }  // its measure so far
   // Measure of everything added, and a reset for the next sweep.
   uint64_t finish() {
     const uint64_t t = total_;
