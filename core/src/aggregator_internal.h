@@ -25,14 +25,27 @@ constexpr std::size_t kSpareBufs = 2;         // step buffers kept for reuse
 inline bool same_chars(const char* a, const char* b, std::size_t n) {
 #if defined(__SSE2__)
   if (n >= 16) {
-    auto differ = [&](std::size_t i) {
+    // Byte-equal masks of sixteen-byte blocks ANDed together, tested once: a block compare is
+    // then three instructions, not six with a branch.
+    auto eq = [&](std::size_t i) {
       const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
       const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
-      return _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff;
+      return _mm_cmpeq_epi8(x, y);
     };
-    for (std::size_t i = 0; i + 16 < n; i += 16)
-      if (differ(i)) return false;
-    return !differ(n - 16);  // the last sixteen, overlapping the loop's last block
+    __m128i all = eq(n - 16);  // the last sixteen, overlapping the blocks before them
+    if (n > 32) {
+      std::size_t i = 0;
+      for (; i + 64 < n; i += 64) {  // long names: 64 bytes a test
+        const __m128i block = _mm_and_si128(_mm_and_si128(eq(i), eq(i + 16)),
+                                            _mm_and_si128(eq(i + 32), eq(i + 48)));
+        if (_mm_movemask_epi8(_mm_and_si128(all, block)) != 0xffff) return false;
+      }
+      for (; i + 32 < n; i += 32) all = _mm_and_si128(all, _mm_and_si128(eq(i), eq(i + 16)));
+      if (i + 16 < n) all = _mm_and_si128(all, eq(i));
+    } else {
+      all = _mm_and_si128(all, eq(0));
+    }
+    return _mm_movemask_epi8(all) == 0xffff;
   }
 #endif
   if (n < 8) {

@@ -300,11 +300,19 @@ TEST_CASE("top kernels per region are demangled and ordered by total time", "[ag
 
 TEST_CASE("a kernel name address reused for another name of the same length is a new name",
           "[aggregator]") {
-  // Names of 39 and 5 characters: the compare of a cached name runs in blocks and bytes.
-  for (std::string first : {std::string("ampere_sgemm_128x64_nn_kernel_variant_3"),
-                            std::string("alpha")}) {
+  // The compare of a cached name runs in bytes, words and blocks of 16 and 64: every length
+  // around those sizes, with the one differing character at every position.
+  std::vector<std::pair<std::string, std::size_t>> cases;  // name, position of the change
+  for (std::size_t n : {1, 2, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 39, 47, 48, 49, 63, 64, 65, 79,
+                        80, 81, 95, 96, 97, 127, 128, 129, 200}) {
+    std::string name(n, 'x');
+    for (std::size_t i = 0; i < n; ++i) name[i] = static_cast<char>('a' + (i * 7) % 26);
+    for (std::size_t at = 0; at < n; ++at) cases.emplace_back(name, at);
+  }
+  for (const auto& [first, changed] : cases) {
+    CAPTURE(first.size(), changed);
     std::string second = first;
-    second[second.size() / 2] ^= 1;  // same length, one character differs
+    second[changed] ^= 1;  // same length, one character differs
     GpuAggregator agg;
     std::vector<char> buf(first.begin(), first.end());
     const std::string_view at(buf.data(), buf.size());
