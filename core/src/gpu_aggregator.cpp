@@ -153,6 +153,20 @@ void GpuAggregator::ingest_other(const GpuActivity& a, const LaunchContext& ctx,
   }
 }
 
+// Each common record adds one record and at most one entry to last_buf_, and must leave
+// open_records_ within its bound (enforce_bounds is not on that path).
+inline void GpuAggregator::refresh_room() {
+  const StepBuf* buf = last_buf_;
+  std::size_t room = 0;
+  if (buf != nullptr && !opt_.trace && open_.size() <= opt_.max_open_steps &&
+      open_records_ < opt_.max_open_records) {
+    room = opt_.max_open_records - open_records_;
+    room = std::min(room, buf->recs.capacity() - buf->recs.size());
+    room = std::min(room, buf->entries.capacity() - buf->entries.size());
+  }
+  fast_room_ = room;
+}
+
 // The common record — a kernel launched again from a site the cache knows, for the step the last
 // record went to, neither comm nor traced, with room in the step's buffers and the window — in a
 // function that calls nothing, so it saves and restores few registers. Every check comes before
@@ -255,19 +269,6 @@ __attribute__((noinline)) void GpuAggregator::ingest_full(const GpuActivity& a,
   refresh_room();
 }
 
-void GpuAggregator::refresh_room() {
-  const StepBuf* buf = last_buf_;
-  if (buf == nullptr || opt_.trace || open_.size() > opt_.max_open_steps ||
-      open_records_ >= opt_.max_open_records) {
-    fast_room_ = 0;
-    return;
-  }
-  // Each common record adds one record and at most one entry, and must leave open_records_
-  // within its bound (enforce_bounds is not on that path).
-  fast_room_ = std::min({buf->recs.capacity() - buf->recs.size(),
-                         buf->entries.capacity() - buf->entries.size(),
-                         opt_.max_open_records - open_records_});
-}
 
 GpuAggregator::Footprint GpuAggregator::footprint() const {
   Footprint fp;
