@@ -144,8 +144,8 @@ void GpuAggregator::fold_copy(const StepBuf& buf, std::vector<DeviceSpan>& devic
 }
 
 void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64_t* entries,
-                                std::size_t n_entries, std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
-                                Scratch& sc, uint32_t step_detail) {
+                                std::size_t n_entries, std::vector<DeviceSpan>& devices,
+                                uint64_t step, Accum& acc, Scratch& sc, uint32_t step_detail) {
   static_assert(offsetof(OpenRec, device) == offsetof(OpenRec, entry) + 4 &&
                     offsetof(OpenRec, slot) == offsetof(OpenRec, entry) + 8 &&
                     offsetof(OpenRec, cat) == offsetof(OpenRec, entry) + 12 &&

@@ -365,8 +365,8 @@ class GpuAggregator {
   static void fold_copy(const StepBuf& buf, std::vector<DeviceSpan>& devices, uint64_t step,
                         Accum& acc, Scratch& scratch, uint32_t step_detail);
   static void fold_sorted(const OpenRec* recs, std::size_t n, const uint64_t* entries,
-                          std::size_t n_entries, std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
-                          Scratch& scratch, uint32_t step_detail);
+                          std::size_t n_entries, std::vector<DeviceSpan>& devices,
+                          uint64_t step, Accum& acc, Scratch& scratch, uint32_t step_detail);
   // Closes a step: idle and span from the per-device spans of all its segments.
   static void finish_step(const std::vector<DeviceSpan>& devices, uint64_t step, Accum& acc,
                           uint32_t step_detail);
