@@ -56,10 +56,9 @@ IsCapturingFn resolve_is_capturing() noexcept {
 
 }  // namespace
 
+std::atomic<int> g_capture_unseen{0};  // 0: ask the driver
 namespace {
-// 1: GPU capture watches every capture begin and none has begun: no stream can be capturing.
-// 0: ask the driver. g_capture_begun keeps a watch that starts after a capture began off.
-std::atomic<int> g_capture_unseen{0};
+// Keeps a watch that starts after a capture began off.
 std::atomic<bool> g_capture_begun{false};
 }  // namespace
 
@@ -78,10 +77,7 @@ void note_capture_begin() noexcept {
   g_capture_unseen.store(0, std::memory_order_release);
 }
 
-bool stream_is_capturing(void* stream) noexcept {
-  // The capture begin's callback ran before its API returned, so a call on a stream it made
-  // capturing (ordered after it by the application) reads 0 here.
-  if (g_capture_unseen.load(std::memory_order_acquire) != 0) return false;
+bool ask_is_capturing(void* stream) noexcept {
   const int saved_errno = errno;
   bool capturing = false;
   if (IsCapturingFn fn = resolve_is_capturing()) {

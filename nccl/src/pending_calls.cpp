@@ -108,8 +108,7 @@ void note_nonblocking(const void* comm) noexcept {
   g_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool is_nonblocking(const void* comm) noexcept {
-  if (g_nonblocking_count.load(std::memory_order_acquire) == 0 || comm == nullptr) return false;
+bool is_nonblocking_noted(const void* comm) noexcept {
   for (const std::atomic<const void*>& slot : g_nonblocking)
     if (slot.load(std::memory_order_relaxed) == comm) return true;
   return false;

@@ -10,6 +10,7 @@
 // oldest call (counted), whose kernel then takes the next one's — the cost of bounded memory.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "traintime/nccl/nccl_interposer.h"
@@ -32,7 +33,12 @@ void retract_pending(const void* stream, const Call& call) noexcept;
 // ncclInProgress): their calls are queued before the real call, since NCCL's thread may launch
 // the kernel before the call returns. One relaxed load when there are none.
 void note_nonblocking(const void* comm) noexcept;
-bool is_nonblocking(const void* comm) noexcept;
+extern std::atomic<int> g_nonblocking_count;  // live nonblocking communicators noted
+bool is_nonblocking_noted(const void* comm) noexcept;
+inline bool is_nonblocking(const void* comm) noexcept {
+  if (g_nonblocking_count.load(std::memory_order_acquire) == 0 || comm == nullptr) return false;
+  return is_nonblocking_noted(comm);
+}
 void forget_nonblocking(const void* comm) noexcept;
 
 // Calls dropped because their stream's queue was full, or because more than kPendingStreams
