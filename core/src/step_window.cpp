@@ -169,7 +169,8 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
   };
   // entry, device, slot and category of a record as two words, for the run test.
   auto run_key = [](const OpenRec& r, uint64_t key[2]) {
-    std::memcpy(key, &r.entry, 2 * sizeof(uint64_t));
+    std::memcpy(key, reinterpret_cast<const char*>(&r) + offsetof(OpenRec, entry),
+                2 * sizeof(uint64_t));
   };
   if (n == 0) return;
   DetailAcc* detail = detail_for(acc, step, step_detail);
