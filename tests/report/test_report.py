@@ -16,6 +16,7 @@ enqueued = 2 per step); durations (ms) on each rank's own clock:
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -903,3 +904,147 @@ def test_without_recompute_hfu_is_absent_and_no_recompute_column(build_dir: Path
     assert run(build_dir, d, "--format", "html", "-o", page).returncode == 0
     chart = re.search(r'<figure id="chart-breakdown">.*?</figure>', page.read_text(), re.S)
     assert chart and "recompute" not in chart.group(0)
+
+
+# ---- a straggler's GPU throttled in some steps (steps.detail[].gpu_health) -----------------
+# The golden job with NVML's figures added: every rank's run median SM clock 1410 MHz (1.41 GHz;
+# rank 2's 1200 MHz in the slower-clock case, below 0.97 x 1410), and a sample in each of the
+# 4 steps of every rank. A step is throttled when a device reported a clock-event reason other
+# than gpu_idle in it: rank 2's steps 1 (gpu_idle + hw_thermal_slowdown) and 3 (sw_power_cap);
+# steps 0 and 2 report only gpu_idle, ranks 0 and 1 nothing. Rank 2 stays the straggler: its
+# collective durations (the waits it causes) are untouched.
+# Its throttled steps keep the golden 16.5 ms GPU span (15.5 busy + 1 idle, 0.5 exposed comm);
+# in "intermittent" its unthrottled steps 0 and 2 are made rank 0's (15 ms span, 3 ms exposed
+# comm: 12 ms outside it), in "slow throughout" they keep the golden 16.5 ms (0.5 exposed: 16).
+# The others' time outside exposed comm: step p50 15 - exposed comm 3 = 12 ms (ranks 0 and 1).
+THROTTLED = {1: ["gpu_idle", "hw_thermal_slowdown"], 3: ["sw_power_cap"]}
+THROTTLE_REASONS = ["sw_power_cap", "hw_thermal_slowdown"]  # NVML's bit order: 0x4, 0x40
+THROTTLE_LINE = ("rank 2's GPU reported clock-event reasons sw_power_cap, hw_thermal_slowdown in 2 of 4 sampled "
+                 "steps; those steps took 16.50 ms on average against {other} ms for its other steps")
+
+
+def health_figures(clock: float, reasons: list[str], step: bool) -> dict:
+    f = {"samples": 3, "sm_clock_mhz": {"median": clock, "min": int(clock)}, "power_w": {"median": 400.0},
+         "temperature_c": {"max": 70}, "clock_event_reasons": reasons}
+    if not step:
+        f.update(mem_clock_mhz={"median": 2619.0}, power_w={"median": 400.0, "limit": 700.0},
+                 pcie={"gen": 5, "width": 16}, memory={"used_bytes_max": 1 << 30, "total_bytes": 80 << 30})
+    return f
+
+
+def add_health(d: Path, rank: int, clock: float, step_reasons: dict[int, list[str]], per_step: bool = True) -> None:
+    names = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+             "sw_thermal_slowdown", "hw_thermal_slowdown"]
+    seen = {r for rs in step_reasons.values() for r in rs}
+    run_reasons = [n for n in names if n in seen]
+
+    def change(j: dict) -> None:
+        j["gpu_health"] = {"status": "sampled", "interval_ms": 10, "devices": [
+            {"cuda_device": 0, "pci_bus_id": f"0000:{rank:02X}:00.0", "mig": False,
+             "run": health_figures(clock, run_reasons, False), "steps": []}]}
+        if per_step:
+            for row in j["steps"]["detail"]:
+                row["gpu_health"] = [dict(health_figures(clock, step_reasons.get(row["index"], []), True),
+                                          cuda_device=0)]
+    edit(d / f"rank-0000{rank}.json", change)
+
+
+def throttled_job(tmp_path: Path, name: str, rank2_clock: float, throttled: dict[int, list[str]],
+                  unthrottled_like_rank0: bool, per_step: bool = True) -> Path:
+    d = copy_golden(tmp_path / name)
+    for rank in (0, 1):
+        add_health(d, rank, 1410.0, {}, per_step)
+    add_health(d, 2, rank2_clock, {i: throttled.get(i, ["gpu_idle"]) for i in range(4)}, per_step)
+    if unthrottled_like_rank0:
+        rank0 = json.loads((d / "rank-00000.json").read_text())["steps"]["detail"]
+
+        def like_rank0(j: dict) -> None:
+            for row in j["steps"]["detail"]:
+                if row["index"] not in throttled:
+                    row["totals"] = dict(rank0[row["index"]]["totals"])
+        edit(d / "rank-00002.json", like_rank0)
+    return d
+
+
+def straggler_2(build_dir: Path, d: Path) -> dict:
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert [x["rank"] for x in s["stragglers"]] == [2], s["stragglers"]
+    return s["stragglers"][0]
+
+
+def shown(build_dir: Path, d: Path, fmt: str) -> str:
+    p = run(build_dir, d, "--format", fmt)
+    assert p.returncode == 0, p.stderr
+    out = html.unescape(p.stdout) if fmt == "html" else p.stdout.replace("\\_", "_")
+    return " ".join(out.split())
+
+
+def test_intermittent_throttling_is_named_and_not_called_slower_at_equal_clocks(build_dir: Path,
+                                                                              tmp_path: Path) -> None:
+    d = throttled_job(tmp_path, "intermittent", 1410.0, THROTTLED, unthrottled_like_rank0=True)
+    st = straggler_2(build_dir, d)
+    # Throttled steps 1 and 3: 16.5 ms each; the other sampled steps 0 and 2: 15 ms each.
+    assert st["clock"] == {"sm_clock_mhz": 1410.0, "others_sm_clock_mhz": 1410.0, "slower": False,
+                           "clock_event_reasons": THROTTLE_REASONS, "sampled_steps": 4, "throttled_steps": 2,
+                           "throttle_reasons": THROTTLE_REASONS, "throttled_step_ms": approx(16.5),
+                           "other_step_ms": approx(15.0)}, st["clock"]
+    line = THROTTLE_LINE.format(other="15.00")
+    verdict = ("its SM clock 1.41 GHz median matches the others' 1.41 GHz; its 2 unthrottled step(s) took 12.00 ms "
+               "outside exposed comm (median) against 12.00 ms for the others: the throttled steps, not slower "
+               "compute, explain its delay")
+    assert line in st["reasons"] and verdict in st["reasons"], st["reasons"]
+    assert not any("slower at equal clocks" in r for r in st["reasons"]), st["reasons"]
+    for fmt in ("text", "md", "html"):
+        out = shown(build_dir, d, fmt)
+        assert line in out and verdict in out, fmt
+        assert "slower at equal clocks" not in out, fmt
+
+
+def test_throttled_steps_with_slow_unthrottled_steps_still_claim_equal_clocks(build_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    d = throttled_job(tmp_path, "slow", 1410.0, THROTTLED, unthrottled_like_rank0=False)
+    st = straggler_2(build_dir, d)
+    assert (st["clock"]["throttled_step_ms"], st["clock"]["other_step_ms"]) == (approx(16.5), approx(16.5))
+    # Its unthrottled steps 0 and 2: 16.5 - 0.5 = 16 ms outside exposed comm, above 1.03 x 12.
+    assert THROTTLE_LINE.format(other="16.50") in st["reasons"], st["reasons"]
+    assert ("its SM clock 1.41 GHz median matches the others' 1.41 GHz and its 2 unthrottled step(s) took 16.00 ms "
+            "outside exposed comm (median) against 12.00 ms for the others: its compute is slower at equal clocks "
+            "too") in st["reasons"], st["reasons"]
+
+
+def test_no_throttling_keeps_the_equal_clocks_diagnosis(build_dir: Path, tmp_path: Path) -> None:
+    d = throttled_job(tmp_path, "steady", 1410.0, {}, unthrottled_like_rank0=False)
+    st = straggler_2(build_dir, d)
+    equal = "its SM clock 1.41 GHz median matches the others' 1.41 GHz: its compute is slower at equal clocks"
+    assert equal in st["reasons"], st["reasons"]
+    assert not any("clock-event reasons" in r for r in st["reasons"]), st["reasons"]
+    assert st["clock"] == {"sm_clock_mhz": 1410.0, "others_sm_clock_mhz": 1410.0, "slower": False,
+                           "clock_event_reasons": [], "sampled_steps": 4, "throttled_steps": 0,
+                           "throttle_reasons": [], "throttled_step_ms": None, "other_step_ms": approx(16.5)}
+    assert equal in shown(build_dir, d, "text")
+    # Files without per-step health (older writers): the run's figures only, no step counts.
+    d = throttled_job(tmp_path, "no-steps", 1410.0, {}, unthrottled_like_rank0=False, per_step=False)
+    st = straggler_2(build_dir, d)
+    assert equal in st["reasons"], st["reasons"]
+    assert "sampled_steps" not in st["clock"] and "throttled_steps" not in st["clock"], st["clock"]
+
+
+def test_a_lower_clock_keeps_its_line_with_the_throttled_step_count(build_dir: Path, tmp_path: Path) -> None:
+    d = throttled_job(tmp_path, "slow-clock", 1200.0, THROTTLED, unthrottled_like_rank0=True)
+    st = straggler_2(build_dir, d)
+    assert st["clock"]["slower"] is True and st["clock"]["throttled_steps"] == 2
+    assert ("rank 2's SM clock 1.20 GHz median vs 1.41 GHz for the others; clock-event reasons sw_power_cap, "
+            "hw_thermal_slowdown; a clock-event reason in 2 of 4 sampled steps") in st["reasons"], st["reasons"]
+    assert not any("equal clocks" in r or "unthrottled" in r for r in st["reasons"]), st["reasons"]
+
+
+def test_every_sampled_step_throttled_names_them_and_keeps_equal_clocks(build_dir: Path, tmp_path: Path) -> None:
+    # sw_power_cap in all 4 steps at the others' clock: no unthrottled step to set apart.
+    d = throttled_job(tmp_path, "always", 1410.0, {i: ["sw_power_cap"] for i in range(4)}, unthrottled_like_rank0=False)
+    st = straggler_2(build_dir, d)
+    assert (st["clock"]["throttled_steps"], st["clock"]["sampled_steps"]) == (4, 4)
+    assert (st["clock"]["throttled_step_ms"], st["clock"]["other_step_ms"]) == (approx(16.5), None)
+    assert "rank 2's GPU reported clock-event reasons sw_power_cap in 4 of 4 sampled steps" in st["reasons"]
+    assert ("its SM clock 1.41 GHz median matches the others' 1.41 GHz: its compute is slower at equal clocks"
+            in st["reasons"]), st["reasons"]

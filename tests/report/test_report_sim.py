@@ -195,9 +195,11 @@ def test_sim_throttled_gpu_is_sampled_and_named_as_the_stragglers_cause(build_di
     """SIMGPU_THROTTLE=3:0.7: rank 3's simulated GPU reports 0.7 of the nominal SM clock with
     thermal clock-event reasons, and its kernels run 1/0.7 slower. Every rank file's gpu_health
     must hold exactly what simgpu's NVML reported (the truth files' gpu_health), matched by the
-    rank's PCI bus id; the report names rank 3 and its clock as the cause in every format."""
+    rank's PCI bus id; the report names rank 3 and its clock as the cause in every format, with
+    its throttled steps (no warm-up, so the step the sampler's first reading falls in counts)."""
     out = tmp_path / "job"
-    sim_job(build_dir, out, "", {"SIMGPU_THROTTLE": "3:0.7", "TRAINTIME_NVML_INTERVAL_MS": "10"})
+    sim_job(build_dir, out, "", {"SIMGPU_THROTTLE": "3:0.7", "TRAINTIME_NVML_INTERVAL_MS": "10",
+                                 "TRAINTIME_WARMUP_STEPS": "0"})
     truth = [load_json(out / f"truth-{r}.json")["gpu_health"] for r in range(4)]
     assert truth[3]["sm_clock_mhz"] < truth[0]["sm_clock_mhz"], "the throttle knob did not reach simgpu"
     for r in range(4):
@@ -224,11 +226,26 @@ def test_sim_throttled_gpu_is_sampled_and_named_as_the_stragglers_cause(build_di
     assert proc.returncode == 0, proc.stderr
     assert [x["rank"] for x in s["stragglers"]] == [3], s["stragglers"]
     clock = s["stragglers"][0]["clock"]
-    assert clock == {"sm_clock_mhz": truth[3]["sm_clock_mhz"], "others_sm_clock_mhz": truth[0]["sm_clock_mhz"],
-                     "slower": True, "clock_event_reasons": reason_names(truth[3]["clock_event_reasons"])}
+    # Rank 3's steps after warm-up with an NVML sample (steps.detail[].gpu_health; a short step
+    # may have none): simgpu reports the thermal reasons in every sample, so each of them is
+    # throttled; their mean GPU span. Without such a step the clock carries no step counts.
+    steps3 = load_json(out / "rank-00003.json")["steps"]
+    sampled = [row for row in steps3["detail"]
+               if not row.get("partial", False) and row["index"] >= steps3["warmup"] and row.get("gpu_health")]
+    reasons3 = reason_names(truth[3]["clock_event_reasons"])
+    assert all(set(h["clock_event_reasons"]) - {"gpu_idle"} for row in sampled for h in row["gpu_health"])
+    expected = {"sm_clock_mhz": truth[3]["sm_clock_mhz"], "others_sm_clock_mhz": truth[0]["sm_clock_mhz"],
+                "slower": True, "clock_event_reasons": reasons3}
+    counted = ""
+    if sampled:
+        span_ms = sum(row["totals"]["gpu_busy_ns"] + row["totals"]["idle_ns"] for row in sampled) / len(sampled) / 1e6
+        expected.update(sampled_steps=len(sampled), throttled_steps=len(sampled), throttle_reasons=reasons3,
+                        throttled_step_ms=pytest.approx(span_ms, rel=1e-9), other_step_ms=None)
+        counted = f"; a clock-event reason in {len(sampled)} of {len(sampled)} sampled steps"
+    assert clock == expected, clock
     sentence = (f"rank 3's SM clock {truth[3]['sm_clock_mhz'] / 1000:.2f} GHz median vs "
                 f"{truth[0]['sm_clock_mhz'] / 1000:.2f} GHz for the others; clock-event reasons "
-                + ", ".join(reason_names(truth[3]["clock_event_reasons"])))
+                + ", ".join(reasons3) + counted)
     assert sentence in s["stragglers"][0]["reasons"], s["stragglers"][0]["reasons"]
     assert s["per_rank"][3]["gpu_health"]["sm_clock_mhz"] == truth[3]["sm_clock_mhz"]
     assert s["per_rank"][0]["gpu_health"]["temperature_max_c"] == truth[0]["temperature_c"]

@@ -298,28 +298,72 @@ std::string ghz(double mhz) { return fmt("%.2f", mhz / 1000) + " GHz"; }
 // What the straggler's GPU health says (gpu_health): a clock below the others' median (by more
 // than 3%, NVML's clocks move in steps of about 15 MHz) with the clock-event reasons it reported,
 // or the same clock, so its compute is slower at equal clocks. Nothing without sampled clocks.
+// A GPU that throttles in some steps only (thermal slowdown, a power cap) keeps a normal run
+// median clock, so its steps with a clock-event reason (RankView::throttled_steps) are named
+// with what they cost, and "slower at equal clocks" is then only claimed when its unthrottled
+// steps alone are still slow: their median time outside exposed comm above the other ranks'
+// median (step p50 less exposed comm, as the counterfactual counts it) by more than 3%. With
+// every sampled step throttled there is nothing to set apart, and the equal clocks stand.
 void explain_clock(const Report& rep, Straggler& s) {
   const RankView* self = nullptr;
-  std::vector<double> others;
+  std::vector<double> others, others_own;
   for (const RankView& v : rep.per_rank) {
-    if (v.rank == s.rank) self = &v;
-    else if (v.sm_clock_mhz > 0) others.push_back(v.sm_clock_mhz);
+    if (v.rank == s.rank) {
+      self = &v;
+      continue;
+    }
+    if (v.sm_clock_mhz > 0) others.push_back(v.sm_clock_mhz);
+    others_own.push_back(std::max(0.0, v.step_p50_ms - v.exposed_comm_ms));
   }
   if (!self || self->sm_clock_mhz <= 0 || others.empty()) return;
   s.sm_clock_mhz = self->sm_clock_mhz;
   s.others_sm_clock_mhz = median(others);
   s.clock_event_reasons = self->clock_event_reasons;
   s.clock_slower = s.sm_clock_mhz < 0.97 * s.others_sm_clock_mhz;
-  std::string reasons;
-  for (const std::string& r : s.clock_event_reasons) reasons += (reasons.empty() ? "" : ", ") + r;
-  if (s.clock_slower)
+  s.sampled_steps = self->sampled_steps;
+  s.throttled_steps = self->throttled_steps;
+  s.throttle_reasons = self->throttle_reasons;
+  s.throttled_step_ms = self->throttled_step_ms;
+  s.other_step_ms = self->other_step_ms;
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+    return out;
+  };
+  const std::string reasons = join(s.clock_event_reasons);
+  const std::string counted = std::to_string(s.throttled_steps) + " of " + std::to_string(s.sampled_steps) +
+                              " sampled steps";
+  if (s.clock_slower) {
     s.reasons.push_back("rank " + std::to_string(s.rank) + "'s SM clock " + ghz(s.sm_clock_mhz) + " median vs " +
                         ghz(s.others_sm_clock_mhz) + " for the others; " +
                         (reasons.empty() ? std::string("NVML reported no clock-event reason")
-                                         : "clock-event reasons " + reasons));
+                                         : "clock-event reasons " + reasons) +
+                        (s.sampled_steps > 0 ? "; a clock-event reason in " + counted : std::string()));
+    return;
+  }
+  const std::string matches = "its SM clock " + ghz(s.sm_clock_mhz) + " median matches the others' " +
+                              ghz(s.others_sm_clock_mhz);
+  const uint64_t unthrottled = s.sampled_steps - s.throttled_steps;
+  if (s.throttled_steps == 0 || unthrottled == 0) {
+    if (s.throttled_steps > 0)
+      s.reasons.push_back("rank " + std::to_string(s.rank) + "'s GPU reported clock-event reasons " +
+                          join(s.throttle_reasons) + " in " + counted);
+    s.reasons.push_back(matches + ": its compute is slower at equal clocks");
+    return;
+  }
+  s.reasons.push_back("rank " + std::to_string(s.rank) + "'s GPU reported clock-event reasons " +
+                      join(s.throttle_reasons) + " in " + counted + "; those steps took " +
+                      fmt("%.2f", s.throttled_step_ms) + " ms on average against " + fmt("%.2f", s.other_step_ms) +
+                      " ms for its other steps");
+  const double own = self->unthrottled_own_ms, others_med = median(others_own);
+  const std::string compared = "its " + std::to_string(unthrottled) + " unthrottled step(s) took " +
+                               fmt("%.2f", own) + " ms " +
+                               (rep.steps.gpu ? "outside exposed comm" : "of CPU wall") + " (median) against " +
+                               fmt("%.2f", others_med) + " ms for the others";
+  if (own > 1.03 * others_med)
+    s.reasons.push_back(matches + " and " + compared + ": its compute is slower at equal clocks too");
   else
-    s.reasons.push_back("its SM clock " + ghz(s.sm_clock_mhz) + " median matches the others' " +
-                        ghz(s.others_sm_clock_mhz) + ": its compute is slower at equal clocks");
+    s.reasons.push_back(matches + "; " + compared + ": the throttled steps, not slower compute, explain its delay");
 }
 
 void find_stragglers(Report& rep) {
@@ -709,11 +753,30 @@ Report analyze(const Job& job) {
     if (v.recompute_ms > 0) rep.has_recompute = true;
     v.device = f.device_name;
     v.dropped_records = f.dropped_records;
+    std::vector<double> unthrottled_own;
+    uint64_t throttle_mask = 0;
     for (const core::Steps::Detail& d : f.steps.detail) {
       if (d.partial) continue;
-      v.step_ms.emplace_back(d.index, rep.steps.gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns));
+      const double step = rep.steps.gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns);
+      v.step_ms.emplace_back(d.index, step);
       if (d.wall_ns > 0) v.cpu_wall_ms.emplace_back(d.index, ms(d.wall_ns));
+      if (d.index < f.steps.warmup || d.gpu_health.empty()) continue;
+      uint64_t mask = 0;
+      for (const core::StepHealth& h : d.gpu_health) mask |= h.clock_event_reasons;
+      ++v.sampled_steps;
+      if (core::health_throttled(mask)) {
+        ++v.throttled_steps;
+        throttle_mask |= mask;
+        v.throttled_step_ms += step;
+      } else {
+        v.other_step_ms += step;
+        unthrottled_own.push_back(std::max(0.0, step - (rep.steps.gpu ? ms(d.totals.exposed_comm_ns) : 0.0)));
+      }
     }
+    if (v.throttled_steps > 0) v.throttled_step_ms /= static_cast<double>(v.throttled_steps);
+    if (!unthrottled_own.empty()) v.other_step_ms /= static_cast<double>(unthrottled_own.size());
+    v.unthrottled_own_ms = median(std::move(unthrottled_own));
+    v.throttle_reasons = core::health_reason_names(throttle_mask & ~core::kHealthReasonGpuIdle);
     if (!f.gpu_health.devices.empty()) {
       const core::HealthFigures& h = f.gpu_health.devices.front().run;
       v.sm_clock_mhz = h.sm_clock_mhz_median;

@@ -118,6 +118,15 @@ struct RankView {
   std::vector<std::string> clock_event_reasons;  // seen in any sample, "gpu_idle" left out
   uint64_t memory_used_bytes = 0, memory_total_bytes = 0;  // NVML's, every process on the GPU
   bool mig = false;  // a MIG instance: the clocks, power and temperature are the whole GPU's
+  // Per-step throttling, from the steps.detail rows after warm-up (partial steps skipped) that
+  // carry gpu_health: such a step is throttled when any of its devices reported a clock-event
+  // reason other than gpu_idle (core::health_throttled). Its step time is the job's step source.
+  uint64_t sampled_steps = 0, throttled_steps = 0;
+  std::vector<std::string> throttle_reasons;  // seen in the throttled steps, in NVML's bit order
+  double throttled_step_ms = 0, other_step_ms = 0;  // mean step time of the throttled, the other sampled steps
+  // Median time of the unthrottled sampled steps outside exposed comm (the CPU wall without GPU
+  // step times); 0 with none.
+  double unthrottled_own_ms = 0;
 };
 
 // A rank whose newest file is a snapshot (or a signal's) while other ranks finished: it stopped
@@ -172,6 +181,11 @@ struct Straggler {
   double sm_clock_mhz = 0, others_sm_clock_mhz = 0;
   std::vector<std::string> clock_event_reasons;
   bool clock_slower = false;  // its clock is below the others' (else: slower at equal clocks)
+  // Its per-step throttling (RankView): steps with an NVML sample, those with a clock-event
+  // reason other than gpu_idle, the reasons, the mean step time of those and of the others.
+  uint64_t sampled_steps = 0, throttled_steps = 0;
+  std::vector<std::string> throttle_reasons;
+  double throttled_step_ms = 0, other_step_ms = 0;
 };
 
 struct MissingMember {

@@ -125,17 +125,28 @@ json summary_json(const Report& r, const Extras& x) {
   out["per_rank"] = ranks;
 
   json st = json::array();
-  for (const Straggler& s : r.stragglers)
+  for (const Straggler& s : r.stragglers) {
+    json clock = nullptr;
+    if (s.sm_clock_mhz > 0) {
+      clock = {{"sm_clock_mhz", s.sm_clock_mhz},
+               {"others_sm_clock_mhz", s.others_sm_clock_mhz},
+               {"slower", s.clock_slower},
+               {"clock_event_reasons", s.clock_event_reasons}};
+      if (s.sampled_steps > 0) {
+        clock["sampled_steps"] = s.sampled_steps;
+        clock["throttled_steps"] = s.throttled_steps;
+        clock["throttle_reasons"] = s.throttle_reasons;
+        clock["throttled_step_ms"] = s.throttled_steps > 0 ? json(s.throttled_step_ms) : json(nullptr);
+        clock["other_step_ms"] = s.throttled_steps < s.sampled_steps ? json(s.other_step_ms) : json(nullptr);
+      }
+    }
     st.push_back({{"rank", s.rank}, {"host", s.host}, {"cost_ms_per_step", s.cost_ms_per_step},
                   {"cost_pct_of_step", s.cost_pct}, {"last_arrivals", s.last_arrivals},
                   {"collectives_matched", s.matched}, {"step_ms", r.steps.reference_ms()},
                   {"step_ms_without", s.step_ms_without > 0 ? json(s.step_ms_without) : json(nullptr)},
                   {"kind", s.kind.empty() ? json(nullptr) : json(s.kind)}, {"reasons", s.reasons},
-                  {"clock", s.sm_clock_mhz > 0 ? json{{"sm_clock_mhz", s.sm_clock_mhz},
-                                                     {"others_sm_clock_mhz", s.others_sm_clock_mhz},
-                                                     {"slower", s.clock_slower},
-                                                     {"clock_event_reasons", s.clock_event_reasons}}
-                                               : json(nullptr)}});
+                  {"clock", clock}});
+  }
   out["stragglers"] = st;
   out["straggler_group"] = r.straggler_group.empty()
                                ? json(nullptr)
