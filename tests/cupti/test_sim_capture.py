@@ -99,6 +99,16 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     if mode.refuse_kind:
         env["SIMGPU_REFUSE_ACTIVITY_KIND"] = str(mode.refuse_kind)
         env["SIMGPU_ENABLED_KINDS_AT_EXIT"] = str(work / "kinds-at-exit.txt")
+    if mode.fork_workers and mode.workers_record and "ASAN_OPTIONS" in env:
+        # The same runtime limitation beyond LeakSanitizer: GCC 12's ASan allocator takes no lock
+        # around fork(), so a size class another parent thread was refilling at fork() (e.g.
+        # traintime's hang watchdog building its summary string) stays locked in the child, and
+        # the recording child's first allocation at exit (writing its rank file) waits for ever
+        # (seen in 2 of 8 runs: every child thread in FutexWait under
+        # SizeClassAllocator64::GetFromAllocator). glibc's malloc locks its arenas around fork(),
+        # so real programs are not affected; this mode runs under TSan and without sanitizers.
+        pytest.skip("ASan's allocator is not fork-safe (GCC 12): a recording forked child can "
+                    "deadlock in the runtime; covered by the TSan and unsanitized runs")
     if mode.fork_workers and "ASAN_OPTIONS" in env:
         # GCC 12's LeakSanitizer hangs in a child forked from a multi-threaded parent: its exit
         # check locks every allocator size class, and one that another parent thread held at
