@@ -153,8 +153,10 @@ void GpuAggregator::ingest_other(const GpuActivity& a, const LaunchContext& ctx,
   }
 }
 
-// Each common record adds one record and at most one entry to last_buf_, and must leave
-// open_records_ within its bound (enforce_bounds is not on that path).
+// Each common record adds one record to last_buf_ and must leave open_records_ within its bound
+// (enforce_bounds is not on that path). The entry it may add is checked where it is added: a
+// step enters a region a dozen times and runs hundreds of kernels, so counting every record as
+// a possible new entry sent one record in six to ingest_full to count the room again.
 inline void GpuAggregator::refresh_room() {
   const StepBuf* buf = last_buf_;
   std::size_t room = 0;
@@ -162,7 +164,6 @@ inline void GpuAggregator::refresh_room() {
       open_records_ < opt_.max_open_records) {
     room = opt_.max_open_records - open_records_;
     room = std::min(room, buf->recs.capacity() - buf->recs.size());
-    room = std::min(room, buf->entries.capacity() - buf->entries.size());
   }
   fast_room_ = room;
 }
@@ -182,6 +183,9 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   if (e == nullptr || attribute((e->rk_nccl & 1) != 0, ctx, region_category) == Category::kComm)
     return ingest_full(a, ctx, region_category);
   StepBuf* const buf = last_buf_;
+  const bool new_entry = buf->entries.empty() || buf->entries.back() != ctx.entry;
+  if (new_entry && buf->entries.size() == buf->entries.capacity())
+    return ingest_full(a, ctx, region_category);
   --fast_room_;
 
   const Category cat = attribute((e->rk_nccl & 1) != 0, ctx, region_category);
@@ -194,9 +198,9 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
     k.sum += end - start;
   }
   if (published_below_ > ctx.step) ++after_publish_;
-  // The room counted by fast_room_, said again where the vectors grow: the compiler then drops
-  // their reallocation (a call) from this path.
-  if (buf->entries.empty() || buf->entries.back() != ctx.entry) {
+  // The room checked above, said again where the vectors grow: the compiler then drops their
+  // reallocation (a call) from this path.
+  if (new_entry) {
     if (buf->entries.size() == buf->entries.capacity()) __builtin_unreachable();
     buf->entries.push_back(ctx.entry);
   }

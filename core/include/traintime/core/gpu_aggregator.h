@@ -424,9 +424,10 @@ class GpuAggregator {
   uint64_t folded_below_ = 0;  // steps < this are folded; their records are late
   uint64_t last_step_ = ~uint64_t{0};
   StepBuf* last_buf_ = nullptr;
-  // Records ingest()'s common path may still add to last_buf_ without growing its vectors or
-  // passing the window's bounds; set by refresh_room() at the end of ingest_full, which every
-  // other change to the window goes through. 0: every record takes ingest_full.
+  // Records ingest()'s common path may still add to last_buf_ without growing its record vector
+  // or passing the window's bounds (a new entry checks its own vector's room); set by
+  // refresh_room() at the end of ingest_full, which every other change to the window goes
+  // through. 0: every record takes ingest_full.
   std::size_t fast_room_ = 0;
   Accum acc_;
   Scratch scratch_;
