@@ -202,6 +202,7 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
       const OpenRec& h = recs[run.begin];
       const uint64_t count = run.end - run.begin;
       RegionLane& lane = cat[h.cat];
+      add_run(all, run);
       add_run(lane.busy, run);
       lane.sum += run.sum;
       lane.count += count;
@@ -227,9 +228,8 @@ void GpuAggregator::fold_sorted(const OpenRec* recs, std::size_t n, const uint64
       uint64_t key[2];
       run_key(recs[i], key);
       Run run{i, i, recs[i].start, IntervalUnion{}, 0};
-      for (;;) {  // the run's records: three sweeps in registers
+      for (;;) {  // the run's records: two sweeps in registers
         const OpenRec& r = recs[i];
-        all.add(r.start, r.end);
         run.busy.add(r.start, r.end);
         run.sum += r.end - r.start;
         if (++i == n) break;
