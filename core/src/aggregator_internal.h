@@ -32,19 +32,20 @@ inline bool same_chars(const char* a, const char* b, std::size_t n) {
       const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
       return _mm_cmpeq_epi8(x, y);
     };
-    __m128i all = eq(n - 16);  // the last sixteen, overlapping the blocks before them
-    if (n > 32) {
-      std::size_t i = 0;
-      for (; i + 64 < n; i += 64) {  // long names: 64 bytes a test
+    if (n <= 32) return _mm_movemask_epi8(_mm_and_si128(eq(0), eq(n - 16))) == 0xffff;
+    // Up to 64: the first and the last 32 bytes, overlapping. Longer: whole 64-byte blocks while
+    // more than 64 bytes are left, then the last 64, which may overlap the blocks before them.
+    std::size_t head = 0;  // [head, head + 32) and [n - 32, n) are compared last
+    if (n > 64) {
+      for (std::size_t i = 0; i + 64 < n; i += 64) {
         const __m128i block = _mm_and_si128(_mm_and_si128(eq(i), eq(i + 16)),
                                             _mm_and_si128(eq(i + 32), eq(i + 48)));
-        if (_mm_movemask_epi8(_mm_and_si128(all, block)) != 0xffff) return false;
+        if (_mm_movemask_epi8(block) != 0xffff) return false;
       }
-      for (; i + 32 < n; i += 32) all = _mm_and_si128(all, _mm_and_si128(eq(i), eq(i + 16)));
-      if (i + 16 < n) all = _mm_and_si128(all, eq(i));
-    } else {
-      all = _mm_and_si128(all, eq(0));
+      head = n - 64;
     }
+    const __m128i all = _mm_and_si128(_mm_and_si128(eq(head), eq(head + 16)),
+                                      _mm_and_si128(eq(n - 32), eq(n - 16)));
     return _mm_movemask_epi8(all) == 0xffff;
   }
 #endif
