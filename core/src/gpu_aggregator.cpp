@@ -106,6 +106,12 @@ __attribute__((noinline)) GpuAggregator::SiteCacheEntry GpuAggregator::resolve_s
   return e;
 }
 
+std::deque<GpuAggregator::OpenStep>::iterator GpuAggregator::find_open(uint64_t step) {
+  const auto it = std::lower_bound(open_.begin(), open_.end(), step,
+                                   [](const OpenStep& o, uint64_t s) { return o.step < s; });
+  return it != open_.end() && it->step == step ? it : open_.end();
+}
+
 __attribute__((noinline)) GpuAggregator::StepBuf* GpuAggregator::open_step(uint64_t step,
                                                                           uint32_t device) {
   if (!any_activity_) first_device_ = static_cast<int>(device);
@@ -113,20 +119,28 @@ __attribute__((noinline)) GpuAggregator::StepBuf* GpuAggregator::open_step(uint6
   max_step_ = std::max(max_step_, step);
   if (step < folded_below_) return nullptr;
   // A step past every open one (the usual new step) is not searched for and goes at the end.
-  const bool newest = open_.empty() || std::prev(open_.end())->first < step;
-  auto it = newest ? open_.end() : open_.find(step);
+  const bool newest = open_.empty() || open_.back().step < step;
+  auto it = newest ? open_.end() : find_open(step);
   if (it == open_.end()) {
-    const auto at = newest ? open_.end() : open_.lower_bound(step);
+    std::unique_ptr<StepBuf> buf;
     if (spare_steps_.empty()) {
-      it = open_.try_emplace(at, step);
-    } else {  // a folded step's node, buffers emptied with their capacity kept
-      OpenSteps::node_type node = std::move(spare_steps_.back());
+      buf = std::make_unique<StepBuf>();
+    } else {  // a folded step's buffers, emptied with their capacity kept
+      buf = std::move(spare_steps_.back());
       spare_steps_.pop_back();
-      node.key() = step;
-      it = open_.insert(at, std::move(node));
+    }
+    if (newest) {
+      open_.push_back(OpenStep{step, std::move(buf)});
+      it = std::prev(open_.end());
+      ++open_steps_;
+    } else {
+      const auto at = std::lower_bound(open_.begin(), open_.end(), step,
+                                       [](const OpenStep& o, uint64_t s) { return o.step < s; });
+      it = open_.insert(at, OpenStep{step, std::move(buf)});
+      ++open_steps_;
     }
   }
-  last_buf_ = &it->second;  // std::map nodes are stable
+  last_buf_ = it->buf.get();  // on the heap: stays where it is while the deque changes
   last_step_ = step;
   return last_buf_;
 }
@@ -160,7 +174,7 @@ void GpuAggregator::ingest_other(const GpuActivity& a, const LaunchContext& ctx,
 inline void GpuAggregator::refresh_room() {
   const StepBuf* buf = last_buf_;
   std::size_t room = 0;
-  if (buf != nullptr && !opt_.trace && open_.size() <= opt_.max_open_steps &&
+  if (buf != nullptr && !opt_.trace && open_steps_ <= opt_.max_open_steps &&
       open_records_ < opt_.max_open_records) {
     room = opt_.max_open_records - open_records_;
     room = std::min(room, buf->recs.capacity() - buf->recs.size());
@@ -268,7 +282,7 @@ __attribute__((noinline)) void GpuAggregator::ingest_full(const GpuActivity& a,
   buf->recs.emplace_back(start, end, static_cast<uint32_t>(buf->entries.size() - 1), a.device,
                          slot, static_cast<uint32_t>(ci));
   ++open_records_;
-  if (open_records_ > opt_.max_open_records || open_.size() > opt_.max_open_steps)
+  if (open_records_ > opt_.max_open_records || open_steps_ > opt_.max_open_steps)
     enforce_bounds();
   refresh_room();
 }
@@ -276,7 +290,7 @@ __attribute__((noinline)) void GpuAggregator::ingest_full(const GpuActivity& a,
 
 GpuAggregator::Footprint GpuAggregator::footprint() const {
   Footprint fp;
-  fp.open_steps = open_.size();
+  fp.open_steps = open_steps_;
   fp.open_records = open_records_;
   fp.regions = regions_.size();
   fp.kernel_names = name_end_.size();

@@ -14,10 +14,10 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
   // Fold the open steps into a copy so that a snapshot leaves the live state untouched.
   Accum acc = acc_;
   Scratch sc;
-  for (const auto& [step, buf] : open_) {
-    std::vector<DeviceSpan> devices = buf.devices;
-    fold_copy(buf, devices, step, acc, sc, opt_.step_detail);
-    finish_step(devices, step, acc, opt_.step_detail);
+  for (const OpenStep& o : open_) {
+    std::vector<DeviceSpan> devices = o.buf->devices;
+    fold_copy(*o.buf, devices, o.step, acc, sc, opt_.step_detail);
+    finish_step(devices, o.step, acc, opt_.step_detail);
   }
 
   GpuSummary out;

@@ -54,15 +54,16 @@ void GpuAggregator::EntryTable::clear() {
 }
 
 void GpuAggregator::enforce_bounds() {
-  while (!open_.empty() &&
-         (open_records_ > opt_.max_open_records || open_.size() > opt_.max_open_steps)) {
-    if (open_.size() > 1) {
+  while (open_steps_ > 0 &&
+         (open_records_ > opt_.max_open_records || open_steps_ > opt_.max_open_steps)) {
+    if (open_steps_ > 1) {
       fold_oldest();
       continue;
     }
     // One step holds more than the whole budget (e.g. a program that never calls tt_step):
     // fold what it has as a segment and keep the step open for what follows.
-    auto& [step, buf] = *open_.begin();
+    const uint64_t step = open_.front().step;
+    StepBuf& buf = *open_.front().buf;
     open_records_ -= buf.recs.size();
     fold_records(buf, buf.devices, step, acc_, scratch_, opt_.step_detail);
     buf.clear_records();
@@ -72,18 +73,18 @@ void GpuAggregator::enforce_bounds() {
 }
 
 void GpuAggregator::fold_oldest() {
-  auto it = open_.begin();
-  const uint64_t step = it->first;
-  StepBuf& buf = it->second;
+  const uint64_t step = open_.front().step;
+  StepBuf& buf = *open_.front().buf;
   open_records_ -= buf.recs.size();
   fold_records(buf, buf.devices, step, acc_, scratch_, opt_.step_detail);
   finish_step(buf.devices, step, acc_, opt_.step_detail);
-  OpenSteps::node_type node = open_.extract(it);
   if (spare_steps_.size() < kSpareBufs) {
     buf.clear_records();
     buf.devices.clear();
-    spare_steps_.push_back(std::move(node));
+    spare_steps_.push_back(std::move(open_.front().buf));
   }
+  open_.pop_front();
+  --open_steps_;
   folded_below_ = std::max(folded_below_, step + 1);
   if (last_step_ == step) {  // the step records were going to: its buffer is gone
     last_buf_ = nullptr;
@@ -385,10 +386,10 @@ bool GpuAggregator::step_figures(uint64_t step, GpuStepFigures* out) {
   tmp.regions.resize(acc_.regions.size());
   const auto folded = acc_.detail.find(step);
   if (folded != acc_.detail.end()) tmp.detail.emplace(step, folded->second);
-  const auto open = open_.find(step);
+  const auto open = find_open(step);
   if (open != open_.end()) {
-    std::vector<DeviceSpan> devices = open->second.devices;
-    fold_copy(open->second, devices, step, tmp, peek_scratch_, 1);
+    std::vector<DeviceSpan> devices = open->buf->devices;
+    fold_copy(*open->buf, devices, step, tmp, peek_scratch_, 1);
     finish_step(devices, step, tmp, 1);
   } else if (folded == acc_.detail.end() && step < folded_below_) {
     return false;  // folded with no detail row kept

@@ -11,8 +11,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -415,11 +417,20 @@ class GpuAggregator {
   CommRing* last_ring_ = nullptr;
   uint64_t group_lookups_missed_ = 0;
 
-  using OpenSteps = std::map<uint64_t, StepBuf>;
-  OpenSteps open_;
-  // Nodes of folded steps, kept (buffers emptied, capacity intact) for the next steps: a new step
-  // neither allocates a node nor regrows its record vector from nothing.
-  std::vector<OpenSteps::node_type> spare_steps_;
+  // The open steps in step order. Steps open at the back and fold from the front, so a deque
+  // does both in constant time (a std::map rebalanced its tree twice a step); an older step
+  // opened late is inserted in place. Buffers live on the heap, so last_buf_ stays valid.
+  struct OpenStep {
+    uint64_t step;
+    std::unique_ptr<StepBuf> buf;
+  };
+  std::deque<OpenStep> open_;
+  std::size_t open_steps_ = 0;  // open_.size(), which a deque computes from four pointers
+  // The open step of this index, else open_.end().
+  std::deque<OpenStep>::iterator find_open(uint64_t step);
+  // Buffers of folded steps, kept (emptied, capacity intact) for the next steps: a new step
+  // neither allocates nor regrows its record vector from nothing.
+  std::vector<std::unique_ptr<StepBuf>> spare_steps_;
   std::size_t open_records_ = 0;
   uint64_t folded_below_ = 0;  // steps < this are folded; their records are late
   uint64_t last_step_ = ~uint64_t{0};
