@@ -1001,6 +1001,34 @@ def test_intermittent_throttling_is_named_and_not_called_slower_at_equal_clocks(
         assert "slower at equal clocks" not in out, fmt
 
 
+def test_each_rank_counts_its_throttled_steps_in_json_and_the_gpu_health_view(build_dir: Path,
+                                                                                tmp_path: Path) -> None:
+    d = throttled_job(tmp_path, "per-rank", 1410.0, THROTTLED, unthrottled_like_rank0=True)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    health = {r["rank"]: r["gpu_health"] for r in s["per_rank"]}
+    # Ranks 0 and 1: 4 sampled steps, gpu_idle only; rank 2: steps 1 and 3 throttled.
+    assert [(health[r]["sampled_steps"], health[r]["throttled_steps"], health[r]["throttle_reasons"])
+            for r in (0, 1, 2)] == [(4, 0, []), (4, 0, []), (4, 2, THROTTLE_REASONS)], health
+    proc = run(build_dir, d, "--format", "csv", "-o", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "gpu_health.csv", newline="") as f:
+        rows = {row["rank"]: row for row in csv.DictReader(f)}
+    assert [(rows[r]["sampled_steps"], rows[r]["throttled_steps"]) for r in ("0", "1", "2")] == \
+        [("4", "0"), ("4", "0"), ("4", "2")], rows
+    # A file without per-step figures (older writers): no count, and the view says so.
+    d = throttled_job(tmp_path, "per-rank-no-steps", 1410.0, THROTTLED, unthrottled_like_rank0=False,
+                      per_step=False)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert {r["gpu_health"]["sampled_steps"] for r in s["per_rank"]} == {0}, s["per_rank"]
+    out = tmp_path / "no-steps-csv"
+    out.mkdir()
+    proc = run(build_dir, d, "--format", "csv", "-o", out)
+    with open(out / "gpu_health.csv", newline="") as f:
+        assert {(row["sampled_steps"], row["throttled_steps"]) for row in csv.DictReader(f)} == {("-", "-")}
+
+
 def test_throttled_steps_with_slow_unthrottled_steps_still_claim_equal_clocks(build_dir: Path,
                                                                            tmp_path: Path) -> None:
     d = throttled_job(tmp_path, "slow", 1410.0, THROTTLED, unthrottled_like_rank0=False)

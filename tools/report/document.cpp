@@ -483,10 +483,12 @@ Document build_document(const Report& r, const Extras& x) {
     Table h = make("gpu_health", "GPU health per rank (NVML, sampled over the run)",
                    {{"rank", true}, {"SM MHz p50", true}, {"SM MHz min", true}, {"power W p50", true},
                     {"limit W", true}, {"max C", true}, {"GiB used", true}, {"GiB total", true},
-                    {"clock-event reasons", false}},
+                    {"sampled steps", true}, {"throttled steps", true}, {"clock-event reasons", false}},
                    "The rank's first GPU as NVML reported it every TRAINTIME_NVML_INTERVAL_MS; GiB used = NVML's "
-                   "highest used memory for the whole GPU (every process), not this rank's allocations; reasons "
-                   "seen in any sample, gpu_idle left out.");
+                   "highest used memory for the whole GPU (every process), not this rank's allocations; sampled "
+                   "steps = steps after warm-up with per-step figures (- when the file has none), throttled = "
+                   "those with a clock-event reason other than gpu_idle on any of the rank's GPUs; reasons seen "
+                   "in any sample, gpu_idle left out.");
     for (const RankView& v : r.per_rank) {
       if (v.sm_clock_mhz <= 0) continue;
       std::string reasons;
@@ -494,6 +496,8 @@ Document build_document(const Report& r, const Extras& x) {
       h.rows.push_back({i(v.rank), f1(v.sm_clock_mhz), u(v.sm_clock_min_mhz), f1(v.power_w), f1(v.power_limit_w),
                         u(v.temperature_max_c), f1(static_cast<double>(v.memory_used_bytes) / (1ull << 30)),
                         f1(static_cast<double>(v.memory_total_bytes) / (1ull << 30)),
+                        v.sampled_steps > 0 ? u(v.sampled_steps) : "-",
+                        v.sampled_steps > 0 ? u(v.throttled_steps) : "-",
                         reasons.empty() ? "-" : reasons});
     }
     std::vector<int64_t> mig;

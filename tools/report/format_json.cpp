@@ -120,7 +120,10 @@ json summary_json(const Report& r, const Extras& x) {
                                                {"clock_event_reasons", v.clock_event_reasons},
                                                {"memory_used_bytes", v.memory_used_bytes},
                                                {"memory_total_bytes", v.memory_total_bytes},
-                                               {"mig", v.mig}}
+                                               {"mig", v.mig},
+                                               {"sampled_steps", v.sampled_steps},
+                                               {"throttled_steps", v.throttled_steps},
+                                               {"throttle_reasons", v.throttle_reasons}}
                                         : json(nullptr)}});
   out["per_rank"] = ranks;
 
