@@ -10,7 +10,19 @@
 //   traintime under LD_PRELOAD=libtraintime.so.
 // traintime − tracer is traintime's own work in the callbacks (runtime enter/exit and the
 // nested driver enter/exit of each launch); traintime − bare adds the simulated CUPTI's cost.
+// BM_InstructionCount is for scripts/count_instructions.py: the same launches, a fixed number of
+// them counted by callgrind (deterministic, where the timings on a shared machine are not).
 #include <benchmark/benchmark.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_START_INSTRUMENTATION \
+  do {                                  \
+  } while (0)
+#define CALLGRIND_STOP_INSTRUMENTATION \
+  do {                                 \
+  } while (0)
+#endif
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -57,6 +69,29 @@ void BM_LaunchKernel(benchmark::State& state) {
   state.counters["injections"] = simgpuInjectionCount();
 }
 BENCHMARK(BM_LaunchKernel);
+
+// Instruction counts (callgrind started with instrumentation off): kWarmLaunches uncounted
+// launches (first-launch activation, the first buffers, the thread's first region context), then
+// kCountedLaunches instrumented. Outside callgrind it only launches (not a figure of bench.sh).
+constexpr int kWarmLaunches = 4096, kCountedLaunches = 16384;
+void BM_InstructionCount(benchmark::State& state) {
+  static Setup* s = new Setup();
+  float* data = nullptr;
+  int n = 1024;
+  void* args[] = {&data, &n};
+  TT_SCOPE("forward");
+  for (auto _ : state) {
+    for (int i = 0; i < kWarmLaunches + kCountedLaunches; ++i) {
+      if (i == kWarmLaunches) CALLGRIND_START_INSTRUMENTATION;
+      cudaError_t r = __cudaLaunchKernel(s->kernel, dim3(4), dim3(128), args, 0, s->stream);
+      benchmark::DoNotOptimize(r);
+    }
+    CALLGRIND_STOP_INSTRUMENTATION;
+  }
+  state.counters["counted_launches"] = kCountedLaunches;
+  state.counters["injections"] = simgpuInjectionCount();
+}
+BENCHMARK(BM_InstructionCount)->Iterations(1);
 
 }  // namespace
 
