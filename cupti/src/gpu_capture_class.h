@@ -81,9 +81,6 @@ class GpuCapture {
   std::string path_name(core::PathId p) const {
     return hooks_.path_name ? hooks_.path_name(p) : std::string();
   }
-  core::Category category_of(core::PathId p) const {
-    return hooks_.category_of ? hooks_.category_of(p) : core::Category::kOther;
-  }
 
   // `sees_every_capture`: started from cuInit (InitializeInjection), so before any stream
   // capture could begin; a lazy start may come after one.
