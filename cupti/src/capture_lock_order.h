@@ -12,7 +12,10 @@
 //   start_mu_  (start-up only)
 //   flush_mu_  -> [CUPTI's internal locks] -> queue_mu_   (FlushAll delivers buffers
 //                                                          synchronously into on_completed)
-//   agg_mu_    -> [the process's region registry, via Hooks::category_of / path_name]
+//   agg_mu_    -> [the NCCL call table's group ring, via Hooks::comm_group: lock-free, for
+//                  group kernels only; no other hook is called under agg_mu_ (a region's
+//                  category comes with the launch context; steps and path names are asked
+//                  before or after)]
 //   live_mu_, device_mu_ and the GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
 // queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
 // The launch callback (application threads) takes no lock at all.
