@@ -12,10 +12,9 @@
 //   start_mu_  (start-up only)
 //   flush_mu_  -> [CUPTI's internal locks] -> queue_mu_   (FlushAll delivers buffers
 //                                                          synchronously into on_completed)
-//   agg_mu_    -> [the NCCL call table's group ring, via Hooks::comm_group: lock-free, for
-//                  group kernels only; no other hook is called under agg_mu_ (a region's
-//                  category comes with the launch context; steps and path names are asked
-//                  before or after)]
+//   agg_mu_    (no hook is called under it: a region's category comes with the launch context,
+//               an NCCL group's members are asked between two holds (split_group_kernels),
+//               steps and path names before or after)
 //   live_mu_, device_mu_ and the GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
 // queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
 // The launch callback (application threads) takes no lock at all.

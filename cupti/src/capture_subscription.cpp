@@ -63,7 +63,7 @@ bool GpuCapture::start_capture(std::string* reason) {
   options.trace = config_.trace;
   options.trace_max_events = config_.trace_max_events;
   aggregator_ = std::make_unique<core::GpuAggregator>(options);
-  if (hooks_.comm_group != nullptr) aggregator_->set_group_lookup(hooks_.comm_group);
+  aggregator_->split_groups(hooks_.comm_group != nullptr);  // processing_thread.cpp splits them
   pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_);
   recorder_ = FixtureRecorder::open(config_.record_fixture);
   if (recorder_) recorder_->set_library(lib_);

@@ -55,7 +55,8 @@ struct Hooks {
   std::string (*path_name)(core::PathId path) = nullptr;
   // The members of the NCCL group recorded under group_id (the NCCL call table's find_group),
   // for splitting a group kernel's time: true and *out filled when found. Lock-free; called on
-  // the processing thread for group kernels only. May be null.
+  // the processing thread, with no lock held, for group kernels only. May be null (group
+  // kernels then count for their first op).
   bool (*comm_group)(uint64_t group_id, core::CommGroupRecord* out) noexcept = nullptr;
   // Stream capture, for the NCCL wrappers (nccl_interposer.h, set_capture_watch): a capture
   // begins (called at the entry of cudaStreamBeginCapture* / cuStreamBeginCapture*), and
