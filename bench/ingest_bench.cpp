@@ -9,17 +9,6 @@
 // Items are activities (kernel/memcpy/memset); API records ride along uncounted. api_records:1 is
 // the buffer as the live capture gets it, api_records:0 the activity records alone.
 #include <benchmark/benchmark.h>
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#else
-// Statements that do nothing, so `if (x) CALLGRIND_START_INSTRUMENTATION;` has a body.
-#define CALLGRIND_START_INSTRUMENTATION \
-  do {                                  \
-  } while (0)
-#define CALLGRIND_STOP_INSTRUMENTATION \
-  do {                                 \
-  } while (0)
-#endif
 #include <cupti.h>
 #include <unistd.h>
 
@@ -30,6 +19,7 @@
 #include <vector>
 
 #include "activity_pipeline.h"
+#include "callgrind_marks.h"
 #include "correlation_table.h"
 #include "cupti_library.h"
 #include "graph_node_table.h"
