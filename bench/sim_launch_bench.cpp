@@ -10,6 +10,8 @@
 //   traintime under LD_PRELOAD=libtraintime.so.
 // traintime − tracer is traintime's own work in the callbacks (runtime enter/exit and the
 // nested driver enter/exit of each launch); traintime − bare adds the simulated CUPTI's cost.
+// BM_InstructionCount is for scripts/count_instructions.py: the same launches, a fixed number of
+// them counted by callgrind (deterministic, where the timings on a shared machine are not).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -18,6 +20,7 @@
 
 #include <traintime/traintime.h>
 
+#include "callgrind_marks.h"
 #include "simgpu/engine.h"
 #include "simgpu/nvcc_runtime_decls.h"
 
@@ -25,9 +28,14 @@ namespace {
 
 char kernel_stub;  // host stub: only its address matters
 
+// One registered kernel and a stream, made once per process (both benchmarks launch it).
 struct Setup {
   cudaKernel_t kernel = nullptr;
   cudaStream_t stream = nullptr;
+  float* data = nullptr;
+  int n = 1024;
+  void* args[2] = {&data, &n};
+  cudaError_t launch() { return __cudaLaunchKernel(kernel, dim3(4), dim3(128), args, 0, stream); }
   Setup() {
     static const char fatbin[] = "simgpu fat binary (simulated)";
     void** handle = __cudaRegisterFatBinary(const_cast<char*>(fatbin));
@@ -43,20 +51,42 @@ struct Setup {
   }
 };
 
-void BM_LaunchKernel(benchmark::State& state) {
+Setup& setup() {
   static Setup* s = new Setup();
-  float* data = nullptr;
-  int n = 1024;
-  void* args[] = {&data, &n};
+  return *s;
+}
+
+void BM_LaunchKernel(benchmark::State& state) {
+  Setup& s = setup();
   TT_SCOPE("forward");
   for (auto _ : state) {
-    cudaError_t r = __cudaLaunchKernel(s->kernel, dim3(4), dim3(128), args, 0, s->stream);
+    cudaError_t r = s.launch();
     benchmark::DoNotOptimize(r);
   }
   // Lets bench.sh check that the run had the tool it was meant to have (0 or 1 injection).
   state.counters["injections"] = simgpuInjectionCount();
 }
 BENCHMARK(BM_LaunchKernel);
+
+// Instruction counts (callgrind started with instrumentation off): kWarmLaunches uncounted
+// launches (first-launch activation, the first buffers, the thread's first region context), then
+// kCountedLaunches instrumented. Outside callgrind it only launches (not a figure of bench.sh).
+constexpr int kWarmLaunches = 4096, kCountedLaunches = 16384;
+void BM_InstructionCount(benchmark::State& state) {
+  Setup& s = setup();
+  TT_SCOPE("forward");
+  for (auto _ : state) {
+    for (int i = 0; i < kWarmLaunches + kCountedLaunches; ++i) {
+      if (i == kWarmLaunches) CALLGRIND_START_INSTRUMENTATION;
+      cudaError_t r = s.launch();
+      benchmark::DoNotOptimize(r);
+    }
+    CALLGRIND_STOP_INSTRUMENTATION;
+  }
+  state.counters["counted_launches"] = kCountedLaunches;
+  state.counters["injections"] = simgpuInjectionCount();
+}
+BENCHMARK(BM_InstructionCount)->Iterations(1);
 
 }  // namespace
 

@@ -48,13 +48,19 @@ void mark_recorded() noexcept {
 
 // --- Hooks given to cupti/ -------------------------------------------------------------------
 
-// DESIGN §4 rules 1-4: the calling thread's innermost region (else the step thread's), the step
-// count, the region entry, and the NCCL call the thread is inside.
+// DESIGN §4 rules 1-4: the calling thread's innermost region (else the step thread's) and its
+// category, the step count, the region entry, and the NCCL call the thread is inside.
+// The launching thread's last path and its category (region_registry.h): one registry per
+// process, never replaced, so the memo never goes stale.
+__thread core::RegionRegistry::CategoryMemo t_category_memo __attribute__((tls_model("initial-exec")));
+
+constexpr core::LaunchContext kNoContext{};  // copied, not built on the stack at every launch
+
 void launch_context(core::LaunchContext* out) noexcept {
   if (const core::RegionRegistry* r = existing_registry())
-    r->launch_context(t_hot.ts, out);
+    r->launch_context(t_hot.ts, out, &t_category_memo);
   else
-    *out = core::LaunchContext{};
+    *out = kNoContext;
   if (const nccl::Call* c = nccl::current_call()) out->comm = *c;
 }
 
@@ -75,12 +81,7 @@ bool comm_group(uint64_t group_id, core::CommGroupRecord* out) noexcept {
 
 uint32_t steps_completed() noexcept {
   const core::RegionRegistry* r = existing_registry();
-  return r ? r->launch_context(nullptr).step : 0;
-}
-
-core::Category category_of(core::PathId path) noexcept {
-  const core::RegionRegistry* r = existing_registry();
-  return r ? r->category_of(path) : core::Category::kOther;
+  return r ? r->steps().count() : 0;
 }
 
 std::string path_name(core::PathId path) {
@@ -130,7 +131,6 @@ void configure_cupti(Session& s) {
   hooks.comm_calls_waiting = &nccl::calls_waiting;
   hooks.steps_completed = &steps_completed;
   hooks.on_first_launch = &on_first_launch;
-  hooks.category_of = &category_of;
   hooks.path_name = &path_name;
   hooks.comm_group = &comm_group;
   hooks.on_capture_begin = &nccl::note_capture_begin;

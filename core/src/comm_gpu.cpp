@@ -64,31 +64,39 @@ void GpuAggregator::ingest_comm(const GpuActivity& a, const LaunchContext& ctx, 
     ++g.kernels;
     return;
   }
-  if (ctx.comm.group_id != 0 && find_group_) {
-    CommGroupRecord group;
-    if (find_group_(ctx.comm.group_id, &group) && group.count > 0) {
-      uint64_t total = 0;
-      for (uint32_t i = 0; i < group.count; ++i) total += group.members[i].bytes;
-      uint64_t given = 0;
-      for (uint32_t i = 0; i < group.count; ++i) {
-        const CommGroupMember& m = group.members[i];
-        uint64_t share;
-        if (i + 1 == group.count) {
-          share = dur - given;  // the remainder, so the shares add up to the kernel exactly
-        } else if (total > 0) {
-          share = static_cast<uint64_t>(static_cast<unsigned __int128>(dur) * m.bytes / total);
-        } else {
-          share = dur / group.count;
-        }
-        given += share;
-        add_comm_share(m.comm_id, m.op, m.seq, m.bytes, share, a, ctx.comm.captured);
-      }
-      return;
-    }
-    ++group_lookups_missed_;
+  if (ctx.comm.group_id != 0 && split_groups_) {  // split once its members are known
+    pending_groups_.push_back(PendingGroupKernel{ctx.comm, a.start_ns, a.end_ns, dur});
+    return;
   }
   add_comm_share(ctx.comm.comm_id, ctx.comm.op, ctx.comm.seq, ctx.comm.bytes, dur, a,
                  ctx.comm.captured);
+}
+
+void GpuAggregator::add_group_kernel(const PendingGroupKernel& k, const CommGroupRecord* group) {
+  GpuActivity a;  // what add_comm_share reads of the record: its interval
+  a.start_ns = k.start_ns;
+  a.end_ns = k.end_ns;
+  if (group == nullptr || group->count == 0) {
+    ++group_lookups_missed_;
+    add_comm_share(k.comm.comm_id, k.comm.op, k.comm.seq, k.comm.bytes, k.dur, a, k.comm.captured);
+    return;
+  }
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < group->count; ++i) total += group->members[i].bytes;
+  uint64_t given = 0;
+  for (uint32_t i = 0; i < group->count; ++i) {
+    const CommGroupMember& m = group->members[i];
+    uint64_t share;
+    if (i + 1 == group->count) {
+      share = k.dur - given;  // the remainder, so the shares add up to the kernel exactly
+    } else if (total > 0) {
+      share = static_cast<uint64_t>(static_cast<unsigned __int128>(k.dur) * m.bytes / total);
+    } else {
+      share = k.dur / group->count;
+    }
+    given += share;
+    add_comm_share(m.comm_id, m.op, m.seq, m.bytes, share, a, k.comm.captured);
+  }
 }
 
 }  // namespace traintime::core

@@ -292,7 +292,8 @@ void RegionRegistry::step(ThreadState* ts, uint64_t now_ns, uint64_t samples, ui
   steps_.step(now_ns, samples, tokens);
 }
 
-void RegionRegistry::launch_context(const ThreadState* ts, LaunchContext* out) const noexcept {
+void RegionRegistry::launch_context(const ThreadState* ts, LaunchContext* out,
+                                    CategoryMemo* memo) const noexcept {
   LaunchContext& ctx = *out;
   ctx.path = kNoPath;
   ctx.entry = 0;
@@ -314,9 +315,23 @@ void RegionRegistry::launch_context(const ThreadState* ts, LaunchContext* out) c
     }
   }
   if (ctx.path == kNoPath) ctx.entry = 0;
+  ctx.category = ctx.path == memo->path ? memo->category : remember_category(ctx.path, memo);
 }
 
-Category RegionRegistry::category_of(PathId path) const {
+__attribute__((noinline)) Category RegionRegistry::remember_category(PathId path,
+                                                                     CategoryMemo* memo) const noexcept {
+  // The record is ingested with this category (nothing is looked up at ingest): a path's
+  // category is set before the path is published and never changes, so this is the answer a
+  // look-up at ingest would give. A path not yet published to this thread (a step thread's
+  // path read before its publication reached this core) is answered as unknown, as category_of
+  // answers it, and not remembered.
+  if (path != kNoPath && path > path_count()) return Category::kOther;
+  memo->path = path;
+  memo->category = category_of(path);
+  return memo->category;
+}
+
+Category RegionRegistry::category_of(PathId path) const noexcept {
   if (path == kNoPath || path > path_count()) return Category::kOther;
   return paths_[path].category;
 }

@@ -8,23 +8,12 @@ namespace traintime::cupti {
 
 ActivityPipeline::ActivityPipeline(const CuptiLibrary& lib, const CorrelationTable& launches,
                                    const GraphNodeTable& graph_nodes,
-                                   core::GpuAggregator& aggregator, CategoryOf category_of,
-                                   NameOf name_of)
+                                   core::GpuAggregator& aggregator, NameOf name_of)
     : lib_(lib),
       launches_(launches),
       graph_nodes_(graph_nodes),
       aggregator_(aggregator),
-      category_of_(std::move(category_of)),
       name_of_(std::move(name_of)) {}
-
-core::Category ActivityPipeline::category_slow(core::PathId path) {
-  if (path >= category_cache_.size()) category_cache_.resize(path + 1, -1);
-  int8_t& c = category_cache_[path];
-  if (c < 0) c = static_cast<int8_t>(category_of_(path));
-  memo_path_ = path;
-  memo_category_ = static_cast<core::Category>(c);
-  return memo_category_;
-}
 
 void ActivityPipeline::join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx) {
   // lookup() writes every field of *ctx when it finds the context, and may leave a copy it
@@ -58,7 +47,7 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
     join(d, &ctx);
     if (d.name_ptr)
       d.activity.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
-    aggregator_.ingest(d.activity, ctx, category(ctx.path));
+    aggregator_.ingest(d.activity, ctx, ctx.category);
   });
   stats_.activities += counts.activities;
   stats_.api_records += counts.api_records;

@@ -6,7 +6,9 @@
 // (driver) correlation id; kernels and memsets on their correlation id. A record of a CUDA graph
 // node takes the region open when its node was captured (GraphNodeTable) with the step and entry
 // of the graph launch that ran it; a node the table does not know takes the graph launch's
-// context. A record whose context is gone is ingested as unattributed and counted.
+// context. A record whose context is gone is ingested as unattributed and counted. The region's
+// category comes with the context (resolved at launch, LaunchContext::category): nothing is
+// asked of the region registry here, so no hook runs while the caller holds its lock.
 #pragma once
 
 #include <cstdint>
@@ -37,14 +39,13 @@ struct PipelineStats {
 
 class ActivityPipeline {
  public:
-  using CategoryOf = std::function<core::Category(core::PathId)>;
   // Kernel name for the name pointer in a record; the live capture uses the pointer itself,
   // the replay maps recorded pointer values to the names stored with the fixture.
   using NameOf = std::function<std::string_view(const char*)>;
 
   ActivityPipeline(const CuptiLibrary& lib, const CorrelationTable& launches,
                    const GraphNodeTable& graph_nodes, core::GpuAggregator& aggregator,
-                   CategoryOf category_of, NameOf name_of = nullptr);
+                   NameOf name_of = nullptr);
 
   // Caller serialises calls and any concurrent use of the aggregator.
   void process(uint8_t* buffer, size_t valid_size);
@@ -76,19 +77,6 @@ class ActivityPipeline {
   void count_into(core::Section& out) const;
 
  private:
-  core::Category category(core::PathId path) {
-    // Consecutive records mostly come from one region (a layer's kernels, a backward pass):
-    // the last answer first, one comparison; then the answers by path, inline. A path's
-    // category never changes once interned, so one lookup per path is enough.
-    if (path == memo_path_) return memo_category_;
-    if (path < category_cache_.size() && category_cache_[path] >= 0) {
-      memo_path_ = path;
-      memo_category_ = static_cast<core::Category>(category_cache_[path]);
-      return memo_category_;
-    }
-    return category_slow(path);
-  }
-  core::Category category_slow(core::PathId path);  // asks category_of_ (once per path)
   // join() past the table: a graph node's capture-time context, or a miss.
   void join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx);
 
@@ -96,12 +84,7 @@ class ActivityPipeline {
   const CorrelationTable& launches_;
   const GraphNodeTable& graph_nodes_;
   core::GpuAggregator& aggregator_;
-  CategoryOf category_of_;
   NameOf name_of_;
-  std::vector<int8_t> category_cache_;  // by PathId; -1 = not looked up yet
-  // The last path category() answered for (wider than PathId: no path matches it at first).
-  uint64_t memo_path_ = ~uint64_t{0};
-  core::Category memo_category_ = core::Category::kOther;
   PipelineStats stats_;
 };
 

@@ -43,12 +43,19 @@ void GpuCapture::shutdown(const char* reason) {
   stop_thread();
   ClientMux::get().detach(subscriber_);  // a profiler still running in the process gets CUPTI back
   if (recorder_) {
-    std::lock_guard<std::mutex> agg(agg_mu_);
+    // The hooks (steps, path names) are asked with no lock held (capture_lock_order.h): the
+    // aggregator's figures are copied under agg_mu_ and the fixture written after.
     const uint32_t steps = steps_completed();
+    PipelineStats stats;
+    core::GpuSummary gpu;
+    {
+      std::lock_guard<std::mutex> agg(agg_mu_);
+      stats = pipeline_->stats();
+      gpu = aggregator_->summary(steps);
+    }
     auto name = [this](core::PathId p) { return path_name(p); };
-    recorder_->finish(steps, pipeline_->stats(), name,
-                      [this](core::PathId p) { return category_of(p); }, reason);
-    recorder_->write_live_result(gpu_rank_file(aggregator_->summary(steps), steps, name));
+    recorder_->finish(steps, stats, name, reason);
+    recorder_->write_live_result(gpu_rank_file(gpu, steps, name));
   }
 }
 

@@ -12,7 +12,9 @@
 //   start_mu_  (start-up only)
 //   flush_mu_  -> [CUPTI's internal locks] -> queue_mu_   (FlushAll delivers buffers
 //                                                          synchronously into on_completed)
-//   agg_mu_    -> [the process's region registry, via Hooks::category_of / path_name]
+//   agg_mu_    (no hook is called under it: a region's category comes with the launch context,
+//               an NCCL group's members are asked between two holds (split_group_kernels),
+//               steps and path names before or after)
 //   live_mu_, device_mu_ and the GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
 // queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
 // The launch callback (application threads) takes no lock at all.

@@ -63,9 +63,8 @@ bool GpuCapture::start_capture(std::string* reason) {
   options.trace = config_.trace;
   options.trace_max_events = config_.trace_max_events;
   aggregator_ = std::make_unique<core::GpuAggregator>(options);
-  if (hooks_.comm_group != nullptr) aggregator_->set_group_lookup(hooks_.comm_group);
-  pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_,
-                                                 [this](core::PathId p) { return category_of(p); });
+  aggregator_->split_groups(hooks_.comm_group != nullptr);  // processing_thread.cpp splits them
+  pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_);
   recorder_ = FixtureRecorder::open(config_.record_fixture);
   if (recorder_) recorder_->set_library(lib_);
   for (const SelectedCallback& s : selected) roles_.set(s.domain, s.cbid, s.role);

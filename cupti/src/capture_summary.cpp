@@ -40,9 +40,10 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
     case State::kStopped:
       break;
   }
+  const uint32_t steps = steps_completed();  // a hook: asked before agg_mu_ is taken
   std::lock_guard<std::mutex> agg(agg_mu_);
   transfer_dropped();
-  out = aggregator_->summary(steps_completed());
+  out = aggregator_->summary(steps);
   // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
   // complete buffers only; the signal path does not flush at all).
   out.records_complete = state == State::kStopped;
@@ -85,8 +86,15 @@ nlohmann::json GpuCapture::trace_json() {
   if (forked_.load(std::memory_order_relaxed) ||
       (state != State::kCapturing && state != State::kStopped))
     return nullptr;
-  std::lock_guard<std::mutex> agg(agg_mu_);
-  return aggregator_->trace_json([this](core::PathId p) { return path_name(p); });
+  nlohmann::json trace;
+  {
+    std::lock_guard<std::mutex> agg(agg_mu_);
+    trace = aggregator_->trace_json([](core::PathId) { return std::string(); });
+  }
+  // The paths' names from the path_name hook, asked with no lock held (capture_lock_order.h).
+  for (auto& [id, name] : trace["paths"].items())
+    name = path_name(static_cast<core::PathId>(std::stoul(id)));
+  return trace;
 }
 
 }  // namespace traintime::cupti

@@ -11,9 +11,11 @@ namespace {
 static_assert(sizeof(core::LaunchContext) == 56, "LaunchContext changed: update the slot packing");
 static_assert(offsetof(core::LaunchContext, path) == 0 && offsetof(core::LaunchContext, step) == 4 &&
               offsetof(core::LaunchContext, entry) == 8 && offsetof(core::LaunchContext, comm) == 16);
-static_assert(offsetof(core::CommContext, op) == 0 && offsetof(core::CommContext, comm_id) == 4 &&
-              offsetof(core::CommContext, seq) == 8 && offsetof(core::CommContext, bytes) == 16 &&
-              offsetof(core::CommContext, group_id) == 24 && offsetof(core::CommContext, captured) == 32);
+static_assert(offsetof(core::CommContext, op) == 0 && offsetof(core::CommContext, captured) == 1 &&
+              offsetof(core::CommContext, comm_id) == 4 && offsetof(core::CommContext, seq) == 8 &&
+              offsetof(core::CommContext, bytes) == 16 && offsetof(core::CommContext, group_id) == 24 &&
+              offsetof(core::LaunchContext, category) == 48);
+static_assert(sizeof(core::CommOp) == 1 && sizeof(bool) == 1 && sizeof(core::Category) == 1);
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Slot::words are little-endian");
 
 uint32_t round_up_pow2(uint32_t n) {
@@ -93,11 +95,13 @@ uint64_t CorrelationTable::claim(uint32_t id, const core::LaunchContext& ctx) no
   ids_[seq & mask_].store(id, std::memory_order_relaxed);
   s.words[0].store(uint64_t{ctx.path} | (uint64_t{ctx.step} << 32), std::memory_order_release);
   s.words[1].store(ctx.entry, std::memory_order_release);
-  s.words[2].store(uint64_t(ctx.comm.op) | (uint64_t{ctx.comm.comm_id} << 32), std::memory_order_release);
+  s.words[2].store(uint64_t(ctx.comm.op) | (uint64_t{ctx.comm.captured} << 8) |
+                       (uint64_t{ctx.comm.comm_id} << 32),
+                   std::memory_order_release);
   s.words[3].store(ctx.comm.seq, std::memory_order_release);
   s.words[4].store(ctx.comm.bytes, std::memory_order_release);
   s.words[5].store(ctx.comm.group_id, std::memory_order_release);
-  s.words[kIdWord].store(uint64_t{ctx.comm.captured} | (uint64_t{id} << 32), std::memory_order_release);
+  s.words[kIdWord].store(uint64_t(ctx.category) | (uint64_t{id} << 32), std::memory_order_release);
   nested_[seq & mask_].store(0, std::memory_order_release);
   return seq + 1;
 }

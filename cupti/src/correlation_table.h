@@ -164,8 +164,8 @@ class CorrelationTable {
     copy(3);
     copy(4);
     copy(5);
-    const uint64_t captured = w6 & 0xff;  // the padding after it left zero, not the id
-    std::memcpy(bytes + 8 * kIdWord, &captured, 8);
+    const uint64_t category = w6 & 0xff;  // the padding after it left zero, not the id
+    std::memcpy(bytes + 8 * kIdWord, &category, 8);
     if (s.stamp.load(std::memory_order_acquire) != stamp) return false;  // rewritten meanwhile
     return true;
   }

@@ -21,7 +21,8 @@ nlohmann::json context_to_json(const core::LaunchContext& ctx) {
           {"entry", ctx.entry},       {"comm_op", static_cast<int>(ctx.comm.op)},
           {"comm_id", ctx.comm.comm_id},   {"comm_seq", ctx.comm.seq},
           {"comm_bytes", ctx.comm.bytes}, {"comm_group", ctx.comm.group_id},
-          {"comm_captured", ctx.comm.captured}};
+          {"comm_captured", ctx.comm.captured},
+          {"category", std::string(core::category_name(ctx.category))}};
 }
 
 core::LaunchContext context_from_json(const nlohmann::json& j) {
@@ -35,6 +36,8 @@ core::LaunchContext context_from_json(const nlohmann::json& j) {
   ctx.comm.bytes = j.at("comm_bytes").get<uint64_t>();
   ctx.comm.group_id = j.at("comm_group").get<uint64_t>();
   ctx.comm.captured = j.at("comm_captured").get<bool>();
+  if (auto c = j.find("category"); c != j.end())
+    ctx.category = core::category_from_name(c->get<std::string>()).value_or(core::Category::kOther);
   return ctx;
 }
 
@@ -63,7 +66,7 @@ void FixtureRecorder::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   {
     std::lock_guard<std::mutex> lock(mu_);
     callbacks_.push_back(std::move(row));
-    paths_.insert(ctx.path);
+    paths_.emplace(ctx.path, ctx.category);
   }
   errno = saved_errno;
 }
@@ -74,7 +77,7 @@ void FixtureRecorder::on_graph_node(uint64_t node_id, uint64_t original_node_id,
   std::lock_guard<std::mutex> lock(mu_);
   if (ctx) {
     row["context"] = context_to_json(*ctx);
-    paths_.insert(ctx->path);
+    paths_.emplace(ctx->path, ctx->category);
   }
   graph_nodes_.push_back(std::move(row));
 }
@@ -98,18 +101,22 @@ void FixtureRecorder::on_buffer(const uint8_t* buffer, size_t valid_size) {
 
 void FixtureRecorder::finish(uint64_t steps_completed, const PipelineStats& live,
                              const std::function<std::string(core::PathId)>& path_name,
-                             const std::function<core::Category(core::PathId)>& category_of,
                              const char* exit_reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  nlohmann::json names = nlohmann::json::object();
-  for (const auto& [ptr, name] : kernel_names_) names[std::to_string(ptr)] = name;
+  std::map<core::PathId, core::Category> recorded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    recorded = paths_;
+  }
   nlohmann::json paths = nlohmann::json::array();
-  for (core::PathId p : paths_) {
+  for (const auto& [p, category] : recorded) {  // path_name is a hook: asked with mu_ released
     if (p == core::kNoPath) continue;
     paths.push_back({{"id", p},
                      {"path", path_name(p)},
-                     {"category", std::string(core::category_name(category_of(p)))}});
+                     {"category", std::string(core::category_name(category))}});
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json names = nlohmann::json::object();
+  for (const auto& [ptr, name] : kernel_names_) names[std::to_string(ptr)] = name;
   nlohmann::json j = {
       {"schema", "traintime-fixture/1"},
       {"cupti_path", lib_ ? lib_->path() : ""},

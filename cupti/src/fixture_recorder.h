@@ -9,7 +9,9 @@
 //
 // Layout of <dir>/pid<pid>/ (one per process, so every rank of a job can record):
 //   fixture.json         schema "traintime-fixture/1": library, callbacks, graph nodes, buffer
-//                        list, kernel names by record pointer, region paths, step count
+//                        list, kernel names by record pointer, region paths, step count (a
+//                        context's "category" is absent in fixtures recorded before launch
+//                        contexts carried one: the replay takes it from "paths")
 //   buffer-00000.bin ... the valid bytes of each completed buffer, in completion order
 //   rank.json            the GPU part of the rank file the live capture computed from them
 #pragma once
@@ -21,7 +23,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,8 @@
 
 namespace traintime::cupti {
 
-// The JSON form of a LaunchContext, shared by the recorder and the replay.
+// The JSON form of a LaunchContext, shared by the recorder and the replay. Without "category"
+// the context's category is left kOther (the replay fills it from the fixture's paths).
 nlohmann::json context_to_json(const core::LaunchContext& ctx);
 core::LaunchContext context_from_json(const nlohmann::json& j);
 
@@ -53,11 +55,11 @@ class FixtureRecorder {
   void on_graph_node(uint64_t node_id, uint64_t original_node_id, const core::LaunchContext* ctx);
   // Processing thread, before the buffer is decoded.
   void on_buffer(const uint8_t* buffer, size_t valid_size);
-  // Writes fixture.json. Called once, after the forced flush was processed.
+  // Writes fixture.json. Called once, after the forced flush was processed, with no lock of the
+  // adapter's held (path_name is a hook). The paths' categories are those their launch contexts
+  // carried.
   void finish(uint64_t steps_completed, const PipelineStats& live,
-              const std::function<std::string(core::PathId)>& path_name,
-              const std::function<core::Category(core::PathId)>& category_of,
-              const char* exit_reason);
+              const std::function<std::string(core::PathId)>& path_name, const char* exit_reason);
   // rank.json: what the live capture made of the recorded input (the replay must reproduce it).
   void write_live_result(const core::RankFile& f);
 
@@ -69,7 +71,7 @@ class FixtureRecorder {
   nlohmann::json graph_nodes_ = nlohmann::json::array();
   nlohmann::json buffers_ = nlohmann::json::array();
   std::map<uint64_t, std::string> kernel_names_;  // record's name pointer -> name
-  std::set<core::PathId> paths_;
+  std::map<core::PathId, core::Category> paths_;  // the paths of the recorded contexts
   bool write_failed_ = false;
 };
 

@@ -81,9 +81,6 @@ class GpuCapture {
   std::string path_name(core::PathId p) const {
     return hooks_.path_name ? hooks_.path_name(p) : std::string();
   }
-  core::Category category_of(core::PathId p) const {
-    return hooks_.category_of ? hooks_.category_of(p) : core::Category::kOther;
-  }
 
   // `sees_every_capture`: started from cuInit (InitializeInjection), so before any stream
   // capture could begin; a lazy start may come after one.
@@ -119,6 +116,9 @@ class GpuCapture {
   void flush(bool forced, bool try_only);
   bool drain();
   void transfer_dropped();  // caller holds agg_mu_
+  // The group kernels the last buffer left pending: their groups' members asked of
+  // Hooks::comm_group with no lock held, then the kernels split under agg_mu_.
+  void split_group_kernels();
   void stop_thread();
   // Processing thread: publishes the newest step whose records have all arrived (live metrics).
   void publish_live();
@@ -169,6 +169,8 @@ class GpuCapture {
   std::atomic<uint64_t> dropped_pending_{0};
   std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
   uint64_t records_seen_ = 0;  // processing thread only
+  std::vector<core::GpuAggregator::PendingGroupKernel> pending_groups_;  // processing thread only
+  std::vector<core::CommGroupRecord> group_members_;  // processing thread only, by pending kernel
 
   std::atomic<bool> live_{false};
   std::mutex live_mu_;  // leaf: the published figures (written by the processing thread only)

@@ -50,7 +50,9 @@ void GpuCapture::processing_loop() {
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
       live_late_.store(aggregator_->records_after_publish(), std::memory_order_relaxed);
+      aggregator_->take_pending_groups(&pending_groups_);
     }
+    if (!pending_groups_.empty()) split_group_kernels();
     if (const uint32_t steps = steps_completed()) {
       const bool live = live_.load(std::memory_order_relaxed);
       const uint64_t per_step = records_seen_ / steps + 1;
@@ -69,6 +71,22 @@ void GpuCapture::processing_loop() {
   }
   busy_ = false;
   drained_cv_.notify_all();
+}
+
+void GpuCapture::split_group_kernels() {
+  // Before the buffer counts as done (busy_), so a snapshot's drain waits for the split too.
+  // Lock order: capture_lock_order.h (the hook with nothing held, then agg_mu_).
+  group_members_.resize(pending_groups_.size());
+  for (size_t i = 0; i < pending_groups_.size(); ++i) {
+    if (hooks_.comm_group == nullptr ||
+        !hooks_.comm_group(pending_groups_[i].comm.group_id, &group_members_[i]))
+      group_members_[i].count = 0;
+  }
+  std::lock_guard<std::mutex> agg(agg_mu_);
+  for (size_t i = 0; i < pending_groups_.size(); ++i)
+    aggregator_->add_group_kernel(pending_groups_[i],
+                                  group_members_[i].count > 0 ? &group_members_[i] : nullptr);
+  pending_groups_.clear();
 }
 
 void GpuCapture::transfer_dropped() {

@@ -285,7 +285,7 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
   uint64_t seq = 0;
   if (ce != nullptr && !captured && !is_rma(op)) seq = ce->counters->next_seq();
 
-  t.call = Call{op, comm_id, seq, bytes, 0, captured};
+  t.call = Call{op, captured, comm_id, seq, bytes, 0};
   t.call_active = true;
   t.call_launched = false;
   // A nonblocking communicator's kernel is launched by NCCL's own thread, possibly before the
@@ -403,7 +403,7 @@ ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
     const core::CommGroupMember& first = t.members[0];
     const uint64_t group_id = g_next_group.fetch_add(1, std::memory_order_relaxed) + 1;
     call_table().record_group(group_id, t.members, t.group_count);
-    t.call = Call{first.op, first.comm_id, first.seq, t.group_bytes, group_id, t.group_captured};
+    t.call = Call{first.op, t.group_captured, first.comm_id, first.seq, t.group_bytes, group_id};
     t.call_active = true;
     t.call_launched = false;
   }

@@ -333,10 +333,22 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
   CommGroupMember m[2] = {{CommOp::kSend, c + 1, s1, 300}, {CommOp::kRecv, c + 1, s2, 100}};
   t.record_group(9, m, 2);
   GpuAggregator agg;
-  agg.set_group_lookup([&t](uint64_t id, CommGroupRecord* out) { return t.find_group(id, *out); });
+  agg.split_groups(true);
   LaunchContext ctx = nccl_ctx(CommOp::kSend, c + 1, s1, 400);
   ctx.comm.group_id = 9;
   agg.ingest(nccl_kernel(1000, 1100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
+  // The ingest asked nobody for the members: the kernel waits, and its owner looks its group up
+  // (with no lock of its own held, in the CUPTI adapter) and hands it back.
+  std::vector<GpuAggregator::PendingGroupKernel> pending;
+  agg.take_pending_groups(&pending);
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0].comm.group_id == 9);
+  CHECK(pending[0].dur == 100);
+  CommGroupRecord group;
+  REQUIRE(t.find_group(pending[0].comm.group_id, group));
+  agg.add_group_kernel(pending[0], &group);
+  agg.take_pending_groups(&pending);
+  CHECK(pending.empty());
   auto snap = t.snapshot();
   RankFile f = testing::gpu_rank_file(agg, name_of, 1, &snap);
   const CommRow* send = row(f, CommOp::kSend, 2);
@@ -351,6 +363,23 @@ TEST_CASE("a group kernel's time is split across its members by bytes", "[comm][
   REQUIRE(f.communicators.size() == 1);
   CHECK(f.communicators[0].ops_completed == 2);
   CHECK(f.communicators[0].recent.size() == 2);
+}
+
+TEST_CASE("a group kernel whose group fell out of the table counts for the first op", "[comm][group]") {
+  GpuAggregator agg;
+  agg.split_groups(true);
+  LaunchContext ctx = nccl_ctx(CommOp::kSend, 1, 1, 400);
+  ctx.comm.group_id = 12;
+  agg.ingest(nccl_kernel(0, 100, "ncclDevKernel_SendRecv"), ctx, Category::kOther);
+  CHECK(row(testing::gpu_rank_file(agg, name_of, 1), CommOp::kSend, 0) == nullptr);  // pending
+  std::vector<GpuAggregator::PendingGroupKernel> pending;
+  agg.take_pending_groups(&pending);
+  REQUIRE(pending.size() == 1);
+  agg.add_group_kernel(pending[0], nullptr);
+  RankFile f = testing::gpu_rank_file(agg, name_of, 1);
+  const CommRow* send = row(f, CommOp::kSend, 0);
+  REQUIRE(send != nullptr);
+  CHECK(send->gpu_ns == 100);
 }
 
 TEST_CASE("a group kernel whose group is unknown counts for the first op", "[comm][group]") {

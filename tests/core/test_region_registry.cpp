@@ -374,6 +374,48 @@ TEST_CASE("launch context: own innermost region, else the step thread's, else no
   CHECK(reg.launch_context(worker).path == kNoPath);
 }
 
+TEST_CASE("launch context: the category of its path, resolved at launch through the thread's memo",
+          "[region]") {
+  RegionRegistry reg;
+  ThreadState* main = reg.thread_state();
+  ThreadState* worker = reg.thread_state();
+  // One memo for every call, as the launching thread keeps one: each answer must be the path's
+  // own, not the previous launch's.
+  RegionRegistry::CategoryMemo memo;
+  LaunchContext ctx;
+  reg.launch_context(nullptr, &ctx, &memo);
+  CHECK(ctx.path == kNoPath);
+  CHECK(ctx.category == Category::kOther);  // category_of(kNoPath): the record is unattributed
+
+  reg.push(main, "step", kCategoryAuto, 0);
+  reg.step(main, 1, 0, 0);
+  reg.push(main, "optimizer_step", static_cast<int>(Category::kOptimizer), 1);
+  reg.launch_context(main, &ctx, &memo);
+  CHECK(ctx.category == Category::kOptimizer);
+  // A worker with nothing open takes the step thread's region, and so its category.
+  reg.launch_context(worker, &ctx, &memo);
+  CHECK(reg.path_string(ctx.path) == "step/optimizer_step");
+  CHECK(ctx.category == Category::kOptimizer);
+
+  reg.push(worker, "loader", static_cast<int>(Category::kIo), 2);
+  reg.launch_context(worker, &ctx, &memo);
+  CHECK(ctx.category == Category::kIo);
+  reg.launch_context(main, &ctx, &memo);  // back to a path the memo held before
+  CHECK(ctx.category == Category::kOptimizer);
+  reg.pop(worker, 3);
+  reg.pop(main, 4);
+  reg.launch_context(worker, &ctx, &memo);  // the step region: "step" takes its parent's (none)
+  CHECK(reg.path_string(ctx.path) == "step");
+  CHECK(ctx.category == reg.category_of(ctx.path));
+  reg.pop(main, 5);
+  reg.launch_context(worker, &ctx, &memo);
+  CHECK(ctx.path == kNoPath);
+  CHECK(ctx.category == Category::kOther);
+  // The convenience form answers the same.
+  reg.push(main, "forward", kCategoryAuto, 6);
+  CHECK(reg.launch_context(main).category == Category::kForward);
+}
+
 TEST_CASE("each region entry gets a distinct serial, across threads too", "[region]") {
   RegionRegistry reg;
   ThreadState* a = reg.thread_state();

@@ -64,34 +64,39 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  tc::CorrelationTable launches(1u << 18);
-  for (const auto& cb : fx.at("callbacks"))
-    launches.store(cb.at("correlation_id").get<uint32_t>(), tc::context_from_json(cb.at("context")));
-  tc::GraphNodeTable graph_nodes(std::size_t{1} << 18);
-  for (const auto& node : fx.at("graph_nodes")) {
-    const uint64_t original = node.at("original_node_id").get<uint64_t>();
-    if (original != 0)
-      graph_nodes.cloned(node.at("node_id").get<uint64_t>(), original);
-    else
-      graph_nodes.created(node.at("node_id").get<uint64_t>(), tc::context_from_json(node.at("context")));
-  }
   std::map<core::PathId, std::pair<std::string, core::Category>> paths;
   for (const auto& p : fx.at("paths")) {
     const auto category = core::category_from_name(p.at("category").get<std::string>());
     paths[p.at("id").get<core::PathId>()] = {p.at("path").get<std::string>(),
                                              category.value_or(core::Category::kOther)};
   }
+  // A context as the launch callback stored it, category included; a fixture recorded before
+  // contexts carried their category gives it in its paths.
+  const auto context = [&](const nlohmann::json& j) {
+    core::LaunchContext ctx = tc::context_from_json(j);
+    if (!j.contains("category")) {
+      auto it = paths.find(ctx.path);
+      ctx.category = it == paths.end() ? core::Category::kOther : it->second.second;
+    }
+    return ctx;
+  };
+  tc::CorrelationTable launches(1u << 18);
+  for (const auto& cb : fx.at("callbacks"))
+    launches.store(cb.at("correlation_id").get<uint32_t>(), context(cb.at("context")));
+  tc::GraphNodeTable graph_nodes(std::size_t{1} << 18);
+  for (const auto& node : fx.at("graph_nodes")) {
+    const uint64_t original = node.at("original_node_id").get<uint64_t>();
+    if (original != 0)
+      graph_nodes.cloned(node.at("node_id").get<uint64_t>(), original);
+    else
+      graph_nodes.created(node.at("node_id").get<uint64_t>(), context(node.at("context")));
+  }
   std::map<uint64_t, std::string> names;
   for (const auto& [ptr, name] : fx.at("kernel_names").items()) names[std::stoull(ptr)] = name.get<std::string>();
 
   core::GpuAggregator aggregator;
   tc::ActivityPipeline pipeline(
-      lib, launches, graph_nodes, aggregator,
-      [&](core::PathId p) {
-        auto it = paths.find(p);
-        return it == paths.end() ? core::Category::kOther : it->second.second;
-      },
-      [&](const char* ptr) -> std::string_view {
+      lib, launches, graph_nodes, aggregator, [&](const char* ptr) -> std::string_view {
         auto it = names.find(reinterpret_cast<uint64_t>(ptr));
         return it == names.end() ? std::string_view() : std::string_view(it->second);
       });

@@ -24,8 +24,7 @@ struct Fixture {
   cupti::CorrelationTable launches{1024};
   cupti::GraphNodeTable nodes{16};
   core::GpuAggregator aggregator;
-  cupti::ActivityPipeline pipeline{lib, launches, nodes, aggregator,
-                                   [](core::PathId) { return core::Category::kForward; }};
+  cupti::ActivityPipeline pipeline{lib, launches, nodes, aggregator};
 };
 
 DecodedActivity record(uint32_t correlation, uint32_t runtime_correlation = 0, uint64_t node = 0) {
@@ -69,6 +68,29 @@ TEST_CASE("a graph kernel takes its node's capture-time region with the launch's
   const core::LaunchContext l = f.pipeline.join(record(30, 0, 5555));
   CHECK(l.path == 8);
   CHECK(l.step == 4);
+}
+
+TEST_CASE("a record takes the category its launch stored; a graph kernel its node's", "[join]") {
+  // Nothing is asked of the region registry at ingest: the category comes with the context (the
+  // launch callback resolved it), so these contexts carry categories no path rule would give.
+  Fixture f;
+  core::LaunchContext launch = ctx(5, 1, 50);
+  launch.category = core::Category::kIo;
+  f.launches.store(40, launch);
+  CHECK(f.pipeline.join(record(40)).category == core::Category::kIo);
+  core::LaunchContext captured = ctx(7, 0, 70);
+  captured.category = core::Category::kRecompute;
+  f.nodes.created(99, captured);
+  f.nodes.cloned(1099, 99);
+  core::LaunchContext graph_launch = ctx(8, 4, 80);
+  graph_launch.category = core::Category::kOptimizer;
+  f.launches.store(41, graph_launch);
+  const core::LaunchContext c = f.pipeline.join(record(41, 0, 1099));
+  CHECK(c.path == 7);
+  CHECK(c.category == core::Category::kRecompute);  // the region captured, with its category
+  CHECK(f.pipeline.join(record(41, 0, 5555)).category == core::Category::kOptimizer);
+  // No context: unattributed, with kNoPath's category, as before.
+  CHECK(f.pipeline.join(record(4242)).category == core::Category::kOther);
 }
 
 TEST_CASE("a record without a launch context is counted and left unattributed", "[join]") {

@@ -13,6 +13,8 @@
 
 #include "correlation_table.h"
 
+using traintime::core::Category;
+using traintime::core::kCategoryCount;
 using traintime::core::CommOp;
 using traintime::core::LaunchContext;
 using traintime::cupti::CorrelationTable;
@@ -31,13 +33,15 @@ LaunchContext context_for(uint32_t id) {
   c.comm.bytes = ~uint64_t{id};
   c.comm.group_id = uint64_t{id} * 31;
   c.comm.captured = (id & 1) != 0;
+  c.category = static_cast<Category>(id % kCategoryCount);
   return c;
 }
 
 bool same(const LaunchContext& a, const LaunchContext& b) {
   return a.path == b.path && a.step == b.step && a.entry == b.entry && a.comm.op == b.comm.op &&
          a.comm.comm_id == b.comm.comm_id && a.comm.seq == b.comm.seq && a.comm.bytes == b.comm.bytes &&
-         a.comm.group_id == b.comm.group_id && a.comm.captured == b.comm.captured;
+         a.comm.group_id == b.comm.group_id && a.comm.captured == b.comm.captured &&
+         a.category == b.category;
 }
 
 }  // namespace

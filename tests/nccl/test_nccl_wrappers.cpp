@@ -683,10 +683,10 @@ TEST_CASE("calls of a nonblocking communicator wait per stream, in order, for th
   int stream_b = 0;
   nccl::Call out;
   CHECK_FALSE(nccl::take_pending_call(&stream_a, &out));
-  nccl::queue_pending(&stream_a, nccl::Call{CommOp::kAllReduce, 1, 1, 64, 0, false});
-  nccl::queue_pending(&stream_b, nccl::Call{CommOp::kBroadcast, 2, 1, 8, 0, false});
-  nccl::queue_pending(&stream_a, nccl::Call{CommOp::kAllGather, 1, 2, 32, 0, false});
-  nccl::queue_pending(nullptr, nccl::Call{CommOp::kReduce, 3, 1, 4, 0, false});  // default stream
+  nccl::queue_pending(&stream_a, nccl::Call{CommOp::kAllReduce, false, 1, 1, 64, 0});
+  nccl::queue_pending(&stream_b, nccl::Call{CommOp::kBroadcast, false, 2, 1, 8, 0});
+  nccl::queue_pending(&stream_a, nccl::Call{CommOp::kAllGather, false, 1, 2, 32, 0});
+  nccl::queue_pending(nullptr, nccl::Call{CommOp::kReduce, false, 3, 1, 4, 0});  // default stream
   REQUIRE(nccl::take_pending_call(&stream_a, &out));
   CHECK((out.op == CommOp::kAllReduce && out.seq == 1));
   REQUIRE(nccl::take_pending_call(&stream_a, &out));
@@ -702,8 +702,8 @@ TEST_CASE("calls of a nonblocking communicator wait per stream, in order, for th
 TEST_CASE("a call that launched on its own thread is taken back from its stream's queue", "[nccl]") {
   nccl::reset_pending();
   int stream = 0;
-  const nccl::Call first{CommOp::kAllReduce, 1, 7, 64, 0, false};
-  const nccl::Call second{CommOp::kAllReduce, 1, 8, 64, 0, false};
+  const nccl::Call first{CommOp::kAllReduce, false, 1, 7, 64, 0};
+  const nccl::Call second{CommOp::kAllReduce, false, 1, 8, 64, 0};
   nccl::queue_pending(&stream, first);
   nccl::queue_pending(&stream, second);
   nccl::retract_pending(&stream, first);
@@ -719,7 +719,7 @@ TEST_CASE("a full stream queue drops its oldest call and counts it", "[nccl]") {
   int stream = 0;
   const uint64_t dropped_before = nccl::pending_dropped();
   for (uint64_t seq = 1; seq <= nccl::kPendingDepth + 2; ++seq)
-    nccl::queue_pending(&stream, nccl::Call{CommOp::kAllReduce, 1, seq, 4, 0, false});
+    nccl::queue_pending(&stream, nccl::Call{CommOp::kAllReduce, false, 1, seq, 4, 0});
   CHECK(nccl::pending_dropped() - dropped_before == 2);
   nccl::Call out;
   REQUIRE(nccl::take_pending_call(&stream, &out));

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "traintime/core/category.h"
+
 namespace traintime::core {
 
 // Interned region path; 0 means "no region open".
@@ -68,11 +70,16 @@ constexpr CommOp comm_op_from_name(std::string_view name) {
 
 // The NCCL call a launch was made inside, one value: what the NCCL interposer publishes for the
 // launching thread (nccl::Call) and what a launch context carries, copied whole.
+// 32 bytes: `captured` sits in op's padding, so a LaunchContext keeps room for its category
+// within the 7 words of a correlation-table slot (cupti/src/correlation_table.h).
 struct CommContext {
   // A single op: the op itself. Inside the outermost ncclGroupEnd (where NCCL launches the
   // group's kernels): the group's first member (op, comm_id, seq) and bytes = the sum over all
   // members; the members themselves are in CommCallTable::find_group(group_id).
   CommOp op = CommOp::kNone;  // kNone: not launched inside an interposed NCCL call
+  // The NCCL call was enqueued into a CUDA graph being captured: the CPU side did not count it
+  // (seq == 0), so each kernel of a replay counts as one call on the GPU side.
+  bool captured = false;
   uint32_t comm_id = 0;       // communicator table index + 1 (0: communicator unknown)
   uint64_t seq = 0;           // sequence number on the communicator, 1-based (0: captured)
   uint64_t bytes = 0;         // nccl-tests convention (DESIGN §5)
@@ -80,9 +87,6 @@ struct CommContext {
   // the NCCL wrappers recorded the group's members (CommCallTable::record_group); the
   // aggregator splits the kernel's time across them.
   uint64_t group_id = 0;
-  // The NCCL call was enqueued into a CUDA graph being captured: the CPU side did not count it
-  // (seq == 0), so each kernel of a replay counts as one call on the GPU side.
-  bool captured = false;
 };
 
 // Captured on the launching thread inside the launch callback, stored under the callback's
@@ -92,6 +96,10 @@ struct LaunchContext {
   uint32_t step = 0;          // number of tt_step calls the process made before the launch
   uint64_t entry = 0;         // unique serial of the region entry (for per-entry gpu_span_ns)
   CommContext comm;           // set when launched inside an interposed NCCL call
+  // The category of `path`, resolved at launch (RegionRegistry::launch_context; a path's
+  // category never changes once interned), so the record's ingest asks nobody for it. kOther
+  // for kNoPath, as RegionRegistry::category_of answers.
+  Category category = Category::kOther;
 };
 
 // One GPU activity, converted from a CUPTI kernel/memcpy/memset record.

@@ -52,13 +52,30 @@ class GpuAggregator {
  public:
   explicit GpuAggregator(AggregatorOptions options = {});
 
-  // Group kernels (LaunchContext::comm.group_id) are split across the members this lookup
-  // returns (the NCCL call table's find_group, asked through a function: the aggregator holds
-  // no pointer into another module's state); without it (or when the group fell out of the
-  // table's ring) a group kernel counts for ctx.comm.op alone. Called on the ingesting thread,
-  // for group kernels only.
-  using GroupLookup = std::function<bool(uint64_t group_id, CommGroupRecord* out)>;
-  void set_group_lookup(GroupLookup lookup) { find_group_ = std::move(lookup); }
+  // Group kernels (LaunchContext::comm.group_id) are split across their group's members
+  // (comm_stats.h), which live in the NCCL call table: another module's state, which the
+  // aggregator never asks for. With split_groups(true), ingest() keeps each group kernel
+  // pending; its owner takes them (take_pending_groups), looks their groups up without holding
+  // the lock that guards the aggregator, and hands each back with its members
+  // (add_group_kernel; null when the group fell out of the table's ring: the kernel then counts
+  // for ctx.comm.op alone, and as a missed lookup). Off (the default), a group kernel counts
+  // for ctx.comm.op alone at ingest.
+  struct PendingGroupKernel {
+    CommContext comm;
+    uint64_t start_ns = 0;
+    uint64_t end_ns = 0;
+    uint64_t dur = 0;
+  };
+  void split_groups(bool on) {
+    split_groups_ = on;
+    if (on) pending_groups_.reserve(256);
+  }
+  // The pending group kernels, moved into *out (its old contents dropped, its capacity reused).
+  void take_pending_groups(std::vector<PendingGroupKernel>* out) {
+    out->clear();
+    out->swap(pending_groups_);
+  }
+  void add_group_kernel(const PendingGroupKernel& k, const CommGroupRecord* group);
 
   // Every activity, in any order across streams, steps and buffers. region_category is the
   // category of ctx.path (ignored when ctx.path == kNoPath). No allocation in the steady state
@@ -375,7 +392,8 @@ class GpuAggregator {
   static DetailAcc* detail_for(Accum& acc, uint64_t step, uint32_t step_detail);
 
   AggregatorOptions opt_;
-  GroupLookup find_group_;
+  bool split_groups_ = false;
+  std::vector<PendingGroupKernel> pending_groups_;  // ingested, not yet split (split_groups)
 
   std::array<MemcpyStat, 6> memcpy_{};  // by CopyKind
   uint64_t dropped_ = 0;

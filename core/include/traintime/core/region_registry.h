@@ -215,17 +215,28 @@ class RegionRegistry {
 
   // Lock-free, allocation-free: attribution context for work launched now by the thread owning
   // `ts` (may be null for a thread that never opened a region). Path: the innermost region of
-  // that thread, else the innermost region of the step thread, else kNoPath.
+  // that thread, else the innermost region of the step thread, else kNoPath; category: the
+  // path's (category_of).
   LaunchContext launch_context(const ThreadState* ts) const {
     LaunchContext ctx;
-    launch_context(ts, &ctx);
+    CategoryMemo memo;
+    launch_context(ts, &ctx, &memo);
     return ctx;
   }
-  // The same, written field by field into *out (the launch callback's thread-local copy).
-  void launch_context(const ThreadState* ts, LaunchContext* out) const noexcept;
+  // The launching thread's memo of the last path launch_context() gave the category of: a
+  // path's category never changes once interned, so the launches of one region (a layer's
+  // kernels) take it from here, without a look-up. Starts as kNoPath's answer.
+  struct CategoryMemo {
+    PathId path = kNoPath;
+    Category category = Category::kOther;
+  };
+  // The same, written field by field into *out (the launch callback's thread-local copy), the
+  // category through the calling thread's *memo.
+  void launch_context(const ThreadState* ts, LaunchContext* out, CategoryMemo* memo) const noexcept;
 
-  // Lock-free. kOther for kNoPath or an unknown id.
-  Category category_of(PathId path) const;
+  // Lock-free. kOther for kNoPath or an unknown id. A path's category is fixed when the path is
+  // interned, before its id is published, and never changes.
+  Category category_of(PathId path) const noexcept;
   // "step/forward/layer3"; empty for kNoPath or an unknown id.
   std::string path_string(PathId path) const;
   // Number of interned paths (PathIds 1..path_count() are valid).
@@ -362,6 +373,8 @@ class RegionRegistry {
     ts->current_entry_.store(entry, std::memory_order_relaxed);
     ts->current_path_.store(path, std::memory_order_relaxed);
   }
+  // category_of(path), kept in *memo once the path is published here (launch_context's miss).
+  Category remember_category(PathId path, CategoryMemo* memo) const noexcept;
   // The slow paths of push_id and pop (out of line).
   static void push_overflow(ThreadState* ts);
   void push_new(ThreadState* ts, NameId name, uint64_t now_ns);  // push_id past its first probe

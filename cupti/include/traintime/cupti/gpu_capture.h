@@ -32,8 +32,8 @@
 namespace traintime::cupti {
 
 struct Hooks {
-  // Attribution context for work the calling thread launches now: region, step, entry and the
-  // NCCL call it is inside, written to *out (every field). Called in every launch callback:
+  // Attribution context for work the calling thread launches now: region, step, entry, the
+  // region's category and the NCCL call it is inside, written to *out (every field). Called in every launch callback:
   // lock-free, no allocation, errno untouched. Written in place, not returned: the launch
   // callback keeps it in thread-local storage, and copying a just-built context there stalls on
   // store forwarding at every launch.
@@ -50,12 +50,13 @@ struct Hooks {
   uint32_t (*steps_completed)() noexcept = nullptr;
   // The first launch this process made: it now has something to write. Called once.
   void (*on_first_launch)() noexcept = nullptr;
-  // Category of a region path (lock-free) and its name (slow: trace dump and fixtures only).
-  core::Category (*category_of)(core::PathId path) noexcept = nullptr;
+  // The name of a region path (slow: trace dump and fixtures only; never under a lock of the
+  // adapter's).
   std::string (*path_name)(core::PathId path) = nullptr;
   // The members of the NCCL group recorded under group_id (the NCCL call table's find_group),
   // for splitting a group kernel's time: true and *out filled when found. Lock-free; called on
-  // the processing thread for group kernels only. May be null.
+  // the processing thread, with no lock held, for group kernels only. May be null (group
+  // kernels then count for their first op).
   bool (*comm_group)(uint64_t group_id, core::CommGroupRecord* out) noexcept = nullptr;
   // Stream capture, for the NCCL wrappers (nccl_interposer.h, set_capture_watch): a capture
   // begins (called at the entry of cudaStreamBeginCapture* / cuStreamBeginCapture*), and
