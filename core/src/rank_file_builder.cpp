@@ -189,6 +189,17 @@ void add_step_health(std::vector<Steps::Detail>& detail, const GpuHealth& health
   }
 }
 
+// steps.detail[].memory: the tracker's row of each detail step, or what the last earlier step
+// with records left in use.
+void add_step_memory(std::vector<Steps::Detail>& detail, const MemorySummary& memory) {
+  if (!memory.run.present) return;
+  std::vector<uint64_t> indexes;
+  indexes.reserve(detail.size());
+  for (const Steps::Detail& d : detail) indexes.push_back(d.index);
+  std::vector<MemoryFigures> rows = memory.rows_for(indexes);
+  for (std::size_t i = 0; i < detail.size(); ++i) detail[i].memory = std::move(rows[i]);
+}
+
 }  // namespace
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
@@ -221,6 +232,8 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.capture_stats = gpu.capture_stats;
   f.gpu_health = health.health;
   add_step_health(f.steps.detail, f.gpu_health);
+  add_step_memory(f.steps.detail, gpu.memory);
+  f.memory = gpu.memory.run;
 
   f.warnings = identity.warnings;
   std::vector<const Section*> sections;

@@ -33,6 +33,7 @@ struct PipelineStats {
   uint64_t joined_correlation = 0;
   uint64_t graph_node_context = 0; // took the capture-time context of their graph node
   uint64_t missing_context = 0;    // no launch context found: ingested as unattributed
+  uint64_t memory_missing_context = 0;  // memory records whose call's context was not found
 };
 
 class ActivityPipeline {
@@ -72,6 +73,8 @@ class ActivityPipeline {
   }
 
   const PipelineStats& stats() const { return stats_; }
+  // Device memory from the buffers' memory records (caller serialises as for process()).
+  core::MemoryTracker& memory() { return memory_; }
   // The join's counters, each kind of trouble with its warning, into the GPU section.
   void count_into(core::Section& out) const;
 
@@ -89,6 +92,8 @@ class ActivityPipeline {
     return category_slow(path);
   }
   core::Category category_slow(core::PathId path);  // asks category_of_ (once per path)
+  // A memory record to the tracker, with the step of its call's launch context.
+  void memory_record(DecodedActivity& d);
   // join() past the table: a graph node's capture-time context, or a miss.
   void join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx);
 
@@ -103,6 +108,9 @@ class ActivityPipeline {
   uint64_t memo_path_ = ~uint64_t{0};
   core::Category memo_category_ = core::Category::kOther;
   PipelineStats stats_;
+  // Step rows kept: at least as many as the rank file's step detail can hold.
+  core::MemoryTracker memory_{4096};
+  uint64_t memory_step_ = 0;  // the step of the last memory record whose context was found
 };
 
 }  // namespace traintime::cupti

@@ -199,7 +199,10 @@ void retire(Buffer& b) {
 
 void write_record(const void* rec, size_t size, bool gpu, uint64_t start, uint64_t end) {
   State& st = state();
-  if (st.drop_every && st.record_counter.fetch_add(1, std::memory_order_relaxed) % st.drop_every ==
+  // SIMGPU_DROP_EVERY counts the records tests weigh against the truth's activities: memory
+  // records are never dropped (nor counted).
+  const bool droppable = *static_cast<const CUpti_ActivityKind*>(rec) != CUPTI_ACTIVITY_KIND_MEMORY2;
+  if (st.drop_every && droppable && st.record_counter.fetch_add(1, std::memory_order_relaxed) % st.drop_every ==
                            st.drop_every - 1) {
     st.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
