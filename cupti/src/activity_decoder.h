@@ -28,13 +28,19 @@ struct DecodedActivity {
 struct DecodeCounts {
   uint64_t activities = 0;   // kernel, memcpy, memset records handed to the sink
   uint64_t api_records = 0;  // runtime/driver API records (enabled only to get correlation ids)
-  uint64_t memory = 0;       // device memory allocations and releases handed to the memory sink
   uint64_t other = 0;        // kinds the adapter does not use
   uint64_t no_timestamps = 0;  // records with a zero or reversed [start, end] (not ingested)
   uint64_t incomplete = 0;   // an incomplete record ended the buffer (after a forced flush)
 };
 
 enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps, kMemory };
+
+// Where memory records go: the decoder's out-of-line memory path calls fn(ctx, record) itself,
+// so the per-record loop of decode_buffer holds nothing more for them.
+struct MemorySink {
+  void (*fn)(void* ctx, DecodedActivity& d) = nullptr;
+  void* ctx = nullptr;
+};
 
 // The decoder of one checked layout (not kUnknown), made once per buffer: what differs between
 // the layouts is settled here, not at every record. Every checked layout is read through one
@@ -44,7 +50,8 @@ enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps, kMem
 // Memset4 (likewise Memset5); activity_decoder.cpp checks the offsets against the headers.
 class RecordDecoder {
  public:
-  explicit RecordDecoder(RecordLayout layout) : copy_count_(layout != RecordLayout::kCupti12Memcpy5) {}
+  explicit RecordDecoder(RecordLayout layout, MemorySink memory = {})
+      : copy_count_(layout != RecordLayout::kCupti12Memcpy5), memory_(memory) {}
 
   // Decodes one record; kActivity sets every field of *out. Inline: it runs for every record of
   // every buffer, three a launch where the runtime and driver API records ride along.
@@ -109,8 +116,8 @@ class RecordDecoder {
   // MEMORY2, read through Memory3 in every checked release (Memory4, 12.6 on, appends `source`;
   // activity_decoder.cpp checks the offsets): device memory allocations and releases only
   // (pool ones included: memoryPoolConfig says which pool, the address is the allocation's).
-  // Out of line: rare, and kept off the kernel path's registers.
-  __attribute__((noinline)) static RecordResult memory(const CUpti_Activity* record, DecodedActivity* out) {
+  // Out of line: rare, and kept off the kernel path's registers. Hands the record to the sink.
+  __attribute__((noinline)) RecordResult memory(const CUpti_Activity* record, DecodedActivity* out) const {
     const auto* m = reinterpret_cast<const CUpti_ActivityMemory3*>(record);
     uint32_t operation = 0, memory_kind = 0;  // raw, as record_kind(): a newer CUPTI's values
     std::memcpy(&operation, &m->memoryOperationType, sizeof operation);
@@ -127,6 +134,7 @@ class RecordDecoder {
     e.device = m->deviceId;
     e.release = release;
     out->memory_correlation_id = m->correlationId;
+    if (memory_.fn != nullptr) memory_.fn(memory_.ctx, *out);
     return RecordResult::kMemory;
   }
 
@@ -192,6 +200,7 @@ class RecordDecoder {
   }
 
   bool copy_count_;  // memcpy records are Memcpy6 or later (copyCount)
+  MemorySink memory_;
 };
 
 // Decodes one record by the given layout (kUnknown: every record is kOther); kActivity sets
@@ -225,23 +234,19 @@ void walk_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, De
   }
 }
 
-struct IgnoreMemory {
-  void operator()(DecodedActivity&) const {}
-};
-
 // Walks the buffer and calls sink(DecodedActivity&) for every kernel, memcpy and memset record,
-// and memory_sink(DecodedActivity&) for every device memory allocation and release (its
-// `memory`). The sink may change the record it is given (it is rewritten for the next one): the
+// and memory.fn for every device memory allocation and release (its `memory`), from the
+// decoder. The sink may change the record it is given (it is rewritten for the next one): the
 // pipeline sets the name in place rather than copy it.
-template <class Sink, class MemorySink = IgnoreMemory>
+template <class Sink>
 DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink,
-                           MemorySink&& memory_sink = MemorySink{}) {
+                           MemorySink memory = {}) {
   DecodeCounts counts;
   if (lib.layout() == RecordLayout::kUnknown) {  // not a loaded library: nothing is decoded
     walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity*) { ++counts.other; });
     return counts;
   }
-  const RecordDecoder decoder(lib.layout());
+  const RecordDecoder decoder(lib.layout(), memory);
   DecodedActivity decoded;  // one for the buffer: decode sets all of it for an activity
   walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity* record) {
     switch (decoder.decode(record, &decoded)) {
@@ -252,10 +257,7 @@ DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t vali
       case RecordResult::kApi: ++counts.api_records; break;
       case RecordResult::kOther: ++counts.other; break;
       case RecordResult::kNoTimestamps: ++counts.no_timestamps; break;
-      case RecordResult::kMemory:
-        ++counts.memory;
-        memory_sink(decoded);
-        break;
+      case RecordResult::kMemory: break;  // handed to `memory` by the decoder (it counts them)
     }
   });
   return counts;

@@ -71,7 +71,7 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
     if (d.name_ptr)
       d.activity.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
     aggregator_.ingest(d.activity, ctx, category(ctx.path));
-  }, [this](DecodedActivity& d) { memory_record(d); });
+  }, MemorySink{[](void* self, DecodedActivity& d) { static_cast<ActivityPipeline*>(self)->memory_record(d); }, this});
   stats_.activities += counts.activities;
   stats_.api_records += counts.api_records;
   stats_.no_timestamps += counts.no_timestamps;
