@@ -68,6 +68,15 @@ void MemoryTracker::apply(const MemoryEvent& e) {
   row.in_use = in_use_;
 }
 
+bool MemoryTracker::step_peak(uint64_t step, uint64_t* peak) {
+  settle();
+  auto it = rows_.upper_bound(step);
+  if (it == rows_.begin()) return false;
+  --it;
+  *peak = it->first == step ? it->second.peak : it->second.in_use;
+  return true;
+}
+
 MemoryFigures MemoryTracker::figures(const Row& r) const {
   MemoryFigures f;
   f.present = true;

@@ -47,7 +47,12 @@ TEST_CASE("memory tracker: peaks and end-of-step use across step boundaries") {
   CHECK(s.steps[1].first == 2);
   CHECK(s.steps[1].second.peak_bytes == 80);
   CHECK(s.steps[1].second.in_use_bytes == 40);
-  CHECK(t.last_step_peak() == 80);
+  // The live figure of each step: step 1 holds step 0's 50, step 3 step 2's 40.
+  uint64_t peak = 0;
+  CHECK((t.step_peak(0, &peak) && peak == 150));
+  CHECK((t.step_peak(1, &peak) && peak == 50));
+  CHECK((t.step_peak(2, &peak) && peak == 80));
+  CHECK((t.step_peak(3, &peak) && peak == 40));
 
   // Rows for detail steps 0..3: step 1 carries step 0's 50 (peak = in use), step 3 step 2's 40.
   const std::vector<MemoryFigures> rows = s.rows_for({0, 1, 2, 3});
@@ -121,7 +126,11 @@ TEST_CASE("memory tracker: two devices, the rank's peak is the peak of their sum
 TEST_CASE("memory tracker: nothing seen, nothing present; rows before the first record are empty") {
   MemoryTracker t;
   CHECK_FALSE(t.summary().run.present);
+  uint64_t peak = 0;
+  CHECK_FALSE(t.step_peak(0, &peak));
   t.add(alloc(10, 3, 0xA, 5));
+  CHECK_FALSE(t.step_peak(2, &peak));  // applied by step_peak itself
+  CHECK((t.step_peak(3, &peak) && peak == 5));
   const MemorySummary s = t.summary();
   const std::vector<MemoryFigures> rows = s.rows_for({2, 3, 4});
   CHECK_FALSE(rows[0].present);

@@ -59,9 +59,10 @@ class MemoryTracker {
   // memory_unknown_frees / memory_reused_addresses with a warning when non-zero.
   void count_into(Section& out) const;
 
-  // The peak in use of the latest step with records, all devices together (live metrics);
-  // 0 before any.
-  uint64_t last_step_peak() const { return rows_.empty() ? 0 : rows_.rbegin()->second.peak; }
+  // The peak in use within `step`, all devices together (live metrics), after applying the held
+  // records: a step without records holds what the one before it left. False before the first
+  // record, or for a step older than the rows kept.
+  bool step_peak(uint64_t step, uint64_t* peak);
 
   static constexpr std::size_t kMaxPending = 4096;
 
