@@ -166,7 +166,10 @@ std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cp
   for (const Steps::Detail& g : gpu) by_index[g.index] = g;
   for (const Steps::Detail& c : cpu) {
     auto [it, added] = by_index.try_emplace(c.index, c);
-    if (!added) it->second.wall_ns = c.wall_ns;
+    if (!added) {
+      it->second.wall_ns = c.wall_ns;
+      it->second.torch_memory = c.torch_memory;
+    }
   }
   const std::size_t keep = std::max(cpu.size(), gpu.size());
   while (by_index.size() > keep) by_index.erase(by_index.begin());

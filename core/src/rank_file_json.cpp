@@ -143,7 +143,12 @@ json steps_json(const Steps& s) {
                       {"totals", step_totals_json(d.totals)},
                       {"busy_ns_by_category", std::move(busy)}});
     if (!d.gpu_health.empty()) detail.back()["gpu_health"] = step_health_json(d.gpu_health);
-    if (d.memory.present) detail.back()["memory"] = memory_json(d.memory);
+    if (d.memory.present || d.torch_memory.present) {
+      json memory = d.memory.present ? memory_json(d.memory) : json::object();
+      if (const TorchMemory& t = d.torch_memory; t.present)
+        memory["torch"] = {{"allocated_peak_bytes", t.allocated_peak_bytes}, {"reserved_peak_bytes", t.reserved_peak_bytes}};
+      detail.back()["memory"] = std::move(memory);
+    }
   }
   json out = {{"count", s.count},
               {"warmup", s.warmup},
@@ -606,13 +611,22 @@ StepHealth step_health_from(const J& j, const Path& w) {
 // steps.detail[].memory and the top-level memory: optional (added with the memory records),
 // absent = not present.
 template <class J>
-MemoryFigures memory_from(const J& parent, const Path& pw) {
+MemoryFigures memory_from(const J& parent, const Path& pw, TorchMemory* torch = nullptr) {
   MemoryFigures m;
   const auto found = find(parent, "memory");
   if (!found) return m;
   const J& j = deref(found);
   const Path w = join(pw, "memory");
   expect_object(j, w);
+  // A step row may hold only PyTorch's figures (memory.torch) and no CUPTI figures.
+  if (torch != nullptr) {
+    if (const auto t = find(j, "torch")) {
+      const Path tw = join(w, "torch");
+      expect_object(deref(t), tw);
+      *torch = {true, u64(deref(t), "allocated_peak_bytes", tw), u64(deref(t), "reserved_peak_bytes", tw)};
+    }
+    if (!find(j, "peak_bytes")) return m;
+  }
   m.present = true;
   m.peak_bytes = u64(j, "peak_bytes", w);
   m.in_use_bytes = u64(j, "in_use_bytes", w);
@@ -662,7 +676,7 @@ Steps steps_from(const J& j, const Path& w) {
     each_in_opt_array(dj, "gpu_health", dw, d.gpu_health, [&](std::size_t k, const J& hj) {
       d.gpu_health.push_back(step_health_from(hj, indexed(hw, k)));
     });
-    d.memory = memory_from(dj, dw);
+    d.memory = memory_from(dj, dw, &d.torch_memory);
     s.detail.push_back(std::move(d));
   });
   return s;

@@ -115,6 +115,7 @@ RankFile full_rank_file() {
   d.busy_ns_by_category.set(Category::kForward) = 30000000;
   d.busy_ns_by_category.set(Category::kIo) = 1000000;
   d.memory = {true, 7000, 5000, {{0, 4000, 3000}, {1, 3500, 2000}}};
+  d.torch_memory = {true, 6000, 8192};
   f.steps.detail.push_back(d);
   f.memory = {true, 9000, 5000, {{0, 6000, 3000}, {1, 3500, 2000}}};
 
@@ -264,6 +265,9 @@ void check_same(const RankFile& a, const RankFile& b) {
     check_step_totals(s.detail[i].totals, t.detail[i].totals);
     CHECK(s.detail[i].busy_ns_by_category == t.detail[i].busy_ns_by_category);
     check_memory(s.detail[i].memory, t.detail[i].memory);
+    CHECK(s.detail[i].torch_memory.present == t.detail[i].torch_memory.present);
+    CHECK(s.detail[i].torch_memory.allocated_peak_bytes == t.detail[i].torch_memory.allocated_peak_bytes);
+    CHECK(s.detail[i].torch_memory.reserved_peak_bytes == t.detail[i].torch_memory.reserved_peak_bytes);
   }
   check_memory(a.memory, b.memory);
 
@@ -546,6 +550,16 @@ TEST_CASE("rank file written before the memory records still reads, memory absen
   const RankFile back = rank_file_from_json(j);
   CHECK_FALSE(back.memory.present);
   CHECK_FALSE(back.steps.detail.at(0).memory.present);
+  CHECK_FALSE(back.steps.detail.at(0).torch_memory.present);
+  // PyTorch's figures alone (no CUPTI memory records): memory holds only torch.
+  RankFile torch_only = full_rank_file();
+  torch_only.steps.detail.at(0).memory = {};
+  const json tj = rank_file_to_json(torch_only);
+  CHECK(tj.at("steps").at("detail").at(0).at("memory") ==
+        json({{"torch", {{"allocated_peak_bytes", 6000}, {"reserved_peak_bytes", 8192}}}}));
+  const RankFile tb = rank_file_from_json(tj);
+  CHECK_FALSE(tb.steps.detail.at(0).memory.present);
+  CHECK((tb.steps.detail.at(0).torch_memory.present && tb.steps.detail.at(0).torch_memory.reserved_peak_bytes == 8192));
   // A mistyped figure is refused, naming its place.
   json bad = rank_file_to_json(full_rank_file());
   bad["steps"]["detail"][0]["memory"]["devices"][0]["peak_bytes"] = "many";

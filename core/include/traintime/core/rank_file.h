@@ -108,6 +108,14 @@ struct MemoryFigures {
   std::vector<DeviceMemory> devices;  // ascending cuda_device
 };
 
+// PyTorch's caching allocator's view of one step (traintime.torch.instrument):
+// steps.detail[].memory.torch.
+struct TorchMemory {
+  bool present = false;
+  uint64_t allocated_peak_bytes = 0;  // torch.cuda.max_memory_allocated() over the step
+  uint64_t reserved_peak_bytes = 0;   // torch.cuda.max_memory_reserved() over the step
+};
+
 struct Steps {
   uint64_t count = 0;   // tt_step calls, warm-up included
   uint64_t warmup = 0;  // TRAINTIME_WARMUP_STEPS in force
@@ -140,6 +148,7 @@ struct Steps {
     // off or unavailable, or a file from an older writer).
     std::vector<StepHealth> gpu_health;
     MemoryFigures memory;  // CUPTI's memory records of the step
+    TorchMemory torch_memory;  // written as memory.torch
   };
   std::vector<Detail> detail;
 };
