@@ -135,10 +135,18 @@ void nvtx_close(uint64_t token) noexcept {
 uint64_t nvtx_range_start(const char* name) noexcept { return api_range_start(name); }
 void nvtx_range_end(uint64_t id) noexcept { api_range_end(id); }
 
+// The allocator's figures of the step in progress (rare: once a step, from Python).
+void api_step_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes) {
+  const int saved = errno;
+  HotThread& h = t_hot;
+  if (h.ts ? h.ts : begin_recording(true)) h.registry->steps().set_torch_memory(allocated_peak_bytes, reserved_peak_bytes);
+  errno = saved;
+}
+
 const tt_api_v1 kApi = {
     sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
     api_push_category, api_pop,    api_range_start,   api_range_end, api_step,
-    api_range_start_category,      api_set_flops,     api_metrics,
+    api_range_start_category,      api_set_flops,     api_metrics,       api_step_memory,
 };
 
 }  // namespace

@@ -41,6 +41,7 @@ constexpr Help kHelp[] = {
     {"traintime/gpu_other_ms", "GPU busy time of gpu_step in the other category"},
     {"traintime/gpu_recompute_ms", "GPU busy time of gpu_step in the recompute category (part of compute)"},
     {"traintime/gpu_unattributed_ms", "GPU busy time of gpu_step launched with no region open"},
+    {"traintime/gpu_memory_peak_bytes", "most device memory in use within gpu_step, all devices (CUPTI allocation records; absent before any)"},
     {"traintime/gpu_late_records", "GPU records that arrived after their step's figures were published"},
     {"traintime/health_step", "index of the step the health_* figures belong to: the newest finished step NVML sampled"},
     {"traintime/health_sm_clock_mhz", "median SM clock of health_step in MHz (NVML)"},
@@ -132,6 +133,7 @@ std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capac
     s.add("traintime/gpu_idle_pct", pct(g.idle_ns, g.span_ns));
     for (std::size_t c = 0; c < kCategoryCount; ++c)
       if (kCategoryMetric[c]) s.add(kCategoryMetric[c], ms(g.category_busy_ns[c]));
+    if (g.memory_valid) s.add("traintime/gpu_memory_peak_bytes", static_cast<double>(g.memory_peak_bytes));
     s.add("traintime/gpu_late_records", static_cast<double>(in.gpu_late_records));
   }
   if (in.health_valid) {

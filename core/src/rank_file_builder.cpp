@@ -166,7 +166,10 @@ std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cp
   for (const Steps::Detail& g : gpu) by_index[g.index] = g;
   for (const Steps::Detail& c : cpu) {
     auto [it, added] = by_index.try_emplace(c.index, c);
-    if (!added) it->second.wall_ns = c.wall_ns;
+    if (!added) {
+      it->second.wall_ns = c.wall_ns;
+      it->second.torch_memory = c.torch_memory;
+    }
   }
   const std::size_t keep = std::max(cpu.size(), gpu.size());
   while (by_index.size() > keep) by_index.erase(by_index.begin());
@@ -187,6 +190,17 @@ void add_step_health(std::vector<Steps::Detail>& detail, const GpuHealth& health
       if (row->index == st.index) row->gpu_health.push_back(step_health(device.cuda_device, st.figures));
     }
   }
+}
+
+// steps.detail[].memory: the tracker's row of each detail step, or what the last earlier step
+// with records left in use.
+void add_step_memory(std::vector<Steps::Detail>& detail, const MemorySummary& memory) {
+  if (!memory.run.present) return;
+  std::vector<uint64_t> indexes;
+  indexes.reserve(detail.size());
+  for (const Steps::Detail& d : detail) indexes.push_back(d.index);
+  std::vector<MemoryFigures> rows = memory.rows_for(indexes);
+  for (std::size_t i = 0; i < detail.size(); ++i) detail[i].memory = std::move(rows[i]);
 }
 
 }  // namespace
@@ -221,6 +235,8 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.capture_stats = gpu.capture_stats;
   f.gpu_health = health.health;
   add_step_health(f.steps.detail, f.gpu_health);
+  add_step_memory(f.steps.detail, gpu.memory);
+  f.memory = gpu.memory.run;
 
   f.warnings = identity.warnings;
   std::vector<const Section*> sections;

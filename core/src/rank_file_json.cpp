@@ -123,6 +123,14 @@ json step_health_json(const std::vector<StepHealth>& health) {
   return out;
 }
 
+// steps.detail[].memory and the top-level memory (docs/schema.md "memory").
+json memory_json(const MemoryFigures& m) {
+  json devices = json::array();
+  for (const DeviceMemory& d : m.devices)
+    devices.push_back({{"cuda_device", d.cuda_device}, {"peak_bytes", d.peak_bytes}, {"in_use_bytes", d.in_use_bytes}});
+  return {{"peak_bytes", m.peak_bytes}, {"in_use_bytes", m.in_use_bytes}, {"devices", std::move(devices)}};
+}
+
 json steps_json(const Steps& s) {
   json detail = json::array();
   for (const Steps::Detail& d : s.detail) {
@@ -135,6 +143,12 @@ json steps_json(const Steps& s) {
                       {"totals", step_totals_json(d.totals)},
                       {"busy_ns_by_category", std::move(busy)}});
     if (!d.gpu_health.empty()) detail.back()["gpu_health"] = step_health_json(d.gpu_health);
+    if (d.memory.present || d.torch_memory.present) {
+      json memory = d.memory.present ? memory_json(d.memory) : json::object();
+      if (const TorchMemory& t = d.torch_memory; t.present)
+        memory["torch"] = {{"allocated_peak_bytes", t.allocated_peak_bytes}, {"reserved_peak_bytes", t.reserved_peak_bytes}};
+      detail.back()["memory"] = std::move(memory);
+    }
   }
   json out = {{"count", s.count},
               {"warmup", s.warmup},
@@ -594,6 +608,38 @@ StepHealth step_health_from(const J& j, const Path& w) {
   return h;
 }
 
+// steps.detail[].memory and the top-level memory: optional (added with the memory records),
+// absent = not present.
+template <class J>
+MemoryFigures memory_from(const J& parent, const Path& pw, TorchMemory* torch = nullptr) {
+  MemoryFigures m;
+  const auto found = find(parent, "memory");
+  if (!found) return m;
+  const J& j = deref(found);
+  const Path w = join(pw, "memory");
+  expect_object(j, w);
+  // A step row may hold only PyTorch's figures (memory.torch) and no CUPTI figures.
+  if (torch != nullptr) {
+    if (const auto t = find(j, "torch")) {
+      const Path tw = join(w, "torch");
+      expect_object(deref(t), tw);
+      *torch = {true, u64(deref(t), "allocated_peak_bytes", tw), u64(deref(t), "reserved_peak_bytes", tw)};
+    }
+    if (!find(j, "peak_bytes")) return m;
+  }
+  m.present = true;
+  m.peak_bytes = u64(j, "peak_bytes", w);
+  m.in_use_bytes = u64(j, "in_use_bytes", w);
+  const Path dw = join(w, "devices");
+  each_in_opt_array(j, "devices", w, m.devices, [&](std::size_t i, const J& d) {
+    const Path iw = indexed(dw, i);
+    expect_object(d, iw);
+    m.devices.push_back({static_cast<int32_t>(i64(d, "cuda_device", iw)), u64(d, "peak_bytes", iw),
+                         u64(d, "in_use_bytes", iw)});
+  });
+  return m;
+}
+
 template <class J>
 Steps steps_from(const J& j, const Path& w) {
   expect_object(j, w);
@@ -630,6 +676,7 @@ Steps steps_from(const J& j, const Path& w) {
     each_in_opt_array(dj, "gpu_health", dw, d.gpu_health, [&](std::size_t k, const J& hj) {
       d.gpu_health.push_back(step_health_from(hj, indexed(hw, k)));
     });
+    d.memory = memory_from(dj, dw, &d.torch_memory);
     s.detail.push_back(std::move(d));
   });
   return s;
@@ -875,6 +922,7 @@ RankFile rank_file_from(const J& j) {
   });
   f.threads = threads_from(j);
   f.gpu_health = gpu_health_from(j);
+  f.memory = memory_from(j, Path());
   return f;
 }
 
@@ -925,6 +973,7 @@ json rank_file_to_json(const RankFile& f) {
              {"warnings", f.warnings}};
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
   if (!f.gpu_health.status.empty()) out["gpu_health"] = gpu_health_json(f.gpu_health);  // optional
+  if (f.memory.present) out["memory"] = memory_json(f.memory);  // optional
   if (!f.modules.empty()) {  // optional: each module's counters (core/section.h)
     json modules = json::object();
     for (const auto& [name, m] : f.modules) modules[name] = {{"counters", m.counters}};

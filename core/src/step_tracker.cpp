@@ -48,13 +48,24 @@ void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
     }
   }
   if (detail_steps_ > 0) {
-    if (recent_walls_.size() < detail_steps_) recent_walls_.push_back(wall);
-    else recent_walls_[index % detail_steps_] = wall;
+    if (recent_walls_.size() < detail_steps_) {
+      recent_walls_.push_back(wall);
+      recent_torch_.push_back(torch_pending_);
+    } else {
+      recent_walls_[index % detail_steps_] = wall;
+      recent_torch_[index % detail_steps_] = torch_pending_;
+    }
   }
+  torch_pending_ = TorchMemory{};
   count_.store(index + 1, std::memory_order_relaxed);
   if (Sink sink = sink_.load(std::memory_order_acquire))
     sink(LiveSteps{index + 1u, live_.totals.samples, live_.totals.tokens, measured_, measured_wall_ns_,
                    min_wall_ns_, max_wall_ns_, measured_samples_, measured_tokens_});
+}
+
+void StepTracker::set_torch_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  torch_pending_ = {true, allocated_peak_bytes, reserved_peak_bytes};
 }
 
 StepTracker::Live StepTracker::live() const {
@@ -91,6 +102,7 @@ Steps StepTracker::summary() const {
       Steps::Detail d;
       d.index = i;
       d.wall_ns = recent_walls_[i % detail_steps_];
+      d.torch_memory = recent_torch_[i % detail_steps_];
       s.detail.push_back(d);
     }
   }

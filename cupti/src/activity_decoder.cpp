@@ -25,6 +25,14 @@ TT_SAME_COMMON(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6);
 TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, copyKind);
 TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, bytes);
 TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, runtimeCorrelationId);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, kind);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, memoryOperationType);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, memoryKind);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, correlationId);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, address);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, bytes);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, timestamp);
+TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, deviceId);
 #undef TT_SAME_COMMON
 #undef TT_SAME_OFFSET
 // The record sizes each release's walker steps over (test_real_cupti_versions.py).

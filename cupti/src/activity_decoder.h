@@ -11,6 +11,7 @@
 
 #include "cupti_library.h"
 #include "traintime/core/activity.h"
+#include "traintime/core/memory_tracker.h"
 
 namespace traintime::cupti {
 
@@ -18,6 +19,10 @@ struct DecodedActivity {
   core::GpuActivity activity;         // activity.name is empty: see name_ptr
   uint32_t runtime_correlation_id = 0;  // memcpy: the runtime API's id (joined first), else 0
   const char* name_ptr = nullptr;       // kernel name pointer as CUPTI stored it in the record
+  // A memory record (kMemory): the allocation or release, step 0 (the join sets it), and the
+  // call's correlation id. `activity` is not written for it.
+  core::MemoryEvent memory;
+  uint32_t memory_correlation_id = 0;
 };
 
 struct DecodeCounts {
@@ -28,7 +33,14 @@ struct DecodeCounts {
   uint64_t incomplete = 0;   // an incomplete record ended the buffer (after a forced flush)
 };
 
-enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps };
+enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps, kMemory };
+
+// Where memory records go: the decoder's out-of-line memory path calls fn(ctx, record) itself,
+// so the per-record loop of decode_buffer holds nothing more for them.
+struct MemorySink {
+  void (*fn)(void* ctx, DecodedActivity& d) = nullptr;
+  void* ctx = nullptr;
+};
 
 // The decoder of one checked layout (not kUnknown), made once per buffer: what differs between
 // the layouts is settled here, not at every record. Every checked layout is read through one
@@ -38,7 +50,8 @@ enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps };
 // Memset4 (likewise Memset5); activity_decoder.cpp checks the offsets against the headers.
 class RecordDecoder {
  public:
-  explicit RecordDecoder(RecordLayout layout) : copy_count_(layout != RecordLayout::kCupti12Memcpy5) {}
+  explicit RecordDecoder(RecordLayout layout, MemorySink memory = {})
+      : copy_count_(layout != RecordLayout::kCupti12Memcpy5), memory_(memory) {}
 
   // Decodes one record; kActivity sets every field of *out. Inline: it runs for every record of
   // every buffer, three a launch where the runtime and driver API records ride along.
@@ -92,11 +105,39 @@ class RecordDecoder {
         out->name_ptr = nullptr;
         return RecordResult::kActivity;
       }
-      default: return RecordResult::kOther;
+      // Memory records in the default branch: a case 49 would stretch the jump table of the
+      // common kinds (1 to 8).
+      default:
+        return kind == CUPTI_ACTIVITY_KIND_MEMORY2 ? memory(record, out) : RecordResult::kOther;
     }
   }
 
  private:
+  // MEMORY2, read through Memory3 in every checked release (Memory4, 12.6 on, appends `source`;
+  // activity_decoder.cpp checks the offsets): device memory allocations and releases only
+  // (pool ones included: memoryPoolConfig says which pool, the address is the allocation's).
+  // Out of line: rare, and kept off the kernel path's registers. Hands the record to the sink.
+  __attribute__((noinline)) RecordResult memory(const CUpti_Activity* record, DecodedActivity* out) const {
+    const auto* m = reinterpret_cast<const CUpti_ActivityMemory3*>(record);
+    uint32_t operation = 0, memory_kind = 0;  // raw, as record_kind(): a newer CUPTI's values
+    std::memcpy(&operation, &m->memoryOperationType, sizeof operation);
+    std::memcpy(&memory_kind, &m->memoryKind, sizeof memory_kind);
+    if (memory_kind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) return RecordResult::kOther;
+    const bool release = operation == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+    if (!release && operation != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION) return RecordResult::kOther;
+    if (m->timestamp == 0) return RecordResult::kNoTimestamps;
+    core::MemoryEvent& e = out->memory;
+    e.timestamp_ns = m->timestamp;
+    e.address = m->address;
+    e.bytes = m->bytes;
+    e.step = 0;
+    e.device = m->deviceId;
+    e.release = release;
+    out->memory_correlation_id = m->correlationId;
+    if (memory_.fn != nullptr) memory_.fn(memory_.ctx, *out);
+    return RecordResult::kMemory;
+  }
+
   // The record's kind as the raw 32-bit value CUPTI wrote: a newer CUPTI may write kinds this
   // header's enum does not have, and loading those through the enum type is undefined.
   static uint32_t record_kind(const CUpti_Activity* record) {
@@ -159,6 +200,7 @@ class RecordDecoder {
   }
 
   bool copy_count_;  // memcpy records are Memcpy6 or later (copyCount)
+  MemorySink memory_;
 };
 
 // Decodes one record by the given layout (kUnknown: every record is kOther); kActivity sets
@@ -192,17 +234,19 @@ void walk_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, De
   }
 }
 
-// Walks the buffer and calls sink(DecodedActivity&) for every kernel, memcpy and memset record.
-// The sink may change the record it is given (it is rewritten for the next one): the pipeline
-// sets the name in place rather than copy it.
+// Walks the buffer and calls sink(DecodedActivity&) for every kernel, memcpy and memset record,
+// and memory.fn for every device memory allocation and release (its `memory`), from the
+// decoder. The sink may change the record it is given (it is rewritten for the next one): the
+// pipeline sets the name in place rather than copy it.
 template <class Sink>
-DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink) {
+DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink,
+                           MemorySink memory = {}) {
   DecodeCounts counts;
   if (lib.layout() == RecordLayout::kUnknown) {  // not a loaded library: nothing is decoded
     walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity*) { ++counts.other; });
     return counts;
   }
-  const RecordDecoder decoder(lib.layout());
+  const RecordDecoder decoder(lib.layout(), memory);
   DecodedActivity decoded;  // one for the buffer: decode sets all of it for an activity
   walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity* record) {
     switch (decoder.decode(record, &decoded)) {
@@ -213,6 +257,7 @@ DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t vali
       case RecordResult::kApi: ++counts.api_records; break;
       case RecordResult::kOther: ++counts.other; break;
       case RecordResult::kNoTimestamps: ++counts.no_timestamps; break;
+      case RecordResult::kMemory: break;  // handed to `memory` by the decoder (it counts them)
     }
   });
   return counts;

@@ -37,6 +37,18 @@ void ActivityPipeline::join_rest(const core::GpuActivity& a, bool found, core::L
   }
 }
 
+__attribute__((noinline)) void ActivityPipeline::memory_record(DecodedActivity& d) {
+  core::LaunchContext ctx;
+  // A call whose context is gone (made before capture, or overwritten) takes the last step seen.
+  if (launches_.lookup(d.memory_correlation_id, &ctx)) {
+    memory_step_ = ctx.step;
+  } else {
+    ++stats_.memory_missing_context;
+  }
+  d.memory.step = memory_step_;
+  memory_.add(d.memory);
+}
+
 void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
   ++stats_.buffers;
   // The activity goes to ingest where the decoder wrote it, and the context where the join
@@ -48,7 +60,7 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
     if (d.name_ptr)
       d.activity.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
     aggregator_.ingest(d.activity, ctx, ctx.category);
-  });
+  }, MemorySink{[](void* self, DecodedActivity& d) { static_cast<ActivityPipeline*>(self)->memory_record(d); }, this});
   stats_.activities += counts.activities;
   stats_.api_records += counts.api_records;
   stats_.no_timestamps += counts.no_timestamps;
@@ -56,6 +68,11 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
 }
 
 void ActivityPipeline::count_into(core::Section& out) const {
+  memory_.count_into(out);
+  out.count("memory_missing_context", stats_.memory_missing_context, [](uint64_t n) {
+    return std::to_string(n) + " device memory records had no launch context: counted in the step of "
+           "the record before them";
+  });
   out.count("missing_context", stats_.missing_context, [this](uint64_t n) {
     return std::to_string(n) + " GPU activities had no launch context (counted as unattributed); " +
            std::to_string(launches_.overwritten()) +

@@ -35,6 +35,7 @@ struct PipelineStats {
   uint64_t joined_correlation = 0;
   uint64_t graph_node_context = 0; // took the capture-time context of their graph node
   uint64_t missing_context = 0;    // no launch context found: ingested as unattributed
+  uint64_t memory_missing_context = 0;  // memory records whose call's context was not found
 };
 
 class ActivityPipeline {
@@ -73,10 +74,14 @@ class ActivityPipeline {
   }
 
   const PipelineStats& stats() const { return stats_; }
+  // Device memory from the buffers' memory records (caller serialises as for process()).
+  core::MemoryTracker& memory() { return memory_; }
   // The join's counters, each kind of trouble with its warning, into the GPU section.
   void count_into(core::Section& out) const;
 
  private:
+  // A memory record to the tracker, with the step of its call's launch context.
+  void memory_record(DecodedActivity& d);
   // join() past the table: a graph node's capture-time context, or a miss.
   void join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx);
 
@@ -86,6 +91,9 @@ class ActivityPipeline {
   core::GpuAggregator& aggregator_;
   NameOf name_of_;
   PipelineStats stats_;
+  // Step rows kept: at least as many as the rank file's step detail can hold.
+  core::MemoryTracker memory_{4096};
+  uint64_t memory_step_ = 0;  // the step of the last memory record whose context was found
 };
 
 }  // namespace traintime::cupti

@@ -33,6 +33,7 @@ const char* api_role_name(ApiRole role) {
     case ApiRole::kMemset: return "memset";
     case ApiRole::kContextTeardown: return "context_teardown";
     case ApiRole::kCaptureBegin: return "capture_begin";
+    case ApiRole::kMemory: return "memory";
     case ApiRole::kNone: break;
   }
   return "none";
@@ -52,6 +53,11 @@ ApiRole classify_api_name(std::string_view name) {
   // Every way a stream starts capturing into a graph (ToGraph, _ptsz, _v2 included).
   if (starts_with(name, "cudaStreamBeginCapture") || starts_with(name, "cuStreamBeginCapture"))
     return ApiRole::kCaptureBegin;
+  // Allocations and releases (host, pool and async ones included): their memory records join
+  // on the call's correlation id for the step, as launches' records do.
+  if (starts_with(name, "cudaMalloc") || starts_with(name, "cudaFree") || starts_with(name, "cuMemAlloc") ||
+      starts_with(name, "cuMemFree"))
+    return ApiRole::kMemory;
   const std::string_view s = stem(name);
   // Not cuDevicePrimaryCtxRelease: CUDA calls it itself during its exit teardown, where a flush
   // would run on a stack being torn down (and a context release need not destroy anything).

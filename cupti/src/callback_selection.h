@@ -21,6 +21,7 @@ enum class ApiRole : uint8_t {
   kMemset,           // cudaMemset*, cuMemset*
   kContextTeardown,  // cudaDeviceReset, cuCtxDestroy, cuDevicePrimaryCtxReset: flush at their exit
   kCaptureBegin,     // cudaStreamBeginCapture*, cuStreamBeginCapture*: tells the NCCL wrappers
+  kMemory,           // cudaMalloc*, cudaFree*, cuMemAlloc*, cuMemFree*: the step of a memory record
 };
 
 const char* api_role_name(ApiRole role);

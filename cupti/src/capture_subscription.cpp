@@ -174,6 +174,13 @@ bool GpuCapture::start_capture(std::string* reason) {
   state_.store(State::kCapturing, std::memory_order_release);
   capturing_.store(true, std::memory_order_release);
   for (CUpti_ActivityKind kind : kOwnKinds) {
+    if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) {
+      // Optional: without it the rank file has no memory figures, and says why.
+      rc = TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_NOT_SUPPORTED, cuptiActivityEnable, kind);
+      if (rc == CUPTI_SUCCESS) kinds_on.push_back(kind);
+      else memory_refused_ = true;
+      continue;
+    }
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnable, kind);
     if (rc != CUPTI_SUCCESS) {
       capturing_.store(false, std::memory_order_release);

@@ -67,6 +67,10 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   cs.graph_node_context = ps.graph_node_context;
   cs.missing_context = ps.missing_context;
   cs.overwritten = launches_->overwritten();
+  out.memory = pipeline_->memory().summary();
+  if (memory_refused_)
+    out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "
+                     "has no memory figures");
   pipeline_->count_into(out.section);
   out.section.count("dropped_records", out.dropped_records, [](uint64_t n) {
     return std::to_string(n) +

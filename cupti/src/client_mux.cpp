@@ -367,6 +367,9 @@ bool timestamp_offsets(uint32_t kind, size_t* start, size_t* end) {
       *start = offsetof(CUpti_ActivityOverhead3, start);
       *end = offsetof(CUpti_ActivityOverhead3, end);
       return true;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:  // one timestamp (Memory3 and Memory4 agree on it)
+      *start = *end = offsetof(CUpti_ActivityMemory3, timestamp);
+      return true;
     default:
       return false;
   }
@@ -428,11 +431,13 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
     std::memcpy(&kind, record, sizeof kind);
     size_t start = 0, end = 0;
     if (convert && timestamp_offsets(kind, &start, &end) && end + sizeof(uint64_t) <= bytes) {
+      // A record with one timestamp (start == end) has it converted once.
       for (size_t at : {start, end}) {
         uint64_t t = 0;
         std::memcpy(&t, out + used + at, sizeof t);
         t = line.at(t);
         std::memcpy(out + used + at, &t, sizeof t);
+        if (end == start) break;
       }
     }
     used += bytes;

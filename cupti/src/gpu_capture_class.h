@@ -143,6 +143,7 @@ class GpuCapture {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SelectedCallback> api_records_;  // per-cbid API records switched on at start
   std::string static_cupti_;  // a library with CUPTI linked in statically, if one was found
+  bool memory_refused_ = false;  // cuptiActivityEnable(MEMORY2) failed: no memory figures
   RoleTable roles_;
   std::unique_ptr<CorrelationTable> launches_;
   std::unique_ptr<GraphNodeTable> graph_nodes_;

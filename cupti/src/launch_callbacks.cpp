@@ -90,7 +90,9 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       nest.open = 0;
     }
   }
-  if (!recorded_.load(std::memory_order_relaxed) || recorder_) after_launch(domain, cbid, cb);
+  // An allocation is not GPU work: the first launch, and the fixture's launches, are launches.
+  if ((!recorded_.load(std::memory_order_relaxed) || recorder_) && role != ApiRole::kMemory)
+    after_launch(domain, cbid, cb);
 }
 
 // Out of line, as every rare branch of the launch path: the common callback then saves and

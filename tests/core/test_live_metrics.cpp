@@ -131,6 +131,11 @@ TEST_CASE("live metrics: GPU figures of the published step, with lag and percent
   CHECK(m.at("traintime/gpu_forward_ms") == 0);
   CHECK(m.at("traintime/gpu_late_records") == 3);
   CHECK(m.count("traintime/gpu_comm_ms") == 1);
+  // No memory record yet: no memory figure, not 0.
+  CHECK(m.count("traintime/gpu_memory_peak_bytes") == 0);
+  in.gpu.memory_valid = true;
+  in.gpu.memory_peak_bytes = 39'124'996;
+  CHECK(as_map(in).at("traintime/gpu_memory_peak_bytes") == 39'124'996);
 }
 
 TEST_CASE("live metrics: GPU health of the newest finished sampled step, absent without", "[live][nvml]") {

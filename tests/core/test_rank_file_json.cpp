@@ -114,7 +114,10 @@ RankFile full_rank_file() {
   d.totals = step_totals(2000);
   d.busy_ns_by_category.set(Category::kForward) = 30000000;
   d.busy_ns_by_category.set(Category::kIo) = 1000000;
+  d.memory = {true, 7000, 5000, {{0, 4000, 3000}, {1, 3500, 2000}}};
+  d.torch_memory = {true, 6000, 8192};
   f.steps.detail.push_back(d);
+  f.memory = {true, 9000, 5000, {{0, 6000, 3000}, {1, 3500, 2000}}};
 
   CommRow c;
   c.op = CommOp::kAllReduce;
@@ -148,6 +151,18 @@ RankFile full_rank_file() {
   f.warnings = {"TRAINTIME_WARMUP_STEPS=\"abc\" is not a non-negative integer; using the default 2",
                 "unbalanced tt_pop"};
   return f;
+}
+
+void check_memory(const MemoryFigures& a, const MemoryFigures& b) {
+  CHECK(a.present == b.present);
+  CHECK(a.peak_bytes == b.peak_bytes);
+  CHECK(a.in_use_bytes == b.in_use_bytes);
+  REQUIRE(a.devices.size() == b.devices.size());
+  for (std::size_t i = 0; i < a.devices.size(); ++i) {
+    CHECK(a.devices[i].cuda_device == b.devices[i].cuda_device);
+    CHECK(a.devices[i].peak_bytes == b.devices[i].peak_bytes);
+    CHECK(a.devices[i].in_use_bytes == b.devices[i].in_use_bytes);
+  }
 }
 
 void check_totals(const CategoryTotals& a, const CategoryTotals& b) {
@@ -249,7 +264,12 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(s.detail[i].partial == t.detail[i].partial);
     check_step_totals(s.detail[i].totals, t.detail[i].totals);
     CHECK(s.detail[i].busy_ns_by_category == t.detail[i].busy_ns_by_category);
+    check_memory(s.detail[i].memory, t.detail[i].memory);
+    CHECK(s.detail[i].torch_memory.present == t.detail[i].torch_memory.present);
+    CHECK(s.detail[i].torch_memory.allocated_peak_bytes == t.detail[i].torch_memory.allocated_peak_bytes);
+    CHECK(s.detail[i].torch_memory.reserved_peak_bytes == t.detail[i].torch_memory.reserved_peak_bytes);
   }
+  check_memory(a.memory, b.memory);
 
   REQUIRE(a.comm.size() == b.comm.size());
   for (std::size_t i = 0; i < a.comm.size(); ++i) {
@@ -518,6 +538,32 @@ TEST_CASE("a region lists only the categories of its work", "[rank_file]") {
   const RankFile back = rank_file_from_json(j);
   CHECK(back.regions[0].by_category.has(Category::kComm));
   CHECK_FALSE(back.regions[0].by_category.has(Category::kBackward));
+}
+
+TEST_CASE("rank file written before the memory records still reads, memory absent", "[rank_file][memory]") {
+  json j = rank_file_to_json(full_rank_file());
+  REQUIRE(j.contains("memory"));
+  CHECK(j.at("memory").at("devices").at(1).at("cuda_device") == 1);
+  CHECK(j.at("steps").at("detail").at(0).at("memory").at("peak_bytes") == 7000);
+  j.erase("memory");
+  j["steps"]["detail"][0].erase("memory");
+  const RankFile back = rank_file_from_json(j);
+  CHECK_FALSE(back.memory.present);
+  CHECK_FALSE(back.steps.detail.at(0).memory.present);
+  CHECK_FALSE(back.steps.detail.at(0).torch_memory.present);
+  // PyTorch's figures alone (no CUPTI memory records): memory holds only torch.
+  RankFile torch_only = full_rank_file();
+  torch_only.steps.detail.at(0).memory = {};
+  const json tj = rank_file_to_json(torch_only);
+  CHECK(tj.at("steps").at("detail").at(0).at("memory") ==
+        json({{"torch", {{"allocated_peak_bytes", 6000}, {"reserved_peak_bytes", 8192}}}}));
+  const RankFile tb = rank_file_from_json(tj);
+  CHECK_FALSE(tb.steps.detail.at(0).memory.present);
+  CHECK((tb.steps.detail.at(0).torch_memory.present && tb.steps.detail.at(0).torch_memory.reserved_peak_bytes == 8192));
+  // A mistyped figure is refused, naming its place.
+  json bad = rank_file_to_json(full_rank_file());
+  bad["steps"]["detail"][0]["memory"]["devices"][0]["peak_bytes"] = "many";
+  CHECK_THROWS_WITH(rank_file_from_json(bad), Catch::Contains("steps.detail[0].memory.devices[0].peak_bytes"));
 }
 
 TEST_CASE("rank file written before HFU still reads, HFU unknown and MFU kept", "[rank_file][hfu]") {

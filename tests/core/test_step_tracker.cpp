@@ -171,3 +171,22 @@ TEST_CASE("every step hands its cumulative counters to the sink, as the summary 
   st.step(1700, 0, 0);
   CHECK(g_sinks == 2);
 }
+
+TEST_CASE("PyTorch's allocator figures go to the step in progress, the latest call of it", "[steps][memory]") {
+  StepTracker t(0, 2);  // two detail rows kept
+  t.set_origin(0);
+  t.set_torch_memory(100, 200);
+  t.step(10, 1, 1);            // step 0: 100 / 200
+  t.step(20, 1, 1);            // step 1: no call
+  t.set_torch_memory(300, 400);
+  t.set_torch_memory(350, 450);  // replaces the call before, same step
+  t.step(30, 1, 1);            // step 2: 350 / 450 (step 0's row has left the ring)
+  const Steps s = t.summary();
+  REQUIRE(s.detail.size() == 2);
+  CHECK(s.detail[0].index == 1);
+  CHECK_FALSE(s.detail[0].torch_memory.present);
+  CHECK(s.detail[1].index == 2);
+  CHECK(s.detail[1].torch_memory.present);
+  CHECK(s.detail[1].torch_memory.allocated_peak_bytes == 350);
+  CHECK(s.detail[1].torch_memory.reserved_peak_bytes == 450);
+}

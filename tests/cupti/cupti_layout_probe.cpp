@@ -1,7 +1,7 @@
 // Compiled once per CUPTI release against that release's own cupti_activity.h (tests/cupti:
 // CMake, from scripts/fetch-cupti-releases.py's releases.txt): prints the size of the record
 // structs the release writes (its newest kernel, memcpy, peer-to-peer and memset structs, named by
-// TT_KERNEL, TT_MEMCPY, TT_PTOP and TT_MEMSET) and the offset of every field traintime's decoder
+// TT_KERNEL, TT_MEMCPY, TT_PTOP and TT_MEMSET; its memory struct TT_MEMORY) and the offset of every field traintime's decoder
 // reads, one "name value" a line, for cupti_release_test.cpp to compare with traintime's table.
 #include <cupti_activity.h>
 
@@ -34,5 +34,14 @@ int main() {
   TT_FIELD("ptop", TT_PTOP, bytes);
   TT_COMMON("memset", TT_MEMSET);
   TT_FIELD("memset", TT_MEMSET, bytes);
+  // MEMORY2 (allocations and releases): the walker is the library's, so only the fields read.
+  TT_FIELD("memory", TT_MEMORY, kind);
+  TT_FIELD("memory", TT_MEMORY, memoryOperationType);
+  TT_FIELD("memory", TT_MEMORY, memoryKind);
+  TT_FIELD("memory", TT_MEMORY, correlationId);
+  TT_FIELD("memory", TT_MEMORY, address);
+  TT_FIELD("memory", TT_MEMORY, bytes);
+  TT_FIELD("memory", TT_MEMORY, timestamp);
+  TT_FIELD("memory", TT_MEMORY, deviceId);
   return 0;
 }

@@ -54,15 +54,19 @@ TEST_CASE("a released libcupti decodes through its own walker and names its laun
       n.resize(v);
     return n;
   };
-  std::set<std::string> launches, others;
+  std::set<std::string> launches, memory, others;
   for (const auto& s : selected)
-    (s.role == tc::ApiRole::kKernelLaunch ? launches : others).insert(base(s.name));
+    (s.role == tc::ApiRole::kKernelLaunch ? launches : s.role == tc::ApiRole::kMemory ? memory : others)
+        .insert(base(s.name));
   for (const char* name : {"cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cuLaunchKernel",
                            "cuLaunchKernelEx", "cudaLaunchCooperativeKernel"})
     CHECK(launches.count(name) == 1);
   for (const char* name : {"cudaGraphLaunch", "cuGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync"})
     CHECK(others.count(name) == 1);
-  for (const auto& s : selected) CHECK(base(s.name) != "cudaMalloc");
+  // Allocations: their memory records take the step of the call.
+  for (const char* name : {"cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cuMemAlloc", "cuMemFree"})
+    CHECK((memory.count(name) == 1 || memory.count(std::string(name) + "_v2") == 1));
+  for (const auto& s : selected) CHECK(base(s.name) != "cudaMemGetInfo");
 }
 
 namespace {
@@ -230,6 +234,15 @@ TEST_CASE("the layout traintime uses for a release matches that release's own he
   want["ptop.bytes"] = offsetof(CUpti_ActivityMemcpyPtoP4, bytes);
   expect_common<CUpti_ActivityMemset4>(want, "memset");
   want["memset.bytes"] = offsetof(CUpti_ActivityMemset4, bytes);
+  // Memory records are read through Memory3 in every release (activity_decoder.h).
+  want["memory.kind"] = offsetof(CUpti_ActivityMemory3, kind);
+  want["memory.memoryOperationType"] = offsetof(CUpti_ActivityMemory3, memoryOperationType);
+  want["memory.memoryKind"] = offsetof(CUpti_ActivityMemory3, memoryKind);
+  want["memory.correlationId"] = offsetof(CUpti_ActivityMemory3, correlationId);
+  want["memory.address"] = offsetof(CUpti_ActivityMemory3, address);
+  want["memory.bytes"] = offsetof(CUpti_ActivityMemory3, bytes);
+  want["memory.timestamp"] = offsetof(CUpti_ActivityMemory3, timestamp);
+  want["memory.deviceId"] = offsetof(CUpti_ActivityMemory3, deviceId);
   for (const auto& [name, value] : want) {
     INFO(name << " in " << tc::layout_name(layout));
     REQUIRE(got.count(name) == 1);

@@ -39,10 +39,19 @@ TEST_CASE("memcpy (peer and batch variants) and memset are selected", "[selectio
 
 TEST_CASE("APIs that launch no GPU work are not selected", "[selection]") {
   for (const char* name : {"cudaLaunchHostFunc_v10000", "cuLaunchHostFunc_ptsz", "cuMemSetAccess",
-                           "cudaMemSetMemPool_v13000", "cudaMalloc_v3020", "cudaGraphAddMemcpyNode_v10000",
+                           "cudaMemSetMemPool_v13000", "cudaGraphAddMemcpyNode_v10000",
                            "cudaStreamSynchronize_v3020", "cuCtxSynchronize", "cudaGraphInstantiate_v10000",
-                           "cuMemAlloc_v2", "cudaDeviceResetSomething"})
+                           "cuMemCreate", "cudaMemPoolTrimTo_v11020", "cudaDeviceResetSomething"})
     CHECK(classify_api_name(name) == ApiRole::kNone);
+}
+
+TEST_CASE("allocations and releases are selected for the step of their memory records", "[selection]") {
+  for (const char* name : {"cudaMalloc_v3020", "cudaFree_v3020", "cudaMallocAsync_v11020",
+                           "cudaFreeAsync_ptsz_v11020", "cudaMallocFromPoolAsync_v11020",
+                           "cudaMallocManaged_v6000", "cudaMallocHost_v3020", "cudaFreeHost_v3020",
+                           "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync_ptsz",
+                           "cuMemAllocFromPoolAsync", "cuMemAllocManaged"})
+    CHECK(classify_api_name(name) == ApiRole::kMemory);
 }
 
 TEST_CASE("every stream capture begin is selected, for the NCCL wrappers", "[selection]") {
@@ -74,13 +83,15 @@ TEST_CASE("select_callbacks walks both API domains and keeps only named roles", 
     return nullptr;
   };
   auto selected = traintime::cupti::select_callbacks(names, 16);
-  REQUIRE(selected.size() == 2);
+  REQUIRE(selected.size() == 3);
   CHECK(selected[0].domain == CUPTI_CB_DOMAIN_RUNTIME_API);
   CHECK(selected[0].cbid == 7);
   CHECK(selected[0].role == ApiRole::kKernelLaunch);
-  CHECK(selected[1].domain == CUPTI_CB_DOMAIN_DRIVER_API);
-  CHECK(selected[1].cbid == 3);
-  CHECK(selected[1].role == ApiRole::kMemcpy);
+  CHECK(selected[1].cbid == 8);
+  CHECK(selected[1].role == ApiRole::kMemory);
+  CHECK(selected[2].domain == CUPTI_CB_DOMAIN_DRIVER_API);
+  CHECK(selected[2].cbid == 3);
+  CHECK(selected[2].role == ApiRole::kMemcpy);
 }
 
 // Over the whole table of a libcupti: every launch cbid the 13.0 headers name is found by name,
@@ -113,7 +124,8 @@ static void check_launch_cbids_selected(const char* path) {
   CHECK(has(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync));
   CHECK(has(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2));
   CHECK_FALSE(has(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000));
-  CHECK_FALSE(has(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020));
+  CHECK(has(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020));  // kMemory
+  CHECK(has(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020));
   CHECK_FALSE(has(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess));
 }
 

@@ -57,6 +57,10 @@ class Mode:
     no_tool_threads: bool = False  # every thread libtraintime.so starts fails (EAGAIN)
     fork_workers: int = 0        # sim_train --fork-workers: DataLoader-like children after CUDA init
     workers_record: bool = False  # ... that each open a region of their own
+    alloc_per_step: bool = False  # sim_train --alloc-per-step: device memory per step in the truth
+
+
+MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
 
 
 def run_capture(build: Path, work: Path, mode: Mode) -> None:
@@ -133,7 +137,7 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
 
     cmd = [str(build / "bin" / "sim_train"), "--steps", str(mode.steps), "--truth", str(work / "truth-%r.json")]
     cmd += ["--graphs"] * mode.graphs + ["--nvtx"] * mode.nvtx + ["--stray-work"] * mode.stray_work
-    cmd += ["--record-before-cuda"] * mode.record_before_cuda
+    cmd += ["--record-before-cuda"] * mode.record_before_cuda + ["--alloc-per-step"] * mode.alloc_per_step
     if mode.fork_workers:
         cmd += ["--fork-workers", str(mode.fork_workers)] + ["--workers-record"] * mode.workers_record
     if mode.profiler_windows:
@@ -203,7 +207,14 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         if mode.cupti_off:
             c.check(rf.get("gpu_capture") == "none", f"{where}: gpu_capture {rf.get('gpu_capture')!r}, want 'none'")
             continue
-        if mode.refuse_kind:
+        if mode.refuse_kind == MEMORY2:
+            # Optional: the capture goes on without memory figures, and says why.
+            c.check(rf.get("gpu_capture") == "cupti" and "memory" not in rf and
+                    not any("memory" in d for d in rf.get("steps", {}).get("detail", [])),
+                    f"{where}: gpu_capture {rf.get('gpu_capture')!r}, memory {rf.get('memory')!r} with MEMORY2 refused")
+            c.check(any("CUPTI_ACTIVITY_KIND_MEMORY2" in w for w in rf.get("warnings", [])),
+                    f"{where}: no warning names the refused memory records: {rf.get('warnings')}")
+        elif mode.refuse_kind:
             c.check(rf.get("gpu_capture") == "unavailable" and
                     "cuptiActivityEnable failed" in rf.get("gpu_capture_reason", ""),
                     f"{where}: gpu_capture {rf.get('gpu_capture')!r} ({rf.get('gpu_capture_reason')!r})")
@@ -496,6 +507,27 @@ def test_sim_capture_partly_failed_enable_turns_off_what_it_turned_on(capture) -
     # MEMSET (CUPTI_ACTIVITY_KIND_MEMSET = 2) is enabled last and refused: the kernel and memcpy
     # kinds enabled before it must not stay on with nobody reading their records.
     capture(refuse_kind=2)
+
+
+def test_sim_capture_device_memory_per_step_matches_truth(capture) -> None:
+    # cudaMalloc/cudaFree and cudaMallocAsync/cudaFreeAsync: each step's peak and end-of-step use
+    # and the run's peak, against sim_train's own bookkeeping (compare_truth's memory).
+    capture(alloc_per_step=True, steps=12)
+
+
+def test_sim_capture_device_memory_cupti_12_layout_mpirun2(capture) -> None:
+    # API 22 (CUPTI 12.4) writes Memory3 records, 8 bytes shorter than 12.6's Memory4.
+    capture(alloc_per_step=True, cupti_api=22, np=2, steps=8)
+
+
+def test_sim_capture_device_memory_beside_profiler_client(capture) -> None:
+    # A torch.profiler-like client that starts and stops (enabling and disabling its kinds) must
+    # leave traintime's memory records flowing.
+    capture(alloc_per_step=True, steps=10, profiler_windows=("2:5",))
+
+
+def test_sim_capture_refused_memory_records_leave_capture_on(capture) -> None:
+    capture(refuse_kind=MEMORY2)
 
 
 def test_sim_capture_starts_lazily_when_injection_is_taken(capture) -> None:

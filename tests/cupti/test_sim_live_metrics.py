@@ -91,6 +91,7 @@ def check_lines(c: Checks, rank: int, lines: list[dict[str, Any]], truth: dict[s
     c.check(len(lines) == STEPS, f"rank {rank}: {len(lines)} metrics lines, expected {STEPS}")
     c.check(len(bounds) == STEPS - 1, f"rank {rank}: step marks bound {len(bounds)} steps")
     samples = truth_samples(truth)
+    memory = {d["index"]: d for d in truth["memory"]["by_step"]} if "memory" in truth else {}
     last_gpu_step = -1
     for line in lines:
         s, m = line["after_step"], line["metrics"]
@@ -128,6 +129,10 @@ def check_lines(c: Checks, rank: int, lines: list[dict[str, Any]], truth: dict[s
                     f"{t['busy_ns_by_category'][cat]} ns")
         c.check(near(m["traintime/gpu_compute_pct"], 100.0 * t["compute_ns"] / t["span_ns"], 1e-9),
                 f"{where}: gpu_compute_pct {m['traintime/gpu_compute_pct']}")
+        if memory:  # sim_train --alloc-per-step: the step's device memory peak, to the byte
+            c.check(m.get("traintime/gpu_memory_peak_bytes") == memory[k]["peak_bytes"],
+                    f"{where}: gpu_memory_peak_bytes of step {k} = {m.get('traintime/gpu_memory_peak_bytes')}, "
+                    f"truth {memory[k]['peak_bytes']}")
         published[k] = m
     return published
 
@@ -141,7 +146,7 @@ def test_sim_live_metrics_mpirun2_match_truth_every_step(build_dir: Path, tmp_pa
                 {"TRAINTIME_PRINT_EVERY": "10", "TRAINTIME_PROMETHEUS_FILE": str(tmp_path / "tt-%r.prom"),
                  "TRAINTIME_PEAK_TFLOPS": "100", "SIMGPU_SLOWDOWN": "1:1.3"},
                 ["--metrics-log", str(tmp_path / "metrics-%r.jsonl"), "--flops-per-step", str(FLOPS_PER_STEP),
-                 "--step-sleep-us", "5000"])
+                 "--step-sleep-us", "5000", "--alloc-per-step"])
     c = Checks()
     last: dict[int, dict[str, float]] = {}
     for rank in range(WORLD):

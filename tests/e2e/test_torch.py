@@ -88,6 +88,27 @@ def test_pypi_torch_compile_keeps_the_step_regions_without_graph_breaks(build_di
     c.done()
 
 
+def test_pypi_torch_allocator_peaks_per_step_into_the_rank_file(build_dir: Path, tmp_path: Path) -> None:
+    """PyTorch's max_memory_allocated/max_memory_reserved of each step (faked on this CPU-only
+    torch: step k peaks at 1000 (k + 1) and 4096 (k + 1) bytes) land in steps.detail[k].memory.torch,
+    with one reset of the peaks per step; a CPU run (CUDA never initialised) writes none."""
+    python = pyenv_python(build_dir)
+    c = Checks()
+    ran = run_layers(python, build_dir, tmp_path / "out", "--fake-cuda-memory")
+    c.check(ran["memory_resets"] == STEPS and ran["memory_reset_devices"] == [0] * STEPS, f"ran {ran}")
+    doc = load_json(tmp_path / "out" / "rank-00000.json")
+    rows = {d["index"]: d for d in doc["steps"]["detail"]}
+    for k in range(STEPS):
+        got = rows.get(k, {}).get("memory", {}).get("torch")
+        c.check(got == {"allocated_peak_bytes": 1000 * (k + 1), "reserved_peak_bytes": 4096 * (k + 1)},
+                f"step {k}: memory.torch {got}")
+    ran = run_layers(python, build_dir, tmp_path / "cpu")
+    doc = load_json(tmp_path / "cpu" / "rank-00000.json")
+    c.check(ran["memory_resets"] == 0 and not any("memory" in d for d in doc["steps"]["detail"]),
+            f"a CPU run wrote memory figures: {doc['steps']['detail']}")
+    c.done()
+
+
 def test_without_the_preload_torch_is_untouched(build_dir: Path, tmp_path: Path) -> None:
     ran = run_layers(SYSTEM_PYTHON, build_dir, tmp_path / "out", preload=False)
     assert ran["enabled"] is False and ran["backward_modules"] == 0 and ran["loader_class"] == "DataLoader"

@@ -45,8 +45,27 @@ class Net(torch.nn.Module):
         return self.head(x)
 
 
-def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: bool, checkpoint: str) -> None:
+def fake_cuda_memory() -> dict:
+    """This CPU-only torch with the five torch.cuda calls traintime.torch reads faked (no cleaner
+    way to have allocator peaks without a GPU): step k (from 0) peaks at 1000 (k + 1) bytes
+    allocated and 4096 (k + 1) reserved; each reset_peak_memory_stats() moves to the next step."""
+    state = {"resets": 0, "devices": []}
+    torch.cuda.is_initialized = lambda: True
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.max_memory_allocated = lambda device=None: 1000 * (state["resets"] + 1)
+    torch.cuda.max_memory_reserved = lambda device=None: 4096 * (state["resets"] + 1)
+
+    def reset(device=None) -> None:
+        state["devices"].append(device)
+        state["resets"] += 1
+    torch.cuda.reset_peak_memory_stats = reset
+    return state
+
+
+def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: bool, checkpoint: str,
+         fake_memory: bool = False) -> None:
     torch.manual_seed(0)
+    memory = fake_cuda_memory() if fake_memory else {"resets": 0, "devices": []}
     data = torch.randint(0, VOCAB, (steps * accum * BATCH, SEQ))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=BATCH)
     model: torch.nn.Module = Net(checkpoint)
@@ -77,7 +96,8 @@ def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: 
     print(json.dumps({"enabled": traintime.enabled(), "steps": steps, "forwards": forwards, "nexts": nexts,
                       "graph_breaks": graph_breaks,
                       "torch": torch.__version__, "backward_modules": handle.backward_modules,
-                      "loader_class": type(loader).__name__}))
+                      "loader_class": type(loader).__name__, "memory_resets": memory["resets"],
+                      "memory_reset_devices": memory["devices"]}))
 
 
 if __name__ == "__main__":
@@ -89,5 +109,7 @@ if __name__ == "__main__":
     ap.add_argument("--half-tokens", action="store_true", help="tokens_per_batch= counts half the ids")
     ap.add_argument("--checkpoint", choices=["reentrant", "non-reentrant"], default="",
                     help="run the blocks under torch.utils.checkpoint")
+    ap.add_argument("--fake-cuda-memory", action="store_true",
+                    help="fake torch.cuda's allocator peaks (see fake_cuda_memory) on this CPU-only run")
     a = ap.parse_args()
-    main(a.steps, a.accum, a.compile, a.twice, a.half_tokens, a.checkpoint)
+    main(a.steps, a.accum, a.compile, a.twice, a.half_tokens, a.checkpoint, a.fake_cuda_memory)

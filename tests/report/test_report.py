@@ -1076,3 +1076,68 @@ def test_every_sampled_step_throttled_names_them_and_keeps_equal_clocks(build_di
     assert "rank 2's GPU reported clock-event reasons sw_power_cap in 4 of 4 sampled steps" in st["reasons"]
     assert ("its SM clock 1.41 GHz median matches the others' 1.41 GHz: its compute is slower at equal clocks"
             in st["reasons"]), st["reasons"]
+
+
+# ---- the memory view: CUPTI's peak allocated beside NVML's headroom ----------------------------
+# NVML on ranks 0 and 1 (add_health: 1 of 80 GiB used, so 79 GiB = 98.75 % left on both), CUPTI's
+# memory records on ranks 0 (two devices: 3 GiB on device 0, NVML's, and 5 GiB on device 1; 7 GiB
+# together at the peak) and 2 (no NVML: 2.5 GiB). Rank 1 has no memory records.
+GIB = 1 << 30
+
+
+def add_cupti_memory(d: Path, rank: int, peak: int, devices: list[tuple[int, int]]) -> None:
+    def change(j: dict) -> None:
+        j["memory"] = {"peak_bytes": peak, "in_use_bytes": 0,
+                       "devices": [{"cuda_device": c, "peak_bytes": p, "in_use_bytes": 0} for c, p in devices]}
+    edit(d / f"rank-0000{rank}.json", change)
+
+
+def test_memory_view_puts_cuptis_peak_allocated_beside_nvmls_headroom(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "memory")
+    add_health(d, 0, 1410.0, {}, per_step=False)
+    add_health(d, 1, 1410.0, {}, per_step=False)
+    add_cupti_memory(d, 0, 7 * GIB, [(0, 3 * GIB), (1, 5 * GIB)])
+    add_cupti_memory(d, 2, 5 * GIB // 2, [(0, 5 * GIB // 2)])
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    left = 79 * GIB
+    assert s["memory"] == [
+        {"rank": 0, "host": "node-0", "nvml": True, "used_bytes_max": GIB, "total_bytes": 80 * GIB,
+         "headroom_bytes": left, "headroom_pct": approx(98.75), "near_capacity": False,
+         "allocated_peak_bytes": 3 * GIB},  # device 0's, the GPU NVML's figures are of
+        {"rank": 1, "host": "node-1", "nvml": True, "used_bytes_max": GIB, "total_bytes": 80 * GIB,
+         "headroom_bytes": left, "headroom_pct": approx(98.75), "near_capacity": False,
+         "allocated_peak_bytes": None},
+        {"rank": 2, "host": "node-2", "nvml": False, "used_bytes_max": None, "total_bytes": None,
+         "headroom_bytes": None, "headroom_pct": None, "near_capacity": False,
+         "allocated_peak_bytes": 5 * GIB // 2}], s["memory"]
+    assert s["metrics"]["memory_headroom_pct"] == approx(98.75)
+    text = run(build_dir, d).stdout
+    rows = text_table(text, "GPU memory headroom per rank")
+    assert rows["0"] == ["0", "node-0", "1.0", "80.0", "79.0", "98.8", "3.0"], rows
+    assert rows["1"] == ["1", "node-1", "1.0", "80.0", "79.0", "98.8", "-"], rows
+    assert rows["2"] == ["2", "node-2", "-", "-", "-", "-", "2.5"], rows
+    assert list(rows) == ["0", "1", "2"]
+    out = run(build_dir, d, "--format", "csv").stdout
+    lines = out.split("# view: memory\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert lines[0].endswith(",gib_allocated_peak"), lines[0]
+    assert lines[1:] == ["0,node-0,1.0,80.0,79.0,98.8,3.0", "1,node-1,1.0,80.0,79.0,98.8,-",
+                         "2,node-2,-,-,-,-,2.5"], lines
+    assert "GiB allocated (peak)" in shown(build_dir, d, "md")
+    page = shown(build_dir, d, "html")
+    chart = re.search(r'<figure id="chart-memory">.*?</figure>', page, re.S)
+    assert chart and "peak allocated (CUPTI)" in chart.group(0)
+
+
+def test_memory_view_with_cupti_figures_alone_names_no_headroom(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "cupti-only")
+    add_cupti_memory(d, 1, 6 * GIB, [(0, 6 * GIB)])
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert [(m["rank"], m["nvml"], m["allocated_peak_bytes"]) for m in s["memory"]] == [(1, False, 6 * GIB)]
+    assert s["metrics"]["memory_headroom_pct"] is None  # no NVML figure: nothing to gate on
+    text = run(build_dir, d).stdout
+    assert text_table(text, "GPU memory headroom per rank")["1"] == ["1", "node-1", "-", "-", "-", "-", "6.0"]
+    assert "GPU memory:" not in text and "of their GPU's memory left" not in text
+    chart = re.search(r'<figure id="chart-memory">.*?</figure>', shown(build_dir, d, "html"), re.S)
+    assert chart and "peak allocated (CUPTI)" in chart.group(0) and "NVML" not in chart.group(0)

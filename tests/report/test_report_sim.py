@@ -309,7 +309,11 @@ def test_sim_ranks_closest_to_memory_capacity_are_named(build_dir: Path, tmp_pat
     assert csv.returncode == 0, csv.stderr
     rows = csv.stdout.split("# view: memory\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == ["2", "1", "0", "3"], rows
-    assert rows[1].split(",")[2:] == ["76.0", "80.0", "4.0", "5.0"], rows
+    assert rows[1].split(",")[2:6] == ["76.0", "80.0", "4.0", "5.0"], rows
+    # Beside NVML's figures, CUPTI's peak of the rank's own allocations (sim_train's setup buffers).
+    for m in s["memory"]:
+        own = load_json(out / f"rank-{m['rank']:05d}.json")["memory"]
+        assert m["allocated_peak_bytes"] == own["devices"][0]["peak_bytes"] > 0, (m, own)
     # The CI gate on the least headroom: 4 of 80 GiB left on rank 2 is 5 %.
     least = 100 * left[2] / truth[2]["memory_total_bytes"]
     assert s["metrics"]["memory_headroom_pct"] == pytest.approx(least), s["metrics"]

@@ -23,6 +23,11 @@ Compared, every field the truth has:
                       size that take a sequence number (not the one-sided PutSignal, Signal,
                       WaitSignal, which launch no NCCL kernel), every call completed (ops_completed = ops_enqueued) when the truth's
                       calls launched GPU work, no communicator of a size the truth has no call of
+  memory              (when the truth has it: sim_train --alloc-per-step) the run's peak_bytes and
+                      in_use_bytes, and each rank-file step row's memory (peak_bytes, in_use_bytes,
+                      and its devices[] entry of the truth's device) against the truth's
+                      memory.by_step row of the same index; every truth step from the first kept
+                      index on must have a row with memory
 Exit 0 when everything matches, 1 with one line per difference otherwise, 2 when a file cannot
 be read.
 """
@@ -179,7 +184,39 @@ def compare(rank: dict, truth: dict) -> list[str]:
         diff_value(f"{name}.category", rg[path].get("category"), tg[path].get("category"), out)
         for field in REGION_FIELDS:
             diff_value(f"{name}.{field}", own[field], tg[path].get(field), out)
+    if "memory" in truth:
+        compare_memory(rank, truth["memory"], out)
     return out
+
+
+def compare_memory(rank: dict, truth_memory: dict, out: list[str]) -> None:
+    run = rank.get("memory")
+    if run is None:
+        out.append("memory: missing from the rank file, the truth has it")
+        return
+    device = truth_memory.get("device", 0)
+
+    def compare_figures(name: str, got: dict, want: dict) -> None:
+        for field in ("peak_bytes", "in_use_bytes"):
+            diff_value(f"{name}.{field}", got.get(field), want.get(field), out)
+        devices = {d.get("cuda_device"): d for d in got.get("devices", [])}
+        if set(devices) != {device}:
+            out.append(f"{name}.devices: rank file has devices {sorted(devices)}, the truth device {device} only")
+            return
+        for field in ("peak_bytes", "in_use_bytes"):
+            diff_value(f"{name}.devices[{device}].{field}", devices[device].get(field), want.get(field), out)
+
+    compare_figures("memory", run, truth_memory)
+    by_step = {s.get("index"): s for s in truth_memory.get("by_step", [])}
+    detail = [row for row in rank.get("steps", {}).get("detail", []) if row.get("index") in by_step]
+    for row in detail:
+        name = f"steps.detail[index {row.get('index')}].memory"
+        if "memory" not in row:
+            out.append(f"{name}: missing from the rank file, the truth has it")
+            continue
+        compare_figures(name, row["memory"], by_step[row.get("index")])
+    if not detail:
+        out.append("steps.detail: no row with memory, the truth has memory.by_step")
 
 
 def main() -> int:

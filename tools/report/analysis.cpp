@@ -687,17 +687,23 @@ WarningShape warning_shape(const std::string& text) {
 namespace {
 void find_memory_headroom(Report& rep) {
   for (const RankView& v : rep.per_rank) {
-    if (v.memory_total_bytes == 0) continue;
+    if (v.memory_total_bytes == 0 && !v.allocated_known) continue;
     MemoryHeadroom m;
     m.rank = v.rank;
     m.host = v.host;
-    m.used_bytes_max = std::min(v.memory_used_bytes, v.memory_total_bytes);
-    m.total_bytes = v.memory_total_bytes;
-    m.headroom_bytes = m.total_bytes - m.used_bytes_max;
-    m.headroom_pct = 100.0 * static_cast<double>(m.headroom_bytes) / static_cast<double>(m.total_bytes);
+    m.allocated_known = v.allocated_known;
+    m.allocated_peak_bytes = v.allocated_peak_bytes;
+    m.nvml = v.memory_total_bytes > 0;
+    if (m.nvml) {
+      m.used_bytes_max = std::min(v.memory_used_bytes, v.memory_total_bytes);
+      m.total_bytes = v.memory_total_bytes;
+      m.headroom_bytes = m.total_bytes - m.used_bytes_max;
+      m.headroom_pct = 100.0 * static_cast<double>(m.headroom_bytes) / static_cast<double>(m.total_bytes);
+    }
     rep.memory.push_back(std::move(m));
   }
   std::stable_sort(rep.memory.begin(), rep.memory.end(), [](const MemoryHeadroom& a, const MemoryHeadroom& b) {
+    if (a.nvml != b.nvml) return a.nvml;
     return a.headroom_pct != b.headroom_pct ? a.headroom_pct < b.headroom_pct : a.rank < b.rank;
   });
 }
@@ -789,6 +795,14 @@ Report analyze(const Job& job) {
       v.memory_used_bytes = h.memory_used_bytes_max;
       v.memory_total_bytes = h.memory_total_bytes;
       v.mig = f.gpu_health.devices.front().mig;
+    }
+    if (f.memory.present) {
+      v.allocated_known = true;
+      v.allocated_peak_bytes = f.memory.peak_bytes;
+      // Beside NVML's figure, the same device's own peak.
+      if (!f.gpu_health.devices.empty())
+        for (const core::DeviceMemory& d : f.memory.devices)
+          if (d.cuda_device == f.gpu_health.devices.front().cuda_device) v.allocated_peak_bytes = d.peak_bytes;
     }
     ++devices[f.device_name.empty() ? std::string("not recorded in the rank file") : f.device_name];
     if (is_simulated(f.device_name)) rep.simulated = true;

@@ -117,6 +117,10 @@ struct RankView {
   uint32_t temperature_max_c = 0;
   std::vector<std::string> clock_event_reasons;  // seen in any sample, "gpu_idle" left out
   uint64_t memory_used_bytes = 0, memory_total_bytes = 0;  // NVML's, every process on the GPU
+  // CUPTI's memory records (rank file memory): the most device memory the rank's own allocations
+  // held at once, on the device NVML's figures are of (else all its devices together).
+  bool allocated_known = false;
+  uint64_t allocated_peak_bytes = 0;
   bool mig = false;  // a MIG instance: the clocks, power and temperature are the whole GPU's
   // Per-step throttling, from the steps.detail rows after warm-up (partial steps skipped) that
   // carry gpu_health: such a step is throttled when any of its devices reported a clock-event
@@ -150,12 +154,17 @@ struct KernelView {
 // A rank's GPU memory against its device's capacity, from NVML's whole-GPU view (gpu_health):
 // the highest used memory sampled over the run (every process on the GPU, the CUDA context,
 // NCCL's and cuBLAS's workspaces and PyTorch's cached blocks included) and what was left then.
+// Beside it, CUPTI's peak of the rank's own allocations (rank file memory). A rank with CUPTI's
+// figure and no NVML's has nvml false (no headroom) and comes after those that have it.
 struct MemoryHeadroom {
   int64_t rank = 0;
   std::string host;
+  bool nvml = true;
   uint64_t used_bytes_max = 0, total_bytes = 0;
   uint64_t headroom_bytes = 0;  // total - used at the highest
   double headroom_pct = 0;      // of total
+  bool allocated_known = false;
+  uint64_t allocated_peak_bytes = 0;
 };
 // Headroom below this share of the device's memory is named as near capacity.
 inline constexpr double kNearCapacityPct = 10.0;
@@ -261,7 +270,8 @@ struct Report {
   double group_step_ms_without = 0;
   std::vector<Hang> hangs;
   std::vector<StoppedRank> stopped;
-  // The ranks whose gpu_health has NVML's memory figures, least headroom first.
+  // The ranks whose gpu_health has NVML's memory figures, least headroom first, then those with
+  // CUPTI's memory figures only, by rank.
   std::vector<MemoryHeadroom> memory;
   std::vector<KernelView> kernels;  // by GPU time, largest first
   // Whether any rank has GPU step time; without it the report is about CPU time only.

@@ -92,10 +92,11 @@ std::string headroom_text(const MemoryHeadroom& m) {
 }
 
 // The ranks closest to their GPU's memory capacity (Report::memory, least headroom first).
+// Only ranks with NVML's figures (they come first): the caller checks the first one has them.
 Section memory_section(const std::vector<MemoryHeadroom>& memory) {
   Section s{"GPU memory", {}};
   std::size_t near = 0;
-  while (near < memory.size() && memory[near].headroom_pct < kNearCapacityPct) ++near;
+  while (near < memory.size() && memory[near].nvml && memory[near].headroom_pct < kNearCapacityPct) ++near;
   if (near > 0) {
     s.lines.push_back(u(near) + " rank(s) with less than " + f1(kNearCapacityPct) +
                       " % of their GPU's memory left at their highest; the closest to capacity:");
@@ -191,7 +192,7 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
     d.diagnosis.push_back(st);
   }
 
-  if (!r.memory.empty()) d.diagnosis.push_back(memory_section(r.memory));
+  if (!r.memory.empty() && r.memory.front().nvml) d.diagnosis.push_back(memory_section(r.memory));
 
   Section h{"Hangs", {}};
   if (!r.hang_data) {
@@ -511,15 +512,23 @@ Document build_document(const Report& r, const Extras& x) {
   }
 
   if (!r.memory.empty()) {
-    Table m = make("memory", "GPU memory headroom per rank (NVML, GiB), least left first",
+    Table m = make("memory", "GPU memory headroom per rank (NVML, GiB), least left first, and the peak allocated (CUPTI)",
                    {{"rank", true}, {"host", false}, {"GiB used (highest)", true}, {"GiB total", true},
-                    {"GiB left", true}, {"% left", true}},
+                    {"GiB left", true}, {"% left", true}, {"GiB allocated (peak)", true}},
                    "NVML's used memory of the rank's first GPU, the highest sampled over the run: the whole GPU "
                    "(every process, the CUDA context, library workspaces, PyTorch's cached blocks), so an upper "
-                   "bound of the rank's own use. Under " + f1(kNearCapacityPct) + " % left is named in the diagnosis.");
-    for (const MemoryHeadroom& h : r.memory)
-      m.rows.push_back({i(h.rank), h.host, gib(h.used_bytes_max), gib(h.total_bytes), gib(h.headroom_bytes),
-                        f1(h.headroom_pct)});
+                   "bound of the rank's own use. Under " + f1(kNearCapacityPct) + " % left is named in the diagnosis. "
+                   "GiB allocated = the most device memory the rank's own allocations held at once on that GPU "
+                   "(CUPTI's allocation and release records: cudaMalloc, memory pools; not the context or library "
+                   "workspaces). - = not recorded.");
+    for (const MemoryHeadroom& h : r.memory) {
+      const std::string allocated = h.allocated_known ? gib(h.allocated_peak_bytes) : "-";
+      if (h.nvml)
+        m.rows.push_back({i(h.rank), h.host, gib(h.used_bytes_max), gib(h.total_bytes), gib(h.headroom_bytes),
+                          f1(h.headroom_pct), allocated});
+      else
+        m.rows.push_back({i(h.rank), h.host, "-", "-", "-", "-", allocated});
+    }
     m.text_rows = 16;
     d.tables.push_back(m);
   }

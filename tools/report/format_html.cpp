@@ -263,22 +263,37 @@ std::string charts(const Report& r) {
     }
     out += bar_chart("chart-waits", "Stragglers: collective wait per rank", labels, s, false, "rank", "ms per step");
   }
-  // 5-6. GPU health (gpu_health), only when some rank sampled it: clocks and NVML's memory.
-  bool health = false;
-  for (const RankView& v : r.per_rank) health = health || v.sm_clock_mhz > 0;
+  // 5-6. GPU health (gpu_health), only when some rank sampled it: clocks and NVML's memory, with
+  // CUPTI's peak allocated beside it (or alone, when only CUPTI's memory records are there).
+  bool health = false, allocated = false;
+  for (const RankView& v : r.per_rank) {
+    health = health || v.sm_clock_mhz > 0;
+    allocated = allocated || v.allocated_known;
+  }
   if (health) {
     std::vector<Series> clocks{{"SM clock median", "#4e79a7", {}}, {"SM clock min", "#e15759", {}}};
-    std::vector<Series> memory{{"used (NVML, whole GPU)", "#f28e2b", {}}, {"total", "#bab0ac", {}}};
     for (const RankView& v : r.per_rank) {
       clocks[0].values.push_back(v.sm_clock_mhz);
       clocks[1].values.push_back(v.sm_clock_min_mhz);
-      memory[0].values.push_back(static_cast<double>(v.memory_used_bytes) / (1ull << 30));
-      memory[1].values.push_back(static_cast<double>(v.memory_total_bytes) / (1ull << 30));
     }
     out += bar_chart("chart-clocks", "GPU health: SM clock per rank (NVML, over the run)", labels, clocks, false,
                      "rank", "MHz");
-    out += bar_chart("chart-memory", "GPU memory per rank (NVML's highest used, whole GPU)", labels, memory, false,
-                     "rank", "GiB");
+  }
+  if (health || allocated) {
+    std::vector<Series> memory;
+    if (health) memory = {{"used (NVML, whole GPU)", "#f28e2b", {}}, {"total", "#bab0ac", {}}};
+    if (allocated) memory.push_back({"peak allocated (CUPTI)", "#59a14f", {}});
+    for (const RankView& v : r.per_rank) {
+      std::size_t k = 0;
+      if (health) {
+        memory[k++].values.push_back(static_cast<double>(v.memory_used_bytes) / (1ull << 30));
+        memory[k++].values.push_back(static_cast<double>(v.memory_total_bytes) / (1ull << 30));
+      }
+      if (allocated) memory[k].values.push_back(static_cast<double>(v.allocated_peak_bytes) / (1ull << 30));
+    }
+    out += bar_chart("chart-memory", health ? "GPU memory per rank (NVML's highest used, whole GPU; CUPTI's peak allocated)"
+                                            : "GPU memory per rank (CUPTI's peak allocated)",
+                     labels, memory, false, "rank", "GiB");
   }
   return out;
 }

@@ -172,9 +172,13 @@ json summary_json(const Report& r, const Extras& x) {
   out["p2p_waits"] = r.p2p_waits;
   json memory = json::array();
   for (const MemoryHeadroom& m : r.memory)
-    memory.push_back({{"rank", m.rank}, {"host", m.host}, {"used_bytes_max", m.used_bytes_max},
-                      {"total_bytes", m.total_bytes}, {"headroom_bytes", m.headroom_bytes},
-                      {"headroom_pct", m.headroom_pct}, {"near_capacity", m.headroom_pct < kNearCapacityPct}});
+    memory.push_back({{"rank", m.rank}, {"host", m.host}, {"nvml", m.nvml},
+                      {"used_bytes_max", m.nvml ? json(m.used_bytes_max) : json(nullptr)},
+                      {"total_bytes", m.nvml ? json(m.total_bytes) : json(nullptr)},
+                      {"headroom_bytes", m.nvml ? json(m.headroom_bytes) : json(nullptr)},
+                      {"headroom_pct", m.nvml ? json(m.headroom_pct) : json(nullptr)},
+                      {"near_capacity", m.nvml && m.headroom_pct < kNearCapacityPct},
+                      {"allocated_peak_bytes", m.allocated_known ? json(m.allocated_peak_bytes) : json(nullptr)}});
   out["memory"] = memory;
   json stopped = json::array();
   for (const StoppedRank& sr : r.stopped)

@@ -245,7 +245,8 @@ std::vector<Metric> headline_metrics(const Report& r) {
   v["missing_ranks"] = static_cast<double>(r.missing_ranks.size());
   v["dropped_records"] = static_cast<double>(r.dropped_records);
   v["bad_files"] = static_cast<double>(r.problems.size());
-  v["memory_headroom_pct"] = r.memory.empty() ? std::nullopt : std::optional<double>(r.memory.front().headroom_pct);
+  v["memory_headroom_pct"] = r.memory.empty() || !r.memory.front().nvml
+                                 ? std::nullopt : std::optional<double>(r.memory.front().headroom_pct);
   why["memory_headroom_pct"] = "no GPU memory figures in the rank files (gpu_health: NVML sampled while GPU capture ran)";
   v["ranks"] = static_cast<double>(r.ranks);
   std::vector<Metric> out;

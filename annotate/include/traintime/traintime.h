@@ -101,6 +101,11 @@ typedef struct tt_api_v1 {
   void (*set_flops)(double flops_per_step, double flops_per_token);
   /* Live metrics (docs/metrics.md): fills up to `capacity` entries, returns how many exist. */
   uint32_t (*metrics)(tt_metric* out, uint32_t capacity);
+  /* --- Appended in 0.3 ----------------------------------------------------------------------- */
+  /* A framework allocator's view of the step in progress (the one the next tt_step ends), in
+   * bytes: PyTorch's max_memory_allocated() and max_memory_reserved() since the last reset.
+   * steps.detail[].memory.torch in the rank file; a later call in the same step replaces it. */
+  void (*step_memory)(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes);
 } tt_api_v1;
 
 /* Whether the table `api` points at has `member` (libraries older than this header lack it). */

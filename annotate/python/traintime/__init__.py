@@ -59,6 +59,7 @@ class _ApiV1(ctypes.Structure):
         ("range_start_category", ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p)),
         ("set_flops", ctypes.CFUNCTYPE(None, ctypes.c_double, ctypes.c_double)),
         ("metrics", ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32)),
+        ("step_memory", ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)),
     ]
 
 
@@ -104,6 +105,8 @@ _step = _api.step if _api else None
 _range_start_category = _api.range_start_category if _has(_api, "range_start_category") else None
 _set_flops = _api.set_flops if _has(_api, "set_flops") else None
 _metrics = _api.metrics if _has(_api, "metrics") else None
+# An allocator's peaks of the step in progress (traintime.torch); None with older libraries.
+_step_memory = _api.step_memory if _has(_api, "step_memory") else None
 _METRICS_CAPACITY = 128
 
 _ids = {}

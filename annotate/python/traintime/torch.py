@@ -8,7 +8,12 @@ After the call, every training step shows up as
   GPU work they launch is attributed to it (DESIGN §4 rule 2);
 * ``optimizer`` - ``optimizer.step()``, followed by ``traintime.step()``, so a step ends when
   the optimizer steps. With gradient accumulation, one step covers all its micro-batches. For
-  ``optimizer.step(closure)`` the region opens when the closure (forward and backward) returns;
+  ``optimizer.step(closure)`` the region opens when the closure (forward and backward) returns.
+  Before each step ends, once CUDA is initialised, the caching allocator's peaks of the step on
+  the current device (``torch.cuda.max_memory_allocated()`` and ``max_memory_reserved()``, host
+  counters: no synchronisation) go to the rank file's ``steps.detail[].memory.torch`` and are
+  reset (``torch.cuda.reset_peak_memory_stats()``): code reading those peaks over several steps
+  sees one step's;
 * ``recompute`` - activation checkpointing's forward re-run during backward
   (``torch.utils.checkpoint.checkpoint``, reentrant and non-reentrant, and what builds on it:
   Hugging Face's gradient checkpointing, FSDP's ``checkpoint_wrapper``). It is a region of its
@@ -349,6 +354,31 @@ def _loader_subclass(cls: type, region: Any) -> type:
     return sub
 
 
+def _memory_recorder(torch: Any) -> Callable[[], None]:
+    """PyTorch's allocator view of the step that ends (steps.detail[].memory.torch): the peaks of
+    allocated and reserved memory on the current device since the last step, then their reset.
+    Counters the caching allocator keeps on the host: no synchronisation. Nothing before CUDA is
+    initialised (a CPU run) or with a library that lacks the entry."""
+    cuda = getattr(torch, "cuda", None)
+    record = traintime._step_memory
+    if record is None or cuda is None or not hasattr(cuda, "max_memory_reserved"):
+        return _nothing
+
+    def recorder() -> None:
+        if not cuda.is_initialized():
+            return
+        device = cuda.current_device()
+        allocated = int(cuda.max_memory_allocated(device))
+        reserved = int(cuda.max_memory_reserved(device))
+        cuda.reset_peak_memory_stats(device)
+        record(allocated, reserved)
+    return recorder
+
+
+def _nothing() -> None:
+    pass
+
+
 def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader: Any = None,
                tokens_per_batch: TokensPerBatch = None, backward: bool = True, count: bool = True,
                step: bool = True) -> "Handle":
@@ -421,6 +451,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
     original_step = None
     if optimizer is not None:
         original_step = optimizer.step
+        record_memory = _memory_recorder(torch)
         optimizer_region = traintime.region("optimizer", category="optimizer")
 
         # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.
@@ -456,6 +487,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
                     if opened:
                         optimizer_region.__exit__(None, None, None)
             if step:
+                record_memory()
                 traintime.step(counts["samples"], counts["tokens"])
             counts["samples"] = counts["tokens"] = 0
             return result

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -61,6 +62,7 @@ struct Options {
   uint32_t step_sleep_us = 0;  // --step-sleep-us: real time per step (the CPU loop's pace)
   bool nccl_2_32 = false;  // --nccl-2-32: ncclAllReduceConfig and the one-sided calls
   std::string steps_file;     // --steps-file: steps done, rewritten after every tt_step
+  bool alloc_per_step = false;  // --alloc-per-step: activations, a pool workspace and a growing cache
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -161,10 +163,10 @@ class Trainer {
     check(cudaMallocHost(&host_batch_, kBatchBytes), "cudaMallocHost");
     check(cudaMallocHost(&host_labels_, kLabelBytes), "cudaMallocHost");
     check(cudaMallocHost(&host_loss_, sizeof(float)), "cudaMallocHost");
-    check(cudaMalloc(&dev_batch_, kBatchBytes), "cudaMalloc");
-    check(cudaMalloc(&dev_labels_, kLabelBytes), "cudaMalloc");
-    check(cudaMalloc(&dev_loss_, sizeof(float)), "cudaMalloc");
-    check(cudaMalloc(&dev_grads_, kGradBytesPerLayer * opt_.layers), "cudaMalloc");
+    dev_malloc(&dev_batch_, kBatchBytes);
+    dev_malloc(&dev_labels_, kLabelBytes);
+    dev_malloc(&dev_loss_, sizeof(float));
+    dev_malloc(&dev_grads_, kGradBytesPerLayer * opt_.layers);
     if (opt_.graphs) capture_forward();
     // Last in setup: the communicator's creation is where the straggler model starts counting.
     ncclUniqueId id;
@@ -248,7 +250,9 @@ class Trainer {
     if (graph_exec_) check(cudaGraphExecDestroy(graph_exec_), "cudaGraphExecDestroy");
     if (graph_) check(cudaGraphDestroy(graph_), "cudaGraphDestroy");
     check(cudaEventDestroy(comm_done_), "cudaEventDestroy");
-    for (void* p : {dev_batch_, dev_labels_, dev_loss_, dev_grads_}) check(cudaFree(p), "cudaFree");
+    step_ = opt_.steps;  // after the last step marker
+    for (void* p : {dev_batch_, dev_labels_, dev_loss_, dev_grads_}) dev_free(p);
+    for (void* p : cache_) dev_free(p);
     for (void* p : {host_batch_, host_labels_, host_loss_}) check(cudaFreeHost(p), "cudaFreeHost");
     check(cudaStreamDestroy(compute_), "cudaStreamDestroy");
     check(cudaStreamDestroy(comm_stream_), "cudaStreamDestroy");
@@ -260,6 +264,8 @@ class Trainer {
     in.world_size = world_;
     in.steps = opt_.steps;
     in.comm_calls = comm_calls_;
+    in.memory_ops = memory_ops_;
+    in.memory_truth = opt_.alloc_per_step;
     in.options = {{"steps", opt_.steps}, {"layers", opt_.layers}, {"graphs", opt_.graphs}, {"nvtx", opt_.nvtx}, {"recompute", opt_.recompute},
                   {"stray_work", opt_.stray_work}, {"samples_per_step", kSamplesPerStep},
                   {"tokens_per_step", kTokensPerStep}};
@@ -408,6 +414,14 @@ class Trainer {
   }
 
   void forward() {
+    if (opt_.alloc_per_step) {
+      // Each layer's activations (layer i: i + 1 MiB), kept until the optimizer; one 64 KiB
+      // buffer a step that is never freed before teardown, as a caching allocator grows.
+      activations_.assign(opt_.layers, nullptr);
+      for (int i = 0; i < opt_.layers; ++i) dev_malloc(&activations_[i], size_t(i + 1) << 20);
+      cache_.push_back(nullptr);
+      dev_malloc(&cache_.back(), 64u << 10);
+    }
     if (opt_.graphs) {
       // Replayed from outside any region: attribution has to come from capture time.
       simgpuSetLabel(make_label(Cat::kUnattributed, 0, step_));
@@ -570,8 +584,31 @@ class Trainer {
     // The explicit-API launch path (cudaLaunchKernel), as libraries like cuBLAS use.
     check(cudaLaunchKernel(&kernels_.adam, dim3(1200), dim3(256), args, 0, compute_), "cudaLaunchKernel");
     check(cudaLaunchKernel(&kernels_.adam, dim3(600), dim3(256), args, 0, compute_), "cudaLaunchKernel");
+    if (opt_.alloc_per_step) {
+      // The optimizer's 3 MiB workspace from the stream-ordered pool, then the activations go.
+      void* workspace = nullptr;
+      dev_malloc(&workspace, 3u << 20, true);
+      for (auto it = activations_.rbegin(); it != activations_.rend(); ++it) dev_free(*it);
+      activations_.clear();
+      dev_free(workspace, true);
+    }
     check(cudaMemsetAsync(dev_grads_, 0, kGradBytesPerLayer * opt_.layers, compute_), "cudaMemsetAsync");
     regions_.pop();
+  }
+
+  // Device memory sim_train allocates, every call recorded for the truth (step_ = the step the
+  // call is made in); async: the stream-ordered pool calls on the compute stream.
+  void dev_malloc(void** p, size_t bytes, bool async = false) {
+    if (async) check(cudaMallocAsync(p, bytes, compute_), "cudaMallocAsync");
+    else check(cudaMalloc(p, bytes), "cudaMalloc");
+    memory_ops_.push_back({step_, static_cast<int64_t>(bytes)});
+    sizes_[*p] = bytes;
+  }
+  void dev_free(void* p, bool async = false) {
+    if (async) check(cudaFreeAsync(p, compute_), "cudaFreeAsync");
+    else check(cudaFree(p), "cudaFree");
+    memory_ops_.push_back({step_, -static_cast<int64_t>(sizes_.at(p))});
+    sizes_.erase(p);
   }
 
   void io_out() {
@@ -608,6 +645,9 @@ class Trainer {
   void (*profiler_callbacks_)(uint64_t*, uint64_t*, uint64_t*, uint64_t*) = nullptr;
   std::string backward_path_;
   std::vector<CommCall> comm_calls_;
+  std::vector<MemoryOp> memory_ops_;
+  std::map<void*, size_t> sizes_;
+  std::vector<void*> activations_, cache_;
   std::vector<std::string> metrics_lines_;
   std::vector<uint64_t> step_marks_ns_{0, 0};  // monotonic ns just before and after the last tt_step
   std::thread worker_;
@@ -668,6 +708,9 @@ int main(int argc, char** argv) {
   app.add_option("--steps-file", opt.steps_file,
                  "after every tt_step write the number of steps done over FILE (%r becomes the rank): "
                  "what survives a SIGKILL says which steps the CPU side finished");
+  app.add_flag("--alloc-per-step", opt.alloc_per_step,
+               "allocate each layer's activations in forward and free them in the optimizer, with a "
+               "3 MiB cudaMallocAsync workspace, and keep one 64 KiB buffer a step (truth: memory)");
   app.add_option("--truth", opt.truth, "write the exact expected per-rank result to FILE (%r becomes the rank)");
   CLI11_PARSE(app, argc, argv);
 

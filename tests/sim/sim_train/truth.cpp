@@ -162,7 +162,25 @@ nlohmann::json compute_truth(const TruthInput& in) {
                   {"activities", r.activities}, {"gpu_sum_ns", r.sum},
                   {"gpu_busy_ns", union_ns(std::move(r.work))}});
   out["regions"] = jr;
+  if (in.memory_truth) out["memory"] = memory_truth(in.memory_ops, in.steps);
   return out;
+}
+
+nlohmann::json memory_truth(const std::vector<MemoryOp>& ops, uint64_t steps) {
+  using nlohmann::json;
+  json by_step = json::array();
+  int64_t in_use = 0, run_peak = 0;
+  size_t i = 0;
+  for (uint64_t step = 0; step <= steps; ++step) {
+    int64_t peak = in_use;  // a step starts with what the previous one left
+    for (; i < ops.size() && ops[i].step == step; ++i) {
+      in_use += ops[i].bytes;
+      peak = std::max(peak, in_use);
+    }
+    run_peak = std::max(run_peak, peak);
+    if (step < steps) by_step.push_back({{"index", step}, {"peak_bytes", peak}, {"in_use_bytes", in_use}});
+  }
+  return {{"device", 0}, {"peak_bytes", run_peak}, {"in_use_bytes", in_use}, {"by_step", by_step}};
 }
 
 }  // namespace sim_train

@@ -32,12 +32,20 @@ struct CommCall {
   uint64_t bytes = 0;
 };
 
+// One device allocation (bytes > 0) or release (bytes < 0) sim_train made, in call order.
+struct MemoryOp {
+  uint64_t step = 0;  // step markers before the call
+  int64_t bytes = 0;
+};
+
 struct TruthInput {
   int rank = 0;
   int world_size = 1;
   uint64_t steps = 0;  // tt_step calls (or "step" ranges in --nvtx mode)
   std::vector<Activity> activities;
   std::vector<CommCall> comm_calls;
+  std::vector<MemoryOp> memory_ops;
+  bool memory_truth = false;  // --alloc-per-step: the truth has `memory`
   nlohmann::json options;
   nlohmann::json profiler_windows;  // --profiler-window: seen vs expected, copied to the truth
 };
@@ -46,5 +54,8 @@ struct TruthInput {
 uint64_t union_ns(std::vector<std::pair<uint64_t, uint64_t>> intervals);
 
 nlohmann::json compute_truth(const TruthInput& in);
+
+// Device memory in use per step (README "The truth file"): {peak_bytes, in_use_bytes, by_step}.
+nlohmann::json memory_truth(const std::vector<MemoryOp>& ops, uint64_t steps);
 
 }  // namespace sim_train

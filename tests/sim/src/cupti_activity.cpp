@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "cupti_state.h"
+// After cupti.h (through cupti_state.h): the 12.x record structs (Memory3).
+#include <cupti_activity_deprecated.h>
 
 namespace simcupti {
 namespace {
@@ -103,6 +105,8 @@ ThreadBuffers* this_thread_buffers() {
 // with the size of the reported version's struct.
 static_assert(offsetof(CUpti_ActivityKernel10, isDeviceLaunched) >= sizeof(CUpti_ActivityKernel9));
 static_assert(offsetof(CUpti_ActivityMemcpy6, copyCount) >= sizeof(CUpti_ActivityMemcpy5));
+// Memory4 (API 24, CUPTI 12.6, on) appends `source` to Memory3.
+static_assert(offsetof(CUpti_ActivityMemory4, source) >= sizeof(CUpti_ActivityMemory3));
 
 size_t record_size(CUpti_ActivityKind kind) {
   const uint32_t v = api_version();
@@ -115,6 +119,8 @@ size_t record_size(CUpti_ActivityKind kind) {
       return cupti12 && v < 26 ? sizeof(CUpti_ActivityMemcpy5) : sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      return v < 24 ? sizeof(CUpti_ActivityMemory3) : sizeof(CUpti_ActivityMemory4);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
@@ -193,7 +199,10 @@ void retire(Buffer& b) {
 
 void write_record(const void* rec, size_t size, bool gpu, uint64_t start, uint64_t end) {
   State& st = state();
-  if (st.drop_every && st.record_counter.fetch_add(1, std::memory_order_relaxed) % st.drop_every ==
+  // SIMGPU_DROP_EVERY counts the records tests weigh against the truth's activities: memory
+  // records are never dropped (nor counted).
+  const bool droppable = *static_cast<const CUpti_ActivityKind*>(rec) != CUPTI_ACTIVITY_KIND_MEMORY2;
+  if (st.drop_every && droppable && st.record_counter.fetch_add(1, std::memory_order_relaxed) % st.drop_every ==
                            st.drop_every - 1) {
     st.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -417,6 +426,31 @@ void on_work(const simgpu_work* w) {
     }
     default: break;
   }
+}
+
+// MEMORY2: one record per allocation and release, written at the call (no GPU work: always
+// complete), with the runtime call's correlation id. Pool allocations carry the device's default
+// pool (address 0x7e0000000000, the simulated pool's base) in memoryPoolConfig.
+void on_memory(const simgpu_memory_op* op) {
+  if (!activity_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2)) return;
+  CUpti_ActivityMemory4 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  r.memoryOperationType = op->release ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+                                      : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  r.memoryKind = static_cast<CUpti_ActivityMemoryKind>(op->memory_kind);
+  r.correlationId = op->correlation_id;
+  r.address = op->address;
+  r.bytes = op->bytes;
+  r.timestamp = op->timestamp_ns;
+  r.processId = static_cast<uint32_t>(getpid());
+  r.deviceId = 0;
+  r.contextId = simgpu_context_id();
+  r.streamId = op->stream_id;
+  r.isAsync = op->pool ? 1 : 0;
+  r.memoryPoolConfig.memoryPoolType =
+      op->pool ? CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL : CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
+  if (op->pool) r.memoryPoolConfig.address = 0x7e0000000000ull;
+  write_record(&r, record_size(CUPTI_ACTIVITY_KIND_MEMORY2), false, 0, 0);
 }
 
 void reset_activity() {

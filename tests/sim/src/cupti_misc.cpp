@@ -7,7 +7,7 @@
 namespace simcupti {
 
 namespace {
-const simgpu_tool_hooks kHooks = {on_api_enter, on_api_exit, on_work, on_resource};
+const simgpu_tool_hooks kHooks = {on_api_enter, on_api_exit, on_work, on_resource, on_memory};
 }
 
 void ensure_hooks() {

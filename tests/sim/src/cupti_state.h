@@ -18,6 +18,7 @@ inline constexpr uint32_t kMaxCbid = 1024;
 void on_api_enter(simgpu_api_frame* f);
 void on_api_exit(simgpu_api_frame* f);
 void on_work(const simgpu_work* w);
+void on_memory(const simgpu_memory_op* op);
 void on_resource(int event, void* context, void* handle, void* graph);
 
 // Activity side: API records and external-correlation records for a traced call.

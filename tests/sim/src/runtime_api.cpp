@@ -85,23 +85,71 @@ const char* simgpu_rt_name(const char* versioned) {
 
 // Simulated memory: device allocations are address ranges nobody dereferences; pinned host
 // allocations are real memory whose range is remembered so copies know their memory kind.
+struct Allocation {
+  size_t size = 0;
+  bool pool = false;  // cudaMallocAsync
+};
+using Ranges = std::map<uintptr_t, Allocation>;  // base -> allocation
 struct Memory {
   std::mutex mu;
   uint64_t next_device = 0x7f0000000000ull;
-  std::map<uintptr_t, size_t> device;  // base -> size
-  std::map<uintptr_t, size_t> pinned;
+  Ranges device;
+  Ranges pinned;
 };
 Memory& memory() {
   static Memory* m = new Memory();
   return *m;
 }
 
-bool in_ranges(const std::map<uintptr_t, size_t>& r, const void* p) {
+bool in_ranges(const Ranges& r, const void* p) {
   const auto a = reinterpret_cast<uintptr_t>(p);
   auto it = r.upper_bound(a);
   if (it == r.begin()) return false;
   --it;
-  return a < it->first + it->second;
+  return a < it->first + it->second.size;
+}
+
+// Inside a traced runtime call: tells the fake CUPTI (the innermost frame is that call's).
+void report_memory(bool release, uint8_t kind, bool pool, uintptr_t address, size_t bytes, uint32_t stream) {
+  simgpu_memory_op op{};
+  op.release = release ? 1 : 0;
+  op.memory_kind = kind;
+  op.pool = pool ? 1 : 0;
+  op.address = address;
+  op.bytes = bytes;
+  op.timestamp_ns = simgpu_host_now();
+  const simgpu_api_frame* f = simgpu_current_frame();
+  op.correlation_id = f ? f->correlation_id : 0;
+  op.stream_id = stream;
+  simgpu_report_memory(&op);
+}
+
+uintptr_t allocate_device(size_t size, bool pool, uint32_t stream) {
+  Memory& m = memory();
+  uint64_t base = 0;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    base = m.next_device;
+    m.next_device += (size + 0xFFFF) & ~uint64_t{0xFFFF};
+    m.device[base] = {size ? size : 1, pool};
+  }
+  report_memory(false, 3, pool, base, size ? size : 1, stream);
+  return base;
+}
+
+// Forgets a range and reports its release (memory kind `kind`); unknown or null: nothing.
+void release(Ranges& ranges, void* p, uint8_t kind, uint32_t stream) {
+  if (!p) return;
+  Memory& m = memory();
+  Allocation a;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto it = ranges.find(reinterpret_cast<uintptr_t>(p));
+    if (it == ranges.end()) return;
+    a = it->second;
+    ranges.erase(it);
+  }
+  report_memory(true, kind, a.pool, reinterpret_cast<uintptr_t>(p), a.size, stream);
 }
 
 uint8_t memory_kind(const void* p) {
@@ -219,23 +267,33 @@ cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 bloc
 }
 
 // ---- memory ----
+// Every allocation and release is reported to the fake CUPTI (MEMORY2 records) inside its call,
+// with the call's correlation id; a release of an address never allocated reports nothing.
 cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) {
   RT_CALL(cudaMalloc_v3020, devPtr, size);
   if (!devPtr) return call_.finish(cudaErrorInvalidValue);
-  Memory& m = memory();
-  std::lock_guard<std::mutex> lock(m.mu);
-  const uint64_t base = m.next_device;
-  m.next_device += (size + 0xFFFF) & ~uint64_t{0xFFFF};
-  m.device[base] = size ? size : 1;
-  *devPtr = reinterpret_cast<void*>(base);
+  *devPtr = reinterpret_cast<void*>(allocate_device(size, false, 0));
   return call_.finish(cudaSuccess);
 }
 
 cudaError_t CUDARTAPI cudaFree(void* devPtr) {
   RT_CALL(cudaFree_v3020, devPtr);
-  Memory& m = memory();
-  std::lock_guard<std::mutex> lock(m.mu);
-  if (devPtr) m.device.erase(reinterpret_cast<uintptr_t>(devPtr));
+  release(memory().device, devPtr, 3, 0);
+  return call_.finish(cudaSuccess);
+}
+
+// Stream-ordered allocation from the device's default memory pool (the pool itself is not
+// simulated: each allocation is its own range, reported as a pool allocation).
+cudaError_t CUDARTAPI cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  RT_CALL(cudaMallocAsync_v11020, devPtr, size, hStream);
+  if (!devPtr) return call_.finish(cudaErrorInvalidValue);
+  *devPtr = reinterpret_cast<void*>(allocate_device(size, true, simgpu_stream_id(hStream)));
+  return call_.finish(cudaSuccess);
+}
+
+cudaError_t CUDARTAPI cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  RT_CALL(cudaFreeAsync_v11020, devPtr, hStream);
+  release(memory().device, devPtr, 3, simgpu_stream_id(hStream));
   return call_.finish(cudaSuccess);
 }
 
@@ -245,19 +303,18 @@ cudaError_t CUDARTAPI cudaMallocHost(void** ptr, size_t size) {
   void* p = std::calloc(1, size ? size : 1);
   if (!p) return call_.finish(cudaErrorMemoryAllocation);
   Memory& m = memory();
-  std::lock_guard<std::mutex> lock(m.mu);
-  m.pinned[reinterpret_cast<uintptr_t>(p)] = size ? size : 1;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.pinned[reinterpret_cast<uintptr_t>(p)] = {size ? size : 1, false};
+  }
+  report_memory(false, 2, false, reinterpret_cast<uintptr_t>(p), size ? size : 1, 0);
   *ptr = p;
   return call_.finish(cudaSuccess);
 }
 
 cudaError_t CUDARTAPI cudaFreeHost(void* ptr) {
   RT_CALL(cudaFreeHost_v3020, ptr);
-  {
-    Memory& m = memory();
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (ptr) m.pinned.erase(reinterpret_cast<uintptr_t>(ptr));
-  }
+  release(memory().pinned, ptr, 2, 0);
   std::free(ptr);
   return call_.finish(cudaSuccess);
 }

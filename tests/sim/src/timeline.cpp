@@ -239,6 +239,11 @@ void simgpu_set_tool_hooks(const simgpu_tool_hooks* hooks) {
   engine().hooks.store(hooks, std::memory_order_release);
 }
 
+void simgpu_report_memory(const simgpu_memory_op* op) {
+  const simgpu_tool_hooks* h = engine().hooks.load(std::memory_order_acquire);
+  if (h && h->memory) h->memory(op);
+}
+
 void simgpu_api_enter(simgpu_api_frame* f, int domain, uint32_t cbid, const char* function_name,
                       const char* symbol_name, const void* params, void* return_value) {
   Engine& e = engine();

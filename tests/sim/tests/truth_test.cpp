@@ -79,3 +79,18 @@ TEST_CASE("work launched after the last step marker forms a flagged partial step
   CHECK(t["steps"]["totals"]["gpu_busy_ns"] == 20);
   CHECK(t["steps"]["totals"]["idle_ns"] == 0);
 }
+
+TEST_CASE("device memory truth: per-step peak and end-of-step use, carried across steps") {
+  using sim_train::MemoryOp;
+  // Step 0: +100 +50 -100 (peak 150, ends 50); step 1: nothing (peak = in use = 50);
+  // step 2: +30 -50 +10 (peak 80, ends 40); after the last marker (step 3): -30 -10.
+  const std::vector<MemoryOp> ops = {{0, 100}, {0, 50}, {0, -100}, {2, 30}, {2, -50},
+                                     {2, 10},  {3, -30}, {3, -10}};
+  const nlohmann::json m = sim_train::memory_truth(ops, 3);
+  CHECK(m["peak_bytes"] == 150);
+  CHECK(m["in_use_bytes"] == 0);
+  REQUIRE(m["by_step"].size() == 3);
+  CHECK(m["by_step"][0] == nlohmann::json({{"index", 0}, {"peak_bytes", 150}, {"in_use_bytes", 50}}));
+  CHECK(m["by_step"][1] == nlohmann::json({{"index", 1}, {"peak_bytes", 50}, {"in_use_bytes", 50}}));
+  CHECK(m["by_step"][2] == nlohmann::json({{"index", 2}, {"peak_bytes", 80}, {"in_use_bytes", 40}}));
+}

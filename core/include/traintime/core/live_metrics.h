@@ -29,6 +29,10 @@ struct GpuStepFigures {
   uint64_t io_ns = 0;
   uint64_t idle_ns = 0;
   std::array<uint64_t, kCategoryCount> category_busy_ns{};
+  // Device memory in use at its peak within the step, all devices (CUPTI's memory records,
+  // core/memory_tracker.h); memory_valid false before any record.
+  bool memory_valid = false;
+  uint64_t memory_peak_bytes = 0;
 };
 
 // Cumulative step counters (every step, warm-up included).

@@ -92,6 +92,30 @@ struct StepHealth {
   uint64_t clock_event_reasons = 0;  // NVML's clock-event reason bits seen (kHealthReasonNames)
 };
 
+// Device memory in use from CUPTI's memory records (allocations less releases, by address):
+// steps.detail[].memory and the top-level memory (docs/schema.md "memory"). peak_bytes and
+// in_use_bytes are the rank's, over all its devices (the peak of their sum, not a sum of peaks);
+// devices[] has each device's own, by CUDA ordinal.
+struct DeviceMemory {
+  int32_t cuda_device = 0;
+  uint64_t peak_bytes = 0;
+  uint64_t in_use_bytes = 0;  // at the end of the step (of the records, for the run)
+};
+struct MemoryFigures {
+  bool present = false;  // false: omitted (no memory record seen, or an older writer)
+  uint64_t peak_bytes = 0;
+  uint64_t in_use_bytes = 0;
+  std::vector<DeviceMemory> devices;  // ascending cuda_device
+};
+
+// PyTorch's caching allocator's view of one step (traintime.torch.instrument):
+// steps.detail[].memory.torch.
+struct TorchMemory {
+  bool present = false;
+  uint64_t allocated_peak_bytes = 0;  // torch.cuda.max_memory_allocated() over the step
+  uint64_t reserved_peak_bytes = 0;   // torch.cuda.max_memory_reserved() over the step
+};
+
 struct Steps {
   uint64_t count = 0;   // tt_step calls, warm-up included
   uint64_t warmup = 0;  // TRAINTIME_WARMUP_STEPS in force
@@ -123,6 +147,8 @@ struct Steps {
     // NVML's figures of the step, per device that had samples in it (none: no sample, NVML
     // off or unavailable, or a file from an older writer).
     std::vector<StepHealth> gpu_health;
+    MemoryFigures memory;  // CUPTI's memory records of the step
+    TorchMemory torch_memory;  // written as memory.torch
   };
   std::vector<Detail> detail;
 };
@@ -345,6 +371,7 @@ struct RankFile : RankIdentity {
   std::vector<std::string> warnings;
   std::vector<ThreadSnapshot> threads;  // empty (and omitted from the file) when not recorded
   GpuHealth gpu_health;                 // omitted from the file when status is empty
+  MemoryFigures memory;                 // the run's; omitted when !present
 };
 
 }  // namespace traintime::core

@@ -32,6 +32,10 @@ class StepTracker {
   // Records the end of a step. Thread-safe (steps are rare: one mutex, amortised allocation).
   void step(uint64_t now_ns, uint64_t samples, uint64_t tokens);
 
+  // A framework allocator's figures of the step in progress (tt_api_v1.step_memory): kept with
+  // its detail row (steps.detail[].memory.torch). Thread-safe; a later call in the step replaces.
+  void set_torch_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes);
+
   // tt_step calls so far. Lock-free (read by the launch callback).
   uint32_t count() const { return count_.load(std::memory_order_relaxed); }
 
@@ -81,6 +85,8 @@ class StepTracker {
   std::vector<uint64_t> walls_;  // post-warm-up, bounded by kMaxWallSamples
   const uint32_t detail_steps_;
   std::vector<uint64_t> recent_walls_;  // ring: wall of step i at i % detail_steps_ (last ones)
+  TorchMemory torch_pending_;            // of the step in progress
+  std::vector<TorchMemory> recent_torch_;  // ring beside recent_walls_
 };
 
 // Mean, min, max, p50 and p90 (nearest rank) of a set of durations.

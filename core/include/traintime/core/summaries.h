@@ -24,6 +24,7 @@
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
+#include "traintime/core/memory_tracker.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/section.h"
 
@@ -103,6 +104,7 @@ struct GpuSummary {
   std::vector<Ring> rings;
   uint64_t dropped_records = 0;
   CaptureStats capture_stats;  // filled by the CUPTI capture
+  MemorySummary memory;        // CUPTI's memory records (core/memory_tracker.h)
   // The GPU side's counters and warnings: the aggregator's (folding, caps) and, under capture,
   // the CUPTI adapter's (drops, joins, buffers).
   Section section{"cupti"};

@@ -74,6 +74,17 @@ enum simgpu_resource_event {
   SIMGPU_RES_GRAPH_DESTROY_STARTING = 7       // graph = the source graph
 };
 
+/* An allocation or a release the fake runtime made (CUPTI_ACTIVITY_KIND_MEMORY2 records). */
+typedef struct simgpu_memory_op {
+  int release;              /* 0 an allocation, 1 a release */
+  uint8_t memory_kind;      /* CUpti_ActivityMemoryKind: 3 device, 2 pinned host */
+  int pool;                 /* 1: from the device's default memory pool (cudaMallocAsync/cudaFreeAsync) */
+  uint64_t address, bytes;  /* bytes: as allocated (a release repeats its allocation's size) */
+  uint64_t timestamp_ns;    /* virtual host time inside the call */
+  uint32_t correlation_id;  /* the runtime call's */
+  uint32_t stream_id;       /* the stream of an asynchronous one, else 0 */
+} simgpu_memory_op;
+
 /* What the fake CUPTI observes. Every hook may be NULL. Hooks run on the calling thread. */
 typedef struct simgpu_tool_hooks {
   void (*api_enter)(simgpu_api_frame* f);
@@ -82,6 +93,8 @@ typedef struct simgpu_tool_hooks {
   void (*work)(const simgpu_work* w);
   /* event: simgpu_resource_event; handle: stream/graph node; graph: the node's graph. */
   void (*resource)(int event, void* context, void* handle, void* graph);
+  /* An allocation or release (device or pinned host memory). */
+  void (*memory)(const simgpu_memory_op* op);
 } simgpu_tool_hooks;
 
 /* ---- used by the fake libraries ---- */
@@ -91,6 +104,8 @@ int simgpu_ensure_init(void);
 // 1 once CUDA's (simulated) atexit teardown has run: a forced CUPTI flush after it is the crash
 // real tools have met when their exit hook ran after CUDA's (SIMULATED: cuptiActivityFlushAll aborts).
 int simgpu_cuda_torn_down(void);
+/* The fake runtime reports an allocation or release to the fake CUPTI. */
+void simgpu_report_memory(const simgpu_memory_op* op);
 /* Opens/closes a traced API call on this thread (advances the host clock, raises callbacks). */
 void simgpu_api_enter(simgpu_api_frame* f, int domain, uint32_t cbid, const char* function_name,
                       const char* symbol_name, const void* params, void* return_value);
