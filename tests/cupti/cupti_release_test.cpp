@@ -26,16 +26,39 @@
 
 namespace tc = traintime::cupti;
 
+namespace {
+
+// The release's libcupti (TT_CUPTI_LIB), loaded once for the whole process as a profiled
+// process loads it. Once used (cuptiGetTimestamp), CUPTI keeps thread-local state, and a
+// library with TLS unloaded and loaded again leaves a stale dynamic-TLS entry that
+// LeakSanitizer's exit scan crashes on (ASan build, test cases in file order).
+struct Release {
+  tc::CuptiLibrary lib;
+  bool loaded = false;
+  std::string why;
+};
+
+Release& release() {
+  static Release* r = [] {
+    auto* x = new Release;
+    if (const char* path = std::getenv("TT_CUPTI_LIB"))
+      x->loaded = x->lib.load(path, &x->why);
+    else
+      x->why = "TT_CUPTI_LIB is not set";
+    return x;
+  }();
+  return *r;
+}
+
+}  // namespace
+
 TEST_CASE("a released libcupti decodes through its own walker and names its launch callbacks",
           "[release]") {
-  const char* path = std::getenv("TT_CUPTI_LIB");
   const char* api = std::getenv("TT_CUPTI_API");
-  REQUIRE(path != nullptr);
   REQUIRE(api != nullptr);
-  tc::CuptiLibrary lib;
-  std::string why;
-  INFO(path << ": " << why);
-  REQUIRE(lib.load(path, &why));
+  INFO(release().why);
+  REQUIRE(release().loaded);
+  const tc::CuptiLibrary& lib = release().lib;
   CHECK(lib.version() == std::stoul(api));
   REQUIRE(lib.layout() != tc::RecordLayout::kUnknown);
   tc::testing::check_sample(lib);
@@ -145,11 +168,9 @@ void check_forwarding(const tc::CuptiLibrary& lib) {
 
 TEST_CASE("records forwarded to torch.profiler's buffers walk the same through the release's own walker",
           "[release]") {
-  const char* path = std::getenv("TT_CUPTI_LIB");
-  REQUIRE(path != nullptr);
-  tc::CuptiLibrary lib;
-  std::string why;
-  REQUIRE(lib.load(path, &why));
+  INFO(release().why);
+  REQUIRE(release().loaded);
+  const tc::CuptiLibrary& lib = release().lib;
   switch (lib.layout()) {
     case tc::RecordLayout::kCupti12Memcpy5:
       check_forwarding<CUpti_ActivityKernel9, CUpti_ActivityMemcpy5>(lib);
@@ -171,7 +192,7 @@ TEST_CASE("records forwarded to torch.profiler's buffers walk the same through t
                        tc::testing::Grown<CUpti_ActivityMemcpy6, 112>>(lib);
       break;
     case tc::RecordLayout::kUnknown:
-      FAIL("no checked layout for " << path);
+      FAIL("no checked layout for " << std::getenv("TT_CUPTI_LIB"));
   }
 }
 
@@ -265,11 +286,9 @@ uint64_t CUPTIAPI client_clock() {
 }  // namespace
 
 TEST_CASE("records forwarded to a client with its own clock are moved to that clock", "[release]") {
-  const char* path = std::getenv("TT_CUPTI_LIB");
-  REQUIRE(path != nullptr);
-  tc::CuptiLibrary lib;
-  std::string why;
-  REQUIRE(lib.load(path, &why));
+  INFO(release().why);
+  REQUIRE(release().loaded);
+  const tc::CuptiLibrary& lib = release().lib;
   REQUIRE(lib.api().cuptiGetTimestamp != nullptr);
   g_cupti_now = lib.api().cuptiGetTimestamp;
   uint64_t before = 0;
