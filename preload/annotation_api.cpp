@@ -1,8 +1,8 @@
 // The tt_api_v1 table behind traintime.h and the Python package. push_id/pop are the hot path:
-// one time read (the CPU's counter converted with the thread's own copy of the clock's anchor,
-// core/fast_clock.h), the per-thread registry state in one thread-local line, no lock, no
-// allocation; errno is preserved because these calls sit between an application's syscall and
-// its errno check.
+// one time read (the CPU's counter itself, in ticks: the registry makes them nanoseconds when
+// the rank file is built, core/fast_clock.h), the per-thread registry state in one thread-local
+// line, no lock, no allocation; errno is preserved because these calls sit between an
+// application's syscall and its errno check.
 #include <cerrno>
 
 #include "session.h"
@@ -33,10 +33,10 @@ uint32_t api_register_name(const char* name, int category) {
   return id;
 }
 
-// Every recording call: the registry, the caller's thread state and the time. The first record
-// of a thread (and of the process: activation) and a reading the thread's copy of the clock's
-// anchor does not cover take record_slow, by a tail call: the common case makes no call and
-// needs no stack frame (`f` is inlined and captures by value for that reason). errno: the
+// Every recording call: the registry, the caller's thread state and the time in ticks. The
+// first record of a thread (and of the process: activation) and every record of a process that
+// cannot trust the CPU's counter take record_slow, by a tail call: the common case makes no call
+// and needs no stack frame (`f` is inlined and captures by value for that reason). errno: the
 // counter read and clock_gettime leave it alone on success, and every slow path that could
 // touch it (thread set-up, activation, the clock's calibration, a new name or path) saves and
 // restores it itself, so the fast path pays nothing for it.
@@ -46,16 +46,15 @@ __attribute__((noinline)) auto record_slow(F f) {
   core::ThreadState* ts = h.ts ? h.ts : begin_recording(false);
   using R = decltype(f(h.registry, ts, uint64_t{0}));
   if (!ts) return R();
-  return f(h.registry, ts, core::process_clock().now_ns(h.clock));
+  return f(h.registry, ts, core::process_clock().ticks());
 }
 
 template <typename F>
 inline auto record(F f) {
   HotThread& h = t_hot;
-  core::ThreadState* ts = h.ts;
-  uint64_t now;
-  if (__builtin_expect(ts == nullptr || !core::FastClock::read(h.clock, &now), 0)) return record_slow(f);
-  return f(h.registry, ts, now);
+  core::ThreadState* ts = h.counted;
+  if (__builtin_expect(ts == nullptr, 0)) return record_slow(f);
+  return f(h.registry, ts, core::FastClock::counter());
 }
 
 void api_push_id(uint32_t id) {

@@ -224,6 +224,12 @@ core::RegionRegistry* registry() {
     // parse_config validated the rules already and warned; an invalid spec means defaults.
     r = new core::RegionRegistry(rules ? std::move(*rules) : core::CategoryRules::defaults(),
                                  c.warmup_steps, c.step_detail);
+    // Regions are timed in the process clock's ticks (the CPU's counter where it is trusted),
+    // made nanoseconds only when the rank file is built.
+    core::Timebase tb;
+    tb.duration_ns = [](uint64_t ticks) { return core::process_clock().ticks_to_ns(ticks); };
+    tb.now_ns = [] { return core::process_clock().now_ns(); };
+    r->set_timebase(tb);
     s->recorder.registry.store(r, std::memory_order_release);
   }
   errno = saved;
@@ -242,6 +248,9 @@ core::ThreadState* begin_recording(bool from_load) {
   core::ThreadState* ts = r->thread_state();
   t_hot.registry = r;
   t_hot.ts = ts;
+  // The hot path's one test: set when readings are the counter itself (a process that cannot
+  // trust it reads clock_gettime on record's slow path).
+  t_hot.counted = core::process_clock().ticks_from_counter() ? ts : nullptr;
   errno = saved;
   return ts;
 }

@@ -102,10 +102,13 @@ inline Session* session() {
 }
 
 // The calling thread's recording state, read by every annotation (hot path): its registry
-// state, set once the thread has one and the process is active (so one test covers both), the
-// registry, and the thread's copy of the clock's anchor. Zero until the thread's first record;
-// reset in a fork child. __thread, not thread_local: no initialisation check on each access.
+// state, set once the thread has one and the process is active (so one test covers both); the
+// same when region times are read from the CPU's counter (the hot path's test: else record's
+// slow path reads the clock), the registry, and the thread's copy of the clock's anchor (for
+// nanosecond readings: tt_step). Zero until the thread's first record; reset in a fork child.
+// __thread, not thread_local: no initialisation check on each access.
 struct HotThread {
+  core::ThreadState* counted;
   core::ThreadState* ts;
   core::RegionRegistry* registry;
   core::FastClock::Anchor clock;

@@ -50,20 +50,10 @@ uint64_t FastClock::slow() noexcept {
   // Until kCalibrateNs after the first anchor there is nothing to do but read the clock.
   if (first_ns != 0 && n - first_ns < kCalibrateNs && mult_.load(std::memory_order_relaxed) == 0) return n;
   if (busy_.exchange(true, std::memory_order_acquire)) return n;
-  // The anchor: a clock reading between two counter readings, the tightest of a few (a thread
-  // preempted between them would shift every conversion until the next anchor).
-  uint64_t t = 0, na = 0, best = ~uint64_t{0};
-  for (int i = 0; i < 4; ++i) {
-    const uint64_t t1 = counter();
-    const uint64_t ni = clock_gettime_ns();
-    const uint64_t t2 = counter();
-    if (t2 >= t1 && t2 - t1 < best) {
-      best = t2 - t1;
-      t = t1 + (t2 - t1) / 2;
-      na = ni;
-    }
-  }
-  if (best == ~uint64_t{0}) {
+  // The anchor: the tightest pair of a few (a thread preempted between the readings would shift
+  // every conversion until the next anchor).
+  uint64_t t = 0, na = 0;
+  if (!anchor_pair(&t, &na)) {
     busy_.store(false, std::memory_order_release);
     return n;
   }
@@ -90,6 +80,53 @@ uint64_t FastClock::slow() noexcept {
   }
   busy_.store(false, std::memory_order_release);
   return n;
+}
+
+bool FastClock::anchor_pair(uint64_t* tsc, uint64_t* ns) noexcept {
+  uint64_t best = ~uint64_t{0};
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t t1 = counter();
+    const uint64_t ni = clock_gettime_ns();
+    const uint64_t t2 = counter();
+    if (t2 >= t1 && t2 - t1 < best) {
+      best = t2 - t1;
+      *tsc = t1 + (t2 - t1) / 2;
+      *ns = ni;
+    }
+  }
+  return best != ~uint64_t{0};
+}
+
+bool FastClock::ticks_from_counter() noexcept {
+  Trust t = trust_.load(std::memory_order_acquire);
+  if (__builtin_expect(t == Trust::kCheck, 0)) {
+    Trust expected = Trust::kCheck;
+    trust_.compare_exchange_strong(expected, counter_trusted() ? Trust::kCounter : Trust::kClockGettime,
+                                   std::memory_order_acq_rel);
+    t = trust_.load(std::memory_order_acquire);
+  }
+  if (t != Trust::kCounter) return false;
+  if (first_ns_.load(std::memory_order_acquire) == 0) now_ns();  // the first anchor
+  return true;
+}
+
+uint64_t FastClock::ticks_to_ns(uint64_t ticks) noexcept {
+  if (trust_.load(std::memory_order_acquire) != Trust::kCounter) return ticks;
+  uint64_t m = mult_.load(std::memory_order_acquire);
+  if (m == 0) {
+    // Not calibrated yet (the run is younger than kCalibrateNs): the rate from the first anchor,
+    // over at least 1 ms so that the anchors' own error stays below a part in 10^4.
+    if (first_ns_.load(std::memory_order_acquire) == 0) now_ns();
+    const uint64_t first_tsc = first_tsc_.load(std::memory_order_acquire);
+    const uint64_t first_ns = first_ns_.load(std::memory_order_acquire);
+    if (first_ns == 0) return ticks;  // no anchor could be taken: the best there is
+    while (clock_gettime_ns() - first_ns < 1'000'000) {
+    }
+    uint64_t t = 0, na = 0;
+    if (!anchor_pair(&t, &na) || t <= first_tsc || na <= first_ns) return ticks;
+    m = static_cast<uint64_t>((static_cast<unsigned __int128>(na - first_ns) << 32) / (t - first_tsc));
+  }
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * m) >> 32);
 }
 
 bool FastClock::take_anchor(Anchor& a, uint64_t* now) noexcept {

@@ -108,7 +108,7 @@ NameId RegionRegistry::name_slow(ThreadState* ts, const char* name, int category
   return id;
 }
 
-bool RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns) {
+bool RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now) {
   int at = ts->depth_;
   while (at > 0 && ts->stack_[at].entry != entry) --at;
   if (at == 0) {
@@ -116,12 +116,12 @@ bool RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now_n
                                std::memory_order_relaxed);
     return false;
   }
-  if (at == ts->depth_) return pop(ts, now_ns);
+  if (at == ts->depth_) return pop(ts, now);
   const ThreadState::Frame f = ts->stack_[at];
-  record(stats_of(f.stats), now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
+  record(stats_of(f.stats), now >= f.start ? now - f.start : 0);
   for (int i = at; i < ts->depth_; ++i) ts->stack_[i] = ts->stack_[i + 1];
   --ts->depth_;  // the innermost region is unchanged: current_path/current_entry stay
-  if (f.stats & ThreadState::kStepMarker) return end_step_region(ts, f.steps_at_push, now_ns);
+  if (f.stats & ThreadState::kStepMarker) return end_step_region(ts, f.steps_at_push, now);
   return false;
 }
 
@@ -131,12 +131,12 @@ void RegionRegistry::push_overflow(ThreadState* ts) {
                              std::memory_order_relaxed);
 }
 
-void RegionRegistry::push_new(ThreadState* ts, NameId name, uint64_t now_ns) {
-  open_frame(ts, *find_child(ts, ts->current_path(), name), now_ns);
+void RegionRegistry::push_new(ThreadState* ts, NameId name, uint64_t now) {
+  open_frame(ts, *find_child(ts, ts->current_path(), name), now);
 }
 
-void RegionRegistry::push_named(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
-  push_id(ts, name_slow(ts, name, category), now_ns);
+void RegionRegistry::push_named(ThreadState* ts, const char* name, int category, uint64_t now) {
+  push_id(ts, name_slow(ts, name, category), now);
 }
 
 void RegionRegistry::pop_without_frame(ThreadState* ts) {
@@ -232,12 +232,12 @@ PathId RegionRegistry::intern_path(PathId parent, NameId name) {
   return id;
 }
 
-uint64_t RegionRegistry::range_start(ThreadState* ts, const char* name, uint64_t now_ns,
+uint64_t RegionRegistry::range_start(ThreadState* ts, const char* name, uint64_t now,
                                      int category) {
-  return range_start_id(ts, name_for_pointer(ts, name, category), now_ns);
+  return range_start_id(ts, name_for_pointer(ts, name, category), now);
 }
 
-uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t now_ns) {
+uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t now) {
   if (name == kNoName) return 0;
   const uint64_t key = child_key(kNoPath, name);
   const ThreadState::ChildSlot* c = &ts->children_[child_hash(key, ts->child_mask_)];
@@ -252,7 +252,7 @@ uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t n
   // start time; then publish path and start before the id that makes them valid.
   slot.id.store(0, std::memory_order_relaxed);
   slot.path.store(path, std::memory_order_relaxed);
-  slot.start_ns.store(now_ns, std::memory_order_relaxed);
+  slot.start.store(now, std::memory_order_relaxed);
   const bool marker = (c->stats & ThreadState::kStepMarker) != 0;
   slot.step_marker.store(marker, std::memory_order_relaxed);
   slot.steps_at_start.store(marker ? steps_.count() : 0, std::memory_order_relaxed);
@@ -260,7 +260,7 @@ uint64_t RegionRegistry::range_start_id(ThreadState* ts, NameId name, uint64_t n
   return id;
 }
 
-bool RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns) {
+bool RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now) {
   if (range_id == 0) {
     unknown_range_ends_.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -271,7 +271,7 @@ bool RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_
     return false;
   }
   const PathId path = slot.path.load(std::memory_order_relaxed);
-  const uint64_t start = slot.start_ns.load(std::memory_order_relaxed);
+  const uint64_t start = slot.start.load(std::memory_order_relaxed);
   const bool marker = slot.step_marker.load(std::memory_order_relaxed);
   const uint32_t steps_at_start = slot.steps_at_start.load(std::memory_order_relaxed);
   uint64_t expected = range_id;
@@ -283,8 +283,8 @@ bool RegionRegistry::range_end(ThreadState* ts, uint64_t range_id, uint64_t now_
   const int saved = errno;
   ts->stats_.ensure(path);  // only the owning thread allocates its stats chunks
   errno = saved;
-  record(ts->stats_[path], now_ns >= start ? now_ns - start : 0);
-  return marker && end_step_region(ts, steps_at_start, now_ns);
+  record(ts->stats_[path], now >= start ? now - start : 0);
+  return marker && end_step_region(ts, steps_at_start, now);
 }
 
 void RegionRegistry::step(ThreadState* ts, uint64_t now_ns, uint64_t samples, uint64_t tokens) {
@@ -361,13 +361,16 @@ std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) c
       }
       Sum& sum = sums[p];
       sum.count += s->count.load(std::memory_order_relaxed);
-      const uint64_t mn = s->min_ns.load(std::memory_order_relaxed);
+      const uint64_t mn = s->min.load(std::memory_order_relaxed);
       if (mn == PathStats::kNoneClosed) continue;  // never closed on this thread
-      sum.total += s->total_ns.load(std::memory_order_relaxed);
+      sum.total += s->total.load(std::memory_order_relaxed);
       sum.min = std::min(sum.min, mn);
-      sum.max = std::max(sum.max, s->max_ns.load(std::memory_order_relaxed));
+      sum.max = std::max(sum.max, s->max.load(std::memory_order_relaxed));
     }
   }
+  auto ns = [this](uint64_t ticks) {
+    return timebase_.duration_ns != nullptr ? timebase_.duration_ns(ticks) : ticks;
+  };
   std::vector<RegionRow> rows;
   if (ids) ids->clear();
   for (uint32_t p = 1; p <= n; ++p) {
@@ -378,9 +381,9 @@ std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) c
     row.path = paths_[p].path;
     row.category = paths_[p].category;
     row.count = sum.count;
-    row.cpu_ns = sum.total;
-    row.cpu_min_ns = closed ? sum.min : 0;
-    row.cpu_max_ns = sum.max;
+    row.cpu_ns = ns(sum.total);
+    row.cpu_min_ns = closed ? ns(sum.min) : 0;
+    row.cpu_max_ns = ns(sum.max);
     rows.push_back(std::move(row));
     if (ids) ids->push_back(p);
   }

@@ -118,3 +118,46 @@ TEST_CASE("a thread's own copy of the anchor reads CLOCK_MONOTONIC through re-an
     CHECK(from_copy.load() == 0);  // an untrusted counter leaves the copy empty
   }
 }
+
+TEST_CASE("ticks: the counter itself where trusted, made nanoseconds at the measured rate",
+          "[fast_clock]") {
+  SECTION("an untrusted counter: ticks are clock_gettime's nanoseconds") {
+    FastClock c(FastClock::Trust::kClockGettime);
+    CHECK_FALSE(c.ticks_from_counter());
+    const uint64_t before = FastClock::clock_gettime_ns();
+    const uint64_t t = c.ticks();
+    const uint64_t after = FastClock::clock_gettime_ns();
+    CHECK(before <= t);
+    CHECK(t <= after);
+    CHECK(c.ticks_to_ns(123'456) == 123'456);
+  }
+  SECTION("a trusted counter, before and after calibration") {
+    if (!FastClock::counter_trusted()) {
+      WARN("this machine's counter is not trusted: only the clock_gettime path is tested");
+      return;
+    }
+    FastClock c(FastClock::Trust::kCounter);
+    REQUIRE(c.ticks_from_counter());
+    // A span of ticks against the clock_gettime span around it, converted before calibration
+    // (the rate measured on demand) and after.
+    auto check_span = [&c] {
+      const uint64_t n0 = FastClock::clock_gettime_ns();
+      const uint64_t t0 = c.ticks();
+      const uint64_t n1 = FastClock::clock_gettime_ns();
+      while (FastClock::clock_gettime_ns() - n1 < 3'000'000) {
+      }
+      const uint64_t n2 = FastClock::clock_gettime_ns();
+      const uint64_t t1 = c.ticks();
+      const uint64_t n3 = FastClock::clock_gettime_ns();
+      const uint64_t ns = c.ticks_to_ns(t1 - t0);
+      // Within the bracket, with 1 % for the rate of a short calibration.
+      CHECK(ns + (n2 - n1) / 100 >= n2 - n1);
+      CHECK(ns <= (n3 - n0) + (n3 - n0) / 100);
+    };
+    CHECK_FALSE(c.counting());
+    check_span();
+    calibrate(c);
+    REQUIRE(c.counting());
+    check_span();
+  }
+}

@@ -496,6 +496,36 @@ TEST_CASE("one rule for step: a region named step ends a step when it closes, wh
   CHECK(reg.steps().count() == 6);
 }
 
+TEST_CASE("readings are ticks: rows are made nanoseconds by the timebase, a step ends at its clock",
+          "[region][step]") {
+  RegionRegistry reg(CategoryRules::defaults(), /*warmup_steps=*/0);
+  Timebase tb;
+  tb.duration_ns = [](uint64_t ticks) { return ticks * 5 / 2; };  // 0.4 ns a tick
+  tb.now_ns = [] { return uint64_t{1'700}; };
+  reg.set_timebase(tb);
+  reg.steps().set_origin(1'000);
+  ThreadState* ts = reg.thread_state();
+  const NameId step = reg.register_name("step", kCategoryAuto);
+  const NameId fwd = reg.register_name("forward", kCategoryAuto);
+  reg.push_id(ts, step, 10);
+  reg.push_id(ts, fwd, 20);
+  reg.pop(ts, 24);  // 4 ticks: 10 ns
+  reg.push_id(ts, fwd, 30);
+  reg.pop(ts, 42);  // 12 ticks: 30 ns
+  reg.pop(ts, 50);  // the step region: 40 ticks, and it ends step 0 at the clock's 1700 ns
+  const auto rows = reg.snapshot_rows();
+  const RegionRow* f = find_row(rows, "step/forward");
+  REQUIRE(f);
+  CHECK(f->cpu_ns == 40);
+  CHECK(f->cpu_min_ns == 10);
+  CHECK(f->cpu_max_ns == 30);
+  REQUIRE(find_row(rows, "step"));
+  CHECK(find_row(rows, "step")->cpu_ns == 100);
+  REQUIRE(reg.steps().count() == 1);
+  const Steps steps = reg.steps().summary();
+  CHECK(steps.wall_ns.total_ns == 700);  // from the origin to the clock's reading, not to tick 50
+}
+
 TEST_CASE("a step region with tt_step called inside it counts the step once", "[region][step]") {
   RegionRegistry reg;
   ThreadState* ts = reg.thread_state();

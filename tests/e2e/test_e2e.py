@@ -94,6 +94,22 @@ def check_identity(doc: dict, rank: int, world_size: int, role: str, pid: int | 
 
 # ---------------------------------------------------------------------------------------------
 
+def test_region_times_are_nanoseconds_of_the_wall_clock(tmp_path: Path) -> None:
+    """The hot path reads the CPU's counter (ticks); the rank file says nanoseconds. Each leaf
+    region of the example spins until steady_clock has moved --work-us on, so its shortest entry
+    is that long: not less, and, with the counter's rate applied, not 2-3 times more (the ticks of
+    a GHz counter). Half again as long leaves room for a preempted entry; the minimum of six
+    needs just one that was not."""
+    out = str(tmp_path / "out")
+    work_us = 5000
+    run([ARGS.example, "--steps", "6", "--work-us", str(work_us)], env=base_env(out))
+    rows = regions(load(out, "rank-00000.json"))
+    for path in ("forward/layer0", "forward/layer1", "backward"):
+        shortest = rows[path]["cpu_min_ns"]
+        check(work_us * 1000 <= shortest <= work_us * 1500,
+              "%s: shortest entry %d ns for %d us of wall-clock work" % (path, shortest, work_us))
+
+
 def test_cpp_annotations_produce_rank_file(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     out = os.path.join(tmp, "out")

@@ -80,6 +80,18 @@ class FastClock {
   // True once readings come from the counter.
   bool counting() const noexcept { return mult_.load(std::memory_order_relaxed) != 0; }
 
+  // Ticks: what the annotation hot path records (DESIGN §9: the counter on the hot path,
+  // nanoseconds only when a file is built). The CPU's counter itself where it is trusted, else
+  // clock_gettime's nanoseconds; decided at the first call of ticks_from_counter() and never
+  // changed, so every tick reading of a process is in one unit. That first call also takes the
+  // first anchor, from which ticks_to_ns measures the rate.
+  bool ticks_from_counter() noexcept;
+  uint64_t ticks() noexcept { return ticks_from_counter() ? counter() : clock_gettime_ns(); }
+  // A duration in ticks, in nanoseconds: at the rate measured from the first anchor to the
+  // latest (for a run shorter than the calibration, measured now, at least 1 ms after the first
+  // anchor). Ticks that are nanoseconds come back unchanged.
+  uint64_t ticks_to_ns(uint64_t ticks) noexcept;
+
   static uint64_t clock_gettime_ns() noexcept {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -103,6 +115,9 @@ class FastClock {
 
  private:
   uint64_t slow() noexcept;  // clock_gettime, and the (re)calibration when due
+  // A counter reading and the clock between two counter readings, the tightest of a few; false
+  // when the counter went backwards every time.
+  static bool anchor_pair(uint64_t* tsc, uint64_t* ns) noexcept;
   uint64_t refresh(Anchor& a) noexcept;  // now_ns(Anchor&) when the copy does not cover now
   // Copies the published anchor into `a` if it is consistent and covers now (and then gives
   // the reading in *now when asked).

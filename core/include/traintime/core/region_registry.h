@@ -1,6 +1,9 @@
 // Region registry: names, interned region paths, per-thread nesting and per-path CPU time
 // (DESIGN §3). Plain C++ with no globals: the preload owns one instance per process and passes
-// clock readings in, so tests drive it with synthetic time.
+// clock readings in, so tests drive it with synthetic time. Pushes, pops and ranges take their
+// readings in ticks (the preload's are the CPU's counter: DESIGN §9, nanoseconds only when a
+// file is built), converted by the Timebase when rows are reported; step() takes nanoseconds.
+// Without a Timebase ticks are nanoseconds.
 //
 // Threading. Every recording thread gets a ThreadState (thread_state()), owned by the registry
 // and never freed before the registry, so the data of exited threads survives until the rank
@@ -43,12 +46,20 @@ class RegionRegistry;
 
 // Counters of one path as seen by one thread. Single writer (the owning thread), read with
 // relaxed loads by snapshots. 32 bytes, aligned: a push and a pop touch one cache line of them.
+// Durations in ticks (see the top).
 struct alignas(32) PathStats {
-  static constexpr uint64_t kNoneClosed = ~uint64_t{0};  // min_ns before the first close
+  static constexpr uint64_t kNoneClosed = ~uint64_t{0};  // min before the first close
   std::atomic<uint64_t> count{0};  // entries (counted at push, so open regions show up)
-  std::atomic<uint64_t> total_ns{0};
-  std::atomic<uint64_t> min_ns{kNoneClosed};  // min/max over the entries that were popped
-  std::atomic<uint64_t> max_ns{0};
+  std::atomic<uint64_t> total{0};
+  std::atomic<uint64_t> min{kNoneClosed};  // min/max over the entries that were popped
+  std::atomic<uint64_t> max{0};
+};
+
+// How the registry's tick readings become nanoseconds (the preload: its clock's; unset, ticks
+// are nanoseconds). Set before the first reading.
+struct Timebase {
+  uint64_t (*duration_ns)(uint64_t ticks) = nullptr;  // a duration in ticks
+  uint64_t (*now_ns)() = nullptr;  // the clock now: the time of a step that a region's close ends
 };
 
 // Everything one thread records. Created by RegionRegistry::thread_state(); the caller keeps the
@@ -70,7 +81,7 @@ class alignas(64) ThreadState {
   // One open region, 32 bytes, aligned: never split across cache lines.
   struct alignas(32) Frame {
     uintptr_t stats;  // the path's PathStats (the thread's sink_ for a frame with no path), tagged
-    uint64_t start_ns;
+    uint64_t start;  // ticks
     uint64_t entry;
     PathId path;
     // Steps counted when a step marker opened: a region named "step" ends a step when it
@@ -152,27 +163,27 @@ class RegionRegistry {
   // name) pair is found in the thread's own table, which hands over the path's counters and
   // whether it marks a step; the first meeting of a pair takes the slow path (the lock).
   // Every slow case leaves by a tail call, so the common one runs without a stack frame.
-  void push_id(ThreadState* ts, NameId name, uint64_t now_ns) {
+  void push_id(ThreadState* ts, NameId name, uint64_t now) {
     if (__builtin_expect(ts->depth_ == ThreadState::kMaxDepth || ts->overflow_ != 0, 0))
       return push_overflow(ts);
     const uint64_t key = child_key(ts->current_path_.load(std::memory_order_relaxed), name);
     const ThreadState::ChildSlot& slot = ts->children_[child_hash(key, ts->child_mask_)];
-    if (__builtin_expect(slot.key != key, 0)) return push_new(ts, name, now_ns);
-    open_frame(ts, slot, now_ns);
+    if (__builtin_expect(slot.key != key, 0)) return push_new(ts, name, now);
+    open_frame(ts, slot, now);
   }
 
   // Hot path: tt_push(const char*). A per-thread pointer cache avoids hashing the text; the
   // content check keeps a reused buffer holding new text from being misattributed. An
   // unregistrable name comes back as kNoName and still occupies a frame, so the caller's
   // push/pop stay balanced.
-  void push(ThreadState* ts, const char* name, int category, uint64_t now_ns) {
-    if (const ThreadState::NameSlot* s = cached_name(ts, name, category)) return push_id(ts, s->id, now_ns);
-    push_named(ts, name, category, now_ns);
+  void push(ThreadState* ts, const char* name, int category, uint64_t now) {
+    if (const ThreadState::NameSlot* s = cached_name(ts, name, category)) return push_id(ts, s->id, now);
+    push_named(ts, name, category, now);
   }
 
   // Hot path: closes the innermost region of `ts`; a pop with nothing open is counted. Returns
   // true when the region ended a step (a region named "step": the one rule below).
-  bool pop(ThreadState* ts, uint64_t now_ns) {
+  bool pop(ThreadState* ts, uint64_t now) {
     const int depth = ts->depth_;
     if (__builtin_expect(depth == 0 || ts->overflow_ != 0, 0)) {
       pop_without_frame(ts);
@@ -181,11 +192,11 @@ class RegionRegistry {
     const ThreadState::Frame& f = ts->stack_[depth];
     const ThreadState::Frame& under = ts->stack_[depth - 1];
     ts->depth_ = depth - 1;
-    record(stats_of(f.stats), now_ns >= f.start_ns ? now_ns - f.start_ns : 0);
+    record(stats_of(f.stats), now >= f.start ? now - f.start : 0);
     ts->current_entry_.store(under.entry, std::memory_order_relaxed);
     ts->current_path_.store(under.path, std::memory_order_relaxed);
     if (__builtin_expect((f.stats & ThreadState::kStepMarker) != 0, 0))
-      return end_step_region(ts, f.steps_at_push, now_ns);
+      return end_step_region(ts, f.steps_at_push, now);
     return false;
   }
 
@@ -195,16 +206,16 @@ class RegionRegistry {
   // domain opened one after it. The regions above it stay open with the paths they were opened
   // with. An entry not on the stack is counted as an unbalanced pop. No lock, no allocation.
   // Returns true when the region ended a step.
-  bool close_entry(ThreadState* ts, uint64_t entry, uint64_t now_ns);
+  bool close_entry(ThreadState* ts, uint64_t entry, uint64_t now);
 
   // Cross-thread ranges (tt_range_start/end, NVTX start/end): a top-level path named after the
   // range. Lock-free: ranges live in a fixed ring; a range still open when its slot is reused
   // kRangeSlots starts later ends as "unknown". Returns 0 when the name cannot be registered.
-  uint64_t range_start(ThreadState* ts, const char* name, uint64_t now_ns,
+  uint64_t range_start(ThreadState* ts, const char* name, uint64_t now,
                        int category = kCategoryAuto);
-  uint64_t range_start_id(ThreadState* ts, NameId name, uint64_t now_ns);
+  uint64_t range_start_id(ThreadState* ts, NameId name, uint64_t now);
   // Returns true when the range ended a step.
-  bool range_end(ThreadState* ts, uint64_t range_id, uint64_t now_ns);
+  bool range_end(ThreadState* ts, uint64_t range_id, uint64_t now);
 
   // tt_step: records the step and makes `ts` the step thread (DESIGN §4 rule 2).
   void step(ThreadState* ts, uint64_t now_ns, uint64_t samples, uint64_t tokens);
@@ -258,6 +269,9 @@ class RegionRegistry {
   // Registrations refused because a table was full.
   uint64_t dropped_names() const { return dropped_.load(std::memory_order_relaxed); }
 
+  // How tick readings become nanoseconds; set before the first reading.
+  void set_timebase(const Timebase& tb) { timebase_ = tb; }
+
   StepTracker& steps() { return steps_; }
   const StepTracker& steps() const { return steps_; }
 
@@ -286,7 +300,7 @@ class RegionRegistry {
   struct RangeSlot {
     std::atomic<uint64_t> id{0};
     std::atomic<PathId> path{kNoPath};
-    std::atomic<uint64_t> start_ns{0};
+    std::atomic<uint64_t> start{0};  // ticks
     std::atomic<bool> step_marker{false};
     std::atomic<uint32_t> steps_at_start{0};
   };
@@ -316,12 +330,12 @@ class RegionRegistry {
   static PathStats& stats_of(uintptr_t tagged) {
     return *reinterpret_cast<PathStats*>(tagged & ~ThreadState::kStepMarker);
   }
-  static void record(PathStats& s, uint64_t ns) {
-    s.total_ns.store(s.total_ns.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
-    const uint64_t mn = s.min_ns.load(std::memory_order_relaxed);
-    const uint64_t mx = s.max_ns.load(std::memory_order_relaxed);
-    s.min_ns.store(ns < mn ? ns : mn, std::memory_order_relaxed);
-    s.max_ns.store(ns > mx ? ns : mx, std::memory_order_relaxed);
+  static void record(PathStats& s, uint64_t ticks) {
+    s.total.store(s.total.load(std::memory_order_relaxed) + ticks, std::memory_order_relaxed);
+    const uint64_t mn = s.min.load(std::memory_order_relaxed);
+    const uint64_t mx = s.max.load(std::memory_order_relaxed);
+    s.min.store(ticks < mn ? ticks : mn, std::memory_order_relaxed);
+    s.max.store(ticks > mx ? ticks : mx, std::memory_order_relaxed);
   }
 
   // Whether the NUL-terminated `s` is the text of `slot`, compared a word at a time (a name of
@@ -350,20 +364,20 @@ class RegionRegistry {
     return ((w ^ slot.words[n - 1]) & slot.last_mask) == 0;
   }
 
-  bool end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now_ns) {
+  bool end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now) {
     if (steps_.count() != steps_at_open) return false;
-    step(ts, now_ns, 0, 0);
+    step(ts, timebase_.now_ns != nullptr ? timebase_.now_ns() : now, 0, 0);
     return true;
   }
   // The push of a frame for the path in `slot` (push_id's table or the slow path's).
-  void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t now_ns) {
+  void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t now) {
     const int depth = ts->depth_ + 1;
     const uintptr_t stats = slot.stats;
     const PathId path = slot.child;
     const uint64_t entry = ++ts->last_entry_;
     ThreadState::Frame& f = ts->stack_[depth];
     f.stats = stats;
-    f.start_ns = now_ns;
+    f.start = now;
     f.entry = entry;
     f.path = path;
     if (__builtin_expect((stats & ThreadState::kStepMarker) != 0, 0)) f.steps_at_push = steps_.count();
@@ -377,8 +391,8 @@ class RegionRegistry {
   Category remember_category(PathId path, CategoryMemo* memo) const noexcept;
   // The slow paths of push_id and pop (out of line).
   static void push_overflow(ThreadState* ts);
-  void push_new(ThreadState* ts, NameId name, uint64_t now_ns);  // push_id past its first probe
-  void push_named(ThreadState* ts, const char* name, int category, uint64_t now_ns);  // push's miss
+  void push_new(ThreadState* ts, NameId name, uint64_t now);  // push_id past its first probe
+  void push_named(ThreadState* ts, const char* name, int category, uint64_t now);  // push's miss
   static void pop_without_frame(ThreadState* ts);
   // The slot of (parent, name) in the thread's table: probed on, else made (child_slow).
   const ThreadState::ChildSlot* find_child(ThreadState* ts, PathId parent, NameId name);
@@ -408,6 +422,7 @@ class RegionRegistry {
   std::atomic<uint64_t> locked_lookups_{0};
 
   StepTracker steps_;
+  Timebase timebase_;
 };
 
 }  // namespace traintime::core
