@@ -142,10 +142,28 @@ void api_step_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes
   errno = saved;
 }
 
+void api_step_memory2(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes,
+                      uint64_t allocated_bytes, uint64_t reserved_bytes, int peaks_per_step) {
+  const int saved = errno;
+  HotThread& h = t_hot;
+  if (h.ts ? h.ts : begin_recording(true)) {
+    core::TorchMemory m;
+    m.allocated_peak_bytes = allocated_peak_bytes;
+    m.reserved_peak_bytes = reserved_peak_bytes;
+    m.peaks_per_step = peaks_per_step != 0;
+    m.has_current = true;
+    m.allocated_bytes = allocated_bytes;
+    m.reserved_bytes = reserved_bytes;
+    h.registry->steps().set_torch_memory(m);
+  }
+  errno = saved;
+}
+
 const tt_api_v1 kApi = {
     sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
     api_push_category, api_pop,    api_range_start,   api_range_end, api_step,
     api_range_start_category,      api_set_flops,     api_metrics,       api_step_memory,
+    api_step_memory2,
 };
 
 }  // namespace

@@ -145,8 +145,16 @@ json steps_json(const Steps& s) {
     if (!d.gpu_health.empty()) detail.back()["gpu_health"] = step_health_json(d.gpu_health);
     if (d.memory.present || d.torch_memory.present) {
       json memory = d.memory.present ? memory_json(d.memory) : json::object();
-      if (const TorchMemory& t = d.torch_memory; t.present)
-        memory["torch"] = {{"allocated_peak_bytes", t.allocated_peak_bytes}, {"reserved_peak_bytes", t.reserved_peak_bytes}};
+      if (const TorchMemory& t = d.torch_memory; t.present) {
+        json torch = {{"allocated_peak_bytes", t.allocated_peak_bytes},
+                      {"reserved_peak_bytes", t.reserved_peak_bytes},
+                      {"peaks", t.peaks_per_step ? "step" : "run"}};
+        if (t.has_current) {
+          torch["allocated_bytes"] = t.allocated_bytes;
+          torch["reserved_bytes"] = t.reserved_bytes;
+        }
+        memory["torch"] = std::move(torch);
+      }
       detail.back()["memory"] = std::move(memory);
     }
   }
@@ -623,7 +631,22 @@ MemoryFigures memory_from(const J& parent, const Path& pw, TorchMemory* torch = 
     if (const auto t = find(j, "torch")) {
       const Path tw = join(w, "torch");
       expect_object(deref(t), tw);
-      *torch = {true, u64(deref(t), "allocated_peak_bytes", tw), u64(deref(t), "reserved_peak_bytes", tw)};
+      const J& tj = deref(t);
+      torch->present = true;
+      torch->allocated_peak_bytes = u64(tj, "allocated_peak_bytes", tw);
+      torch->reserved_peak_bytes = u64(tj, "reserved_peak_bytes", tw);
+      // "peaks" came with the step-end figures; a file from before says nothing: per step.
+      if (find(tj, "peaks")) {
+        const std::string peaks = str(tj, "peaks", tw);
+        if (peaks != "step" && peaks != "run")
+          fail("field \"" + name_of(join(tw, "peaks")) + "\" must be \"step\" or \"run\" (got \"" + peaks + "\")");
+        torch->peaks_per_step = peaks == "step";
+      }
+      if (find(tj, "allocated_bytes")) {
+        torch->has_current = true;
+        torch->allocated_bytes = u64(tj, "allocated_bytes", tw);
+        torch->reserved_bytes = u64(tj, "reserved_bytes", tw);
+      }
     }
     if (!find(j, "peak_bytes")) return m;
   }

@@ -268,6 +268,10 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(s.detail[i].torch_memory.present == t.detail[i].torch_memory.present);
     CHECK(s.detail[i].torch_memory.allocated_peak_bytes == t.detail[i].torch_memory.allocated_peak_bytes);
     CHECK(s.detail[i].torch_memory.reserved_peak_bytes == t.detail[i].torch_memory.reserved_peak_bytes);
+    CHECK(s.detail[i].torch_memory.peaks_per_step == t.detail[i].torch_memory.peaks_per_step);
+    CHECK(s.detail[i].torch_memory.has_current == t.detail[i].torch_memory.has_current);
+    CHECK(s.detail[i].torch_memory.allocated_bytes == t.detail[i].torch_memory.allocated_bytes);
+    CHECK(s.detail[i].torch_memory.reserved_bytes == t.detail[i].torch_memory.reserved_bytes);
   }
   check_memory(a.memory, b.memory);
 
@@ -556,10 +560,32 @@ TEST_CASE("rank file written before the memory records still reads, memory absen
   torch_only.steps.detail.at(0).memory = {};
   const json tj = rank_file_to_json(torch_only);
   CHECK(tj.at("steps").at("detail").at(0).at("memory") ==
-        json({{"torch", {{"allocated_peak_bytes", 6000}, {"reserved_peak_bytes", 8192}}}}));
+        json({{"torch", {{"allocated_peak_bytes", 6000}, {"reserved_peak_bytes", 8192}, {"peaks", "step"}}}}));
   const RankFile tb = rank_file_from_json(tj);
   CHECK_FALSE(tb.steps.detail.at(0).memory.present);
   CHECK((tb.steps.detail.at(0).torch_memory.present && tb.steps.detail.at(0).torch_memory.reserved_peak_bytes == 8192));
+  // Peaks that run from the start (traintime.torch's default), with the step-end figures.
+  RankFile run_peaks = torch_only;
+  TorchMemory& rt = run_peaks.steps.detail.at(0).torch_memory;
+  rt.peaks_per_step = false;
+  rt.has_current = true;
+  rt.allocated_bytes = 2500;
+  rt.reserved_bytes = 4096;
+  const json rj = rank_file_to_json(run_peaks);
+  CHECK(rj.at("steps").at("detail").at(0).at("memory").at("torch") ==
+        json({{"allocated_peak_bytes", 6000}, {"reserved_peak_bytes", 8192}, {"peaks", "run"},
+              {"allocated_bytes", 2500}, {"reserved_bytes", 4096}}));
+  const TorchMemory rb = rank_file_from_json(rj).steps.detail.at(0).torch_memory;
+  CHECK((rb.present && !rb.peaks_per_step && rb.has_current && rb.allocated_bytes == 2500 &&
+         rb.reserved_bytes == 4096 && rb.allocated_peak_bytes == 6000));
+  // A file from before "peaks" reads as per-step peaks without step-end figures.
+  json old = tj;
+  old["steps"]["detail"][0]["memory"]["torch"].erase("peaks");
+  const TorchMemory ob = rank_file_from_json(old).steps.detail.at(0).torch_memory;
+  CHECK((ob.present && ob.peaks_per_step && !ob.has_current));
+  json wrong = rj;
+  wrong["steps"]["detail"][0]["memory"]["torch"]["peaks"] = "epoch";
+  CHECK_THROWS_WITH(rank_file_from_json(wrong), Catch::Contains("steps.detail[0].memory.torch.peaks"));
   // A mistyped figure is refused, naming its place.
   json bad = rank_file_to_json(full_rank_file());
   bad["steps"]["detail"][0]["memory"]["devices"][0]["peak_bytes"] = "many";

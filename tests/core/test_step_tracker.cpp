@@ -189,4 +189,29 @@ TEST_CASE("PyTorch's allocator figures go to the step in progress, the latest ca
   CHECK(s.detail[1].torch_memory.present);
   CHECK(s.detail[1].torch_memory.allocated_peak_bytes == 350);
   CHECK(s.detail[1].torch_memory.reserved_peak_bytes == 450);
+  CHECK(s.detail[1].torch_memory.peaks_per_step);  // the two-figure call: per-step peaks
+  CHECK_FALSE(s.detail[1].torch_memory.has_current);
+}
+
+TEST_CASE("PyTorch's figures with the step-end values and peaks that run from the start", "[steps][memory]") {
+  StepTracker t(0, 4);
+  t.set_origin(0);
+  TorchMemory m;
+  m.allocated_peak_bytes = 900;
+  m.reserved_peak_bytes = 2048;
+  m.peaks_per_step = false;
+  m.has_current = true;
+  m.allocated_bytes = 300;
+  m.reserved_bytes = 1024;
+  t.set_torch_memory(m);
+  t.step(10, 1, 1);
+  const Steps s = t.summary();
+  REQUIRE(s.detail.size() == 1);
+  const TorchMemory& got = s.detail[0].torch_memory;
+  CHECK(got.present);  // set by the call, whatever the caller's flag said
+  CHECK_FALSE(got.peaks_per_step);
+  CHECK(got.has_current);
+  CHECK(got.allocated_bytes == 300);
+  CHECK(got.reserved_bytes == 1024);
+  CHECK(got.allocated_peak_bytes == 900);
 }

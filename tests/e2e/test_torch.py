@@ -88,20 +88,34 @@ def test_pypi_torch_compile_keeps_the_step_regions_without_graph_breaks(build_di
     c.done()
 
 
-def test_pypi_torch_allocator_peaks_per_step_into_the_rank_file(build_dir: Path, tmp_path: Path) -> None:
-    """PyTorch's max_memory_allocated/max_memory_reserved of each step (faked on this CPU-only
-    torch: step k peaks at 1000 (k + 1) and 4096 (k + 1) bytes) land in steps.detail[k].memory.torch,
-    with one reset of the peaks per step; a CPU run (CUDA never initialised) writes none."""
+def own_peak(k: int) -> int:
+    """torch_layers.own_allocated_peak: the fake allocator's own peak of step k."""
+    return 1000 * (k + 1) if k % 2 == 0 else 500
+
+
+def test_pypi_torch_allocator_figures_per_step_into_the_rank_file(build_dir: Path, tmp_path: Path) -> None:
+    """PyTorch's allocator figures at each step's end (faked on this CPU-only torch: see
+    torch_layers.fake_cuda_memory) land in steps.detail[k].memory.torch. By default the peaks are
+    never reset, so the user's own max_memory_allocated() is untouched and each row holds the
+    running peak; with reset_peak_memory=True, one reset per step and each row holds the step's
+    own peak. A CPU run (CUDA never initialised) writes none."""
     python = pyenv_python(build_dir)
     c = Checks()
-    ran = run_layers(python, build_dir, tmp_path / "out", "--fake-cuda-memory")
-    c.check(ran["memory_resets"] == STEPS and ran["memory_reset_devices"] == [0] * STEPS, f"ran {ran}")
-    doc = load_json(tmp_path / "out" / "rank-00000.json")
-    rows = {d["index"]: d for d in doc["steps"]["detail"]}
-    for k in range(STEPS):
-        got = rows.get(k, {}).get("memory", {}).get("torch")
-        c.check(got == {"allocated_peak_bytes": 1000 * (k + 1), "reserved_peak_bytes": 4096 * (k + 1)},
-                f"step {k}: memory.torch {got}")
+    for reset in (False, True):
+        out = tmp_path / ("reset" if reset else "out")
+        ran = run_layers(python, build_dir, out, "--fake-cuda-memory", *(["--reset-peak-memory"] if reset else []))
+        if reset:
+            c.check(ran["memory_resets"] == STEPS and ran["memory_reset_devices"] == [0] * STEPS, f"ran {ran}")
+        else:
+            c.check(ran["memory_resets"] == 0, f"the user's peaks were reset: {ran}")
+        doc = load_json(out / "rank-00000.json")
+        rows = {d["index"]: d for d in doc["steps"]["detail"]}
+        for k in range(STEPS):
+            got = rows.get(k, {}).get("memory", {}).get("torch")
+            want = {"allocated_peak_bytes": own_peak(k) if reset else max(own_peak(j) for j in range(k + 1)),
+                    "reserved_peak_bytes": 4096 * (k + 1), "peaks": "step" if reset else "run",
+                    "allocated_bytes": 100 * (k + 1), "reserved_bytes": 2048 * (k + 1)}
+            c.check(got == want, f"reset={reset} step {k}: memory.torch {got}, expected {want}")
     ran = run_layers(python, build_dir, tmp_path / "cpu")
     doc = load_json(tmp_path / "cpu" / "rank-00000.json")
     c.check(ran["memory_resets"] == 0 and not any("memory" in d for d in doc["steps"]["detail"]),

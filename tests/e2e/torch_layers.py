@@ -45,25 +45,37 @@ class Net(torch.nn.Module):
         return self.head(x)
 
 
+def own_allocated_peak(k: int) -> int:
+    """The fake allocator's own peak of step k: not monotonic, so that a running peak and a
+    step's own differ."""
+    return 1000 * (k + 1) if k % 2 == 0 else 500
+
+
 def fake_cuda_memory() -> dict:
-    """This CPU-only torch with the five torch.cuda calls traintime.torch reads faked (no cleaner
-    way to have allocator peaks without a GPU): step k (from 0) peaks at 1000 (k + 1) bytes
-    allocated and 4096 (k + 1) reserved; each reset_peak_memory_stats() moves to the next step."""
-    state = {"resets": 0, "devices": []}
+    """This CPU-only torch with the seven torch.cuda calls traintime.torch reads faked (no cleaner
+    way to have allocator figures without a GPU). Step k (from 0; the loop below moves state
+    "step" on after each optimizer step) allocates at most own_allocated_peak(k) bytes and
+    reserves 4096 (k + 1), and ends with 100 (k + 1) allocated and 2048 (k + 1) reserved; the peaks
+    cover the steps since the last reset_peak_memory_stats()."""
+    state = {"resets": 0, "devices": [], "step": 0, "since": 0}
     torch.cuda.is_initialized = lambda: True
     torch.cuda.current_device = lambda: 0
-    torch.cuda.max_memory_allocated = lambda device=None: 1000 * (state["resets"] + 1)
-    torch.cuda.max_memory_reserved = lambda device=None: 4096 * (state["resets"] + 1)
+    torch.cuda.max_memory_allocated = lambda device=None: max(
+        own_allocated_peak(j) for j in range(state["since"], state["step"] + 1))
+    torch.cuda.max_memory_reserved = lambda device=None: 4096 * (state["step"] + 1)
+    torch.cuda.memory_allocated = lambda device=None: 100 * (state["step"] + 1)
+    torch.cuda.memory_reserved = lambda device=None: 2048 * (state["step"] + 1)
 
     def reset(device=None) -> None:
         state["devices"].append(device)
         state["resets"] += 1
+        state["since"] = state["step"] + 1
     torch.cuda.reset_peak_memory_stats = reset
     return state
 
 
 def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: bool, checkpoint: str,
-         fake_memory: bool = False) -> None:
+         fake_memory: bool = False, reset_peak_memory: bool = False) -> None:
     torch.manual_seed(0)
     memory = fake_cuda_memory() if fake_memory else {"resets": 0, "devices": []}
     data = torch.randint(0, VOCAB, (steps * accum * BATCH, SEQ))
@@ -74,7 +86,8 @@ def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: 
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     # --half-tokens: a tokens_per_batch callable (as for padded batches: count half the ids).
     tokens = (lambda ids: ids.numel() // 2) if half_tokens else None
-    handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader, tokens_per_batch=tokens)
+    handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader, tokens_per_batch=tokens,
+                                        reset_peak_memory=reset_peak_memory)
     if twice:
         handle = traintime.torch.instrument(model, opt, depth=2, dataloader=loader)
     forwards = nexts = 0
@@ -89,6 +102,8 @@ def main(steps: int, accum: int, compile_model: bool, twice: bool, half_tokens: 
             loss.backward()
         opt.step()
         opt.zero_grad()
+        if fake_memory:
+            memory["step"] += 1
     graph_breaks = 0
     if compile_model:
         from torch._dynamo.utils import counters
@@ -111,5 +126,7 @@ if __name__ == "__main__":
                     help="run the blocks under torch.utils.checkpoint")
     ap.add_argument("--fake-cuda-memory", action="store_true",
                     help="fake torch.cuda's allocator peaks (see fake_cuda_memory) on this CPU-only run")
+    ap.add_argument("--reset-peak-memory", action="store_true", help="instrument(reset_peak_memory=True)")
     a = ap.parse_args()
-    main(a.steps, a.accum, a.compile, a.twice, a.half_tokens, a.checkpoint, a.fake_cuda_memory)
+    main(a.steps, a.accum, a.compile, a.twice, a.half_tokens, a.checkpoint, a.fake_cuda_memory,
+         a.reset_peak_memory)

@@ -106,6 +106,14 @@ typedef struct tt_api_v1 {
    * bytes: PyTorch's max_memory_allocated() and max_memory_reserved() since the last reset.
    * steps.detail[].memory.torch in the rank file; a later call in the same step replaces it. */
   void (*step_memory)(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes);
+  /* --- Appended in 0.4 ----------------------------------------------------------------------- */
+  /* step_memory with the allocator's figures at the step's end (memory_allocated() and
+   * memory_reserved()) and how its peaks were taken: peaks_per_step 1 when they were reset
+   * after every step (each is the step's own), 0 when they run from the process start or the
+   * user's own last reset (traintime.torch's default: a profiler leaves the peaks the user reads
+   * alone). */
+  void (*step_memory2)(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes,
+                       uint64_t allocated_bytes, uint64_t reserved_bytes, int peaks_per_step);
 } tt_api_v1;
 
 /* Whether the table `api` points at has `member` (libraries older than this header lack it). */

@@ -60,6 +60,8 @@ class _ApiV1(ctypes.Structure):
         ("set_flops", ctypes.CFUNCTYPE(None, ctypes.c_double, ctypes.c_double)),
         ("metrics", ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32)),
         ("step_memory", ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)),
+        ("step_memory2", ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                                          ctypes.c_uint64, ctypes.c_int)),
     ]
 
 
@@ -107,6 +109,8 @@ _set_flops = _api.set_flops if _has(_api, "set_flops") else None
 _metrics = _api.metrics if _has(_api, "metrics") else None
 # An allocator's peaks of the step in progress (traintime.torch); None with older libraries.
 _step_memory = _api.step_memory if _has(_api, "step_memory") else None
+# The same with the step-end figures and the peaks' scope; None with older libraries.
+_step_memory2 = _api.step_memory2 if _has(_api, "step_memory2") else None
 _METRICS_CAPACITY = 128
 
 _ids = {}

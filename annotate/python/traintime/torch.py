@@ -9,11 +9,13 @@ After the call, every training step shows up as
 * ``optimizer`` - ``optimizer.step()``, followed by ``traintime.step()``, so a step ends when
   the optimizer steps. With gradient accumulation, one step covers all its micro-batches. For
   ``optimizer.step(closure)`` the region opens when the closure (forward and backward) returns.
-  Before each step ends, once CUDA is initialised, the caching allocator's peaks of the step on
-  the current device (``torch.cuda.max_memory_allocated()`` and ``max_memory_reserved()``, host
-  counters: no synchronisation) go to the rank file's ``steps.detail[].memory.torch`` and are
-  reset (``torch.cuda.reset_peak_memory_stats()``): code reading those peaks over several steps
-  sees one step's;
+  Before each step ends, once CUDA is initialised, the caching allocator's figures on the
+  current device (``torch.cuda.max_memory_allocated()``, ``max_memory_reserved()``,
+  ``memory_allocated()`` and ``memory_reserved()``, host counters: no synchronisation) go to the
+  rank file's ``steps.detail[].memory.torch``. The peaks are left alone (``"peaks": "run"``: from
+  the process start or your own last ``reset_peak_memory_stats()``), so code that reads them sees
+  what it would without traintime; ``reset_peak_memory=True`` resets them after every step
+  (``"peaks": "step"``: each step's own peak, and your code then reads one step's);
 * ``recompute`` - activation checkpointing's forward re-run during backward
   (``torch.utils.checkpoint.checkpoint``, reentrant and non-reentrant, and what builds on it:
   Hugging Face's gradient checkpointing, FSDP's ``checkpoint_wrapper``). It is a region of its
@@ -46,6 +48,9 @@ Options (keyword names are the contract):
   raises, and modules without parameters, such as in-place activations, never get them).
 * ``count=False`` reports zero samples and tokens; ``step=False`` leaves ``traintime.step`` to
   you.
+* ``reset_peak_memory=True``: per-step allocator peaks, by resetting PyTorch's peak statistics
+  after each step (see ``optimizer`` above); off by default, because it changes what
+  ``torch.cuda.max_memory_allocated()`` returns to your own code.
 
 Samples per step are the leading dimension of the model's first tensor argument, summed over the
 step's forward calls; for a model called with keywords only (``model(**batch)``) that is
@@ -354,24 +359,35 @@ def _loader_subclass(cls: type, region: Any) -> type:
     return sub
 
 
-def _memory_recorder(torch: Any) -> Callable[[], None]:
-    """PyTorch's allocator view of the step that ends (steps.detail[].memory.torch): the peaks of
-    allocated and reserved memory on the current device since the last step, then their reset.
-    Counters the caching allocator keeps on the host: no synchronisation. Nothing before CUDA is
-    initialised (a CPU run) or with a library that lacks the entry."""
+def _memory_recorder(torch: Any, reset_peaks: bool) -> Callable[[], None]:
+    """PyTorch's allocator view of the step that ends (steps.detail[].memory.torch) on the
+    current device: the peaks of allocated and reserved memory and, where the library takes them,
+    the amounts at the step's end. The peaks run from the start (or the user's own reset) unless
+    ``reset_peaks``, which resets them after each step so that each is the step's own. Counters
+    the caching allocator keeps on the host: no synchronisation. Nothing before CUDA is
+    initialised (a CPU run) or with a library that lacks the entry; a library older than
+    step_memory2 takes per-step peaks only, so the peaks are left alone there unless asked."""
     cuda = getattr(torch, "cuda", None)
+    if cuda is None or not hasattr(cuda, "max_memory_reserved"):
+        return _nothing
+    record2 = traintime._step_memory2
     record = traintime._step_memory
-    if record is None or cuda is None or not hasattr(cuda, "max_memory_reserved"):
+    if record2 is None and (record is None or not reset_peaks):
         return _nothing
 
     def recorder() -> None:
         if not cuda.is_initialized():
             return
         device = cuda.current_device()
-        allocated = int(cuda.max_memory_allocated(device))
-        reserved = int(cuda.max_memory_reserved(device))
-        cuda.reset_peak_memory_stats(device)
-        record(allocated, reserved)
+        allocated_peak = int(cuda.max_memory_allocated(device))
+        reserved_peak = int(cuda.max_memory_reserved(device))
+        if reset_peaks:
+            cuda.reset_peak_memory_stats(device)
+        if record2 is not None:
+            record2(allocated_peak, reserved_peak, int(cuda.memory_allocated(device)),
+                    int(cuda.memory_reserved(device)), 1 if reset_peaks else 0)
+        else:
+            record(allocated_peak, reserved_peak)
     return recorder
 
 
@@ -381,7 +397,7 @@ def _nothing() -> None:
 
 def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader: Any = None,
                tokens_per_batch: TokensPerBatch = None, backward: bool = True, count: bool = True,
-               step: bool = True) -> "Handle":
+               step: bool = True, reset_peak_memory: bool = False) -> "Handle":
     """Adds forward/backward/optimizer regions, step marks and, on request, per-module and
     data-loading regions to a PyTorch training loop (see the module's documentation).
 
@@ -451,7 +467,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
     original_step = None
     if optimizer is not None:
         original_step = optimizer.step
-        record_memory = _memory_recorder(torch)
+        record_memory = _memory_recorder(torch, reset_peak_memory)
         optimizer_region = traintime.region("optimizer", category="optimizer")
 
         # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.

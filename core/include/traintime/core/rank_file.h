@@ -112,8 +112,14 @@ struct MemoryFigures {
 // steps.detail[].memory.torch.
 struct TorchMemory {
   bool present = false;
-  uint64_t allocated_peak_bytes = 0;  // torch.cuda.max_memory_allocated() over the step
-  uint64_t reserved_peak_bytes = 0;   // torch.cuda.max_memory_reserved() over the step
+  uint64_t allocated_peak_bytes = 0;  // torch.cuda.max_memory_allocated() at the step's end
+  uint64_t reserved_peak_bytes = 0;   // torch.cuda.max_memory_reserved() at the step's end
+  // true ("peaks": "step"): the peaks were reset after every step, so they are the step's own;
+  // false ("run"): they run from the process start or the user's own last reset.
+  bool peaks_per_step = true;
+  bool has_current = false;  // the two below were given (omitted from the file otherwise)
+  uint64_t allocated_bytes = 0;  // torch.cuda.memory_allocated() at the step's end
+  uint64_t reserved_bytes = 0;   // torch.cuda.memory_reserved() at the step's end
 };
 
 struct Steps {
