@@ -8,6 +8,11 @@
 //    walks buffers without a GPU), else simgpu's; the benchmark label says which.
 // Items are activities (kernel/memcpy/memset); API records ride along uncounted. api_records:1 is
 // the buffer as the live capture gets it, api_records:0 the activity records alone.
+//  - BM_DecodeJoinIngestMemory: the api_records:1 buffer with device memory records as well (the
+//    issue-27 cost): before each kernel an allocation and after it the allocation's release, each
+//    with its runtime and driver API records and its call's context in the correlation table — as
+//    PyTorch's cudaMallocAsync allocator backend makes them (the caching allocator makes far
+//    fewer). Items are still the activities: the memory records ride along, as the API records.
 #include <benchmark/benchmark.h>
 #include <cupti.h>
 #include <unistd.h>
@@ -62,37 +67,79 @@ class CuptiBuffer {
  public:
   // with_api: each activity preceded by its runtime and driver API records, as the live capture's
   // buffers are (the adapter enables API records for the launch callbacks).
-  CuptiBuffer(const SyntheticWorkload& w, bool with_api) : w_(w), with_api_(with_api) {
+  // with_memory: each kernel between the allocation and the release of one block of device
+  // memory (with_api_ only), as cudaMallocAsync and cudaFreeAsync record them.
+  CuptiBuffer(const SyntheticWorkload& w, bool with_api, bool with_memory = false)
+      : w_(w), with_api_(with_api), with_memory_(with_api && with_memory) {
+    constexpr size_t kMemoryCall = 2 * sizeof(CUpti_ActivityAPI) + sizeof(CUpti_ActivityMemory4);
     size_t bytes = 0;
-    for (size_t i = 0; i < w.size(); ++i) bytes += 2 * sizeof(CUpti_ActivityAPI) + record_size(i);
+    for (size_t i = 0; i < w.size(); ++i) bytes += 2 * sizeof(CUpti_ActivityAPI) + record_size(i) + 2 * kMemoryCall;
     storage_.resize(bytes / 8 + 1);
     size_t used = 0;
-    for (size_t i = 0; i < w.size(); ++i) {
+    auto api_pair = [&] {
       for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
-        if (!with_api_) break;
         auto* api = at<CUpti_ActivityAPI>(used);
         api->kind = kind;
         api_offsets_.push_back(used);
         used += sizeof(CUpti_ActivityAPI);
       }
+    };
+    auto memory_call = [&](size_t i, bool release) {
+      api_pair();
+      auto* m = at<CUpti_ActivityMemory4>(used);
+      m->kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+      m->memoryOperationType = release ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+                                       : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+      m->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+      m->address = 0x7f0000000000ull + (i << 20);
+      m->bytes = 1u << 20;
+      m->deviceId = 0;
+      memory_offsets_.push_back(used);
+      used += sizeof(CUpti_ActivityMemory4);
+    };
+    for (size_t i = 0; i < w.size(); ++i) {
+      const bool memory = with_memory_ && w.activity(i).kind == core::ActivityKind::kKernel;
+      if (memory) memory_call(i, false);
+      if (with_api_) api_pair();
       offsets_.push_back(used);
       used += record_size(i);
+      if (memory) memory_call(i, true);
     }
     size_ = used;
   }
+
+  // The memory calls' runtime correlation ids of pass p, in buffer order (fill() sets them).
+  const std::vector<uint32_t>& memory_ids() const { return memory_ids_; }
 
   // Pass p of the workload: timestamps and correlation ids as that pass would have them.
   void fill(uint64_t pass) {
     core::GpuActivity a;
     core::LaunchContext c;
     core::Category cat;
+    size_t api = 0, memory = 0;
+    memory_ids_.clear();
+    // A memory call's ids: above every launch's of any pass (launches take 2 per activity).
+    uint32_t next_memory_id = 0x80000000u + static_cast<uint32_t>(pass * w_.size() * 4);
+    auto memory_call = [&](uint64_t timestamp) {
+      const uint32_t runtime_id = next_memory_id, driver_id = next_memory_id + 1;
+      next_memory_id += 2;
+      at<CUpti_ActivityAPI>(api_offsets_[api++])->correlationId = runtime_id;
+      at<CUpti_ActivityAPI>(api_offsets_[api++])->correlationId = driver_id;
+      auto* m = at<CUpti_ActivityMemory4>(memory_offsets_[memory++]);
+      m->correlationId = runtime_id;
+      m->timestamp = timestamp;
+      memory_ids_.push_back(runtime_id);
+    };
     for (size_t i = 0; i < w_.size(); ++i) {
       w_.get(i, pass, &a, &c, &cat);
+      const bool with_memory = with_memory_ && a.kind == core::ActivityKind::kKernel;
+      if (with_memory) memory_call(a.start_ns - 1000);
       const uint32_t runtime_id = a.correlation_id, driver_id = a.correlation_id + 1;
       if (with_api_) {
-        at<CUpti_ActivityAPI>(api_offsets_[2 * i])->correlationId = runtime_id;
-        at<CUpti_ActivityAPI>(api_offsets_[2 * i + 1])->correlationId = driver_id;
+        at<CUpti_ActivityAPI>(api_offsets_[api++])->correlationId = runtime_id;
+        at<CUpti_ActivityAPI>(api_offsets_[api++])->correlationId = driver_id;
       }
+      if (with_memory) memory_call(a.end_ns + 1000);
       const size_t off = offsets_[i];
       switch (a.kind) {
         case core::ActivityKind::kKernel: {
@@ -152,12 +199,14 @@ class CuptiBuffer {
 
   const SyntheticWorkload& w_;
   const bool with_api_;
+  const bool with_memory_;
   std::vector<uint64_t> storage_;  // zeroed: unused fields stay 0 as CUPTI leaves them
-  std::vector<size_t> offsets_, api_offsets_;
+  std::vector<size_t> offsets_, api_offsets_, memory_offsets_;
+  std::vector<uint32_t> memory_ids_;
   size_t size_ = 0;
 };
 
-void BM_DecodeJoinIngest(benchmark::State& state) {
+void decode_join_ingest(benchmark::State& state, bool with_api, bool with_memory) {
   const SyntheticWorkload& w = workload();
   cupti::CuptiLibrary lib;
   std::string why;
@@ -179,7 +228,7 @@ void BM_DecodeJoinIngest(benchmark::State& state) {
          : p == 3 ? core::Category::kBackward : p == 4 ? core::Category::kOptimizer
          : core::Category::kForward;
   };
-  CuptiBuffer buffer(w, state.range(0) != 0);
+  CuptiBuffer buffer(w, with_api, with_memory);
   uint64_t pass = 0;
   for (auto _ : state) {
     state.PauseTiming();  // the launch callbacks' share: not the processing thread's work
@@ -187,12 +236,21 @@ void BM_DecodeJoinIngest(benchmark::State& state) {
     core::GpuActivity a;
     core::LaunchContext c;
     core::Category cat;
-    for (size_t i = 0; i < w.size(); ++i) {  // as the launch callback keeps a runtime launch
+    size_t memory = 0;
+    // As the callback keeps a runtime call (a launch, or an allocation's: ApiRole::kMemory) and
+    // its nested driver call's id, in the order the calls were made.
+    auto keep = [&launches](uint32_t runtime_id, const core::LaunchContext& ctx) {
+      const uint64_t ticket = launches.claim(runtime_id, ctx);
+      launches.add_nested(ticket, runtime_id + 1);
+      launches.publish(ticket);
+    };
+    for (size_t i = 0; i < w.size(); ++i) {
       w.get(i, pass, &a, &c, &cat);
       c.category = category(c.path);
-      const uint64_t ticket = launches.claim(a.correlation_id, c);
-      launches.add_nested(ticket, a.correlation_id + 1);  // its nested driver call's id
-      launches.publish(ticket);
+      const bool with_memory_calls = with_memory && a.kind == core::ActivityKind::kKernel;
+      if (with_memory_calls) keep(buffer.memory_ids()[memory++], c);
+      keep(a.correlation_id, c);
+      if (with_memory_calls) keep(buffer.memory_ids()[memory++], c);
     }
     ++pass;
     state.ResumeTiming();
@@ -202,8 +260,16 @@ void BM_DecodeJoinIngest(benchmark::State& state) {
   state.counters["activities"] = static_cast<double>(pipeline.stats().activities);
   state.counters["missing_context"] = static_cast<double>(pipeline.stats().missing_context);
   state.counters["late_records"] = static_cast<double>(aggregator.late_records());
+  pipeline.memory().summary();  // applies the records it holds
+  state.counters["memory_records"] = static_cast<double>(pipeline.memory().records());
+  state.counters["memory_missing_context"] = static_cast<double>(pipeline.stats().memory_missing_context);
 }
+
+void BM_DecodeJoinIngest(benchmark::State& state) { decode_join_ingest(state, state.range(0) != 0, false); }
 BENCHMARK(BM_DecodeJoinIngest)->ArgName("api_records")->Arg(1)->Arg(0);
+
+void BM_DecodeJoinIngestMemory(benchmark::State& state) { decode_join_ingest(state, true, true); }
+BENCHMARK(BM_DecodeJoinIngestMemory);
 
 // Instruction counts for scripts/count_instructions.py (callgrind started with instrumentation
 // off): kWarmPasses untimed passes fill the open-step window, then the next kCountedPasses are

@@ -229,6 +229,18 @@ for bench, what, budget, key in (
                      judge(rate >= budget)))
         std = v[1].get("_stddev")
         figure(key, rate, "M/s", std / 1e6 if std is not None else None)
+# The memory records' effect (issue 27): the api_records:1 buffer with an allocation and a release
+# per kernel, as PyTorch's cudaMallocAsync backend makes them; reported against the row without.
+v = gbench("ingest", "BM_DecodeJoinIngestMemory", "items_per_second")
+base = gbench("ingest", "BM_DecodeJoinIngest/api_records:1", "items_per_second")
+if v:
+    rate = v[0] / 1e6
+    per = v[1].get("memory_records", 0) / max(v[1].get("activities", 0), 1)
+    versus = f"{100 * v[0] / base[0]:.0f} % of the row without them; " if base else ""
+    rows.append(("  the same, with memory records (an allocation and a release per kernel)",
+                 f"{rate:.1f} M records/s ({versus}{per:.2f} memory records per activity)", "reported", "-"))
+    std = v[1].get("_stddev")
+    figure("decode_join_ingest_memory_mps", rate, "M/s", std / 1e6 if std is not None else None)
 
 # 6. Memory: growth after N kernels, and the cost of each distinct kernel name kept beyond its
 # own characters (the run with 100 000 names against the plain one; the aggregator keeps 65 536).

@@ -7,10 +7,82 @@
 
 namespace traintime::core {
 
+uint64_t* AddressMap::find(uint64_t address) {
+  if (address == 0) return has_zero_ ? &zero_bytes_ : nullptr;
+  if (slots_.empty()) return nullptr;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = home(address);; i = (i + 1) & mask) {
+    if (slots_[i].address == address) return &slots_[i].bytes;
+    if (slots_[i].address == 0) return nullptr;
+  }
+}
+
+std::pair<uint64_t*, bool> AddressMap::insert(uint64_t address, uint64_t bytes) {
+  if (address == 0) {
+    const bool inserted = !has_zero_;
+    if (inserted) zero_bytes_ = bytes;
+    has_zero_ = true;
+    return {&zero_bytes_, inserted};
+  }
+  if ((size_ + 1) * 2 > slots_.size()) grow();  // at most half full: probes stay short
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = home(address);; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.address == address) return {&s.bytes, false};
+    if (s.address == 0) {
+      s = {address, bytes};
+      ++size_;
+      return {&s.bytes, true};
+    }
+  }
+}
+
+void AddressMap::erase(uint64_t address) {
+  if (address == 0) {
+    has_zero_ = false;
+    return;
+  }
+  if (slots_.empty()) return;
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = home(address);
+  while (slots_[i].address != address) {
+    if (slots_[i].address == 0) return;
+    i = (i + 1) & mask;
+  }
+  // Backward shift: every later entry of the probe run that may move into the hole does, so
+  // that no lookup meets an empty slot before its entry.
+  for (std::size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    if (slots_[j].address == 0) break;
+    const std::size_t h = home(slots_[j].address);
+    // The entry at j may fill the hole at i when its home is not in (i, j], cyclically.
+    const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+    if (stays) continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i] = Slot{};
+  --size_;
+}
+
+void AddressMap::grow() {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.resize(old.empty() ? 64 : old.size() * 2);
+  const std::size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.address == 0) continue;
+    std::size_t i = home(s.address);
+    while (slots_[i].address != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
 void MemoryTracker::settle() {
-  // Stable: records of one timestamp keep their buffer order (one thread's calls).
-  std::stable_sort(pending_.begin(), pending_.end(),
-                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.timestamp_ns < b.timestamp_ns; });
+  // Stable: records of one timestamp keep their buffer order (one thread's calls). Usually they
+  // are in order already (one thread's buffer): no sort then.
+  const auto earlier = [](const MemoryEvent& a, const MemoryEvent& b) { return a.timestamp_ns < b.timestamp_ns; };
+  if (!std::is_sorted(pending_.begin(), pending_.end(), earlier))
+    std::stable_sort(pending_.begin(), pending_.end(), earlier);
   for (const MemoryEvent& e : pending_) apply(e);
   pending_.clear();
 }
@@ -19,8 +91,14 @@ MemoryTracker::Row& MemoryTracker::row_for(uint64_t step) {
   // A record of a step already left (a late buffer) counts in the current step: figures only
   // move forward.
   if (seen_ && step < step_) step = step_;
+  if (cached_row_ != nullptr && cached_step_ == step) return *cached_row_;
+  cached_rd_ = nullptr;  // of the row before
   auto it = rows_.find(step);
-  if (it != rows_.end()) return it->second;
+  if (it != rows_.end()) {
+    cached_step_ = step;
+    cached_row_ = &it->second;
+    return it->second;
+  }
   // A new step starts with what is in use.
   Row r;
   r.peak = r.in_use = in_use_;
@@ -31,36 +109,44 @@ MemoryTracker::Row& MemoryTracker::row_for(uint64_t step) {
   // Keep the last keep_steps_ rows: the oldest is no longer needed once a later row exists,
   // since a later row starts from the state it ended with.
   while (rows_.size() > keep_steps_) rows_.erase(rows_.begin());
+  cached_step_ = step;
+  cached_row_ = &it->second;
   return it->second;
 }
 
 void MemoryTracker::apply(const MemoryEvent& e) {
   ++records_;
   Row& row = row_for(e.step);
-  Device& d = devices_[e.device];
+  if (cached_dev_ == nullptr || cached_device_ != e.device) {
+    cached_device_ = e.device;
+    cached_dev_ = &devices_[e.device];
+    cached_rd_ = nullptr;
+  }
+  Device& d = *cached_dev_;
   if (e.release) {
-    const auto it = d.live.find(e.address);
-    if (it == d.live.end()) {  // allocated before capture started, or its record was lost
+    const uint64_t* held = d.live.find(e.address);
+    if (held == nullptr) {  // allocated before capture started, or its record was lost
       ++unknown_frees_;
       return;
     }
-    d.in_use -= it->second;
-    in_use_ -= it->second;
-    d.live.erase(it);
+    d.in_use -= *held;
+    in_use_ -= *held;
+    d.live.erase(e.address);
   } else {
-    auto [it, inserted] = d.live.try_emplace(e.address, e.bytes);
+    auto [held, inserted] = d.live.insert(e.address, e.bytes);
     if (!inserted) {  // the release of the previous allocation there was lost
       ++reused_addresses_;
-      d.in_use -= it->second;
-      in_use_ -= it->second;
-      it->second = e.bytes;
+      d.in_use -= *held;
+      in_use_ -= *held;
+      *held = e.bytes;
     }
     d.in_use += e.bytes;
     in_use_ += e.bytes;
   }
   d.peak = std::max(d.peak, d.in_use);
   peak_ = std::max(peak_, in_use_);
-  DeviceMemory& rd = row.devices[e.device];
+  if (cached_rd_ == nullptr) cached_rd_ = &row.devices[e.device];
+  DeviceMemory& rd = *cached_rd_;
   rd.cuda_device = static_cast<int32_t>(e.device);
   rd.peak_bytes = std::max(rd.peak_bytes, d.in_use);
   rd.in_use_bytes = d.in_use;

@@ -2,6 +2,11 @@
 // hand-computed sequences (docs/schema.md "memory").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
 #include "traintime/core/memory_tracker.h"
 
 using traintime::core::MemoryEvent;
@@ -148,4 +153,113 @@ TEST_CASE("memory tracker: only the last steps are kept, later rows still start 
   CHECK(s.steps[0].first == 1);
   CHECK(s.steps[1].second.peak_bytes == 70);
   CHECK(s.run.peak_bytes == 70);
+}
+
+TEST_CASE("memory tracker: the address map agrees with std::map through collisions and deletions") {
+  // Addresses on a few home slots (multiples of a large power of two hash close together in a
+  // small table), address 0, re-insertions and erasures of absent addresses, across growth.
+  std::mt19937_64 rng(7);
+  traintime::core::AddressMap m;
+  std::map<uint64_t, uint64_t> want;
+  for (int i = 0; i < 200'000; ++i) {
+    const uint64_t address = (rng() % 3 == 0) ? (rng() % 64) << 40 : rng() % 700;
+    const uint64_t bytes = rng() % 1000 + 1;
+    switch (rng() % 3) {
+      case 0: {
+        const auto [held, inserted] = m.insert(address, bytes);
+        const auto [it, fresh] = want.try_emplace(address, bytes);
+        REQUIRE(inserted == fresh);
+        REQUIRE(*held == it->second);
+        break;
+      }
+      case 1:
+        m.erase(address);
+        want.erase(address);
+        break;
+      default: {
+        const uint64_t* held = m.find(address);
+        const auto it = want.find(address);
+        REQUIRE((held != nullptr) == (it != want.end()));
+        if (held) REQUIRE(*held == it->second);
+      }
+    }
+    REQUIRE(m.size() == want.size());
+  }
+  for (const auto& [address, bytes] : want) {
+    const uint64_t* held = m.find(address);
+    REQUIRE(held != nullptr);
+    CHECK(*held == bytes);
+  }
+}
+
+TEST_CASE("memory tracker: random records on two devices against a brute-force count") {
+  // In-use and peak figures of the run and of every step, the unknown frees and the reused
+  // addresses, recomputed here record by record in timestamp order with std::map.
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 20; ++round) {
+    MemoryTracker t(1000);
+    std::vector<MemoryEvent> events;
+    uint64_t step = 0;
+    for (uint64_t ts = 1; ts <= 3000; ++ts) {
+      if (rng() % 50 == 0) ++step;
+      const uint32_t device = static_cast<uint32_t>(rng() % 2);
+      const uint64_t address = 0x1000 * (rng() % 300);
+      events.push_back(rng() % 2 ? alloc(ts, step, address, rng() % 5000 + 1, device)
+                                 : release(ts, step, address, device));
+    }
+    // Reference, in timestamp order (the order made above).
+    std::map<uint32_t, std::map<uint64_t, uint64_t>> live;
+    std::map<uint32_t, uint64_t> dev_in_use, dev_peak;
+    std::map<uint64_t, uint64_t> step_peak, step_end;
+    uint64_t in_use = 0, peak = 0, unknown = 0, reused = 0, last_step = 0;
+    for (const MemoryEvent& e : events) {
+      if (e.step != last_step) step_peak[e.step] = in_use;  // a step starts with what is in use
+      last_step = e.step;
+      auto& l = live[e.device];
+      if (e.release) {
+        const auto it = l.find(e.address);
+        if (it == l.end()) {
+          ++unknown;
+        } else {
+          dev_in_use[e.device] -= it->second;
+          in_use -= it->second;
+          l.erase(it);
+        }
+      } else {
+        if (const auto it = l.find(e.address); it != l.end()) {
+          ++reused;
+          dev_in_use[e.device] -= it->second;
+          in_use -= it->second;
+        }
+        l[e.address] = e.bytes;
+        dev_in_use[e.device] += e.bytes;
+        in_use += e.bytes;
+      }
+      dev_peak[e.device] = std::max(dev_peak[e.device], dev_in_use[e.device]);
+      peak = std::max(peak, in_use);
+      step_peak[e.step] = std::max(step_peak[e.step], in_use);
+      step_end[e.step] = in_use;
+    }
+    // The tracker gets them shuffled in blocks, as buffers arrive.
+    std::vector<MemoryEvent> shuffled = events;
+    for (std::size_t b = 0; b + 100 <= shuffled.size(); b += 100)
+      std::shuffle(shuffled.begin() + static_cast<std::ptrdiff_t>(b), shuffled.begin() + static_cast<std::ptrdiff_t>(b + 100), rng);
+    for (const MemoryEvent& e : shuffled) t.add(e);
+    const MemorySummary s = t.summary();
+    REQUIRE(s.run.present);
+    CHECK(s.run.peak_bytes == peak);
+    CHECK(s.run.in_use_bytes == in_use);
+    for (const auto& d : s.run.devices) {
+      CHECK(d.peak_bytes == dev_peak[static_cast<uint32_t>(d.cuda_device)]);
+      CHECK(d.in_use_bytes == dev_in_use[static_cast<uint32_t>(d.cuda_device)]);
+    }
+    for (const auto& [index, f] : s.steps) {
+      CHECK(f.peak_bytes == step_peak[index]);
+      CHECK(f.in_use_bytes == step_end[index]);
+    }
+    Section sec;
+    t.count_into(sec);
+    CHECK(counter(sec, "memory_unknown_frees") == unknown);
+    CHECK(counter(sec, "memory_reused_addresses") == reused);
+  }
 }

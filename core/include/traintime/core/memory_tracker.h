@@ -6,13 +6,15 @@
 //
 // Records reach the tracker in buffer order, which is not the order of the calls (per-thread
 // buffers are delivered in any order): they are held and applied in timestamp order when a
-// summary is asked for, or when many are held. Memory records are rare (PyTorch's caching
-// allocator calls cudaMalloc seldom), so the tracker favours simplicity over speed.
+// summary is asked for, or when many are held. PyTorch's caching allocator calls cudaMalloc
+// seldom, but its cudaMallocAsync backend allocates and frees every tensor through the driver:
+// a record or two per kernel, so a record's way through the tracker allocates nothing and looks
+// nothing up in a tree when it is of the step and the device of the record before
+// (scripts/bench.sh measures it).
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <vector>
 
 #include "traintime/core/rank_file.h"
@@ -32,6 +34,34 @@ struct MemoryEvent {
 // The tracker's figures: the run's, and one row per step that had records (or was carried),
 // ascending index. A step without a row has the in-use figures of the nearest earlier row, with
 // its peak equal to them (rows_for() fills those in).
+// Live allocations of one device, address -> bytes: open addressing with linear probing and
+// deletion by backward shift, so an allocation and its release allocate nothing once the table
+// has grown to the most blocks live at once.
+class AddressMap {
+ public:
+  // The bytes at `address`, or null.
+  uint64_t* find(uint64_t address);
+  // Inserts (address, bytes); returns the slot's bytes and whether it was new (not: the slot
+  // holds the old bytes, unchanged).
+  std::pair<uint64_t*, bool> insert(uint64_t address, uint64_t bytes);
+  void erase(uint64_t address);  // no-op when absent
+  std::size_t size() const { return size_ + (has_zero_ ? 1 : 0); }
+
+ private:
+  struct Slot {
+    uint64_t address = 0;  // 0: empty (address 0 itself is kept aside)
+    uint64_t bytes = 0;
+  };
+  std::size_t home(uint64_t address) const {
+    return static_cast<std::size_t>((address * 0x9E3779B97F4A7C15ull) >> 32) & (slots_.size() - 1);
+  }
+  void grow();
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+  bool has_zero_ = false;
+  uint64_t zero_bytes_ = 0;
+};
+
 struct MemorySummary {
   MemoryFigures run;
   std::vector<std::pair<uint64_t, MemoryFigures>> steps;
@@ -45,6 +75,9 @@ class MemoryTracker {
  public:
   // keep_steps: step rows kept (TRAINTIME_STEP_DETAIL); older ones fold into a baseline.
   explicit MemoryTracker(uint32_t keep_steps = 64) : keep_steps_(keep_steps ? keep_steps : 1) {}
+  // Not copied: it keeps pointers into its own maps.
+  MemoryTracker(const MemoryTracker&) = delete;
+  MemoryTracker& operator=(const MemoryTracker&) = delete;
 
   // One record (the caller serialises calls with summary()).
   void add(const MemoryEvent& e) {
@@ -64,11 +97,14 @@ class MemoryTracker {
   // record, or for a step older than the rows kept.
   bool step_peak(uint64_t step, uint64_t* peak);
 
+  // Records applied so far (summary() and step_peak() apply the held ones first).
+  uint64_t records() const { return records_; }
+
   static constexpr std::size_t kMaxPending = 4096;
 
  private:
   struct Device {
-    std::unordered_map<uint64_t, uint64_t> live;  // address -> bytes
+    AddressMap live;  // address -> bytes
     uint64_t in_use = 0;
     uint64_t peak = 0;  // the run's
   };
@@ -89,6 +125,14 @@ class MemoryTracker {
   uint64_t step_ = 0;               // the step records go to (never moves back)
   bool seen_ = false;
   uint64_t records_ = 0, unknown_frees_ = 0, reused_addresses_ = 0;
+  // The row, the device and the row's device figures of the last record applied: the next
+  // record is usually of the same step and device. Map nodes do not move; a row is erased only
+  // for a newer one, which then becomes the cached one.
+  uint64_t cached_step_ = 0;
+  Row* cached_row_ = nullptr;
+  uint32_t cached_device_ = 0;
+  Device* cached_dev_ = nullptr;
+  DeviceMemory* cached_rd_ = nullptr;  // cached_row_->devices[cached_device_]
 };
 
 }  // namespace traintime::core
