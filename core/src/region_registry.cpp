@@ -109,24 +109,24 @@ NameId RegionRegistry::name_slow(ThreadState* ts, const char* name, int category
 }
 
 bool RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now) {
-  int at = ts->depth_;
+  int at = ts->depth();
   while (at > 0 && ts->stack_[at].entry != entry) --at;
   if (at == 0) {
     ts->unbalanced_pops_.store(ts->unbalanced_pops_.load(std::memory_order_relaxed) + 1,
                                std::memory_order_relaxed);
     return false;
   }
-  if (at == ts->depth_) return pop(ts, now);
+  if (at == ts->depth()) return pop(ts, now);
   const ThreadState::Frame f = ts->stack_[at];
   record(stats_of(f.stats), now >= f.start ? now - f.start : 0);
-  for (int i = at; i < ts->depth_; ++i) ts->stack_[i] = ts->stack_[i + 1];
-  --ts->depth_;  // the innermost region is unchanged: current_path/current_entry stay
+  for (int i = at; i < ts->depth(); ++i) ts->stack_[i] = ts->stack_[i + 1];
+  --ts->depth_;  // the low half; the innermost region is unchanged: current_path/current_entry stay
   if (f.stats & ThreadState::kStepMarker) return end_step_region(ts, f.steps_at_push, now);
   return false;
 }
 
 void RegionRegistry::push_overflow(ThreadState* ts) {
-  ++ts->overflow_;
+  ts->depth_ += ThreadState::kOverflowOne;
   ts->depth_overflows_.store(ts->depth_overflows_.load(std::memory_order_relaxed) + 1,
                              std::memory_order_relaxed);
 }
@@ -140,8 +140,8 @@ void RegionRegistry::push_named(ThreadState* ts, const char* name, int category,
 }
 
 void RegionRegistry::pop_without_frame(ThreadState* ts) {
-  if (ts->overflow_ > 0) {
-    --ts->overflow_;
+  if (ts->depth_ >= ThreadState::kOverflowOne) {
+    ts->depth_ -= ThreadState::kOverflowOne;
     return;
   }
   ts->unbalanced_pops_.store(ts->unbalanced_pops_.load(std::memory_order_relaxed) + 1,

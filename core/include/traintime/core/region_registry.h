@@ -70,7 +70,7 @@ class alignas(64) ThreadState {
 
   PathId current_path() const { return current_path_.load(std::memory_order_relaxed); }
   uint64_t current_entry() const { return current_entry_.load(std::memory_order_relaxed); }
-  int depth() const { return depth_; }
+  int depth() const { return static_cast<int>(static_cast<uint32_t>(depth_)); }
 
  private:
   friend class RegionRegistry;
@@ -119,8 +119,10 @@ class alignas(64) ThreadState {
   explicit ThreadState(uint64_t index);
 
   // What push and pop touch, in one cache line.
-  int depth_ = 0;     // open regions: frames stack_[1..depth_]
-  int overflow_ = 0;  // pushes beyond kMaxDepth not on the stack (popped without recording)
+  // Open regions (frames stack_[1..depth()]) in the low half; in the high half, pushes beyond
+  // kMaxDepth not on the stack (popped without recording): push and pop test both at once.
+  uint64_t depth_ = 0;
+  static constexpr uint64_t kOverflowOne = uint64_t{1} << 32;
   uint64_t last_entry_;  // the latest entry id: the thread's index << 40 | its count of entries
   ChildSlot* children_;
   std::size_t child_mask_;
@@ -164,8 +166,8 @@ class RegionRegistry {
   // whether it marks a step; the first meeting of a pair takes the slow path (the lock).
   // Every slow case leaves by a tail call, so the common one runs without a stack frame.
   void push_id(ThreadState* ts, NameId name, uint64_t now) {
-    if (__builtin_expect(ts->depth_ == ThreadState::kMaxDepth || ts->overflow_ != 0, 0))
-      return push_overflow(ts);
+    // A full stack, or pushes beyond it still open (the high half).
+    if (__builtin_expect(ts->depth_ >= uint64_t{ThreadState::kMaxDepth}, 0)) return push_overflow(ts);
     const uint64_t key = child_key(ts->current_path_.load(std::memory_order_relaxed), name);
     const ThreadState::ChildSlot& slot = ts->children_[child_hash(key, ts->child_mask_)];
     if (__builtin_expect(slot.key != key, 0)) return push_new(ts, name, now);
@@ -184,14 +186,15 @@ class RegionRegistry {
   // Hot path: closes the innermost region of `ts`; a pop with nothing open is counted. Returns
   // true when the region ended a step (a region named "step": the one rule below).
   bool pop(ThreadState* ts, uint64_t now) {
-    const int depth = ts->depth_;
-    if (__builtin_expect(depth == 0 || ts->overflow_ != 0, 0)) {
+    // Nothing open (0 wraps to the top), or pushes beyond the stack to pop first (high half).
+    if (__builtin_expect(ts->depth_ - 1 >= uint64_t{ThreadState::kMaxDepth}, 0)) {
       pop_without_frame(ts);
       return false;
     }
+    const int depth = static_cast<int>(ts->depth_);
     const ThreadState::Frame& f = ts->stack_[depth];
     const ThreadState::Frame& under = ts->stack_[depth - 1];
-    ts->depth_ = depth - 1;
+    ts->depth_ = static_cast<uint64_t>(depth - 1);
     record(stats_of(f.stats), now >= f.start ? now - f.start : 0);
     ts->current_entry_.store(under.entry, std::memory_order_relaxed);
     ts->current_path_.store(under.path, std::memory_order_relaxed);
@@ -371,7 +374,7 @@ class RegionRegistry {
   }
   // The push of a frame for the path in `slot` (push_id's table or the slow path's).
   void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t now) {
-    const int depth = ts->depth_ + 1;
+    const int depth = static_cast<int>(ts->depth_) + 1;  // the high half is 0 here
     const uintptr_t stats = slot.stats;
     const PathId path = slot.child;
     const uint64_t entry = ++ts->last_entry_;
@@ -381,7 +384,7 @@ class RegionRegistry {
     f.entry = entry;
     f.path = path;
     if (__builtin_expect((stats & ThreadState::kStepMarker) != 0, 0)) f.steps_at_push = steps_.count();
-    ts->depth_ = depth;
+    ts->depth_ = static_cast<uint64_t>(depth);
     PathStats& s = stats_of(stats);
     s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     ts->current_entry_.store(entry, std::memory_order_relaxed);
