@@ -125,6 +125,13 @@ bool RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now) 
   return false;
 }
 
+__attribute__((noinline)) bool RegionRegistry::end_step_region(ThreadState* ts, uint32_t steps_at_open,
+                                                                uint64_t now) {
+  if (steps_.count() != steps_at_open) return false;
+  step(ts, timebase_.now_ns != nullptr ? timebase_.now_ns() : now, 0, 0);
+  return true;
+}
+
 void RegionRegistry::push_overflow(ThreadState* ts) {
   ts->depth_ += ThreadState::kOverflowOne;
   ts->depth_overflows_.store(ts->depth_overflows_.load(std::memory_order_relaxed) + 1,

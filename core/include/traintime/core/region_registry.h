@@ -337,8 +337,10 @@ class RegionRegistry {
     s.total.store(s.total.load(std::memory_order_relaxed) + ticks, std::memory_order_relaxed);
     const uint64_t mn = s.min.load(std::memory_order_relaxed);
     const uint64_t mx = s.max.load(std::memory_order_relaxed);
-    s.min.store(ticks < mn ? ticks : mn, std::memory_order_relaxed);
-    s.max.store(ticks > mx ? ticks : mx, std::memory_order_relaxed);
+    // Stored only when they move (seldom, once a path has been entered a few times): stores are
+    // much of what a pop costs on a core that retires one store a cycle.
+    if (__builtin_expect(ticks < mn, 0)) s.min.store(ticks, std::memory_order_relaxed);
+    if (__builtin_expect(ticks > mx, 0)) s.max.store(ticks, std::memory_order_relaxed);
   }
 
   // Whether the NUL-terminated `s` is the text of `slot`, compared a word at a time (a name of
@@ -367,11 +369,8 @@ class RegionRegistry {
     return ((w ^ slot.words[n - 1]) & slot.last_mask) == 0;
   }
 
-  bool end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now) {
-    if (steps_.count() != steps_at_open) return false;
-    step(ts, timebase_.now_ns != nullptr ? timebase_.now_ns() : now, 0, 0);
-    return true;
-  }
+  // Out of line: pop reaches it by a tail call and keeps nothing in callee-saved registers.
+  bool end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now);
   // The push of a frame for the path in `slot` (push_id's table or the slow path's).
   void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t now) {
     const int depth = static_cast<int>(ts->depth_) + 1;  // the high half is 0 here
