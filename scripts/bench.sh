@@ -14,7 +14,8 @@
 # --smoke runs every benchmark very briefly (CTest uses it to prove that all of them run and
 # that their output parses); its figures are not judged. --no-build uses the build as it is.
 # --baseline FILE compares the run with an earlier one's results.json (bench/baseline.json is
-# the committed one): per row the change and whether it is beyond the spread both runs measured.
+# the committed one; bench/baseline-xeon.json for the Xeon VMs): per row the change and whether it
+# is beyond the spread both runs measured.
 # --merge-ranks N merges N rank files instead of 16384 (a quick check; the row is then not
 # judged). TRAINTIME_BUILD_DIR picks the build folder (default: build/). Raw results are kept in
 # $BUILD/bench-results/, this run's figures in $BUILD/bench-results/results.json (copy it to
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --merge-ranks)
       [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --merge-ranks needs a positive number of ranks" >&2; exit 2; }
       MERGE_RANKS=$2; shift ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

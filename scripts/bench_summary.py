@@ -338,6 +338,11 @@ if _args.baseline:
     if base_rows is not None:
         print(f"\nagainst {_args.baseline} (commit {base.get('commit') or '?'}, {base.get('date', '?')}, "
               f"load {base.get('loadavg', '?')}):")
+        # The budgets are ratios, but CPUs still rank the rows differently: a change measured
+        # against another machine's run compares the machines as much as the trees.
+        if base.get("machine") and base["machine"] != results["machine"]:
+            print(f"NOTE: the baseline ran on {base['machine']}, this run on {results['machine']}: the change "
+                  "column compares machines as well as trees (bench/ keeps a baseline per machine class)")
         table = [("what", "now", "baseline", "change", "beyond spread?")]
         for what, (key, value, unit, sp_) in figures.items():
             b = base_rows.get(key)

@@ -77,6 +77,13 @@ def test_baseline_prints_each_rows_change_and_whether_it_is_beyond_the_measured_
     text = summarize(tmp_path / "far", "--baseline", str(baseline))
     far = row(text.split("\nagainst ")[1], "inert process")
     assert "+33.3 %" in far and far.endswith("YES")
+    assert "NOTE: the baseline ran on" not in text  # the same machine
+
+    # A baseline from another machine class is named as such.
+    doc["machine"] = "other cpu, 2 cores"
+    baseline.write_text(json.dumps(doc))
+    text = summarize(tmp_path / "far", "--baseline", str(baseline))
+    assert "NOTE: the baseline ran on other cpu, 2 cores, this run on test cpu, 2 cores" in text
 
 
 def test_an_unreadable_baseline_is_a_problem_named_by_its_path(tmp_path: Path) -> None:
