@@ -135,28 +135,31 @@ uint64_t nvtx_range_start(const char* name) noexcept { return api_range_start(na
 void nvtx_range_end(uint64_t id) noexcept { api_range_end(id); }
 
 // The allocator's figures of the step in progress (rare: once a step, from Python).
-void api_step_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes) {
+void step_memory(const core::TorchMemory& m) {
   const int saved = errno;
   HotThread& h = t_hot;
-  if (h.ts ? h.ts : begin_recording(true)) h.registry->steps().set_torch_memory(allocated_peak_bytes, reserved_peak_bytes);
+  if (h.ts ? h.ts : begin_recording(true)) h.registry->steps().set_torch_memory(m);
   errno = saved;
+}
+
+// An older package's call: per-step peaks, no step-end figures.
+void api_step_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes) {
+  core::TorchMemory m;
+  m.allocated_peak_bytes = allocated_peak_bytes;
+  m.reserved_peak_bytes = reserved_peak_bytes;
+  step_memory(m);
 }
 
 void api_step_memory2(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes,
                       uint64_t allocated_bytes, uint64_t reserved_bytes, int peaks_per_step) {
-  const int saved = errno;
-  HotThread& h = t_hot;
-  if (h.ts ? h.ts : begin_recording(true)) {
-    core::TorchMemory m;
-    m.allocated_peak_bytes = allocated_peak_bytes;
-    m.reserved_peak_bytes = reserved_peak_bytes;
-    m.peaks_per_step = peaks_per_step != 0;
-    m.has_current = true;
-    m.allocated_bytes = allocated_bytes;
-    m.reserved_bytes = reserved_bytes;
-    h.registry->steps().set_torch_memory(m);
-  }
-  errno = saved;
+  core::TorchMemory m;
+  m.allocated_peak_bytes = allocated_peak_bytes;
+  m.reserved_peak_bytes = reserved_peak_bytes;
+  m.peaks_per_step = peaks_per_step != 0;
+  m.has_current = true;
+  m.allocated_bytes = allocated_bytes;
+  m.reserved_bytes = reserved_bytes;
+  step_memory(m);
 }
 
 const tt_api_v1 kApi = {

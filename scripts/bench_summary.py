@@ -232,11 +232,11 @@ for bench, what, budget, key in (
 # The memory records' effect (issue 27): the api_records:1 buffer with an allocation and a release
 # per kernel, as PyTorch's cudaMallocAsync backend makes them; reported against the row without.
 v = gbench("ingest", "BM_DecodeJoinIngestMemory", "items_per_second")
-base = gbench("ingest", "BM_DecodeJoinIngest/api_records:1", "items_per_second")
+without = gbench("ingest", "BM_DecodeJoinIngest/api_records:1", "items_per_second")
 if v:
     rate = v[0] / 1e6
     per = v[1].get("memory_records", 0) / max(v[1].get("activities", 0), 1)
-    versus = f"{100 * v[0] / base[0]:.0f} % of the row without them; " if base else ""
+    versus = f"{100 * v[0] / without[0]:.0f} % of the row without them; " if without else ""
     rows.append(("  the same, with memory records (an allocation and a release per kernel)",
                  f"{rate:.1f} M records/s ({versus}{per:.2f} memory records per activity)", "reported", "-"))
     std = v[1].get("_stddev")

@@ -63,13 +63,6 @@ void StepTracker::step(uint64_t now_ns, uint64_t samples, uint64_t tokens) {
                    min_wall_ns_, max_wall_ns_, measured_samples_, measured_tokens_});
 }
 
-void StepTracker::set_torch_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes) {
-  TorchMemory m;
-  m.allocated_peak_bytes = allocated_peak_bytes;
-  m.reserved_peak_bytes = reserved_peak_bytes;
-  set_torch_memory(m);
-}
-
 void StepTracker::set_torch_memory(const TorchMemory& m) {
   std::lock_guard<std::mutex> lock(mu_);
   torch_pending_ = m;

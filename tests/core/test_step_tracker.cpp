@@ -172,14 +172,22 @@ TEST_CASE("every step hands its cumulative counters to the sink, as the summary 
   CHECK(g_sinks == 2);
 }
 
+// The figures of the two-figure entry (tt_api_v1.step_memory): per-step peaks.
+static TorchMemory peaks(uint64_t allocated, uint64_t reserved) {
+  TorchMemory m;
+  m.allocated_peak_bytes = allocated;
+  m.reserved_peak_bytes = reserved;
+  return m;
+}
+
 TEST_CASE("PyTorch's allocator figures go to the step in progress, the latest call of it", "[steps][memory]") {
   StepTracker t(0, 2);  // two detail rows kept
   t.set_origin(0);
-  t.set_torch_memory(100, 200);
+  t.set_torch_memory(peaks(100, 200));
   t.step(10, 1, 1);            // step 0: 100 / 200
   t.step(20, 1, 1);            // step 1: no call
-  t.set_torch_memory(300, 400);
-  t.set_torch_memory(350, 450);  // replaces the call before, same step
+  t.set_torch_memory(peaks(300, 400));
+  t.set_torch_memory(peaks(350, 450));  // replaces the call before, same step
   t.step(30, 1, 1);            // step 2: 350 / 450 (step 0's row has left the ring)
   const Steps s = t.summary();
   REQUIRE(s.detail.size() == 2);

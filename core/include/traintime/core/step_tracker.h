@@ -34,8 +34,7 @@ class StepTracker {
 
   // A framework allocator's figures of the step in progress (tt_api_v1.step_memory): kept with
   // its detail row (steps.detail[].memory.torch). Thread-safe; a later call in the step replaces.
-  void set_torch_memory(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes);
-  void set_torch_memory(const TorchMemory& m);  // with the step-end figures and the peaks' scope
+  void set_torch_memory(const TorchMemory& m);
 
   // tt_step calls so far. Lock-free (read by the launch callback).
   uint32_t count() const { return count_.load(std::memory_order_relaxed); }
