@@ -118,9 +118,18 @@ bool RegionRegistry::close_entry(ThreadState* ts, uint64_t entry, uint64_t now) 
   }
   if (at == ts->depth()) return pop(ts, now);
   const ThreadState::Frame f = ts->stack_[at];
-  record(stats_of(f.stats), now >= f.start ? now - f.start : 0);
-  for (int i = at; i < ts->depth(); ++i) ts->stack_[i] = ts->stack_[i + 1];
-  --ts->depth_;  // the low half; the innermost region is unchanged: current_path/current_entry stay
+  close_stats(f, now);
+  for (int i = at; i < ts->depth(); ++i) {
+    ThreadState::Frame& to = ts->stack_[i];
+    const ThreadState::Frame& from = ts->stack_[i + 1];
+    to.stats = from.stats;
+    to.start = from.start;
+    to.entry = from.entry;
+    set_path(to, from.path);
+    to.steps_at_push = from.steps_at_push;
+  }
+  // The low half; the innermost region is unchanged: current_path/current_entry stay.
+  ts->depth_.store(ts->depth_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   if (f.stats & ThreadState::kStepMarker) return end_step_region(ts, f.steps_at_push, now);
   return false;
 }
@@ -133,7 +142,8 @@ __attribute__((noinline)) bool RegionRegistry::end_step_region(ThreadState* ts, 
 }
 
 void RegionRegistry::push_overflow(ThreadState* ts) {
-  ts->depth_ += ThreadState::kOverflowOne;
+  ts->depth_.store(ts->depth_.load(std::memory_order_relaxed) + ThreadState::kOverflowOne,
+                   std::memory_order_relaxed);
   ts->depth_overflows_.store(ts->depth_overflows_.load(std::memory_order_relaxed) + 1,
                              std::memory_order_relaxed);
 }
@@ -147,8 +157,9 @@ void RegionRegistry::push_named(ThreadState* ts, const char* name, int category,
 }
 
 void RegionRegistry::pop_without_frame(ThreadState* ts) {
-  if (ts->depth_ >= ThreadState::kOverflowOne) {
-    ts->depth_ -= ThreadState::kOverflowOne;
+  const uint64_t depth = ts->depth_.load(std::memory_order_relaxed);
+  if (depth >= ThreadState::kOverflowOne) {
+    ts->depth_.store(depth - ThreadState::kOverflowOne, std::memory_order_relaxed);
     return;
   }
   ts->unbalanced_pops_.store(ts->unbalanced_pops_.load(std::memory_order_relaxed) + 1,
@@ -373,6 +384,14 @@ std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) c
       sum.total += s->total.load(std::memory_order_relaxed);
       sum.min = std::min(sum.min, mn);
       sum.max = std::max(sum.max, s->max.load(std::memory_order_relaxed));
+    }
+    // The regions open on this thread were entered: count them (PathStats::count counts closes).
+    // Read while the owner may push and pop: a region that opens or closes meanwhile may be
+    // counted or not, as a snapshot taken a moment earlier or later would.
+    const auto open = static_cast<uint32_t>(t->depth_.load(std::memory_order_relaxed));
+    for (uint32_t d = 1; d <= std::min<uint32_t>(open, ThreadState::kMaxDepth); ++d) {
+      const PathId p = __atomic_load_n(&t->stack_[d].path, __ATOMIC_RELAXED);
+      if (p != kNoPath && p <= n) ++sums[p].count;
     }
   }
   auto ns = [this](uint64_t ticks) {

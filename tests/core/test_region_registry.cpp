@@ -280,6 +280,41 @@ TEST_CASE("open regions are counted as entered; CPU time appears when they close
   CHECK(rows[0].cpu_max_ns == 7);
 }
 
+TEST_CASE("a region is counted once, whether it is open, popped or closed below another",
+          "[region]") {
+  RegionRegistry reg;
+  ThreadState* ts = reg.thread_state();
+  auto count_of = [&reg](const std::string& path) -> uint64_t {
+    const auto rows = reg.snapshot_rows();
+    const RegionRow* r = find_row(rows, path);
+    return r ? r->count : 0;
+  };
+  reg.push(ts, "step", kCategoryAuto, 0);
+  reg.push(ts, "forward", kCategoryAuto, 1);
+  const uint64_t forward = ts->current_entry();
+  reg.push(ts, "layer", kCategoryAuto, 2);
+  // Three levels open: each counted from the stack.
+  CHECK(count_of("step") == 1);
+  CHECK(count_of("step/forward") == 1);
+  CHECK(count_of("step/forward/layer") == 1);
+  // Closed below the region above it (NVTX domains interleave): counted by the close, and the
+  // frame that moved down in its place is still counted once.
+  reg.close_entry(ts, forward, 5);
+  CHECK(count_of("step/forward") == 1);
+  CHECK(count_of("step/forward/layer") == 1);
+  reg.pop(ts, 6);  // layer
+  CHECK(count_of("step/forward/layer") == 1);
+  CHECK(count_of("step") == 1);
+  // Entered again under the still-open step: two entries, one open.
+  reg.push(ts, "forward", kCategoryAuto, 7);
+  CHECK(count_of("step/forward") == 2);
+  reg.pop(ts, 8);
+  CHECK(count_of("step/forward") == 2);
+  reg.pop(ts, 9);  // step
+  CHECK(count_of("step") == 1);
+  CHECK(reg.unbalanced_pops() == 0);
+}
+
 TEST_CASE("data of several threads is summed, including threads that exited", "[region]") {
   RegionRegistry reg;
   const NameId n = reg.register_name("data_load", kCategoryAuto);

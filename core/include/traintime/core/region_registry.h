@@ -49,7 +49,10 @@ class RegionRegistry;
 // Durations in ticks (see the top).
 struct alignas(32) PathStats {
   static constexpr uint64_t kNoneClosed = ~uint64_t{0};  // min before the first close
-  std::atomic<uint64_t> count{0};  // entries (counted at push, so open regions show up)
+  // Entries closed (a cross-thread range: started). A region still open is counted by the
+  // snapshot from its thread's stack: the push stays off the counters, whose address is the end
+  // of its longest dependent chain of loads.
+  std::atomic<uint64_t> count{0};
   std::atomic<uint64_t> total{0};
   std::atomic<uint64_t> min{kNoneClosed};  // min/max over the entries that were popped
   std::atomic<uint64_t> max{0};
@@ -70,7 +73,7 @@ class alignas(64) ThreadState {
 
   PathId current_path() const { return current_path_.load(std::memory_order_relaxed); }
   uint64_t current_entry() const { return current_entry_.load(std::memory_order_relaxed); }
-  int depth() const { return static_cast<int>(static_cast<uint32_t>(depth_)); }
+  int depth() const { return static_cast<int>(static_cast<uint32_t>(depth_.load(std::memory_order_relaxed))); }
 
  private:
   friend class RegionRegistry;
@@ -83,7 +86,7 @@ class alignas(64) ThreadState {
     uintptr_t stats;  // the path's PathStats (the thread's sink_ for a frame with no path), tagged
     uint64_t start;  // ticks
     uint64_t entry;
-    PathId path;
+    PathId path;  // written with set_path: the snapshot reads it from other threads
     // Steps counted when a step marker opened: a region named "step" ends a step when it
     // closes, unless tt_step was called since it opened (the one rule for every API). Only
     // written and read for markers.
@@ -121,7 +124,8 @@ class alignas(64) ThreadState {
   // What push and pop touch, in one cache line.
   // Open regions (frames stack_[1..depth()]) in the low half; in the high half, pushes beyond
   // kMaxDepth not on the stack (popped without recording): push and pop test both at once.
-  uint64_t depth_ = 0;
+  // Written by the owner only; relaxed so that the snapshot may read it from another thread.
+  std::atomic<uint64_t> depth_{0};
   static constexpr uint64_t kOverflowOne = uint64_t{1} << 32;
   uint64_t last_entry_;  // the latest entry id: the thread's index << 40 | its count of entries
   ChildSlot* children_;
@@ -167,7 +171,8 @@ class RegionRegistry {
   // Every slow case leaves by a tail call, so the common one runs without a stack frame.
   void push_id(ThreadState* ts, NameId name, uint64_t now) {
     // A full stack, or pushes beyond it still open (the high half).
-    if (__builtin_expect(ts->depth_ >= uint64_t{ThreadState::kMaxDepth}, 0)) return push_overflow(ts);
+    if (__builtin_expect(ts->depth_.load(std::memory_order_relaxed) >= uint64_t{ThreadState::kMaxDepth}, 0))
+      return push_overflow(ts);
     const uint64_t key = child_key(ts->current_path_.load(std::memory_order_relaxed), name);
     const ThreadState::ChildSlot& slot = ts->children_[child_hash(key, ts->child_mask_)];
     if (__builtin_expect(slot.key != key, 0)) return push_new(ts, name, now);
@@ -187,15 +192,15 @@ class RegionRegistry {
   // true when the region ended a step (a region named "step": the one rule below).
   bool pop(ThreadState* ts, uint64_t now) {
     // Nothing open (0 wraps to the top), or pushes beyond the stack to pop first (high half).
-    if (__builtin_expect(ts->depth_ - 1 >= uint64_t{ThreadState::kMaxDepth}, 0)) {
+    const uint64_t depth = ts->depth_.load(std::memory_order_relaxed);
+    if (__builtin_expect(depth - 1 >= uint64_t{ThreadState::kMaxDepth}, 0)) {
       pop_without_frame(ts);
       return false;
     }
-    const int depth = static_cast<int>(ts->depth_);
-    const ThreadState::Frame& f = ts->stack_[depth];
+    const ThreadState::Frame& f = ts->stack_[depth];  // the high half is 0 here
     const ThreadState::Frame& under = ts->stack_[depth - 1];
-    ts->depth_ = static_cast<uint64_t>(depth - 1);
-    record(stats_of(f.stats), now >= f.start ? now - f.start : 0);
+    ts->depth_.store(depth - 1, std::memory_order_relaxed);
+    close_stats(f, now);
     ts->current_entry_.store(under.entry, std::memory_order_relaxed);
     ts->current_path_.store(under.path, std::memory_order_relaxed);
     if (__builtin_expect((f.stats & ThreadState::kStepMarker) != 0, 0))
@@ -333,6 +338,12 @@ class RegionRegistry {
   static PathStats& stats_of(uintptr_t tagged) {
     return *reinterpret_cast<PathStats*>(tagged & ~ThreadState::kStepMarker);
   }
+  // A frame's region closes: counted, and its time recorded.
+  static void close_stats(const ThreadState::Frame& f, uint64_t now) {
+    PathStats& s = stats_of(f.stats);
+    s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    record(s, __builtin_expect(now >= f.start, 1) ? now - f.start : 0);
+  }
   static void record(PathStats& s, uint64_t ticks) {
     s.total.store(s.total.load(std::memory_order_relaxed) + ticks, std::memory_order_relaxed);
     const uint64_t mn = s.min.load(std::memory_order_relaxed);
@@ -373,7 +384,7 @@ class RegionRegistry {
   bool end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now);
   // The push of a frame for the path in `slot` (push_id's table or the slow path's).
   void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t now) {
-    const int depth = static_cast<int>(ts->depth_) + 1;  // the high half is 0 here
+    const uint64_t depth = ts->depth_.load(std::memory_order_relaxed) + 1;  // the high half is 0 here
     const uintptr_t stats = slot.stats;
     const PathId path = slot.child;
     const uint64_t entry = ++ts->last_entry_;
@@ -381,14 +392,13 @@ class RegionRegistry {
     f.stats = stats;
     f.start = now;
     f.entry = entry;
-    f.path = path;
+    set_path(f, path);
     if (__builtin_expect((stats & ThreadState::kStepMarker) != 0, 0)) f.steps_at_push = steps_.count();
-    ts->depth_ = static_cast<uint64_t>(depth);
-    PathStats& s = stats_of(stats);
-    s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ts->depth_.store(depth, std::memory_order_relaxed);
     ts->current_entry_.store(entry, std::memory_order_relaxed);
     ts->current_path_.store(path, std::memory_order_relaxed);
   }
+  static void set_path(ThreadState::Frame& f, PathId path) { __atomic_store_n(&f.path, path, __ATOMIC_RELAXED); }
   // category_of(path), kept in *memo once the path is published here (launch_context's miss).
   Category remember_category(PathId path, CategoryMemo* memo) const noexcept;
   // The slow paths of push_id and pop (out of line).
