@@ -75,6 +75,7 @@ template <typename Close>
 void close_region(Close close) {
   if (__builtin_expect(record(close), 0)) {
     gpu_start_point();
+    notice_unloads();
     after_step();
   }
 }
@@ -102,6 +103,7 @@ void api_step(uint64_t samples, uint64_t tokens) {
   if (core::ThreadState* ts = h.ts ? h.ts : begin_recording(true))
     h.registry->step(ts, core::process_clock().now_ns(h.clock), samples, tokens);
   gpu_start_point();
+  notice_unloads();
   after_step();
   errno = saved;
 }

@@ -12,6 +12,7 @@
 #include "traintime/nccl/nccl_interposer.h"
 #include "traintime/null/null_module.h"
 #include "traintime/nvml/nvml_sampler.h"
+#include "traintime/support/loader.h"
 #include "traintime/support/log.h"
 
 namespace traintime::preload {
@@ -22,6 +23,8 @@ __thread HotThread t_hot __attribute__((tls_model("initial-exec")));
 namespace {
 
 std::atomic<bool> g_published{false};
+// The loader's count of unloaded objects at the last look (notice_unloads).
+std::atomic<unsigned long long> g_unloads_seen{0};
 
 // The registry if one was made, without making it: the GPU-side readers (launch callback,
 // activity ingest) must not create state for a process that never recorded a region.
@@ -230,6 +233,8 @@ core::RegionRegistry* registry() {
     tb.duration_ns = [](uint64_t ticks) { return core::process_clock().ticks_to_ns(ticks); };
     tb.now_ns = [] { return core::process_clock().now_ns(); };
     r->set_timebase(tb);
+    g_unloads_seen.store(support::loaded_object_subs(), std::memory_order_relaxed);
+    r->set_constant_text(&support::in_read_only_segment);
     s->recorder.registry.store(r, std::memory_order_release);
   }
   errno = saved;
@@ -279,6 +284,16 @@ void activate(uint64_t origin_ns) {
       s->recorder.activated.store(true, std::memory_order_release);
     }
   }
+  errno = saved;
+}
+
+void notice_unloads() noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  core::RegionRegistry* r = s ? s->recorder.registry.load(std::memory_order_acquire) : nullptr;
+  if (!r) return;
+  const int saved = errno;
+  const unsigned long long subs = support::loaded_object_subs();
+  if (g_unloads_seen.exchange(subs, std::memory_order_relaxed) != subs) r->forget_constant_text();
   errno = saved;
 }
 

@@ -134,6 +134,10 @@ const nvtx::Regions& nvtx_regions();
 // will never call InitializeInjection (another tool owns CUDA_INJECTION64_PATH, DESIGN §2).
 void gpu_start_point() noexcept;
 
+// At each step's end: when the loader has unloaded an object since the last look, the registry
+// stops trusting the name addresses it found in read-only memory (set_constant_text).
+void notice_unloads() noexcept;
+
 // The sections of the modules with nothing to join (NVTX, the null template, the next API
 // family), in the order session.cpp registers them (kModules): core::build_rank_file's
 // `modules`.

@@ -30,9 +30,23 @@ ThreadState* RegionRegistry::thread_state() {
   threads_.emplace_back(new ThreadState(threads_.size() + 1));
   ThreadState* ts = threads_.back().get();
   ts->tid_ = static_cast<uint64_t>(::gettid());  // on the thread it is for
+  ts->constant_gen_.store(constant_gen_, std::memory_order_relaxed);
   const ThreadState* none = nullptr;
   first_thread_.compare_exchange_strong(none, ts, std::memory_order_release);
   return ts;
+}
+
+void RegionRegistry::retrust(ThreadState* ts, ThreadState::NameSlot* s) const {
+  const int saved = errno;
+  const uint32_t gen = ts->constant_gen_.load(std::memory_order_relaxed);
+  s->constant = in_read_only_ != nullptr && in_read_only_(s->ptr) ? gen : 0;
+  errno = saved;
+}
+
+void RegionRegistry::forget_constant_text() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (++constant_gen_ == 0) constant_gen_ = 1;  // 0 is "never trusted"
+  for (const auto& t : threads_) t->constant_gen_.store(constant_gen_, std::memory_order_relaxed);
 }
 
 NameId RegionRegistry::register_name(std::string_view name, int category) {
@@ -63,12 +77,12 @@ NameId RegionRegistry::register_locked(std::string_view name, int category) {
   e.step_marker = is_step_marker(name);
   const std::size_t bytes = name.size() + 1;  // with the NUL
   const std::size_t words = (bytes + 7) / 8;
-  e.words.reset(new uint64_t[words]());
-  std::memcpy(e.words.get(), name.data(), name.size());
+  e.words.reset(new uint64_t[words + 1]());
+  std::memcpy(e.words.get() + 1, name.data(), name.size());
   e.nwords = static_cast<uint16_t>(std::min<std::size_t>(words, 0xFFFF));
   unsigned char mask[8] = {};
   std::memset(mask, 0xFF, bytes - 8 * (words - 1));
-  std::memcpy(&e.last_mask, mask, 8);
+  std::memcpy(e.words.get(), mask, 8);
   name_index_.emplace(std::move(key), id);
   name_count_.store(id, std::memory_order_release);
   return id;
@@ -99,10 +113,15 @@ NameId RegionRegistry::name_slow(ThreadState* ts, const char* name, int category
     const NameEntry& e = names_[id];
     ThreadState::NameSlot& s = ts->names_[name_slot(name, category)];
     s.ptr = name;
-    s.words = e.words.get();
-    s.last_mask = e.last_mask;
+    s.words = e.words.get() + 1;
     s.id = id;
+    s.child = 0;
     s.nwords = e.nwords;
+    // The generation before the question: an unload between the two leaves the slot untrusted.
+    const uint32_t gen = ts->constant_gen_.load(std::memory_order_relaxed);
+    const int saved = errno;
+    s.constant = in_read_only_ != nullptr && in_read_only_(name) ? gen : 0;
+    errno = saved;
     s.category = static_cast<int16_t>(category);
   }
   return id;
@@ -148,8 +167,12 @@ void RegionRegistry::push_overflow(ThreadState* ts) {
                              std::memory_order_relaxed);
 }
 
-void RegionRegistry::push_new(ThreadState* ts, NameId name, uint64_t now) {
-  open_frame(ts, *find_child(ts, ts->current_path(), name), now);
+void RegionRegistry::push_new(ThreadState* ts, NameId name, uint32_t* last, uint64_t now) {
+  const uint64_t depth = ts->depth_.load(std::memory_order_relaxed);
+  if (depth >= uint64_t{ThreadState::kMaxDepth}) return push_overflow(ts);
+  const ThreadState::ChildSlot* slot = find_child(ts, ts->current_path(), name);
+  if (slot != &ts->no_path_) *last = static_cast<uint32_t>(slot - ts->children_);
+  open_frame(ts, *slot, depth, now);
 }
 
 void RegionRegistry::push_named(ThreadState* ts, const char* name, int category, uint64_t now) {

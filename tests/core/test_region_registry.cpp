@@ -174,6 +174,83 @@ TEST_CASE("a reused name buffer holding new text is not misattributed", "[region
   CHECK(find_row(rows, "backward")->category == Category::kBackward);
 }
 
+namespace {
+
+const void* g_read_only = nullptr;  // the one address fake_read_only calls read-only
+int g_read_only_asked = 0;
+
+bool fake_read_only(const void* p) {
+  ++g_read_only_asked;
+  return p == g_read_only;
+}
+
+}  // namespace
+
+TEST_CASE("text in read-only memory is trusted without a compare until an object is unloaded",
+          "[region]") {
+  RegionRegistry reg;
+  reg.set_constant_text(&fake_read_only);
+  ThreadState* ts = reg.thread_state();
+  // `trusted` stands for a string literal: the registry is told it is read-only, so the pointer
+  // cache does not compare its text. Changing it anyway shows which hits looked.
+  char trusted[32];
+  char heap[32];
+  g_read_only = trusted;
+  g_read_only_asked = 0;
+  auto count_of = [&reg](const std::string& path) -> uint64_t {
+    const auto rows = reg.snapshot_rows();
+    const RegionRow* r = find_row(rows, path);
+    return r ? r->count : 0;
+  };
+  auto region = [&](const char* name) {
+    reg.push(ts, name, kCategoryAuto, 0);
+    reg.pop(ts, 1);
+  };
+  std::strcpy(trusted, "forward");
+  region(trusted);
+  region(trusted);
+  CHECK(g_read_only_asked == 1);  // once, when the pointer entered the cache
+  std::strcpy(trusted, "backward");
+  region(trusted);
+  CHECK(count_of("forward") == 3);  // trusted: not read
+  CHECK(count_of("backward") == 0);
+  // Memory the registry may not trust is compared on every hit, as before.
+  std::strcpy(heap, "io");
+  region(heap);
+  std::strcpy(heap, "optimizer");
+  region(heap);
+  CHECK(count_of("io") == 1);
+  CHECK(count_of("optimizer") == 1);
+  // An object was unloaded: the trusted address may hold another object's text now.
+  const int asked = g_read_only_asked;
+  reg.forget_constant_text();
+  region(trusted);
+  CHECK(count_of("backward") == 1);
+  CHECK(g_read_only_asked == asked + 1);  // the pointer re-entered the cache: asked again
+  region(trusted);
+  CHECK(g_read_only_asked == asked + 1);  // and trusted again
+  // A pointer whose text still matches after an unload is asked once more, then trusted.
+  reg.forget_constant_text();
+  region(trusted);
+  CHECK(g_read_only_asked == asked + 2);
+  std::strcpy(trusted, "step");
+  region(trusted);
+  CHECK(count_of("backward") == 4);
+  CHECK(g_read_only_asked == asked + 2);
+  // A thread that starts after the unload trusts read-only text as well.
+  std::thread([&] {
+    ThreadState* other = reg.thread_state();
+    std::strcpy(trusted, "data");
+    reg.push(other, trusted, kCategoryAuto, 0);
+    reg.pop(other, 1);
+    std::strcpy(trusted, "forward");
+    reg.push(other, trusted, kCategoryAuto, 0);
+    reg.pop(other, 1);
+  }).join();
+  CHECK(count_of("data") == 2);
+  g_read_only = nullptr;
+}
+
 TEST_CASE("a reused buffer is compared word by word: texts that differ past a word are told apart",
           "[region]") {
   // The pointer cache compares the buffer with the cached name 8 bytes at a time, the last word

@@ -104,11 +104,17 @@ class alignas(64) ThreadState {
   struct alignas(32) NameSlot {
     static constexpr int16_t kEmpty = INT16_MIN;  // no caller's category: an empty slot never matches
     const char* ptr = nullptr;
-    const uint64_t* words = nullptr;
-    uint64_t last_mask = 0;
+    const uint64_t* words = nullptr;  // words[-1]: the bytes of the last word that are the text's
     NameId id = kNoName;
+    // The children_ index the name was last pushed at (a name is mostly pushed under one
+    // parent): push goes there without hashing, and the slot's key says whether it is right.
+    // The table only grows, so an index from before a growth still lies inside it.
+    uint32_t child = 0;
     uint16_t nwords = 0;
     int16_t category = kEmpty;
+    // The thread's constant_gen_ when `ptr` was found in read-only memory (set_constant_text):
+    // while the two are equal the text is not compared. 0: compared on every hit.
+    uint32_t constant = 0;
   };
   static constexpr std::size_t kNameCacheSize = 256;
   // Text hash -> name id, consulted when the pointer cache misses (a Python string is a new
@@ -118,6 +124,8 @@ class alignas(64) ThreadState {
     NameId id = kNoName;
   };
   static constexpr std::size_t kTextCacheSize = 512;
+  // Name id (its low bits) -> the children_ index it was last pushed at, as NameSlot::child.
+  static constexpr std::size_t kIdMemoSize = 256;
 
   explicit ThreadState(uint64_t index);
 
@@ -131,6 +139,9 @@ class alignas(64) ThreadState {
   ChildSlot* children_;
   std::size_t child_mask_;
   std::atomic<PathId> current_path_{kNoPath};
+  // The registry's generation of trusted read-only texts (NameSlot::constant); changed by
+  // forget_constant_text from any thread. Never 0.
+  std::atomic<uint32_t> constant_gen_{1};
   std::atomic<uint64_t> current_entry_{0};
   // stack_[0] stands for "nothing open" (no path, entry 0): the frame under the top always
   // exists, so a pop restores current_path_/current_entry_ from it without a test.
@@ -142,6 +153,7 @@ class alignas(64) ThreadState {
   ChildSlot no_path_;  // what a name without a path (unregistrable) resolves to: the sink
   NameSlot names_[kNameCacheSize];
   TextSlot texts_[kTextCacheSize];
+  uint32_t id_child_[kIdMemoSize] = {};
 
   PathStats sink_;  // counted into by frames with no path; never reported
   ChunkedArray<PathStats, 10, 4096> stats_;
@@ -171,12 +183,13 @@ class RegionRegistry {
   // Every slow case leaves by a tail call, so the common one runs without a stack frame.
   void push_id(ThreadState* ts, NameId name, uint64_t now) {
     // A full stack, or pushes beyond it still open (the high half).
-    if (__builtin_expect(ts->depth_.load(std::memory_order_relaxed) >= uint64_t{ThreadState::kMaxDepth}, 0))
-      return push_overflow(ts);
+    uint32_t& last = ts->id_child_[name & (ThreadState::kIdMemoSize - 1)];
     const uint64_t key = child_key(ts->current_path_.load(std::memory_order_relaxed), name);
-    const ThreadState::ChildSlot& slot = ts->children_[child_hash(key, ts->child_mask_)];
-    if (__builtin_expect(slot.key != key, 0)) return push_new(ts, name, now);
-    open_frame(ts, slot, now);
+    const ThreadState::ChildSlot& slot = ts->children_[last];
+    const uint64_t depth = ts->depth_.load(std::memory_order_relaxed);
+    if (__builtin_expect((slot.key != key) | (depth >= uint64_t{ThreadState::kMaxDepth}), 0))
+      return push_new(ts, name, &last, now);
+    open_frame(ts, slot, depth, now);
   }
 
   // Hot path: tt_push(const char*). A per-thread pointer cache avoids hashing the text; the
@@ -184,8 +197,14 @@ class RegionRegistry {
   // unregistrable name comes back as kNoName and still occupies a frame, so the caller's
   // push/pop stay balanced.
   void push(ThreadState* ts, const char* name, int category, uint64_t now) {
-    if (const ThreadState::NameSlot* s = cached_name(ts, name, category)) return push_id(ts, s->id, now);
-    push_named(ts, name, category, now);
+    ThreadState::NameSlot* s = cached_name(ts, name, category);
+    if (__builtin_expect(s == nullptr, 0)) return push_named(ts, name, category, now);
+    const uint64_t key = child_key(ts->current_path_.load(std::memory_order_relaxed), s->id);
+    const ThreadState::ChildSlot& slot = ts->children_[s->child];
+    const uint64_t depth = ts->depth_.load(std::memory_order_relaxed);
+    if (__builtin_expect((slot.key != key) | (depth >= uint64_t{ThreadState::kMaxDepth}), 0))
+      return push_new(ts, s->id, &s->child, now);
+    open_frame(ts, slot, depth, now);
   }
 
   // Hot path: closes the innermost region of `ts`; a pop with nothing open is counted. Returns
@@ -279,6 +298,14 @@ class RegionRegistry {
 
   // How tick readings become nanoseconds; set before the first reading.
   void set_timebase(const Timebase& tb) { timebase_ = tb; }
+  // Which name buffers may skip the text check of a pointer hit (tt_push, NVTX): `in_read_only`
+  // tells whether a pointer lies in read-only memory of a loaded object, where a string
+  // literal's text cannot change (support::in_read_only_segment). Asked once per pointer and
+  // thread, on the slow path. Unset: every hit compares the text. Set before the first reading.
+  void set_constant_text(bool (*in_read_only)(const void*)) { in_read_only_ = in_read_only; }
+  // An object was unloaded: a trusted address may now hold another object's text. Every thread
+  // compares texts again until its pointer cache refills. Any thread, any time.
+  void forget_constant_text();
 
   StepTracker& steps() { return steps_; }
   const StepTracker& steps() const { return steps_; }
@@ -292,12 +319,11 @@ class RegionRegistry {
     std::string text;
     int category = kCategoryAuto;
     bool step_marker = false;  // is_step_marker(text)
-    // The text with its NUL, zero-padded to whole words, for same_text: nwords of them (clamped
-    // to 0xFFFF: such a name never passes same_text's page test), and the bytes of the last
-    // word that belong to it.
+    // For same_text: the mask of the last word's bytes that belong to the text, then the text
+    // with its NUL, zero-padded to whole words: nwords of them (clamped to 0xFFFF: such a name
+    // never passes same_text's page test). NameSlot::words points at the text.
     std::unique_ptr<uint64_t[]> words;
     uint16_t nwords = 0;
-    uint64_t last_mask = 0;
   };
   struct PathNode {
     PathId parent = kNoPath;
@@ -325,12 +351,18 @@ class RegionRegistry {
     return ((bits >> 3) ^ (bits >> 11) ^ static_cast<unsigned>(category + 1)) &
            (ThreadState::kNameCacheSize - 1);
   }
-  // The pointer cache's slot of `name` when it holds this pointer and its text still matches.
-  static const ThreadState::NameSlot* cached_name(const ThreadState* ts, const char* name, int category) {
-    const ThreadState::NameSlot& s = ts->names_[name_slot(name, category)];
-    if (__builtin_expect(s.ptr == name && s.category == category && same_text(name, s), 1)) return &s;
-    return nullptr;
+  // The pointer cache's slot of `name` when it holds this pointer and its text still matches:
+  // read-only text is trusted without a look (NameSlot::constant), any other is compared.
+  ThreadState::NameSlot* cached_name(ThreadState* ts, const char* name, int category) const {
+    ThreadState::NameSlot& s = ts->names_[name_slot(name, category)];
+    if (__builtin_expect(s.ptr != name || s.category != category, 0)) return nullptr;
+    if (__builtin_expect(s.constant == ts->constant_gen_.load(std::memory_order_relaxed), 1)) return &s;
+    if (!same_text(name, s)) return nullptr;
+    // Trusted before an unload: asked again, once (out of line).
+    if (__builtin_expect(s.constant != 0, 0)) retrust(ts, &s);
+    return &s;
   }
+  void retrust(ThreadState* ts, ThreadState::NameSlot* s) const;
   NameId name_for_pointer(ThreadState* ts, const char* name, int category) {
     const ThreadState::NameSlot* s = cached_name(ts, name, category);
     return s ? s->id : name_slow(ts, name, category);
@@ -371,20 +403,27 @@ class RegionRegistry {
     if ((reinterpret_cast<uintptr_t>(s) & (kPage - 1)) + 8 * uintptr_t{n} > kPage) return false;
     // The compiler is not to reason about the object `s` points into (its bounds are not ours).
     asm("" : "+r"(s));
+    const uint64_t* words = slot.words;
     uint64_t w;
-    for (uint32_t i = 0; i + 1 < n; ++i) {
-      std::memcpy(&w, s + 8 * i, 8);
-      if (w != slot.words[i]) return false;
-    }
     std::memcpy(&w, s + 8 * (n - 1), 8);
-    return ((w ^ slot.words[n - 1]) & slot.last_mask) == 0;
+    if (((w ^ words[n - 1]) & words[-1]) != 0) return false;  // the last word, masked
+    if (n == 1) return true;
+    std::memcpy(&w, s, 8);
+    if (w != words[0]) return false;
+    // The words between: only names of 17 characters or more have any.
+    for (uint32_t i = 1; i + 1 < n; ++i) {
+      std::memcpy(&w, s + 8 * i, 8);
+      if (w != words[i]) return false;
+    }
+    return true;
   }
 
   // Out of line: pop reaches it by a tail call and keeps nothing in callee-saved registers.
   bool end_step_region(ThreadState* ts, uint32_t steps_at_open, uint64_t now);
   // The push of a frame for the path in `slot` (push_id's table or the slow path's).
-  void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t now) {
-    const uint64_t depth = ts->depth_.load(std::memory_order_relaxed) + 1;  // the high half is 0 here
+  // `open`: the regions open now (the high half is 0: the caller tested it).
+  void open_frame(ThreadState* ts, const ThreadState::ChildSlot& slot, uint64_t open, uint64_t now) {
+    const uint64_t depth = open + 1;
     const uintptr_t stats = slot.stats;
     const PathId path = slot.child;
     const uint64_t entry = ++ts->last_entry_;
@@ -403,7 +442,8 @@ class RegionRegistry {
   Category remember_category(PathId path, CategoryMemo* memo) const noexcept;
   // The slow paths of push_id and pop (out of line).
   static void push_overflow(ThreadState* ts);
-  void push_new(ThreadState* ts, NameId name, uint64_t now);  // push_id past its first probe
+  // A push whose remembered children_ index (*last) was not the pair's: probes, and remembers.
+  void push_new(ThreadState* ts, NameId name, uint32_t* last, uint64_t now);
   void push_named(ThreadState* ts, const char* name, int category, uint64_t now);  // push's miss
   static void pop_without_frame(ThreadState* ts);
   // The slot of (parent, name) in the thread's table: probed on, else made (child_slow).
@@ -435,6 +475,8 @@ class RegionRegistry {
 
   StepTracker steps_;
   Timebase timebase_;
+  bool (*in_read_only_)(const void*) = nullptr;
+  uint32_t constant_gen_ = 1;  // under mu_: the generation new threads start with
 };
 
 }  // namespace traintime::core

@@ -9,4 +9,13 @@ namespace traintime::support {
 // it only grows. errno untouched.
 unsigned long long loaded_object_adds() noexcept;
 
+// Number of objects the loader has ever removed (dlpi_subs); it only grows. errno untouched.
+unsigned long long loaded_object_subs() noexcept;
+
+// Whether `p` lies in a segment of a loaded object that is mapped without write permission:
+// its code and read-only data, where a string literal's text cannot change while the object
+// stays loaded. False for the heap, stacks, anonymous and writable memory. Takes the loader's
+// lock (dl_iterate_phdr): not for a hot path. errno untouched.
+bool in_read_only_segment(const void* p) noexcept;
+
 }  // namespace traintime::support
