@@ -112,8 +112,11 @@ class ClientMux {
   // Traintime's callback, for every call it receives (hot path: no lock, no allocation): the
   // virtual subscriber's function, if it enabled this one.
   void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-    if (callback_.load(std::memory_order_acquire) != nullptr) dispatch_slow(domain, cbid, data);
+    if (active()) dispatch_slow(domain, cbid, data);
   }
+  // Whether a virtual subscriber has a callback: the caller may test this first and keep its
+  // common path free of the call.
+  bool active() const { return callback_.load(std::memory_order_acquire) != nullptr; }
 
   // --- GpuCapture. ---
   // Capture started on `lib` with traintime's callbacks registered, `own` kinds enabled, and

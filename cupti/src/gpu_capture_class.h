@@ -100,6 +100,14 @@ class GpuCapture {
   // take_pending_comm_call, on_resource) so that it saves and restores fewer registers.
   inline void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                      const CUpti_CallbackData* cb);
+  // on_callback's own work (inline), and the same after the virtual subscriber's callback (out of
+  // line: without a subscriber, on_callback makes no call before its own work).
+  inline void own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void shared_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // A launch's entry callbacks (half of its four), reached by a tail call: the exit callbacks
+  // then run without saving a register.
+  void on_api_enter(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb,
+                    ApiRole role);
   // A context teardown (flush at its exit) or a stream capture's begin.
   void on_api_control(ApiRole role, const CUpti_CallbackData* cb);
   // The first launch's one-time work, and the fixture recorder.

@@ -33,12 +33,22 @@ void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domai
                                       CUpti_CallbackId cbid, const void* data) {
   auto* self = static_cast<GpuCapture*>(self_ptr);
   // A profiler whose subscription rides on traintime's gets the calls it enabled, capture or not.
-  self->mux_.dispatch(domain, cbid, data);
-  if (!self->capturing_.load(std::memory_order_relaxed)) return;
+  if (__builtin_expect(self->mux_.active(), 0)) return self->shared_callback(domain, cbid, data);
+  self->own_callback(domain, cbid, data);
+}
+
+__attribute__((noinline)) void GpuCapture::shared_callback(CUpti_CallbackDomain domain,
+                                                           CUpti_CallbackId cbid, const void* data) {
+  mux_.dispatch(domain, cbid, data);
+  own_callback(domain, cbid, data);
+}
+
+void GpuCapture::own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (!capturing_.load(std::memory_order_relaxed)) return;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    self->on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));  // keeps errno
+    on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));  // keeps errno
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    self->on_resource(cbid, static_cast<const CUpti_ResourceData*>(data));  // keeps errno
+    on_resource(cbid, static_cast<const CUpti_ResourceData*>(data));  // keeps errno
   }
 }
 
@@ -62,6 +72,13 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
     return;
   }
+  on_api_enter(domain, cbid, cb, role);
+}
+
+__attribute__((noinline)) void GpuCapture::on_api_enter(CUpti_CallbackDomain domain,
+                                                        CUpti_CallbackId cbid,
+                                                        const CUpti_CallbackData* cb, ApiRole role) {
+  LaunchNest& nest = t_nest;
   // One slot per launch, whatever its nesting (correlation_table.h): the outer call claims it,
   // nested calls add their ids, and it is published at the entry of the driver call, the
   // innermost, before any work is submitted; a driver call that is the outer one publishes at
