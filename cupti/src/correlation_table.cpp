@@ -106,20 +106,6 @@ uint64_t CorrelationTable::claim(uint32_t id, const core::LaunchContext& ctx) no
   return seq + 1;
 }
 
-bool CorrelationTable::add_nested(uint64_t ticket, uint32_t id) noexcept {
-  if (ticket == 0 || id == 0) return false;
-  std::atomic<uint64_t>& n = nested_[(ticket - 1) & mask_];
-  const uint64_t held = n.load(std::memory_order_relaxed);  // this thread's own slot
-  if (static_cast<uint32_t>(held) == 0) {
-    n.store(held | id, std::memory_order_release);
-  } else if ((held >> 32) == 0) {
-    n.store(held | (uint64_t{id} << 32), std::memory_order_release);
-  } else {
-    return false;
-  }
-  return true;
-}
-
 bool CorrelationTable::id_at(uint64_t seq, uint32_t* id) const noexcept {
   const Slot& s = slots_[seq & mask_];
   const uint64_t stamp = stamp_of(seq);

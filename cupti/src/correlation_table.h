@@ -84,7 +84,19 @@ class CorrelationTable {
   static constexpr uint32_t kNestedIds = 2;
   uint64_t claim(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
   // False when not kept: ticket 0, id 0, or kNestedIds nested ids already (store it alone).
-  bool add_nested(uint64_t ticket, uint32_t correlation_id) noexcept;
+  bool add_nested(uint64_t ticket, uint32_t correlation_id) noexcept {
+    if (ticket == 0 || correlation_id == 0) return false;
+    std::atomic<uint64_t>& n = nested_[(ticket - 1) & mask_];
+    const uint64_t held = n.load(std::memory_order_relaxed);  // this thread's own slot
+    if (static_cast<uint32_t>(held) == 0) {
+      n.store(held | correlation_id, std::memory_order_release);
+    } else if ((held >> 32) == 0) {
+      n.store(held | (uint64_t{correlation_id} << 32), std::memory_order_release);
+    } else {
+      return false;
+    }
+    return true;
+  }
   void publish(uint64_t ticket) noexcept {
     if (ticket != 0)
       slots_[(ticket - 1) & mask_].stamp.store(stamp_of(ticket - 1), std::memory_order_release);

@@ -108,6 +108,16 @@ class GpuCapture {
   // then run without saving a register.
   void on_api_enter(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb,
                     ApiRole role);
+  // The outermost call of a launch: its context, claimed in the table (out of line: the nested
+  // calls' path saves no register for it).
+  void on_launch_begin(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb,
+                       ApiRole role);
+  // A nested call's id in a slot of its own, under the launch's context (rare: out of line).
+  void store_alone(uint32_t correlation_id);
+  // An allocation is not GPU work: the first launch, and the fixture's launches, are launches.
+  bool after_launch_due(ApiRole role) const {
+    return (!recorded_.load(std::memory_order_relaxed) || recorder_) && role != ApiRole::kMemory;
+  }
   // A context teardown (flush at its exit) or a stream capture's begin.
   void on_api_control(ApiRole role, const CUpti_CallbackData* cb);
   // The first launch's one-time work, and the fixture recorder.

@@ -79,37 +79,43 @@ __attribute__((noinline)) void GpuCapture::on_api_enter(CUpti_CallbackDomain dom
                                                         CUpti_CallbackId cbid,
                                                         const CUpti_CallbackData* cb, ApiRole role) {
   LaunchNest& nest = t_nest;
-  // One slot per launch, whatever its nesting (correlation_table.h): the outer call claims it,
-  // nested calls add their ids, and it is published at the entry of the driver call, the
-  // innermost, before any work is submitted; a driver call that is the outer one publishes at
-  // once.
-  const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
-  if (nest.depth == 0) {
-    current_context(&nest.ctx);
-    // An NCCL kernel launched by NCCL's own thread: only when some call waits for one (one
-    // relaxed load) is the kernel's name looked at.
-    if (nest.ctx.comm.op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
-        hooks_.comm_calls_waiting != nullptr && hooks_.comm_calls_waiting())
-      take_pending_comm_call(domain, cbid, cb, &nest.ctx);
-    ++nest.depth;
-    const uint64_t ticket = launches_->claim(cb->correlationId, nest.ctx);
-    if (driver) {
-      launches_->publish(ticket);
-    } else {
-      nest.open = ticket;
-    }
-  } else {
-    ++nest.depth;
-    if (!launches_->add_nested(nest.open, cb->correlationId))
-      launches_->store(cb->correlationId, nest.ctx);  // published already, or no room left
-    if (driver && nest.open != 0) {
-      launches_->publish(nest.open);
-      nest.open = 0;
-    }
+  // One slot per launch, whatever its nesting (correlation_table.h): the outer call claims it
+  // (on_launch_begin), nested calls add their ids, and it is published at the entry of the
+  // driver call, the innermost, before any work is submitted; a driver call that is the outer
+  // one publishes at once.
+  if (nest.depth == 0) return on_launch_begin(domain, cbid, cb, role);
+  ++nest.depth;
+  if (__builtin_expect(!launches_->add_nested(nest.open, cb->correlationId), 0))
+    store_alone(cb->correlationId);  // published already, or no room left
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && nest.open != 0) {
+    launches_->publish(nest.open);
+    nest.open = 0;
   }
-  // An allocation is not GPU work: the first launch, and the fixture's launches, are launches.
-  if ((!recorded_.load(std::memory_order_relaxed) || recorder_) && role != ApiRole::kMemory)
-    after_launch(domain, cbid, cb);
+  if (__builtin_expect(after_launch_due(role), 0)) after_launch(domain, cbid, cb);
+}
+
+__attribute__((noinline)) void GpuCapture::store_alone(uint32_t correlation_id) {
+  launches_->store(correlation_id, t_nest.ctx);
+}
+
+__attribute__((noinline)) void GpuCapture::on_launch_begin(CUpti_CallbackDomain domain,
+                                                           CUpti_CallbackId cbid,
+                                                           const CUpti_CallbackData* cb, ApiRole role) {
+  LaunchNest& nest = t_nest;
+  current_context(&nest.ctx);
+  // An NCCL kernel launched by NCCL's own thread: only when some call waits for one (one
+  // relaxed load) is the kernel's name looked at.
+  if (nest.ctx.comm.op == core::CommOp::kNone && role == ApiRole::kKernelLaunch &&
+      hooks_.comm_calls_waiting != nullptr && hooks_.comm_calls_waiting())
+    take_pending_comm_call(domain, cbid, cb, &nest.ctx);
+  ++nest.depth;
+  const uint64_t ticket = launches_->claim(cb->correlationId, nest.ctx);
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    launches_->publish(ticket);
+  } else {
+    nest.open = ticket;
+  }
+  if (__builtin_expect(after_launch_due(role), 0)) after_launch(domain, cbid, cb);
 }
 
 // Out of line, as every rare branch of the launch path: the common callback then saves and
