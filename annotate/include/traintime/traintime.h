@@ -30,7 +30,9 @@
  * TT_RECOMPUTE explicitly; it counts as compute time, like forward and backward.
  *
  * Names. Pass names that live as long as the call (string literals are ideal). The profiler
- * keeps its own copy the first time it sees a name.
+ * keeps its own copy the first time it sees a name. A name in read-only memory (a literal) is
+ * recognised by its address from then on; a buffer you write to is compared with the copy at
+ * every call, so reusing one for different names is safe, only slower.
  *
  * Threads. Regions nest per thread. Unbalanced tt_pop() calls are counted and reported, never
  * fatal. GPU work launched from a thread with no open region is attributed to the region open
