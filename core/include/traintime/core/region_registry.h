@@ -182,7 +182,9 @@ class RegionRegistry {
   // whether it marks a step; the first meeting of a pair takes the slow path (the lock).
   // Every slow case leaves by a tail call, so the common one runs without a stack frame.
   void push_id(ThreadState* ts, NameId name, uint64_t now) {
-    // A full stack, or pushes beyond it still open (the high half).
+    // The table slot the name was last pushed at, checked by its key; a miss (another parent,
+    // or the name's first push), a full stack or pushes beyond it still open (the high half)
+    // take push_new, which probes the table and remembers the slot.
     uint32_t& last = ts->id_child_[name & (ThreadState::kIdMemoSize - 1)];
     const uint64_t key = child_key(ts->current_path_.load(std::memory_order_relaxed), name);
     const ThreadState::ChildSlot& slot = ts->children_[last];
@@ -192,10 +194,11 @@ class RegionRegistry {
     open_frame(ts, slot, depth, now);
   }
 
-  // Hot path: tt_push(const char*). A per-thread pointer cache avoids hashing the text; the
-  // content check keeps a reused buffer holding new text from being misattributed. An
-  // unregistrable name comes back as kNoName and still occupies a frame, so the caller's
-  // push/pop stay balanced.
+  // Hot path: tt_push(const char*). A per-thread pointer cache avoids hashing the text and
+  // remembers the table slot the name was last pushed at (as push_id's memo does); the content
+  // check keeps a reused buffer holding new text from being misattributed (a literal in
+  // read-only memory is trusted instead: set_constant_text). An unregistrable name comes back
+  // as kNoName and still occupies a frame, so the caller's push/pop stay balanced.
   void push(ThreadState* ts, const char* name, int category, uint64_t now) {
     ThreadState::NameSlot* s = cached_name(ts, name, category);
     if (__builtin_expect(s == nullptr, 0)) return push_named(ts, name, category, now);
