@@ -36,11 +36,17 @@ ThreadState* RegionRegistry::thread_state() {
   return ts;
 }
 
-void RegionRegistry::retrust(ThreadState* ts, ThreadState::NameSlot* s) const {
-  const int saved = errno;
+uint32_t RegionRegistry::constant_stamp(const ThreadState* ts, const char* name) const {
+  // The generation before the question: an unload between the two leaves the slot untrusted.
   const uint32_t gen = ts->constant_gen_.load(std::memory_order_relaxed);
-  s->constant = in_read_only_ != nullptr && in_read_only_(s->ptr) ? gen : 0;
+  const int saved = errno;
+  const bool read_only = in_read_only_ != nullptr && in_read_only_(name);
   errno = saved;
+  return read_only ? gen : 0;
+}
+
+void RegionRegistry::retrust(ThreadState* ts, ThreadState::NameSlot* s) const {
+  s->constant = constant_stamp(ts, s->ptr);
 }
 
 void RegionRegistry::forget_constant_text() {
@@ -117,11 +123,7 @@ NameId RegionRegistry::name_slow(ThreadState* ts, const char* name, int category
     s.id = id;
     s.child = 0;
     s.nwords = e.nwords;
-    // The generation before the question: an unload between the two leaves the slot untrusted.
-    const uint32_t gen = ts->constant_gen_.load(std::memory_order_relaxed);
-    const int saved = errno;
-    s.constant = in_read_only_ != nullptr && in_read_only_(name) ? gen : 0;
-    errno = saved;
+    s.constant = constant_stamp(ts, name);
     s.category = static_cast<int16_t>(category);
   }
   return id;

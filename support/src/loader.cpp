@@ -7,33 +7,36 @@
 
 namespace traintime::support {
 
-unsigned long long loaded_object_adds() noexcept {
-  const int saved = errno;
+namespace {
+
+// The loader's counters, the same in every entry of dl_iterate_phdr: read from the first.
+struct Counters {
   unsigned long long adds = 0;
+  unsigned long long subs = 0;
+};
+
+Counters loader_counters() noexcept {
+  const int saved = errno;
+  Counters c;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t size, void* out) -> int {
-        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds))
-          *static_cast<unsigned long long*>(out) = info->dlpi_adds;
-        return 1;  // the counter is the same in every entry: stop at the first
+        auto& c = *static_cast<Counters*>(out);
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+          c.adds = info->dlpi_adds;
+          c.subs = info->dlpi_subs;
+        }
+        return 1;  // stop at the first
       },
-      &adds);
+      &c);
   errno = saved;
-  return adds;
+  return c;
 }
 
-unsigned long long loaded_object_subs() noexcept {
-  const int saved = errno;
-  unsigned long long subs = 0;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t size, void* out) -> int {
-        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
-          *static_cast<unsigned long long*>(out) = info->dlpi_subs;
-        return 1;  // the same in every entry
-      },
-      &subs);
-  errno = saved;
-  return subs;
-}
+}  // namespace
+
+unsigned long long loaded_object_adds() noexcept { return loader_counters().adds; }
+
+unsigned long long loaded_object_subs() noexcept { return loader_counters().subs; }
 
 bool in_read_only_segment(const void* p) noexcept {
   const int saved = errno;

@@ -366,6 +366,8 @@ class RegionRegistry {
     return &s;
   }
   void retrust(ThreadState* ts, ThreadState::NameSlot* s) const;
+  // NameSlot::constant for `name`: the thread's generation when it lies in read-only memory.
+  uint32_t constant_stamp(const ThreadState* ts, const char* name) const;
   NameId name_for_pointer(ThreadState* ts, const char* name, int category) {
     const ThreadState::NameSlot* s = cached_name(ts, name, category);
     return s ? s->id : name_slow(ts, name, category);
