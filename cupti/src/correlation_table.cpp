@@ -18,6 +18,9 @@ static_assert(offsetof(core::CommContext, op) == 0 && offsetof(core::CommContext
 static_assert(sizeof(core::CommOp) == 1 && sizeof(bool) == 1 && sizeof(core::Category) == 1);
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Slot::words are little-endian");
 
+// A quarter of a small table at most, so that a few threads can each hold a chunk.
+uint32_t chunk_for(uint32_t capacity) { return std::min(CorrelationTable::kChunk, capacity / 4); }
+
 uint32_t round_up_pow2(uint32_t n) {
   uint32_t p = 16;
   while (p < n && p < (1u << 26)) p <<= 1;
@@ -63,35 +66,34 @@ CorrelationTable::CorrelationTable(uint32_t capacity)
       ids_(new std::atomic<uint32_t>[round_up_pow2(capacity)]()),
       nested_(new std::atomic<uint64_t>[round_up_pow2(capacity)]()),
       bands_(new Band[2 * (round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity)))]),
+      owners_(new std::atomic<uint64_t>[round_up_pow2(capacity) / chunk_for(round_up_pow2(capacity))]()),
+      skipped_(new std::atomic<uint64_t>[round_up_pow2(capacity) / chunk_for(round_up_pow2(capacity))]()),
       mask_(round_up_pow2(capacity) - 1),
+      chunk_(chunk_for(round_up_pow2(capacity))),
+      chunk_shift_(static_cast<uint32_t>(__builtin_ctz(chunk_))),
+      segment_mask_(round_up_pow2(capacity) / chunk_ - 1),
+      // An eighth of the table: a context stored under a chunk that old still has 7/8 of the
+      // table's launches to live, less the chunks other threads hold.
+      stale_after_(std::max<uint64_t>(chunk_, round_up_pow2(capacity) / 8)),
+      lookback_(kLookbackChunks * chunk_),
       band_index_mask_(2 * (round_up_pow2(capacity) / std::min(kBand, round_up_pow2(capacity))) - 1),
       band_size_(std::min(kBand, round_up_pow2(capacity))),
       band_shift_(static_cast<uint32_t>(__builtin_ctz(band_size_))),
       prefetchw_(cpu_has_prefetchw()) {}
 
-uint64_t CorrelationTable::claim(uint32_t id, const core::LaunchContext& ctx) noexcept {
-  if (id == 0) return 0;  // CUPTI's correlation ids start at 1
-  const uint64_t seq = next_.fetch_add(1, std::memory_order_relaxed);
+uint64_t CorrelationTable::fill(uint64_t seq, uint32_t id, const core::LaunchContext& ctx) noexcept {
   Slot& s = slots_[seq & mask_];
-  // The slot this thread will most likely claim kPrefetchAhead stores from now was last written
-  // a lap ago and read since by the processing thread: without this, the compare-exchange below
-  // waits for the line to come back from the other core at every store (most of a launch's
-  // cost on a two-core machine). Asked for now, it is exclusive here by then.
+  // The slot this thread will most likely fill kPrefetchAhead launches from now was last written
+  // a lap ago and read since by the processing thread: without this, the stores below wait for
+  // the line to come back from the other core at every launch (most of a launch's cost on a
+  // two-core machine). Asked for now, it is exclusive here by then.
   prefetch_for_write(&slots_[(seq + kPrefetchAhead) & mask_], prefetchw_);
   prefetch_for_write(&ids_[(seq + kIdsPerLine) & mask_], prefetchw_);
-  const uint64_t stamp = stamp_of(seq);
-  uint64_t old = s.stamp.load(std::memory_order_relaxed);
-  // The slot holds an older lap's context, unless a writer of that lap is still filling it (it
-  // was preempted for a whole lap) or a newer lap already wrote it (this writer was): then this
-  // context is not kept and its record, if it arrives, is counted as overwritten.
-  if ((old & 1) != 0 || old >= stamp ||
-      !s.stamp.compare_exchange_strong(old, stamp | 1, std::memory_order_relaxed)) {
-    collisions_.fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
-  // The id column too while the slot is busy: a writer of an older lap can no longer overwrite
-  // it. Fields with release (no fence: TSan does not model atomic_thread_fence), so a reader that
-  // sees any field of this write also sees the busy stamp before it when it re-checks.
+  // This writer holds the slot's segment (take_chunk): no other writes the slot until it is
+  // released, after this launch is published. Being written, then the fields with release (no
+  // fence: TSan does not model atomic_thread_fence), so a reader that sees any field of this
+  // write also sees the busy stamp before it when it re-checks.
+  s.stamp.store(stamp_of(seq) | 1, std::memory_order_relaxed);
   ids_[seq & mask_].store(id, std::memory_order_relaxed);
   s.words[0].store(uint64_t{ctx.path} | (uint64_t{ctx.step} << 32), std::memory_order_release);
   s.words[1].store(ctx.entry, std::memory_order_release);
@@ -106,6 +108,51 @@ uint64_t CorrelationTable::claim(uint32_t id, const core::LaunchContext& ctx) no
   return seq + 1;
 }
 
+bool CorrelationTable::take_chunk(Writer& w) noexcept {
+  if (w.next != w.end) give_up(w);  // stale
+  for (int tries = 0; tries < kTakeTries; ++tries) {
+    const uint64_t first = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    const uint64_t chunk = first >> chunk_shift_;
+    std::atomic<uint64_t>& owner = owners_[chunk & segment_mask_];
+    const uint64_t mine = (chunk + 1) << 1;
+    uint64_t old = owner.load(std::memory_order_relaxed);
+    // Free, and last taken by an older chunk (a writer that took its number a lap ago and was
+    // preempted before taking the segment finds it used by the newer lap). Acquire: the older
+    // chunk's stores to these slots happen before this chunk's.
+    if ((old & 1) == 0 && old < mine &&
+        owner.compare_exchange_strong(old, mine | 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+      w.next = first;
+      w.end = first + chunk_;
+      if (!stale(w)) return true;
+      give_up(w);  // preempted between the number and the segment while the window moved on
+      continue;
+    }
+    // Held by the writer of an older chunk that stopped part way through it, or used by a newer
+    // lap: its launches never come, which the bands are told (summarize() counts it done).
+    skipped_[chunk & segment_mask_].store(chunk + 1, std::memory_order_release);
+    given_up_.fetch_add(chunk_, std::memory_order_relaxed);
+    skipped_chunks_.fetch_add(1, std::memory_order_relaxed);
+  }
+  collisions_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void CorrelationTable::give_up(Writer& w) noexcept {
+  // Each unused slot published empty (id 0, which no lookup matches), so its band can complete;
+  // the last one releases the segment.
+  given_up_.fetch_add(w.end - w.next, std::memory_order_relaxed);
+  for (uint64_t seq = w.next; seq < w.end; ++seq) {
+    Slot& s = slots_[seq & mask_];
+    s.stamp.store(stamp_of(seq) | 1, std::memory_order_relaxed);
+    ids_[seq & mask_].store(0, std::memory_order_relaxed);
+    nested_[seq & mask_].store(0, std::memory_order_release);
+    s.words[kIdWord].store(0, std::memory_order_release);
+    publish(seq + 1);
+  }
+  w.next = w.end;
+}
+
 bool CorrelationTable::id_at(uint64_t seq, uint32_t* id) const noexcept {
   const Slot& s = slots_[seq & mask_];
   const uint64_t stamp = stamp_of(seq);
@@ -113,7 +160,7 @@ bool CorrelationTable::id_at(uint64_t seq, uint32_t* id) const noexcept {
   const uint64_t w = s.words[kIdWord].load(std::memory_order_acquire);
   if (s.stamp.load(std::memory_order_acquire) != stamp) return false;
   *id = static_cast<uint32_t>(w >> 32);
-  return true;
+  return *id != 0;  // 0: a slot given up empty
 }
 
 double CorrelationTable::ids_per_store() const noexcept {
@@ -157,6 +204,7 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
     const uint64_t stamp = slots_[q & mask_].stamp.load(std::memory_order_acquire);
     if (stamp > (stamp_of(q) | 1)) continue;  // overwritten by a newer launch: not live
     if (stamp != stamp_of(q)) {
+      if (stamp < stamp_of(q) && in_skipped_chunk(q)) continue;  // never comes in this lap
       complete = false;  // not yet published (claimed, being written, or not reached): later
       break;
     }
@@ -249,7 +297,11 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
     if (hit(q)) return true;
   const uint64_t end = next_.load(std::memory_order_acquire);
   if (end > seen) seen_end_.store(end, std::memory_order_relaxed);
-  const uint64_t begin = end > capacity() ? end - capacity() : 0;
+  // The counter runs ahead of the launches stored by the chunks threads hold, so the capacity()
+  // numbers before it are not all filled yet: the launches before them are still in their slots
+  // (read() tells a slot's launch by its stamp, so looking there is safe).
+  const uint64_t reach = capacity() + lookback_;
+  const uint64_t begin = end > reach ? end - reach : 0;
   const uint64_t cursor = std::clamp(start, begin, end);
   // Records arrive nearly in launch order: near the slot after the previous hit first, forward
   // then back; then the rest of the live slots, so a context in the table is always found.
@@ -295,7 +347,8 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
   // Not there: lost if a later launch was stored (its context was overwritten or never kept);
   // a miss for an id no launch reached yet is not a loss.
   uint32_t newest = 0;
-  for (uint64_t q = end; q > begin && end - q < 8; --q)
+  // (The newest numbers may be in chunks still held: look back over a few chunks' worth.)
+  for (uint64_t q = end; q > begin && end - q < 4 * uint64_t{chunk_}; --q)
     if (id_at(q - 1, &newest)) {
       if (after(newest, id)) overwritten_.fetch_add(1, std::memory_order_relaxed);
       break;

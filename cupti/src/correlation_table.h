@@ -2,45 +2,61 @@
 // launch callback and read by the processing thread when the activity record arrives (DESIGN §4).
 //
 // Fixed size, lock-free, allocation-free after construction, laid out for the caches. Every
-// store takes the next launch sequence number from one counter and writes slot seq % capacity:
-// consecutive launches fill consecutive 64-byte lines (one line per context), so the launching
-// thread streams through the table and the processing thread, whose records arrive nearly in
-// launch order, streams behind it. Slots are indexed by launch, not by correlation id: real
-// CUPTI numbers every traced API call, so ids advance several times faster than launches and
-// by an amount the tool does not control, but the id rate never shrinks the table. A context
-// is lost only after capacity() newer launches (sequence numbers) were stored, whatever the id
-// rate (save a store not kept, store() returning 0, and the one exception stated below). The
-// activity buffers are sized together with the table so that their records arrive well before
-// that (capture_tuning.h, kLaunchesInFlight).
+// launch has a sequence number and is written to slot seq % capacity, one 64-byte line per
+// context. The numbers are handed out in chunks (kChunk consecutive launches, one aligned segment
+// of the table) from one counter: a launching thread takes a chunk and its segment at once (a
+// fetch_add and a compare-exchange on the segment's owner word, once per chunk) and then fills
+// the chunk's slots alone, with plain stores and no locked instruction per launch (each of those
+// drained the store buffer: most of the launch callback's own time). So consecutive launches of
+// a thread fill consecutive lines, the launching thread streams through the table and the
+// processing thread, whose records arrive nearly in launch order, streams behind it. Slots are
+// indexed by launch, not by correlation id: real CUPTI numbers every traced API call, so ids
+// advance several times faster than launches and by an amount the tool does not control, but the
+// id rate never shrinks the table.
+//
+// The bound: a context is overwritten only by the launch capacity() sequence numbers after it,
+// whatever the id rate (the segment is owned by one writer at a time, and a writer takes a
+// segment only for a chunk newer than every chunk that had it). Sequence numbers run ahead of
+// launches by the chunks launching threads still hold (fewer than kChunk each) and by chunks given
+// up (below), so in launches the bound is capacity() less about kChunk per launching thread. A
+// thread whose chunk fell more than stale_after() numbers behind the counter (it stopped
+// launching a while) gives the rest of it up before its next launch instead of storing under an
+// old number that the window is about to pass, so a context it stores has at least capacity() -
+// stale_after() - kChunk numbers to live; the activity buffers are sized with the table so that
+// records arrive well before that (capture_tuning.h, kLaunchesInFlight). A chunk is given up by
+// publishing its unused slots empty (id 0: no lookup matches it) and releasing the segment; a
+// chunk whose segment is still held (its owner stopped part way through it a lap ago, or was
+// preempted) is skipped and marked so (its launches never come). A thread that exits gives its
+// chunk back (give_back()).
 //
 // Finding an id: a column of the ids by slot (4 bytes each, 16 to a cache line, also written in
 // launch order) is scanned from the slot after the reader's previous hit, forward then back, and
 // where the record is far out of order, over every other live slot, so a context in the table is
 // always found. That pass goes band by band (kBand launches each): a band whose every launch is
-// published (or already overwritten) gets, once, the range of the ids it holds, and a band whose
-// range excludes the id is skipped unread. So a miss (an id whose context is gone, the common case
-// for a reader that fell behind) reads one word per band and the bands still being written, not
-// the whole column: a reader that falls behind catches up instead of slowing down further. A
-// context stored late under an old id (its thread preempted between CUPTI's id and the store)
-// widens its own band's range and is still found. From the ranges of the bands wholly launched,
-// the reader also keeps a lower bound of the live window's ids (the floor), recomputed by a
-// lookup that missed near its cursor once the window has moved on by a band: an id below it is a
-// loss decided in one comparison, so a reader that fell more than a table behind pays almost
-// nothing per record until it reaches the live window again. The floor is the lowest id of the
-// launches from the window's start to the end of its last wholly launched band, and is kept only
-// when those are at least capacity() / 2 launches (the window's start can lie late in its band,
-// as when the reader was preempted: then there is no floor until the window moves on by a band).
-// So the one context that test misses while fewer than capacity() newer launches were stored is
-// one whose thread took its id before each of at least capacity() / 2 other launches took theirs,
-// and stored it after them all (preempted between CUPTI's id and the store while half a table of
-// launches went by; nearly a whole table in a table of many bands, as the capture's): counted
-// lost, as a context evicted after capacity() launches is. A slot is claimed by a
-// compare-exchange of its stamp to "busy" (a writer preempted for a whole lap of the table
-// loses to the newer one and counts a collision instead of tearing it), filled with release
-// stores and published with its sequence number; the reader validates the stamp before and
-// after copying (a seqlock keyed by the sequence number), so it never returns a torn or a
-// foreign context. A lookup that finds nothing for an
-// id older than the newest stored is counted as overwritten() and reported.
+// published (or already overwritten, or in a skipped chunk) gets, once, the range of the ids it
+// holds, and a band whose range excludes the id is skipped unread. So a miss (an id whose context
+// is gone, the common case for a reader that fell behind) reads one word per band and the bands
+// still being written (a band with a chunk a thread still holds is one), not the whole column: a
+// reader that falls behind catches up instead of slowing down further. A context stored late
+// under an old id (its thread preempted between CUPTI's id and the store) widens its own band's
+// range and is still found. From the ranges of the bands wholly launched, the reader also keeps a
+// lower bound of the live window's ids (the floor), recomputed by a lookup that missed near its
+// cursor once the window has moved on by a band: an id below it is a loss decided in one
+// comparison, so a reader that fell more than a table behind pays almost nothing per record until
+// it reaches the live window again. The floor is the lowest id of the launches from the window's
+// start to the end of its last wholly launched band, and is kept only when those are at least
+// capacity() / 2 launches (the window's start can lie late in its band, as when the reader was
+// preempted: then there is no floor until the window moves on by a band). So the one context that
+// test misses while fewer than capacity() newer launches were stored is one whose thread took its
+// id before each of at least capacity() / 2 other launches took theirs, and stored it after them
+// all (preempted between CUPTI's id and the store while half a table of launches went by; nearly
+// a whole table in a table of many bands, as the capture's): counted lost, as a context evicted
+// after capacity() launches is. A slot is filled as a seqlock keyed by the sequence number: its
+// stamp set to "being written", the fields stored with release, the stamp set to the sequence
+// number (published); the reader validates the stamp before and after copying, so it never
+// returns a torn or a foreign context (and one writer per segment at a time means no two writes
+// of a slot overlap). A lookup that finds nothing for an id older than the newest stored is
+// counted as overwritten() and reported.
 #pragma once
 
 #include <atomic>
@@ -60,14 +76,24 @@ class CorrelationTable {
   // smaller than this).
   static constexpr uint32_t kBand = 256;
 
+  // Launches a thread claims at once (fewer in a small table: a quarter of it).
+  static constexpr uint32_t kChunk = 64;
+
   // capacity is rounded up to a power of two (at least 16).
   explicit CorrelationTable(uint32_t capacity);
 
-  // Hot path: no lock, no allocation, errno untouched; one fetch_add and one compare-exchange.
+  // A launching thread's chunk of sequence numbers: the caller keeps one per thread for this
+  // table, zero-initialised, and passes it to every claim and store the thread makes.
+  struct Writer {
+    uint64_t next = 0;  // the next sequence number of the chunk held
+    uint64_t end = 0;   // its end: next == end, none held
+  };
+
+  // Hot path: no lock, no allocation, errno untouched; no locked instruction but once a chunk.
   // Returns 1 + the launch sequence number the context was kept under (its ticket), 0 when it
-  // was not kept (id 0, or a collision).
-  uint64_t store(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
-    const uint64_t ticket = claim(correlation_id, ctx);
+  // was not kept (id 0, or no chunk could be had).
+  uint64_t store(Writer& w, uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
+    const uint64_t ticket = claim(w, correlation_id, ctx);
     publish(ticket);
     return ticket;
   }
@@ -75,14 +101,34 @@ class CorrelationTable {
   // One launch, several correlation ids: a runtime launch's nested driver call (and its own
   // runtime entry point under it) joins the same context. claim() fills the launch's slot and
   // keeps it unpublished, add_nested() adds up to kNestedIds more ids to it, publish() makes it
-  // visible: one fetch_add and one compare-exchange for the whole launch, however many of its
-  // ids are kept, and one slot, so nested ids do not shrink the table's bound. The slot is the
-  // claiming thread's alone until published (no other writer, no reader takes it), so the
-  // nested ids need no atomic read-modify-write. A record cannot arrive before its launch's
-  // innermost call: the launch callback publishes at that call's entry (the driver's), or at
-  // the outer call's exit when there is none.
+  // visible: one slot for the whole launch, however many of its ids are kept, so nested ids do
+  // not shrink the table's bound. The slot is the claiming thread's alone until published (no
+  // other writer, no reader takes it), so the nested ids need no atomic read-modify-write. A
+  // record cannot arrive before its launch's innermost call: the launch callback publishes at
+  // that call's entry (the driver's), or at the outer call's exit when there is none. claim()
+  // may give up a stale chunk (its unused slots published empty and its segment released), so
+  // it is called with no claimed slot of this writer unpublished; a claim while one is open (an
+  // id that did not fit in its launch's slot) is claim_beside(), which keeps the chunk.
   static constexpr uint32_t kNestedIds = 2;
-  uint64_t claim(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
+  uint64_t claim(Writer& w, uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
+    if (correlation_id == 0) return 0;  // CUPTI's correlation ids start at 1
+    if (__builtin_expect(w.next == w.end || stale(w), 0)) {
+      if (!take_chunk(w)) return 0;
+    }
+    return fill(w.next++, correlation_id, ctx);
+  }
+  uint64_t claim_beside(Writer& w, uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
+    if (correlation_id == 0) return 0;
+    if (w.next == w.end && !take_chunk(w)) return 0;
+    return fill(w.next++, correlation_id, ctx);
+  }
+  // For a table with one writing thread (tests, replays, benchmarks): the table's own Writer.
+  uint64_t claim(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
+    return claim(solo_, correlation_id, ctx);
+  }
+  uint64_t store(uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
+    return store(solo_, correlation_id, ctx);
+  }
   // False when not kept: ticket 0, id 0, or kNestedIds nested ids already (store it alone).
   bool add_nested(uint64_t ticket, uint32_t correlation_id) noexcept {
     if (ticket == 0 || correlation_id == 0) return false;
@@ -97,9 +143,16 @@ class CorrelationTable {
     }
     return true;
   }
+  // The last launch of a chunk, published, frees its segment for the chunk a lap later.
   void publish(uint64_t ticket) noexcept {
-    if (ticket != 0)
-      slots_[(ticket - 1) & mask_].stamp.store(stamp_of(ticket - 1), std::memory_order_release);
+    if (ticket == 0) return;
+    slots_[(ticket - 1) & mask_].stamp.store(stamp_of(ticket - 1), std::memory_order_release);
+    if ((ticket & (chunk_ - 1)) == 0) release_segment((ticket - 1) >> chunk_shift_);
+  }
+  // A thread that launches no more (its exit) gives the rest of its chunk up, so its segment is
+  // free for the next lap. No claimed slot of w may be unpublished.
+  void give_back(Writer& w) noexcept {
+    if (w.next != w.end) give_up(w);
   }
 
   // True and *out filled (every field) when the entry for correlation_id is present; when not,
@@ -123,16 +176,46 @@ class CorrelationTable {
   uint32_t capacity() const { return mask_ + 1; }
   // Lookups that found no context for an id older than the newest stored.
   uint64_t overwritten() const { return overwritten_.load(std::memory_order_relaxed); }
-  // Stores skipped because a writer stalled for a whole lap of the table held their slot, or
-  // a newer launch already had it.
+  // Claims not kept: no chunk could be had in kTakeTries tries, each one's segment still held by
+  // a thread that stopped part way through it a lap before, or already used by a newer lap.
   uint64_t store_collisions() const { return collisions_.load(std::memory_order_relaxed); }
+  // Chunks skipped so (their launches went to the next chunk; none is lost by it).
+  uint64_t chunks_skipped() const { return skipped_chunks_.load(std::memory_order_relaxed); }
   // Correlation ids per launch (1.0 until two contexts were found), measured by the reader over
   // the contexts it found: the ids they span, counted across 32-bit wraps, per launch spanned.
   double ids_per_store() const noexcept;
-  // Launch contexts stored (launch callbacks seen), including those lost to collisions.
-  uint64_t launches() const { return next_.load(std::memory_order_relaxed); }
+  // Launch contexts stored (launch callbacks seen), counting the chunks launching threads hold
+  // now as used (fewer than kChunk launches more than stored, per thread).
+  uint64_t launches() const {
+    return next_.load(std::memory_order_relaxed) - given_up_.load(std::memory_order_relaxed);
+  }
+  // Sequence numbers handed out: the window of live contexts is the capacity() before it.
+  uint64_t sequence_end() const { return next_.load(std::memory_order_relaxed); }
+  // How far behind the counter a writer's chunk may fall before the writer gives it up.
+  uint64_t stale_after() const { return stale_after_; }
 
  private:
+  // Fills slot seq (the writer's own: its chunk's) and returns its ticket, unpublished.
+  uint64_t fill(uint64_t seq, uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
+  // w's chunk fell stale_after() or more sequence numbers behind the counter.
+  bool stale(const Writer& w) const noexcept {
+    return next_.load(std::memory_order_relaxed) - w.end >= stale_after_;
+  }
+  // Gives up w's chunk if it holds one, then takes a new one and its segment: false when
+  // kTakeTries chunks in a row could not be had (their segments held or used by a newer lap).
+  static constexpr int kTakeTries = 4;
+  bool take_chunk(Writer& w) noexcept;
+  // The unused slots of w's chunk published empty, its segment released.
+  void give_up(Writer& w) noexcept;
+  void release_segment(uint64_t chunk) noexcept {
+    owners_[chunk & segment_mask_].store((chunk + 1) << 1, std::memory_order_release);
+  }
+  // Slot seq is in a chunk that was skipped (its launches never come in this lap).
+  bool in_skipped_chunk(uint64_t seq) const noexcept {
+    const uint64_t chunk = seq >> chunk_shift_;
+    return skipped_[chunk & segment_mask_].load(std::memory_order_acquire) == chunk + 1;
+  }
+
   // Slot::stamp: 0 never written; (seq + 1) << 1 published; that | 1 being written.
   // Slot::words: the LaunchContext's bytes as its 7 words lie in memory (correlation_table.cpp
   // checks the offsets), so read() copies a context in 7 loads and 7 stores, nothing unpacked;
@@ -257,18 +340,35 @@ class CorrelationTable {
     std::atomic<uint64_t> range{0};
   };
   std::unique_ptr<Band[]> bands_;
+  // Per segment (chunk_ slots, chunk number % segments): owners_ holds (chunk + 1) << 1 of the
+  // last chunk that took it, | 1 while that chunk's writer holds it (0: never taken); skipped_
+  // holds chunk + 1 of the last chunk skipped there.
+  std::unique_ptr<std::atomic<uint64_t>[]> owners_;
+  std::unique_ptr<std::atomic<uint64_t>[]> skipped_;
   uint32_t mask_;
+  uint32_t chunk_;        // a power of two, kChunk or a quarter of the table
+  uint32_t chunk_shift_;  // log2(chunk_)
+  uint32_t segment_mask_; // segments - 1
+  uint64_t stale_after_;
+  // Lookups also search the lookback_ numbers before the last capacity(): the chunks of up to
+  // kLookbackChunks launching threads, not yet filled, leave that many launches older than the
+  // window in their slots.
+  static constexpr uint64_t kLookbackChunks = 4;
+  uint64_t lookback_;
   uint32_t band_index_mask_;  // entries in bands_ - 1
   uint32_t band_size_;   // a power of two
   uint32_t band_shift_;  // log2(band_size_)
-  // store() asks for slot seq + kPrefetchAhead to be made exclusive (four launches ahead: each
-  // launch stores a runtime and a driver context), with PREFETCHW where the CPU has it.
+  // fill() asks for slot seq + kPrefetchAhead to be made exclusive (eight launches ahead), with
+  // PREFETCHW where the CPU has it.
   static constexpr uint64_t kPrefetchAhead = 8;
   static constexpr uint64_t kIdsPerLine = 16;  // the id column's line a line ahead, likewise
   bool prefetchw_;
   alignas(64) mutable std::atomic<bool> summarizing_{false};
-  alignas(64) std::atomic<uint64_t> next_{0};  // the next launch sequence number
+  alignas(64) std::atomic<uint64_t> next_{0};  // the next chunk's first sequence number
   std::atomic<uint64_t> collisions_{0};
+  std::atomic<uint64_t> given_up_{0};        // sequence numbers of chunks given up or skipped
+  std::atomic<uint64_t> skipped_chunks_{0};
+  Writer solo_;  // claim(id, ctx) and store(id, ctx): one writing thread
   // Reader side, on its own line: the writers never touch it.
   // The slot after the last hit; kNoHit before the first (no slot: the inline case needs a hit
   // before it, and lookup_scan starts from slot 0 then).

@@ -114,6 +114,8 @@ class GpuCapture {
                        ApiRole role);
   // A nested call's id in a slot of its own, under the launch's context (rare: out of line).
   void store_alone(uint32_t correlation_id);
+  // At a thread's first launch: its chunk of the correlation table is given back when it exits.
+  void watch_thread_exit() noexcept;
   // An allocation is not GPU work: the first launch, and the fixture's launches, are launches.
   bool after_launch_due(ApiRole role) const {
     return (!recorded_.load(std::memory_order_relaxed) || recorder_) && role != ApiRole::kMemory;

@@ -2,6 +2,8 @@
 // allocation, errno preserved). A launch stores its region's context under its correlation id;
 // graph-node callbacks keep the context of captured launches. Lock order: capture_lock_order.h
 // (on_api takes no lock; its flush at a context's teardown is try_only).
+#include <pthread.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
@@ -24,10 +26,29 @@ struct LaunchNest {
   uint32_t depth = 0;
   uint64_t open = 0;  // ticket of this launch's context, claimed and not yet published (0: none)
   core::LaunchContext ctx;
+  CorrelationTable::Writer writer;  // this thread's chunk of the correlation table
 };
 thread_local LaunchNest t_nest __attribute__((tls_model("initial-exec")));
 
+// A launching thread that exits gives its chunk of the table back (correlation_table.h), so its
+// segment does not stay held, skipped by every later lap. The key's value is the thread's Writer,
+// set at its first launch. GpuCapture and its table are never destroyed.
+pthread_key_t g_writer_key;
+pthread_once_t g_writer_key_once = PTHREAD_ONCE_INIT;
+
 }  // namespace
+
+__attribute__((noinline)) void GpuCapture::watch_thread_exit() noexcept {
+  const int saved_errno = errno;
+  pthread_once(&g_writer_key_once, [] {
+    pthread_key_create(&g_writer_key, [](void* writer) {
+      GpuCapture& self = GpuCapture::get();
+      if (self.launches_) self.launches_->give_back(*static_cast<CorrelationTable::Writer*>(writer));
+    });
+  });
+  pthread_setspecific(g_writer_key, &t_nest.writer);
+  errno = saved_errno;
+}
 
 void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domain,
                                       CUpti_CallbackId cbid, const void* data) {
@@ -95,7 +116,10 @@ __attribute__((noinline)) void GpuCapture::on_api_enter(CUpti_CallbackDomain dom
 }
 
 __attribute__((noinline)) void GpuCapture::store_alone(uint32_t correlation_id) {
-  launches_->store(correlation_id, t_nest.ctx);
+  LaunchNest& nest = t_nest;
+  // With the launch's own slot still open (no room left in it), beside it: the chunk is kept.
+  launches_->publish(nest.open != 0 ? launches_->claim_beside(nest.writer, correlation_id, nest.ctx)
+                                    : launches_->claim(nest.writer, correlation_id, nest.ctx));
 }
 
 __attribute__((noinline)) void GpuCapture::on_launch_begin(CUpti_CallbackDomain domain,
@@ -109,7 +133,8 @@ __attribute__((noinline)) void GpuCapture::on_launch_begin(CUpti_CallbackDomain 
       hooks_.comm_calls_waiting != nullptr && hooks_.comm_calls_waiting())
     take_pending_comm_call(domain, cbid, cb, &nest.ctx);
   ++nest.depth;
-  const uint64_t ticket = launches_->claim(cb->correlationId, nest.ctx);
+  if (__builtin_expect(nest.writer.end == 0, 0)) watch_thread_exit();  // its first launch
+  const uint64_t ticket = launches_->claim(nest.writer, cb->correlationId, nest.ctx);
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     launches_->publish(ticket);
   } else {
