@@ -153,6 +153,18 @@ void CorrelationTable::give_up(Writer& w) noexcept {
   w.next = w.end;
 }
 
+uint64_t CorrelationTable::launches() const noexcept {
+  uint64_t unfilled = 0;
+  for (uint64_t segment = 0; segment <= segment_mask_; ++segment) {
+    const uint64_t owner = owners_[segment].load(std::memory_order_acquire);
+    if ((owner & 1) == 0) continue;  // not held
+    const uint64_t first = ((owner >> 1) - 1) << chunk_shift_;
+    for (uint64_t q = first; q < first + chunk_; ++q)  // being written counts as filled
+      if (slots_[q & mask_].stamp.load(std::memory_order_relaxed) < stamp_of(q)) ++unfilled;
+  }
+  return next_.load(std::memory_order_relaxed) - given_up_.load(std::memory_order_relaxed) - unfilled;
+}
+
 bool CorrelationTable::id_at(uint64_t seq, uint32_t* id) const noexcept {
   const Slot& s = slots_[seq & mask_];
   const uint64_t stamp = stamp_of(seq);

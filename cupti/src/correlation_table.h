@@ -184,11 +184,10 @@ class CorrelationTable {
   // Correlation ids per launch (1.0 until two contexts were found), measured by the reader over
   // the contexts it found: the ids they span, counted across 32-bit wraps, per launch spanned.
   double ids_per_store() const noexcept;
-  // Launch contexts stored (launch callbacks seen), counting the chunks launching threads hold
-  // now as used (fewer than kChunk launches more than stored, per thread).
-  uint64_t launches() const {
-    return next_.load(std::memory_order_relaxed) - given_up_.load(std::memory_order_relaxed);
-  }
+  // Launch contexts stored (launch callbacks seen), including those lost to collisions: the
+  // sequence numbers handed out less those given up and those of the chunks held not yet filled
+  // (read from their slots' stamps, so exact when no thread is launching meanwhile).
+  uint64_t launches() const noexcept;
   // Sequence numbers handed out: the window of live contexts is the capacity() before it.
   uint64_t sequence_end() const { return next_.load(std::memory_order_relaxed); }
   // How far behind the counter a writer's chunk may fall before the writer gives it up.
