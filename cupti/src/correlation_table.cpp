@@ -18,8 +18,9 @@ static_assert(offsetof(core::CommContext, op) == 0 && offsetof(core::CommContext
 static_assert(sizeof(core::CommOp) == 1 && sizeof(bool) == 1 && sizeof(core::Category) == 1);
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Slot::words are little-endian");
 
-// A quarter of a small table at most, so that a few threads can each hold a chunk.
-uint32_t chunk_for(uint32_t capacity) { return std::min(CorrelationTable::kChunk, capacity / 4); }
+// A sixteenth of a small table at most: the floor's argument (correlation_table.h) needs the
+// chunks a few threads hold to be far fewer launches than half the table.
+uint32_t chunk_for(uint32_t capacity) { return std::min(CorrelationTable::kChunk, capacity / 16); }
 
 uint32_t round_up_pow2(uint32_t n) {
   uint32_t p = 16;
@@ -203,7 +204,18 @@ bool CorrelationTable::below_floor(uint32_t id) const noexcept {
   return (floor >> 32) != 0 && static_cast<uint32_t>(floor) - id - 1 < kFloorReach;
 }
 
+bool CorrelationTable::unpublished(uint64_t q) const noexcept {
+  const uint64_t stamp = slots_[q & mask_].stamp.load(std::memory_order_acquire);
+  if (stamp > (stamp_of(q) | 1) || stamp == stamp_of(q)) return false;  // overwritten, published
+  return !(stamp < stamp_of(q) && in_skipped_chunk(q));  // a skipped chunk's never comes
+}
+
 void CorrelationTable::summarize(uint64_t first) const noexcept {
+  // The launch that kept this band from completing last time, still not published: it is not
+  // complete yet (one line read, not the band's up to that launch: misses ask at every lookup
+  // while a thread holds a chunk in the newest band).
+  const uint64_t waiting = waiting_for_.load(std::memory_order_relaxed);
+  if (waiting > first && waiting <= first + band_size_ && unpublished(waiting - 1)) return;
   if (summarizing_.exchange(true, std::memory_order_acquire)) return;
   Band& b = band_at(first);
   // Bands are summarized while in the live window, which only moves forward: a newer band in
@@ -212,12 +224,16 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
   uint32_t ref = 0;
   bool any = false;
   int64_t lo = 0, hi = 0;
+  constexpr int64_t kNone = INT64_MAX;
+  int64_t sub_lo[kBand / kSubBlock];
+  for (int64_t& v : sub_lo) v = kNone;
   for (uint64_t q = first; complete && q < first + band_size_; ++q) {
     const uint64_t stamp = slots_[q & mask_].stamp.load(std::memory_order_acquire);
     if (stamp > (stamp_of(q) | 1)) continue;  // overwritten by a newer launch: not live
     if (stamp != stamp_of(q)) {
       if (stamp < stamp_of(q) && in_skipped_chunk(q)) continue;  // never comes in this lap
       complete = false;  // not yet published (claimed, being written, or not reached): later
+      waiting_for_.store(q + 1, std::memory_order_relaxed);
       break;
     }
     // The id store precedes the stamp's release; a newer launch's id read here instead (the slot
@@ -232,6 +248,8 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
       const int64_t d = static_cast<int32_t>(id - ref);
       lo = std::min(lo, d);
       hi = std::max(hi, d);
+      int64_t& sub = sub_lo[(q - first) / kSubBlock];
+      sub = std::min(sub, d);
     }
   }
   // Ids more than 2^30 apart in one band (never seen: launches are not that sparse) are not
@@ -240,44 +258,89 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
     const uint32_t low = ref + static_cast<uint32_t>(lo);
     b.first.store(0, std::memory_order_relaxed);
     b.range.store(uint64_t{low} | (static_cast<uint64_t>(hi - lo) << 32), std::memory_order_release);
+    for (uint32_t k = 0; k < band_size_ / kSubBlock; ++k)
+      b.sub[k].store(static_cast<uint32_t>((sub_lo[k] == kNone ? hi : sub_lo[k]) - lo),
+                     std::memory_order_release);
     b.first.store(first + 1, std::memory_order_release);
   }
   summarizing_.store(false, std::memory_order_release);
 }
 
-void CorrelationTable::compute_floor(uint64_t begin, uint64_t end) const noexcept {
-  const uint64_t first_band = begin >> band_shift_;
-  floor_band_.store(first_band, std::memory_order_relaxed);
-  uint32_t ref = 0;
-  bool any = false;
-  int64_t lo = 0;
-  uint64_t first = first_band << band_shift_;
-  for (; first + band_size_ <= end; first += band_size_) {
-    uint64_t range = 0;
-    if (!band_range(first, &range)) {
-      summarize(first);
+bool CorrelationTable::band_sub_min(uint64_t first, uint32_t k, uint32_t* low,
+                                    uint32_t* above) const noexcept {
+  const Band& b = band_at(first);
+  if (b.first.load(std::memory_order_acquire) != first + 1) return false;
+  const uint64_t range = b.range.load(std::memory_order_acquire);
+  uint32_t m = static_cast<uint32_t>(range >> 32);
+  for (uint32_t i = k; i < band_size_ / kSubBlock; ++i)
+    m = std::min(m, b.sub[i].load(std::memory_order_acquire));
+  *low = static_cast<uint32_t>(range);
+  *above = m;
+  return b.first.load(std::memory_order_relaxed) == first + 1;  // not rewritten meanwhile
+}
+
+void CorrelationTable::compute_floor(uint64_t end) const noexcept {
+  // The window of the bound is the capacity() numbers before end; a chunk's worth before it too,
+  // whose launches may still be in their slots (a writer's chunk not yet filled: one writer's
+  // last capacity() launches are all found).
+  const uint64_t live = end > capacity() ? end - capacity() : 0;
+  floor_begin_.store(live, std::memory_order_relaxed);
+  floor_.store(0, std::memory_order_relaxed);
+  const uint64_t from = live > chunk_ ? live - chunk_ : 0;
+  // [from, split): read from the id columns (a slot rewritten since holds a newer id, which only
+  // raises the minimum); from split on: the bands' summaries (those slots are not rewritten before
+  // end passes them by capacity()).
+  const uint64_t split = (live + kSubBlock - 1) / kSubBlock * kSubBlock;
+  const uint64_t band0 = split >> band_shift_ << band_shift_;
+  if (band0 + band_size_ > end) return;
+  // The complete bands after split's, up to the first not complete: once per band the window
+  // moves.
+  if (rest_band_.load(std::memory_order_relaxed) != band0 + 1) {
+    uint32_t ref = 0;
+    bool any = false;
+    int64_t lo = 0;
+    uint64_t first = band0 + band_size_;
+    for (; first + band_size_ <= end; first += band_size_) {
+      uint64_t range = 0;
       if (!band_range(first, &range)) {
-        any = false;  // a band without its range (a launch not yet published): no floor this time
-        break;
+        summarize(first);
+        // A launch not yet published (a chunk a thread holds, or a store under way): the floor
+        // covers the bands before it, if they are enough (below).
+        if (!band_range(first, &range)) break;
       }
+      const uint32_t low = static_cast<uint32_t>(range);
+      if (!any) ref = low;
+      any = true;
+      lo = std::min<int64_t>(lo, static_cast<int32_t>(low - ref));
     }
-    const uint32_t low = static_cast<uint32_t>(range);
-    if (!any) ref = low;
-    any = true;
-    lo = std::min<int64_t>(lo, static_cast<int32_t>(low - ref));
+    rest_.store(any ? (uint64_t{1} << 32) | (ref + static_cast<uint32_t>(lo)) : 0,
+                std::memory_order_relaxed);
+    rest_end_.store(first, std::memory_order_relaxed);
+    rest_band_.store(band0 + 1, std::memory_order_relaxed);
   }
-  // The ranges cover [begin, first), less the launches overwritten before they were summarized
-  // (the window may have moved on meanwhile: now's window starts past them). An id below them
-  // all, stored by a live launch, was taken before every launch of [now's begin, first) took its
-  // id, and stored after them. Only a floor over at least half a table makes that a long delay:
-  // the oldest band may have only a few live launches left (the window's start late in it, as
-  // when the reader was preempted), and a launch just after that band whose thread took its id a
-  // few launches earlier than theirs would be rejected by a floor of their ids.
-  const uint64_t now = next_.load(std::memory_order_acquire);
-  const uint64_t begin_now = now > capacity() ? now - capacity() : 0;
-  const bool half = first >= begin_now + capacity() / 2;
-  floor_.store(any && half ? (uint64_t{1} << 32) | (ref + static_cast<uint32_t>(lo)) : 0,
-               std::memory_order_relaxed);
+  // Only a floor over at least half a table: an id below them all, stored by a live launch, was
+  // taken before every launch of [live, rest_end_) took its id, and stored after them (or, under
+  // a later number, before the rest of other threads' chunks: fewer, correlation_table.h); over
+  // fewer launches that is not a long delay (a launch just after them whose thread took its id a
+  // few launches earlier than theirs would be rejected).
+  if (rest_end_.load(std::memory_order_relaxed) < live + capacity() / 2) return;
+  uint64_t range = 0;
+  if (!band_range(band0, &range)) {
+    summarize(band0);
+    if (!band_range(band0, &range)) return;
+  }
+  uint32_t low = 0, above = 0;
+  if (!band_sub_min(band0, static_cast<uint32_t>((split - band0) / kSubBlock), &low, &above)) return;
+  int64_t lo = above;  // relative to split's band's low
+  for (uint64_t q = from; q < split; ++q) {
+    const uint64_t nested = nested_[q & mask_].load(std::memory_order_relaxed);
+    for (const uint32_t id : {ids_[q & mask_].load(std::memory_order_relaxed),
+                              static_cast<uint32_t>(nested), static_cast<uint32_t>(nested >> 32)})
+      if (id != 0) lo = std::min<int64_t>(lo, static_cast<int32_t>(id - low));
+  }
+  const uint64_t rest = rest_.load(std::memory_order_relaxed);
+  if ((rest >> 32) != 0) lo = std::min<int64_t>(lo, static_cast<int32_t>(static_cast<uint32_t>(rest) - low));
+  floor_.store((uint64_t{1} << 32) | (low + static_cast<uint32_t>(lo)), std::memory_order_relaxed);
 }
 
 bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const noexcept {
@@ -323,15 +386,17 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
     if (hit(q)) return true;
   for (uint64_t q = cursor; q > near_begin; --q)
     if (hit(q - 1)) return true;
-  // Not near: the floor, recomputed once the window has moved on by a band (here, not on every
-  // pass through the slow path, so a reader that keeps up never pays for it), may settle it.
-  if ((begin >> band_shift_) != floor_band_.load(std::memory_order_relaxed)) {
-    compute_floor(begin, end);
+  // Not near: the floor, recomputed once the window has moved on (here, not on every pass through
+  // the slow path, so a reader that keeps up never pays for it: a few lines read, the bands' ones
+  // once per band), may settle it.
+  if ((end > capacity() ? end - capacity() : 0) != floor_begin_.load(std::memory_order_relaxed)) {
+    compute_floor(end);
     if (below_floor(id)) {
       overwritten_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
   }
+  full_scans_.fetch_add(1, std::memory_order_relaxed);
   // The rest, band by band: [lo, hi) of the band that starts at `first`, unless its id range
   // excludes the id (a band wholly in the live window gets its range the first time).
   const auto band = [&](uint64_t first, uint64_t lo, uint64_t hi, bool backward) {
@@ -357,14 +422,18 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
     if (first == 0) break;
   }
   // Not there: lost if a later launch was stored (its context was overwritten or never kept);
-  // a miss for an id no launch reached yet is not a loss.
+  // a miss for an id no launch reached yet is not a loss. A later launch: one this reader found
+  // already (the newest id it found), or the first of one of the last chunks handed out (a
+  // chunk is filled from its first number; the rest of the chunks threads hold may not be).
+  const bool any_found = min_seq_.load(std::memory_order_relaxed) != ~uint64_t{0};
+  bool lost = any_found && after(static_cast<uint32_t>(max_id_.load(std::memory_order_relaxed)), id);
   uint32_t newest = 0;
-  // (The newest numbers may be in chunks still held: look back over a few chunks' worth.)
-  for (uint64_t q = end; q > begin && end - q < 4 * uint64_t{chunk_}; --q)
-    if (id_at(q - 1, &newest)) {
-      if (after(newest, id)) overwritten_.fetch_add(1, std::memory_order_relaxed);
+  for (uint64_t k = 1; !lost && k <= kLookbackChunks && k * chunk_ <= end - begin; ++k)
+    if (id_at(end - k * chunk_, &newest)) {
+      lost = after(newest, id);
       break;
     }
+  if (lost) overwritten_.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 

@@ -44,14 +44,18 @@
 // cursor once the window has moved on by a band: an id below it is a loss decided in one
 // comparison, so a reader that fell more than a table behind pays almost nothing per record until
 // it reaches the live window again. The floor is the lowest id of the launches from the window's
-// start to the end of its last wholly launched band, and is kept only when those are at least
-// capacity() / 2 launches (the window's start can lie late in its band, as when the reader was
-// preempted: then there is no floor until the window moves on by a band). So the one context that
+// start up to its first band not complete (a launch not yet published), and is kept only when
+// those are at least capacity() / 2 launches (the window's start can lie late in its band, as
+// when the reader was preempted: then there is no floor until the window moves on by a band).
+// So the one context that
 // test misses while fewer than capacity() newer launches were stored is one whose thread took its
 // id before each of at least capacity() / 2 other launches took theirs, and stored it after them
 // all (preempted between CUPTI's id and the store while half a table of launches went by; nearly
 // a whole table in a table of many bands, as the capture's): counted lost, as a context evicted
-// after capacity() launches is. A slot is filled as a seqlock keyed by the sequence number: its
+// after capacity() launches is. (Stored before them but under a later number is not possible:
+// the launches under earlier numbers that took their ids later are the rest of the chunks other
+// threads held, at most kChunk each: fewer than capacity() / 2 with up to capacity() / (2 x
+// kChunk) launching threads, 128 in the capture's table.) A slot is filled as a seqlock keyed by the sequence number: its
 // stamp set to "being written", the fields stored with release, the stamp set to the sequence
 // number (published); the reader validates the stamp before and after copying, so it never
 // returns a torn or a foreign context (and one writer per segment at a time means no two writes
@@ -76,7 +80,7 @@ class CorrelationTable {
   // smaller than this).
   static constexpr uint32_t kBand = 256;
 
-  // Launches a thread claims at once (fewer in a small table: a quarter of it).
+  // Launches a thread claims at once (fewer in a small table: a sixteenth of it).
   static constexpr uint32_t kChunk = 64;
 
   // capacity is rounded up to a power of two (at least 16).
@@ -179,6 +183,8 @@ class CorrelationTable {
   // Claims not kept: no chunk could be had in kTakeTries tries, each one's segment still held by
   // a thread that stopped part way through it a lap before, or already used by a newer lap.
   uint64_t store_collisions() const { return collisions_.load(std::memory_order_relaxed); }
+  // Lookups that went on past the slots near the reader's cursor and the floor, to the bands.
+  uint64_t full_scans() const { return full_scans_.load(std::memory_order_relaxed); }
   // Chunks skipped so (their launches went to the next chunk; none is lost by it).
   uint64_t chunks_skipped() const { return skipped_chunks_.load(std::memory_order_relaxed); }
   // Correlation ids per launch (1.0 until two contexts were found), measured by the reader over
@@ -312,6 +318,8 @@ class CorrelationTable {
   // Gives band `first` its id range if every launch of it is published or overwritten (one
   // thread at a time; another finding it busy goes on scanning).
   void summarize(uint64_t first) const noexcept;
+  // Launch q is neither published nor overwritten nor in a skipped chunk.
+  bool unpublished(uint64_t q) const noexcept;
   // The band entry of the band that starts at sequence number `first`.
   struct Band;
   Band& band_at(uint64_t first) const noexcept {
@@ -320,9 +328,16 @@ class CorrelationTable {
   // id is below the floor (by at most kFloorReach).
   bool below_floor(uint32_t id) const noexcept;
   static constexpr uint32_t kFloorReach = 1u << 30;
-  // The floor of the live window [begin, end) when every band wholly launched in it has a range;
-  // kept in floor_ (bit 32 set: valid) for begin's band.
-  void compute_floor(uint64_t begin, uint64_t end) const noexcept;
+  // The floor of the window of the capacity() numbers before end, kept in floor_ (bit 32 set:
+  // valid) for that window's start (floor_begin_): the lowest id of its launches up to its first
+  // band not complete, exact to the launch at its start (its band's sub-block minima and the ids
+  // of its own sub-block from its start on), so an id evicted since the window last moved is
+  // rejected too: a reader that fell behind meets one evicted record after another, and each one
+  // the floor missed cost a scan of the table.
+  void compute_floor(uint64_t end) const noexcept;
+  // Band `first`'s lowest id at or after sub-block k, as a span above its range's low (false: no
+  // range).
+  bool band_sub_min(uint64_t first, uint32_t k, uint32_t* low, uint32_t* above) const noexcept;
 
   std::unique_ptr<Slot[]> slots_;
   std::unique_ptr<std::atomic<uint32_t>[]> ids_;  // the id column: ids_[seq % capacity]
@@ -333,10 +348,14 @@ class CorrelationTable {
   // overwritten, and the newest one, being written there, have one each): `first` is its first
   // sequence number + 1 (0: none,
   // or being rewritten), `range` its lowest id (low half) and the span up to its highest (high
-  // half), across 32-bit wraps. A seqlock: first, then range, then first again.
+  // half), across 32-bit wraps, `sub` each sub-block's (kSubBlock launches) lowest id as a span
+  // above the low (the band's span where the sub-block has none). A seqlock: first, then range
+  // and sub, then first again.
+  static constexpr uint32_t kSubBlock = 16;  // one line of the id column
   struct Band {
     std::atomic<uint64_t> first{0};
     std::atomic<uint64_t> range{0};
+    std::atomic<uint32_t> sub[kBand / kSubBlock] = {};
   };
   std::unique_ptr<Band[]> bands_;
   // Per segment (chunk_ slots, chunk number % segments): owners_ holds (chunk + 1) << 1 of the
@@ -375,9 +394,17 @@ class CorrelationTable {
   alignas(64) mutable std::atomic<uint64_t> cursor_{kNoHit};
   mutable std::atomic<uint64_t> seen_end_{0};  // next_ as the reader last read it
   mutable std::atomic<uint64_t> overwritten_{0};
+  mutable std::atomic<uint64_t> full_scans_{0};
+  mutable std::atomic<uint64_t> waiting_for_{0};  // 1 + the launch the last summarize() stopped at
   // The live window's lowest id (low half; bit 32: valid), and the first band it was computed for.
   mutable std::atomic<uint64_t> floor_{0};
-  mutable std::atomic<uint64_t> floor_band_{~uint64_t{0}};
+  mutable std::atomic<uint64_t> floor_begin_{~uint64_t{0}};
+  // The lowest id of the complete bands after the floor's window's first band, up to the first
+  // band not complete (bit 32: any), recomputed once that first band changes (rest_band_: its
+  // first number + 1); rest_end_: the end of the bands it covers.
+  mutable std::atomic<uint64_t> rest_{0};
+  mutable std::atomic<uint64_t> rest_band_{0};
+  mutable std::atomic<uint64_t> rest_end_{0};
   // Id rate: ids unwrapped to 64 bits, each against the previous one found, and the range of
   // ids and sequence numbers the found contexts span (only differences are used). The first
   // found unwraps against 2^40, whose low half is a "previous id" of 0: it becomes 2^40 plus

@@ -382,6 +382,41 @@ TEST_CASE("a reader far behind counts each loss and finds every live context aro
   }
 }
 
+TEST_CASE("a reader at the window's start rejects each id evicted since without a scan",
+          "[correlation]") {
+  // The processing thread back from a stall reads its records in launch order just behind the
+  // window while the launching thread goes on: every record it reads was evicted a moment ago.
+  // Each must be a counted loss decided by the floor, not a scan of the table (which, a hundred
+  // times a record's cost, kept such a reader behind for good).
+  constexpr uint32_t kCap = 16384;
+  CorrelationTable t(kCap);
+  uint32_t id = 0;
+  const auto launch = [&] {
+    id += 2;  // a runtime launch's id and its driver call's
+    const uint64_t ticket = t.claim(id - 1, context_for(id - 1));
+    t.add_nested(ticket, id);
+    t.publish(ticket);
+  };
+  for (uint32_t k = 0; k < 2 * kCap; ++k) launch();
+  LaunchContext got;
+  REQUIRE(t.lookup(id - 1, &got));  // a hit: the reader's cursor
+  // The launch just before the window of the last kCap launches (and the rest of a chunk):
+  // evicted a moment ago, as is every one the reader reads after it.
+  uint32_t record = id - 2 * (kCap + CorrelationTable::kChunk) - 1;
+  constexpr uint32_t kRecords = 20000;
+  for (uint32_t r = 0; r < kRecords; ++r, record += 2) {
+    CHECK_FALSE(t.lookup(record, &got));
+    launch();  // the window moves on by one launch per record: the reader never reaches it
+  }
+  CHECK(t.overwritten() == kRecords);
+  CHECK(t.full_scans() < kRecords / 50);
+  // The live ones are all still found.
+  for (uint32_t l = id - 2 * (kCap - CorrelationTable::kChunk) + 1; l < id; l += 2) {
+    REQUIRE(t.lookup(l, &got));
+    CHECK(same(got, context_for(l)));
+  }
+}
+
 namespace {
 
 // One writer's recent stores for the reader: (sequence number << 32) | id, newest last, with
