@@ -34,33 +34,35 @@
 // where the record is far out of order, over every other live slot, so a context in the table is
 // always found. That pass goes band by band (kBand launches each): a band whose every launch is
 // published (or already overwritten, or in a skipped chunk) gets, once, the range of the ids it
-// holds, and a band whose range excludes the id is skipped unread. So a miss (an id whose context
-// is gone, the common case for a reader that fell behind) reads one word per band and the bands
-// still being written (a band with a chunk a thread still holds is one), not the whole column: a
-// reader that falls behind catches up instead of slowing down further. A context stored late
-// under an old id (its thread preempted between CUPTI's id and the store) widens its own band's
-// range and is still found. From the ranges of the bands wholly launched, the reader also keeps a
-// lower bound of the live window's ids (the floor), recomputed by a lookup that missed near its
-// cursor once the window has moved on by a band: an id below it is a loss decided in one
-// comparison, so a reader that fell more than a table behind pays almost nothing per record until
-// it reaches the live window again. The floor is the lowest id of the launches from the window's
-// start up to its first band not complete (a launch not yet published), and is kept only when
-// those are at least capacity() / 2 launches (the window's start can lie late in its band, as
-// when the reader was preempted: then there is no floor until the window moves on by a band).
-// So the one context that
-// test misses while fewer than capacity() newer launches were stored is one whose thread took its
-// id before each of at least capacity() / 2 other launches took theirs, and stored it after them
-// all (preempted between CUPTI's id and the store while half a table of launches went by; nearly
-// a whole table in a table of many bands, as the capture's): counted lost, as a context evicted
-// after capacity() launches is. (Stored before them but under a later number is not possible:
-// the launches under earlier numbers that took their ids later are the rest of the chunks other
-// threads held, at most kChunk each: fewer than capacity() / 2 with up to capacity() / (2 x
-// kChunk) launching threads, 128 in the capture's table.) A slot is filled as a seqlock keyed by the sequence number: its
-// stamp set to "being written", the fields stored with release, the stamp set to the sequence
-// number (published); the reader validates the stamp before and after copying, so it never
-// returns a torn or a foreign context (and one writer per segment at a time means no two writes
-// of a slot overlap). A lookup that finds nothing for an id older than the newest stored is
-// counted as overwritten() and reported.
+// holds and the lowest id of each of its sub-blocks (kSubBlock launches), and a band whose range
+// excludes the id is skipped unread. So a miss reads one word per band and the bands still being
+// written (a band with a chunk a thread still holds is one), not the whole column. A context stored
+// late under an old id (its thread preempted between CUPTI's id and the store) widens its own
+// band's range and is still found.
+//
+// The floor: from those summaries the reader also keeps a lower bound of the live window's ids,
+// recomputed by a lookup that missed near its cursor whenever the window has moved: the lowest id
+// of the launches from the window's start (and the chunk's worth before it, whose launches may
+// still be in their slots) up to its first band not complete (a launch not yet published), exact to
+// the launch at the window's start (the first sub-block is read from the id columns, the rest of
+// its band from the sub-block minima, the later bands from their ranges), and kept only when those
+// are at least capacity() / 2 launches. An id below it is a loss decided in one comparison, so a
+// reader that fell behind, meeting one record evicted a moment ago after another, pays almost
+// nothing per record and catches up (with a floor of whole bands, each record evicted since the
+// last band cost a scan of the table, and a reader at the window's start never caught up). So the
+// one context that test misses while fewer than capacity() newer launches were stored is one whose
+// thread took its id before each of at least capacity() / 2 other launches took theirs, and stored
+// it after them all (preempted between CUPTI's id and the store while half a table of launches went
+// by): counted lost, as a context evicted after capacity() launches is. (Stored before them but
+// under a later number is not possible: the launches under earlier numbers that took their ids
+// later are the rest of the chunks other threads held, at most kChunk each: fewer than half the
+// table with up to capacity() / (2 x kChunk) launching threads, 128 in the capture's table.)
+//
+// A slot is filled as a seqlock keyed by the sequence number: its stamp set to "being written", the
+// fields stored with release, the stamp set to the sequence number (published); the reader
+// validates the stamp before and after copying, so it never returns a torn or a foreign context
+// (and one writer per segment at a time means no two writes of a slot overlap). A lookup that finds
+// nothing for an id older than the newest found or stored is counted as overwritten() and reported.
 #pragma once
 
 #include <atomic>
@@ -121,7 +123,8 @@ class CorrelationTable {
     }
     return fill(w.next++, correlation_id, ctx);
   }
-  uint64_t claim_beside(Writer& w, uint32_t correlation_id, const core::LaunchContext& ctx) noexcept {
+  uint64_t claim_beside(Writer& w, uint32_t correlation_id,
+                        const core::LaunchContext& ctx) noexcept {
     if (correlation_id == 0) return 0;
     if (w.next == w.end && !take_chunk(w)) return 0;
     return fill(w.next++, correlation_id, ctx);
