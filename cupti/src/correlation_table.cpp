@@ -295,7 +295,7 @@ void CorrelationTable::compute_floor(uint64_t end) const noexcept {
   if (band0 + band_size_ > end) return;
   // The complete bands after split's, up to the first not complete: once per band the window
   // moves.
-  if (rest_band_.load(std::memory_order_relaxed) != band0 + 1) {
+  if (rest_band_.load(std::memory_order_acquire) != band0 + 1) {
     uint32_t ref = 0;
     bool any = false;
     int64_t lo = 0;
@@ -316,7 +316,7 @@ void CorrelationTable::compute_floor(uint64_t end) const noexcept {
     rest_.store(any ? (uint64_t{1} << 32) | (ref + static_cast<uint32_t>(lo)) : 0,
                 std::memory_order_relaxed);
     rest_end_.store(first, std::memory_order_relaxed);
-    rest_band_.store(band0 + 1, std::memory_order_relaxed);
+    rest_band_.store(band0 + 1, std::memory_order_release);  // after rest_ and rest_end_
   }
   // Only a floor over at least half a table: an id below them all, stored by a live launch, was
   // taken before every launch of [live, rest_end_) took its id, and stored after them (or, under
