@@ -351,22 +351,43 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
     return false;
   }
   // The id column names the candidate slots (16 per cache line); read() validates the slot.
-  const auto hit = [&](uint64_t q) {
+  const uint64_t seen = seen_end_.load(std::memory_order_relaxed);
+  const uint64_t last = cursor_.load(std::memory_order_relaxed);
+  const auto holds = [&](uint64_t q) {
     bool nested = false;
     if (ids_[q & mask_].load(std::memory_order_relaxed) != id) {
       if (!nests(nested_[q & mask_].load(std::memory_order_relaxed), id)) return false;
       nested = true;
     }
-    if (!read(q, id, nested, out)) return false;
+    return read(q, id, nested, out);
+  };
+  // Threads launching at once fill chunks apart, and records arrive in time order: the record
+  // after a hit is often the next launch of another thread's chunk. The next launch of each of
+  // the last few chunks the reader left is kept (streams_), and looked at first; the chunk it
+  // leaves for one of them takes its place.
+  for (auto& stream : streams_) {
+    const uint64_t q = stream.load(std::memory_order_relaxed);
+    if (q < seen && holds(q)) {
+      found(q, id);
+      stream.store(last, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  scans_.fetch_add(1, std::memory_order_relaxed);
+  const auto hit = [&](uint64_t q) {
+    if (!holds(q)) return false;
     found(q, id);
+    if (q != last && last != kNoHit) {
+      const uint64_t k = next_stream_.load(std::memory_order_relaxed);
+      streams_[k % kStreams].store(last, std::memory_order_relaxed);
+      next_stream_.store(k + 1, std::memory_order_relaxed);
+    }
     return true;
   };
   // Records arrive nearly in launch order: first forward from the previous hit, up to the newest
   // launch the reader saw last, without reading next_ (the launching threads' counter: a read on
   // every record would take its cache line from them at every launch). read() validates the
   // slot, so a window seen earlier is as safe as a fresh one.
-  const uint64_t seen = seen_end_.load(std::memory_order_relaxed);
-  const uint64_t last = cursor_.load(std::memory_order_relaxed);
   const uint64_t start = last == kNoHit ? 0 : last;  // no hit yet: from the first slot
   for (uint64_t q = start, e = std::min(seen, q + kScan); q < e; ++q)
     if (hit(q)) return true;

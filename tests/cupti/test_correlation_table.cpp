@@ -417,6 +417,34 @@ TEST_CASE("a reader at the window's start rejects each id evicted since without 
   }
 }
 
+TEST_CASE("records of threads launching at once are found where their chunks go on, not by scans",
+          "[correlation]") {
+  // Three threads launch in turn (a training thread, an autograd worker, NCCL's own thread), each
+  // into its own chunk, and their records arrive in time order: each record's launch is a chunk
+  // away from the previous one's. The reader keeps where each recent chunk goes on: it scans only
+  // when a thread starts a new chunk.
+  constexpr uint32_t kCap = 16384;
+  CorrelationTable t(kCap);
+  CorrelationTable::Writer writers[3];
+  std::vector<uint32_t> ids;
+  uint32_t id = 1;
+  for (uint32_t k = 0; k < 3 * 1024; ++k, id += 2) {
+    const uint64_t ticket = t.claim(writers[k % 3], id, context_for(id));
+    t.add_nested(ticket, id + 1);
+    t.publish(ticket);
+    ids.push_back(id);
+  }
+  LaunchContext got;
+  for (const uint32_t l : ids) {
+    REQUIRE(t.lookup(l, &got));
+    CHECK(same(got, context_for(l)));
+  }
+  // A new chunk per thread every kChunk of its launches: 3 x 16 chunks, each found by one scan
+  // (the first record, with no hit before it, too).
+  CHECK(t.scans() <= 3 * 1024 / CorrelationTable::kChunk + 1);
+  CHECK(t.full_scans() == 0);
+}
+
 namespace {
 
 // One writer's recent stores for the reader: (sequence number << 32) | id, newest last, with
