@@ -204,8 +204,7 @@ bool CorrelationTable::below_floor(uint32_t id) const noexcept {
   return (floor >> 32) != 0 && static_cast<uint32_t>(floor) - id - 1 < kFloorReach;
 }
 
-bool CorrelationTable::unpublished(uint64_t q) const noexcept {
-  const uint64_t stamp = slots_[q & mask_].stamp.load(std::memory_order_acquire);
+bool CorrelationTable::pending(uint64_t q, uint64_t stamp) const noexcept {
   if (stamp > (stamp_of(q) | 1) || stamp == stamp_of(q)) return false;  // overwritten, published
   return !(stamp < stamp_of(q) && in_skipped_chunk(q));  // a skipped chunk's never comes
 }
@@ -215,7 +214,9 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
   // complete yet (one line read, not the band's up to that launch: misses ask at every lookup
   // while a thread holds a chunk in the newest band).
   const uint64_t waiting = waiting_for_.load(std::memory_order_relaxed);
-  if (waiting > first && waiting <= first + band_size_ && unpublished(waiting - 1)) return;
+  if (waiting > first && waiting <= first + band_size_ &&
+      pending(waiting - 1, slots_[(waiting - 1) & mask_].stamp.load(std::memory_order_acquire)))
+    return;
   if (summarizing_.exchange(true, std::memory_order_acquire)) return;
   Band& b = band_at(first);
   // Bands are summarized while in the live window, which only moves forward: a newer band in
@@ -229,13 +230,12 @@ void CorrelationTable::summarize(uint64_t first) const noexcept {
   for (int64_t& v : sub_lo) v = kNone;
   for (uint64_t q = first; complete && q < first + band_size_; ++q) {
     const uint64_t stamp = slots_[q & mask_].stamp.load(std::memory_order_acquire);
-    if (stamp > (stamp_of(q) | 1)) continue;  // overwritten by a newer launch: not live
-    if (stamp != stamp_of(q)) {
-      if (stamp < stamp_of(q) && in_skipped_chunk(q)) continue;  // never comes in this lap
+    if (pending(q, stamp)) {
       complete = false;  // not yet published (claimed, being written, or not reached): later
       waiting_for_.store(q + 1, std::memory_order_relaxed);
       break;
     }
+    if (stamp != stamp_of(q)) continue;  // overwritten by a newer launch, or a skipped chunk's
     // The id store precedes the stamp's release; a newer launch's id read here instead (the slot
     // rewritten since) only widens the range.
     const uint64_t nested = nested_[q & mask_].load(std::memory_order_relaxed);
@@ -324,13 +324,12 @@ void CorrelationTable::compute_floor(uint64_t end) const noexcept {
   // fewer launches that is not a long delay (a launch just after them whose thread took its id a
   // few launches earlier than theirs would be rejected).
   if (rest_end_.load(std::memory_order_relaxed) < live + capacity() / 2) return;
-  uint64_t range = 0;
-  if (!band_range(band0, &range)) {
-    summarize(band0);
-    if (!band_range(band0, &range)) return;
-  }
   uint32_t low = 0, above = 0;
-  if (!band_sub_min(band0, static_cast<uint32_t>((split - band0) / kSubBlock), &low, &above)) return;
+  const auto k = static_cast<uint32_t>((split - band0) / kSubBlock);
+  if (!band_sub_min(band0, k, &low, &above)) {
+    summarize(band0);
+    if (!band_sub_min(band0, k, &low, &above)) return;
+  }
   int64_t lo = above;  // relative to split's band's low
   for (uint64_t q = from; q < split; ++q) {
     const uint64_t nested = nested_[q & mask_].load(std::memory_order_relaxed);

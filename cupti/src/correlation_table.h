@@ -19,10 +19,10 @@
 // segment only for a chunk newer than every chunk that had it). Sequence numbers run ahead of
 // launches by the chunks launching threads still hold (fewer than kChunk each) and by chunks given
 // up (below), so in launches the bound is capacity() less about kChunk per launching thread. A
-// thread whose chunk fell more than stale_after() numbers behind the counter (it stopped
+// thread whose chunk fell more than stale_after_ numbers behind the counter (it stopped
 // launching a while) gives the rest of it up before its next launch instead of storing under an
 // old number that the window is about to pass, so a context it stores has at least capacity() -
-// stale_after() - kChunk numbers to live; the activity buffers are sized with the table so that
+// stale_after_ - kChunk numbers to live; the activity buffers are sized with the table so that
 // records arrive well before that (capture_tuning.h, kLaunchesInFlight). A chunk is given up by
 // publishing its unused slots empty (id 0: no lookup matches it) and releasing the segment; a
 // chunk whose segment is still held (its owner stopped part way through it a lap ago, or was
@@ -205,13 +205,11 @@ class CorrelationTable {
   uint64_t launches() const noexcept;
   // Sequence numbers handed out: the window of live contexts is the capacity() before it.
   uint64_t sequence_end() const { return next_.load(std::memory_order_relaxed); }
-  // How far behind the counter a writer's chunk may fall before the writer gives it up.
-  uint64_t stale_after() const { return stale_after_; }
 
  private:
   // Fills slot seq (the writer's own: its chunk's) and returns its ticket, unpublished.
   uint64_t fill(uint64_t seq, uint32_t correlation_id, const core::LaunchContext& ctx) noexcept;
-  // w's chunk fell stale_after() or more sequence numbers behind the counter.
+  // w's chunk fell stale_after_ or more sequence numbers behind the counter.
   bool stale(const Writer& w) const noexcept {
     return next_.load(std::memory_order_relaxed) - w.end >= stale_after_;
   }
@@ -327,8 +325,9 @@ class CorrelationTable {
   // Gives band `first` its id range if every launch of it is published or overwritten (one
   // thread at a time; another finding it busy goes on scanning).
   void summarize(uint64_t first) const noexcept;
-  // Launch q is neither published nor overwritten nor in a skipped chunk.
-  bool unpublished(uint64_t q) const noexcept;
+  // Launch q, its slot's stamp read as `stamp`, is neither published nor overwritten nor in a
+  // skipped chunk: its band cannot complete yet.
+  bool pending(uint64_t q, uint64_t stamp) const noexcept;
   // The band entry of the band that starts at sequence number `first`.
   struct Band;
   Band& band_at(uint64_t first) const noexcept {
@@ -376,7 +375,7 @@ class CorrelationTable {
   uint32_t chunk_;        // a power of two, kChunk or a quarter of the table
   uint32_t chunk_shift_;  // log2(chunk_)
   uint32_t segment_mask_; // segments - 1
-  uint64_t stale_after_;
+  uint64_t stale_after_;  // a chunk this many numbers behind the counter is given up (stale())
   // Lookups also search the lookback_ numbers before the last capacity(): the chunks of up to
   // kLookbackChunks launching threads, not yet filled, leave that many launches older than the
   // window in their slots.

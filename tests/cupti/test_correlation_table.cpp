@@ -44,6 +44,14 @@ bool same(const LaunchContext& a, const LaunchContext& b) {
          a.category == b.category;
 }
 
+// The context of the launch that took launch_id is found under id (launch_id itself, or one of
+// its nested ids), every field intact.
+void require_found(const CorrelationTable& t, uint32_t id, uint32_t launch_id) {
+  LaunchContext got;
+  REQUIRE(t.lookup(id, &got));
+  CHECK(same(got, context_for(launch_id)));
+}
+
 }  // namespace
 
 TEST_CASE("a stored context is found under its id with every field intact", "[correlation]") {
@@ -52,8 +60,7 @@ TEST_CASE("a stored context is found under its id with every field intact", "[co
   for (uint32_t id = 1; id <= 500; ++id) t.store(id, context_for(id));
   for (uint32_t id = 1; id <= 500; ++id) {
     LaunchContext got;
-    REQUIRE(t.lookup(id, &got));
-    CHECK(same(got, context_for(id)));
+    require_found(t, id, id);
   }
   LaunchContext got;
   CHECK_FALSE(t.lookup(501, &got));
@@ -76,8 +83,7 @@ TEST_CASE("a launch's nested ids share its one slot, visible once it is publishe
   CHECK_FALSE(t.lookup(101, &got));
   t.publish(ticket);
   for (uint32_t id : {100u, 101u, 102u}) {
-    REQUIRE(t.lookup(id, &got));
-    CHECK(same(got, context_for(100)));
+    require_found(t, id, 100);
   }
   CHECK_FALSE(t.lookup(103, &got));
   // The bound is in launches, however many ids each has: 64 launches of three ids each, the
@@ -91,8 +97,7 @@ TEST_CASE("a launch's nested ids share its one slot, visible once it is publishe
   }
   for (uint32_t l = 1; l < 64; ++l)
     for (uint32_t d = 0; d < 3; ++d) {
-      REQUIRE(t.lookup(100 + 10 * l + d, &got));
-      CHECK(same(got, context_for(100 + 10 * l)));
+      require_found(t, 100 + 10 * l + d, 100 + 10 * l);
     }
   t.store(5000, context_for(5000));  // the 65th launch takes the first one's slot
   CHECK_FALSE(t.lookup(101, &got));
@@ -106,10 +111,8 @@ TEST_CASE("ids that advance by thousands per launch keep every pending context",
   // one slot; keyed by id with eviction by launch age, all stay until their records arrive.
   CorrelationTable t(1024);
   for (uint32_t k = 0; k < 256; ++k) t.store(7 + 1024 * k, context_for(7 + 1024 * k));
-  LaunchContext got;
   for (uint32_t k = 0; k < 256; ++k) {
-    REQUIRE(t.lookup(7 + 1024 * k, &got));
-    CHECK(same(got, context_for(7 + 1024 * k)));
+    require_found(t, 7 + 1024 * k, 7 + 1024 * k);
   }
   CHECK(t.overwritten() == 0);
   CHECK(t.ids_per_store() == Approx((255.0 * 1024 + 1) / 256).epsilon(1e-9));  // ids spanned / launches
@@ -166,8 +169,7 @@ TEST_CASE("a context stays for exactly capacity launches, whatever the id rate a
     std::shuffle(live.begin(), live.end(), rng);
     LaunchContext got;
     for (uint32_t l : live) {
-      REQUIRE(t.lookup(l, &got));
-      CHECK(same(got, context_for(l)));
+      require_found(t, l, l);
     }
     const uint64_t lost = t.overwritten();
     CHECK_FALSE(t.lookup(ids[ids.size() - kCap - 1], &got));
@@ -216,16 +218,14 @@ TEST_CASE("a reader that fell behind is told of each loss, and late stores under
     ++misses;
   }
   CHECK(t.overwritten() == misses);
-  REQUIRE(t.lookup(late, &got));
-  CHECK(same(got, context_for(late)));
+  require_found(t, late, late);
   // Every live context is still found, in any order, and the ids past the newest are no loss.
   std::vector<uint32_t> live;
   for (uint32_t l = oldest_live; l <= id; ++l) live.push_back(l);
   std::mt19937 rng(3);
   std::shuffle(live.begin(), live.end(), rng);
   for (uint32_t l : live) {
-    REQUIRE(t.lookup(l, &got));
-    CHECK(same(got, context_for(l)));
+    require_found(t, l, l);
   }
   CHECK_FALSE(t.lookup(id + 1, &got));
   CHECK(t.overwritten() == misses);
@@ -250,8 +250,7 @@ TEST_CASE("the live window's floor rejects only evicted ids: the oldest live one
   CHECK(t.overwritten() == misses);
   // Oldest first, then newest first: every live context, exactly once each, still found.
   for (uint32_t l = oldest_live; l <= id; l += 2) {
-    REQUIRE(t.lookup(l, &got));
-    CHECK(same(got, context_for(l)));
+    require_found(t, l, l);
   }
   for (uint32_t l = id; l >= oldest_live; l -= 2) REQUIRE(t.lookup(l, &got));
   // More launches move the window on: ids now evicted are losses, the live ones are found.
@@ -261,8 +260,7 @@ TEST_CASE("the live window's floor rejects only evicted ids: the oldest live one
   }
   CHECK_FALSE(t.lookup(oldest_live, &got));
   CHECK(t.overwritten() == misses + 1);
-  REQUIRE(t.lookup(id - 2 * (kCap - 1), &got));
-  CHECK(same(got, context_for(id - 2 * (kCap - 1))));
+  require_found(t, id - 2 * (kCap - 1), id - 2 * (kCap - 1));
   // An id never stored and newer than every stored one is not a loss.
   CHECK_FALSE(t.lookup(id + 1, &got));
   CHECK(t.overwritten() == misses + 1);
@@ -284,8 +282,7 @@ TEST_CASE("band id ranges hold across the 32-bit wrap of the correlation ids", "
   std::mt19937 rng(5);
   std::shuffle(live.begin(), live.end(), rng);
   for (uint32_t l : live) {
-    REQUIRE(t.lookup(l, &got));
-    CHECK(same(got, context_for(l)));
+    require_found(t, l, l);
   }
 }
 
@@ -308,10 +305,8 @@ TEST_CASE("a launch whose thread took its id a few launches early is found after
   LaunchContext got;
   CHECK_FALSE(t.lookup(100, &got));  // launch 0: overwritten by launch 256, a loss
   CHECK(t.overwritten() == 1);
-  REQUIRE(t.lookup(2645, &got));
-  CHECK(same(got, context_for(2645)));
-  REQUIRE(t.lookup(2650, &got));
-  CHECK(same(got, context_for(2650)));
+  require_found(t, 2645, 2645);
+  require_found(t, 2650, 2650);
   CHECK(t.overwritten() == 1);
 }
 
@@ -336,8 +331,7 @@ TEST_CASE("a thread that stops part way through its chunk holds up no other laun
   LaunchContext got;
   // Every one of B's last kCap - kChunk launches (the lap's numbers less A's chunk) is found.
   for (size_t k = ids.size() - (kCap - CorrelationTable::kChunk); k < ids.size(); ++k) {
-    REQUIRE(t.lookup(ids[k], &got));
-    CHECK(same(got, context_for(ids[k])));
+    require_found(t, ids[k], ids[k]);
   }
   CHECK(t.overwritten() == 0);
   // A's first three contexts are more than a table old: gone, a counted loss.
@@ -347,8 +341,7 @@ TEST_CASE("a thread that stops part way through its chunk holds up no other laun
   const uint64_t before = t.sequence_end();
   const uint64_t ticket = t.store(a, id, context_for(id));
   CHECK(ticket > before);
-  REQUIRE(t.lookup(id, &got));
-  CHECK(same(got, context_for(id)));
+  require_found(t, id, id);
   // A's thread exits: the rest of its chunk is given back, and B's next lap skips nothing.
   t.give_back(a);
   const uint64_t skipped = t.chunks_skipped();
@@ -377,8 +370,7 @@ TEST_CASE("a reader far behind counts each loss and finds every live context aro
   for (uint32_t old = 2; old < newest - 3 * kCap; ++old, ++misses) CHECK_FALSE(t.lookup(old, &got));
   CHECK(t.overwritten() == misses);
   for (uint32_t l = newest - (kCap - 2 * CorrelationTable::kChunk); l <= newest; ++l) {
-    REQUIRE(t.lookup(l, &got));
-    CHECK(same(got, context_for(l)));
+    require_found(t, l, l);
   }
 }
 
@@ -412,8 +404,7 @@ TEST_CASE("a reader at the window's start rejects each id evicted since without 
   CHECK(t.full_scans() < kRecords / 50);
   // The live ones are all still found.
   for (uint32_t l = id - 2 * (kCap - CorrelationTable::kChunk) + 1; l < id; l += 2) {
-    REQUIRE(t.lookup(l, &got));
-    CHECK(same(got, context_for(l)));
+    require_found(t, l, l);
   }
 }
 
@@ -434,10 +425,8 @@ TEST_CASE("records of threads launching at once are found where their chunks go 
     t.publish(ticket);
     ids.push_back(id);
   }
-  LaunchContext got;
   for (const uint32_t l : ids) {
-    REQUIRE(t.lookup(l, &got));
-    CHECK(same(got, context_for(l)));
+    require_found(t, l, l);
   }
   // A new chunk per thread every kChunk of its launches: 3 x 16 chunks, each found by one scan
   // (the first record, with no hit before it, too).
