@@ -123,17 +123,18 @@ void MemoryTracker::apply(const MemoryEvent& e) {
     cached_rd_ = nullptr;
   }
   Device& d = *cached_dev_;
+  AddressMap& live = e.handle ? d.handles : d.live;
   if (e.release) {
-    const uint64_t* held = d.live.find(e.address);
+    const uint64_t* held = live.find(e.address);
     if (held == nullptr) {  // allocated before capture started, or its record was lost
       ++unknown_frees_;
       return;
     }
     d.in_use -= *held;
     in_use_ -= *held;
-    d.live.erase(e.address);
+    live.erase(e.address);
   } else {
-    auto [held, inserted] = d.live.insert(e.address, e.bytes);
+    auto [held, inserted] = live.insert(e.address, e.bytes);
     if (!inserted) {  // the release of the previous allocation there was lost
       ++reused_addresses_;
       d.in_use -= *held;

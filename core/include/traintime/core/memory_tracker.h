@@ -29,6 +29,9 @@ struct MemoryEvent {
   uint64_t step = 0;     // step markers before the call (its launch context)
   uint32_t device = 0;   // CUDA ordinal
   bool release = false;
+  // `address` is a VMM allocation's handle (traintime/core/vmm_ledger.h), not a device address:
+  // the two are kept apart, so neither can take the other's place.
+  bool handle = false;
 };
 
 // The tracker's figures: the run's, and one row per step that had records (or was carried),
@@ -104,7 +107,8 @@ class MemoryTracker {
 
  private:
   struct Device {
-    AddressMap live;  // address -> bytes
+    AddressMap live;     // address -> bytes
+    AddressMap handles;  // VMM handle -> bytes (MemoryEvent::handle)
     uint64_t in_use = 0;
     uint64_t peak = 0;  // the run's
   };
