@@ -37,7 +37,27 @@ void ActivityPipeline::join_rest(const core::GpuActivity& a, bool found, core::L
   }
 }
 
+void ActivityPipeline::add_vmm(const std::vector<core::MemoryEvent>& events,
+                               const std::vector<uint32_t>& calls) {
+  for (const uint32_t id : calls) {
+    if (!vmm_calls_.insert(id).second) continue;
+    vmm_order_.push_back(id);
+    if (vmm_order_.size() > kVmmCallsKept) {
+      vmm_calls_.erase(vmm_order_.front());
+      vmm_order_.pop_front();
+    }
+  }
+  for (const core::MemoryEvent& e : events) {
+    if (!e.release) ++stats_.vmm_allocations;
+    memory_.add(e);
+  }
+}
+
 __attribute__((noinline)) void ActivityPipeline::memory_record(DecodedActivity& d) {
+  if (!vmm_calls_.empty() && vmm_calls_.count(d.memory_correlation_id) != 0) {
+    ++stats_.vmm_records;  // the ledger has this allocation already
+    return;
+  }
   core::LaunchContext ctx;
   // A call whose context is gone (made before capture, or overwritten) takes the last step seen.
   if (launches_.lookup(d.memory_correlation_id, &ctx)) {
@@ -69,6 +89,10 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
 
 void ActivityPipeline::count_into(core::Section& out) const {
   memory_.count_into(out);
+  if (stats_.vmm_allocations != 0 || stats_.vmm_records != 0) {
+    out.count("memory_vmm_allocations", stats_.vmm_allocations);
+    out.count("memory_vmm_records", stats_.vmm_records);
+  }
   out.count("memory_missing_context", stats_.memory_missing_context, [](uint64_t n) {
     return std::to_string(n) + " device memory records had no launch context: counted in the step of "
            "the record before them";

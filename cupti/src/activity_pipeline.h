@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "activity_decoder.h"
@@ -36,6 +38,8 @@ struct PipelineStats {
   uint64_t graph_node_context = 0; // took the capture-time context of their graph node
   uint64_t missing_context = 0;    // no launch context found: ingested as unattributed
   uint64_t memory_missing_context = 0;  // memory records whose call's context was not found
+  uint64_t vmm_allocations = 0;  // VMM allocations the ledger counted (cuMemCreate)
+  uint64_t vmm_records = 0;      // CUPTI memory records of VMM calls: dropped, counted by the ledger
 };
 
 class ActivityPipeline {
@@ -76,6 +80,12 @@ class ActivityPipeline {
   const PipelineStats& stats() const { return stats_; }
   // Device memory from the buffers' memory records (caller serialises as for process()).
   core::MemoryTracker& memory() { return memory_; }
+  // CUDA VMM memory (traintime/core/vmm_ledger.h): the ledger's events to the tracker, and the
+  // correlation ids of the VMM calls made so far. A memory record CUPTI makes for one of those
+  // calls is dropped, so the allocation counts once whether CUPTI reports VMM memory or not.
+  // Ids must come before the buffers holding their records (the adapter takes them at a call's
+  // entry and hands them over before each buffer). Caller serialises as for process().
+  void add_vmm(const std::vector<core::MemoryEvent>& events, const std::vector<uint32_t>& calls);
   // The join's counters, each kind of trouble with its warning, into the GPU section.
   void count_into(core::Section& out) const;
 
@@ -94,6 +104,11 @@ class ActivityPipeline {
   // Step rows kept: at least as many as the rank file's step detail can hold.
   core::MemoryTracker memory_{4096};
   uint64_t memory_step_ = 0;  // the step of the last memory record whose context was found
+  // The last kVmmCallsKept VMM calls' correlation ids, oldest first in vmm_order_: a record
+  // arrives within a few buffers of its call, and allocator growth makes few such calls.
+  static constexpr size_t kVmmCallsKept = size_t{1} << 16;
+  std::unordered_set<uint32_t> vmm_calls_;
+  std::deque<uint32_t> vmm_order_;
 };
 
 }  // namespace traintime::cupti

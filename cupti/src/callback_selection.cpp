@@ -34,6 +34,11 @@ const char* api_role_name(ApiRole role) {
     case ApiRole::kContextTeardown: return "context_teardown";
     case ApiRole::kCaptureBegin: return "capture_begin";
     case ApiRole::kMemory: return "memory";
+    case ApiRole::kVmmCreate: return "vmm_create";
+    case ApiRole::kVmmRetain: return "vmm_retain";
+    case ApiRole::kVmmRelease: return "vmm_release";
+    case ApiRole::kVmmMap: return "vmm_map";
+    case ApiRole::kVmmUnmap: return "vmm_unmap";
     case ApiRole::kNone: break;
   }
   return "none";
@@ -63,6 +68,12 @@ ApiRole classify_api_name(std::string_view name) {
   // would run on a stack being torn down (and a context release need not destroy anything).
   if (s == "cudaDeviceReset" || s == "cuCtxDestroy" || s == "cuDevicePrimaryCtxReset")
     return ApiRole::kContextTeardown;
+  // Whole names only: cuMemMapArrayAsync maps sparse arrays, not allocations.
+  if (s == "cuMemCreate") return ApiRole::kVmmCreate;
+  if (s == "cuMemRetainAllocationHandle") return ApiRole::kVmmRetain;
+  if (s == "cuMemRelease") return ApiRole::kVmmRelease;
+  if (s == "cuMemMap") return ApiRole::kVmmMap;
+  if (s == "cuMemUnmap") return ApiRole::kVmmUnmap;
   return ApiRole::kNone;
 }
 

@@ -19,10 +19,23 @@ enum class ApiRole : uint8_t {
   kGraphLaunch,      // cudaGraphLaunch, cuGraphLaunch
   kMemcpy,           // cudaMemcpy*, cuMemcpy* (peer, 2D/3D, batch variants included)
   kMemset,           // cudaMemset*, cuMemset*
+  kMemory,           // cudaMalloc*, cudaFree*, cuMemAlloc*, cuMemFree*: the step of a memory record
+  // The roles from here on store no launch context (on_api_control): one comparison on the
+  // launch path tells them apart.
   kContextTeardown,  // cudaDeviceReset, cuCtxDestroy, cuDevicePrimaryCtxReset: flush at their exit
   kCaptureBegin,     // cudaStreamBeginCapture*, cuStreamBeginCapture*: tells the NCCL wrappers
-  kMemory,           // cudaMalloc*, cudaFree*, cuMemAlloc*, cuMemFree*: the step of a memory record
+  // CUDA's virtual memory management calls (traintime/core/vmm_ledger.h): device memory that
+  // CUPTI's memory records are not documented to cover.
+  kVmmCreate,        // cuMemCreate
+  kVmmRetain,        // cuMemRetainAllocationHandle
+  kVmmRelease,       // cuMemRelease
+  kVmmMap,           // cuMemMap
+  kVmmUnmap,         // cuMemUnmap
 };
+
+// The roles whose calls store no launch context.
+constexpr bool is_control_role(ApiRole role) { return role >= ApiRole::kContextTeardown; }
+constexpr bool is_vmm_role(ApiRole role) { return role >= ApiRole::kVmmCreate; }
 
 const char* api_role_name(ApiRole role);
 

@@ -15,7 +15,9 @@
 //   agg_mu_    (no hook is called under it: a region's category comes with the launch context,
 //               an NCCL group's members are asked between two holds (split_group_kernels),
 //               steps and path names before or after)
-//   live_mu_, device_mu_ and the GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
+//   live_mu_, device_mu_, vmm_mu_ (taken by VMM calls' callbacks, and under agg_mu_ by
+//   take_vmm) and the GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
 // queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
-// The launch callback (application threads) takes no lock at all.
+// The launch callback (application threads) takes no lock at all; the callbacks of CUDA's virtual
+// memory calls (cuMemCreate, cuMemMap...: allocator growth, not launches) take vmm_mu_ alone.
 #pragma once

@@ -146,7 +146,7 @@ bool GpuCapture::start_capture(std::string* reason) {
   for (const SelectedCallback& s : selected) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, s.domain, s.cbid);
     if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback", rc);
-    if (s.role == ApiRole::kContextTeardown || s.role == ApiRole::kCaptureBegin) continue;
+    if (is_control_role(s.role)) continue;
     // Correlation ids come with API records; enabling them per launch cbid (never the whole
     // RUNTIME/DRIVER kinds) keeps the extra records to one per launch call, dropped at decode.
     bool api_record = false;

@@ -67,7 +67,9 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   cs.graph_node_context = ps.graph_node_context;
   cs.missing_context = ps.missing_context;
   cs.overwritten = launches_->overwritten();
-  out.memory = pipeline_->memory().summary();
+  take_vmm(false);
+  // Without CUPTI's memory records, VMM memory alone would pass for all of it: no figures.
+  if (!memory_refused_) out.memory = pipeline_->memory().summary();
   if (memory_refused_)
     out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "
                      "has no memory figures");

@@ -29,6 +29,7 @@
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/vmm_ledger.h"
 #include "traintime/cupti/gpu_capture.h"
 
 namespace traintime::cupti {
@@ -120,8 +121,15 @@ class GpuCapture {
   bool after_launch_due(ApiRole role) const {
     return (!recorded_.load(std::memory_order_relaxed) || recorder_) && role != ApiRole::kMemory;
   }
-  // A context teardown (flush at its exit) or a stream capture's begin.
+  // A context teardown (flush at its exit), a stream capture's begin or a VMM call.
   void on_api_control(ApiRole role, const CUpti_CallbackData* cb);
+  // A VMM call (is_vmm_role): its correlation id at entry, what it did at a successful exit, into
+  // the ledger under vmm_mu_ (errno kept).
+  void on_vmm(ApiRole role, const CUpti_CallbackData* cb);
+  // The ledger's events and the VMM calls' ids so far, to the pipeline. The caller holds agg_mu_;
+  // `wait`: false from a snapshot, which may run in a signal handler on a thread holding vmm_mu_
+  // (then nothing moves until the next buffer).
+  void take_vmm(bool wait);
   // The first launch's one-time work, and the fixture recorder.
   void after_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   // Resource callbacks (rare), errno kept.
@@ -173,6 +181,12 @@ class GpuCapture {
   std::mutex agg_mu_;
   std::unique_ptr<core::GpuAggregator> aggregator_;
   std::unique_ptr<ActivityPipeline> pipeline_;
+
+  // VMM calls (application threads, rare): a leaf mutex, taken after agg_mu_ by take_vmm.
+  std::mutex vmm_mu_;
+  core::VmmLedger vmm_;
+  std::vector<core::MemoryEvent> vmm_events_;  // made since the last take_vmm
+  std::vector<uint32_t> vmm_calls_;            // correlation ids of VMM calls since then
 
   std::mutex flush_mu_;
   std::mutex queue_mu_;

@@ -80,7 +80,7 @@ void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                         const CUpti_CallbackData* cb) {
   const ApiRole role = roles_.get(domain, cbid);
   if (role == ApiRole::kNone) return;
-  if (role == ApiRole::kContextTeardown || role == ApiRole::kCaptureBegin) {
+  if (is_control_role(role)) {
     on_api_control(role, cb);
     return;
   }
@@ -147,6 +147,7 @@ __attribute__((noinline)) void GpuCapture::on_launch_begin(CUpti_CallbackDomain 
 // restores fewer registers (each of a launch's four callbacks pays for what on_api inlines).
 __attribute__((noinline)) void GpuCapture::on_api_control(ApiRole role,
                                                           const CUpti_CallbackData* cb) {
+  if (is_vmm_role(role)) return on_vmm(role, cb);
   if (role == ApiRole::kContextTeardown) {
     // FlushAll is allowed inside runtime/driver API callbacks (not resource ones): at the EXIT
     // of a context's destruction its work is done and its records can be delivered. try_only:
@@ -165,6 +166,57 @@ __attribute__((noinline)) void GpuCapture::on_api_control(ApiRole role,
     hooks_.on_capture_begin();
     errno = saved_errno;
   }
+}
+
+void GpuCapture::on_vmm(ApiRole role, const CUpti_CallbackData* cb) {
+  const int saved_errno = errno;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    // Before the call runs, so before CUPTI could write a memory record for it: a record of this
+    // call (if CUPTI makes one) finds the id when its buffer is processed.
+    std::lock_guard<std::mutex> lock(vmm_mu_);
+    vmm_calls_.push_back(cb->correlationId);
+  } else if (cb->functionParams != nullptr && cb->functionReturnValue != nullptr &&
+             *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS) {
+    core::LaunchContext ctx;
+    current_context(&ctx);
+    core::VmmLedger::At at;
+    at.step = ctx.step;
+    if (lib_.api().cuptiGetTimestamp == nullptr || lib_.api().cuptiGetTimestamp(&at.timestamp_ns) != CUPTI_SUCCESS)
+      at.timestamp_ns = 0;
+    const void* params = cb->functionParams;
+    std::lock_guard<std::mutex> lock(vmm_mu_);
+    switch (role) {
+      case ApiRole::kVmmCreate: {
+        const auto* p = static_cast<const cuMemCreate_params*>(params);
+        // Device memory only: host-located VMM memory (CUDA 12.2 on) is not the GPU's.
+        if (p->handle != nullptr && p->prop != nullptr && p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+            p->prop->location.id >= 0)
+          vmm_.created(*p->handle, p->size, static_cast<uint32_t>(p->prop->location.id), at, &vmm_events_);
+        break;
+      }
+      case ApiRole::kVmmRetain: {
+        const auto* p = static_cast<const cuMemRetainAllocationHandle_params*>(params);
+        if (p->handle != nullptr) vmm_.retained(*p->handle);
+        break;
+      }
+      case ApiRole::kVmmRelease:
+        vmm_.released(static_cast<const cuMemRelease_params*>(params)->handle, at, &vmm_events_);
+        break;
+      case ApiRole::kVmmMap: {
+        const auto* p = static_cast<const cuMemMap_params*>(params);
+        vmm_.mapped(p->ptr, p->size, p->handle);
+        break;
+      }
+      case ApiRole::kVmmUnmap: {
+        const auto* p = static_cast<const cuMemUnmap_params*>(params);
+        vmm_.unmapped(p->ptr, p->size, at, &vmm_events_);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  errno = saved_errno;
 }
 
 __attribute__((noinline)) void GpuCapture::after_launch(CUpti_CallbackDomain domain,

@@ -27,6 +27,7 @@ void GpuCapture::publish_live() {
     std::lock_guard<std::mutex> agg(agg_mu_);
     if (!aggregator_->step_figures(step, &figures)) return;
     aggregator_->set_published_below(step + 1);
+    take_vmm(true);
     figures.memory_valid = pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
   }
   std::lock_guard<std::mutex> lock(live_mu_);

@@ -46,6 +46,7 @@ void GpuCapture::processing_loop() {
     {
       std::lock_guard<std::mutex> agg(agg_mu_);
       transfer_dropped();
+      take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
@@ -87,6 +88,19 @@ void GpuCapture::split_group_kernels() {
     aggregator_->add_group_kernel(pending_groups_[i],
                                   group_members_[i].count > 0 ? &group_members_[i] : nullptr);
   pending_groups_.clear();
+}
+
+void GpuCapture::take_vmm(bool wait) {
+  std::unique_lock<std::mutex> lock(vmm_mu_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return;
+  }
+  if (vmm_events_.empty() && vmm_calls_.empty()) return;
+  pipeline_->add_vmm(vmm_events_, vmm_calls_);
+  vmm_events_.clear();
+  vmm_calls_.clear();
 }
 
 void GpuCapture::transfer_dropped() {

@@ -90,6 +90,15 @@ TEST_CASE("a released libcupti decodes through its own walker and names its laun
   for (const char* name : {"cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cuMemAlloc", "cuMemFree"})
     CHECK((memory.count(name) == 1 || memory.count(std::string(name) + "_v2") == 1));
   for (const auto& s : selected) CHECK(base(s.name) != "cudaMemGetInfo");
+  // CUDA's virtual memory calls, under the names this release gives them (the VMM ledger).
+  std::map<std::string, tc::ApiRole> vmm;
+  for (const auto& s : selected)
+    if (tc::is_vmm_role(s.role)) vmm[s.name] = s.role;
+  CHECK(vmm == std::map<std::string, tc::ApiRole>{{"cuMemCreate", tc::ApiRole::kVmmCreate},
+                                                  {"cuMemRetainAllocationHandle", tc::ApiRole::kVmmRetain},
+                                                  {"cuMemRelease", tc::ApiRole::kVmmRelease},
+                                                  {"cuMemMap", tc::ApiRole::kVmmMap},
+                                                  {"cuMemUnmap", tc::ApiRole::kVmmUnmap}});
 }
 
 namespace {

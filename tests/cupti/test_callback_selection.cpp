@@ -41,7 +41,10 @@ TEST_CASE("APIs that launch no GPU work are not selected", "[selection]") {
   for (const char* name : {"cudaLaunchHostFunc_v10000", "cuLaunchHostFunc_ptsz", "cuMemSetAccess",
                            "cudaMemSetMemPool_v13000", "cudaGraphAddMemcpyNode_v10000",
                            "cudaStreamSynchronize_v3020", "cuCtxSynchronize", "cudaGraphInstantiate_v10000",
-                           "cuMemCreate", "cudaMemPoolTrimTo_v11020", "cudaDeviceResetSomething"})
+                           "cudaMemPoolTrimTo_v11020", "cudaDeviceResetSomething", "cuMemMapArrayAsync",
+                           "cuMemMapArrayAsync_ptsz", "cuMemAddressReserve", "cuMemAddressFree",
+                           "cuMemExportToShareableHandle", "cuMemImportFromShareableHandle",
+                           "cuMemGetAllocationGranularity"})
     CHECK(classify_api_name(name) == ApiRole::kNone);
 }
 
@@ -52,6 +55,21 @@ TEST_CASE("allocations and releases are selected for the step of their memory re
                            "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync_ptsz",
                            "cuMemAllocFromPoolAsync", "cuMemAllocManaged"})
     CHECK(classify_api_name(name) == ApiRole::kMemory);
+}
+
+TEST_CASE("CUDA's virtual memory calls are selected for the VMM ledger, by whole name", "[selection]") {
+  CHECK(classify_api_name("cuMemCreate") == ApiRole::kVmmCreate);
+  CHECK(classify_api_name("cuMemRetainAllocationHandle") == ApiRole::kVmmRetain);
+  CHECK(classify_api_name("cuMemRelease") == ApiRole::kVmmRelease);
+  CHECK(classify_api_name("cuMemMap") == ApiRole::kVmmMap);
+  CHECK(classify_api_name("cuMemUnmap") == ApiRole::kVmmUnmap);
+  // They store no launch context; allocations and launches do.
+  for (ApiRole role : {ApiRole::kVmmCreate, ApiRole::kVmmRetain, ApiRole::kVmmRelease, ApiRole::kVmmMap,
+                       ApiRole::kVmmUnmap, ApiRole::kContextTeardown, ApiRole::kCaptureBegin})
+    CHECK(traintime::cupti::is_control_role(role));
+  for (ApiRole role : {ApiRole::kKernelLaunch, ApiRole::kGraphLaunch, ApiRole::kMemcpy, ApiRole::kMemset,
+                       ApiRole::kMemory})
+    CHECK_FALSE(traintime::cupti::is_control_role(role));
 }
 
 TEST_CASE("every stream capture begin is selected, for the NCCL wrappers", "[selection]") {
