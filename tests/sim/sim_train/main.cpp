@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
@@ -63,6 +64,7 @@ struct Options {
   bool nccl_2_32 = false;  // --nccl-2-32: ncclAllReduceConfig and the one-sided calls
   std::string steps_file;     // --steps-file: steps done, rewritten after every tt_step
   bool alloc_per_step = false;  // --alloc-per-step: activations, a pool workspace and a growing cache
+  bool vmm = false;  // --vmm: with --alloc-per-step, VMM memory as expandable segments and NCCL make it
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -81,6 +83,9 @@ struct ProfilerWindow {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) die(std::string(what) + ": CUresult " + std::to_string(static_cast<int>(r)));
 }
 void check(ncclResult_t r, const char* what) {
   if (r != ncclSuccess) die(std::string(what) + ": " + ncclGetErrorString(r));
@@ -167,6 +172,11 @@ class Trainer {
     dev_malloc(&dev_labels_, kLabelBytes);
     dev_malloc(&dev_loss_, sizeof(float));
     dev_malloc(&dev_grads_, kGradBytesPerLayer * opt_.layers);
+    if (opt_.vmm) {
+      check(cuMemAddressReserve(&segment_base_, size_t{1} << 30, 0, 0, 0), "cuMemAddressReserve");
+      segment_end_ = segment_base_;
+      check(cuMemAddressReserve(&comm_buffer_, kCommBufferBytes, 0, 0, 0), "cuMemAddressReserve");
+    }
     if (opt_.graphs) capture_forward();
     // Last in setup: the communicator's creation is where the straggler model starts counting.
     ncclUniqueId id;
@@ -253,6 +263,13 @@ class Trainer {
     step_ = opt_.steps;  // after the last step marker
     for (void* p : {dev_batch_, dev_labels_, dev_loss_, dev_grads_}) dev_free(p);
     for (void* p : cache_) dev_free(p);
+    if (opt_.vmm) {
+      if (segment_end_ != segment_base_) check(cuMemUnmap(segment_base_, segment_end_ - segment_base_), "cuMemUnmap");
+      for (CUmemGenericAllocationHandle h : segment_pages_) vmm_release(h, kPageBytes);
+      segment_pages_.clear();
+      check(cuMemAddressFree(segment_base_, size_t{1} << 30), "cuMemAddressFree");
+      check(cuMemAddressFree(comm_buffer_, kCommBufferBytes), "cuMemAddressFree");
+    }
     for (void* p : {host_batch_, host_labels_, host_loss_}) check(cudaFreeHost(p), "cudaFreeHost");
     check(cudaStreamDestroy(compute_), "cudaStreamDestroy");
     check(cudaStreamDestroy(comm_stream_), "cudaStreamDestroy");
@@ -421,6 +438,7 @@ class Trainer {
       for (int i = 0; i < opt_.layers; ++i) dev_malloc(&activations_[i], size_t(i + 1) << 20);
       cache_.push_back(nullptr);
       dev_malloc(&cache_.back(), 64u << 10);
+      if (opt_.vmm) vmm_grow();
     }
     if (opt_.graphs) {
       // Replayed from outside any region: attribution has to come from capture time.
@@ -591,6 +609,7 @@ class Trainer {
       for (auto it = activations_.rbegin(); it != activations_.rend(); ++it) dev_free(*it);
       activations_.clear();
       dev_free(workspace, true);
+      if (opt_.vmm) vmm_shrink();
     }
     check(cudaMemsetAsync(dev_grads_, 0, kGradBytesPerLayer * opt_.layers, compute_), "cudaMemsetAsync");
     regions_.pop();
@@ -609,6 +628,56 @@ class Trainer {
     else check(cudaFree(p), "cudaFree");
     memory_ops_.push_back({step_, -static_cast<int64_t>(sizes_.at(p))});
     sizes_.erase(p);
+  }
+
+  // --vmm, in forward: the expandable segment grows by a 2 MiB page per layer (a handle each,
+  // mapped at the segment's end), and a 4 MiB communication buffer is made the way NCCL makes its
+  // buffers: created, mapped, its handle retained and released, and released at once (the mapping
+  // keeps the memory until the unmap).
+  void vmm_grow() {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    step_pages_ = segment_pages_.size();
+    for (int i = 0; i < opt_.layers; ++i) {
+      CUmemGenericAllocationHandle h = 0;
+      check(cuMemCreate(&h, kPageBytes, &prop, 0), "cuMemCreate");
+      memory_ops_.push_back({step_, static_cast<int64_t>(kPageBytes)});
+      check(cuMemMap(segment_end_, kPageBytes, 0, h, 0), "cuMemMap");
+      check(cuMemSetAccess(segment_end_, kPageBytes, &access, 1), "cuMemSetAccess");
+      segment_end_ += kPageBytes;
+      segment_pages_.push_back(h);
+    }
+    CUmemGenericAllocationHandle h = 0;
+    check(cuMemCreate(&h, kCommBufferBytes, &prop, 0), "cuMemCreate");
+    memory_ops_.push_back({step_, static_cast<int64_t>(kCommBufferBytes)});
+    check(cuMemMap(comm_buffer_, kCommBufferBytes, 0, h, 0), "cuMemMap");
+    check(cuMemSetAccess(comm_buffer_, kCommBufferBytes, &access, 1), "cuMemSetAccess");
+    CUmemGenericAllocationHandle again = 0;
+    check(cuMemRetainAllocationHandle(&again, reinterpret_cast<void*>(comm_buffer_)), "cuMemRetainAllocationHandle");
+    check(cuMemRelease(again), "cuMemRelease");
+    check(cuMemRelease(h), "cuMemRelease");
+  }
+  // --vmm, in the optimizer: the segment shrinks back to one page more than the step found (a
+  // page a step is kept, as the cache grows): one unmap over the pages, then their handles go
+  // (freed at each release); the communication buffer is freed by its unmap.
+  void vmm_shrink() {
+    const size_t keep = step_pages_ + 1;
+    const CUdeviceptr from = segment_base_ + keep * kPageBytes;
+    check(cuMemUnmap(from, segment_end_ - from), "cuMemUnmap");
+    segment_end_ = from;
+    for (size_t i = keep; i < segment_pages_.size(); ++i) vmm_release(segment_pages_[i], kPageBytes);
+    segment_pages_.resize(keep);
+    check(cuMemUnmap(comm_buffer_, kCommBufferBytes), "cuMemUnmap");
+    memory_ops_.push_back({step_, -static_cast<int64_t>(kCommBufferBytes)});
+  }
+  void vmm_release(CUmemGenericAllocationHandle h, size_t bytes) {
+    check(cuMemRelease(h), "cuMemRelease");
+    memory_ops_.push_back({step_, -static_cast<int64_t>(bytes)});
   }
 
   void io_out() {
@@ -648,6 +717,10 @@ class Trainer {
   std::vector<MemoryOp> memory_ops_;
   std::map<void*, size_t> sizes_;
   std::vector<void*> activations_, cache_;
+  static constexpr size_t kPageBytes = size_t{2} << 20, kCommBufferBytes = size_t{4} << 20;
+  CUdeviceptr segment_base_ = 0, segment_end_ = 0, comm_buffer_ = 0;  // --vmm
+  std::vector<CUmemGenericAllocationHandle> segment_pages_;  // mapped in order from segment_base_
+  size_t step_pages_ = 0;  // pages mapped when this step's forward began
   std::vector<std::string> metrics_lines_;
   std::vector<uint64_t> step_marks_ns_{0, 0};  // monotonic ns just before and after the last tt_step
   std::thread worker_;
@@ -711,6 +784,10 @@ int main(int argc, char** argv) {
   app.add_flag("--alloc-per-step", opt.alloc_per_step,
                "allocate each layer's activations in forward and free them in the optimizer, with a "
                "3 MiB cudaMallocAsync workspace, and keep one 64 KiB buffer a step (truth: memory)");
+  app.add_flag("--vmm", opt.vmm,
+               "with --alloc-per-step: also grow an expandable segment by a cuMemCreate'd 2 MiB page per "
+               "layer each step (keeping one) and make a 4 MiB NCCL-style buffer (truth: memory)")
+      ->needs(app.get_option("--alloc-per-step"));
   app.add_option("--truth", opt.truth, "write the exact expected per-rank result to FILE (%r becomes the rank)");
   CLI11_PARSE(app, argc, argv);
 

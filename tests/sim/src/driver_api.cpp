@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -260,6 +261,203 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
   }
   simgpu_api_exit(&frame);
   return result;
+}
+
+// ---- virtual memory management (cuMemCreate, cuMemMap ...) ----
+// As PyTorch's expandable segments and NCCL's buffers use it: physical memory made by
+// cuMemCreate (a handle holding one reference), mapped into reserved address ranges, freed once
+// no reference (cuMemRelease, cuMemRetainAllocationHandle) and no mapping (cuMemUnmap) is left.
+// SIMGPU_VMM_MEMORY_RECORDS says whether the fake CUPTI also makes memory records for them
+// (nothing documents what real CUPTI does): unset or "none", no records; "create", an allocation
+// record at cuMemCreate and a release record where the memory is freed (address: the handle);
+// "map", a record at each cuMemMap and cuMemUnmap (address: the mapped range).
+
+}  // extern "C"
+
+namespace {
+
+struct VmmHandle {
+  size_t size = 0;
+  int references = 1;
+  int mappings = 0;
+};
+struct Vmm {
+  std::mutex mu;
+  uint64_t next_handle = 1;
+  uint64_t next_reserve = 0x7d0000000000ull;
+  std::map<uint64_t, VmmHandle> handles;
+  std::map<uint64_t, std::pair<size_t, uint64_t>> mappings;  // address -> (size, handle)
+  std::map<uint64_t, size_t> reserved;                       // address -> size
+};
+Vmm& vmm() {
+  static Vmm* v = new Vmm();
+  return *v;
+}
+
+enum class VmmRecords { kNone, kCreate, kMap };
+VmmRecords vmm_records() {
+  static const VmmRecords mode = [] {
+    const char* v = std::getenv("SIMGPU_VMM_MEMORY_RECORDS");
+    if (!v || !*v || std::strcmp(v, "none") == 0) return VmmRecords::kNone;
+    if (std::strcmp(v, "create") == 0) return VmmRecords::kCreate;
+    if (std::strcmp(v, "map") == 0) return VmmRecords::kMap;
+    std::fprintf(stderr, "simgpu: SIMGPU_VMM_MEMORY_RECORDS wants none, create or map, got %s\n", v);
+    std::exit(2);
+  }();
+  return mode;
+}
+
+// A device memory record of the call being traced (its frame's correlation id), as the fake
+// runtime's allocations make them.
+void vmm_record(VmmRecords when, bool release, uint64_t address, uint64_t bytes) {
+  if (vmm_records() != when) return;
+  simgpu_memory_op op{};
+  op.release = release ? 1 : 0;
+  op.memory_kind = 3;  // CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+  op.address = address;
+  op.bytes = bytes;
+  op.timestamp_ns = simgpu_host_now();
+  const simgpu_api_frame* f = simgpu_current_frame();
+  op.correlation_id = f ? f->correlation_id : 0;
+  simgpu_report_memory(&op);
+}
+
+// Called with vmm().mu held: the handle's memory is freed when nothing holds it.
+void vmm_free_if_unused(Vmm& v, std::map<uint64_t, VmmHandle>::iterator it) {
+  if (it->second.references > 0 || it->second.mappings > 0) return;
+  vmm_record(VmmRecords::kCreate, true, it->first, it->second.size);
+  v.handles.erase(it);
+}
+
+// One traced driver call: ENTER on construction, EXIT in finish().
+class TracedDriverCall {
+ public:
+  TracedDriverCall(uint32_t cbid, const char* name, const void* params) {
+    simgpu_ensure_init();
+    simgpu_api_enter(&frame_, 1, cbid, name, nullptr, params, &result_);
+  }
+  CUresult finish(CUresult r) {
+    result_ = r;
+    simgpu_api_exit(&frame_);
+    return r;
+  }
+
+ private:
+  simgpu_api_frame frame_{};
+  CUresult result_ = CUDA_SUCCESS;
+};
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                               CUmemAllocationGranularity_flags) {
+  if (!granularity || !prop) return CUDA_ERROR_INVALID_VALUE;
+  *granularity = size_t{2} << 20;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                     unsigned long long flags) {
+  cuMemAddressReserve_params params{ptr, size, alignment, addr, flags};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, "cuMemAddressReserve", &params);
+  if (!ptr || size == 0) return call.finish(CUDA_ERROR_INVALID_VALUE);
+  Vmm& v = vmm();
+  std::lock_guard<std::mutex> lock(v.mu);
+  *ptr = v.next_reserve;
+  v.reserved[v.next_reserve] = size;
+  v.next_reserve += (size + (uint64_t{2} << 20) - 1) & ~((uint64_t{2} << 20) - 1);
+  return call.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  cuMemAddressFree_params params{ptr, size};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, "cuMemAddressFree", &params);
+  Vmm& v = vmm();
+  std::lock_guard<std::mutex> lock(v.mu);
+  return call.finish(v.reserved.erase(ptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                             unsigned long long flags) {
+  cuMemCreate_params params{handle, size, prop, flags};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", &params);
+  if (!handle || !prop || size == 0 || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return call.finish(CUDA_ERROR_INVALID_VALUE);
+  if (prop->location.id != 0) return call.finish(CUDA_ERROR_INVALID_DEVICE);
+  Vmm& v = vmm();
+  std::lock_guard<std::mutex> lock(v.mu);
+  *handle = v.next_handle++;
+  v.handles[*handle] = VmmHandle{size, 1, 0};
+  vmm_record(VmmRecords::kCreate, false, *handle, size);
+  return call.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  cuMemRetainAllocationHandle_params params{handle, addr};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle",
+                        &params);
+  if (!handle) return call.finish(CUDA_ERROR_INVALID_VALUE);
+  Vmm& v = vmm();
+  std::lock_guard<std::mutex> lock(v.mu);
+  const auto m = v.mappings.find(reinterpret_cast<uint64_t>(addr));
+  if (m == v.mappings.end()) return call.finish(CUDA_ERROR_INVALID_VALUE);
+  *handle = m->second.second;
+  ++v.handles.at(*handle).references;
+  return call.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
+  cuMemRelease_params params{handle};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", &params);
+  Vmm& v = vmm();
+  std::lock_guard<std::mutex> lock(v.mu);
+  const auto it = v.handles.find(handle);
+  if (it == v.handles.end() || it->second.references == 0) return call.finish(CUDA_ERROR_INVALID_VALUE);
+  --it->second.references;
+  vmm_free_if_unused(v, it);
+  return call.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags) {
+  cuMemMap_params params{ptr, size, offset, handle, flags};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &params);
+  Vmm& v = vmm();
+  std::lock_guard<std::mutex> lock(v.mu);
+  const auto it = v.handles.find(handle);
+  if (it == v.handles.end() || it->second.references == 0 || offset + size > it->second.size ||
+      v.mappings.count(ptr))
+    return call.finish(CUDA_ERROR_INVALID_VALUE);
+  ++it->second.mappings;
+  v.mappings[ptr] = {size, handle};
+  vmm_record(VmmRecords::kMap, false, ptr, size);
+  return call.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  cuMemUnmap_params params{ptr, size};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap", &params);
+  Vmm& v = vmm();
+  std::lock_guard<std::mutex> lock(v.mu);
+  auto m = v.mappings.lower_bound(ptr);
+  if (m == v.mappings.end() || m->first >= ptr + size) return call.finish(CUDA_ERROR_INVALID_VALUE);
+  while (m != v.mappings.end() && m->first < ptr + size) {
+    const uint64_t handle = m->second.second;
+    vmm_record(VmmRecords::kMap, true, m->first, m->second.first);
+    m = v.mappings.erase(m);
+    const auto it = v.handles.find(handle);
+    --it->second.mappings;
+    vmm_free_if_unused(v, it);
+  }
+  return call.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  cuMemSetAccess_params params{ptr, size, desc, count};
+  TracedDriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess, "cuMemSetAccess", &params);
+  return call.finish(desc && count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
 }
 
 // Driver entry points by name, as the runtime and libraries ask for them: the versioned
