@@ -335,6 +335,10 @@ def main():
                         "kernels belong to the regions open at capture"}
         if a.profile_window:
             out["profiler_window"] = list(a.profile_window)
+        # What the caching allocator reserved from the driver at most (no synchronisation): with
+        # expandable segments all of it is CUDA virtual memory (check_gpu_run.py memory).
+        out["memory"] = {"max_memory_reserved": int(torch.cuda.max_memory_reserved()),
+                         "allocator_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
         with open(a.events_out.replace("%r", str(rank)), "w", encoding="utf-8") as f:
             json.dump(out, f, indent=2)
     if rank == 0:

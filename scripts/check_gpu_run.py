@@ -6,6 +6,7 @@
     check_gpu_run.py graphs   --rank-file R --events E
     check_gpu_run.py exit     --rank-file R --expect X
     check_gpu_run.py live     --rank-file R --metrics-log M
+    check_gpu_run.py memory   --rank-file R --events E
     check_gpu_run.py --self-test
 
 context   An annotated loop (examples/torch_loop.py runs every GPU operation inside a region):
@@ -28,6 +29,13 @@ exit      examples/torch_exit_in_region.py: a region opened before CUDA initiali
 live      torch_loop.py --metrics-log: traintime.metrics() published GPU figures while the run
           went on (traintime/gpu_step advanced), and no record arrived after its step was
           published (traintime/gpu_late_records 0 at the end).
+memory    torch_loop.py under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (its events file
+          has torch.cuda.max_memory_reserved()): the caching allocator grows by CUDA virtual
+          memory (cuMemCreate/cuMemMap), so traintime's memory.peak_bytes must hold at least
+          what PyTorch reserved (VMM memory was seen) and at most that plus --slack-mib and
+          --slack-pct (it was not counted twice, once by the VMM calls and once by CUPTI's
+          records), with memory_vmm_allocations > 0. Prints memory_vmm_records: whether this
+          CUPTI makes memory records for VMM calls at all, which nothing documents.
 
 Exit status: 0 the check passes, 1 it fails, 2 unusable input. Standard library only (it runs
 on the GPU machine); rank files are read with compare_events.py's reader.
@@ -206,6 +214,36 @@ def check_live(rank: dict, metrics: list[dict]) -> Result:
     return _verdict(lines, failures, "live metrics")
 
 
+def check_memory(rank: dict, events: Any, slack_mib: float, slack_pct: float) -> Result:
+    memory = events.get("memory") if isinstance(events, dict) else None
+    reserved = memory.get("max_memory_reserved") if isinstance(memory, dict) else None
+    if not isinstance(reserved, int):
+        raise Unusable("the events file has no memory.max_memory_reserved (torch_loop.py writes it)")
+    run = rank.get("memory")
+    counters = rank.get("modules", {}).get("cupti", {}).get("counters", {})
+    allocations = counters.get("memory_vmm_allocations", 0)
+    records = counters.get("memory_vmm_records", 0)
+    peak = run.get("peak_bytes", 0) if isinstance(run, dict) else 0
+    ceiling = reserved * (1 + slack_pct / 100) + slack_mib * 2**20
+    mib = 2**20
+    lines = [f"PYTORCH_CUDA_ALLOC_CONF={memory.get('allocator_conf', '')!r}: torch max_memory_reserved "
+             f"{reserved / mib:.1f} MiB, traintime memory.peak_bytes {peak / mib:.1f} MiB",
+             f"memory_vmm_allocations {allocations}, memory_vmm_records {records} (CUPTI "
+             f"{'does' if records else 'does not'} make memory records for VMM calls)"]
+    failures = []
+    if not isinstance(run, dict):
+        failures.append("the rank file has no memory figures")
+    if allocations == 0:
+        failures.append("no cuMemCreate was counted although the allocator uses expandable segments")
+    if peak < reserved:
+        failures.append(f"memory.peak_bytes is {(reserved - peak) / mib:.1f} MiB short of what PyTorch "
+                        "reserved: VMM memory was missed")
+    if peak > ceiling:
+        failures.append(f"memory.peak_bytes exceeds what PyTorch reserved by {(peak - reserved) / mib:.1f} "
+                        f"MiB, more than {slack_pct:g} % + {slack_mib:g} MiB: counted twice?")
+    return _verdict(lines, failures, "device memory with expandable segments")
+
+
 def _read_metrics(path: str) -> list[dict]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -226,6 +264,8 @@ def run(args: argparse.Namespace) -> Result:
         return check_graphs(rank, load_json(args.events, "events file"), args.tolerance_pct)
     if args.check == "exit":
         return check_exit(rank, load_json(args.expect, "expectation file"))
+    if args.check == "memory":
+        return check_memory(rank, load_json(args.events, "events file"), args.slack_mib, args.slack_pct)
     return check_live(rank, _read_metrics(args.metrics_log))
 
 
@@ -249,6 +289,9 @@ def self_test() -> int:
 
     lost = rank(capture_stats={**rank()["capture_stats"], "missing_context": 3})
     stray = rank(categories={"forward": {"count": 10}, "unattributed": {"count": 2}})
+    vmm = {"counters": {"memory_vmm_allocations": 12, "memory_vmm_records": 0}}
+    vmm_events = {"memory": {"max_memory_reserved": 1000 * 2**20,
+                             "allocator_conf": "expandable_segments:True"}}
     graph_events = {"graph_replay": {"captured_paths": ["forward", "backward"], "replays": 5,
                                      "total_ms": 10.0}}
     cases: list[tuple[str, Callable[[], Result], int, str]] = [
@@ -297,6 +340,20 @@ def self_test() -> int:
          lambda: check_live(rank(), [{"traintime/gpu_step": -1}, {"traintime/gpu_step": 0},
                                      {"traintime/gpu_step": 2, "traintime/gpu_late_records": 0}]),
          EXIT_OK, "0..0"),
+        ("memory: the reserved memory and a little more passes",
+         lambda: check_memory(rank(memory={"peak_bytes": 1030 * 2**20}, modules={"cupti": vmm}),
+                              vmm_events, 64, 5), EXIT_OK, "does not make memory records"),
+        ("memory: VMM memory missed fails",
+         lambda: check_memory(rank(memory={"peak_bytes": 40 * 2**20}, modules={"cupti": vmm}),
+                              vmm_events, 64, 5), EXIT_DISAGREE, "VMM memory was missed"),
+        ("memory: VMM memory counted twice fails",
+         lambda: check_memory(rank(memory={"peak_bytes": 2000 * 2**20},
+                                   modules={"cupti": {"counters": {"memory_vmm_allocations": 12,
+                                                                   "memory_vmm_records": 24}}}),
+                              vmm_events, 64, 5), EXIT_DISAGREE, "counted twice"),
+        ("memory: no cuMemCreate seen fails",
+         lambda: check_memory(rank(memory={"peak_bytes": 1000 * 2**20}), vmm_events, 64, 5),
+         EXIT_DISAGREE, "no cuMemCreate"),
         ("live: late records fail",
          lambda: check_live(rank(), [{"traintime/gpu_step": 1},
                                      {"traintime/gpu_step": 2, "traintime/gpu_late_records": 7}]),
@@ -339,18 +396,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--self-test", action="store_true", help="check this script on hand-made input")
     sub = ap.add_subparsers(dest="check")
     for name, extra in (("context", []), ("profiler", ["--trace"]), ("graphs", ["--events"]),
-                        ("exit", ["--expect"]), ("live", ["--metrics-log"])):
+                        ("exit", ["--expect"]), ("live", ["--metrics-log"]), ("memory", ["--events"])):
         p = sub.add_parser(name)
         p.add_argument("--rank-file", required=True)
         for opt in extra:
             p.add_argument(opt, required=True)
         if name == "graphs":
             p.add_argument("--tolerance-pct", type=float, default=1.0)
+        if name == "memory":
+            # Beyond the caching allocator: cuBLAS/cuDNN workspaces outside it, CUDA graphs' pools.
+            p.add_argument("--slack-mib", type=float, default=256.0)
+            p.add_argument("--slack-pct", type=float, default=5.0)
     a = ap.parse_args(argv)
     if a.self_test:
         return self_test()
     if not a.check:
-        ap.error("name a check (context, profiler, graphs, exit, live) or --self-test")
+        ap.error("name a check (context, profiler, graphs, exit, live, memory) or --self-test")
     try:
         code, lines = run(a)
     except Unusable as e:

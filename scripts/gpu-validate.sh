@@ -34,6 +34,9 @@
 #               `profiler` (its trace has kernels; traintime says it shared CUPTI or warns it cannot).
 #            e. examples/torch_exit_in_region.py: `exit` (a region opened before CUDA init is
 #               open at exit, with work in flight: every kernel is in the exit file).
+#            f. --api region under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: judged like
+#               cuda_mlp, and `memory` (CUDA virtual memory counted once: memory.peak_bytes vs
+#               torch.cuda.max_memory_reserved(); whether CUPTI makes records for VMM calls).
 #       Prints a table per run (region, traintime ms, events ms, diff %, verdict) and each
 #       check's lines. Fixtures are recorded for cuda_mlp, torch_regions and torch_graphs only,
 #       with their events.json beside them (CI judges the replays against those events).
@@ -295,6 +298,16 @@ if [ "$SKIP_TORCH" = 0 ]; then
     else
       note_status 2
     fi
+    # 3f. The caching allocator on CUDA virtual memory (expandable segments).
+    export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    if run_profiled torch_vmm python3 "$LOOP" --api region --steps "$STEPS" \
+         --events-out "$RESULTS/torch_vmm/events-%r.json"; then
+      compare torch_vmm
+      check torch_vmm memory --events "$RESULTS/torch_vmm/events-0.json"
+    else
+      note_status 2
+    fi
+    unset PYTORCH_CUDA_ALLOC_CONF
   else
     echo; echo "=== torch: skipped (python3 has no torch with CUDA)" | tee -a "$SUMMARY"
   fi
