@@ -126,6 +126,7 @@ class GpuCapture {
   // A VMM call (is_vmm_role): its correlation id at entry, what it did at a successful exit, into
   // the ledger under vmm_mu_ (errno kept).
   void on_vmm(ApiRole role, const CUpti_CallbackData* cb);
+  void vmm_call(ApiRole role, const CUpti_CallbackData* cb);  // on_vmm's work
   // The ledger's events and the VMM calls' ids so far, to the pipeline. The caller holds agg_mu_;
   // `wait`: false from a snapshot, which may run in a signal handler on a thread holding vmm_mu_
   // (then nothing moves until the next buffer).

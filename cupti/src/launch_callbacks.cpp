@@ -170,6 +170,16 @@ __attribute__((noinline)) void GpuCapture::on_api_control(ApiRole role,
 
 void GpuCapture::on_vmm(ApiRole role, const CUpti_CallbackData* cb) {
   const int saved_errno = errno;
+  // The ledger allocates: out of memory inside the application's cuMemCreate, the allocation
+  // goes uncounted rather than an exception through CUPTI.
+  try {
+    vmm_call(role, cb);
+  } catch (...) {
+  }
+  errno = saved_errno;
+}
+
+void GpuCapture::vmm_call(ApiRole role, const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_ENTER) {
     // Before the call runs, so before CUPTI could write a memory record for it: a record of this
     // call (if CUPTI makes one) finds the id when its buffer is processed.
@@ -216,7 +226,6 @@ void GpuCapture::on_vmm(ApiRole role, const CUpti_CallbackData* cb) {
         break;
     }
   }
-  errno = saved_errno;
 }
 
 __attribute__((noinline)) void GpuCapture::after_launch(CUpti_CallbackDomain domain,
