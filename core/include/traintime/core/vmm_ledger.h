@@ -1,6 +1,6 @@
 // Device memory made through CUDA's virtual memory management API (VMM: cuMemCreate and
 // cuMemMap), as PyTorch's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
-// and NCCL's buffers (NCCL_CUMEM_ENABLE, on by default since NCCL 2.19) allocate it. CUPTI's
+// and NCCL's buffers (NCCL_CUMEM_ENABLE, automatic in current NCCL releases) allocate it. CUPTI's
 // memory records are documented for cudaMalloc-style allocations and pools; nothing documents
 // them for VMM, so traintime follows the VMM calls themselves (driver API callbacks) and keeps the
 // physical memory's life here, in the driver's terms:
