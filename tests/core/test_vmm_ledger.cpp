@@ -2,6 +2,10 @@
 // and no mapping is left), on hand-computed call sequences, through the MemoryTracker.
 #include <catch2/catch.hpp>
 
+#include <iterator>
+#include <map>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "traintime/core/memory_tracker.h"
@@ -163,4 +167,75 @@ TEST_CASE("vmm ledger: events carry the step and time of the call that made them
   CHECK(r.events[1].step == 6);
   CHECK(r.events[1].release);
   CHECK(r.events[1].bytes == kMiB);
+}
+
+TEST_CASE("vmm ledger: random call sequences agree with a brute-force count of live handles") {
+  // The model: every handle's references and the mappings naming it; a handle's memory is in use
+  // from its creation until both are gone. The calls are the ones a driver accepts: map only a
+  // referenced handle at a free address, unmap whole mappings, release a referenced handle.
+  std::mt19937_64 rng(20261127);
+  for (int round = 0; round < 50; ++round) {
+    Run r;
+    struct Live {
+      uint64_t bytes;
+      uint32_t refs;
+    };
+    std::map<uint64_t, Live> handles;                              // handle -> model
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> mappings;     // address -> (bytes, handle)
+    uint64_t next_handle = 1, next_address = 1 << 30;
+    auto model_in_use = [&] {
+      uint64_t sum = 0;
+      for (const auto& [h, l] : handles) sum += l.bytes;
+      return sum;
+    };
+    auto forget_if_unused = [&](uint64_t h) {
+      auto it = handles.find(h);
+      if (it == handles.end() || it->second.refs > 0) return;
+      for (const auto& [a, m] : mappings)
+        if (m.second == h) return;
+      handles.erase(it);
+    };
+    for (int op = 0; op < 400; ++op) {
+      const uint64_t pick = rng() % 6;
+      std::vector<uint64_t> referenced;
+      for (const auto& [h, l] : handles)
+        if (l.refs > 0) referenced.push_back(h);
+      if (pick == 0 || referenced.empty()) {
+        const uint64_t bytes = (1 + rng() % 8) * kMiB;
+        handles[next_handle] = {bytes, 1};
+        r.ledger.created(next_handle++, bytes, 0, r.at(), &r.events);
+      } else if (pick == 1) {
+        const uint64_t h = referenced[rng() % referenced.size()];
+        mappings[next_address] = {handles[h].bytes, h};
+        r.ledger.mapped(next_address, handles[h].bytes, h);
+        next_address += 64 * kMiB;
+      } else if (pick == 2 && !mappings.empty()) {
+        // One to three neighbouring mappings in one unmap.
+        auto first = std::next(mappings.begin(), static_cast<long>(rng() % mappings.size()));
+        auto last = first;
+        for (uint64_t n = rng() % 3; n > 0 && std::next(last) != mappings.end(); --n) ++last;
+        const uint64_t from = first->first, to = last->first + last->second.first;
+        std::vector<uint64_t> touched;
+        const auto stop = std::next(last);
+        for (auto it = first; it != stop;) {
+          touched.push_back(it->second.second);
+          it = mappings.erase(it);
+        }
+        for (uint64_t h : touched) forget_if_unused(h);
+        r.ledger.unmapped(from, to - from, r.at(), &r.events);
+      } else if (pick == 3) {
+        const uint64_t h = referenced[rng() % referenced.size()];
+        ++handles[h].refs;
+        r.ledger.retained(h);
+      } else {
+        const uint64_t h = referenced[rng() % referenced.size()];
+        --handles[h].refs;
+        forget_if_unused(h);
+        r.ledger.released(h, r.at(), &r.events);
+      }
+      REQUIRE(r.in_use() == model_in_use());
+      REQUIRE(r.ledger.live() == handles.size());
+    }
+    CHECK(r.ledger.foreign_calls() == 0);
+  }
 }
