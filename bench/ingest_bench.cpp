@@ -13,6 +13,7 @@
 //    with its runtime and driver API records and its call's context in the correlation table — as
 //    PyTorch's cudaMallocAsync allocator backend makes them (the caching allocator makes far
 //    fewer). Items are still the activities: the memory records ride along, as the API records.
+#include <algorithm>
 #include <benchmark/benchmark.h>
 #include <cupti.h>
 #include <unistd.h>
@@ -237,6 +238,7 @@ void decode_join_ingest(benchmark::State& state, bool with_api, bool with_memory
     core::LaunchContext c;
     core::Category cat;
     size_t memory = 0;
+    uint64_t first_step = UINT64_MAX;
     // As the callback keeps a runtime call (a launch, or an allocation's: ApiRole::kMemory) and
     // its nested driver call's id, in the order the calls were made.
     auto keep = [&launches](uint32_t runtime_id, const core::LaunchContext& ctx) {
@@ -247,12 +249,16 @@ void decode_join_ingest(benchmark::State& state, bool with_api, bool with_memory
     for (size_t i = 0; i < w.size(); ++i) {
       w.get(i, pass, &a, &c, &cat);
       c.category = category(c.path);
+      first_step = std::min<uint64_t>(first_step, c.step);
       const bool with_memory_calls = with_memory && a.kind == core::ActivityKind::kKernel;
       if (with_memory_calls) keep(buffer.memory_ids()[memory++], c);
       keep(a.correlation_id, c);
       if (with_memory_calls) keep(buffer.memory_ids()[memory++], c);
     }
     ++pass;
+    // As the processing thread does before each buffer: the steps before this buffer's are
+    // complete, so the memory records held for them are applied (MemoryTracker::settle).
+    pipeline.memory().set_complete_below(first_step);
     state.ResumeTiming();
     pipeline.process(buffer.data(), buffer.size());
   }

@@ -77,14 +77,33 @@ void AddressMap::grow() {
   }
 }
 
-void MemoryTracker::settle() {
+void MemoryTracker::settle(uint64_t below) {
   // Stable: records of one timestamp keep their buffer order (one thread's calls). Usually they
-  // are in order already (one thread's buffer): no sort then.
+  // are in order already (one thread's buffer): no sort then. The records held by the last
+  // settle are sorted already: only the ones added since are sorted, then merged with them.
   const auto earlier = [](const MemoryEvent& a, const MemoryEvent& b) { return a.timestamp_ns < b.timestamp_ns; };
-  if (!std::is_sorted(pending_.begin(), pending_.end(), earlier))
-    std::stable_sort(pending_.begin(), pending_.end(), earlier);
-  for (const MemoryEvent& e : pending_) apply(e);
-  pending_.clear();
+  const auto added = pending_.begin() + static_cast<std::ptrdiff_t>(std::min(held_, pending_.size()));
+  if (!std::is_sorted(added, pending_.end(), earlier)) std::stable_sort(added, pending_.end(), earlier);
+  if (added != pending_.begin() && added != pending_.end() && earlier(*added, *std::prev(added)))
+    std::inplace_merge(pending_.begin(), added, pending_.end(), earlier);
+  // The held ones keep their (sorted) order at the front.
+  std::size_t kept = 0;
+  for (const MemoryEvent& e : pending_) {
+    if (e.step < below)
+      apply(e);
+    else
+      pending_[kept++] = e;
+  }
+  pending_.resize(kept);
+  held_ = kept;
+  // The next settle once as many records came as are held (at least kMaxPending): the held ones
+  // are looked at again by each settle, so this keeps that work to a few per record.
+  settle_at_ = kept + std::max(kMaxPending, kept);
+}
+
+void MemoryTracker::settle_when_full() {
+  settle(complete_below_);
+  if (pending_.size() >= kMaxHeld) settle(UINT64_MAX);
 }
 
 MemoryTracker::Row& MemoryTracker::row_for(uint64_t step) {
@@ -156,7 +175,7 @@ void MemoryTracker::apply(const MemoryEvent& e) {
 }
 
 bool MemoryTracker::step_peak(uint64_t step, uint64_t* peak) {
-  settle();
+  settle(step + 1);
   auto it = rows_.upper_bound(step);
   if (it == rows_.begin()) return false;
   --it;
@@ -173,9 +192,10 @@ MemoryFigures MemoryTracker::figures(const Row& r) const {
   return f;
 }
 
-MemorySummary MemoryTracker::summary() {
-  settle();
+MemorySummary MemoryTracker::summary(bool final) {
+  settle(final ? UINT64_MAX : complete_below_);
   MemorySummary out;
+  if (!final) out.complete_below = complete_below_;
   if (!seen_) return out;
   out.run.present = true;
   out.run.peak_bytes = peak_;
@@ -191,6 +211,7 @@ std::vector<MemoryFigures> MemorySummary::rows_for(const std::vector<uint64_t>& 
   auto row = steps.begin();
   const MemoryFigures* last = nullptr;
   for (std::size_t i = 0; i < indexes.size(); ++i) {
+    if (indexes[i] >= complete_below) break;
     while (row != steps.end() && row->first <= indexes[i]) last = &(row++)->second;
     if (last == nullptr) continue;
     if (std::prev(row)->first == indexes[i]) {

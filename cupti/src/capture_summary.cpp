@@ -41,6 +41,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
       break;
   }
   const uint32_t steps = steps_completed();  // a hook: asked before agg_mu_ is taken
+  const uint64_t memory_complete = complete_steps();
   std::lock_guard<std::mutex> agg(agg_mu_);
   transfer_dropped();
   out = aggregator_->summary(steps);
@@ -69,7 +70,9 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   cs.overwritten = launches_->overwritten();
   take_vmm(false);
   // Without CUPTI's memory records, VMM memory alone would pass for all of it: no figures.
-  if (!memory_refused_) out.memory = pipeline_->memory().summary();
+  // Before the end, the steps still open have no memory figures yet (memory_tracker.h).
+  pipeline_->memory().set_complete_below(memory_complete);
+  if (!memory_refused_) out.memory = pipeline_->memory().summary(state == State::kStopped);
   if (memory_refused_)
     out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "
                      "has no memory figures");

@@ -131,6 +131,9 @@ class GpuCapture {
   // `wait`: false from a snapshot, which may run in a signal handler on a thread holding vmm_mu_
   // (then nothing moves until the next buffer).
   void take_vmm(bool wait);
+  // The steps below this one have all their memory records in (MemoryTracker::set_complete_below).
+  // Asks the steps_completed hook: not under agg_mu_.
+  uint64_t complete_steps();
   // The first launch's one-time work, and the fixture recorder.
   void after_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   // Resource callbacks (rare), errno kept.

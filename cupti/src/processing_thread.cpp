@@ -43,10 +43,13 @@ void GpuCapture::processing_loop() {
     busy_ = true;
     lock.unlock();
     if (recorder_) recorder_->on_buffer(item.buffer, item.valid_size);
+    // Steps whose memory records are all in (this buffer is still out): asked before agg_mu_.
+    const uint64_t memory_complete = complete_steps();
     {
       std::lock_guard<std::mutex> agg(agg_mu_);
       transfer_dropped();
       take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
+      pipeline_->memory().set_complete_below(memory_complete);
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
@@ -88,6 +91,12 @@ void GpuCapture::split_group_kernels() {
     aggregator_->add_group_kernel(pending_groups_[i],
                                   group_members_[i].count > 0 ? &group_members_[i] : nullptr);
   pending_groups_.clear();
+}
+
+uint64_t GpuCapture::complete_steps() {
+  // A call's memory record goes into a buffer handed out in its step or before: once none of
+  // those is out, the step's records have all been ingested.
+  return std::min<uint64_t>(steps_completed(), pool_->min_outstanding_step());
 }
 
 void GpuCapture::take_vmm(bool wait) {

@@ -86,6 +86,51 @@ TEST_CASE("memory tracker: records are applied in timestamp order, whatever the 
   CHECK(sec.warnings.empty());
 }
 
+TEST_CASE("memory tracker: before the end only complete steps are applied, so early events of an "
+          "open step do not push late records of an earlier step forward") {
+  MemoryTracker t;
+  // Step 0's records are in. Step 1's VMM event (t=25) came at once; step 1's own CUPTI record
+  // (t=20, +30) is still in a buffer CUPTI holds.
+  t.add(alloc(10, 0, 0xA, 100));
+  t.add(release(15, 0, 0xA));
+  MemoryEvent vmm = alloc(25, 1, 0x1, 1000);
+  vmm.handle = true;
+  t.add(vmm);
+  t.set_complete_below(1);
+  const MemorySummary mid = t.summary(false);
+  CHECK(mid.complete_below == 1);
+  CHECK((mid.run.present && mid.run.peak_bytes == 100 && mid.run.in_use_bytes == 0));
+  const std::vector<MemoryFigures> mid_rows = mid.rows_for({0, 1});
+  CHECK((mid_rows[0].present && mid_rows[0].peak_bytes == 100));
+  CHECK_FALSE(mid_rows[1].present);  // still open: no figures yet, not carried ones
+  // The live figure of a complete step applies that step only.
+  uint64_t peak = 0;
+  REQUIRE(t.step_peak(0, &peak));
+  CHECK(peak == 100);
+  // The late record arrives; at the end every record counts in its own step, in time order.
+  t.add(alloc(20, 1, 0xB, 30));
+  MemoryEvent vmm_free = release(40, 2, 0x1);
+  vmm_free.handle = true;
+  t.add(vmm_free);
+  const MemorySummary end = t.summary();
+  CHECK(end.complete_below == UINT64_MAX);
+  const std::vector<MemoryFigures> rows = end.rows_for({0, 1, 2});
+  for (const MemoryFigures& r : rows) REQUIRE(r.present);
+  CHECK((rows[1].peak_bytes == 1030 && rows[1].in_use_bytes == 1030));
+  CHECK((rows[2].peak_bytes == 1030 && rows[2].in_use_bytes == 30));
+  CHECK(end.run.peak_bytes == 1030);
+}
+
+TEST_CASE("memory tracker: held records of open steps are bounded, then applied anyway") {
+  MemoryTracker t;
+  t.set_complete_below(0);  // nothing is ever complete: everything is held
+  for (uint64_t i = 0; i < MemoryTracker::kMaxHeld; ++i) t.add(alloc(i + 1, 3, 0x1000 + i, 1));
+  // The last add reached the bound: all of them were applied.
+  CHECK(t.records() == MemoryTracker::kMaxHeld);
+  const MemorySummary s = t.summary(false);
+  CHECK(s.run.in_use_bytes == MemoryTracker::kMaxHeld);
+}
+
 TEST_CASE("memory tracker: a release of an unknown address is counted and changes nothing") {
   MemoryTracker t;
   t.add(alloc(10, 0, 0xA, 100));

@@ -60,6 +60,8 @@ class Mode:
     alloc_per_step: bool = False  # sim_train --alloc-per-step: device memory per step in the truth
     vmm: bool = False            # ... and --vmm: CUDA VMM memory (cuMemCreate/cuMemMap) too
     vmm_records: str = ""        # SIMGPU_VMM_MEMORY_RECORDS: CUPTI also reports VMM memory (create, map)
+    step_sleep_us: int = 0       # sim_train --step-sleep-us: real time per step
+    snapshot_sec: int = 0        # TRAINTIME_SNAPSHOT_SEC: mid-run summaries while the steps run
 
 
 MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
@@ -128,6 +130,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TEARDOWN_CUPTI"] = "1"
     if mode.vmm_records:
         env["SIMGPU_VMM_MEMORY_RECORDS"] = mode.vmm_records
+    if mode.snapshot_sec:
+        env["TRAINTIME_SNAPSHOT_SEC"] = str(mode.snapshot_sec)
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -143,6 +147,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     cmd += ["--graphs"] * mode.graphs + ["--nvtx"] * mode.nvtx + ["--stray-work"] * mode.stray_work
     cmd += ["--record-before-cuda"] * mode.record_before_cuda + ["--alloc-per-step"] * mode.alloc_per_step
     cmd += ["--vmm"] * mode.vmm
+    if mode.step_sleep_us:
+        cmd += ["--step-sleep-us", str(mode.step_sleep_us)]
     if mode.fork_workers:
         cmd += ["--fork-workers", str(mode.fork_workers)] + ["--workers-record"] * mode.workers_record
     if mode.profiler_windows:
@@ -546,6 +552,16 @@ def test_sim_capture_vmm_memory_matches_truth(capture) -> None:
     # PyTorch's expandable segments and NCCL's buffers: cuMemCreate'd pages mapped and unmapped,
     # handles released early, retained, released late. CUPTI makes no memory record of them.
     capture(alloc_per_step=True, vmm=True, steps=8)
+
+
+def test_sim_capture_vmm_memory_per_step_exact_across_mid_run_summaries(capture) -> None:
+    # The VMM calls' events arrive at once, the CUPTI records of the same step only with their
+    # buffer: snapshots (and the hang watchdog's summaries, every second) in the middle of the
+    # run must not apply the early ones first, or the late records count in a later step. Four
+    # 0.4 s steps: three or more mid-run summaries; buffers delivered only when full, so each
+    # summary finds the records of the steps since the last full buffer still in CUPTI.
+    capture(alloc_per_step=True, vmm=True, steps=4, step_sleep_us=400_000, snapshot_sec=1,
+            buffers_when_full=True)
 
 
 def test_sim_capture_vmm_memory_counted_once_when_cupti_reports_it_too(capture) -> None:

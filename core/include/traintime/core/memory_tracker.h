@@ -5,8 +5,11 @@
 // after any of its records, or what it started with, and its in-use figure what it ended with.
 //
 // Records reach the tracker in buffer order, which is not the order of the calls (per-thread
-// buffers are delivered in any order): they are held and applied in timestamp order when a
-// summary is asked for, or when many are held. PyTorch's caching allocator calls cudaMalloc
+// buffers are delivered in any order), and the VMM ledger's events (vmm_ledger.h) come at once,
+// ahead of the records of the same moment: they are held and applied in timestamp order. Before
+// the end, only the records of complete steps (set_complete_below: no buffer that could hold one
+// of theirs is still out) are applied, since figures only move forward: a record applied after a
+// later step's would count in that later step. PyTorch's caching allocator calls cudaMalloc
 // seldom, but its cudaMallocAsync backend allocates and frees every tensor through the driver:
 // a record or two per kernel, so a record's way through the tracker allocates nothing and looks
 // nothing up in a tree when it is of the step and the device of the record before
@@ -67,10 +70,12 @@ class AddressMap {
 
 struct MemorySummary {
   MemoryFigures run;
+  // Steps from here on were still open (a summary before the end): they have no figures.
+  uint64_t complete_below = UINT64_MAX;
   std::vector<std::pair<uint64_t, MemoryFigures>> steps;
   // Each step's figures for the given ascending step indexes: a step without records carries
   // the in-use figures of the last earlier one (its peak = what is in use); steps before the
-  // first record get nothing (present false).
+  // first record, and those from complete_below on, get nothing (present false).
   std::vector<MemoryFigures> rows_for(const std::vector<uint64_t>& indexes) const;
 };
 
@@ -85,25 +90,37 @@ class MemoryTracker {
   // One record (the caller serialises calls with summary()).
   void add(const MemoryEvent& e) {
     pending_.push_back(e);
-    if (pending_.size() >= kMaxPending) settle();
+    if (pending_.size() >= settle_at_) settle_when_full();
   }
 
-  // Applies the held records, oldest first, and returns the figures so far.
-  MemorySummary summary();
+  // Steps below `step` can get no more records: the caller knows no buffer handed out while
+  // they were open is still out, and their calls have returned. Never moves back.
+  void set_complete_below(uint64_t step) {
+    if (step > complete_below_) complete_below_ = step;
+  }
+
+  // Applies the held records, oldest first, and returns the figures so far. `final`: the end,
+  // every record is in (all are applied); else only those of complete steps, and the figures
+  // stop there (MemorySummary::complete_below).
+  MemorySummary summary(bool final = true);
 
   // Counters into the GPU section (modules.cupti.counters): memory_records, and
   // memory_unknown_frees / memory_reused_addresses with a warning when non-zero.
   void count_into(Section& out) const;
 
   // The peak in use within `step`, all devices together (live metrics), after applying the held
-  // records: a step without records holds what the one before it left. False before the first
-  // record, or for a step older than the rows kept.
+  // records of it and the steps before it (the caller asks only for a complete step): a step
+  // without records holds what the one before it left. False before the first record, or for a
+  // step older than the rows kept.
   bool step_peak(uint64_t step, uint64_t* peak);
 
   // Records applied so far (summary() and step_peak() apply the held ones first).
   uint64_t records() const { return records_; }
 
   static constexpr std::size_t kMaxPending = 4096;
+  // Held records of open steps beyond this are applied anyway (memory stays bounded when steps
+  // are long: their figures may then count a late record in a later step).
+  static constexpr std::size_t kMaxHeld = std::size_t{1} << 16;
 
  private:
   struct Device {
@@ -116,7 +133,9 @@ class MemoryTracker {
     uint64_t peak = 0, in_use = 0;
     std::map<uint32_t, DeviceMemory> devices;
   };
-  void settle();
+  // Applies the held records of steps below `below`, in timestamp order; keeps the others.
+  void settle(uint64_t below);
+  void settle_when_full();
   void apply(const MemoryEvent& e);
   Row& row_for(uint64_t step);
   MemoryFigures figures(const Row& r) const;
@@ -127,6 +146,9 @@ class MemoryTracker {
   uint64_t in_use_ = 0, peak_ = 0;  // all devices
   std::map<uint64_t, Row> rows_;    // by step; the oldest past keep_steps_ are erased
   uint64_t step_ = 0;               // the step records go to (never moves back)
+  uint64_t complete_below_ = 0;     // set_complete_below
+  std::size_t settle_at_ = kMaxPending;  // held records that make add() settle (settle())
+  std::size_t held_ = 0;  // records the last settle left held: sorted, at the front of pending_
   bool seen_ = false;
   uint64_t records_ = 0, unknown_frees_ = 0, reused_addresses_ = 0;
   // The row, the device and the row's device figures of the last record applied: the next
