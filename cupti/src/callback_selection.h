@@ -25,7 +25,7 @@ enum class ApiRole : uint8_t {
   kContextTeardown,  // cudaDeviceReset, cuCtxDestroy, cuDevicePrimaryCtxReset: flush at their exit
   kCaptureBegin,     // cudaStreamBeginCapture*, cuStreamBeginCapture*: tells the NCCL wrappers
   // CUDA's virtual memory management calls (traintime/core/vmm_ledger.h): device memory that
-  // CUPTI's memory records are not documented to cover.
+  // CUPTI's memory records are not documented to cover. Last: is_vmm_role is one comparison.
   kVmmCreate,        // cuMemCreate
   kVmmRetain,        // cuMemRetainAllocationHandle
   kVmmRelease,       // cuMemRelease
