@@ -25,9 +25,12 @@ Options for the real-stack checks of docs/validation.md (scripts/check_gpu_run.p
                    `traintime.region("replay")`: the replayed kernels must land in the captured
                    regions. The events file then times "io" and "optimizer" as usual and the
                    whole replay under "graph_replay".
---profile-steps A:B  a torch.profiler session (CPU and CUDA activities) runs from step A to
-                   step B, in the middle of the traintime run; --profile-trace PATH exports its
-                   Chrome trace. The user's profiler must see kernels and traintime stay exact.
+--profile-steps A:B  a torch.profiler session (CPU and CUDA activities) records steps A to B-1,
+                   in the middle of the traintime run, the way users profile: a schedule of one
+                   warm-up step (A-1) and B-A active steps, prof.step() after each step, so the
+                   trace holds a ProfilerStep#N range per step (#1 is step A). --profile-trace
+                   PATH exports its Chrome trace (gzipped when PATH ends in .gz). The user's
+                   profiler must see kernels and traintime stay exact.
 --metrics-log PATH traintime.metrics() after every step, one JSON object per line (rank 0).
 
 All GPU work of the program runs inside a region (model set-up in "setup", the final loss read
@@ -85,8 +88,9 @@ def parse_args():
             lo, hi = (int(v) for v in a.profile_steps.split(":"))
         except ValueError:
             ap.error(f"--profile-steps wants A:B (two step numbers), not {a.profile_steps!r}")
-        if not 0 <= lo < hi <= a.steps:
-            ap.error(f"--profile-steps {a.profile_steps}: want 0 <= A < B <= --steps ({a.steps})")
+        if not 1 <= lo < hi <= a.steps:
+            ap.error(f"--profile-steps {a.profile_steps}: want 1 <= A < B <= --steps ({a.steps}); "
+                     "step A-1 is the profiler's warm-up step")
         a.profile_window = (lo, hi)
     if a.cuda_graphs and a.api != "region":
         ap.error("--cuda-graphs goes with --api region (the captured regions are named there)")
@@ -283,20 +287,27 @@ def main():
     ev = RegionEvents(paths, a.steps) if cuda else NoEvents()
     prof = None
     t0 = time.perf_counter()
+    def trace_ready(p):
+        if a.profile_trace:
+            p.export_chrome_trace(a.profile_trace.replace("%r", str(rank)))
+
     for i in range(a.steps):
-        if a.profile_window and i == a.profile_window[0]:
+        if a.profile_window and i == a.profile_window[0] - 1:
             activities = [torch.profiler.ProfilerActivity.CPU]
             if cuda:
                 activities.append(torch.profiler.ProfilerActivity.CUDA)
-            prof = torch.profiler.profile(activities=activities)
+            lo, hi = a.profile_window
+            prof = torch.profiler.profile(
+                activities=activities, on_trace_ready=trace_ready,
+                schedule=torch.profiler.schedule(wait=0, warmup=1, active=hi - lo, repeat=1))
             prof.start()
         loss = step(i, ev)
         log_metrics()
-        if prof is not None and i == a.profile_window[1] - 1:
-            prof.stop()
-            if a.profile_trace:
-                prof.export_chrome_trace(a.profile_trace.replace("%r", str(rank)))
-            prof = None
+        if prof is not None:
+            prof.step()  # ends ProfilerStep#k; after the last active step the trace is exported
+            if i == a.profile_window[1] - 1:
+                prof.stop()
+                prof = None
     with traintime.region("final"):
         final = loss.item()  # synchronises: after the loop only
     wall = time.perf_counter() - t0
@@ -334,7 +345,11 @@ def main():
                 "note": "every replay of the graph, warm-up replays included; the replayed "
                         "kernels belong to the regions open at capture"}
         if a.profile_window:
+            # ProfilerStep#k (k >= 1) of the trace is timed step A+k-1, which is traintime's step
+            # warmup+A+k-1 (the warm-up steps call traintime.step too).
             out["profiler_window"] = list(a.profile_window)
+            out["profiler_steps"] = {f"ProfilerStep#{k}": a.warmup + a.profile_window[0] + k - 1
+                                     for k in range(1, a.profile_window[1] - a.profile_window[0] + 1)}
         # What the caching allocator reserved from the driver at most (no synchronisation): with
         # expandable segments all of it is CUDA virtual memory (check_gpu_run.py memory).
         out["memory"] = {"max_memory_reserved": int(torch.cuda.max_memory_reserved()),

@@ -7,6 +7,9 @@
     check_gpu_run.py exit     --rank-file R --expect X
     check_gpu_run.py live     --rank-file R --metrics-log M
     check_gpu_run.py memory   --rank-file R --events E
+    check_gpu_run.py health   --rank-file R --smi-log L
+    check_gpu_run.py abort    --rank-file R --status S --steps N
+    check_gpu_run.py health --print-query
     check_gpu_run.py --self-test
 
 context   An annotated loop (examples/torch_loop.py runs every GPU operation inside a region):
@@ -36,6 +39,15 @@ memory    torch_loop.py under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (
           --slack-pct (it was not counted twice, once by the VMM calls and once by CUPTI's
           records), with memory_vmm_allocations > 0. Prints memory_vmm_records: whether this
           CUPTI makes memory records for VMM calls at all, which nothing documents.
+health    traintime's NVML sampler (gpu_health) against nvidia-smi sampling the same GPU during
+          the same run (`nvidia-smi --query-gpu=FIELDS --format=csv,nounits -lms 100`, FIELDS from
+          --print-query): the same PCI bus id, memory total and power limit exactly (to NVML's
+          units), and the sampled figures (SM clock, power, temperature, PCIe link, memory used)
+          inside the range nvidia-smi saw over the run. The two sample at different instants, so
+          the sampled figures are judged by range, not equality; both medians are printed.
+abort     cuda_mlp --abort-after N: the program called abort() with work in flight. It must have
+          died by SIGABRT (shell status 134), and still left its final rank file: exit_reason
+          "signal SIGABRT", at least the N tt_step calls it made, GPU work recorded.
 
 Exit status: 0 the check passes, 1 it fails, 2 unusable input. Standard library only (it runs
 on the GPU machine); rank files are read with compare_events.py's reader.
@@ -244,6 +256,150 @@ def check_memory(rank: dict, events: Any, slack_mib: float, slack_pct: float) ->
     return _verdict(lines, failures, "device memory with expandable segments")
 
 
+# nvidia-smi --query-gpu fields, in the order of the CSV the validation records.
+SMI_FIELDS = ("timestamp", "pci.bus_id", "clocks.sm", "clocks.mem", "power.draw", "power.limit",
+              "temperature.gpu", "pcie.link.gen.current", "pcie.link.width.current",
+              "memory.used", "memory.total")
+
+
+def _pci(bus_id: str) -> tuple[int, ...] | None:
+    """'00000000:19:00.0' (nvidia-smi) and '0000:19:00.0' (CUDA) name the same device."""
+    try:
+        domain, bus, rest = bus_id.strip().split(":")
+        dev, fn = rest.split(".")
+        return int(domain, 16), int(bus, 16), int(dev, 16), int(fn, 16)
+    except ValueError:
+        return None
+
+
+def _read_smi(path: str) -> list[dict[str, Any]]:
+    """nvidia-smi's CSV (a header line, then one line per sample); '[N/A]' reads None."""
+    try:
+        lines = [ln for ln in Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+                 if ln.strip()]
+    except OSError as e:
+        raise Unusable(f"cannot read the nvidia-smi log {path}: {e.strerror}") from e
+    rows = []
+    for ln in lines:
+        cells = [c.strip() for c in ln.split(",")]
+        if len(cells) != len(SMI_FIELDS) or cells[0].startswith("timestamp"):
+            continue
+        row: dict[str, Any] = {"timestamp": cells[0], "pci.bus_id": cells[1]}
+        for name, cell in zip(SMI_FIELDS[2:], cells[2:]):
+            try:
+                row[name] = float(cell)
+            except ValueError:
+                row[name] = None
+        rows.append(row)
+    if not rows:
+        raise Unusable(f"the nvidia-smi log {path} has no sample line of {len(SMI_FIELDS)} fields "
+                       f"(first line: {lines[0][:120] if lines else 'none'!r})")
+    return rows
+
+
+def check_health(rank: dict, smi: list[dict[str, Any]]) -> Result:
+    health = rank.get("gpu_health")
+    if not isinstance(health, dict):
+        raise Unusable("the rank file has no gpu_health (NVML sampling off or an older writer)")
+    devices = health.get("devices", [])
+    lines = [f"gpu_health status {health.get('status')!r}, interval {health.get('interval_ms')} ms, "
+             f"{len(devices)} device(s); nvidia-smi: {len(smi)} samples"]
+    failures = []
+    if health.get("status") != "sampled" or not devices:
+        failures.append(f"NVML was not sampled (status {health.get('status')!r})")
+        return _verdict(lines, failures, "GPU health (NVML) against nvidia-smi")
+    dev = devices[0]
+    mine = [r for r in smi if _pci(r["pci.bus_id"]) == _pci(str(dev.get("pci_bus_id", "")))]
+    lines.append(f"device {dev.get('cuda_device')}: pci_bus_id {dev.get('pci_bus_id')!r}, "
+                 f"{len(mine)} nvidia-smi samples of it")
+    if not mine:
+        failures.append(f"nvidia-smi sampled no GPU with PCI bus id {dev.get('pci_bus_id')!r} "
+                        f"(it saw {sorted({r['pci.bus_id'] for r in smi})})")
+        return _verdict(lines, failures, "GPU health (NVML) against nvidia-smi")
+    run = dev.get("run", {})
+
+    def seen(field: str) -> list[float]:
+        return [r[field] for r in mine if r.get(field) is not None]
+
+    def median(v: list[float]) -> float:
+        v = sorted(v)
+        return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+    def in_range(what: str, value: float | None, field: str, rel: float, absolute: float,
+                 median_pct: float | None = None) -> None:
+        """Inside what nvidia-smi saw (widened by rel and absolute); a median also within
+        median_pct of nvidia-smi's median (the two sample the same run at other instants)."""
+        v = seen(field)
+        if value is None or not v:
+            lines.append(f"{what}: traintime {value}, nvidia-smi {'n/a' if not v else median(v)}: "
+                         "not judged")
+            return
+        lo, hi, mid = min(v), max(v), median(v)
+        ok = lo - abs(lo) * rel - absolute <= value <= hi + abs(hi) * rel + absolute
+        near = median_pct is None or abs(value - mid) <= abs(mid) * median_pct / 100
+        lines.append(f"{what}: traintime {value:g}, nvidia-smi median {mid:g} "
+                     f"(min {lo:g}, max {hi:g}) {'ok' if ok and near else 'DIFFERS'}")
+        if not ok:
+            failures.append(f"{what} {value:g} is outside what nvidia-smi saw ({lo:g}..{hi:g})")
+        elif not near:
+            failures.append(f"{what} {value:g} is more than {median_pct:g} % from nvidia-smi's "
+                            f"median {mid:g}")
+
+    def exact(what: str, value: float | None, field: str, scale: float, tol: float) -> None:
+        v = seen(field)
+        if value is None or not v:
+            failures.append(f"{what}: traintime {value}, nvidia-smi {v[:1] or 'n/a'}: missing")
+            return
+        ref = max(v) * scale
+        ok = abs(value - ref) <= tol
+        lines.append(f"{what}: traintime {value:g}, nvidia-smi {ref:g} {'ok' if ok else 'DIFFERS'}")
+        if not ok:
+            failures.append(f"{what}: traintime {value:g}, nvidia-smi {ref:g}")
+
+    if int(run.get("samples", 0)) <= 0:
+        failures.append("gpu_health.devices[0].run has no sample")
+    mem = run.get("memory", {})
+    exact("memory total (MiB)", mem.get("total_bytes", 0) / 2**20 if mem.get("total_bytes") else None,
+          "memory.total", 1.0, 1.0)
+    exact("power limit (W)", run.get("power_w", {}).get("limit"), "power.limit", 1.0, 1.0)
+    in_range("SM clock median (MHz)", run.get("sm_clock_mhz", {}).get("median"), "clocks.sm", 0.02, 0,
+             median_pct=15)
+    in_range("SM clock min (MHz)", run.get("sm_clock_mhz", {}).get("min"), "clocks.sm", 0.02, 0)
+    in_range("memory clock median (MHz)", run.get("mem_clock_mhz", {}).get("median"), "clocks.mem",
+             0.02, 0)
+    in_range("power median (W)", run.get("power_w", {}).get("median"), "power.draw", 0.05, 5)
+    in_range("temperature max (C)", run.get("temperature_c", {}).get("max"), "temperature.gpu", 0, 2)
+    pcie = run.get("pcie", {})
+    in_range("PCIe generation", pcie.get("gen") or None, "pcie.link.gen.current", 0, 0)
+    in_range("PCIe width", pcie.get("width") or None, "pcie.link.width.current", 0, 0)
+    used = mem.get("used_bytes_max")
+    in_range("memory used max (MiB)", used / 2**20 if used else None, "memory.used", 0.05, 64)
+    lines.append(f"clock-event reasons (traintime): {run.get('clock_event_reasons', [])}")
+    return _verdict(lines, failures, "GPU health (NVML) against nvidia-smi")
+
+
+def check_abort(rank: dict, status: int, steps: int) -> Result:
+    count = int(rank.get("steps", {}).get("count", 0))
+    gpu = sum(int(v.get("count", 0)) for v in rank.get("categories", {}).values()
+              if isinstance(v, dict))
+    lines = [f"process status {status} (134 is death by SIGABRT), exit_reason "
+             f"{rank.get('exit_reason')!r}, snapshot {rank.get('snapshot')}",
+             f"steps.count {count} (the program called tt_step {steps} times), GPU activities {gpu}, "
+             f"gpu_records_complete {rank.get('gpu_records_complete')}"]
+    failures = []
+    if status != 134:
+        failures.append(f"the process ended with status {status}, not by SIGABRT (134): traintime "
+                        "changed how it died")
+    if rank.get("exit_reason") != "signal SIGABRT" or rank.get("snapshot"):
+        failures.append(f"the rank file is not the final file of an abort (exit_reason "
+                        f"{rank.get('exit_reason')!r})")
+    if count < steps:
+        failures.append(f"steps.count {count} < the {steps} tt_step calls made before abort()")
+    if gpu == 0:
+        failures.append("no GPU activity in the file written at abort")
+    return _verdict(lines, failures, "abort() with work in flight")
+
+
 def _read_metrics(path: str) -> list[dict]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -266,6 +422,10 @@ def run(args: argparse.Namespace) -> Result:
         return check_exit(rank, load_json(args.expect, "expectation file"))
     if args.check == "memory":
         return check_memory(rank, load_json(args.events, "events file"), args.slack_mib, args.slack_pct)
+    if args.check == "health":
+        return check_health(rank, _read_smi(args.smi_log))
+    if args.check == "abort":
+        return check_abort(rank, args.status, args.steps)
     return check_live(rank, _read_metrics(args.metrics_log))
 
 
@@ -294,6 +454,29 @@ def self_test() -> int:
                              "allocator_conf": "expandable_segments:True"}}
     graph_events = {"graph_replay": {"captured_paths": ["forward", "backward"], "replays": 5,
                                      "total_ms": 10.0}}
+    def health(pci: str = "0000:19:00.0", limit: float = 700.0, sm: float = 1755.0,
+               temp: int = 41) -> dict:
+        return {"status": "sampled", "interval_ms": 100, "devices": [{
+            "cuda_device": 0, "pci_bus_id": pci, "run": {
+                "samples": 40, "sm_clock_mhz": {"median": sm, "min": 1755},
+                "mem_clock_mhz": {"median": 3201}, "power_w": {"median": 420.5, "limit": limit},
+                "temperature_c": {"max": temp}, "pcie": {"gen": 5, "width": 16},
+                "memory": {"used_bytes_max": 9000 * 2**20, "total_bytes": 143771 * 2**20},
+                "clock_event_reasons": ["sw_power_cap"]}}]}
+
+    def smi_rows() -> list[dict[str, Any]]:
+        text = ", ".join(SMI_FIELDS) + "\n" + "".join(
+            f"2026/11/28 00:00:0{i}.000, 00000000:19:00.0, {sm}, 3201, {pw}, 700.00, {t}, 5, 16, "
+            f"{used}, 143771\n" for i, (sm, pw, t, used) in
+            enumerate([(345, 80.1, 35, 500), (1755, 300.0, 38, 8000), (1980, 650.2, 41, 9010)]))
+        text += "2026/11/28 00:00:09.000, 00000000:1A:00.0, 1200, 3201, 70, 700, 30, 5, 16, 0, 143771\n"
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write(text)
+        try:
+            return _read_smi(f.name)
+        finally:
+            Path(f.name).unlink()
+
     cases: list[tuple[str, Callable[[], Result], int, str]] = [
         ("context: healthy run passes", lambda: check_context(rank()), EXIT_OK, "3.50"),
         ("context: a lost launch context fails", lambda: check_context(lost), EXIT_DISAGREE,
@@ -354,6 +537,36 @@ def self_test() -> int:
         ("memory: no cuMemCreate seen fails",
          lambda: check_memory(rank(memory={"peak_bytes": 1000 * 2**20}), vmm_events, 64, 5),
          EXIT_DISAGREE, "no cuMemCreate"),
+        ("health: NVML and nvidia-smi agree",
+         lambda: check_health(rank(gpu_health=health()), smi_rows()), EXIT_OK, "max 1980) ok"),
+        ("health: another GPU's samples do not count",
+         lambda: check_health(rank(gpu_health=health(pci="0000:3B:00.0")), smi_rows()),
+         EXIT_DISAGREE, "no GPU with PCI bus id"),
+        ("health: a power limit that differs fails",
+         lambda: check_health(rank(gpu_health=health(limit=500.0)), smi_rows()), EXIT_DISAGREE,
+         "power limit (W): traintime 500"),
+        ("health: an SM clock nvidia-smi never saw fails",
+         lambda: check_health(rank(gpu_health=health(sm=1200.0)), smi_rows()), EXIT_DISAGREE,
+         "SM clock median (MHz) 1200 is more than 15 %"),
+        ("health: a temperature above any nvidia-smi saw fails",
+         lambda: check_health(rank(gpu_health=health(temp=60)), smi_rows()), EXIT_DISAGREE,
+         "temperature max (C) 60 is outside"),
+        ("health: NVML unavailable fails",
+         lambda: check_health(rank(gpu_health={"status": "unavailable: libnvidia-ml.so.1 not found",
+                                               "devices": []}), smi_rows()), EXIT_DISAGREE,
+         "NVML was not sampled"),
+        ("abort: died by SIGABRT with its final file passes",
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps={"count": 8}), 134, 8),
+         EXIT_OK, "steps.count 8"),
+        ("abort: a normal exit status fails (traintime swallowed the abort)",
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps={"count": 8}), 0, 8),
+         EXIT_DISAGREE, "not by SIGABRT"),
+        ("abort: the snapshot, not the final file, fails",
+         lambda: check_abort(rank(exit_reason="killed", steps={"count": 8}), 134, 8),
+         EXIT_DISAGREE, "not the final file"),
+        ("abort: steps lost fails",
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps={"count": 5}), 134, 8),
+         EXIT_DISAGREE, "steps.count 5 < the 8"),
         ("live: late records fail",
          lambda: check_live(rank(), [{"traintime/gpu_step": 1},
                                      {"traintime/gpu_step": 2, "traintime/gpu_late_records": 7}]),
@@ -396,11 +609,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--self-test", action="store_true", help="check this script on hand-made input")
     sub = ap.add_subparsers(dest="check")
     for name, extra in (("context", []), ("profiler", ["--trace"]), ("graphs", ["--events"]),
-                        ("exit", ["--expect"]), ("live", ["--metrics-log"]), ("memory", ["--events"])):
+                        ("exit", ["--expect"]), ("live", ["--metrics-log"]), ("memory", ["--events"]),
+                        ("health", ["--smi-log"]), ("abort", ["--status", "--steps"])):
         p = sub.add_parser(name)
-        p.add_argument("--rank-file", required=True)
+        if name == "health":
+            p.add_argument("--print-query", action="store_true",
+                           help="print the nvidia-smi --query-gpu fields this check reads, and stop")
+        p.add_argument("--rank-file", required=name != "health")
         for opt in extra:
-            p.add_argument(opt, required=True)
+            p.add_argument(opt, required=name != "health",
+                           type=int if name == "abort" else str)
         if name == "graphs":
             p.add_argument("--tolerance-pct", type=float, default=1.0)
         if name == "memory":
@@ -411,7 +629,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.self_test:
         return self_test()
     if not a.check:
-        ap.error("name a check (context, profiler, graphs, exit, live, memory) or --self-test")
+        ap.error("name a check (context, profiler, graphs, exit, live, memory, health, abort) or "
+                 "--self-test")
+    if a.check == "health" and a.print_query:
+        print(",".join(SMI_FIELDS))
+        return EXIT_OK
+    if a.check == "health" and not (a.rank_file and a.smi_log):
+        ap.error("health needs --rank-file and --smi-log (or --print-query)")
     try:
         code, lines = run(a)
     except Unusable as e:

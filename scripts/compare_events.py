@@ -30,6 +30,7 @@ Standard library only: it runs on the GPU machine, which has no network.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -45,8 +46,10 @@ class Unusable(Exception):
 
 
 def load_json(path: str, what: str) -> Any:
+    """A JSON file, or a gzipped one when the name ends in .gz (torch.profiler writes both)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with (gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz")
+              else open(path, encoding="utf-8")) as f:
             return json.load(f)
     except OSError as e:
         raise Unusable(f"cannot read the {what} {path}: {e.strerror}") from e

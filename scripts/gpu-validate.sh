@@ -64,6 +64,11 @@ MODE=run
 BUILD_DIR=$ROOT/build
 TREE=
 STEPS=20
+MLP_STEPS=60
+BUDGET=0
+OVERHEAD_REPEATS=0
+OVERHEAD_LIMIT=240
+CUPTI_RELEASES=
 SKIP_SWEEP=0
 SKIP_TORCH=0
 LAUNCHER=auto
@@ -78,6 +83,21 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=${2:?--steps needs a number}; shift
              [[ $STEPS =~ ^[0-9]+$ ]] && [ "$STEPS" -ge 4 ] ||
                { echo "gpu-validate: --steps wants a whole number >= 4, not '$STEPS'" >&2; exit 2; } ;;
+    --mlp-steps) MLP_STEPS=${2:?--mlp-steps needs a number}; shift
+             [[ $MLP_STEPS =~ ^[0-9]+$ ]] && [ "$MLP_STEPS" -ge 4 ] ||
+               { echo "gpu-validate: --mlp-steps wants a whole number >= 4, not '$MLP_STEPS'" >&2; exit 2; } ;;
+    --budget) BUDGET=${2:?--budget needs seconds}; shift
+              [[ $BUDGET =~ ^[0-9]+$ ]] ||
+                { echo "gpu-validate: --budget wants whole seconds, not '$BUDGET'" >&2; exit 2; } ;;
+    --overhead-repeats) OVERHEAD_REPEATS=${2:?--overhead-repeats needs a number}; shift
+              [[ $OVERHEAD_REPEATS =~ ^[0-9]+$ ]] && { [ "$OVERHEAD_REPEATS" -eq 0 ] || [ "$OVERHEAD_REPEATS" -ge 3 ]; } ||
+                { echo "gpu-validate: --overhead-repeats wants 0 (none) or a whole number >= 3, not '$OVERHEAD_REPEATS'" >&2; exit 2; } ;;
+    --overhead-limit) OVERHEAD_LIMIT=${2:?--overhead-limit needs seconds}; shift
+              [[ $OVERHEAD_LIMIT =~ ^[0-9]+$ ]] ||
+                { echo "gpu-validate: --overhead-limit wants whole seconds, not '$OVERHEAD_LIMIT'" >&2; exit 2; } ;;
+    --cupti-releases) CUPTI_RELEASES=$(realpath -m "${2:?--cupti-releases needs a folder}"); shift
+              [ -d "$CUPTI_RELEASES" ] ||
+                { echo "gpu-validate: --cupti-releases: no folder $CUPTI_RELEASES" >&2; exit 2; } ;;
     --launcher) LAUNCHER=${2:?--launcher needs auto, mpirun or direct}; shift ;;
     --skip-sweep) SKIP_SWEEP=1 ;;
     --skip-torch) SKIP_TORCH=1 ;;
@@ -88,6 +108,7 @@ while [ $# -gt 0 ]; do
 done
 
 die() { local code=$1; shift; echo "gpu-validate: $*" >&2; exit "$code"; }
+missing_libs() { ldd "$1" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' '; }
 
 # ------------------------------------------------------------------------------------ --build
 if [ "$MODE" = build ]; then
@@ -175,6 +196,7 @@ if [ "$LAUNCHER" = mpirun ]; then
 else
   echo "launcher: none: the programs run directly as rank 0 of 1"
 fi
+ulimit -c 0  # the abort run must not spend the budget writing a core file
 echo "NOTE: one GPU, so NCCL runs at world size 1 and launches no collective kernel;"
 echo "      no NCCL bandwidth is measured or claimed by this validation."
 
@@ -189,6 +211,7 @@ note_status() {  # keeps the worst: 2 (unusable) > 1 (disagreement) > 0
 # run_profiled NAME CMD...: runs CMD under the profiler with its own output folder, and records
 # a fixture when RECORD=1 (the runs whose CUDA events can judge a replay; kept few and small).
 RECORD=1
+RUNS=0
 run_profiled() {
   local name=$1; shift
   mkdir -p "$RESULTS/$name"
@@ -196,10 +219,14 @@ run_profiled() {
   if [ "$RECORD" = 1 ]; then fixture=$FIXTURES/$name; mkdir -p "$fixture"; fi
   echo
   echo "=== $name: $*"
+  local t0; t0=$(date +%s)
+  RUNS=$((RUNS + 1))
   LD_PRELOAD=$LIB TRAINTIME_OUTPUT=$RESULTS/$name/traintime-out \
-    TRAINTIME_RECORD_FIXTURE=$fixture "$@" 2>&1 | tee "$RESULTS/$name/stdout.txt"
+    TRAINTIME_RECORD_FIXTURE=$fixture timeout -k 10 "${RUN_TIMEOUT:-300}" "$@" 2>&1 |
+    tee "$RESULTS/$name/stdout.txt"
   local rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] || echo "$name: exited with status $rc"
+  echo "$name: $(($(date +%s) - t0)) s"
+  [ "$rc" -eq 0 ] || echo "$name: exited with status $rc$([ "$rc" -eq 124 ] && echo " (stopped after ${RUN_TIMEOUT:-300} s)")"
   return "$rc"
 }
 
@@ -226,111 +253,238 @@ compare() {
   note_status $?
 }
 
-# 1. cuda_mlp
-if run_profiled cuda_mlp "${LAUNCH[@]}" "$MLP" --steps "$STEPS" \
-     --events-out "$RESULTS/cuda_mlp/events-%r.json"; then
-  compare cuda_mlp
-else
-  note_status 2
+# ------------------------------------------------------------------------------- time budget
+# The runs go in order of value (docs/validation.md, "Plan"): accuracy and the training-step
+# overhead first. With --budget, a run starts only when its estimated cost still fits, each run
+# is stopped at what is left, and the results are collected into $OUT after every run, so a
+# device call cut short still brings back everything finished before.
+T0=$(date +%s)
+left() { if [ "$BUDGET" -gt 0 ]; then echo $((BUDGET - ($(date +%s) - T0))); else echo 100000; fi; }
+# fits NAME EST: true when a run estimated at EST seconds still fits; says so in the summary when not.
+fits() {
+  local l; l=$(left)
+  if [ "$l" -ge "$2" ]; then return 0; fi
+  echo "=== $1: skipped: ${l} s of the --budget left, the run needs about $2 s" | tee -a "$SUMMARY"
+  SKIPPED+=("$1")
+  return 1
+}
+# cap SECONDS: what one run may take: SECONDS, or less when the budget has less left.
+cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
+SKIPPED=()
+
+collect() {  # results (and fixtures so far) into $OUT; cheap, so after every run
+  [ -n "${OUT:-}" ] || return 0
+  tar -C "$WORK" -czf "$OUT/results.tar.gz.tmp" results && mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
+  if [ -n "$(find "$FIXTURES" -type f 2>/dev/null | head -1)" ]; then
+    tar -C "$WORK/fixtures" -czf "$OUT/fixtures-gpu-$DATE.tar.gz.tmp" "tests/fixtures/gpu-$DATE" &&
+      mv "$OUT/fixtures-gpu-$DATE.tar.gz.tmp" "$OUT/fixtures-gpu-$DATE.tar.gz"
+  fi
+}
+
+# events_beside_fixture NAME: the run's CUDA events go beside its fixture: CI judges the replay
+# against them (tests/cupti/check_replay.py), not only against the rank file traintime wrote.
+events_beside_fixture() {
+  local dir=$FIXTURES/$1
+  [ -d "$dir" ] || return 0
+  if [ -z "$(find "$dir" -type f)" ]; then rmdir "$dir" 2>/dev/null; return 0; fi
+  [ -f "$RESULTS/$1/events-0.json" ] && cp "$RESULTS/$1/events-0.json" "$dir/events.json"
+  return 0
+}
+
+# 1. cuda_mlp, with nvidia-smi sampling the GPU beside it for the NVML health check.
+if fits cuda_mlp 40; then
+  SMI_FIELDS=$(python3 "$ROOT/scripts/check_gpu_run.py" health --print-query)
+  mkdir -p "$RESULTS/cuda_mlp"
+  "$SMI" --query-gpu="$SMI_FIELDS" --format=csv,nounits -lms 100 >"$RESULTS/cuda_mlp/nvidia-smi.csv" 2>&1 &
+  SMI_PID=$!
+  RUN_TIMEOUT=$(cap 120)
+  if run_profiled cuda_mlp "${LAUNCH[@]}" "$MLP" --steps "$MLP_STEPS" \
+       --events-out "$RESULTS/cuda_mlp/events-%r.json"; then
+    kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
+    compare cuda_mlp
+    check cuda_mlp health --smi-log "$RESULTS/cuda_mlp/nvidia-smi.csv"
+  else
+    kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
+    note_status 2
+  fi
+  events_beside_fixture cuda_mlp
+  collect
 fi
 
-# 2. NCCL sweep (no fixture: at world size 1 its replay has nothing the events could judge)
+HAVE_TORCH=0
+if [ "$SKIP_TORCH" = 0 ]; then
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    HAVE_TORCH=1
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())), "device", torch.cuda.get_device_name())' \
+      >>"$RESULTS/machine.txt" 2>&1
+    python3 -m pip list 2>/dev/null | grep -Ei '^(nvidia-|torch )' >>"$RESULTS/machine.txt"
+    export PYTHONPATH=$ROOT/annotate/python${PYTHONPATH:+:$PYTHONPATH}
+  else
+    echo; echo "=== torch: skipped (python3 has no torch with CUDA)" | tee -a "$SUMMARY"
+  fi
+fi
+LOOP=$ROOT/examples/torch_loop.py
+
+# 2. PyTorch, the plain region API, judged against events; it runs every GPU operation inside a
+#    region, so nothing may be unattributed; traintime.metrics() is read every step.
+if [ "$HAVE_TORCH" = 1 ] && fits torch_regions 60; then
+  RECORD=1 RUN_TIMEOUT=$(cap 180)
+  if run_profiled torch_regions python3 "$LOOP" --api region --steps "$STEPS" \
+       --events-out "$RESULTS/torch_regions/events-%r.json" \
+       --metrics-log "$RESULTS/torch_regions/metrics.jsonl"; then
+    compare torch_regions
+    check torch_regions context
+    check torch_regions live --metrics-log "$RESULTS/torch_regions/metrics.jsonl"
+  else
+    note_status 2
+  fi
+  events_beside_fixture torch_regions
+  collect
+fi
 RECORD=0
-if [ "$SKIP_SWEEP" = 0 ]; then
+
+# 3. Overhead three ways in one run (scripts/gpu_overhead.py): no tool, a bare CUPTI tracer,
+#    traintime; the training step and a launch-bound loop.
+if [ "$OVERHEAD_REPEATS" -gt 0 ] && fits overhead 120; then
+  l=$(left); limit=$((l < OVERHEAD_LIMIT ? l - 30 : OVERHEAD_LIMIT))
+  echo; echo "=== overhead: scripts/gpu_overhead.py --repeats $OVERHEAD_REPEATS --time-limit $limit"
+  { echo "=== overhead"; } >>"$SUMMARY"
+  ov_json=${OUT:-$RESULTS}/overhead.json
+  python3 "$ROOT/scripts/gpu_overhead.py" --tree "$TREE" --repeats "$OVERHEAD_REPEATS" \
+    --time-limit "$limit" --run-timeout 90 --json-out "$ov_json" 2>&1 | tee "$RESULTS/overhead.txt"
+  ov=${PIPESTATUS[0]}
+  sed -n '/^gpu_overhead: .*repeats, rotating/,$p' "$RESULTS/overhead.txt" >>"$SUMMARY"
+  [ "$ov" -eq 0 ] || echo "overhead: scripts/gpu_overhead.py exited with status $ov" | tee -a "$SUMMARY"
+  note_status "$ov"
+  [ -z "${OUT:-}" ] || cp "$ov_json" "$RESULTS/overhead.json" 2>/dev/null
+  collect
+fi
+
+# 4. A torch.profiler session in the middle of the run (the way users profile: a schedule, one
+#    warm-up step, ProfilerStep#N per step): the profiler sees kernels and traintime's figures stay
+#    exact. Its gzipped trace and the rank file of the same run are kept: replayed through simgpu
+#    (tests/sim), the trace must give the rank file's per-step figures (docs/validation.md).
+PROFILE_LO=$((STEPS / 4 > 1 ? STEPS / 4 : 1))
+PROFILE_HI=$((PROFILE_LO + 5 <= STEPS ? PROFILE_LO + 5 : STEPS))
+if [ "$HAVE_TORCH" = 1 ] && fits torch_profiler 60; then
+  RUN_TIMEOUT=$(cap 180)
+  if run_profiled torch_profiler python3 "$LOOP" --api region --steps "$STEPS" \
+       --profile-steps "$PROFILE_LO:$PROFILE_HI" \
+       --profile-trace "$RESULTS/torch_profiler/profiler-trace.json.gz" \
+       --events-out "$RESULTS/torch_profiler/events-%r.json"; then
+    compare torch_profiler
+    check torch_profiler profiler --trace "$RESULTS/torch_profiler/profiler-trace.json.gz"
+  else
+    note_status 2
+  fi
+  collect
+fi
+
+# 5. abort() with work in flight: the final file is written and the process still dies by SIGABRT.
+if fits abort 30; then
+  RUN_TIMEOUT=$(cap 90)
+  # Directly, never under mpirun: it would turn the rank's death into a status of its own.
+  run_profiled abort "$TREE/bin/cuda_mlp" --steps 20 --abort-after 8
+  rc=$?
+  check abort abort --status "$rc" --steps $((8 + 3))
+  collect
+fi
+
+# 6. CUDA graphs: forward+backward captured in regions, replayed in another.
+if [ "$HAVE_TORCH" = 1 ] && fits torch_graphs 60; then
+  RECORD=1 RUN_TIMEOUT=$(cap 180)
+  if run_profiled torch_graphs python3 "$LOOP" --api region --cuda-graphs --steps "$STEPS" \
+       --events-out "$RESULTS/torch_graphs/events-%r.json"; then
+    compare torch_graphs
+    check torch_graphs graphs --events "$RESULTS/torch_graphs/events-0.json"
+  else
+    note_status 2
+  fi
+  events_beside_fixture torch_graphs
+  RECORD=0
+  collect
+fi
+
+# 7. The caching allocator on CUDA virtual memory (expandable segments).
+if [ "$HAVE_TORCH" = 1 ] && fits torch_vmm 60; then
+  RUN_TIMEOUT=$(cap 180)
+  if PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+       run_profiled torch_vmm python3 "$LOOP" --api region --steps "$STEPS" \
+       --events-out "$RESULTS/torch_vmm/events-%r.json"; then
+    compare torch_vmm
+    check torch_vmm memory --events "$RESULTS/torch_vmm/events-0.json"
+  else
+    note_status 2
+  fi
+  collect
+fi
+
+# 8. Exit with a region open since before CUDA initialised, work still in flight.
+if [ "$HAVE_TORCH" = 1 ] && fits torch_exit 45; then
+  RUN_TIMEOUT=$(cap 120)
+  if run_profiled torch_exit python3 "$ROOT/examples/torch_exit_in_region.py" \
+       --expect-out "$RESULTS/torch_exit/expect.json"; then
+    check torch_exit exit --expect "$RESULTS/torch_exit/expect.json"
+  else
+    note_status 2
+  fi
+  collect
+fi
+
+# 9. Other CUPTI releases on the real driver (--cupti-releases DIR: DIR/<version>/libcupti.so.*,
+#    e.g. PyPI's, as scripts/fetch-cupti-releases.py lays them out): cuda_mlp judged as in 1.
+if [ -n "$CUPTI_RELEASES" ]; then
+  for lib in "$CUPTI_RELEASES"/*/libcupti.so.*; do
+    [ -f "$lib" ] || continue
+    ver=$(basename "$(dirname "$lib")")
+    name=cupti_$ver
+    fits "$name" 30 || continue
+    RUN_TIMEOUT=$(cap 90)
+    if TRAINTIME_CUPTI_LIB=$lib run_profiled "$name" "${LAUNCH[@]}" "$MLP" --steps "$STEPS" --no-nccl \
+         --events-out "$RESULTS/$name/events-%r.json"; then
+      compare "$name"
+      grep -o '"gpu_capture_reason": *"[^"]*"' "$RESULTS/$name/traintime-out/rank-00000.json" \
+        2>/dev/null | tee -a "$SUMMARY"
+    else
+      note_status 2
+    fi
+    collect
+  done
+fi
+
+# 10. NCCL sweep (no fixture: at world size 1 its replay has nothing the events could judge).
+if [ "$SKIP_SWEEP" = 0 ] && fits nccl_sweep 60; then
+  RUN_TIMEOUT=$(cap 180)
   if run_profiled nccl_sweep "${LAUNCH[@]}" "$SWEEP" \
        --events-out "$RESULTS/nccl_sweep/events-%r.json"; then
     compare nccl_sweep
   else
     note_status 2
   fi
+  collect
 fi
 
-# 3. PyTorch: accuracy, then the real-stack checks (check_gpu_run.py).
-if [ "$SKIP_TORCH" = 0 ]; then
-  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "device", torch.cuda.get_device_name())' \
-      >>"$RESULTS/machine.txt" 2>&1
-    export PYTHONPATH=$ROOT/annotate/python${PYTHONPATH:+:$PYTHONPATH}
-    LOOP=$ROOT/examples/torch_loop.py
-    # 3a. The plain region API, judged against events; it runs every GPU operation inside a
-    #     region, so nothing may be unattributed; traintime.metrics() is read every step.
-    RECORD=1
-    if run_profiled torch_regions python3 "$LOOP" --api region --steps "$STEPS" \
-         --events-out "$RESULTS/torch_regions/events-%r.json" \
-         --metrics-log "$RESULTS/torch_regions/metrics.jsonl"; then
-      compare torch_regions
-      check torch_regions context
-      check torch_regions live --metrics-log "$RESULTS/torch_regions/metrics.jsonl"
-    else
-      note_status 2
-    fi
-    # 3b. CUDA graphs: forward+backward captured in regions, replayed in another.
-    if run_profiled torch_graphs python3 "$LOOP" --api region --cuda-graphs --steps "$STEPS" \
-         --events-out "$RESULTS/torch_graphs/events-%r.json"; then
-      compare torch_graphs
-      check torch_graphs graphs --events "$RESULTS/torch_graphs/events-0.json"
-    else
-      note_status 2
-    fi
-    RECORD=0
-    # 3c. traintime.torch.instrument: printed, not judged.
-    if run_profiled torch_instrument python3 "$LOOP" --api instrument \
-         --steps "$STEPS" --events-out "$RESULTS/torch_instrument/events-%r.json"; then
-      compare torch_instrument --informational
-    else
-      note_status 2
-    fi
-    # 3d. A torch.profiler session in the middle of the run: the profiler sees kernels and
-    #     traintime's own figures stay exact.
-    if run_profiled torch_profiler python3 "$LOOP" --api region --steps "$STEPS" \
-         --profile-steps "$((STEPS / 4)):$((STEPS / 2))" \
-         --profile-trace "$RESULTS/torch_profiler/profiler-trace.json" \
-         --events-out "$RESULTS/torch_profiler/events-%r.json"; then
-      compare torch_profiler
-      check torch_profiler profiler --trace "$RESULTS/torch_profiler/profiler-trace.json"
-    else
-      note_status 2
-    fi
-    # 3e. Exit with a region open since before CUDA initialised, work still in flight.
-    if run_profiled torch_exit python3 "$ROOT/examples/torch_exit_in_region.py" \
-         --expect-out "$RESULTS/torch_exit/expect.json"; then
-      check torch_exit exit --expect "$RESULTS/torch_exit/expect.json"
-    else
-      note_status 2
-    fi
-    # 3f. The caching allocator on CUDA virtual memory (expandable segments).
-    export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-    if run_profiled torch_vmm python3 "$LOOP" --api region --steps "$STEPS" \
-         --events-out "$RESULTS/torch_vmm/events-%r.json"; then
-      compare torch_vmm
-      check torch_vmm memory --events "$RESULTS/torch_vmm/events-0.json"
-    else
-      note_status 2
-    fi
-    unset PYTORCH_CUDA_ALLOC_CONF
+# 11. traintime.torch.instrument: printed, not judged.
+if [ "$HAVE_TORCH" = 1 ] && fits torch_instrument 45; then
+  RUN_TIMEOUT=$(cap 120)
+  if run_profiled torch_instrument python3 "$LOOP" --api instrument \
+       --steps "$STEPS" --events-out "$RESULTS/torch_instrument/events-%r.json"; then
+    compare torch_instrument --informational
   else
-    echo; echo "=== torch: skipped (python3 has no torch with CUDA)" | tee -a "$SUMMARY"
+    note_status 2
   fi
+  collect
 fi
-
-# The CUDA events of each recorded run go beside its fixture: CI judges the replay against them
-# (tests/cupti/check_replay.py), not only against the rank file traintime wrote while recording.
-for dir in "$FIXTURES"/*/; do
-  name=$(basename "$dir")
-  if [ -z "$(find "$dir" -type f)" ]; then rmdir "$dir" 2>/dev/null; continue; fi
-  [ -f "$RESULTS/$name/events-0.json" ] && cp "$RESULTS/$name/events-0.json" "$dir/events.json"
-done
 
 # Collect.
 echo
-echo "=== summary (tables above and in summary.txt)"
+echo "=== summary (tables above and in summary.txt), $(($(date +%s) - T0)) s"
 grep -E '^(=== |RESULT|.*: no rank file|.*skipped|check_gpu_run)' "$SUMMARY"
 fixture_files=$(find "$FIXTURES" -type f | wc -l)
 echo "fixtures recorded (TRAINTIME_RECORD_FIXTURE): $fixture_files file(s)"
 if [ -n "${OUT:-}" ]; then
-  tar -C "$WORK" -czf "$OUT/results.tar.gz" results
+  collect
   if [ "$fixture_files" -gt 0 ]; then
-    tar -C "$WORK/fixtures" -czf "$OUT/fixtures-gpu-$DATE.tar.gz" "tests/fixtures/gpu-$DATE"
     size=$(stat -c %s "$OUT/fixtures-gpu-$DATE.tar.gz")
     [ "$size" -le $((16 * 1024 * 1024)) ] ||
       echo "WARNING: fixtures-gpu-$DATE.tar.gz is $size bytes, over the 16 MiB a returned file may have"
@@ -344,6 +498,8 @@ else
   fi
   echo "results in $WORK"
 fi
+[ ${#SKIPPED[@]} -eq 0 ] || echo "gpu-validate: not run for the --budget: ${SKIPPED[*]}"
+if [ "$RUNS" -eq 0 ]; then echo "gpu-validate: nothing ran"; note_status 2; fi
 case $STATUS in
   0) echo "gpu-validate: PASS (every judged comparison agrees)" ;;
   1) echo "gpu-validate: FAIL (traintime and CUDA events disagree; see the tables above)" ;;

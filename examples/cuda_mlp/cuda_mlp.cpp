@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,9 @@ const char kUsage[] =
     "  --sync-every-step  read the events after every step (synchronises each step) instead\n"
     "                     of once after the loop\n"
     "  --nccl-id-file F   id exchange file for launches without MPI (default $TT_NCCL_ID_FILE\n"
-    "                     or /tmp/traintime-example-nccl-id.<job>)\n";
+    "                     or /tmp/traintime-example-nccl-id.<job>)\n"
+    "  --abort-after N    call abort() right after the N-th timed step's tt_step, with that\n"
+    "                     step's work still in flight (the abort path of the validation)\n";
 
 struct Options {
   int steps = 20;
@@ -71,6 +74,7 @@ struct Options {
   double lr = 1e-4;
   bool nccl = true;
   bool sync_every_step = false;
+  int abort_after = 0;  // 0: never
   std::string events_out;
   std::string nccl_id_file;
 };
@@ -88,6 +92,7 @@ Options parse_options(int argc, char** argv) {
     if (name == "--lr") return o.lr = args.real(name, v), 1;
     if (name == "--events-out") return o.events_out = v ? v : "", 1;
     if (name == "--nccl-id-file") return o.nccl_id_file = v ? v : "", 1;
+    if (name == "--abort-after") return o.abort_after = int(args.number(name, v, 1, 1000000)), 1;
     if (name == "--no-nccl") return o.nccl = false, 0;
     if (name == "--sync-every-step") return o.sync_every_step = true, 0;
     if (name == "--optimizer") {
@@ -330,6 +335,13 @@ int main(int argc, char** argv) {
   for (int s = 0; s < opt.steps; ++s) {
     t.step(s, &ev);
     tt_step(uint64_t(opt.batch), 0);
+    if (s + 1 == opt.abort_after) {
+      // As PyTorch's NCCL watchdog or a failed assertion would: no synchronisation, work queued.
+      std::printf("cuda_mlp: abort() after %d timed steps (%d tt_step calls in all)\n",
+                  opt.abort_after, opt.warmup + opt.abort_after);
+      std::fflush(stdout);
+      std::abort();
+    }
     if (opt.sync_every_step) {
       std::vector<double> step_ms = ev.read_step(s);
       for (int r = 0; r < kRegionCount; ++r) ms[r].push_back(step_ms[r]);

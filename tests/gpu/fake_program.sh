@@ -5,10 +5,19 @@
 # FAKE_KIND=agree|disagree|norank; FAKE_DATA is tests/gpu/data.
 set -eu
 events=
+abort_after=
 while [ $# -gt 0 ]; do
   [ "$1" = --events-out ] && events=$2
+  [ "$1" = --abort-after ] && abort_after=$2
   shift
 done
+if [ -n "$abort_after" ]; then
+  # As cuda_mlp --abort-after under traintime: the final file written, then death by SIGABRT.
+  mkdir -p "$TRAINTIME_OUTPUT"
+  cp "$FAKE_DATA/abort-rank.json" "$TRAINTIME_OUTPUT/rank-00000.json"
+  echo "fake $(basename "$0") aborts"
+  kill -ABRT $$
+fi
 case $(basename "$0") in
   nccl_sweep) base=sweep ;;
   *) base=${FAKE_KIND:-agree} ;;

@@ -13,7 +13,20 @@ cp "$preload" "$tmp/tree/lib/libtraintime.so"
 cp "$here/fake_program.sh" "$tmp/tree/bin/cuda_mlp"
 cp "$here/fake_program.sh" "$tmp/tree/bin/nccl_sweep"
 chmod +x "$tmp/tree/bin/"*
-printf '#!/bin/sh\n[ $# -gt 0 ] && echo "0, FAKE GPU, 0.0, 1 MiB" || echo "fake nvidia-smi"\n' >"$tmp/smi"
+# The fake nvidia-smi answers the GPU list, the health sampling (a header and samples of the GPU
+# that data/agree-rank.json's gpu_health names) and plain calls.
+cat >"$tmp/smi" <<'SMI'
+#!/bin/sh
+case "$*" in
+  *--query-gpu=index*) echo "0, FAKE GPU, 0.0, 1 MiB" ;;
+  *--query-gpu=timestamp*)
+    echo "timestamp, pci.bus_id, clocks.current.sm [MHz], clocks.current.memory [MHz], power.draw [W], power.limit [W], temperature.gpu, pcie.link.gen.current, pcie.link.width.current, memory.used [MiB], memory.total [MiB]"
+    echo "2026/11/28 00:00:00.000, 00000000:19:00.0, 1755, 3201, 120.5, 700.00, 35, 5, 16, 500, 143771"
+    echo "2026/11/28 00:00:00.100, 00000000:19:00.0, 1980, 3201, 650.0, 700.00, 41, 5, 16, 9100, 143771"
+    exec sleep 60 ;;
+  *) echo "fake nvidia-smi" ;;
+esac
+SMI
 chmod +x "$tmp/smi"
 export TT_NVIDIA_SMI=$tmp/smi FAKE_DATA=$here/data
 fail=0
@@ -49,6 +62,17 @@ if [ -n "$fx" ]; then
 fi
 grep -q 'RESULT: all 4 judged rows agree' "$tmp/out/summary.txt" ||
   { echo "FAIL: summary.txt lacks the region verdict"; fail=1; }
+grep -q 'RESULT: GPU health (NVML) against nvidia-smi: PASS' "$tmp/out/summary.txt" ||
+  { echo "FAIL: summary.txt lacks the NVML health verdict"; fail=1; }
+grep -q 'RESULT: abort() with work in flight: PASS' "$tmp/out/summary.txt" ||
+  { echo "FAIL: summary.txt lacks the abort verdict (status 134 and the final file)"; fail=1; }
+# A budget too small for anything runs nothing, says so, and does not claim the runs passed.
+rm -rf "$tmp/out"
+FAKE_KIND=agree OUT=$tmp/out "$script" --tree "$tmp/tree" --launcher direct --skip-torch \
+  --budget 1 >"$tmp/log" 2>&1
+[ $? -eq 2 ] || { echo "FAIL: a validation that ran nothing did not exit 2"; fail=1; }
+grep -q 'not run for the --budget: cuda_mlp abort nccl_sweep' "$tmp/log" ||
+  { echo "FAIL: a run skipped for the budget is not named"; cat "$tmp/log"; fail=1; }
 grep -q 'world size 1' "$tmp/out/gpu-validate.log" ||
   { echo "FAIL: the log does not say NCCL ran at world size 1"; fail=1; }
 run disagree 1
