@@ -17,6 +17,10 @@
 //               steps and path names before or after)
 //   live_mu_, device_mu_, vmm_mu_ (taken by VMM calls' callbacks, and under agg_mu_ by
 //   take_vmm) and the GraphNodeTable / BufferPool / FixtureRecorder mutexes are leaves.
+// Another CUPTI client sharing CUPTI (client_mux.h): ClientMux::mu_ (the client's own CUPTI
+//   calls) -> ClientMux::out_mu_ (its open buffer, also taken inside on_completed, under a flush
+//   holding flush_mu_); the client's buffer callbacks run under out_mu_, which is never held
+//   while calling CUPTI, and the client's own flush calls CUPTI before taking either.
 // queue_mu_ and agg_mu_ are never held together, and neither is held while calling CUPTI.
 // The launch callback (application threads) takes no lock at all; the callbacks of CUDA's virtual
 // memory calls (cuMemCreate, cuMemMap...: allocator growth, not launches) take vmm_mu_ alone.

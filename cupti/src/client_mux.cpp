@@ -9,6 +9,7 @@
 
 #include <cupti_activity_deprecated.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 
@@ -49,6 +50,13 @@ CUptiResult ClientMux::register_callbacks(CUpti_BuffersCallbackRequestFunc reque
   if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   request_.store(request, std::memory_order_release);
   complete_.store(complete, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> out(out_mu_);
+    // A buffer the client's former callbacks gave goes back through them.
+    if (sink_.open() && (sink_.request != request || sink_.complete != complete)) sink_.hand_over();
+    sink_.request = request;
+    sink_.complete = complete;
+  }
   registrations_.fetch_add(1, std::memory_order_relaxed);
   return CUPTI_SUCCESS;
 }
@@ -63,8 +71,15 @@ CUptiResult ClientMux::enable(CUpti_ActivityKind kind, decltype(&::cuptiActivity
   if (lib != nullptr && !mux) return real(kind);  // another CUPTI than traintime's
   // Ours already on: nothing to switch on in CUPTI.
   const CUptiResult rc = mux && own_kinds_[kind] ? CUPTI_SUCCESS : real(kind);
-  if (rc == CUPTI_SUCCESS && client_kinds_[kind].exchange(1, std::memory_order_acq_rel) == 0)
+  if (rc != CUPTI_SUCCESS) return rc;
+  if (client_kinds_[kind].exchange(kOn, std::memory_order_acq_rel) == 0)
     client_kind_count_.fetch_add(1, std::memory_order_release);
+  if (mux) {
+    // As CUPTI would once records may come: the client holds a buffer (Kineto flushes at its
+    // stop only when it does).
+    std::lock_guard<std::mutex> out(out_mu_);
+    if (sink_.request != nullptr && sink_.complete != nullptr) sink_.ensure_open();
+  }
   return rc;
 }
 
@@ -76,8 +91,13 @@ CUptiResult ClientMux::disable(CUpti_ActivityKind kind, decltype(&::cuptiActivit
   const bool mux = lib != nullptr && multiplexing(reinterpret_cast<const void*>(real),
                                                   reinterpret_cast<const void*>(lib->api().cuptiActivityDisable));
   if (lib != nullptr && !mux) return real(kind);
-  if (client_kinds_[kind].exchange(0, std::memory_order_acq_rel) != 0)
+  if (mux) {
+    // Forwarded until the client's next flush: the records of work in flight come after this.
+    uint8_t on = kOn;
+    client_kinds_[kind].compare_exchange_strong(on, kDraining, std::memory_order_acq_rel);
+  } else if (client_kinds_[kind].exchange(0, std::memory_order_acq_rel) != 0) {
     client_kind_count_.fetch_sub(1, std::memory_order_release);
+  }
   if (mux && own_kinds_[kind]) return CUPTI_SUCCESS;  // traintime still uses it
   const CUptiResult rc = real(kind);
   // Switching the whole RUNTIME or DRIVER kind off may take traintime's per-launch API records
@@ -100,6 +120,31 @@ CUptiResult ClientMux::set_attribute(CUpti_ActivityAttribute attr, size_t* size,
   return real(attr, size, value);
 }
 
+CUptiResult ClientMux::flush_all(uint32_t flag, decltype(&::cuptiActivityFlushAll) real, bool from_cupti) {
+  const CUptiResult rc = real(flag);  // traintime's buffers complete: the client's records forwarded
+  if (from_cupti) return rc;
+  const CuptiLibrary* lib = lib_.load(std::memory_order_acquire);
+  if (lib == nullptr || !multiplexing(reinterpret_cast<const void*>(real),
+                                      reinterpret_cast<const void*>(lib->api().cuptiActivityFlushAll)))
+    return rc;
+  const int saved = errno;  // the client's callbacks may touch it; the caller sees the real call's
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& k : client_kinds_) {
+    uint8_t draining = kDraining;
+    if (k.compare_exchange_strong(draining, 0, std::memory_order_acq_rel))
+      client_kind_count_.fetch_sub(1, std::memory_order_release);
+  }
+  hand_over_open(/*reopen=*/client_kind_count_.load(std::memory_order_acquire) > 0);
+  errno = saved;
+  return rc;
+}
+
+void ClientMux::hand_over_open(bool reopen) {
+  std::lock_guard<std::mutex> out(out_mu_);
+  sink_.hand_over();
+  if (reopen && sink_.request != nullptr && sink_.complete != nullptr) sink_.ensure_open();
+}
+
 CUptiResult ClientMux::finalize(decltype(&::cuptiFinalize) real, bool from_cupti) {
   if (from_cupti) return real();
   std::lock_guard<std::mutex> lock(mu_);
@@ -116,9 +161,18 @@ CUptiResult ClientMux::finalize(decltype(&::cuptiFinalize) real, bool from_cupti
     client_kind_count_.store(0, std::memory_order_release);
     return real();
   }
-  // Finalize would detach traintime too: the client is done, so it is forgotten instead.
+  // Finalize would detach traintime too: the client is done, so it is forgotten instead, its
+  // open buffer (its memory) handed back first.
+  hand_over_open(/*reopen=*/false);
+  {
+    std::lock_guard<std::mutex> out(out_mu_);
+    sink_.request = nullptr;
+    sink_.complete = nullptr;
+  }
   request_.store(nullptr, std::memory_order_release);
   complete_.store(nullptr, std::memory_order_release);
+  for (auto& k : client_kinds_) k.store(0, std::memory_order_relaxed);
+  client_kind_count_.store(0, std::memory_order_release);
   return CUPTI_SUCCESS;
 }
 
@@ -290,6 +344,13 @@ void ClientMux::detach(CUpti_SubscriberHandle subscriber) {
   CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
   CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
   if (request == nullptr || complete == nullptr) return;
+  // What was forwarded to the client so far is its own again; kinds it disabled stop here.
+  hand_over_open(/*reopen=*/false);
+  for (auto& k : client_kinds_) {
+    uint8_t draining = kDraining;
+    if (k.compare_exchange_strong(draining, 0, std::memory_order_acq_rel))
+      client_kind_count_.fetch_sub(1, std::memory_order_release);
+  }
   // The client goes on profiling: only its kinds stay on, and its callbacks get its records.
   for (int k = 1; k < CUPTI_ACTIVITY_KIND_COUNT; ++k) {
     if (own_kinds_[k] && !client_kinds_[k].load(std::memory_order_relaxed))
@@ -317,14 +378,13 @@ bool ClientMux::on_completed(uint8_t* buffer, size_t size, size_t valid_size, bo
 }
 
 void ClientMux::forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size) {
-  CUpti_BuffersCallbackRequestFunc request = request_.load(std::memory_order_acquire);
-  CUpti_BuffersCallbackCompleteFunc complete = complete_.load(std::memory_order_acquire);
-  if (request == nullptr || complete == nullptr) return;
   ClientClock clock;
   clock.now = clock_now_.load(std::memory_order_acquire);
   clock.cupti0 = clock_cupti0_.load(std::memory_order_relaxed);
   clock.client0 = clock_client0_.load(std::memory_order_relaxed);
-  const ForwardCounts n = forward_records(lib, buffer, valid_size, client_kinds_, request, complete,
+  std::lock_guard<std::mutex> out(out_mu_);
+  if (sink_.request == nullptr || sink_.complete == nullptr) return;
+  const ForwardCounts n = forward_records(lib, buffer, valid_size, client_kinds_, sink_,
                                           clock.now != nullptr ? &clock : nullptr);
   forwarded_.fetch_add(n.copied, std::memory_order_relaxed);
   lost_.fetch_add(n.lost, std::memory_order_relaxed);
@@ -399,33 +459,38 @@ bool clock_line(const CuptiLibrary& lib, const ClientClock& clock, ClockLine* li
 
 }  // namespace
 
+bool ClientSink::ensure_open() {
+  if (data != nullptr) return true;
+  size_t max_records = 0;
+  size = 0;
+  used = 0;
+  request(&data, &size, &max_records);
+  if (data != nullptr && size == 0) hand_over();  // nothing fits: given straight back
+  return data != nullptr;
+}
+
+void ClientSink::hand_over() {
+  if (data != nullptr) complete(nullptr, 0, data, size, used);
+  data = nullptr;
+  size = used = 0;
+}
+
 ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
-                              const std::atomic<uint8_t>* wanted,
-                              CUpti_BuffersCallbackRequestFunc request,
-                              CUpti_BuffersCallbackCompleteFunc complete, const ClientClock* clock) {
+                              const std::atomic<uint8_t>* wanted, ClientSink& sink,
+                              const ClientClock* clock) {
   ForwardCounts counts;
   ClockLine line;
   const bool convert = clock != nullptr && clock->now != nullptr && clock_line(lib, *clock, &line);
   auto next_record = lib.api().cuptiActivityGetNextRecord;
-  uint8_t* out = nullptr;
-  size_t out_size = 0;
-  size_t used = 0;
-  auto hand_over = [&] {
-    if (out != nullptr) complete(nullptr, 0, out, out_size, used);
-    out = nullptr;
-    out_size = used = 0;
-  };
   auto copy = [&](const CUpti_Activity* record, size_t bytes) {
-    if (out == nullptr || used + bytes > out_size) {
-      hand_over();
-      size_t max_records = 0;
-      request(&out, &out_size, &max_records);
-      if (out == nullptr || out_size < bytes) {
-        hand_over();
-        ++counts.lost;
-        return;
-      }
+    if (sink.open() && sink.used + bytes > sink.size) sink.hand_over();  // full: the next one
+    if (!sink.ensure_open() || sink.size < bytes) {
+      sink.hand_over();
+      ++counts.lost;
+      return;
     }
+    uint8_t* out = sink.data;
+    const size_t used = sink.used;
     std::memcpy(out + used, record, bytes);
     uint32_t kind = 0;
     std::memcpy(&kind, record, sizeof kind);
@@ -440,7 +505,7 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
         if (end == start) break;
       }
     }
-    used += bytes;
+    sink.used += bytes;
     ++counts.copied;
   };
   CUpti_Activity* record = nullptr;
@@ -465,7 +530,6 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
     if (rc != CUPTI_SUCCESS) break;
     record = next;
   }
-  hand_over();
   return counts;
 }
 

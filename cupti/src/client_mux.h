@@ -19,10 +19,16 @@
 //  - the buffer callbacks the client registers (at every profiler start) are kept here;
 //  - an activity kind the client enables is switched on in CUPTI only when traintime does not
 //    use it, and its Disable switches it off only then (one user count per kind and client);
-//  - every completed buffer of traintime's: the records of the kinds the client enabled are
-//    copied, whole and in order, into buffers from the client's request callback and handed to
-//    its completed callback, synchronously, so the client's forced FlushAll has them all when it
-//    returns and neither side loses a record or sees a gap;
+//  - the client holds a buffer as it would with CUPTI alone: one is requested from it when it
+//    enables its first kind, and every completed buffer of traintime's has the records of the
+//    kinds the client enabled copied, whole and in order, into it (a full one is handed to its
+//    completed callback and the next requested). The open one is handed over at the client's own
+//    cuptiActivityFlushAll, after the real flush, so its flush has every record when it returns
+//    and neither side loses a record or sees a gap. Kineto relies on this: it disables its kinds
+//    first, then flushes only if it still holds a buffer CUPTI requested (CuptiActivityApi::
+//    activityBuffers), so a client whose buffers were all handed back already gets no trace;
+//  - a kind the client disables keeps being forwarded until its next flush (CUPTI delivers the
+//    records of work in flight at the disable too), then stops;
 //  - a buffer the client allocated before traintime registered, completed to traintime, is
 //    handed back to the client untouched;
 //  - the client's PER_THREAD_ACTIVITY_BUFFER change (undefined mid-session, says the header)
@@ -59,6 +65,20 @@ struct ForwardCounts {
   uint64_t copied = 0;
   uint64_t lost = 0;
 };
+// The client's buffers as its callbacks give and take them: `data` is the open one (requested,
+// not yet handed back), `used` bytes of it filled.
+struct ClientSink {
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  size_t used = 0;
+  bool open() const { return data != nullptr; }
+  // Requests a buffer when none is open; false when the client gave none.
+  bool ensure_open();
+  // Hands the open buffer (possibly empty) to the client's completed callback.
+  void hand_over();
+};
 // The client's own clock (its cuptiActivityRegisterTimestampCallback, not applied to CUPTI while
 // traintime captures): one reading of CUPTI's clock and the client's taken together at
 // registration. With it, the start and end of each copied record of a kind whose layout is known
@@ -70,10 +90,10 @@ struct ClientClock {
   uint64_t cupti0 = 0;
   uint64_t client0 = 0;
 };
+// Appends to `sink`'s open buffer (requesting one when none is open, handing a full one over);
+// the last one stays open: the caller hands it over when the client flushes.
 ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size,
-                              const std::atomic<uint8_t>* wanted,
-                              CUpti_BuffersCallbackRequestFunc request,
-                              CUpti_BuffersCallbackCompleteFunc complete,
+                              const std::atomic<uint8_t>* wanted, ClientSink& sink,
                               const ClientClock* clock = nullptr);
 
 class ClientMux {
@@ -88,6 +108,10 @@ class ClientMux {
   CUptiResult disable(CUpti_ActivityKind kind, decltype(&::cuptiActivityDisable) real, bool from_cupti);
   CUptiResult set_attribute(CUpti_ActivityAttribute attr, size_t* size, void* value,
                             decltype(&::cuptiActivitySetAttribute) real, bool from_cupti);
+  // The client's cuptiActivityFlushAll: the real flush (traintime's buffers complete, the
+  // client's records in them are forwarded), then its open buffer is handed over and the kinds
+  // it disabled since its last flush stop being forwarded.
+  CUptiResult flush_all(uint32_t flag, decltype(&::cuptiActivityFlushAll) real, bool from_cupti);
   CUptiResult finalize(decltype(&::cuptiFinalize) real, bool from_cupti);
   // cuptiSubscribe/_v2 answered `rc` by the caller's real function `real`: a refusal while
   // traintime holds the subscription on that library becomes a virtual subscription.
@@ -139,6 +163,9 @@ class ClientMux {
   ClientMux() = default;
   bool multiplexing(const void* real, const void* ours) const;
   void forward(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size);
+  // Hands the client's open buffer over (out_mu_ taken here), then, with `reopen`, requests the
+  // next one while the client still has kinds on.
+  void hand_over_open(bool reopen);
   void dispatch_slow(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   bool is_virtual(CUpti_SubscriberHandle h) const {
     return h != nullptr && h == reinterpret_cast<CUpti_SubscriberHandle>(const_cast<char*>(&virtual_handle_));
@@ -152,8 +179,16 @@ class ClientMux {
   std::atomic<const CuptiLibrary*> lib_{nullptr};
   std::atomic<CUpti_BuffersCallbackRequestFunc> request_{nullptr};
   std::atomic<CUpti_BuffersCallbackCompleteFunc> complete_{nullptr};
+  // Per kind: 0 off, kOn enabled by the client, kDraining disabled by it but still forwarded
+  // until its next flush. client_kind_count_ counts the kinds not off.
+  static constexpr uint8_t kOn = 1, kDraining = 2;
   std::atomic<uint8_t> client_kinds_[CUPTI_ACTIVITY_KIND_COUNT] = {};
   std::atomic<int> client_kind_count_{0};
+  // The client's open buffer. out_mu_ is taken last (inside mu_ at most), never across a call
+  // into CUPTI; the client's request/complete callbacks run under it (Kineto's take only its
+  // own buffer lock, which it never holds while calling CUPTI).
+  std::mutex out_mu_;
+  ClientSink sink_;
   uint8_t own_kinds_[CUPTI_ACTIVITY_KIND_COUNT] = {};  // under mu_ (set by attach)
   void (*restore_api_records_)() = nullptr;
   std::atomic<uint64_t> registrations_{0};

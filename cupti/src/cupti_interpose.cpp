@@ -9,7 +9,7 @@
 // EXTERNAL_CORRELATION records, a kind traintime neither enables nor decodes, and leave the
 // correlation ids alone), cuptiActivityEnableCudaEventDeviceTimestamps (CUDA event records only),
 // cuptiActivityGetNextRecord, cuptiActivityGetNumDroppedRecords, cuptiGetVersion and
-// cuptiGetResultString (reads). cuptiActivityFlushAll is interposed only to keep the caller's errno.
+// cuptiGetResultString (reads).
 //
 // No real function anywhere (the caller could not have linked without one, so only code that
 // looked our export up by name lands there): CUPTI_ERROR_NOT_INITIALIZED. errno is what the real
@@ -105,15 +105,15 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   return tc::ClientMux::get().disable(kind, fn, l.cupti);
 }
 
-// Forwarded as it is: the flush delivers traintime's buffers, and with them (synchronously,
-// before this returns) the client's records.
+// The real flush delivers traintime's buffers, and with them (synchronously, before this
+// returns) the client's records; then the client's open buffer is handed to it (client_mux.h).
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   const void* caller = TT_CALLER;
-  const int saved = errno;
+  const tc::Lookup l(caller);
   auto fn = tc::real(tc::g_flush_all, &cuptiActivityFlushAll, caller);
-  errno = saved;
+  l.done();
   if (fn == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
-  return fn(flag);
+  return tc::ClientMux::get().flush_all(flag, fn, l.cupti);
 }
 
 CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* valueSize, void* value) {

@@ -146,11 +146,19 @@ void check_forwarding(const tc::CuptiLibrary& lib) {
   wanted[CUPTI_ACTIVITY_KIND_MEMCPY] = 1;
   OtherClient client;
   g_client = &client;
-  const tc::ForwardCounts n =
-      tc::forward_records(lib, b.data(), b.used, wanted, client_request, client_complete);
+  tc::ClientSink sink{client_request, client_complete};
+  const tc::ForwardCounts n = tc::forward_records(lib, b.data(), b.used, wanted, sink);
+  // The last buffer stays the client's open one until it flushes (Kineto flushes only while it
+  // holds a buffer CUPTI requested).
+  const size_t before_flush = client.completed.size();
+  CHECK(sink.open());
+  CHECK(client.storage.size() == before_flush + 1);
+  sink.hand_over();
+  CHECK_FALSE(sink.open());
   g_client = nullptr;
   CHECK(n.copied == 6);
   CHECK(n.lost == 0);
+  CHECK(client.completed.size() == before_flush + 1);
   CHECK(client.completed.size() > 1);  // split across the client's buffers at record boundaries
   // The client walks what it got with the same release's walker: the kernels and memcpys, in
   // order, with their fields intact, and nothing else.
@@ -320,8 +328,9 @@ TEST_CASE("records forwarded to a client with its own clock are moved to that cl
   wanted[CUPTI_ACTIVITY_KIND_MEMSET] = 1;
   OtherClient client;
   g_client = &client;
-  const tc::ForwardCounts n =
-      tc::forward_records(lib, b.data(), b.used, wanted, client_request, client_complete, &clock);
+  tc::ClientSink sink{client_request, client_complete};
+  const tc::ForwardCounts n = tc::forward_records(lib, b.data(), b.used, wanted, sink, &clock);
+  sink.hand_over();
   g_client = nullptr;
   uint64_t after = 0;
   REQUIRE(g_cupti_now(&after) == CUPTI_SUCCESS);

@@ -12,8 +12,11 @@
 //   per-thread buffers on, registers its buffer callbacks (at every start, as Kineto does),
 //   enables CONCURRENT_KERNEL, MEMCPY and RUNTIME, and notes the CUPTI timestamp. (Kineto also
 //   switches the API records of a few noisy cbids off; simgpu has no per-cbid API records.)
-// stop: forced cuptiActivityFlushAll, per-thread buffers off (as Kineto does at collection),
-//   disables its kinds. With TEARDOWN_CUPTI=1 it tears CUPTI down as Kineto does: enables the
+// stop: disables its kinds (CuptiActivityProfiler's stopTrace), then collects as Kineto's
+//   CuptiActivityApi::activityBuffers does: when it holds no buffer CUPTI requested (none
+//   allocated and not yet completed) it takes nothing and does not flush, so it has no GPU trace;
+//   otherwise a forced cuptiActivityFlushAll, then per-thread buffers off. With TEARDOWN_CUPTI=1
+//   it tears CUPTI down as Kineto does: enables the
 //   whole RUNTIME and DRIVER callback domains and waits for the exit of the next API call, in
 //   whose callback it unsubscribes and calls cuptiFinalize; the wait is one CUDA call here (where
 //   Kineto would wait for ever, this returns an error). Then it walks every buffer it got back
@@ -41,7 +44,8 @@ constexpr CUpti_CallbackId kLaunches[] = {CUPTI_RUNTIME_TRACE_CBID___cudaLaunchK
 
 struct Client {
   std::mutex mu;
-  std::set<uint8_t*> allocated;
+  std::set<uint8_t*> allocated;  // requested and not yet completed (Kineto's allocatedGpuTraceBuffers_)
+  std::set<uint8_t*> owned;      // every buffer it allocated and has not freed
   std::vector<std::pair<uint8_t*, size_t>> completed;
   uint64_t foreign = 0;
   bool initialised = false;
@@ -65,7 +69,7 @@ void CUPTIAPI request(uint8_t** buffer, size_t* size, size_t* max_records) {
   auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   {
     std::lock_guard<std::mutex> lock(client().mu);
-    if (b) client().allocated.insert(b);
+    if (b) client().allocated.insert(b), client().owned.insert(b);
   }
   *buffer = b;
   *size = b ? kBufferBytes : 0;
@@ -79,6 +83,7 @@ void CUPTIAPI complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t vali
     ++c.foreign;
     return;
   }
+  c.allocated.erase(buffer);  // Kineto moves it from allocated to ready
   c.completed.emplace_back(buffer, valid_size);
 }
 
@@ -162,16 +167,23 @@ __attribute__((visibility("default"))) int simgpu_profiler_stop(uint64_t* kernel
   uint64_t stop_ts = 0;
   CUptiResult rc = cuptiGetTimestamp(&stop_ts);
   if (rc != CUPTI_SUCCESS) return rc;
+  bool collect = false;
   if (!c.cpu_only) {
-    rc = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    if (rc != CUPTI_SUCCESS) return rc;
-    uint8_t per_thread = 0;
-    size_t size = sizeof per_thread;
-    rc = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
-    if (rc != CUPTI_SUCCESS) return rc;
     for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                     CUPTI_ACTIVITY_KIND_RUNTIME}) {
       rc = cuptiActivityDisable(kind);
+      if (rc != CUPTI_SUCCESS) return rc;
+    }
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      collect = !c.allocated.empty();  // activityBuffers(): nothing allocated, nothing returned
+    }
+    if (collect) {
+      rc = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      if (rc != CUPTI_SUCCESS) return rc;
+      uint8_t per_thread = 0;
+      size_t size = sizeof per_thread;
+      rc = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
       if (rc != CUPTI_SUCCESS) return rc;
     }
   }
@@ -192,7 +204,10 @@ __attribute__((visibility("default"))) int simgpu_profiler_stop(uint64_t* kernel
   }
   std::lock_guard<std::mutex> lock(c.mu);
   uint64_t count = 0;
+  // Kineto returns the ready buffers only from a collection that flushed; without one they wait
+  // (and clearActivities throws them away at the next start).
   for (auto& [buffer, valid] : c.completed) {
+    if (!collect) break;
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
       if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
@@ -200,10 +215,10 @@ __attribute__((visibility("default"))) int simgpu_profiler_stop(uint64_t* kernel
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       if (k->start >= c.t_start && k->end <= stop_ts) ++count;
     }
-    c.allocated.erase(buffer);
+    c.owned.erase(buffer);
     std::free(buffer);
   }
-  c.completed.clear();
+  if (collect) c.completed.clear();
   *kernels = count;
   *foreign = c.foreign;
   *t_start = c.t_start;
