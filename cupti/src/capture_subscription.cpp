@@ -143,9 +143,22 @@ bool GpuCapture::start_capture(std::string* reason) {
   ClientMux::get().attach(&lib_, subscriber_, kOwnKinds, static_cast<int>(std::size(kOwnKinds)),
                           [] { GpuCapture::get().restore_api_records(); });
 
+  // A callback this driver does not have is refused (seen on an H200 with driver 580, CUDA 13.0:
+  // CUPTI 13.1 and 13.5 name callbacks of later CUDA releases, and enabling one is
+  // INVALID_PARAMETER): skipped, said once; only a capture left with no launch callback gives up.
+  std::vector<const char*> refused;
+  size_t launches_on = 0;
+  CUptiResult refusal = CUPTI_SUCCESS;
   for (const SelectedCallback& s : selected) {
-    rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, s.domain, s.cbid);
-    if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback", rc);
+    rc = TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_INVALID_PARAMETER, cuptiEnableCallback, 1,
+                                     subscriber_, s.domain, s.cbid);
+    if (rc != CUPTI_SUCCESS) {
+      refused.push_back(s.name);
+      refusal = rc;
+      roles_.set(s.domain, s.cbid, ApiRole::kNone);
+      continue;
+    }
+    if (s.role == ApiRole::kKernelLaunch || s.role == ApiRole::kGraphLaunch) ++launches_on;
     if (is_control_role(s.role)) continue;
     // Correlation ids come with API records; enabling them per launch cbid (never the whole
     // RUNTIME/DRIVER kinds) keeps the extra records to one per launch call, dropped at decode.
@@ -162,6 +175,23 @@ bool GpuCapture::start_capture(std::string* reason) {
       api_records_on.push_back(s);
       api_records_.push_back(s);
     }
+  }
+  if (launches_on == 0) {
+    fail("cuptiEnableCallback", refusal);
+    *reason = std::string("cuptiEnableCallback refused every kernel-launch callback (") + lib_.result_string(refusal) +
+              "): a CUPTI newer than the driver's CUDA version? Use the CUPTI of the driver's CUDA "
+              "(nvidia-smi names it) or a newer driver";
+    return false;
+  }
+  if (!refused.empty()) {
+    std::string names;
+    for (size_t i = 0; i < refused.size() && i < 4; ++i) names += (i ? ", " : "") + std::string(refused[i]);
+    if (refused.size() > 4) names += ", ...";
+    refused_callbacks_ = std::to_string(refused.size()) + " of the " + std::to_string(selected.size()) +
+                         " CUDA API callbacks traintime uses were refused by this CUPTI and driver (" +
+                         names + "; a CUPTI newer than the driver's CUDA names calls the driver does "
+                         "not have): work launched through them would be unattributed";
+    support::log_warn("{}", refused_callbacks_);
   }
   for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
                                 CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,

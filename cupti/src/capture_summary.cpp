@@ -54,6 +54,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   if (!lib_.explicit_note().empty()) out.capture_reason += "; " + lib_.explicit_note();
   if (const std::string shared = ClientMux::get().describe(); !shared.empty())
     out.capture_reason += "; " + shared;
+  if (!refused_callbacks_.empty()) out.section.note(refused_callbacks_);
   if (!static_cupti_.empty())
     out.section.note(static_cupti_ + " contains a statically linked CUPTI that traintime cannot "
                      "share: a profiler using it in this process may disturb GPU capture");

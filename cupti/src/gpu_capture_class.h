@@ -175,6 +175,7 @@ class GpuCapture {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SelectedCallback> api_records_;  // per-cbid API records switched on at start
   std::string static_cupti_;  // a library with CUPTI linked in statically, if one was found
+  std::string refused_callbacks_;  // the callbacks CUPTI refused to enable, said once
   bool memory_refused_ = false;  // cuptiActivityEnable(MEMORY2) failed: no memory figures
   RoleTable roles_;
   std::unique_ptr<CorrelationTable> launches_;

@@ -45,6 +45,9 @@ class Mode:
     tiny_pool: bool = False      # one 1 MiB activity buffer: requests are refused while it is out
     record_before_cuda: bool = False  # sim_train opens a region before CUDA initialises
     refuse_kind: int = 0         # simgpu refuses to enable this activity kind (CUpti_ActivityKind)
+    # SIMGPU_DRIVER_LACKS: the callbacks (name prefixes) a CUPTI newer than the driver names but
+    # cannot enable; LAUNCHES lacks every kernel-launch callback.
+    driver_lacks: str = ""
     # sim_train --profiler-window: a second in-process CUPTI client that uses CUPTI as
     # torch.profiler's Kineto does runs over these step windows; each window must see every kernel
     # the simulated GPU ran inside it, get back no buffer it did not allocate, and the rank file
@@ -65,6 +68,8 @@ class Mode:
 
 
 MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
+# Every kernel- and graph-launch callback's name starts with one of these (callback_selection.cpp).
+LAUNCHES = "cudaLaunch,__cudaLaunch,cuLaunch,cudaGraphLaunch,cuGraphLaunch"
 
 
 def run_capture(build: Path, work: Path, mode: Mode) -> None:
@@ -104,6 +109,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["SIMGPU_UNTRACED_IDS"] = str(mode.untraced_ids)
     if mode.buffers_when_full:
         env["SIMGPU_BUFFERS_WHEN_FULL"] = "1"
+    if mode.driver_lacks:
+        env["SIMGPU_DRIVER_LACKS"] = LAUNCHES if mode.driver_lacks == "LAUNCHES" else mode.driver_lacks
     if mode.refuse_kind:
         env["SIMGPU_REFUSE_ACTIVITY_KIND"] = str(mode.refuse_kind)
         env["SIMGPU_ENABLED_KINDS_AT_EXIT"] = str(work / "kinds-at-exit.txt")
@@ -209,6 +216,17 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                     f"{where}: gpu_capture_reason {rf.get('gpu_capture_reason')!r} does not name the holder")
             c.check(steps == truth["steps"]["count"], f"{where}: CPU steps {steps} != {truth['steps']['count']}")
             continue
+        if mode.driver_lacks == "LAUNCHES":
+            reason = rf.get("gpu_capture_reason", "")
+            c.check(rf.get("gpu_capture") == "unavailable" and
+                    "refused every kernel-launch callback" in reason and "newer than the driver" in reason,
+                    f"{where}: gpu_capture {rf.get('gpu_capture')!r} ({reason!r})")
+            c.check(steps == truth["steps"]["count"], f"{where}: CPU steps {steps} != {truth['steps']['count']}")
+            continue
+        if mode.driver_lacks:
+            told = [w for w in rf.get("warnings", []) if "were refused by this CUPTI and driver" in w]
+            c.check(len(told) == 1 and mode.driver_lacks in told[0],
+                    f"{where}: no one warning naming the refused callbacks: {rf.get('warnings')}")
         if mode.no_tool_threads:
             c.check(rf.get("gpu_capture") == "unavailable" and
                     "could not start GPU capture" in rf.get("gpu_capture_reason", ""),
@@ -417,6 +435,15 @@ def test_sim_capture_dropped_records_reported(capture) -> None:
 
 def test_sim_capture_refused_subscription_reports_unavailable(capture) -> None:
     capture(refuse=True)
+
+
+def test_sim_capture_cupti_newer_than_driver_skips_the_callbacks_the_driver_lacks(capture) -> None:
+    # sim_train makes none of these calls: the capture stays exact, and says what it skipped.
+    capture(driver_lacks="cudaLaunchCooperativeKernel")
+
+
+def test_sim_capture_cupti_newer_than_driver_without_launch_callbacks_is_unavailable(capture) -> None:
+    capture(driver_lacks="LAUNCHES")
 
 
 def test_sim_capture_off_loads_no_libcupti(capture) -> None:

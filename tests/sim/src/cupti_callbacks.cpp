@@ -183,11 +183,31 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   return CUPTI_SUCCESS;
 }
 
+// SIMGPU_DRIVER_LACKS=PREFIX,...: callbacks whose names start with one of the prefixes stand for
+// calls of a later CUDA than the driver's. As a real CUPTI newer than the driver answers (seen on
+// an H200, driver 580 / CUDA 13.0, with CUPTI 13.1 and 13.5), enabling one is INVALID_PARAMETER
+// while the name table still has it.
+static bool driver_lacks(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const char* list = std::getenv("SIMGPU_DRIVER_LACKS");
+  const char* name = nullptr;
+  if (!list || !*list || cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) return false;
+  const std::string all(list);
+  for (size_t at = 0; at <= all.size();) {
+    size_t end = all.find(',', at);
+    if (end == std::string::npos) end = all.size();
+    const std::string prefix = all.substr(at, end - at);
+    if (!prefix.empty() && std::strncmp(name, prefix.c_str(), prefix.size()) == 0) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                          CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (!subscriber || subscriber != g_subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
   if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE || cbid >= domain_size(domain))
     return CUPTI_ERROR_INVALID_PARAMETER;
+  if (enable && driver_lacks(domain, cbid)) return CUPTI_ERROR_INVALID_PARAMETER;
   g_enabled[domain][cbid].store(enable ? 1 : 0, std::memory_order_relaxed);
   return CUPTI_SUCCESS;
 }
