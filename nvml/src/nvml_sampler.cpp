@@ -30,6 +30,13 @@ constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 struct nvmlMemory_t {
   unsigned long long total, free, used;
 };
+// nvmlDeviceGetMemoryInfo_v2's: `used` without the memory the driver reserves (the figure
+// nvidia-smi shows); v1's `used` is total - free, the reserved memory included.
+struct nvmlMemory_v2_t {
+  unsigned version;
+  unsigned long long total, reserved, free, used;
+};
+constexpr unsigned kNvmlMemoryV2 = static_cast<unsigned>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
 
 struct Nvml {
   nvmlReturn_t (*init)() = nullptr;
@@ -43,6 +50,7 @@ struct Nvml {
   nvmlReturn_t (*pcie_gen)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_width)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*memory_v2)(nvmlDevice_t, nvmlMemory_v2_t*) = nullptr;    // optional (R510 on)
   nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;  // optional
 };
 
@@ -121,6 +129,7 @@ std::string open_nvml(const char* library, Nvml* n) {
       resolve(lib, "nvmlDeviceGetMemoryInfo", &n->memory);
   if (!ok) return std::string(library) + " lacks an entry point traintime needs (too old a driver)";
   resolve(lib, "nvmlDeviceGetMigMode", &n->mig_mode);
+  resolve(lib, "nvmlDeviceGetMemoryInfo_v2", &n->memory_v2);
   const nvmlReturn_t r = n->init();
   if (r != NVML_SUCCESS) return "nvmlInit_v2 failed (NVML error " + std::to_string(r) + ")";
   return "";
@@ -183,8 +192,14 @@ Sample read_device(const Nvml& n, nvmlDevice_t h, uint64_t* failed) {
   check(n.reasons(h, &reasons)), s.clock_event_reasons = reasons;
   check(n.pcie_gen(h, &v)), s.pcie_gen = v, v = 0;
   check(n.pcie_width(h, &v)), s.pcie_width = v, v = 0;
-  nvmlMemory_t mem{};
-  check(n.memory(h, &mem)), s.memory_used_bytes = mem.used, s.memory_total_bytes = mem.total;
+  nvmlMemory_v2_t v2{};
+  v2.version = kNvmlMemoryV2;
+  if (n.memory_v2 && n.memory_v2(h, &v2) == NVML_SUCCESS) {
+    s.memory_used_bytes = v2.used, s.memory_total_bytes = v2.total;
+  } else {
+    nvmlMemory_t mem{};
+    check(n.memory(h, &mem)), s.memory_used_bytes = mem.used, s.memory_total_bytes = mem.total;
+  }
   return s;
 }
 

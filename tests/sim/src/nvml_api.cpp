@@ -3,6 +3,7 @@
 // power and temperature, or the throttled ones under SIMGPU_THROTTLE=RANK:FACTOR). As the real
 // library: every device call before nvmlInit_v2 (or after the last nvmlShutdown) fails with
 // NVML_ERROR_UNINITIALIZED, and a PCI bus id that is no device of this node is NOT_FOUND.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -27,6 +28,12 @@ std::atomic<int> g_inits{0};
 struct nvmlMemory_t {
   unsigned long long total, free, used;
 };
+struct nvmlMemory_v2_t {
+  unsigned version;
+  unsigned long long total, reserved, free, used;
+};
+constexpr unsigned nvmlMemory_v2 = static_cast<unsigned>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
+constexpr nvmlReturn_t NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25;
 
 bool valid(nvmlDevice_st* d) { return d == &g_device && g_inits.load() > 0; }
 
@@ -123,13 +130,33 @@ nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_st* device, unsigned int*
   return NVML_SUCCESS;
 }
 
+// As a real driver answers (seen on an H200, driver 580, 2026-11-27: v1's used was 615 MiB above
+// what nvidia-smi showed): the driver reserves memory that v1 counts as used (total - free) and
+// v2 reports apart, so v2's used is the GPU's memory in use, nvidia-smi's memory.used.
+constexpr unsigned long long kReservedBytes = 615ull << 20;
+unsigned long long reserved(const simgpu_health& h) {
+  return std::min(kReservedBytes, h.memory_total_bytes - h.memory_used_bytes);
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_st* device, nvmlMemory_t* memory) {
   if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
   if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
   const simgpu_health h = health();
   memory->total = h.memory_total_bytes;
+  memory->free = h.memory_total_bytes - h.memory_used_bytes - reserved(h);
+  memory->used = memory->total - memory->free;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_st* device, nvmlMemory_v2_t* memory) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  const simgpu_health h = health();
+  memory->total = h.memory_total_bytes;
+  memory->reserved = reserved(h);
   memory->used = h.memory_used_bytes;
-  memory->free = h.memory_total_bytes - h.memory_used_bytes;
+  memory->free = h.memory_total_bytes - h.memory_used_bytes - memory->reserved;
   return NVML_SUCCESS;
 }
 
