@@ -47,7 +47,10 @@ health    traintime's NVML sampler (gpu_health) against nvidia-smi sampling the 
           the sampled figures are judged by range, not equality; both medians are printed.
 abort     cuda_mlp --abort-after N: the program called abort() with work in flight. It must have
           died by SIGABRT (shell status 134), and still left its final rank file: exit_reason
-          "signal SIGABRT", at least the N tt_step calls it made, GPU work recorded.
+          "signal SIGABRT", at least the N tt_step calls it made, and the GPU work of the steps
+          whose records CUPTI had handed over: the signal-time file never waits for CUPTI, which
+          delivers buffers every second, so at least a third of the steps (those of the run's
+          first two thirds, in a run of a few seconds) must have GPU work in steps.detail.
 
 Exit status: 0 the check passes, 1 it fails, 2 unusable input. Standard library only (it runs
 on the GPU machine); rank files are read with compare_events.py's reader.
@@ -382,10 +385,12 @@ def check_abort(rank: dict, status: int, steps: int) -> Result:
     count = int(rank.get("steps", {}).get("count", 0))
     gpu = sum(int(v.get("count", 0)) for v in rank.get("categories", {}).values()
               if isinstance(v, dict))
+    detail = rank.get("steps", {}).get("detail", [])
+    with_gpu = sum(1 for d in detail if d.get("totals", {}).get("gpu_busy_ns", 0) > 0)
     lines = [f"process status {status} (134 is death by SIGABRT), exit_reason "
              f"{rank.get('exit_reason')!r}, snapshot {rank.get('snapshot')}",
              f"steps.count {count} (the program called tt_step {steps} times), GPU activities {gpu}, "
-             f"gpu_records_complete {rank.get('gpu_records_complete')}"]
+             f"steps with GPU work {with_gpu}, gpu_records_complete {rank.get('gpu_records_complete')}"]
     failures = []
     if status != 134:
         failures.append(f"the process ended with status {status}, not by SIGABRT (134): traintime "
@@ -397,6 +402,9 @@ def check_abort(rank: dict, status: int, steps: int) -> Result:
         failures.append(f"steps.count {count} < the {steps} tt_step calls made before abort()")
     if gpu == 0:
         failures.append("no GPU activity in the file written at abort")
+    elif with_gpu * 3 < steps:
+        failures.append(f"only {with_gpu} of the {steps} steps have GPU work in the file written at "
+                        "abort: records CUPTI had delivered were lost")
     return _verdict(lines, failures, "abort() with work in flight")
 
 
@@ -463,6 +471,10 @@ def self_test() -> int:
                 "temperature_c": {"max": temp}, "pcie": {"gen": 5, "width": 16},
                 "memory": {"used_bytes_max": 9000 * 2**20, "total_bytes": 143771 * 2**20},
                 "clock_event_reasons": ["sw_power_cap"]}}]}
+
+    def abort_steps(count: int, with_gpu: int) -> dict:
+        return {"count": count, "detail": [{"index": i, "totals": {"gpu_busy_ns": 1000 if i < with_gpu else 0}}
+                                           for i in range(count)]}
 
     def smi_rows() -> list[dict[str, Any]]:
         text = ", ".join(SMI_FIELDS) + "\n" + "".join(
@@ -556,16 +568,19 @@ def self_test() -> int:
                                                "devices": []}), smi_rows()), EXIT_DISAGREE,
          "NVML was not sampled"),
         ("abort: died by SIGABRT with its final file passes",
-         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps={"count": 8}), 134, 8),
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps=abort_steps(8, 5)), 134, 8),
          EXIT_OK, "steps.count 8"),
+        ("abort: GPU work of too few steps fails",
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps=abort_steps(8, 2)), 134, 8),
+         EXIT_DISAGREE, "only 2 of the 8 steps"),
         ("abort: a normal exit status fails (traintime swallowed the abort)",
-         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps={"count": 8}), 0, 8),
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps=abort_steps(8, 8)), 0, 8),
          EXIT_DISAGREE, "not by SIGABRT"),
         ("abort: the snapshot, not the final file, fails",
-         lambda: check_abort(rank(exit_reason="killed", steps={"count": 8}), 134, 8),
+         lambda: check_abort(rank(exit_reason="killed", steps=abort_steps(8, 8)), 134, 8),
          EXIT_DISAGREE, "not the final file"),
         ("abort: steps lost fails",
-         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps={"count": 5}), 134, 8),
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps=abort_steps(5, 5)), 134, 8),
          EXIT_DISAGREE, "steps.count 5 < the 8"),
         ("live: late records fail",
          lambda: check_live(rank(), [{"traintime/gpu_step": 1},

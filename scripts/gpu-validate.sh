@@ -9,38 +9,49 @@
 #       bin/nccl_sweep (and bin/*_mpi when MPI is installed), and for scripts/gpu_overhead.py
 #       bin/gpu_launch_loop and lib/libgpu_bare_cupti_tracer.so. Carry DIR/lib and DIR/bin.
 #
-#   scripts/gpu-validate.sh [--tree DIR] [--steps N] [--launcher auto|mpirun|direct]
-#                           [--skip-sweep] [--skip-torch]
+#   scripts/gpu-validate.sh [--tree DIR] [--steps N] [--mlp-steps N] [--launcher auto|mpirun|direct]
+#                           [--budget SECONDS] [--overhead-repeats R] [--overhead-limit SECONDS]
+#                           [--cupti-releases DIR] [--skip-sweep] [--skip-torch]
 #       THERE (the GPU machine), from the repository root with the carried tree (DIR defaults to
-#       build/, else build-gpu/). Runs, each under LD_PRELOAD=DIR/lib/libtraintime.so:
-#         1. cuda_mlp (cuBLAS MLP, one stream) with mpirun -np 1 when mpirun exists, else
-#            directly. World size 1: with one GPU NCCL runs at world size 1 and launches no
-#            collective kernel, so no bandwidth is claimed anywhere in this validation.
-#            scripts/compare_events.py then compares every region's regions[].gpu_span_ns in the
-#            rank file with the CUDA-event total of the same region in the same run: within 1 %
-#            on regions of >= 1 ms per entry. Disagreement fails the validation.
-#         2. nccl_sweep: AllReduce, AllGather, Broadcast, ReduceScatter from 1 KiB to 256 MiB,
-#            each call timed with CUDA events; traintime's comm rows are printed beside them
-#            and their calls and bytes must match (times are shown, not judged: world size 1).
-#         3. When python3 has torch with CUDA, examples/torch_loop.py and friends; each
-#            real-stack check is judged by scripts/check_gpu_run.py:
-#            a. --api region: judged like cuda_mlp; `context` (nothing unattributed, no launch
-#               context lost, correlation ids per launch callback, the CUPTI used) and `live`
-#               (traintime.metrics() published GPU steps mid-run, no late record).
-#            b. --cuda-graphs: io/optimizer judged like cuda_mlp; `graphs` (the replayed kernels
-#               in the regions open at capture, their span vs the replays' events).
-#            c. --api instrument (traintime.torch.instrument): printed, not judged.
-#            d. --profile-steps: a torch.profiler session mid-run; judged like cuda_mlp, and
-#               `profiler` (its trace has kernels; traintime says it shared CUPTI or warns it cannot).
-#            e. examples/torch_exit_in_region.py: `exit` (a region opened before CUDA init is
-#               open at exit, with work in flight: every kernel is in the exit file).
-#            f. --api region under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: judged like
-#               cuda_mlp, and `memory` (CUDA virtual memory counted once: memory.peak_bytes vs
-#               torch.cuda.max_memory_reserved(); whether CUPTI makes records for VMM calls).
-#       Prints a table per run (region, traintime ms, events ms, diff %, verdict) and each
+#       build/, else build-gpu/). Runs, each under LD_PRELOAD=DIR/lib/libtraintime.so, in order of
+#       value (a device lease is short; docs/validation.md, "Plan"):
+#         1. cuda_mlp (cuBLAS MLP, one stream; --mlp-steps, default 60) with mpirun -np 1 when
+#            mpirun exists, else directly. World size 1: with one GPU NCCL runs at world size 1
+#            and launches no collective kernel, so no bandwidth is claimed anywhere in this
+#            validation. scripts/compare_events.py then compares every region's
+#            regions[].gpu_span_ns in the rank file with the CUDA-event total of the same region
+#            in the same run: within 1 % on regions of >= 1 ms per entry. Disagreement fails the
+#            validation. nvidia-smi samples the GPU beside it: `health` (gpu_health vs nvidia-smi).
+#         2. When python3 has torch with CUDA, examples/torch_loop.py --api region: judged like
+#            cuda_mlp; `context` (nothing unattributed, no launch context lost, correlation ids
+#            per launch callback, the CUPTI used) and `live` (traintime.metrics() published GPU
+#            steps mid-run, no late record).
+#         3. With --overhead-repeats R (>= 3): scripts/gpu_overhead.py, traintime's overhead three
+#            ways (no tool, a bare CUPTI tracer, traintime) on the training step and a launch-bound
+#            loop, R repeats within --overhead-limit seconds (default 240).
+#         4. torch_loop --profile-steps: a torch.profiler session mid-run, scheduled as users do
+#            (ProfilerStep#N per step); judged like cuda_mlp, and `profiler` (its trace has
+#            kernels; traintime says it shared CUPTI). Its gzipped trace is kept with the rank file.
+#         5. cuda_mlp --abort-after 40: `abort` (died by SIGABRT, its final file written, with the
+#            GPU work CUPTI had delivered).
+#         6. torch_loop --cuda-graphs: io/optimizer judged like cuda_mlp; `graphs` (the replayed
+#            kernels in the regions open at capture, their span vs the replays' events).
+#         7. torch_loop under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: judged like
+#            cuda_mlp, and `memory` (CUDA virtual memory counted once: memory.peak_bytes vs
+#            torch.cuda.max_memory_reserved(); whether CUPTI makes records for VMM calls).
+#         8. examples/torch_exit_in_region.py: `exit` (a region opened before CUDA init is open at
+#            exit, with work in flight: every kernel is in the exit file).
+#         9. With --cupti-releases DIR (DIR/<version>/libcupti.so.*): cuda_mlp --no-nccl with each
+#            as TRAINTIME_CUPTI_LIB, judged like cuda_mlp (other CUPTI releases on the real driver).
+#        10. nccl_sweep: AllReduce, AllGather, Broadcast, ReduceScatter from 1 KiB to 256 MiB, each
+#            call timed with CUDA events; calls and bytes must match (times are shown, not judged:
+#            world size 1).
+#        11. torch_loop --api instrument (traintime.torch.instrument): printed, not judged.
+#       With --budget, a run starts only while its estimated cost fits and is stopped at what is
+#       left; the runs not started are named at the end, and results are collected after every
+#       run. Prints a table per run (region, traintime ms, events ms, diff %, verdict) and each
 #       check's lines. Fixtures are recorded for cuda_mlp, torch_regions and torch_graphs only,
-#       with their events.json beside them (CI judges the replays against those events).
-#       Overhead (item 3 of the validation) is a separate command: scripts/gpu_overhead.py.
+#       with their events.json beside them (CI judges the replays against those events), gzipped.
 #
 # Environment:
 #   TRAINTIME_RECORD_FIXTURE  set by this script to a fresh folder per run; implemented by the
@@ -288,6 +299,8 @@ events_beside_fixture() {
   [ -d "$dir" ] || return 0
   if [ -z "$(find "$dir" -type f)" ]; then rmdir "$dir" 2>/dev/null; return 0; fi
   [ -f "$RESULTS/$1/events-0.json" ] && cp "$RESULTS/$1/events-0.json" "$dir/events.json"
+  # Committed gzipped (megabytes of callbacks as JSON); tests/cupti/check_replay.py unpacks them.
+  find "$dir" -type f \( -name fixture.json -o -name 'buffer-*.bin' \) -exec gzip -9n {} +
   return 0
 }
 
@@ -384,9 +397,11 @@ fi
 if fits abort 30; then
   RUN_TIMEOUT=$(cap 90)
   # Directly, never under mpirun: it would turn the rank's death into a status of its own.
-  run_profiled abort "$TREE/bin/cuda_mlp" --steps 20 --abort-after 8
+  # About 3 s of steps: CUPTI hands buffers over every second, so the steps of the first two
+  # seconds must be in the file written at the abort (check_gpu_run.py abort).
+  run_profiled abort "$TREE/bin/cuda_mlp" --steps 60 --abort-after 40
   rc=$?
-  check abort abort --status "$rc" --steps $((8 + 3))
+  check abort abort --status "$rc" --steps $((40 + 3))
   collect
 fi
 

@@ -19,8 +19,10 @@ live capture did. Exit 0 pass, 1 fail.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +59,20 @@ def check_events(fixture: Path, got: dict) -> list[str]:
     return failures
 
 
+def unpacked(fixture: Path, tmp: Path) -> Path:
+    """The fixture folder itself, or a copy with every NAME.gz in it unpacked as NAME."""
+    if not (fixture / "fixture.json.gz").exists():
+        return fixture
+    tmp.mkdir(parents=True)
+    for path in fixture.iterdir():
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as src:
+                (tmp / path.stem).write_bytes(src.read())
+        elif path.is_file():
+            shutil.copy(path, tmp / path.name)
+    return tmp
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description="Replay one recorded CUPTI fixture and check the result.")
     ap.add_argument("tool", type=Path, help="traintime_replay_fixture")
@@ -64,11 +80,14 @@ def main() -> int:
     ap.add_argument("cupti_lib", help='the libcupti to walk the buffers with; "" = the toolkit\'s')
     args = ap.parse_args()
     tool, fixture, lib = str(args.tool), str(args.fixture), args.cupti_lib
-    with open(os.path.join(fixture, "fixture.json")) as f:
-        meta = json.load(f)
     with tempfile.TemporaryDirectory() as tmp:
+        # Real-GPU fixtures are committed gzipped (their callbacks are megabytes of JSON): the
+        # replay reads the plain files, unpacked here.
+        recording = unpacked(Path(fixture), Path(tmp) / "fixture")
+        with open(recording / "fixture.json") as f:
+            meta = json.load(f)
         out = os.path.join(tmp, "replay.json")
-        cmd = [tool, fixture, out] + ([lib] if lib else [])
+        cmd = [tool, str(recording), out] + ([lib] if lib else [])
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
         if run.returncode != 0:
             print(f"FAIL: {' '.join(cmd)} exited {run.returncode}\n{run.stdout}{run.stderr}")
