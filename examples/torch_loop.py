@@ -42,6 +42,7 @@ Without CUDA it runs on the CPU with small sizes and writes no events file.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -97,6 +98,22 @@ def parse_args():
     return a
 
 
+PROFILER_RANGES = False  # --profile-steps: the step's regions are torch.profiler ranges too
+
+
+def region(name):
+    """traintime.region(name); with --profile-steps also a torch.profiler range of the same name,
+    so the profiler's trace carries the regions: replayed through simgpu in annotated mode (their
+    user_annotation ranges become NVTX ranges), the trace then gives the same categories as the
+    rank file of the run that recorded it."""
+    if not PROFILER_RANGES:
+        return traintime.region(name)
+    stack = contextlib.ExitStack()
+    stack.enter_context(traintime.region(name))
+    stack.enter_context(torch.profiler.record_function(name))
+    return stack
+
+
 class RegionEvents:
     """A CUDA-event pair per (region, step) on the current stream. Reading them synchronises,
     so it happens once, after the loop; traintime itself never synchronises."""
@@ -126,7 +143,9 @@ class NoEvents:
 
 
 def main():
+    global PROFILER_RANGES
     a = parse_args()
+    PROFILER_RANGES = a.profile_window is not None
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -214,45 +233,45 @@ def main():
     def step(i, ev):
         slot = max(i, 0) % 2
         if graph is not None:
-            with traintime.region("io"):
+            with region("io"):
                 ev.begin("io", i)
                 x_static.copy_(xs[slot], non_blocking=True)
                 y_static.copy_(ys[slot], non_blocking=True)
                 ev.end("io", i)
-            with traintime.region("replay"):
+            with region("replay"):
                 pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                 pair[0].record()
                 graph.replay()
                 pair[1].record()
                 graph_replays.append(pair)
-            with traintime.region("optimizer"):
+            with region("optimizer"):
                 ev.begin("optimizer", i)
                 opt.step()
                 ev.end("optimizer", i)
             traintime.step(samples=batch)
             return static_loss
-        with traintime.region("io"):
+        with region("io"):
             ev.begin("io", i)
             x = xs[slot].to(dev, non_blocking=True)
             y = ys[slot].to(dev, non_blocking=True)
             ev.end("io", i)
         if a.api == "region":
-            with traintime.region("forward"):
+            with region("forward"):
                 ev.begin("forward", i)
                 loss = F.cross_entropy(model(x), y)
                 ev.end("forward", i)
-            with traintime.region("backward"):
+            with region("backward"):
                 ev.begin("backward", i)
                 loss.backward()
                 ev.end("backward", i)
                 if comm:
-                    with traintime.region("comm"):
+                    with region("comm"):
                         ev.begin("backward/comm", i)
                         for p in model.parameters():
                             torch.distributed.all_reduce(p.grad)
                             p.grad.div_(world)
                         ev.end("backward/comm", i)
-            with traintime.region("optimizer"):
+            with region("optimizer"):
                 ev.begin("optimizer", i)
                 opt.step()
                 opt.zero_grad()
