@@ -11,11 +11,19 @@
 // and a prior function handler (Python's faulthandler) is chained after; when it returns,
 // abort() itself restores the default action and the process dies by SIGABRT, core dump and
 // all. abort() can come from any thread, inside malloc or holding any lock: the handler itself
-// takes no lock and allocates nothing, the writer thread does the work, and the handler's wait
-// is bounded, so a writer blocked on a lock the aborting thread holds delays the end by at most
-// kHandlerWaitMs and the always-current record (live_record.cpp) still holds the rank's data.
-// Lock order: Output::mu is taken by the writer, snapshot and watchdog threads and by atexit;
-// never in the handler. GPU capture's shutdown (cupti::shutdown) runs before it is taken.
+// takes no lock and allocates nothing and the writer thread does the work. The thread the signal
+// stopped may hold any lock, for ever (an abort() on tt-cupti in the middle of ingest holds the
+// aggregator's): the writer waits for each lock until one deadline, kSignalLockWaitMs after it
+// started, and takes what that module last published for a lock it did not get (the file then
+// says summary_from_last_publish). The handler's own wait is bounded too (kHandlerWaitMs), and the
+// always-current record (live_record.cpp) holds the rank's data whatever happens.
+// Threads of ours (tt-writer, tt-snapshot, here; tt-hang, tt-cupti, tt-nvml elsewhere) start
+// through support/threads.h: none takes the application's asynchronous signals, and each still
+// takes the synchronous ones (an abort() or a fault on it, or a tgkill'd SIGABRT, ends the
+// process through this handler like one on any thread).
+// Lock order: core/lock_order.h. Output::mu is taken by the writer, snapshot and watchdog threads
+// and by atexit, after the modules' summaries, never in the handler; GPU capture's shutdown
+// (cupti::shutdown) runs before it is taken.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -31,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "session.h"
@@ -38,12 +47,16 @@
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
+#include "traintime/support/threads.h"
 
 namespace traintime::preload {
 namespace {
 
 constexpr int kSignals[] = {SIGTERM, SIGINT, SIGABRT};
 constexpr int kHandlerWaitMs = 20000;  // a stuck write must not keep a dying process alive
+// How long the signal-time write waits, in all, for the locks it needs (core/lock_order.h): a
+// healthy holder releases them within milliseconds; one the signal stopped never does.
+constexpr auto kSignalLockWait = std::chrono::milliseconds(500);
 // After its signal-time write, how long a rank waits for its peers' (see wait_for_peers).
 constexpr int kPeerWaitMs = 1000;
 // TRAINTIME_PROMETHEUS_FILE's period when TRAINTIME_SNAPSHOT_SEC is unset.
@@ -180,36 +193,16 @@ void snapshot_loop(uint32_t period_sec) {
     lock.unlock();
     if (Session* s = session()) {
       if (s->identity.config.snapshot_sec > 0) {
-        // Flushed and ingested before the file lock: the signal path may need that lock.
-        const core::GpuSummary gpu = cupti::summary(true);
+        // Measured (CUPTI flushed and ingested) before the file lock: core/lock_order.h.
+        const Measured m = measure(*s, true, core::Deadline::never());
         std::lock_guard<std::mutex> state_lock(s->output.mu);
-        write_rank_file_locked(*s, true, "snapshot", gpu);
+        write_rank_file_locked(*s, true, "snapshot", m);
       }
       write_prometheus(*s);
     }
     lock.lock();
   }
 }
-
-}  // namespace
-
-// Threads of ours never take the application's signals: a handler running on the writer
-// thread would wait for itself.
-bool start_thread(void (*fn)(uint32_t), uint32_t arg) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  bool ok = true;
-  try {
-    std::thread(fn, arg).detach();
-  } catch (...) {
-    ok = false;
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return ok;
-}
-
-namespace {
 
 void install_signal_handlers() {
   for (int sig : kSignals) {
@@ -247,13 +240,14 @@ void install_exit_hooks(Session& s) {
       g_request_fd[0] = g_request_fd[1] = -1;
     }
   }
-  if (g_request_fd[0] >= 0 && start_thread([](uint32_t) { writer_loop(); }, 0))
+  if (g_request_fd[0] >= 0 && support::start_detached(support::OwnThread::kWriter, writer_loop))
     g_writer_pid.store(getpid());
   install_signal_handlers();
   const core::Config& c = s.identity.config;
   if (c.snapshot_sec > 0 || !c.prometheus_file.empty()) {
     if (!g_snapshots) g_snapshots = new SnapshotControl();
-    start_thread(snapshot_loop, c.snapshot_sec > 0 ? c.snapshot_sec : kPrometheusDefaultSec);
+    const uint32_t period = c.snapshot_sec > 0 ? c.snapshot_sec : kPrometheusDefaultSec;
+    support::start_detached(support::OwnThread::kSnapshot, [period] { snapshot_loop(period); });
   }
   start_watchdog(s);
 }
@@ -263,37 +257,54 @@ void finish(const char* exit_reason, bool signal) {
   if (!s || !s->recorder.activated.load(std::memory_order_acquire)) return;
   if (g_finished.exchange(true)) return;
   const int saved = errno;
+  // Lock order: core/lock_order.h. On a terminating signal every lock is waited for until one
+  // deadline at most: the thread the signal stopped may hold any of them for ever.
+  const core::Deadline deadline =
+      signal ? core::Deadline::after(kSignalLockWait) : core::Deadline::never();
   if (g_snapshots) {
-    std::lock_guard<std::mutex> lock(g_snapshots->mu);
-    g_snapshots->stop = true;
-    g_snapshots->cv.notify_all();
+    std::unique_lock<std::mutex> lock(g_snapshots->mu, std::defer_lock);
+    // Not had in time: the snapshot thread is the one the signal stopped. It writes nothing
+    // after the final file anyway (Output::final_written).
+    if (core::lock_until(lock, deadline)) {
+      g_snapshots->stop = true;
+      g_snapshots->cv.notify_all();
+    }
   }
-  stop_watchdog();
-  core::GpuSummary gpu;
-  if (signal) {
-    // Launchers kill a signalled rank soon after: write what has been processed, never wait on
-    // CUPTI (its flush can take seconds, or block on a lock the interrupted thread holds).
-    gpu = cupti::summary(false);
-    if (gpu.capture == core::GpuCapture::kCupti)
-      gpu.section.note(std::string("written on ") + exit_reason +
-                       " without waiting for CUPTI: GPU work whose records CUPTI had not "
-                       "delivered yet is missing from the latest steps");
-  } else {
+  stop_watchdog(deadline);
+  if (!signal) {
     // At exit, records still in CUPTI's buffers are flushed and ingested first; the GPU health
     // sampler takes no sample after the final file's summary.
     nvml::stop();
     cupti::shutdown(exit_reason);
-    gpu = cupti::summary(false);
   }
-  std::lock_guard<std::mutex> lock(s->output.mu);
-  const bool ok = write_rank_file_locked(*s, false, exit_reason, gpu);
+  // On a signal: launchers kill a signalled rank soon after, so what has been processed is
+  // written and CUPTI is never waited on (its flush can take seconds, or block on a lock the
+  // interrupted thread holds).
+  Measured m = measure(*s, false, deadline);
+  if (signal && m.gpu.capture == core::GpuCapture::kCupti)
+    m.gpu.section.note(std::string("written on ") + exit_reason +
+                       " without waiting for CUPTI: GPU work whose records CUPTI had not "
+                       "delivered yet is missing from the latest steps");
+  std::unique_lock<std::mutex> lock(s->output.mu, std::defer_lock);
+  if (!core::lock_until(lock, deadline)) {
+    // The thread the signal stopped holds the file lock (a snapshot or the watchdog in the
+    // middle of its write): the always-current record, with the signal in its header, is the
+    // rank's data, and the report reads it.
+    errno = saved;
+    return;
+  }
+  const bool ok = write_rank_file_locked(*s, false, exit_reason, m);
   s->output.final_written = true;
-  write_prometheus(*s);  // once more, with the final figures
-  if (ok && s->output.role == core::Role::kRank) {
+  const bool announce = ok && s->output.role == core::Role::kRank;
+  const std::string dir = s->output.dir;
+  lock.unlock();
+  // Once more with the final figures at exit. Not on a signal: the live figures' locks may be
+  // held by the thread it stopped, and the file of the last period stays.
+  if (!signal) write_prometheus(*s);
+  if (announce) {
     int64_t rank = 0, world = 1;
     effective_rank(*s, &rank, &world);
-    if (rank == 0)
-      support::notice("rank files (one per rank, world size {}) are in {}", world, s->output.dir);
+    if (rank == 0) support::notice("rank files (one per rank, world size {}) are in {}", world, dir);
   }
   errno = saved;
 }

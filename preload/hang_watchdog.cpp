@@ -7,8 +7,11 @@
 // line naming what the rank waits in or where it is. The job itself is never touched.
 //
 // Cost: one refresh builds the rank file as a snapshot would (complete CUPTI buffers flushed and
-// ingested first); the period stretches so refreshing takes at most 0.1 % of a core.
-// Lock order: Output::mu only, never with Control::mu held.
+// ingested first); the period stretches so refreshing takes at most 0.1 % of a core. Each refresh
+// is also what every module last published (core/lock_order.h: LastPublished), which a
+// terminating signal's write falls back on for a lock the signal's thread holds.
+// Lock order: core/lock_order.h. The modules' summaries with no lock held, then Output::mu;
+// never with Control::mu held.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -16,8 +19,8 @@
 #include <string>
 
 #include "session.h"
-#include "traintime/cupti/gpu_capture.h"
 #include "traintime/support/log.h"
+#include "traintime/support/threads.h"
 
 namespace traintime::preload {
 namespace {
@@ -81,13 +84,13 @@ std::string where(const core::RankFile& f) {
 
 void report_hang(Session& s, uint32_t idle_sec) {
   // Complete buffers flushed and ingested first (as a snapshot does), before the file lock.
-  const core::GpuSummary gpu = cupti::summary(true);
+  const Measured m = measure(s, true, core::Deadline::never());
   std::string line, path;
   bool written = false;
   {
     std::lock_guard<std::mutex> lock(s.output.mu);
     if (s.output.final_written || s.output.file_path.empty()) return;
-    const core::RankFile f = assemble_rank_file(s, true, "suspected hang", gpu);
+    const core::RankFile f = assemble_locked(s, true, "suspected hang", m);
     live_record_update_locked(s, f);
     written = write_assembled_locked(s, f);
     path = s.output.file_path;
@@ -116,7 +119,7 @@ void watchdog_loop(uint32_t hang_sec) {
     // Complete buffers flushed and ingested, as for a snapshot: records of the collectives that
     // completed must arrive while the rank still progresses, since a buffer that also holds a
     // collective that never completes is never delivered by a normal flush.
-    const core::GpuSummary gpu = cupti::summary(true);
+    const Measured m = measure(*s, true, core::Deadline::never());
     Progress now_progress;
     bool in_flight = false, have = false;
     {
@@ -124,7 +127,7 @@ void watchdog_loop(uint32_t hang_sec) {
       if (s->output.final_written) return;
       claim_locked(*s);
       if (!s->output.file_path.empty()) {
-        const core::RankFile f = assemble_rank_file(*s, true, "snapshot", gpu);
+        const core::RankFile f = assemble_locked(*s, true, "snapshot", m);
         live_record_update_locked(*s, f);
         now_progress = progress_of(f);
         in_flight = waiting_in(f) != nullptr;
@@ -154,12 +157,16 @@ void watchdog_loop(uint32_t hang_sec) {
 
 void start_watchdog(Session& s) {
   if (!g_control) g_control = new Control();
-  start_thread(watchdog_loop, s.identity.config.hang_sec);
+  const uint32_t hang_sec = s.identity.config.hang_sec;
+  support::start_detached(support::OwnThread::kHang, [hang_sec] { watchdog_loop(hang_sec); });
 }
 
-void stop_watchdog() {
+void stop_watchdog(const core::Deadline& deadline) {
   if (!g_control) return;
-  std::lock_guard<std::mutex> lock(g_control->mu);
+  std::unique_lock<std::mutex> lock(g_control->mu, std::defer_lock);
+  // Not had in time: the watchdog is the thread the signal stopped; it writes nothing after the
+  // final file anyway (Output::final_written).
+  if (!core::lock_until(lock, deadline)) return;
   g_control->stop = true;
   g_control->cv.notify_all();
 }

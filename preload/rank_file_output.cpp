@@ -111,8 +111,22 @@ bool claim_main_name(Session& s, const std::string& claim, const std::string& ra
 
 }  // namespace
 
-core::RankFile assemble_rank_file(Session& s, bool snapshot, const char* exit_reason,
-                                  const core::GpuSummary& gpu) {
+Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline) {
+  // Lock order (core/lock_order.h): each module's summary with no lock of ours held; CUPTI's
+  // flush and drain first, as everything else is read after it.
+  Measured m;
+  m.gpu = cupti::summary(flush_gpu, deadline);
+  if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
+    m.cpu = r->summary(deadline);
+  else
+    m.cpu.steps.warmup = s.identity.config.warmup_steps;
+  m.comm = nccl::summary();  // lock-free
+  m.modules = module_sections();
+  m.health = nvml::summary(deadline);
+  return m;
+}
+
+core::RankFile assemble_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m) {
   core::Identity id;
   id.job_id = s.identity.job_id;
   effective_rank(s, &id.rank, &id.world_size);
@@ -128,12 +142,7 @@ core::RankFile assemble_rank_file(Session& s, bool snapshot, const char* exit_re
   id.model.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
   id.model.peak_tflops = s.identity.config.peak_tflops;
   id.model.dtype = s.identity.config.dtype;
-  core::CpuSummary cpu;
-  if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
-    cpu = r->summary();
-  else
-    cpu.steps.warmup = s.identity.config.warmup_steps;
-  return core::build_rank_file(id, cpu, gpu, nccl::summary(), module_sections(), nvml::summary());
+  return core::build_rank_file(id, m.cpu, m.gpu, m.comm, m.modules, m.health);
 }
 
 namespace {
@@ -206,12 +215,11 @@ void claim_locked(Session& s) {
   out.claimed_rank = rank;
 }
 
-bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
-                            const core::GpuSummary& gpu) {
+bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m) {
   if (s.output.final_written) return false;
   claim_locked(s);
   if (s.output.file_path.empty()) return false;
-  return write_assembled_locked(s, assemble_rank_file(s, snapshot, exit_reason, gpu));
+  return write_assembled_locked(s, assemble_locked(s, snapshot, exit_reason, m));
 }
 
 bool write_assembled_locked(Session& s, const core::RankFile& f) {

@@ -123,7 +123,6 @@ void configure_nvml(Session& s) {
   options.step_detail = s.identity.config.step_detail;
   nvml::Hooks hooks;
   hooks.steps_completed = &steps_completed;
-  hooks.start_thread = &start_thread;
   nvml::configure(options, hooks);
 }
 

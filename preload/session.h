@@ -21,6 +21,7 @@
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/config.h"
 #include "traintime/core/live_metrics.h"
+#include "traintime/core/lock_order.h"
 #include "traintime/core/rank_detect.h"
 #include "traintime/core/fast_clock.h"
 #include "traintime/core/region_registry.h"
@@ -146,16 +147,26 @@ std::vector<core::Section> module_sections();
 // Effective rank and world size: launcher, else communicator, else 0 of 1.
 void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);
 
-// rank_file_output.cpp. Claims this process's file name if not yet done and writes the rank
-// file (and, for the final write with TRAINTIME_TRACE=1, the trace) with the GPU summary the
-// caller took before locking (a snapshot's flush must not hold output.mu: the signal path takes
-// it and never waits on CUPTI). Needs output.mu held.
-bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason,
-                            const core::GpuSummary& gpu);
+// rank_file_output.cpp. What the modules measured for one rank file, taken with no lock of
+// the output held (core/lock_order.h: Output::mu is never held while a module's summary is
+// taken, so a thread stopped by a signal inside a summary never keeps the writer from it).
+struct Measured {
+  core::CpuSummary cpu;
+  core::GpuSummary gpu;
+  core::CommSummary comm;
+  std::vector<core::Section> modules;
+  core::HealthSummary health;
+};
+// `flush_gpu`: complete CUPTI buffers flushed and ingested first (a snapshot, the watchdog's
+// refresh). `deadline`: bounded for a terminating signal's write only (every summary then falls
+// back to what its module last published for a lock it does not get in time).
+Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline);
+// Claims this process's file name if not yet done and writes the rank file (and, for the final
+// write with TRAINTIME_TRACE=1, the trace). Needs output.mu held.
+bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m);
 // The rank file as it would be written now (needs output.mu: role and rank), and its write.
 // The final write (f.snapshot false) also drops the always-current record and the rank's claim.
-core::RankFile assemble_rank_file(Session& s, bool snapshot, const char* exit_reason,
-                                  const core::GpuSummary& gpu);
+core::RankFile assemble_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m);
 bool write_assembled_locked(Session& s, const core::RankFile& f);
 // This host's name, as rank files and the Prometheus labels give it ("unknown" if none).
 std::string host_name();
@@ -182,15 +193,14 @@ void live_record_signal(int sig) noexcept;  // async-signal-safe: the process is
 void live_record_remove_locked(Session& s);  // the final rank file replaced it. Needs output.mu.
 void live_record_reset_after_fork();
 
-// hang_watchdog.cpp: the thread that keeps the record current and writes the rank file once,
-// marked as a suspected hang, after TRAINTIME_HANG_SEC seconds without progress.
+// hang_watchdog.cpp: the thread (tt-hang) that keeps the record current and writes the rank
+// file once, marked as a suspected hang, after TRAINTIME_HANG_SEC seconds without progress.
 void start_watchdog(Session& s);
-void stop_watchdog();
+// Asks it to stop; a terminating signal's write gives up on its control lock at `deadline`.
+void stop_watchdog(const core::Deadline& deadline);
 void reset_watchdog_after_fork();
 
-// exit_hooks.cpp
-// A thread of ours, with every signal blocked (the application's handlers never run on it).
-bool start_thread(void (*fn)(uint32_t), uint32_t arg);
+// exit_hooks.cpp (threads of ours start through support/threads.h)
 void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and snapshot threads
 // The final write, once per process. At exit GPU capture is shut down first (forced flush, all
 // delivered records ingested); on a terminating signal (`signal` true) the file is written from

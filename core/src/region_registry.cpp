@@ -384,12 +384,23 @@ std::string RegionRegistry::path_string(PathId path) const {
   return paths_[path].path;
 }
 
+bool RegionRegistry::threads_until(const Deadline& deadline,
+                                   std::vector<const ThreadState*>* out) const {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (!lock_until(lock, deadline)) return false;
+  out->clear();
+  for (const auto& t : threads_) out->push_back(t.get());
+  return true;
+}
+
 std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) const {
   std::vector<const ThreadState*> threads;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& t : threads_) threads.push_back(t.get());
-  }
+  threads_until(Deadline::never(), &threads);
+  return rows_of(threads, ids);
+}
+
+std::vector<RegionRow> RegionRegistry::rows_of(const std::vector<const ThreadState*>& threads,
+                                               std::vector<PathId>* ids) const {
   const uint32_t n = path_count();
   struct Sum {
     uint64_t count = 0, total = 0, min = PathStats::kNoneClosed, max = 0;
@@ -441,44 +452,63 @@ std::vector<RegionRow> RegionRegistry::snapshot_rows(std::vector<PathId>* ids) c
   return rows;
 }
 
-uint64_t RegionRegistry::unbalanced_pops() const {
-  std::lock_guard<std::mutex> lock(mu_);
+// The sum over `threads` of one of a ThreadState's problem counters.
+template <class Counter>
+uint64_t RegionRegistry::sum_over(const std::vector<const ThreadState*>& threads, Counter counter) {
   uint64_t n = 0;
-  for (const auto& t : threads_) n += t->unbalanced_pops_.load(std::memory_order_relaxed);
+  for (const ThreadState* t : threads) n += (t->*counter).load(std::memory_order_relaxed);
   return n;
+}
+
+uint64_t RegionRegistry::unbalanced_pops() const {
+  std::vector<const ThreadState*> threads;
+  threads_until(Deadline::never(), &threads);
+  return sum_over(threads, &ThreadState::unbalanced_pops_);
 }
 
 uint64_t RegionRegistry::depth_overflows() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  uint64_t n = 0;
-  for (const auto& t : threads_) n += t->depth_overflows_.load(std::memory_order_relaxed);
-  return n;
+  std::vector<const ThreadState*> threads;
+  threads_until(Deadline::never(), &threads);
+  return sum_over(threads, &ThreadState::depth_overflows_);
 }
 
-CpuSummary RegionRegistry::summary() const {
+CpuSummary RegionRegistry::summary(const Deadline& deadline) const {
   CpuSummary out;
-  out.regions = snapshot_rows(&out.region_ids);
+  if (summary_until(deadline, &out)) {
+    published_.publish(out);
+    return out;
+  }
+  // A terminating signal's write, and a lock held by the thread the signal stopped.
+  const auto last = published_.get(deadline);
+  out = last.figures ? *last.figures : CpuSummary{};
+  count_last_publish<CpuSummary>(out.section, "the region and step figures", last);
+  return out;
+}
+
+bool RegionRegistry::summary_until(const Deadline& deadline, CpuSummary* summary) const {
+  // The thread list once, under mu_ (a leaf, lock_order.h); the states themselves live as long
+  // as the registry and are read lock-free.
+  std::vector<const ThreadState*> threads;
+  CpuSummary out;
+  if (!threads_until(deadline, &threads) || !steps_.summary(deadline, &out.steps)) return false;
+  out.regions = rows_of(threads, &out.region_ids);
   const uint32_t n = path_count();
   out.path_names.resize(std::size_t{n} + 1);
   for (uint32_t p = 1; p <= n; ++p) out.path_names[p] = path_string(p);
-  out.steps = steps_.summary();
-  out.unbalanced_pops = unbalanced_pops();
+  out.unbalanced_pops = sum_over(threads, &ThreadState::unbalanced_pops_);
   // What each thread is inside (hang forensics): the open regions are the prefixes of the
   // innermost one's path, which was made from them. Read from the atomic the owner publishes,
   // never from its stack: the writer may run while the owner is stopped anywhere.
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& t : threads_) {
-      ThreadSnapshot row;
-      row.tid = t->tid_;
-      row.step = out.steps.count;
-      const std::string path = path_string(t->current_path());
-      for (std::size_t at = path.find('/'); !path.empty(); at = path.find('/', at + 1)) {
-        row.open_regions.push_back(path.substr(0, at));
-        if (at == std::string::npos) break;
-      }
-      out.threads.push_back(std::move(row));
+  for (const ThreadState* t : threads) {
+    ThreadSnapshot row;
+    row.tid = t->tid_;
+    row.step = out.steps.count;
+    const std::string path = path_string(t->current_path());
+    for (std::size_t at = path.find('/'); !path.empty(); at = path.find('/', at + 1)) {
+      row.open_regions.push_back(path.substr(0, at));
+      if (at == std::string::npos) break;
     }
+    out.threads.push_back(std::move(row));
   }
   // Each counter and its warning: "<n><what>".
   auto warn = [&out](std::string_view key, uint64_t n, const std::string& what) {
@@ -486,7 +516,7 @@ CpuSummary RegionRegistry::summary() const {
   };
   warn("unbalanced_pops", out.unbalanced_pops,
        " tt_pop() call(s) with no open region on their thread were ignored");
-  warn("depth_overflows", depth_overflows(),
+  warn("depth_overflows", sum_over(threads, &ThreadState::depth_overflows_),
        " region(s) nested deeper than " + std::to_string(ThreadState::kMaxDepth) + " were not timed");
   warn("unknown_range_ends", unknown_range_ends(),
        " tt_range_end() call(s) named no open range (unknown or ended twice)");
@@ -495,7 +525,8 @@ CpuSummary RegionRegistry::summary() const {
     out.section.note("only " + std::to_string(out.steps.count) +
                      " step(s), all within TRAINTIME_WARMUP_STEPS=" +
                      std::to_string(out.steps.warmup) + ": no step statistics");
-  return out;
+  *summary = std::move(out);
+  return true;
 }
 
 }  // namespace traintime::core

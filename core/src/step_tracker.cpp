@@ -76,9 +76,16 @@ StepTracker::Live StepTracker::live() const {
 
 Steps StepTracker::summary() const {
   Steps s;
+  summary(Deadline::never(), &s);
+  return s;
+}
+
+bool StepTracker::summary(const Deadline& deadline, Steps* out) const {
+  Steps s;
   std::vector<uint64_t> walls;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    if (!lock_until(lock, deadline)) return false;
     s.count = count_.load(std::memory_order_relaxed);
     s.warmup = warmup_;
     s.samples = live_.totals.samples;
@@ -107,7 +114,8 @@ Steps StepTracker::summary() const {
       s.detail.push_back(d);
     }
   }
-  return s;
+  *out = std::move(s);
+  return true;
 }
 
 DurationStats duration_stats(std::vector<uint64_t> values) {

@@ -1,6 +1,6 @@
 // GpuCapture's buffer callbacks: CUPTI asks for a buffer (from the pool, sized by the processing
 // thread) and hands a completed one back (queued for the processing thread, or returned to
-// another client sharing CUPTI). Lock order: capture_lock_order.h (on_completed takes queue_mu_,
+// another client sharing CUPTI). Lock order: core/lock_order.h (on_completed takes queue_mu_,
 // possibly inside a flush holding flush_mu_).
 #include <mutex>
 

@@ -48,7 +48,7 @@ uint8_t* BufferPool::acquire(uint32_t step) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   uint8_t* b = take(free_, all_, buffer_bytes_, max_buffers_);
   if (!b) {
-    ++refused_;
+    refused_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   if (out_.size() < out_.capacity()) out_.push_back({b, step});  // capacity: every buffer
@@ -100,11 +100,6 @@ void BufferPool::release_scratch(uint8_t* buffer) noexcept {
   if (!buffer) return;
   std::lock_guard<std::mutex> lock(mu_);
   scratch_free_.push_back(buffer);  // capacity reserved in acquire_scratch
-}
-
-uint64_t BufferPool::refused() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return refused_;
 }
 
 uint32_t BufferPool::allocated() const {

@@ -4,6 +4,7 @@
 // when every buffer is out it answers "no buffer" and CUPTI drops and counts the records.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -40,7 +41,7 @@ class BufferPool {
   bool owns(const uint8_t* buffer) const noexcept;
 
   size_t buffer_bytes() const { return buffer_bytes_; }
-  uint64_t refused() const;
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }  // lock-free
   uint32_t allocated() const;
 
  private:
@@ -54,7 +55,7 @@ class BufferPool {
     uint32_t step;
   };
   std::vector<Out> out_;  // handed out, not released; capacity reserved for every buffer
-  uint64_t refused_ = 0;
+  std::atomic<uint64_t> refused_{0};  // counted under mu_
   std::vector<uint8_t*> scratch_free_;
   std::vector<uint8_t*> scratch_all_;
 };

@@ -1,6 +1,6 @@
 // GpuCapture's flush, drain and shutdown: normal and forced flushes, waiting for the processing
 // thread to ingest what they delivered, and the exit path that stops capture, gives CUPTI back to
-// a sharing profiler and finishes a recorded fixture. Lock order: capture_lock_order.h.
+// a sharing profiler and finishes a recorded fixture. Lock order: core/lock_order.h.
 #include <mutex>
 #include <string>
 
@@ -11,7 +11,7 @@
 namespace traintime::cupti {
 
 void GpuCapture::flush(bool forced, bool try_only) {
-  // Lock order (capture_lock_order.h): flush_mu_ -> CUPTI internal -> queue_mu_ (taken inside
+  // Lock order (core/lock_order.h): flush_mu_ -> CUPTI internal -> queue_mu_ (taken inside
   // on_completed). The caller holds neither queue_mu_ nor agg_mu_.
   std::unique_lock<std::mutex> lock(flush_mu_, std::defer_lock);
   if (try_only) {
@@ -23,7 +23,7 @@ void GpuCapture::flush(bool forced, bool try_only) {
 }
 
 bool GpuCapture::drain() {
-  // Lock order (capture_lock_order.h): queue_mu_ only; the processing thread releases it while
+  // Lock order (core/lock_order.h): queue_mu_ only; the processing thread releases it while
   // ingesting.
   std::unique_lock<std::mutex> lock(queue_mu_);
   return drained_cv_.wait_for(lock, kDrainTimeout,
@@ -33,7 +33,7 @@ bool GpuCapture::drain() {
 void GpuCapture::shutdown(const char* reason) {
   if (forked_.load(std::memory_order_relaxed)) return;  // never flush inherited CUPTI state
   if (state_.load(std::memory_order_acquire) != State::kCapturing) return;
-  // Forced flush: exit or terminating signal only (DESIGN §2). Lock order: capture_lock_order.h,
+  // Forced flush: exit or terminating signal only (DESIGN §2). Lock order: core/lock_order.h,
   // as in flush().
   flush(true, false);
   if (!drain()) support::log_warn("GPU activity processing did not finish within 10 s at exit");
@@ -43,7 +43,7 @@ void GpuCapture::shutdown(const char* reason) {
   stop_thread();
   ClientMux::get().detach(subscriber_);  // a profiler still running in the process gets CUPTI back
   if (recorder_) {
-    // The hooks (steps, path names) are asked with no lock held (capture_lock_order.h): the
+    // The hooks (steps, path names) are asked with no lock held (core/lock_order.h): the
     // aggregator's figures are copied under agg_mu_ and the fixture written after.
     const uint32_t steps = steps_completed();
     PipelineStats stats;

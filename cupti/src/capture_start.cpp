@@ -1,6 +1,6 @@
 // GpuCapture's start: configuration, the start decision (TRAINTIME_CUPTI, a refusal said once),
 // the lazy start at tt_step once CUDA is loaded, and the fork child that never starts.
-// Lock order: capture_lock_order.h (start_mu_ is taken only here).
+// Lock order: core/lock_order.h (start_mu_ is taken only here).
 #include <dlfcn.h>
 
 #include <cerrno>

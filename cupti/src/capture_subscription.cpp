@@ -1,7 +1,7 @@
 // GpuCapture's subscription: the CUPTI library chosen, launch callbacks selected by name, the
 // subscriber, buffer callbacks, per-cbid API records and the activity kinds switched on, and
 // everything switched off again when a step fails (rollback), so a capture that gives up leaves
-// CUPTI as it found it. Lock order: capture_lock_order.h (runs under start_mu_).
+// CUPTI as it found it. Lock order: core/lock_order.h (runs under start_mu_).
 #include <algorithm>
 #include <iterator>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "gpu_capture_class.h"
 #include "traintime/support/log.h"
 #include "traintime/support/real_symbol.h"
+#include "traintime/support/threads.h"
 
 namespace traintime::cupti {
 
@@ -199,8 +200,9 @@ bool GpuCapture::start_capture(std::string* reason) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
     if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback(resource)", rc);
   }
-  // From here on callbacks store contexts and buffers flow: the processing thread must run.
-  thread_ = std::thread([this] { processing_loop(); });
+  // From here on callbacks store contexts and buffers flow: the processing thread must run
+  // (tt-cupti: it never takes the application's asynchronous signals, support/threads.h).
+  thread_ = support::start_thread(support::OwnThread::kCupti, [this] { processing_loop(); });
   state_.store(State::kCapturing, std::memory_order_release);
   capturing_.store(true, std::memory_order_release);
   for (CUpti_ActivityKind kind : kOwnKinds) {

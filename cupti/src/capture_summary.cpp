@@ -1,6 +1,7 @@
 // GpuCapture's summary: the GPU section of the rank file (state, reason, capture statistics) and
-// its warnings, and the trace timeline. Lock order: capture_lock_order.h (a snapshot flushes and
-// drains before taking agg_mu_).
+// its warnings, and the trace timeline. Lock order: core/lock_order.h (a snapshot flushes and
+// drains before taking agg_mu_; a terminating signal's write waits for agg_mu_ until its
+// deadline, then uses what the last summary published).
 #include <mutex>
 #include <string>
 #include <utility>
@@ -10,7 +11,7 @@
 
 namespace traintime::cupti {
 
-core::GpuSummary GpuCapture::summary(bool snapshot) {
+core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadline) {
   core::GpuSummary out;
   const State state = state_.load(std::memory_order_acquire);
   if (forked_.load(std::memory_order_relaxed) && state != State::kIdle) {
@@ -32,7 +33,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
     case State::kCapturing:
       if (snapshot) {
         // Mid-run: complete buffers only (normal flush), then wait for them to be ingested.
-        // Lock order: capture_lock_order.h (nothing held here; agg_mu_ is taken after).
+        // Lock order: core/lock_order.h (nothing held here; agg_mu_ is taken after).
         flush(false, false);
         drain();
       }
@@ -41,8 +42,25 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
       break;
   }
   const uint32_t steps = steps_completed();  // a hook: asked before agg_mu_ is taken
-  const uint64_t memory_complete = complete_steps();
-  std::lock_guard<std::mutex> agg(agg_mu_);
+  // The pool's lock is a leaf the signal stopped thread may hold: a signal-time summary keeps
+  // the steps the processing thread last knew complete (it sets them before every buffer).
+  const bool bounded = deadline.bounded();
+  const uint64_t memory_complete = bounded ? 0 : complete_steps();
+  std::unique_lock<std::mutex> agg(agg_mu_, std::defer_lock);
+  if (!core::lock_until(agg, deadline)) {
+    // The processing thread (or a snapshot) holds it, stopped by the terminating signal.
+    const auto last = published_.get(deadline);
+    if (last.figures) {
+      out = *last.figures;
+    } else {
+      out.capture = core::GpuCapture::kUnavailable;
+      out.capture_reason = "the GPU figures could not be read at the terminating signal, and none "
+                           "had been published before it";
+    }
+    out.records_complete = false;
+    core::count_last_publish<core::GpuSummary>(out.section, "the GPU figures", last);
+    return out;
+  }
   transfer_dropped();
   out = aggregator_->summary(steps);
   // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
@@ -72,7 +90,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
   take_vmm(false);
   // Without CUPTI's memory records, VMM memory alone would pass for all of it: no figures.
   // Before the end, the steps still open have no memory figures yet (memory_tracker.h).
-  pipeline_->memory().set_complete_below(memory_complete);
+  if (!bounded) pipeline_->memory().set_complete_below(memory_complete);
   if (!memory_refused_) out.memory = pipeline_->memory().summary(state == State::kStopped);
   if (memory_refused_)
     out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "
@@ -88,6 +106,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot) {
            std::to_string(config_.buffer_count) + " x " + std::to_string(pool_->buffer_bytes() >> 10) +
            " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped";
   });
+  agg.unlock();
+  published_.publish(out);
   return out;
 }
 
@@ -101,7 +121,7 @@ nlohmann::json GpuCapture::trace_json() {
     std::lock_guard<std::mutex> agg(agg_mu_);
     trace = aggregator_->trace_json([](core::PathId) { return std::string(); });
   }
-  // The paths' names from the path_name hook, asked with no lock held (capture_lock_order.h).
+  // The paths' names from the path_name hook, asked with no lock held (core/lock_order.h).
   for (auto& [id, name] : trace["paths"].items())
     name = path_name(static_cast<core::PathId>(std::stoul(id)));
   return trace;

@@ -1,6 +1,6 @@
 // GpuCapture's device name: the CUDA name of the first record's device, asked of the already
-// loaded driver (dlopen RTLD_NOLOAD) by the processing thread once. Lock order:
-// capture_lock_order.h (agg_mu_, then the leaf device_mu_, never together).
+// loaded driver (dlopen RTLD_NOLOAD) by the processing thread once, and published without a lock
+// (a signal-time summary reads it). Lock order: core/lock_order.h (agg_mu_ alone).
 #include <dlfcn.h>
 
 #include <mutex>
@@ -28,15 +28,14 @@ void GpuCapture::resolve_device_name() {
   char name[256] = {};
   int handle = 0;
   if (get && name_of && get(&handle, device) == 0 && name_of(name, sizeof name - 1, handle) == 0) {
-    std::lock_guard<std::mutex> lock(device_mu_);
     device_name_ = name;
+    device_named_.store(true, std::memory_order_release);
   }
   dlclose(cuda);
 }
 
 std::string GpuCapture::device_name() {
-  std::lock_guard<std::mutex> lock(device_mu_);
-  return device_name_;
+  return device_named_.load(std::memory_order_acquire) ? device_name_ : std::string();
 }
 
 }  // namespace traintime::cupti

@@ -1,6 +1,6 @@
 // The CUPTI adapter's entry points (traintime/cupti/gpu_capture.h), each forwarding to the one
 // GpuCapture (gpu_capture_class.h, which lists the files that implement it). Lock order:
-// capture_lock_order.h.
+// core/lock_order.h.
 #include "traintime/cupti/gpu_capture.h"
 
 #include <cerrno>
@@ -18,7 +18,9 @@ void start(const char* trigger) noexcept {
   errno = saved_errno;
 }
 void lazy_start_point() noexcept { GpuCapture::get().lazy_start(); }
-core::GpuSummary summary(bool snapshot) { return GpuCapture::get().summary(snapshot); }
+core::GpuSummary summary(bool snapshot, const core::Deadline& deadline) {
+  return GpuCapture::get().summary(snapshot, deadline);
+}
 void shutdown(const char* reason) { GpuCapture::get().shutdown(reason); }
 nlohmann::json trace_json() { return GpuCapture::get().trace_json(); }
 void on_fork_child() noexcept { GpuCapture::get().on_fork_child(); }

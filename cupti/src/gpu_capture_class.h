@@ -6,7 +6,7 @@
 // live_publishing.cpp, device_name.cpp, capture_drain.cpp (flush, drain, shutdown and the
 // fixture's end), capture_summary.cpp (summary, warnings, trace) and gpu_capture.cpp (the
 // public entry points of traintime/cupti/gpu_capture.h). Private to traintime_cupti.
-// Lock order: capture_lock_order.h.
+// Lock order: core/lock_order.h (every lock of the process, this class's included).
 #pragma once
 
 #include <atomic>
@@ -21,7 +21,6 @@
 #include "activity_pipeline.h"
 #include "buffer_pool.h"
 #include "callback_selection.h"
-#include "capture_lock_order.h"
 #include "capture_tuning.h"
 #include "client_mux.h"
 #include "correlation_table.h"
@@ -29,6 +28,7 @@
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/lock_order.h"
 #include "traintime/core/vmm_ledger.h"
 #include "traintime/cupti/gpu_capture.h"
 
@@ -53,7 +53,7 @@ class GpuCapture {
   void configure(const Hooks& hooks, const core::Config& config);
   void start(const char* trigger);
   void lazy_start() noexcept;
-  core::GpuSummary summary(bool snapshot);
+  core::GpuSummary summary(bool snapshot, const core::Deadline& deadline);
   void shutdown(const char* reason);
   nlohmann::json trace_json();
   void on_fork_child() noexcept;
@@ -186,6 +186,9 @@ class GpuCapture {
   std::mutex agg_mu_;
   std::unique_ptr<core::GpuAggregator> aggregator_;
   std::unique_ptr<ActivityPipeline> pipeline_;
+  // What summary() last handed out (a snapshot, the watchdog's refresh): a terminating signal's
+  // write that cannot take agg_mu_ uses it.
+  core::LastPublished<core::GpuSummary> published_;
 
   // VMM calls (application threads, rare): a leaf mutex, taken after agg_mu_ by take_vmm.
   std::mutex vmm_mu_;
@@ -218,8 +221,10 @@ class GpuCapture {
   core::GpuStepFigures live_figures_;
   std::atomic<uint64_t> live_late_{0};
   bool device_resolved_ = false;  // processing thread only
-  std::mutex device_mu_;          // leaf
+  // Written once by the processing thread, then published by device_named_: read lock-free
+  // (a signal-time summary takes no lock for it).
   std::string device_name_;
+  std::atomic<bool> device_named_{false};
 };
 
 }  // namespace traintime::cupti

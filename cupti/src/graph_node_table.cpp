@@ -16,7 +16,7 @@ void GraphNodeTable::put_locked(uint64_t node_id, const core::LaunchContext& ctx
   if (nodes_.size() < max_nodes_) {
     nodes_.emplace(node_id, ctx);
   } else {
-    ++refused_;
+    refused_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -52,11 +52,6 @@ bool GraphNodeTable::lookup(uint64_t node_id, core::LaunchContext* out) const {
   if (it == nodes_.end()) return false;
   *out = it->second;
   return true;
-}
-
-uint64_t GraphNodeTable::refused() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return refused_;
 }
 
 size_t GraphNodeTable::size() const {

@@ -4,6 +4,7 @@
 // per-launch hot path, so a mutex is fine; the table is bounded and counts what it refuses.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -29,7 +30,7 @@ class GraphNodeTable {
   void forget_owner(uint64_t owner);
   size_t retired() const;
   bool lookup(uint64_t node_id, core::LaunchContext* out) const;
-  uint64_t refused() const;
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }  // lock-free
   size_t size() const;
 
  private:
@@ -40,7 +41,7 @@ class GraphNodeTable {
   std::unordered_map<uint64_t, core::LaunchContext> nodes_;
   std::unordered_multimap<uint64_t, uint64_t> clones_of_;  // owner -> clone node ids
   std::deque<uint64_t> retired_;  // clone ids of destroyed execs, in retirement order
-  uint64_t refused_ = 0;
+  std::atomic<uint64_t> refused_{0};  // counted under mu_
 };
 
 }  // namespace traintime::cupti

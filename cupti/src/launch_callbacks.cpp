@@ -1,6 +1,6 @@
 // GpuCapture's launch and resource callbacks: the hot path on application threads (no lock, no
 // allocation, errno preserved). A launch stores its region's context under its correlation id;
-// graph-node callbacks keep the context of captured launches. Lock order: capture_lock_order.h
+// graph-node callbacks keep the context of captured launches. Lock order: core/lock_order.h
 // (on_api takes no lock; its flush at a context's teardown is try_only).
 #include <pthread.h>
 
@@ -152,7 +152,7 @@ __attribute__((noinline)) void GpuCapture::on_api_control(ApiRole role,
     // FlushAll is allowed inside runtime/driver API callbacks (not resource ones): at the EXIT
     // of a context's destruction its work is done and its records can be delivered. try_only:
     // if another thread is flushing, it may be waiting on the very driver lock this thread holds.
-    // Lock order: capture_lock_order.h.
+    // Lock order: core/lock_order.h.
     if (cb->callbackSite == CUPTI_API_EXIT) {
       const int saved_errno = errno;
       flush(false, true);

@@ -1,5 +1,5 @@
 // GpuCapture's live metrics: the processing thread publishes the newest step whose records have
-// all arrived; the metrics thread reads it. Lock order: capture_lock_order.h (agg_mu_, then the
+// all arrived; the metrics thread reads it. Lock order: core/lock_order.h (agg_mu_, then the
 // leaf live_mu_, never together).
 #include <algorithm>
 #include <mutex>

@@ -1,6 +1,6 @@
 // GpuCapture's processing thread: ingests completed buffers in order, flushes periodically (or
 // every few steps, or when a context goes away), and sizes buffers to the run's records per step.
-// Lock order: capture_lock_order.h.
+// Lock order: core/lock_order.h.
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -30,7 +30,7 @@ void GpuCapture::processing_loop() {
         flush_requested_ = false;
         flushed_at_step = step;
         lock.unlock();
-        // Lock order (capture_lock_order.h): flush_mu_ -> CUPTI -> queue_mu_ (on_completed);
+        // Lock order (core/lock_order.h): flush_mu_ -> CUPTI -> queue_mu_ (on_completed);
         // queue_mu_ released here.
         flush(false, true);
         lock.lock();
@@ -79,7 +79,7 @@ void GpuCapture::processing_loop() {
 
 void GpuCapture::split_group_kernels() {
   // Before the buffer counts as done (busy_), so a snapshot's drain waits for the split too.
-  // Lock order: capture_lock_order.h (the hook with nothing held, then agg_mu_).
+  // Lock order: core/lock_order.h (the hook with nothing held, then agg_mu_).
   group_members_.resize(pending_groups_.size());
   for (size_t i = 0; i < pending_groups_.size(); ++i) {
     if (hooks_.comm_group == nullptr ||

@@ -41,7 +41,9 @@ struct Registry {
   uint32_t init_alls = 0;
   uint32_t largest_size = 0;
   std::atomic<uint64_t> unregistered{0};
-  uint64_t children_unnamed = 0;  // under mutex: splits beyond kMaxPending waiting to be used
+  // Splits beyond kMaxPending waiting to be used: counted under mutex, read by summary() without
+  // it (a terminating signal's write takes no lock here: core/lock_order.h).
+  std::atomic<uint64_t> children_unnamed{0};
   core::CommCallTable* table = nullptr;
   Hooks hooks;
 };
@@ -160,12 +162,7 @@ core::CommSummary summary() {
            " NCCL call(s) launched later by NCCL's own thread could not wait for their kernel "
            "(queue full); some kernels may be linked to a later call";
   });
-  uint64_t unnamed = 0;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    unnamed = r.children_unnamed;
-  }
-  sec.count("children_unnamed", unnamed, [](uint64_t n) {
+  sec.count("children_unnamed", r.children_unnamed.load(std::memory_order_relaxed), [](uint64_t n) {
     return std::to_string(n) + " communicator(s) made by ncclCommSplit/Shrink were not used before " +
            std::to_string(kMaxPending) +
            " newer ones: their ids are per process, not the same on every rank";
@@ -269,7 +266,7 @@ void note_child(const void* comm, uint64_t stable_id, CommOrigin origin) noexcep
     }
   }
   // More than kMaxPending children not used yet: this one gets a first-seen id (counted).
-  ++r.children_unnamed;
+  r.children_unnamed.fetch_add(1, std::memory_order_relaxed);
 }
 
 uint64_t next_child_id(const void* parent, CommOrigin origin, int color,

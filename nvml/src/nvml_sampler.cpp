@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "traintime/support/threads.h"
+
 namespace traintime::nvml {
 namespace {
 
@@ -100,6 +102,8 @@ struct State {
   bool live_valid = false;
   uint64_t live_step = 0;
   core::StepHealth live;
+  // What summary() last handed out, for a signal-time write that cannot take mu.
+  core::LastPublished<core::HealthSummary> published;
 };
 
 std::atomic<State*> g_state{nullptr};
@@ -312,7 +316,9 @@ void start() noexcept {
         st->status = "unavailable: the sampler thread did not start";
         st->running = true;
       }
-      if (!st->hooks.start_thread || !st->hooks.start_thread(sampler_main, st->generation)) {
+      const uint32_t generation = st->generation;
+      if (!support::start_detached(support::OwnThread::kNvml,
+                                   [generation] { sampler_main(generation); })) {
         std::lock_guard<std::mutex> lock(st->mu);
         st->running = false;
       }
@@ -346,11 +352,19 @@ bool live_health(uint64_t* step, core::StepHealth* out) {
   return true;
 }
 
-core::HealthSummary summary() {
+core::HealthSummary summary(const core::Deadline& deadline) {
   core::HealthSummary out;
   State* st = g_state.load(std::memory_order_acquire);
   if (!st) return out;
-  std::lock_guard<std::mutex> lock(st->mu);
+  // Lock order: core/lock_order.h (mu is a leaf; a signal-time write waits until its deadline).
+  std::unique_lock<std::mutex> lock(st->mu, std::defer_lock);
+  if (!core::lock_until(lock, deadline)) {
+    const auto last = st->published.get(deadline);
+    if (last.figures) out = *last.figures;
+    else out.health.status = "unavailable: the sampler's figures could not be read at the signal";
+    core::count_last_publish<core::HealthSummary>(out.section, "the GPU health figures", last);
+    return out;
+  }
   out.health.status = st->status;
   if (st->status.empty()) return out;
   out.health.interval_ms = st->options.enabled ? st->options.interval_ms : 0;
@@ -366,6 +380,8 @@ core::HealthSummary summary() {
     out.section.count("samples", st->samples);
     out.section.count("failed_reads", st->failed_reads);
   }
+  lock.unlock();
+  st->published.publish(out);
   return out;
 }
 

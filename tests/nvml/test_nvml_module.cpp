@@ -48,11 +48,6 @@ nvml::Sample sample(uint32_t sm, uint32_t power_mw = 500000, uint64_t reasons = 
 std::atomic<uint32_t> g_step{0};
 uint32_t steps_completed() noexcept { return g_step.load(); }
 
-bool plain_thread(void (*fn)(uint32_t), uint32_t arg) {
-  std::thread(fn, arg).detach();
-  return true;
-}
-
 nvml::Options options(const char* library) {
   nvml::Options o;
   o.interval_ms = 10;
@@ -64,7 +59,6 @@ nvml::Options options(const char* library) {
 nvml::Hooks hooks() {
   nvml::Hooks h;
   h.steps_completed = &steps_completed;
-  h.start_thread = &plain_thread;
   return h;
 }
 

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -458,6 +460,67 @@ void reset_activity() {
   for (auto& k : st.kinds) k.store(0, std::memory_order_relaxed);
 }
 
+namespace {
+
+// When the fake libcupti was loaded: at cuInit, for a profiler injected there.
+const auto g_loaded_at = std::chrono::steady_clock::now();
+
+// SIMGPU_STOP_IN_INGEST=SECONDS:abort|stall:FILE. The first cuptiActivityGetNextRecord call made
+// SECONDS or more after the library was loaded, on a buffer whose first record was already
+// walked (the profiler is in the middle of ingesting it), writes "TID COMM\n" of the calling
+// thread to FILE (whole, by a rename) and then calls abort() ("abort") or sleeps until the
+// process is killed ("stall"), holding whatever the caller holds.
+void stop_in_ingest_if_due() {
+  struct Plan {
+    bool on = false;
+    std::chrono::steady_clock::time_point at;
+    bool abort = false;
+    std::string file;
+  };
+  static const Plan plan = [] {
+    Plan p;
+    const char* v = std::getenv("SIMGPU_STOP_IN_INGEST");
+    if (!v || !*v) return p;
+    const std::string spec = v;
+    const std::size_t a = spec.find(':'), b = a == std::string::npos ? a : spec.find(':', a + 1);
+    char* end = nullptr;
+    const double secs = a == std::string::npos ? -1 : std::strtod(spec.c_str(), &end);
+    const std::string how = b == std::string::npos ? "" : spec.substr(a + 1, b - a - 1);
+    if (b == std::string::npos || end != spec.c_str() + a || !(secs >= 0) ||
+        (how != "abort" && how != "stall") || b + 1 >= spec.size()) {
+      std::fprintf(stderr, "simgpu: SIMGPU_STOP_IN_INGEST wants SECONDS:abort|stall:FILE, got %s\n", v);
+      std::exit(2);
+    }
+    p.on = true;
+    p.at = g_loaded_at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(secs));
+    p.abort = how == "abort";
+    p.file = spec.substr(b + 1);
+    return p;
+  }();
+  static std::atomic<bool> fired{false};
+  if (!plan.on || std::chrono::steady_clock::now() < plan.at || fired.exchange(true)) return;
+  const long tid = syscall(SYS_gettid);
+  char comm[64] = {};
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%ld/comm", tid);
+  if (FILE* f = std::fopen(path, "r")) {
+    if (std::fgets(comm, sizeof comm, f) == nullptr) comm[0] = '\0';
+    std::fclose(f);
+  }
+  comm[std::strcspn(comm, "\n")] = '\0';
+  const std::string tmp = plan.file + ".tmp";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    std::fprintf(f, "%ld %s\n", tid, comm);
+    std::fclose(f);
+    std::rename(tmp.c_str(), plan.file.c_str());
+  }
+  if (plan.abort) std::abort();
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+}  // namespace
+
 }  // namespace simcupti
 
 using namespace simcupti;
@@ -542,6 +605,7 @@ CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t time) {
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
                                                 CUpti_Activity** record) {
   if (!buffer || !record) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (*record) stop_in_ingest_if_due();
   size_t offset = 0;
   if (*record) {
     const auto* prev = reinterpret_cast<const uint8_t*>(*record);

@@ -29,6 +29,7 @@
 #include "traintime/core/category.h"
 #include "traintime/core/category_rules.h"
 #include "traintime/core/chunked_array.h"
+#include "traintime/core/lock_order.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/step_tracker.h"
 #include "traintime/core/summaries.h"
@@ -290,7 +291,10 @@ class RegionRegistry {
   // summary, and the "annotations" section: counters for what the hot path counted instead of
   // failing (unbalanced pops, regions nested too deep, unknown range ends, names dropped on a
   // full table), each with its warning, and a note for a run with only warm-up steps.
-  CpuSummary summary() const;
+  // A terminating signal's write gives a bounded `deadline` (lock_order.h): when the registry's
+  // or the step tracker's lock is not had by then (the thread the signal stopped holds it), the
+  // summary last handed out, with the counter summary_from_last_publish saying so.
+  CpuSummary summary(const Deadline& deadline = Deadline::never()) const;
   uint64_t unbalanced_pops() const;
   uint64_t depth_overflows() const;
   uint64_t unknown_range_ends() const { return unknown_range_ends_.load(std::memory_order_relaxed); }
@@ -455,11 +459,21 @@ class RegionRegistry {
   const ThreadState::ChildSlot* find_child(ThreadState* ts, PathId parent, NameId name);
   const ThreadState::ChildSlot* child_slow(ThreadState* ts, PathId parent, NameId name);
   PathId intern_path(PathId parent, NameId name);  // needs mu_
+  // Every thread's state (they live as long as the registry), false when mu_ was not had before
+  // `deadline`.
+  bool threads_until(const Deadline& deadline, std::vector<const ThreadState*>* out) const;
+  std::vector<RegionRow> rows_of(const std::vector<const ThreadState*>& threads,
+                                 std::vector<PathId>* ids) const;
+  template <class Counter>
+  static uint64_t sum_over(const std::vector<const ThreadState*>& threads, Counter counter);
+  // summary()'s figures, false when a lock was not had before `deadline`.
+  bool summary_until(const Deadline& deadline, CpuSummary* out) const;
   NameId register_locked(std::string_view name, int category);  // needs mu_
   NameId name_slow(ThreadState* ts, const char* name, int category);
 
   CategoryRules rules_;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // a leaf (lock_order.h)
+  mutable LastPublished<CpuSummary> published_;  // what summary() last handed out
   // Names: read lock-free by the content check; written under mu_.
   ChunkedArray<NameEntry, 10, 1024> names_;
   std::atomic<uint32_t> name_count_{0};

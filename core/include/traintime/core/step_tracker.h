@@ -17,6 +17,7 @@
 
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/live_record.h"
+#include "traintime/core/lock_order.h"
 #include "traintime/core/rank_file.h"
 
 namespace traintime::core {
@@ -43,6 +44,9 @@ class StepTracker {
   // and one detail row {index, wall_ns} per kept step, oldest first (the rest of each detail row,
   // and the GPU totals, are the attribution engine's; build_rank_file joins them by index).
   Steps summary() const;
+  // The same, false (and *out untouched) when the tracker's lock was not had before `deadline`
+  // (a terminating signal's write, lock_order.h).
+  bool summary(const Deadline& deadline, Steps* out) const;
 
   uint64_t warmup() const { return warmup_; }
 

@@ -27,6 +27,7 @@
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/config.h"
 #include "traintime/core/live_metrics.h"
+#include "traintime/core/lock_order.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
@@ -81,8 +82,11 @@ void lazy_start_point() noexcept;
 // What was captured so far. snapshot == true (mid-run): complete buffers are flushed and
 // ingested first; snapshot == false while capturing (a terminating signal): no CUPTI call at
 // all. records_complete is true only after shutdown(): the final figures. capture "none" when capture never
-// started (no CUDA in this process).
-core::GpuSummary summary(bool snapshot);
+// started (no CUDA in this process). A terminating signal's write gives a bounded `deadline`
+// (core/lock_order.h): when the aggregator's lock is not had by then (the signal stopped the
+// processing thread in the middle of ingest, or a snapshot holding it), the summary last handed
+// out, with records_complete false and the counter summary_from_last_publish saying so.
+core::GpuSummary summary(bool snapshot, const core::Deadline& deadline = core::Deadline::never());
 
 // Exit or terminating signal: forced flush, everything delivered ingested, capture stopped.
 // Idempotent; never runs in a fork child.

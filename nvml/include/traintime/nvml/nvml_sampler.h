@@ -7,7 +7,8 @@
 // PCIe link generation and width, and NVML's memory info. Samples are keyed by the step in
 // progress (Hooks::steps_completed) and summarised per step and over the run.
 //
-// Nothing runs on the application's threads but start(), once, which starts the thread. A
+// Nothing runs on the application's threads but start(), once, which starts the thread (tt-nvml,
+// support/threads.h: none of the application's asynchronous signals reach it). A
 // missing or failing NVML is one status line in the file ("unavailable: ..."), never a message
 // per sample. A process that never uses CUDA never loads NVML.
 #pragma once
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "traintime/core/lock_order.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::nvml {
@@ -24,9 +26,6 @@ namespace traintime::nvml {
 struct Hooks {
   // tt_step calls so far: the index of the step in progress. Lock-free, called by the sampler.
   uint32_t (*steps_completed)() noexcept = nullptr;
-  // Starts fn(arg) on a detached thread that takes none of the application's signals; false
-  // when it could not.
-  bool (*start_thread)(void (*fn)(uint32_t), uint32_t arg) = nullptr;
 };
 
 struct Options {
@@ -51,8 +50,11 @@ void start() noexcept;
 void stop() noexcept;
 
 // gpu_health and the module's section (counters samples, failed_reads). Status "" (no
-// gpu_health) when start() never ran; "off" when disabled.
-core::HealthSummary summary();
+// gpu_health) when start() never ran; "off" when disabled. A terminating signal's write gives a
+// bounded `deadline` (core/lock_order.h): when the sampler's lock is not had by then (the signal
+// stopped the sampler holding it), the figures last handed out, with the counter
+// summary_from_last_publish saying so.
+core::HealthSummary summary(const core::Deadline& deadline = core::Deadline::never());
 
 // The live metrics' GPU health (docs/metrics.md): the figures of the newest finished step (one a
 // later sample showed ended) that had samples, of the device whose SM clock median was lowest in
