@@ -143,22 +143,26 @@ void configure_cupti(Session& s) {
 // --- The modules with nothing to join ------------------------------------------------------
 
 // Each module with a section of its own and nothing to join with another module's output,
-// registered by one line: how it is configured (at publish, and again in a fork child; null
-// when its own entry point configures it) and where its section of the rank file comes from
+// registered by one line: how it is configured and where its section of the rank file comes from
 // (core/section.h). The order is the order of their warnings in the rank file. A new API family
 // copied from null/ adds its line here.
 struct Module {
-  void (*configure)(Session&);
+  // At publish (fork_child false), and again in a fork child (true) on the forking thread, the
+  // only one the child has: there the module starts clean, forgetting what the parent's threads
+  // had open (its ranges, the call the fork was made in), so nothing of the parent's ends in the
+  // child's counts or makes the child write a file (null/'s "fork with state open" test). Every
+  // module has one, also a module its own entry point configures.
+  void (*configure)(Session&, bool fork_child);
   core::Section (*section)();
 };
 constexpr Module kModules[] = {
-    {nullptr, &nvtx::section},  // configured by InitializeInjectionNvtx2
-    {[](Session&) { null::configure(true, null::Hooks{&mark_recorded}); }, &null::section},
+    // Configured by InitializeInjectionNvtx2; its handlers stay installed in a fork child.
+    {[](Session&, bool fork_child) { if (fork_child) nvtx::on_fork_child(); }, &nvtx::section},
+    {[](Session&, bool) { null::configure(true, null::Hooks{&mark_recorded}); }, &null::section},
 };
 
-void configure_modules(Session& s) {
-  for (const Module& m : kModules)
-    if (m.configure) m.configure(s);
+void configure_modules(Session& s, bool fork_child) {
+  for (const Module& m : kModules) m.configure(s, fork_child);
 }
 
 // The one fork strategy (DESIGN §2): the child starts clean — a fresh session with the same
@@ -188,7 +192,7 @@ void on_fork_child() {
   g_session.store(s, std::memory_order_release);
   configure_nccl(*s);
   configure_nvml(*s);
-  configure_modules(*s);
+  configure_modules(*s, true);
 }
 
 }  // namespace
@@ -203,7 +207,7 @@ void publish(Session* s) {
     configure_nccl(*s);
     configure_nvml(*s);
     configure_cupti(*s);
-    configure_modules(*s);
+    configure_modules(*s, false);
     // Registrations are inherited by fork children, so once per process image is enough.
     pthread_atfork(nullptr, nullptr, on_fork_child);
   }

@@ -15,10 +15,15 @@ std::atomic<uint64_t> g_calls{0};
 std::atomic<uint64_t> g_bytes{0};
 std::atomic<uint64_t> g_failed{0};
 Hooks g_hooks;
+// The calls open on this thread (begin_call without its end_call yet): 0 outside any.
+thread_local uint32_t t_open_calls = 0;
 
 }  // namespace
 
 void configure(bool enabled, const Hooks& hooks) {
+  // In a fork child this is the forking thread, the only one left: a call it had open belongs to
+  // the parent.
+  t_open_calls = 0;
   g_hooks = hooks;
   g_calls.store(0, std::memory_order_relaxed);
   g_bytes.store(0, std::memory_order_relaxed);
@@ -39,6 +44,13 @@ void note_call(uint64_t bytes, bool ok) noexcept {
   const int saved = errno;
   if (g_hooks.on_first_call) g_hooks.on_first_call();
   errno = saved;
+}
+
+bool begin_call() noexcept { return ++t_open_calls == 1; }
+
+void end_call(uint64_t bytes, bool ok) noexcept {
+  if (t_open_calls == 0) return;  // none open here: the parent's, in a fork child
+  if (--t_open_calls == 0) note_call(bytes, ok);
 }
 
 core::Section section() {

@@ -92,6 +92,14 @@ std::atomic<bool> g_injected{false};   // handlers were installed in some module
 // Ids handed out for start ranges of unrecorded domains: never a registry id.
 constexpr nvtxRangeId_t kUnrecordedRange = nvtxRangeId_t{1} << 63;
 std::atomic<nvtxRangeId_t> g_next_unrecorded{0};
+// A recorded start range's id is the registry's, with the process image it was started in
+// (bits 48-62: 0 in the first, one more in each fork child) so that an end in a fork child of
+// a range its parent started is recognised and ignored (the child's registry numbers its own
+// ranges from 1 again).
+constexpr int kImageShift = 48;
+constexpr nvtxRangeId_t kImageMask = (nvtxRangeId_t{1} << 15) - 1;
+constexpr nvtxRangeId_t kRegistryIdMask = (nvtxRangeId_t{1} << kImageShift) - 1;
+std::atomic<nvtxRangeId_t> g_image{0};
 
 constexpr const char* kUnnamed = "nvtx";
 constexpr std::size_t kNameMax = 512;  // a folded name is cut to this (it is the operator name)
@@ -191,8 +199,8 @@ nvtxRangeId_t start(const Domain* d, const char* name) {
   nvtxRangeId_t id = 0;
   if (!d->recorded || !g_regions.range_start) {
     id = kUnrecordedRange | (g_next_unrecorded.fetch_add(1, std::memory_order_relaxed) + 1);
-  } else {
-    id = g_regions.range_start(region_name(name));
+  } else if (const nvtxRangeId_t r = g_regions.range_start(region_name(name)); r != 0) {
+    id = (r & kRegistryIdMask) | (g_image.load(std::memory_order_relaxed) << kImageShift);
   }
   errno = saved_errno;
   return id;
@@ -200,8 +208,10 @@ nvtxRangeId_t start(const Domain* d, const char* name) {
 
 void end(nvtxRangeId_t id) {
   if ((id & kUnrecordedRange) != 0 || !g_regions.range_end) return;
+  // Started in another process image (the parent of this fork child): not this one's range.
+  if (id != 0 && ((id >> kImageShift) & kImageMask) != g_image.load(std::memory_order_relaxed)) return;
   const int saved_errno = errno;
-  g_regions.range_end(id);
+  g_regions.range_end(id & kRegistryIdMask);
   errno = saved_errno;
 }
 
@@ -316,6 +326,14 @@ int inject(const Regions& regions, std::string_view domains, GetExportTable get_
   if (ok) g_injected.store(true, std::memory_order_relaxed);
   errno = saved_errno;
   return ok;
+}
+
+void on_fork_child() noexcept {
+  // The forking thread is the only one left: its thread-locals are the only open ranges there are.
+  t_depth = 0;
+  t_overflow = 0;
+  g_overflows.store(0, std::memory_order_relaxed);
+  g_image.store((g_image.load(std::memory_order_relaxed) + 1) & kImageMask, std::memory_order_relaxed);
 }
 
 core::Section section() {

@@ -116,3 +116,40 @@ def test_nvtx_ranges_nested_beyond_the_limit_are_counted_not_lost_silently(build
     rows = {row["path"]: row for row in rf["regions"]}
     c.check(rows.get("after", {}).get("count") == 1, f"the pops did not balance: {sorted(rows)[:5]}")
     c.done()
+
+
+def test_nvtx_starts_clean_in_a_fork_child_with_ranges_open(build_dir: Path, tmp_path: Path) -> None:
+    """Fork with NVTX state open (tt_nvtx_domains --fork): the parent counted 44 untracked
+    ranges and forks inside a push range and a start range. A child that only ends those (its
+    parent's) writes no file; a child that records a range of its own writes an aux file with
+    that range alone, no untracked ranges of its parent's and no unbalanced pop or unknown range
+    end. The parent's file keeps its own counts and both its ranges."""
+    binary, lib = build_dir / "bin" / "tt_nvtx_domains", build_dir / "lib" / "libtraintime.so"
+    env = clean_env({"LD_PRELOAD": str(lib), "TRAINTIME_OUTPUT": str(tmp_path)})
+    run = subprocess.run([str(binary), "--fork"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, f"{binary} --fork exited {run.returncode}: {run.stdout}{run.stderr}"
+    children = [int(line.split()[1]) for line in run.stdout.splitlines() if line.startswith("child ")]
+    assert len(children) == 2, run.stdout
+    c = Checks()
+    files = sorted(p.name for p in tmp_path.glob("rank-*.json"))
+    c.check(files == sorted(["rank-00000.json", f"rank-00000.pid{children[1]}.json"]),
+            f"files {files}: the first child (pid {children[0]}) must write none, the second one aux file")
+    parent = load_json(tmp_path / "rank-00000.json")
+    c.check(parent["modules"].get("nvtx", {}).get("counters") == {"untracked_ranges": 44},
+            f"the parent's NVTX section: {parent['modules'].get('nvtx')}")
+    rows = {r["path"]: r["count"] for r in parent["regions"]}
+    c.check(rows.get("parent_open") == 1 and rows.get("parent_range") == 1,
+            f"the parent's own ranges: {sorted(rows.items())[-4:]}")
+    child_file = tmp_path / f"rank-00000.pid{children[1]}.json"
+    if child_file.exists():
+        child = load_json(child_file)
+        c.check(child["role"] == "aux", f"the child's role {child['role']!r}")
+        c.check(child["modules"].get("nvtx", {}).get("counters") == {"untracked_ranges": 0},
+                f"the child's NVTX section: {child['modules'].get('nvtx')}")
+        c.check([(r["path"], r["count"]) for r in child["regions"]] == [("child_work", 1)],
+                f"the child's regions: {child['regions']}")
+        ann = child["modules"].get("annotations", {}).get("counters", {})
+        c.check(ann.get("unbalanced_pops") == 0 and ann.get("unknown_range_ends") == 0,
+                f"the child's annotation counters: {ann}")
+        c.check(child["warnings"] == [], f"the child's warnings: {child['warnings']}")
+    c.done()

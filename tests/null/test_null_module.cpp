@@ -1,5 +1,8 @@
 // The null module (null/): its counters, its hot path's promises and its section, read back
 // from a rank file the builder made of it. A module copied from null/ keeps these tests.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -87,6 +90,68 @@ TEST_CASE("configure starts the module clean (a fork child)", "[null]") {
   CHECK(null::section().counters.counters.empty());
   null::note_call(1, true);
   CHECK(g_first_calls == 1);  // announced again in the new process image
+}
+
+TEST_CASE("only the outermost of nested calls on a thread counts", "[null]") {
+  configure_counting();
+  CHECK(null::begin_call());
+  CHECK_FALSE(null::begin_call());  // an entry point the first one calls
+  null::end_call(8, true);
+  CHECK(null::section().counters.counters.empty());
+  null::end_call(16, true);
+  CHECK(null::section().counters.counters.at("calls") == 1);
+  CHECK(null::section().counters.counters.at("bytes") == 16);
+  null::end_call(32, false);  // nothing open: nothing counted
+  CHECK(null::section().counters.counters.at("calls") == 1);
+}
+
+TEST_CASE("fork with state open: the child starts clean, the parent keeps its own", "[null][fork]") {
+  // The parent has counted a call, announced it, and is inside another when it forks. In the
+  // child, the composition root's fork handler configures the module again (preload/session.cpp,
+  // kModules); the parent's open call then ends there without counting or announcing anything,
+  // and the child's own calls count from zero. The child reports through a pipe.
+  configure_counting();
+  null::note_call(100, false);
+  REQUIRE(null::begin_call());
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    configure_counting();  // what the fork handler does
+    null::end_call(5, false);  // the parent's call, ending in the child
+    const core::Section after_parents = null::section();
+    const bool clean = after_parents.counters.counters.empty() && after_parents.warnings.empty() &&
+                       g_first_calls == 0;
+    const bool outermost = null::begin_call();
+    null::end_call(7, true);
+    const auto counters = null::section().counters.counters;
+    const bool counted = outermost && counters.size() == 3 && counters.at("calls") == 1 &&
+                         counters.at("bytes") == 7 && counters.at("failed_calls") == 0 && g_first_calls == 1;
+    const char answer[2] = {clean ? 'c' : 'x', counted ? 'c' : 'x'};
+    const bool sent = write(pipe_fds[1], answer, sizeof answer) == sizeof answer;
+    _exit(sent ? 0 : 1);
+  }
+  close(pipe_fds[1]);
+  char answer[2] = {};
+  const bool got = read(pipe_fds[0], answer, sizeof answer) == sizeof answer;
+  close(pipe_fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(got);
+  CHECK(WIFEXITED(status));
+  INFO("the child's section after the parent's open call ended there ('c': empty, nothing announced)");
+  CHECK(answer[0] == 'c');
+  INFO("the child's own call ('c': counted from zero and announced once)");
+  CHECK(answer[1] == 'c');
+  // The parent's state is its own: its open call still counts.
+  null::end_call(20, true);
+  const auto counters = null::section().counters.counters;
+  CHECK(counters.at("calls") == 2);
+  CHECK(counters.at("bytes") == 120);
+  CHECK(counters.at("failed_calls") == 1);
+  CHECK(g_first_calls == 1);
 }
 
 TEST_CASE("the section reaches the rank file under modules.null, its warning in warnings",

@@ -32,6 +32,13 @@ struct Regions {
 // (NVTX's convention), 0 otherwise. Thread-safe; errno untouched.
 int inject(const Regions& regions, std::string_view domains, GetExportTable get_export_table);
 
+// In a fork child, on the forking thread (the only one the child has; the composition root's one
+// fork strategy calls it): NVTX starts clean there. The ranges the parent's threads had open
+// (push/pop and start/end alike) are forgotten, so a pop or an end of one in the child records
+// nothing and never makes the child write a file; untracked_ranges counts from 0. The handlers
+// stay installed (NVTX's function tables are inherited with the parent's memory). errno untouched.
+void on_fork_child() noexcept;
+
 // NVTX's section of the rank file (core/section.h), empty until handlers were installed:
 // counter untracked_ranges, the push ranges opened on a thread beyond the 256 it tracks open at
 // once (not regions), with its warning.
