@@ -51,21 +51,24 @@ void VmmLedger::released(uint64_t handle, At at, std::vector<MemoryEvent>* out) 
   free_if_unused(handle, at, out);
 }
 
-void VmmLedger::mapped(uint64_t address, uint64_t bytes, uint64_t handle) {
+void VmmLedger::mapped(uint64_t address, uint64_t bytes, uint64_t handle, At at,
+                       std::vector<MemoryEvent>* out) {
   const auto it = handles_.find(handle);
   if (it == handles_.end()) {
     ++foreign_;
     return;
   }
-  // A mapping at an address still held by one this ledger thought alive (its unmap was
-  // missed): that one is gone.
-  if (const auto old = mappings_.find(address); old != mappings_.end()) {
-    if (const auto h = handles_.find(old->second.handle); h != handles_.end() && h->second.mappings > 0)
-      --h->second.mappings;
-    mappings_.erase(old);
-  }
+  // The new mapping counts first, so that the same call seen twice never frees its own memory.
   ++it->second.mappings;
-  mappings_[address] = Mapping{bytes, handle};
+  const auto [m, inserted] = mappings_.try_emplace(address, Mapping{bytes, handle});
+  if (inserted) return;
+  // A mapping at an address still held by one this ledger thought alive: its unmap was missed,
+  // so that one is gone, and with it the memory it alone kept (its handle released before).
+  const uint64_t old = m->second.handle;
+  m->second = Mapping{bytes, handle};
+  if (const auto h = handles_.find(old); h != handles_.end() && h->second.mappings > 0)
+    --h->second.mappings;
+  free_if_unused(old, at, out);
 }
 
 void VmmLedger::unmapped(uint64_t address, uint64_t bytes, At at, std::vector<MemoryEvent>* out) {

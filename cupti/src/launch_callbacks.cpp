@@ -214,7 +214,7 @@ void GpuCapture::vmm_call(ApiRole role, const CUpti_CallbackData* cb) {
         break;
       case ApiRole::kVmmMap: {
         const auto* p = static_cast<const cuMemMap_params*>(params);
-        vmm_.mapped(p->ptr, p->size, p->handle);
+        vmm_.mapped(p->ptr, p->size, p->handle, at, &vmm_events_);
         break;
       }
       case ApiRole::kVmmUnmap: {

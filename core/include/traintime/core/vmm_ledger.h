@@ -39,8 +39,11 @@ class VmmLedger {
   void retained(uint64_t handle);
   // cuMemRelease(handle): a release event when nothing maps it any more.
   void released(uint64_t handle, At at, std::vector<MemoryEvent>* out);
-  // cuMemMap(address, bytes, ..., handle).
-  void mapped(uint64_t address, uint64_t bytes, uint64_t handle);
+  // cuMemMap(address, bytes, ..., handle). A mapping this ledger still holds at `address` was
+  // unmapped by a call it missed: it goes, and a release event is made when its allocation is
+  // left with no reference and no mapping (a repeated call, the same handle at the same
+  // address, changes nothing).
+  void mapped(uint64_t address, uint64_t bytes, uint64_t handle, At at, std::vector<MemoryEvent>* out);
   // cuMemUnmap(address, bytes): every mapping starting in [address, address + bytes) goes; a
   // release event for each allocation left with no reference and no mapping.
   void unmapped(uint64_t address, uint64_t bytes, At at, std::vector<MemoryEvent>* out);
