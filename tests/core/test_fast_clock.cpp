@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "not_run.h"
 #include "traintime/core/fast_clock.h"
 
 using traintime::core::FastClock;
@@ -68,10 +69,7 @@ TEST_CASE("an untrusted counter leaves every reading to clock_gettime", "[fast_c
 
 TEST_CASE("a trusted counter, once calibrated, reads CLOCK_MONOTONIC through re-anchorings",
           "[fast_clock]") {
-  if (!FastClock::counter_trusted()) {
-    WARN("this machine's counter is not trusted: only the clock_gettime path is tested");
-    return;
-  }
+  if (!FastClock::counter_trusted()) TT_NOT_RUN("this machine's counter is not trusted (its readings may drift)");
   FastClock c(FastClock::Trust::kCounter);
   calibrate(c);
   REQUIRE(c.counting());
@@ -132,10 +130,7 @@ TEST_CASE("ticks: the counter itself where trusted, made nanoseconds at the meas
     CHECK(c.ticks_to_ns(123'456) == 123'456);
   }
   SECTION("a trusted counter, before and after calibration") {
-    if (!FastClock::counter_trusted()) {
-      WARN("this machine's counter is not trusted: only the clock_gettime path is tested");
-      return;
-    }
+    if (!FastClock::counter_trusted()) TT_NOT_RUN("this machine's counter is not trusted (its readings may drift)");
     FastClock c(FastClock::Trust::kCounter);
     REQUIRE(c.ticks_from_counter());
     // A span of ticks against the clock_gettime span around it, converted before calibration
