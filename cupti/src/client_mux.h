@@ -186,7 +186,7 @@ class ClientMux {
   std::atomic<int> client_kind_count_{0};
   // The client's open buffer. out_mu_ is taken last (inside mu_ at most), never across a call
   // into CUPTI; the client's request/complete callbacks run under it (Kineto's take only its
-  // own buffer lock, which it never holds while calling CUPTI).
+  // own buffer lock, which it never holds while calling CUPTI). Lock order: core/lock_order.h.
   std::mutex out_mu_;
   ClientSink sink_;
   uint8_t own_kinds_[CUPTI_ACTIVITY_KIND_COUNT] = {};  // under mu_ (set by attach)
