@@ -14,6 +14,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from testlib import Checks, clean_env, load_json
 
 
@@ -126,6 +128,12 @@ def test_nvtx_starts_clean_in_a_fork_child_with_ranges_open(build_dir: Path, tmp
     end. The parent's file keeps its own counts and both its ranges."""
     binary, lib = build_dir / "bin" / "tt_nvtx_domains", build_dir / "lib" / "libtraintime.so"
     env = clean_env({"LD_PRELOAD": str(lib), "TRAINTIME_OUTPUT": str(tmp_path)})
+    if "ASAN_OPTIONS" in env:
+        # As test_sim_capture.py's forked workers: GCC 12's ASan allocator takes no lock around
+        # fork(), so the recording child can hang in the runtime on a size class a parent thread
+        # (the watchdog building its summary) held at fork(), and LeakSanitizer counts the
+        # parent threads' stacks, gone in the child, as leaks.
+        pytest.skip("ASan's allocator is not fork-safe (GCC 12): covered by the TSan and unsanitized runs")
     run = subprocess.run([str(binary), "--fork"], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, f"{binary} --fork exited {run.returncode}: {run.stdout}{run.stderr}"
     children = [int(line.split()[1]) for line in run.stdout.splitlines() if line.startswith("child ")]
