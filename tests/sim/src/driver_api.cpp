@@ -234,17 +234,17 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* ca
   return CUDA_SUCCESS;
 }
 
-// What real NCCL (runtime and driver >= 11.8) launches its kernels with, found through
-// cuGetProcAddress: traced in the driver domain only, with no runtime call around it. `f` is a
-// function handle as the runtime's registration made it (simgpu: the host stub's address).
-CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
-                                  void** extra) {
+}  // extern "C"
+
+namespace {
+// A kernel launched through the driver API (no runtime call around it): `f` is a function handle
+// as the runtime's registration made it (simgpu: the host stub's address).
+CUresult launch_from_driver(uint32_t cbid, const char* api, const void* params, const CUlaunchConfig* config,
+                            CUfunction f) {
   const char* name = simgpu_kernel_name(reinterpret_cast<const void*>(f));
-  cuLaunchKernelEx_params params{config, f, kernelParams, extra};
   simgpu_api_frame frame{};
   CUresult result = CUDA_SUCCESS;
-  simgpu_api_enter(&frame, 1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", name, &params,
-                   &result);
+  simgpu_api_enter(&frame, 1, cbid, api, name, params, &result);
   if (!config || !name) {
     result = CUDA_ERROR_INVALID_VALUE;
   } else {
@@ -261,6 +261,32 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
   }
   simgpu_api_exit(&frame);
   return result;
+}
+}  // namespace
+
+extern "C" {
+
+// The driver's plain launch (Triton's and other JIT compilers' kernels): driver callbacks only.
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  CUlaunchConfig config{};
+  config.gridDimX = gridDimX, config.gridDimY = gridDimY, config.gridDimZ = gridDimZ;
+  config.blockDimX = blockDimX, config.blockDimY = blockDimY, config.blockDimZ = blockDimZ;
+  config.sharedMemBytes = sharedMemBytes;
+  config.hStream = hStream;
+  cuLaunchKernel_params params{f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                               sharedMemBytes, hStream, kernelParams, extra};
+  return launch_from_driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", &params, &config, f);
+}
+
+// What real NCCL (runtime and driver >= 11.8) launches its kernels with, found through
+// cuGetProcAddress: traced in the driver domain only, with no runtime call around it. `f` is a
+// function handle as the runtime's registration made it (simgpu: the host stub's address).
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                  void** extra) {
+  cuLaunchKernelEx_params params{config, f, kernelParams, extra};
+  return launch_from_driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", &params, config, f);
 }
 
 // ---- virtual memory management (cuMemCreate, cuMemMap ...) ----

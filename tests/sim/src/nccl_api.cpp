@@ -169,7 +169,10 @@ LaunchExFn driver_launch() {
   return fn;
 }
 
-ncclResult_t launch(const std::string& kernel, double bus_bytes, ncclComm* comm, cudaStream_t stream) {
+ncclResult_t launch(const std::string& own_kernel, double bus_bytes, ncclComm* comm, cudaStream_t stream) {
+  // sim_replay: the kernel a recording names (NCCL's names differ between releases).
+  const char* recorded = simgpu_replay_next_name();
+  const std::string kernel = recorded != nullptr ? std::string(recorded) : own_kernel;
   simgpu_collective c{};
   c.comm_key = comm->key;
   c.transfer_ns = kLatencyNs + static_cast<uint64_t>(bus_bytes / kBusBytesPerNs + 0.5);

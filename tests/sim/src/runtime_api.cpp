@@ -266,6 +266,26 @@ cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 bloc
                 args, sharedMem, stream, false);
 }
 
+// The extensible launch (PyTorch and NCCL use it for launch attributes): traced as
+// cudaLaunchKernelExC around the driver's cuLaunchKernelEx, as the real runtime does.
+cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  const char* name = simgpu_kernel_name(func);
+  cudaLaunchKernelExC_v11060_params rp{config, func, args};
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, "cudaLaunchKernelExC", &rp, name);
+  if (!config) return call.finish(cudaErrorInvalidValue);
+  if (!name) return call.finish(cudaErrorInvalidDeviceFunction);
+  CUlaunchConfig dc{};
+  dc.gridDimX = config->gridDim.x, dc.gridDimY = config->gridDim.y, dc.gridDimZ = config->gridDim.z;
+  dc.blockDimX = config->blockDim.x, dc.blockDimY = config->blockDim.y, dc.blockDimZ = config->blockDim.z;
+  dc.sharedMemBytes = static_cast<unsigned>(config->dynamicSmemBytes);
+  dc.hStream = reinterpret_cast<CUstream>(config->stream);
+  cuLaunchKernelEx_params dp{&dc, reinterpret_cast<CUfunction>(const_cast<void*>(func)), args, nullptr};
+  DriverCall drv(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", &dp, name);
+  const int r = drv.finish(enqueue_kernel(name, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                                          config->stream));
+  return call.finish(static_cast<cudaError_t>(r));
+}
+
 // ---- memory ----
 // Every allocation and release is reported to the fake CUPTI (MEMORY2 records) inside its call,
 // with the call's correlation id; a release of an address never allocated reports nothing.
@@ -373,6 +393,25 @@ cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, 
       r = cudaErrorInvalidMemcpyDirection;
   }
   return call_.finish(static_cast<cudaError_t>(r));
+}
+
+// A copy between two devices' memory. One simulated device: the record says PtoP (CUPTI's
+// MEMCPY kind 10) with both devices 0, as a peer copy inside one GPU is recorded.
+cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t count,
+                                          cudaStream_t stream) {
+  RT_CALL(cudaMemcpyPeerAsync_v4000, dst, dstDevice, src, srcDevice, count, stream);
+  if (dstDevice != 0 || srcDevice != 0) return call_.finish(cudaErrorInvalidDevice);
+  simgpu_launch l{};
+  l.kind = SIMGPU_MEMCPY;
+  l.bytes = count;
+  l.copy_kind = 10;  // CUPTI_ACTIVITY_MEMCPY_KIND_PTOP
+  l.src_kind = l.dst_kind = 3;
+  l.duration_ns = simgpu::copy_duration_ns(count, false);
+  cuMemcpyPeerAsync_params p{reinterpret_cast<CUdeviceptr>(dst), static_cast<CUcontext>(simgpu_context()),
+                             reinterpret_cast<CUdeviceptr>(src), static_cast<CUcontext>(simgpu_context()), count,
+                             reinterpret_cast<CUstream>(stream)};
+  DriverCall d(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, "cuMemcpyPeerAsync", &p);
+  return call_.finish(static_cast<cudaError_t>(d.finish(simgpu_enqueue(stream, &l))));
 }
 
 cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {

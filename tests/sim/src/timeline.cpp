@@ -98,6 +98,8 @@ struct Engine {
   std::vector<double> memory_used_gib;  // index = rank (SIMGPU_MEMORY_USED); 0: the nominal
   int rank = 0;
   bool hang_next_collective = false;  // simgpuHangNextCollective
+  std::atomic<bool> replay_clock{false};  // simgpuReplayClock: API calls cost no host time
+  uint64_t replay_clamped = 0;            // scheduled work moved to its launch
 
   Engine() {
     default_stream.id = simgpu::kDefaultStreamId;
@@ -117,6 +119,10 @@ thread_local uint64_t tls_label = 0;
 thread_local simgpu_api_frame* tls_frame = nullptr;
 thread_local bool tls_has_collective = false;
 thread_local simgpu_collective tls_collective{};
+// simgpuReplayNext: this thread's schedule, taken one entry per enqueued piece of work.
+thread_local std::vector<simgpu_replay_work> tls_replay;
+thread_local size_t tls_replay_next = 0;
+thread_local uint32_t tls_next_stream_id = 0;  // simgpuSetNextStreamId
 
 Stream* resolve(Engine& e, void* stream) {
   return stream ? static_cast<Stream*>(stream) : &e.default_stream;
@@ -148,6 +154,21 @@ simgpu_work execute(Engine& e, Stream* s, simgpu_work w, uint64_t duration_ns,
                     const simgpu_collective* coll) {
   w.stream_id = s->id;
   w.launch_ns = e.host_ns.load(std::memory_order_relaxed);
+  if (tls_replay_next < tls_replay.size()) {
+    // sim_replay: the recorded times, never before the launch (Kineto's clock conversion can put
+    // a start a little early); the stream's own order is the recording's, not enforced again.
+    const simgpu_replay_work& r = tls_replay[tls_replay_next++];
+    w.start_ns = std::max(r.start_ns, w.launch_ns);
+    if (w.start_ns > r.start_ns) ++e.replay_clamped;
+    w.end_ns = w.start_ns + r.duration_ns;
+    if (r.stream_id != 0) w.stream_id = r.stream_id;
+    s->free_at = std::max(s->free_at, w.end_ns);
+    if (coll) e.comms[coll->comm_key].last_end = w.end_ns;
+    e.gpu_end = std::max(e.gpu_end, w.end_ns);
+    w.seq = e.executed++;
+    if (e.keep_timeline) e.timeline.push_back(w);
+    return w;
+  }
   const uint64_t ready = std::max(w.launch_ns + simgpu::kLaunchLatencyNs, s->free_at);
   w.start_ns = ready;
   if (ready == kNever || (coll && e.hang_next_collective)) {
@@ -261,8 +282,10 @@ void simgpu_api_enter(simgpu_api_frame* f, int domain, uint32_t cbid, const char
   }();
   f->correlation_id = e.next_correlation.fetch_add(1 + untraced, std::memory_order_relaxed) + untraced;
   f->correlation_data = 0;
-  f->start_ns = e.host_ns.fetch_add(domain == 2 ? simgpu::kRuntimeApiCostNs : simgpu::kDriverApiCostNs,
-                                    std::memory_order_relaxed);
+  const uint64_t cost = e.replay_clock.load(std::memory_order_relaxed)
+                            ? 0
+                            : domain == 2 ? simgpu::kRuntimeApiCostNs : simgpu::kDriverApiCostNs;
+  f->start_ns = e.host_ns.fetch_add(cost, std::memory_order_relaxed);
   f->end_ns = 0;
   f->outer = tls_frame;
   tls_frame = f;
@@ -346,7 +369,13 @@ int simgpu_stream_create(void** stream) {
   {
     std::lock_guard<std::mutex> lock(e.mu);
     auto owned = std::make_unique<Stream>();
-    owned->id = e.next_stream_id++;
+    if (tls_next_stream_id != 0) {
+      owned->id = tls_next_stream_id;
+      e.next_stream_id = std::max(e.next_stream_id, tls_next_stream_id + 1);
+      tls_next_stream_id = 0;
+    } else {
+      owned->id = e.next_stream_id++;
+    }
     owned->free_at = 0;
     s = owned.get();
     e.streams.push_back(std::move(owned));
@@ -607,6 +636,29 @@ void simgpuHangNextCollective(void) {
   e.hang_next_collective = true;
 }
 uint64_t simgpuGetLabel(void) { return tls_label; }
+
+void simgpuReplayClock(int on) { engine().replay_clock.store(on != 0, std::memory_order_relaxed); }
+
+void simgpuAdvanceHostNs(uint64_t t) { advance_host_to(engine(), t); }
+
+void simgpuReplayNext(const simgpu_replay_work* works, size_t n) {
+  tls_replay.assign(works, works + (works ? n : 0));
+  tls_replay_next = 0;
+}
+
+size_t simgpuReplayPending(void) { return tls_replay.size() - tls_replay_next; }
+
+uint64_t simgpuReplayClamped(void) {
+  Engine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mu);
+  return e.replay_clamped;
+}
+
+void simgpuSetNextStreamId(uint32_t id) { tls_next_stream_id = id; }
+
+const char* simgpu_replay_next_name(void) {
+  return tls_replay_next < tls_replay.size() ? tls_replay[tls_replay_next].name : nullptr;
+}
 
 void simgpuKeepTimeline(int keep) {
   Engine& e = engine();

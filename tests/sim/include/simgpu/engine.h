@@ -221,6 +221,35 @@ int simgpuInjectionCount(void);
  * delivers a record of it. */
 void simgpuHangNextCollective(void);
 
+/* ---- SIMULATION extension for sim_replay (tests/sim/replay): the timeline follows a trace ----
+ * With the replay clock on, traced API calls cost no virtual host time: the replayer moves the
+ * host clock to each recorded call's time with simgpuAdvanceHostNs (synchronisations still move
+ * it to the end of the awaited work). Work this thread enqueues next takes its times from the
+ * list given to simgpuReplayNext, one entry per piece of work in enqueue order (a graph launch:
+ * its nodes in capture order): it starts at start_ns, or at its launch when the recording puts
+ * it earlier (counted by simgpuReplayClamped), and lasts duration_ns, whatever its stream,
+ * events or the collective model would say; stream_id, when not 0, is the stream its record
+ * names. The fake NCCL launches a scheduled kernel under the entry's name when it has one. */
+typedef struct simgpu_replay_work {
+  uint64_t start_ns;
+  uint64_t duration_ns;
+  uint32_t stream_id;  /* 0: the stream it was enqueued on */
+  const char* name;    /* NCCL kernels: the recorded name (persistent string), else NULL */
+} simgpu_replay_work;
+void simgpuReplayClock(int on);
+/* Moves the virtual host clock forward to t (never back). */
+void simgpuAdvanceHostNs(uint64_t t);
+/* Replaces this thread's pending schedule with `works` (copied); NULL/0 clears it. */
+void simgpuReplayNext(const simgpu_replay_work* works, size_t n);
+/* Entries of this thread's schedule no enqueue has taken yet. */
+size_t simgpuReplayPending(void);
+/* Scheduled work that started at its launch because the recording put it earlier. */
+uint64_t simgpuReplayClamped(void);
+/* The next stream this thread creates gets this id (0: the next free one, as before). */
+void simgpuSetNextStreamId(uint32_t id);
+/* used by the fake NCCL: the name of this thread's next scheduled work, or NULL */
+const char* simgpu_replay_next_name(void);
+
 /* Duration model of the simulated kernels launched with <<<>>>/cudaLaunchKernel: every block
  * of the grid costs SIMGPU_NS_PER_BLOCK ns of GPU time (times the rank's slowdown factor). */
 #define SIMGPU_NS_PER_BLOCK 100
