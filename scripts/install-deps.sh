@@ -12,9 +12,10 @@ set -euo pipefail
 # parser), Catch2 and pkg-config (the configure step looks for them even when only the demo's
 # targets are built), Open MPI's mpirun for the 4 simulated ranks (its development package only with
 # the tests: nothing the demo builds includes mpi.h; examples/cuda_mlp uses it when present),
-# and Debian's python3 (the demo compares each rank file with the simulated truth).
+# Debian's python3 (the demo compares each rank file with the simulated truth), and zlib's headers
+# (sim_replay reads gzipped traces; the configure step looks for them).
 DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev catch2
-           libcli11-dev openmpi-bin python3)
+           libcli11-dev openmpi-bin python3 zlib1g-dev)
 # The tests besides: Open MPI's headers (examples/cuda_mlp's MPI build), Google Benchmark
 # (bench/), pytest, pip and setuptools (the Python package is installed with pip in a test) and
 # PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which the tests call by path); headless
