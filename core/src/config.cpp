@@ -88,6 +88,10 @@ const Row kRows[] = {
      Kind::kU64, &Config::trace_max_events, 1, 1000000000},
     {{"TRAINTIME_STEP_DETAIL", "64", "Per-step breakdown rows kept in the rank file (0 to 1000000)."},
      Kind::kU32, &Config::step_detail, 0, 1000000},
+    {{"TRAINTIME_TOP_KERNELS", "10",
+      "Kernels listed by GPU time in each region's top_kernels and in the rank's own (every "
+      "region and unannotated work together), 1 to 65536."},
+     Kind::kU32, &Config::top_kernels, 1, 65536},
     {{"TRAINTIME_CATEGORY_RULES", "",
       "Extra name rules tried before the built-in ones, e.g. "
       "\"forward=fwd,encode;io=prefetch,loader\"."},

@@ -85,13 +85,11 @@ __attribute__((noinline)) GpuAggregator::SiteCacheEntry GpuAggregator::resolve_s
   bool nccl = false;
   e.name_id = intern(a.name, nccl);
   e.slot = region_slot(ctx.path, region_category);
-  uint32_t rk = 0;
-  bool rk_exact = true;
-  if (e.slot != kNoSlot) {
-    const uint64_t key = (static_cast<uint64_t>(e.slot) << 32) | e.name_id;
-    rk = region_kernel(key, e.slot);
-    rk_exact = region_kernels_[rk].key == key;  // false: the pair was over its cap
-  }
+  // Kernels with no region open have pairs too (kNoRegionSlot): the rank's own top_kernels.
+  const uint32_t ps = pair_slot(e.slot);
+  const uint64_t key = (static_cast<uint64_t>(ps) << 32) | e.name_id;
+  const uint32_t rk = region_kernel(key, ps);
+  const bool rk_exact = region_kernels_[rk].key == key;  // false: the pair was over its cap
   e.rk_nccl = rk << 1 | (nccl ? 1u : 0u);
   // Only what the full lookups found without a cap in the way is cached: a name or pair beyond
   // its cap keeps being counted record by record.
@@ -206,11 +204,9 @@ void GpuAggregator::ingest(const GpuActivity& a, const LaunchContext& ctx,
   const uint64_t start = a.start_ns;
   const uint64_t end = a.end_ns > a.start_ns ? a.end_ns : a.start_ns;
   const uint32_t slot = e->slot;
-  if (slot != kNoSlot) {
-    KernelAcc& k = region_kernels_[e->rk_nccl >> 1];
-    ++k.count;
-    k.sum += end - start;
-  }
+  KernelAcc& k = region_kernels_[e->rk_nccl >> 1];
+  ++k.count;
+  k.sum += end - start;
   if (published_below_ > ctx.step) ++after_publish_;
   // The room checked above, said again where the vectors grow: the compiler then drops their
   // reallocation (a call) from this path.
@@ -250,13 +246,13 @@ __attribute__((noinline)) void GpuAggregator::ingest_full(const GpuActivity& a,
     rk_nccl = found.rk_nccl;
   } else {
     slot = region_slot(ctx.path, region_category);
-    if (is_kernel && slot != kNoSlot)  // a kernel without a name: its region's nameless pair
-      rk_nccl = region_kernel(static_cast<uint64_t>(slot) << 32 | kNoName, slot) << 1;
+    if (is_kernel)  // a kernel without a name: its region's nameless pair
+      rk_nccl = region_kernel(static_cast<uint64_t>(pair_slot(slot)) << 32 | kNoName, pair_slot(slot)) << 1;
   }
   const Category cat = attribute((rk_nccl & 1) != 0, ctx, region_category);
   const auto ci = static_cast<std::size_t>(cat);
   // Sums by category and region are counted when the record's step folds (it reads them anyway).
-  if (slot != kNoSlot && is_kernel) {
+  if (is_kernel) {
     KernelAcc& k = region_kernels_[rk_nccl >> 1];
     ++k.count;
     k.sum += dur;

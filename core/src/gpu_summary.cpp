@@ -37,15 +37,39 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     out.detail.push_back(std::move(row));
   }
 
-  // Positions in region_kernels_, grouped by region slot (a counting sort: 4 bytes a pair).
-  std::vector<uint32_t> first_of(regions_.size() + 1, 0);
-  for (const KernelAcc& k : region_kernels_) ++first_of[(k.key >> 32) + 1];
-  for (std::size_t slot = 0; slot < regions_.size(); ++slot) first_of[slot + 1] += first_of[slot];
+  // Positions in region_kernels_, grouped by region slot (a counting sort: 4 bytes a pair); the
+  // pairs of kernels with no region open (kNoRegionSlot) go last, in a group of their own.
+  const std::size_t groups = regions_.size() + 1;
+  auto group_of = [&](const KernelAcc& k) {
+    const auto slot = static_cast<uint32_t>(k.key >> 32);
+    return slot == kNoRegionSlot ? regions_.size() : std::size_t{slot};
+  };
+  std::vector<uint32_t> first_of(groups + 1, 0);
+  for (const KernelAcc& k : region_kernels_) ++first_of[group_of(k) + 1];
+  for (std::size_t g = 0; g < groups; ++g) first_of[g + 1] += first_of[g];
   std::vector<uint32_t> by_slot(region_kernels_.size());
   {
     std::vector<uint32_t> next(first_of.begin(), first_of.end() - 1);
-    for (uint32_t i = 0; i < region_kernels_.size(); ++i)
-      by_slot[next[region_kernels_[i].key >> 32]++] = i;
+    for (uint32_t i = 0; i < region_kernels_.size(); ++i) by_slot[next[group_of(region_kernels_[i])]++] = i;
+  }
+  // The rank's own list: every pair's figures added up by kernel name, the largest first.
+  {
+    std::vector<KernelAcc> by_name(name_end_.size());
+    for (const KernelAcc& k : region_kernels_) {
+      KernelAcc& n = by_name[static_cast<uint32_t>(k.key)];
+      n.key = static_cast<uint32_t>(k.key);
+      n.count += k.count;
+      n.sum += k.sum;
+    }
+    by_name.erase(std::remove_if(by_name.begin(), by_name.end(), [](const KernelAcc& k) { return k.count == 0; }),
+                  by_name.end());
+    const auto top = by_name.begin() + static_cast<std::ptrdiff_t>(std::min(by_name.size(), opt_.top_kernels));
+    std::partial_sort(by_name.begin(), top, by_name.end(), [this](const KernelAcc& x, const KernelAcc& y) {
+      if (x.sum != y.sum) return x.sum > y.sum;
+      return name_of(static_cast<uint32_t>(x.key)) < name_of(static_cast<uint32_t>(y.key));
+    });
+    for (auto k = by_name.begin(); k != top; ++k)
+      out.top_kernels.push_back({demangle(name_of(static_cast<uint32_t>(k->key))), k->count, k->sum});
   }
   for (std::size_t slot = 0; slot < regions_.size(); ++slot) {
     const RegionAcc& r = regions_[slot];

@@ -220,6 +220,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   for (const auto& [kind, stat] : gpu.memcpy) f.memcpy[kind] = stat;
 
   add_regions(f, cpu, gpu);
+  f.top_kernels = gpu.top_kernels;
   f.unbalanced_pops = cpu.unbalanced_pops;
 
   f.steps = cpu.steps;

@@ -91,10 +91,15 @@ json by_category_json(const ByCategory<CategoryTotals>& m) {
 
 json step_totals_json(const StepTotals& t) { return u64_object(t, kStepTotalsFields); }
 
-json region_json(const RegionRow& r) {
+json kernels_json(const std::vector<KernelStat>& kernels) {
   json top = json::array();
-  for (const KernelStat& k : r.top_kernels)
+  for (const KernelStat& k : kernels)
     top.push_back({{"name", k.name}, {"count", k.count}, {"gpu_sum_ns", k.gpu_sum_ns}});
+  return top;
+}
+
+json region_json(const RegionRow& r) {
+  json top = kernels_json(r.top_kernels);
   return {{"path", r.path},
           {"category", std::string(category_name(r.category))},
           {"count", r.count},
@@ -565,6 +570,19 @@ StepTotals step_totals_from(const J& j, const Path& w) {
   return u64_object_from(j, w, kStepTotalsFields);
 }
 
+// A top_kernels array (a region's, or the rank's own) of the object j at w.
+template <class J>
+std::vector<KernelStat> kernels_from(const J& j, const Path& w) {
+  std::vector<KernelStat> out;
+  const Path tw = join(w, "top_kernels");
+  each_in_array(j, "top_kernels", w, [&](std::size_t i, const J& k) {
+    const Path kw = indexed(tw, i);
+    expect_object(k, kw);
+    out.push_back({str(k, "name", kw), u64(k, "count", kw), u64(k, "gpu_sum_ns", kw)});
+  });
+  return out;
+}
+
 template <class J>
 RegionRow region_from(const J& j, const Path& w) {
   expect_object(j, w);
@@ -580,12 +598,7 @@ RegionRow region_from(const J& j, const Path& w) {
   r.gpu_span_ns = u64(j, "gpu_span_ns", w);
   r.kernels = u64(j, "kernels", w);
   r.by_category = by_category_from(need_object(j, "by_category", w), join(w, "by_category"));
-  const Path tw = join(w, "top_kernels");
-  each_in_array(j, "top_kernels", w, [&](std::size_t i, const J& k) {
-    const Path kw = indexed(tw, i);
-    expect_object(k, kw);
-    r.top_kernels.push_back({str(k, "name", kw), u64(k, "count", kw), u64(k, "gpu_sum_ns", kw)});
-  });
+  r.top_kernels = kernels_from(j, w);
   return r;
 }
 
@@ -899,6 +912,7 @@ RankFile rank_file_from(const J& j) {
   each_in_array(j, "regions", w, [&](std::size_t i, const J& r) {
     f.regions.push_back(region_from(r, indexed("regions", i)));
   });
+  if (find(j, "top_kernels")) f.top_kernels = kernels_from(j, w);  // optional, added after 1.0
   f.unbalanced_pops = opt_u64(j, "unbalanced_pops", w, 0);
 
   f.steps = steps_from(need(j, "steps", w), "steps");
@@ -987,6 +1001,7 @@ json rank_file_to_json(const RankFile& f) {
              {"end_unix_ns", f.end_unix_ns},
              {"categories", std::move(categories)},
              {"regions", std::move(regions)},
+             {"top_kernels", kernels_json(f.top_kernels)},
              {"unbalanced_pops", f.unbalanced_pops},
              {"steps", steps_json(f.steps)},
              {"comm", std::move(comm)},

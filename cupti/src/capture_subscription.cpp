@@ -61,6 +61,7 @@ bool GpuCapture::start_capture(std::string* reason) {
   core::AggregatorOptions options;
   options.warmup_steps = config_.warmup_steps;
   options.step_detail = config_.step_detail;
+  options.top_kernels = config_.top_kernels;
   options.trace = config_.trace;
   options.trace_max_events = config_.trace_max_events;
   aggregator_ = std::make_unique<core::GpuAggregator>(options);

@@ -32,7 +32,7 @@ bool same(const Config& a, const Config& b) {
   return a.output_dir == b.output_dir && a.disable == b.disable && a.log_level == b.log_level &&
          a.warmup_steps == b.warmup_steps && a.cupti == b.cupti && a.cupti_lib == b.cupti_lib &&
          a.nccl == b.nccl && a.snapshot_sec == b.snapshot_sec && a.trace == b.trace &&
-         a.trace_max_events == b.trace_max_events && a.step_detail == b.step_detail &&
+         a.trace_max_events == b.trace_max_events && a.step_detail == b.step_detail && a.top_kernels == b.top_kernels &&
          a.category_rules == b.category_rules && a.buffer_mb == b.buffer_mb &&
          a.buffer_count == b.buffer_count && a.nvml == b.nvml &&
          a.nvml_interval_ms == b.nvml_interval_ms;
@@ -78,7 +78,7 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
       "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",
       "TRAINTIME_NVML",           "TRAINTIME_NVML_INTERVAL_MS", "TRAINTIME_TRACE",
-      "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_CATEGORY_RULES",
+      "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_TOP_KERNELS",  "TRAINTIME_CATEGORY_RULES",
       "TRAINTIME_NVTX_DOMAINS",   "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE",
       "TRAINTIME_PRINT_EVERY",    "TRAINTIME_PROMETHEUS_FILE", "TRAINTIME_FLOPS_PER_TOKEN",
       "TRAINTIME_PEAK_TFLOPS",    "TRAINTIME_DTYPE"};
@@ -106,6 +106,7 @@ TEST_CASE("config reads good values into their fields", "[config]") {
                           {"TRAINTIME_TRACE", "on"},
                           {"TRAINTIME_TRACE_MAX_EVENTS", "5000000"},
                           {"TRAINTIME_STEP_DETAIL", "1000"},
+                          {"TRAINTIME_TOP_KERNELS", "500"},
                           {"TRAINTIME_CATEGORY_RULES", "io=prefetch"},
                           {"TRAINTIME_BUFFER_MB", "32"},
                           {"TRAINTIME_BUFFER_COUNT", "128"}},
@@ -125,6 +126,7 @@ TEST_CASE("config reads good values into their fields", "[config]") {
   CHECK(c.trace);
   CHECK(c.trace_max_events == 5000000);
   CHECK(c.step_detail == 1000);
+  CHECK(c.top_kernels == 500);
   CHECK(c.category_rules == "io=prefetch");
   CHECK(c.buffer_mb == 32);
   CHECK(c.buffer_count == 128);

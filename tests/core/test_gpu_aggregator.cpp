@@ -333,6 +333,42 @@ TEST_CASE("a kernel name address reused for another name of the same length is a
   }
 }
 
+TEST_CASE("the rank's own top kernels add up every region and the work with no region open by name",
+          "[aggregator]") {
+  // A job with no annotation at all still sees its kernels (the real traces' bare replays): the
+  // same kernel from two regions and from nowhere is one row; comm kernels are listed too.
+  AggregatorOptions o;
+  o.top_kernels = 3;
+  GpuAggregator agg(o);
+  RankFile f = run(agg,
+                   {kern(0, 10, 1, Category::kForward, 0, 1, "gemm"), kern(10, 30, 2, Category::kBackward, 0, 1, "gemm"),
+                    kern(30, 70, kNoPath, Category::kOther, 0, 1, "gemm"), kern(70, 75, kNoPath, Category::kOther, 0, 1, "_Z3fooi"),
+                    kern(75, 76, kNoPath, Category::kOther, 0, 1, "tiny"), allreduce(80, 130),
+                    copy(130, 140, CopyKind::kHtoD, 10, kNoPath, Category::kOther)},
+                   1);
+  REQUIRE(f.top_kernels.size() == 3);
+  CHECK(f.top_kernels[0].name == "gemm");
+  CHECK(f.top_kernels[0].count == 3);
+  CHECK(f.top_kernels[0].gpu_sum_ns == 70);
+  CHECK(f.top_kernels[1].name == "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  CHECK(f.top_kernels[1].gpu_sum_ns == 50);
+  CHECK(f.top_kernels[2].name == "foo(int)");  // demangled; "tiny" (1 ns) is beyond the top 3
+  // The regions' own lists are unchanged: each holds its own launches only.
+  REQUIRE(region(f, "path1") != nullptr);
+  CHECK(region(f, "path1")->top_kernels.size() == 1);
+  CHECK(region(f, "path1")->top_kernels[0].gpu_sum_ns == 10);
+  CHECK(f.regions.size() == 2);  // no row for the unattributed work
+  // The same figures when every record takes the full path (a fresh site cache each time).
+  GpuAggregator again(o);
+  for (int i = 0; i < 5; ++i) {
+    Act a = kern(200 + i * 10, 205 + i * 10, kNoPath, Category::kOther, 0, 1, "gemm");
+    again.ingest(a.a, a.ctx, a.region);
+  }
+  RankFile g = testing::gpu_rank_file(again, name_of, 1);
+  REQUIRE(g.top_kernels.size() == 1);
+  CHECK((g.top_kernels[0].count == 5 && g.top_kernels[0].gpu_sum_ns == 25));
+}
+
 TEST_CASE("kernels of more launch sites than the site cache holds are each counted where launched",
           "[aggregator]") {
   // 400 names from 4 regions: 1600 sites, more than the cache's 1024 entries, visited round

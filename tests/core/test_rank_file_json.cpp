@@ -91,6 +91,8 @@ RankFile full_rank_file() {
   r2.count = 1;
   r2.cpu_ns = kBig;  // the largest *_ns must survive
   f.regions.push_back(r2);
+  f.top_kernels.push_back({"ampere_sgemm_128x64_tn", 260, 3100000});
+  f.top_kernels.push_back({"ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 1300000});
   f.unbalanced_pops = 2;
 
   f.steps.count = 12;
@@ -232,6 +234,12 @@ void check_same(const RankFile& a, const RankFile& b) {
       CHECK(x.top_kernels[k].count == y.top_kernels[k].count);
       CHECK(x.top_kernels[k].gpu_sum_ns == y.top_kernels[k].gpu_sum_ns);
     }
+  }
+  REQUIRE(a.top_kernels.size() == b.top_kernels.size());
+  for (std::size_t k = 0; k < a.top_kernels.size(); ++k) {
+    CHECK(a.top_kernels[k].name == b.top_kernels[k].name);
+    CHECK(a.top_kernels[k].count == b.top_kernels[k].count);
+    CHECK(a.top_kernels[k].gpu_sum_ns == b.top_kernels[k].gpu_sum_ns);
   }
   CHECK(a.unbalanced_pops == b.unbalanced_pops);
 
@@ -653,7 +661,7 @@ TEST_CASE("rank file reader names a missing or mistyped contract field", "[rank_
 TEST_CASE("rank file reader accepts files without the optional fields", "[rank_file]") {
   json j = rank_file_to_json(full_rank_file());
   for (const char* k :
-       {"start_unix_ns", "end_unix_ns", "unbalanced_pops", "gpu_records_complete", "capture_stats"})
+       {"start_unix_ns", "end_unix_ns", "unbalanced_pops", "gpu_records_complete", "capture_stats", "top_kernels"})
     j.erase(k);
   j["regions"][0].erase("top_kernels");
   j["regions"][0].erase("cpu_min_ns");
@@ -670,6 +678,7 @@ TEST_CASE("rank file reader accepts files without the optional fields", "[rank_f
   j["regions"][0]["top_kernels"] = json::array();
   const RankFile f = rank_file_from_json(j);
   CHECK(f.start_unix_ns == 0);
+  CHECK(f.top_kernels.empty());  // the rank's own list came after 1.0
   CHECK(f.gpu_records_complete);  // files from before the field: complete, as they were written
   CHECK_FALSE(f.capture_stats.present);
   CHECK(f.unbalanced_pops == 0);

@@ -37,7 +37,7 @@ struct AggregatorOptions {
   uint32_t step_detail = 64;       // steps.detail keeps the most recent N steps
   bool trace = false;              // TRAINTIME_TRACE=1: keep activities for trace_json()
   uint64_t trace_max_events = 1000000;
-  std::size_t top_kernels = 10;    // per region
+  std::size_t top_kernels = 10;    // per region, and for the whole rank (TRAINTIME_TOP_KERNELS)
   // Bounds of the open-step window (docs/attribution.md "Memory bound"): the oldest open step is
   // folded into the totals when more than max_open_records activities or max_open_steps steps
   // are held. A record of a step already folded is a late record.
@@ -122,6 +122,10 @@ class GpuAggregator {
 
  private:
   static constexpr uint32_t kNoSlot = 0xffffffffu;
+  // The slot of the (region, kernel) pairs of kernels launched with no region open: counted like
+  // a region's, for the rank's own top_kernels only (no region row).
+  static constexpr uint32_t kNoRegionSlot = 0xfffffffeu;
+  static uint32_t pair_slot(uint32_t slot) { return slot == kNoSlot ? kNoRegionSlot : slot; }
   static constexpr uint32_t kNoName = 0;
   static constexpr uint32_t kOtherKernels = 1;  // name id once max_kernel_names is reached
 
@@ -330,7 +334,7 @@ class GpuAggregator {
     uint32_t name_id = kNoName;  // > kOtherKernels when filled
     uint32_t name_at = 0;        // offset of the name's characters in name_chars_
     uint32_t slot = kNoSlot;
-    uint32_t rk_nccl = 0;        // position in region_kernels_ (slot != kNoSlot) << 1 | nccl
+    uint32_t rk_nccl = 0;        // position in region_kernels_ (its pair_slot's pair) << 1 | nccl
   };
   struct alignas(64) SiteSet {
     SiteCacheEntry way[2];

@@ -364,6 +364,9 @@ struct RankFile : RankIdentity {
   bool gpu_records_complete = true;
   ByCategory<CategoryTotals> categories;  // every category listed
   std::vector<RegionRow> regions;
+  // The rank's kernels with the most GPU time, whatever region (or none) launched them: what an
+  // unannotated job shows of its kernels. Absent in files from older writers.
+  std::vector<KernelStat> top_kernels;
   uint64_t unbalanced_pops = 0;
   Steps steps;
   std::vector<CommRow> comm;

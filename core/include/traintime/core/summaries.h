@@ -80,6 +80,8 @@ struct GpuSummary {
     Category category = Category::kOther;
   };
   std::vector<Region> regions;
+  // The rank's kernels with the most GPU time, every region and no region together (comm too).
+  std::vector<KernelStat> top_kernels;
   StepTotals totals;
   std::vector<Steps::Detail> detail;  // wall_ns 0: build_rank_file takes it from CpuSummary
   bool partial_final_step = false;
