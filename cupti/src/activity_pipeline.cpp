@@ -21,6 +21,10 @@ void ActivityPipeline::join_rest(const core::GpuActivity& a, bool found, core::L
   if (a.graph_node_id != 0) {
     core::LaunchContext node;
     if (graph_nodes_.lookup(a.graph_node_id, &node)) {
+      // A node captured with no region open and no NCCL call around it (PyTorch captures its
+      // graphs in warm-up, before or outside the user's ranges) takes the replay's context:
+      // DESIGN §4 rule 5's "failing that, the context of the graph launch".
+      if (found && node.path == core::kNoPath && node.comm.op == core::CommOp::kNone) return;
       // Region (and NCCL call) from capture time; step and region entry from the replay.
       if (found) {
         node.step = ctx->step;

@@ -1,5 +1,6 @@
 // Join rules of the adapter (DESIGN §4): runtime correlation id first for memcpy, graph nodes
-// take their capture-time region with the replay's step, a lost context is counted.
+// take their capture-time region (the launch's when none was open) with the replay's step, a lost
+// context is counted.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -68,6 +69,34 @@ TEST_CASE("a graph kernel takes its node's capture-time region with the launch's
   const core::LaunchContext l = f.pipeline.join(record(30, 0, 5555));
   CHECK(l.path == 8);
   CHECK(l.step == 4);
+}
+
+TEST_CASE("a graph node captured with no region open takes the region its graph launch ran in",
+          "[join]") {
+  // PyTorch captures its graphs during warm-up, outside the ranges the replays later run in
+  // (the A100 trace of tests/sim/README.md's real traces: 345 graph activities): DESIGN §4 rule 5's
+  // "failing that, the context of the graph launch".
+  Fixture f;
+  f.nodes.created(99, ctx(core::kNoPath, 0, 0));  // captured with nothing open
+  f.nodes.cloned(1099, 99);
+  core::LaunchContext graph_launch = ctx(8, 4, 80);
+  graph_launch.category = core::Category::kForward;
+  f.launches.store(30, graph_launch);  // cudaGraphLaunch inside region 8
+  const core::LaunchContext c = f.pipeline.join(record(30, 0, 1099));
+  CHECK(c.path == 8);
+  CHECK(c.category == core::Category::kForward);
+  CHECK((c.step == 4 && c.entry == 80));
+  CHECK(f.pipeline.stats().graph_node_context == 0);  // the capture-time context was not used
+  // An NCCL call captured outside any region keeps its capture context: it is that call's kernel.
+  core::LaunchContext nccl = ctx(core::kNoPath, 0, 0);
+  nccl.comm.op = core::CommOp::kAllReduce;
+  nccl.comm.captured = true;
+  f.nodes.created(98, nccl);
+  f.nodes.cloned(1098, 98);
+  const core::LaunchContext n = f.pipeline.join(record(30, 0, 1098));
+  CHECK(n.comm.op == core::CommOp::kAllReduce);
+  CHECK(n.path == core::kNoPath);
+  CHECK(n.step == 4);
 }
 
 TEST_CASE("a record takes the category its launch stored; a graph kernel its node's", "[join]") {
