@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Compare a traintime rank file with a simgpu truth file (SIMULATED GPU), exactly, to the ns.
 
+The truth is sim_train's (--truth) or, for a real trace replayed by sim_replay, trace_truth.py's.
+
 Compared, every field the truth has:
   categories          gpu_busy_ns, gpu_sum_ns, count per category (a category missing on one side
                       counts as all zeros)
@@ -23,6 +25,12 @@ Compared, every field the truth has:
                       size that take a sequence number (not the one-sided PutSignal, Signal,
                       WaitSignal, which launch no NCCL kernel), every call completed (ops_completed = ops_enqueued) when the truth's
                       calls launched GPU work, no communicator of a size the truth has no call of
+  top_kernels         (a trace truth: tests/sim/trace_truth.py) the rank's own list and each
+                      region's against the truth's kernels by name: every listed kernel's count
+                      and gpu_sum_ns, and no kernel left out with more time than the least listed
+  comm_calls          (a trace truth, instead of comm) rows keyed by (op, comm_size): calls, and
+                      bytes where the trace says them (NCCL kernels sized by name: unknown); the
+                      rows' gpu_ns together = comm_gpu_ns
   memory              (when the truth has it: sim_train --alloc-per-step) the run's peak_bytes and
                       in_use_bytes, and each rank-file step row's memory (peak_bytes, in_use_bytes,
                       and its devices[] entry of the truth's device) against the truth's
@@ -108,14 +116,14 @@ def compare_step_detail(rank_steps: dict, truth_steps: dict, out: list[str]) -> 
 UNSEQUENCED_OPS = {"PutSignal", "Signal", "WaitSignal"}
 
 
-def compare_communicators(rank: dict, truth: dict, out: list[str]) -> None:
+def compare_communicators(rank: dict, truth_rows: list[dict], out: list[str]) -> None:
     calls: dict[int, int] = {}
     launched: dict[int, bool] = {}
-    for row in truth.get("comm", []):
+    for row in truth_rows:
         size = row.get("comm_size")
         sequenced = 0 if row.get("op") in UNSEQUENCED_OPS else row.get("calls", 0)
         calls[size] = calls.get(size, 0) + sequenced
-        launched[size] = launched.get(size, False) or row.get("gpu_ns", 0) > 0
+        launched[size] = launched.get(size, False) or row.get("gpu_ns", 1) > 0
     enqueued: dict[int, int] = {}
     for c in rank.get("communicators", []):
         size = c.get("size")
@@ -146,12 +154,13 @@ def compare(rank: dict, truth: dict) -> list[str]:
         diff_value(f"steps.totals.{field}", rs.get("totals", {}).get(field),
                    ts.get("totals", {}).get(field), out)
     compare_step_detail(rs, ts, out)
-    compare_communicators(rank, truth, out)
+    trace_truth = "comm_calls" in truth  # tests/sim/trace_truth.py: a real trace's replay
+    compare_communicators(rank, truth["comm_calls"] if trace_truth else truth.get("comm", []), out)
 
-    def rows(doc: dict) -> dict[tuple, dict]:
-        return {(r.get("op"), r.get("comm_size")): r for r in doc.get("comm", [])}
+    def rows(rows: list[dict]) -> dict[tuple, dict]:
+        return {(r.get("op"), r.get("comm_size")): r for r in rows}
 
-    rr, tr = rows(rank), rows(truth)
+    rr, tr = rows(rank.get("comm", [])), rows(truth["comm_calls"] if trace_truth else truth.get("comm", []))
     for key in sorted(set(rr) | set(tr), key=str):
         name = f"comm[{key[0]}, size {key[1]}]"
         if key not in rr:
@@ -161,7 +170,15 @@ def compare(rank: dict, truth: dict) -> list[str]:
             out.append(f"{name}: in the rank file but not in the truth")
             continue
         for field in COMM_FIELDS:
-            diff_value(f"{name}.{field}", rr[key].get(field), tr[key].get(field), out)
+            want = tr[key].get(field)
+            # A trace truth has no per-row GPU time (the replay's group kernels are split between
+            # their calls), and no bytes for calls sized by kernel name (count 1: bytes unknown).
+            if trace_truth and (field == "gpu_ns" or want is None):
+                continue
+            diff_value(f"{name}.{field}", rr[key].get(field), want, out)
+    if trace_truth:
+        diff_value("comm: Σ gpu_ns", sum(r.get("gpu_ns", 0) for r in rank.get("comm", [])), truth["comm_gpu_ns"], out)
+        compare_kernel_lists("top_kernels", rank.get("top_kernels"), truth.get("kernels", {}), out)
 
     rm, tm = rank.get("memcpy", {}), truth.get("memcpy", {})
     for kind in sorted(set(rm) | set(tm)):
@@ -184,9 +201,36 @@ def compare(rank: dict, truth: dict) -> list[str]:
         diff_value(f"{name}.category", rg[path].get("category"), tg[path].get("category"), out)
         for field in REGION_FIELDS:
             diff_value(f"{name}.{field}", own[field], tg[path].get(field), out)
+        if "kernels_by_name" in tg[path]:
+            compare_kernel_lists(f"{name}.top_kernels", rg[path].get("top_kernels"), tg[path]["kernels_by_name"], out)
     if "memory" in truth:
         compare_memory(rank, truth["memory"], out)
     return out
+
+
+def compare_kernel_lists(name: str, listed: list[dict] | None, truth: dict[str, dict], out: list[str]) -> None:
+    """A rank file's top-kernel list against the truth's kernels by name: every listed kernel's
+    count and GPU time are the truth's, and it lists the truth's kernels with the most GPU time
+    (all of them when they fit: none left out has more time than the least listed)."""
+    if listed is None:
+        out.append(f"{name}: missing from the rank file, the truth has {len(truth)} kernel name(s)")
+        return
+    seen = set()
+    for row in listed:
+        kname = row.get("name")
+        seen.add(kname)
+        want = truth.get(kname)
+        if want is None:
+            out.append(f"{name}[{kname}]: in the rank file but not in the truth")
+            continue
+        diff_value(f"{name}[{kname}].count", row.get("count"), want["count"], out)
+        diff_value(f"{name}[{kname}].gpu_sum_ns", row.get("gpu_sum_ns"), want["gpu_sum_ns"], out)
+    floor = min((r.get("gpu_sum_ns", 0) for r in listed), default=None)
+    missing = sorted(k for k, v in truth.items() if k not in seen and (floor is None or v["gpu_sum_ns"] > floor))
+    for kname in missing[:10]:
+        out.append(f"{name}: {kname} ({truth[kname]['gpu_sum_ns']} ns) not listed, the truth has it among the top")
+    if len(missing) > 10:
+        out.append(f"{name}: and {len(missing) - 10} more kernels not listed")
 
 
 def compare_memory(rank: dict, truth_memory: dict, out: list[str]) -> None:

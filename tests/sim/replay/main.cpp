@@ -280,8 +280,8 @@ bool Replayer::set_up() {
         const simgpu_replay_work named{0, 0, 0, a.name.c_str()};
         simgpuReplayNext(&named, 1);
         NcclCall call = nccl_call_from_kernel_name(a.name);
-        call.comm = 0;
-        if (!comms_.empty()) nccl(call, capture_stream_);
+        call.comm = plan_.graph_comm;
+        nccl(call, capture_stream_);
         simgpuReplayNext(nullptr, 0);
       } else {
         launch_kernel(a, LaunchApi::kCudaLaunchKernel, capture_stream_, "graph capture");
@@ -440,10 +440,49 @@ std::string device_name(const Trace& trace, const Plan& plan) {
   return name.substr(0, 250);
 }
 
+uint64_t process_cpu_ns() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ns = [](const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + t.tv_usec * 1000u; };
+  return ns(u.ru_utime) + ns(u.ru_stime);
+}
+
+// --stats: what scripts/bench.sh's replay row divides by.
+void write_stats(const std::string& path, const Trace& trace, const Plan& plan, uint64_t cpu_before,
+                 uint64_t cpu_after, uint64_t wall_ns) {
+  const Counts& n = plan.counts;
+  const uint64_t launches = n.launches + n.memcpys + n.memsets + n.graph_launches + n.nccl_calls;
+  int64_t first = 0, last = 0;
+  bool any = false;
+  for (const Item& it : plan.items) {
+    if (it.works.empty()) continue;
+    if (!any) first = it.ts_ns;
+    last = it.ts_ns;
+    any = true;
+  }
+  const double span_s = static_cast<double>(last - first) / 1e9;
+  std::string name = trace.path.substr(trace.path.find_last_of('/') + 1);
+  std::replace_if(name.begin(), name.end(), [](char c) { return c == '"' || c == '\\' || c < ' '; }, '_');
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "sim_replay: --stats %s: cannot write (%s)\n", path.c_str(), std::strerror(errno));
+    return;
+  }
+  std::fprintf(f,
+               "{\"trace\": \"%s\", \"launch_calls\": %llu, \"activities\": %llu, \"recorded_span_ns\": %lld, "
+               "\"launches_per_s\": %.1f, \"cpu_ns_before_play\": %llu, \"cpu_ns_after_play\": %llu, "
+               "\"wall_ns_play\": %llu}\n",
+               name.c_str(), static_cast<unsigned long long>(launches),
+               static_cast<unsigned long long>(n.activities), static_cast<long long>(last - first),
+               span_s > 0 ? static_cast<double>(launches) / span_s : 0.0, static_cast<unsigned long long>(cpu_before),
+               static_cast<unsigned long long>(cpu_after), static_cast<unsigned long long>(wall_ns));
+  std::fclose(f);
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"sim_replay: plays a torch.profiler (Kineto) trace on simgpu, the SIMULATED GPU, through the "
                "CUDA, NVTX and NCCL calls a real program makes (tests/sim/README.md)"};
-  std::string path, mode_text = "bare", speed_text = "1";
+  std::string path, mode_text = "bare", speed_text = "1", stats_path;
   app.add_option("TRACE", path, "the trace (.json or .json.gz)")->required();
   app.add_option("--mode", mode_text,
                  "bare: no annotation at all; annotated: the trace's user_annotation ranges as NVTX ranges and "
@@ -453,6 +492,9 @@ int run(int argc, char** argv) {
   app.add_option("--speed", speed_text,
                  "CPU pacing: X times the recorded speed, or max (no pacing; the order stays the recorded one)")
       ->capture_default_str();
+  app.add_option("--stats", stats_path,
+                 "write the replay's figures as JSON (scripts/bench.sh): launch calls, the recorded launch rate, "
+                 "this process's CPU time before and after playing");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -497,9 +539,15 @@ int run(int argc, char** argv) {
                          "library path?)\n", path.c_str());
     return 1;
   }
+  const uint64_t cpu_before = process_cpu_ns();
+  const auto wall_before = std::chrono::steady_clock::now();
   replayer.play();
   replayer.tear_down();
+  const uint64_t cpu_after = process_cpu_ns();
+  const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                            wall_before).count();
   std::fprintf(stderr, "%s\n", replayer.summary().c_str());
+  if (!stats_path.empty()) write_stats(stats_path, trace, plan, cpu_before, cpu_after, static_cast<uint64_t>(wall_ns));
   return replayer.exit_status();
 }
 

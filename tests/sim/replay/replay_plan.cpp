@@ -431,6 +431,11 @@ Plan make_plan(const Trace& trace, Mode mode) {
     }
   }
 
+  // NCCL captured into a graph: its calls are made at capture, on the world's communicator.
+  for (const GraphShape& g : plan.graphs)
+    for (size_t w : g.nodes)
+      if (trace.activities[w].kind == GpuKind::kKernel && is_nccl_kernel_name(trace.activities[w].name))
+        plan.graph_comm = communicator("world", plan.world_size, {});
   std::stable_sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   // Synchronisations whose stream the trace does not name take the stream of the last work
   // their thread launched (PyTorch's .item(): a copy to the host, then its stream's sync).

@@ -102,6 +102,7 @@ struct Plan {
   std::vector<Item> items;          // in sequencer order
   std::vector<GraphShape> graphs;
   std::vector<Communicator> comms;
+  int graph_comm = -1;              // the communicator NCCL kernels captured in graphs run on
   std::vector<uint32_t> streams;    // every stream a replayed activity names, ascending
   int64_t first_ns = 0;             // earliest replayed timestamp (the replay's time origin)
   Counts counts;

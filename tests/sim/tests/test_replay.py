@@ -1,0 +1,239 @@
+"""Real training jobs on the SIMULATED GPU: torch.profiler (Kineto) traces of real jobs replayed by
+sim_replay through the public CUDA, NVTX and NCCL calls, with traintime preloaded and unmodified.
+
+Each replay's rank file must equal the truth tests/sim/trace_truth.py computes from the trace
+alone (tests/sim/compare_truth.py), in both modes, with no record lost. The traces are real
+(tests/sim/README.md, "Replaying real traces"); they are found in TRAINTIME_REAL_TRACES, else
+../shared/data/real-traces beside the repository, and never copied into it.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from testlib import SOURCE_DIR, Checks, clean_env, load_json, load_module, missing_dependency
+
+trace_truth = load_module(SOURCE_DIR / "tests" / "sim" / "trace_truth.py", "trace_truth")
+compare_truth = load_module(SOURCE_DIR / "tests" / "sim" / "compare_truth.py", "compare_truth")
+
+TRACES = Path(os.environ.get("TRAINTIME_REAL_TRACES") or SOURCE_DIR.parent / "shared" / "data" / "real-traces")
+SUMMARY = re.compile(r"^sim_replay: replayed .*; (\d+) GPU activit(?:y|ies) \((\d+) started at their launch, "
+                     r"recorded earlier\); skipped: .* (\d+) GPU activit(?:y|ies) without its launch")
+
+
+def real_traces() -> list[Path]:
+    found = sorted(p for p in TRACES.glob("*.json*") if p.name.endswith((".json", ".json.gz")))
+    if not found:
+        missing_dependency(f"no real traces in {TRACES}: set TRAINTIME_REAL_TRACES to the folder of "
+                           "torch.profiler traces (tests/sim/README.md, 'Replaying real traces')")
+    return found
+
+
+def replay(build: Path, trace: Path, mode: str, out: Path, env: dict[str, str] | None = None,
+           speed: str = "max") -> subprocess.CompletedProcess:
+    sim = build / "sim"
+    variables = {"LD_LIBRARY_PATH": str(sim), "LD_PRELOAD": str(build / "lib" / "libtraintime.so"),
+                 "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"), "TRAINTIME_OUTPUT": str(out),
+                 "TRAINTIME_TOP_KERNELS": "65536"}  # every kernel listed: the truth has every one
+    variables.update(env or {})
+    return subprocess.run([str(build / "bin" / "sim_replay"), str(trace), "--mode", mode, "--speed", speed],
+                          env=clean_env(variables), capture_output=True, text=True, timeout=240)
+
+
+def rank_file(out: Path) -> dict | None:
+    files = sorted(out.glob("rank-*.json"))
+    return load_json(files[0]) if len(files) == 1 else None
+
+
+def check_replay(c: Checks, build: Path, trace: Path, doc: dict, mode: str, work: Path) -> None:
+    what = f"{trace.name} --mode {mode}"
+    truth = trace_truth.compute(doc, mode, trace)
+    out = work / f"{trace.name}-{mode}"
+    p = replay(build, trace, mode, out)
+    if not c.check(p.returncode == 0, f"{what}: sim_replay exited {p.returncode}: {p.stderr[-2000:]}"):
+        return
+    lines = [line for line in p.stderr.splitlines() if line.startswith("sim_replay:")]
+    c.check(len(lines) == 1, f"{what}: {len(lines)} summary lines, one expected: {lines}")
+    m = SUMMARY.match(lines[0]) if lines else None
+    launched = sum(row["count"] for row in truth["categories"].values())
+    if c.check(m is not None, f"{what}: summary line not understood: {lines}"):
+        c.check(int(m.group(1)) == launched, f"{what}: replayed {m.group(1)} GPU activities, the trace has {launched}")
+        c.check(int(m.group(2)) == truth["clamped"], f"{what}: {m.group(2)} started at their launch, truth {truth['clamped']}")
+        c.check(int(m.group(3)) == truth["activities_without_launch"],
+                f"{what}: {m.group(3)} skipped without launch, truth {truth['activities_without_launch']}")
+    rank = rank_file(out)
+    if not c.check(rank is not None, f"{what}: expected exactly one rank file in {out}"):
+        return
+    c.extend(compare_truth.compare(rank, truth), f"{what}: ")
+    c.check((rank["rank"], rank["world_size"]) == (truth["rank"], truth["world_size"]),
+            f"{what}: rank {rank['rank']} of {rank['world_size']}, the trace's is {truth['rank']} of {truth['world_size']}")
+    c.check(rank["dropped_records"] == 0, f"{what}: {rank['dropped_records']} records dropped")
+    device = rank.get("device", {}).get("name", "")
+    c.check("SIMULATED" in device and f"replaying {trace.name}" in device,
+            f"{what}: the rank file does not say it is a simulated replay of the trace: device {device!r}")
+
+
+def test_replay_of_every_real_trace_equals_its_truth(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    for trace in real_traces():
+        doc = trace_truth.load_trace(trace)
+        for mode in ("bare", "annotated"):
+            check_replay(c, build_dir, trace, doc, mode, tmp_path)
+    c.done()
+
+
+# A hand-made trace whose truth is worked out below by hand (ns = µs × 1000): two threads, two
+# steps and a partial one, ranges, an NCCL kernel with PyTorch's arguments, a copy Kineto put
+# before its launch, a kernel and an INVALID call without launch.
+def hand_trace() -> dict:
+    def x(cat: str, name: str, tid: int, ts: int, dur: int, **args: object) -> dict:
+        pid = 0 if cat in ("kernel", "gpu_memcpy", "gpu_memset") else 100
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+    nccl_args = {"Collective name": "allreduce", "In msg nelems": 256, "Out msg nelems": 256, "Group size": 2,
+                 "dtype": "Float", "Process Group Name": "0", "Process Group Ranks": "[0, 1]"}
+    events = [
+        x("user_annotation", "ProfilerStep#1", 100, 0, 100), x("user_annotation", "forward", 100, 10, 50),
+        x("user_annotation", "## optimizer ##", 100, 70, 25), x("user_annotation", "ProfilerStep#2", 100, 100, 100),
+        x("user_annotation", "dataloader", 100, 110, 20),
+        x("cuda_runtime", "cudaLaunchKernel", 100, 20, 3, correlation=1),
+        x("kernel", "gemm", 7, 25, 20, correlation=1, stream=7, device=0),
+        x("cuda_runtime", "cudaLaunchKernel", 101, 30, 3, correlation=2),
+        x("kernel", "bwd_k", 7, 45, 10, correlation=2, stream=7, device=0),
+        x("cuda_runtime", "cudaLaunchKernelExC", 100, 40, 5, correlation=3),
+        x("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 50, 30, correlation=3, stream=20, device=0, **nccl_args),
+        x("cuda_runtime", "cudaMemcpyAsync", 100, 72, 2, correlation=4),
+        x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 7, 70, 5, correlation=4, stream=7, device=0, bytes=1000),
+        x("cuda_runtime", "cudaLaunchKernel", 101, 100, 2, correlation=5),
+        x("kernel", "late_k", 7, 101, 4, correlation=5, stream=7, device=0),
+        x("cuda_runtime", "cudaMemsetAsync", 100, 115, 1, correlation=6),
+        x("gpu_memset", "Memset (Device)", 7, 116, 2, correlation=6, stream=7, device=0, bytes=64),
+        x("cuda_runtime", "INVALID", 100, 120, 1, correlation=7),
+        x("kernel", "orphan", 7, 121, 4, correlation=99, stream=7, device=0),
+        x("cuda_runtime", "cudaStreamSynchronize", 100, 150, 20, correlation=8),
+        x("cuda_runtime", "cudaLaunchKernel", 100, 210, 2, correlation=9),
+        x("kernel", "gemm", 7, 212, 10, correlation=9, stream=7, device=0),
+        {"ph": "M", "name": "thread_name", "pid": 100, "tid": 101, "args": {"name": "thread 101 (pt_autograd_0)"}},
+    ]
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2},
+            "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": events}
+
+
+US = 1000
+
+
+def test_trace_truth_of_a_hand_worked_trace(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps(hand_trace()))
+    doc = trace_truth.load_trace(path)
+    ann = trace_truth.compute(doc, "annotated", path)
+    # Step 0: gemm [25,45] and bwd_k [45,55] in forward (bwd_k's thread has no range: the step
+    # thread's), the AllReduce [50,80], the copy moved to its launch [72,77] in the optimizer.
+    # Step 1: late_k [101,105] launched at the step end's microsecond (after it), nothing open:
+    # unattributed; the memset [116,118] in dataloader: io. Step 2 (partial): gemm [212,222].
+    steps = {s["index"]: s for s in ann["steps"]["by_step"]}
+    want0 = {"gpu_busy_ns": 55 * US, "compute_ns": 35 * US, "comm_ns": 30 * US, "exposed_comm_ns": 20 * US,
+             "comm_overlapped_ns": 10 * US, "io_ns": 0, "span_ns": 55 * US, "idle_ns": 0}
+    want1 = {"gpu_busy_ns": 6 * US, "compute_ns": 4 * US, "comm_ns": 0, "io_ns": 2 * US, "span_ns": 17 * US,
+             "idle_ns": 11 * US}
+    for index, want in ((0, want0), (1, want1), (2, {"gpu_busy_ns": 10 * US, "span_ns": 10 * US})):
+        for field, value in want.items():
+            c.check(steps[index][field] == value, f"annotated step {index} {field}: {steps[index][field]}, hand {value}")
+    c.check(steps[0]["busy_ns_by_category"] == {"forward": 30 * US, "comm": 30 * US, "optimizer": 5 * US},
+            f"annotated step 0 by category: {steps[0]['busy_ns_by_category']}")
+    c.check(steps[1]["unattributed"] == {"count": 1, "gpu_busy_ns": 4 * US}, f"step 1 unattributed {steps[1]['unattributed']}")
+    c.check((ann["steps"]["count"], ann["steps"]["partial_final_step"]) == (2, True), f"steps {ann['steps']['count']}")
+    c.check(ann["categories"]["unattributed"] == {"gpu_busy_ns": 14 * US, "gpu_sum_ns": 14 * US, "count": 2},
+            f"unattributed {ann['categories']['unattributed']}")
+    c.check(ann["memcpy"] == {"HtoD": {"count": 1, "bytes": 1000, "gpu_ns": 5 * US}}, f"memcpy {ann['memcpy']}")
+    c.check(ann["kernels"]["gemm"] == {"count": 2, "gpu_sum_ns": 30 * US}, f"kernels {ann['kernels']}")
+    c.check(ann["comm_calls"] == [{"op": "AllReduce", "comm_size": 2, "calls": 1, "bytes": 1024}],
+            f"comm calls {ann['comm_calls']}")
+    regions = {r["path"]: (r["category"], r["kernels"], r["activities"], r["gpu_busy_ns"]) for r in ann["regions"]}
+    c.check(regions == {"forward": ("forward", 2, 2, 30 * US), "## optimizer ##": ("optimizer", 0, 1, 5 * US),
+                        "dataloader": ("io", 0, 1, 2 * US)}, f"regions {regions}")
+    c.check((ann["clamped"], ann["activities_without_launch"]) == (1, 1), "clamped / without launch")
+    bare = trace_truth.compute(doc, "bare", path)
+    t = bare["steps"]["totals"]
+    c.check((bare["steps"]["count"], bare["steps"]["partial_final_step"]) == (0, True), "bare: one partial step")
+    c.check((t["gpu_busy_ns"], t["compute_ns"], t["exposed_comm_ns"], t["io_ns"], t["idle_ns"])
+            == (71 * US, 51 * US, 20 * US, 0, 126 * US), f"bare totals {t}")
+    c.check(bare["regions"] == [], "bare: no regions")
+
+    # And the replay of that trace under traintime says the same.
+    for mode, truth in (("annotated", ann), ("bare", bare)):
+        out = tmp_path / mode
+        p = replay(build_dir, path, mode, out)
+        if c.check(p.returncode == 0, f"{mode}: sim_replay exited {p.returncode}: {p.stderr}"):
+            rank = rank_file(out)
+            if c.check(rank is not None, f"{mode}: no single rank file"):
+                c.extend(compare_truth.compare(rank, truth), f"hand-made {mode}: ")
+    c.done()
+
+
+def test_replay_refuses_what_is_not_a_trace(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    text = json.dumps(hand_trace()).encode()
+    cases = {
+        "notjson.json": (b"<html>not a trace</html>", "is not valid JSON"),
+        "truncated.json.gz": (gzip.compress(text)[: len(gzip.compress(text)) // 2], "gzip stream ends early"),
+        "cut.json": (text[: len(text) // 2], "truncated"),
+        "nolaunch.json": (json.dumps({"traceEvents": [e for e in hand_trace()["traceEvents"]
+                                                      if e.get("cat") != "cuda_runtime"]}).encode(),
+                          "holds no GPU activity whose launch is in it"),
+        "noevents.json": (b'{"schemaVersion": 1}', "has no traceEvents"),
+    }
+    for name, (data, why) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        out = tmp_path / f"out-{name}"
+        p = replay(build_dir, path, "bare", out)
+        lines = p.stderr.strip().splitlines()
+        c.check(p.returncode == 2, f"{name}: exit {p.returncode}, 2 expected")
+        c.check(len(lines) == 1 and str(path) in lines[0] and why in lines[0],
+                f"{name}: one line naming the file and '{why}' expected: {lines}")
+        c.check(not list(out.glob("rank-*.json")), f"{name}: a rank file was written for a refused trace")
+    c.done()
+
+
+def test_replay_claims_the_traces_rank_unless_the_launcher_set_one(build_dir: Path, tmp_path: Path) -> None:
+    c = Checks()
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps(hand_trace()))
+    for env, want in (({}, (1, 2)), ({"RANK": "5", "WORLD_SIZE": "16"}, (5, 16))):
+        out = tmp_path / f"out-{len(env)}"
+        p = replay(build_dir, path, "bare", out, env)
+        rank = rank_file(out)
+        if c.check(p.returncode == 0 and rank is not None, f"{env}: exit {p.returncode} {p.stderr}"):
+            c.check((rank["rank"], rank["world_size"]) == want, f"{env}: rank {rank['rank']} of {rank['world_size']}")
+            c.check((out / f"rank-{want[0]:05d}.json").exists(), f"{env}: rank file name")
+            device = rank["device"]["name"]
+            c.check(device.startswith("simgpu (SIMULATED GPU) replaying hand.json")
+                    and "NVIDIA A100-SXM4-80GB" in device, f"device name {device!r}")
+    c.done()
+
+
+def test_replay_paces_the_cpu_at_the_recorded_speed(build_dir: Path, tmp_path: Path) -> None:
+    # Two launches 400 ms apart in the recording: at --speed 2 the replay takes at least 200 ms
+    # (a lower bound only: the order, not the machine's speed, decides every figure).
+    trace = hand_trace()
+    for e in trace["traceEvents"]:
+        if e.get("ts", 0) >= 200:
+            e["ts"] += 400_000
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(trace))
+    t0 = time.monotonic()
+    p = replay(build_dir, path, "annotated", tmp_path / "paced", speed="2")
+    paced = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    assert paced >= 0.2, f"--speed 2 replayed a 400 ms recording in {paced:.3f} s"
+    rank = rank_file(tmp_path / "paced")
+    truth = trace_truth.compute(trace_truth.load_trace(path), "annotated", path)
+    assert rank is not None and not compare_truth.compare(rank, truth)
+    bad = replay(build_dir, path, "annotated", tmp_path / "bad", speed="fast")
+    assert bad.returncode == 2 and "--speed fast" in bad.stderr
