@@ -110,7 +110,45 @@ gbench annotation_bare bench_annotation
 # 3-4. Differences between processes, started in rotating order and paired run by run.
 # 3: NCCL wrappers against the SIMULATED libnccl (world size 1, in place: nothing launched).
 # 4: launch callback on the SIMULATED GPU: no tool, a bare CUPTI tracer, traintime.
+# 4b: a real job's launch rate: the densest real trace (TRAINTIME_REAL_TRACES, else
+#     ../shared/data/real-traces beside the repository) replayed by sim_replay as fast as it goes,
+#     without and with traintime, both on the SIMULATED GPU and its CUPTI; the whole process's CPU
+#     time after set-up (its rusage less what sim_replay --stats says parsing and set-up took).
 SIMENV=("LD_LIBRARY_PATH=$SIM" "TRAINTIME_CUPTI_LIB=$SIM/libcupti.so.13")
+REPLAY="$BUILD/bin/sim_replay"
+TRACES="${TRAINTIME_REAL_TRACES:-$ROOT/../shared/data/real-traces}"
+REPLAY_TRACE=
+if [ -x "$REPLAY" ] && [ -d "$TRACES" ]; then
+  # The densest trace: the most launch calls per recorded second.
+  best=0
+  for t in "$TRACES"/*.json "$TRACES"/*.json.gz; do
+    [ -f "$t" ] || continue
+    if env "${SIMENV[@]}" RANK=0 WORLD_SIZE=1 "$REPLAY" "$t" --speed max --stats "$OUT/replay_probe.json" \
+         >/dev/null 2>>"$OUT/replay_probe.err"; then
+      rate=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["launches_per_s"]))' \
+               "$OUT/replay_probe.json")
+      if [ "$rate" -gt "$best" ]; then best=$rate; REPLAY_TRACE=$t; fi
+    fi
+  done
+  rm -f "$OUT/replay_probe.json"
+fi
+if [ -z "$REPLAY_TRACE" ]; then
+  echo "bench.sh: no real trace replayed (sim_replay built? traces in $TRACES?): the replay row is left out" >&2
+fi
+# replay_run NAME [ENV=VALUE...]: one replay, its CPU time and --stats into $OUT/NAME.json.
+replay_run() {
+  local name=$1; shift
+  run "$name" "$@" "TRAINTIME_OUTPUT=$OUT/rank-$name" RANK=0 WORLD_SIZE=1 -- /usr/bin/python3 -c '
+import json, resource, subprocess, sys
+out, stats = sys.argv[1], sys.argv[2]
+rc = subprocess.run(sys.argv[3:], stdout=subprocess.DEVNULL).returncode
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+doc = json.load(open(stats))
+doc["cpu_ns_total"] = int((u.ru_utime + u.ru_stime) * 1e9)
+doc["rc"] = rc
+json.dump(doc, open(out, "w"))
+sys.exit(rc)' "$OUT/$name.json" "$OUT/$name.stats" "$REPLAY" "$REPLAY_TRACE" --speed max --stats "$OUT/$name.stats"
+}
 variant() {
   case "$1" in
     nccl_bare) gbench "nccl_bare_$2" bench_sim_nccl "${SIMENV[@]}" ;;
@@ -119,6 +157,8 @@ variant() {
     launch_tracer) gbench "launch_tracer_$2" bench_sim_launch "${SIMENV[@]}" \
                      "CUDA_INJECTION64_PATH=$BIN/libbench_bare_cupti_tracer.so" ;;
     launch_traintime) gbench "launch_traintime_$2" bench_sim_launch "${SIMENV[@]}" "LD_PRELOAD=$LIB" ;;
+    replay_bare) [ -z "$REPLAY_TRACE" ] || replay_run "replay_bare_$2" "${SIMENV[@]}" ;;
+    replay_traintime) [ -z "$REPLAY_TRACE" ] || replay_run "replay_traintime_$2" "${SIMENV[@]}" "LD_PRELOAD=$LIB" ;;
   esac
 }
 GB_PAIRED=1
@@ -129,7 +169,8 @@ for i in $(seq 1 "$PAIRS"); do
     2) launch=(launch_traintime launch_bare launch_tracer) ;;
     0) launch=(launch_tracer launch_traintime launch_bare) ;;
   esac
-  for v in "${nccl[@]}" "${launch[@]}"; do variant "$v" "$i"; done
+  if [ $((i % 2)) = 1 ]; then replay=(replay_bare replay_traintime); else replay=(replay_traintime replay_bare); fi
+  for v in "${nccl[@]}" "${launch[@]}" "${replay[@]}"; do variant "$v" "$i"; done
 done
 GB_PAIRED=
 

@@ -216,6 +216,53 @@ if runs:
                  "reported", "-"))
     figure("launch_vs_no_tool_ns", m, "ns", (hi - lo) / 2)
 
+# 4b. A real job's launch rate: the densest real trace replayed by sim_replay without and with
+# traintime (bench.sh), paired run by run: CPU time per launch call of the whole process while the
+# trace plays (every thread, traintime's own included), and after set-up to the end (its start and
+# exit too: a fixed cost that a short trace spreads over few launches).
+def replay_runs(phase: str) -> list[dict]:
+    runs = []
+    i = 1
+    while os.path.exists(os.path.join(out, f"replay_bare_{i}.json")) or \
+            os.path.exists(os.path.join(out, f"replay_traintime_{i}.json")):
+        pair = {v: load_json(f"replay_{v}_{i}.json") for v in ("bare", "traintime")}
+        if all(pair.values()):
+            if any(d.get("rc") != 0 for d in pair.values()):
+                problems.append(f"replay run {i}: sim_replay failed ({out}/replay_*_{i}.err)")
+            else:
+                end = "cpu_ns_after_play" if phase == "play" else "cpu_ns_total"
+                runs.append({v: ((d[end] - d["cpu_ns_before_play"]) / max(d["launch_calls"], 1), d)
+                             for v, d in pair.items()})
+        i += 1
+    return runs
+
+
+runs = replay_runs("play")
+for n, r in enumerate(runs, 1):
+    rf = rank_file(f"replay_traintime_{n}")
+    kernels = sum(c.get("count", 0) for c in (rf or {}).get("categories", {}).values())
+    if rf is None or kernels != r["traintime"][1]["activities"]:
+        problems.append(f"replay_traintime_{n}: the rank file counts {kernels} GPU activities, the replay "
+                        f"made {r['traintime'][1]['activities']}: traintime did not see the replay")
+        runs = []
+        break
+if runs:
+    stats = runs[0]["traintime"][1]
+    m, lo, hi, tt, tb = diff_row(runs, "traintime", "bare")
+    rows.append((f"real trace replay, CPU per launch call (SIMULATED GPU): {stats['trace']}",
+                 f"+{ns(m)} while playing: traintime {ns(tt)} vs no tool {ns(tb)} = {tt / tb:.2f} x "
+                 f"({stats['launch_calls']} calls recorded at {stats['launches_per_s']:.0f}/s; {spread(lo, hi, len(runs))})",
+                 "reported", "-"))
+    figure("replay_cpu_per_launch_ns", m, "ns", (hi - lo) / 2)
+    whole = replay_runs("whole")
+    m, lo, hi, tt, tb = diff_row(whole, "traintime", "bare")
+    rows.append(("  the same, the whole process after set-up (start and exit included)",
+                 f"+{ns(m)}: traintime {ns(tt)} vs no tool {ns(tb)} = {tt / tb:.2f} x ({spread(lo, hi, len(whole))})",
+                 "reported", "-"))
+    figure("replay_cpu_per_launch_whole_ns", m, "ns", (hi - lo) / 2)
+elif os.path.exists(os.path.join(out, "replay_bare_1.err")):
+    problems.append("replay: no complete pair of runs")
+
 # 5. Ingest.
 for bench, what, budget, key in (
         ("BM_AggregatorIngest", "activity ingest, GpuAggregator::ingest", 40, "ingest_mps"),
