@@ -91,3 +91,37 @@ def test_an_unreadable_baseline_is_a_problem_named_by_its_path(tmp_path: Path) -
     bad = tmp_path / "not-results.json"
     bad.write_text("{}")
     assert f"{bad}: not a bench results file" in summarize(tmp_path / "a", "--baseline", str(bad))
+
+
+def replay_results(out: Path, pairs: list[tuple[int, int]], seen: int = 1000) -> None:
+    """sim_replay's paired runs as bench.sh leaves them: per pair (bare, traintime) the CPU time
+    while playing, in µs for 1000 launch calls; the whole process after set-up takes twice that."""
+    for i, (bare, traintime) in enumerate(pairs, 1):
+        for variant, play_us in (("bare", bare), ("traintime", traintime)):
+            doc = {"trace": "dense.json.gz", "launch_calls": 1000, "activities": 1000, "recorded_span_ns": 50_000_000,
+                   "launches_per_s": 20000.0, "cpu_ns_before_play": 100_000_000,
+                   "cpu_ns_after_play": 100_000_000 + play_us * 1000, "wall_ns_play": 1, "rc": 0,
+                   "cpu_ns_total": 100_000_000 + 2 * play_us * 1000}
+            (out / f"replay_{variant}_{i}.json").write_text(json.dumps(doc))
+        rank = out / f"rank-replay_traintime_{i}"
+        rank.mkdir()
+        (rank / "rank-00000.json").write_text(json.dumps({"categories": {"unattributed": {"count": seen - 10},
+                                                                          "comm": {"count": 10}}}))
+
+
+def test_replay_row_reports_the_cpu_time_per_launch_call_paired_run_by_run(tmp_path: Path) -> None:
+    raw_results(tmp_path / "r", 300_000, 3 * MIB + 65536 * 100)
+    replay_results(tmp_path / "r", [(300, 800), (320, 900), (310, 700)])
+    text = summarize(tmp_path / "r")
+    play = row(text, "real trace replay, CPU per launch call")
+    # Per launch call while playing: bare 300/320/310 ns, traintime 800/900/700: pairs +500, +580, +390.
+    assert "dense.json.gz" in play and "+500.0 ns while playing" in play, play
+    assert "traintime 800.0 ns vs no tool 310.0 ns = 2.58 x" in play and "pairs 390..580 ns, n=3" in play, play
+    whole = row(text, "the same, the whole process after set-up")
+    assert "+1000.0 ns" in whole and "pairs 780..1160 ns, n=3" in whole, whole
+    # A rank file that missed the replay's work makes the row a problem, not a figure.
+    raw_results(tmp_path / "lost", 300_000, 3 * MIB + 65536 * 100)
+    replay_results(tmp_path / "lost", [(300, 800)], seen=999)
+    text = summarize(tmp_path / "lost")
+    assert "real trace replay" not in text
+    assert "replay_traintime_1: the rank file counts 999 GPU activities, the replay made 1000" in text
