@@ -10,7 +10,8 @@ applies the replay's contract (tests/sim/README.md, "Replaying real traces") and
 attribution rules (DESIGN §3-4) by brute force:
 
   - replayed GPU work: every kernel, memcpy and memset whose launch (the CUDA runtime or driver
-    call with its correlation id, not named INVALID) is in the trace; it runs at its recorded
+    call with its correlation id, also one Kineto names INVALID: its name table ends before CUDA
+    13's <<<>>> launch) is in the trace; it runs at its recorded
     start, or at its launch's start when the recording puts it earlier, for its recorded duration
   - order: a launch at time t comes after every range end and step mark at t and after every range
     start at t (so [start, end) ranges hold the launches made at start <= t < end)
@@ -214,7 +215,7 @@ def compute(doc: dict, mode: str, path: Path | str = "trace") -> dict:
             continue
         cat = str(e.get("cat", "")).lower()
         args = e.get("args") or {}
-        if cat in CALL_CATS and e.get("name") != "INVALID":
+        if cat in CALL_CATS:
             c = args.get("correlation")
             driver = cat in ("cuda_driver", "driver")
             if c is not None and (c not in calls or (calls[c]["driver"] and not driver)):

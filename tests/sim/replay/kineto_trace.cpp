@@ -166,7 +166,7 @@ struct Event {
   int64_t pid = 0, tid = 0;
   std::optional<int64_t> ts, dur;
   // args
-  std::optional<int64_t> correlation, external_id, stream, device, bytes, shared_mem;
+  std::optional<int64_t> correlation, external_id, stream, device, bytes, shared_mem, cbid;
   uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   CollectiveArgs coll;
   bool has_coll = false;
@@ -183,6 +183,7 @@ void read_args(od::object args, Event& e) {
     else if (key == "device") e.device = integer(v);
     else if (key == "bytes") e.bytes = integer(v);
     else if (key == "shared memory") e.shared_mem = integer(v);
+    else if (key == "cbid") e.cbid = integer(v);
     else if (key == "grid") dim3_of(v, e.grid);
     else if (key == "block") dim3_of(v, e.block);
     else if (key == "name") e.meta_name = string_of(v);
@@ -273,10 +274,7 @@ void add_event(Trace& t, Event&& e) {
     }
     case Category::kRuntime:
     case Category::kDriver: {
-      if (e.name == "INVALID") {
-        ++t.unplayed.invalid_calls;
-        return;
-      }
+      if (e.name == "INVALID") ++t.unplayed.invalid_calls;  // played when GPU work says it launched some
       ApiCall c;
       c.name = std::move(e.name);
       c.driver = cat == Category::kDriver;
@@ -286,6 +284,7 @@ void add_event(Trace& t, Event&& e) {
       c.tid = e.tid;
       c.correlation = static_cast<uint64_t>(e.correlation.value_or(0));
       c.external_id = e.external_id;
+      if (e.cbid && *e.cbid >= 0) c.cbid = static_cast<uint32_t>(*e.cbid);
       t.calls.push_back(std::move(c));
       return;
     }

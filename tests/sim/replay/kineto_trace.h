@@ -64,6 +64,10 @@ struct ApiCall {
   uint64_t correlation = 0;
   std::optional<int64_t> external_id;
   std::optional<uint32_t> sync_stream;  // a cuda_sync event of this call names the stream
+  // CUPTI's callback id. Kineto names a call INVALID when its id is past the end of its name
+  // table (CUDA 12's callbacks): torch 2.11 on CUDA 13 so names every <<<>>> launch
+  // (__cudaLaunchKernel, 505); the id still says what the call was.
+  std::optional<uint32_t> cbid;
 };
 
 // A user_annotation range (record_function), ProfilerStep#N included.
@@ -86,7 +90,7 @@ struct Unplayed {
   uint64_t instants = 0;        // ph i/I
   uint64_t metadata = 0;        // ph M
   uint64_t gpu_annotations = 0; // gpu_user_annotation
-  uint64_t invalid_calls = 0;   // runtime calls Kineto names INVALID
+  uint64_t invalid_calls = 0;   // runtime calls Kineto names INVALID (with GPU work or not)
   uint64_t other = 0;           // other categories and phases
 };
 

@@ -152,6 +152,12 @@ void Replayer::launch_kernel(const GpuActivity& a, LaunchApi api, cudaStream_t s
     case LaunchApi::kCudaLaunchKernel:
       ok = cudaLaunchKernel(f, grid, block, args, a.shared_mem, s) == cudaSuccess;
       break;
+    case LaunchApi::kNvccLaunch: {
+      cudaKernel_t kernel = nullptr;
+      ok = __cudaGetKernel(&kernel, f) == cudaSuccess &&
+           __cudaLaunchKernel(kernel, grid, block, args, a.shared_mem, s) == cudaSuccess;
+      break;
+    }
     case LaunchApi::kCudaLaunchKernelExC: {
       cudaLaunchConfig_t config{};
       config.gridDim = grid;
@@ -412,7 +418,7 @@ std::string Replayer::summary() const {
   if (not_reproduced_) s << "; " << not_reproduced_ << " NOT reproduced";
   s << "); skipped: " << plural(u.cpu_ops, "CPU op", "CPU ops") << ", " << plural(u.flows, "flow event", "flow events")
     << ", " << plural(u.instants, "instant event", "instant events") << ", "
-    << plural(u.invalid_calls, "INVALID runtime call", "INVALID runtime calls") << ", "
+    << plural(n.invalid_without_work, "INVALID runtime call", "INVALID runtime calls") << " with no GPU work, "
     << plural(n.calls_without_work, "runtime/driver call", "runtime/driver calls") << " with no GPU work or synchronisation, "
     << plural(n.no_launch, "GPU activity", "GPU activities") << " without its launch (" << n.no_launch_kernels
     << " kernels, " << n.no_launch_memcpys << " memcpys, " << n.no_launch_memsets << " memsets), "

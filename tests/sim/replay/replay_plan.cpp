@@ -80,15 +80,29 @@ bool torch_dtype(const std::string& dtype, int* type) {
   return false;
 }
 
-LaunchApi launch_api(const std::string& api, bool driver, std::map<std::string, uint64_t>& subs,
-                     uint64_t& substituted) {
+// CUPTI's runtime callback ids of CUDA 13's <<<>>> launch (cupti_runtime_cbid.h), which Kineto's
+// name table predates.
+constexpr uint32_t kCbidNvccLaunch = 505, kCbidNvccLaunchPtsz = 506;
+
+LaunchApi launch_api(const ApiCall& c, std::map<std::string, uint64_t>& subs, uint64_t& substituted) {
+  const std::string& api = c.name;
+  const bool driver = c.driver;
+  if (api == "INVALID" && c.cbid && (*c.cbid == kCbidNvccLaunch || *c.cbid == kCbidNvccLaunchPtsz)) {
+    if (*c.cbid == kCbidNvccLaunchPtsz) {
+      ++subs["__cudaLaunchKernel_ptsz (INVALID, cbid 506) as __cudaLaunchKernel"];
+      ++substituted;
+    }
+    return LaunchApi::kNvccLaunch;
+  }
+  if (api.rfind("__cudaLaunchKernel", 0) == 0) return LaunchApi::kNvccLaunch;
   if (api.rfind("cudaLaunchKernelExC", 0) == 0) return LaunchApi::kCudaLaunchKernelExC;
   if (api.rfind("cuLaunchKernelEx", 0) == 0) return LaunchApi::kCuLaunchKernelEx;
   if (api.rfind("cuLaunchKernel", 0) == 0) return LaunchApi::kCuLaunchKernel;
   if (api.rfind("cudaLaunchKernel", 0) == 0) return LaunchApi::kCudaLaunchKernel;
   // cudaLaunchCooperativeKernel, cuLaunchGrid, a runtime call that launched a library's kernel
   // (cudaMemcpy2D's, cudaMemsetD32's ...): the nearest launch simgpu has.
-  ++subs[api + " as " + (driver ? "cuLaunchKernel" : "cudaLaunchKernel")];
+  const std::string what = api == "INVALID" && c.cbid ? "INVALID (cbid " + std::to_string(*c.cbid) + ")" : api;
+  ++subs[what + " as " + (driver ? "cuLaunchKernel" : "cudaLaunchKernel")];
   ++substituted;
   return driver ? LaunchApi::kCuLaunchKernel : LaunchApi::kCudaLaunchKernel;
 }
@@ -297,6 +311,10 @@ Plan make_plan(const Trace& trace, Mode mode) {
     auto w = works_of.find(ci);
     if (w == works_of.end()) {
       const Action s = sync_action(c.name);
+      if (c.name == "INVALID") {
+        ++n.invalid_without_work;
+        continue;
+      }
       if (s == Action::kLaunch) {
         ++n.calls_without_work;
         continue;
@@ -354,7 +372,7 @@ Plan make_plan(const Trace& trace, Mode mode) {
         ++n.nccl_calls;
       } else if (first.kind == GpuKind::kKernel) {
         item.action = Action::kLaunch;
-        item.api = launch_api(c.name, c.driver, plan.substitutions, n.substituted);
+        item.api = launch_api(c, plan.substitutions, n.substituted);
         ++n.launches;
       } else if (first.kind == GpuKind::kMemcpy) {
         item.action = Action::kMemcpy;

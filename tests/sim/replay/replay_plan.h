@@ -37,7 +37,10 @@ enum class Action {
 };
 
 // The launch API a kernel goes through.
-enum class LaunchApi { kCudaLaunchKernel, kCudaLaunchKernelExC, kCuLaunchKernel, kCuLaunchKernelEx };
+enum class LaunchApi {
+  kCudaLaunchKernel, kCudaLaunchKernelExC, kCuLaunchKernel, kCuLaunchKernelEx,
+  kNvccLaunch,  // CUDA 13's <<<>>>: __cudaGetKernel, then __cudaLaunchKernel
+};
 
 enum class NcclOp { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kSend, kRecv,
                     kGather, kScatter, kSendRecv };
@@ -90,6 +93,7 @@ struct Counts {
   uint64_t no_launch = 0;           // GPU activities whose launch is not in the trace
   uint64_t no_launch_kernels = 0, no_launch_memcpys = 0, no_launch_memsets = 0;
   uint64_t calls_without_work = 0;  // runtime/driver calls with no GPU work and no synchronisation
+  uint64_t invalid_without_work = 0;  // of the calls Kineto names INVALID, those with no GPU work
   uint64_t substituted = 0;         // launched through another API than recorded (named in notes)
   uint64_t ranges_cut = 0;          // a range that outlived its parent, cut at the parent's end
 };

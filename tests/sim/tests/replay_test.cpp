@@ -161,12 +161,13 @@ TEST_CASE("replay reads a current Kineto trace: calls, GPU work, NCCL arguments,
 TEST_CASE("replay reads a 2022 Kineto trace: capitalised categories, INVALID calls skipped", "[replay]") {
   const Trace t = parse_kineto_trace(kOld, "old.json");
   CHECK(t.rank == 3);
-  REQUIRE(t.calls.size() == 1);
+  REQUIRE(t.calls.size() == 2);
   CHECK(t.unplayed.invalid_calls == 1);
   REQUIRE(t.activities.size() == 2);
   CHECK(t.activities[1].kind == GpuKind::kMemset);
   const Plan p = make_plan(t, Mode::kBare);
   CHECK(p.counts.no_launch == 1);  // the memset's launch is not in the trace
+  CHECK(p.counts.invalid_without_work == 1);
   CHECK(p.counts.no_launch_memsets == 1);
   REQUIRE(p.items.size() == 1);
   CHECK(p.items[0].action == Action::kNccl);
@@ -277,6 +278,25 @@ TEST_CASE("replay plan: a graph launch replays a graph captured once per shape",
   CHECK(p.items[1].works.size() == 2);
   CHECK(p.counts.graph_launches == 3);
   CHECK(p.counts.activities == 5);
+}
+
+TEST_CASE("replay plays a call Kineto names INVALID when GPU work says it launched some", "[replay]") {
+  // torch 2.11's Kineto names every callback past CUDA 12's INVALID: on CUDA 13 that is the <<<>>>
+  // launch (__cudaLaunchKernel, cbid 505). Its kernels are launches all the same.
+  const char* text = R"JSON({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "INVALID", "pid": 1, "tid": 1, "ts": 10, "dur": 2, "args": {"cbid": 505, "correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "void at::native::elementwise_kernel<128, 4>(int)", "pid": 0, "tid": 7, "ts": 15, "dur": 3, "args": {"stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "INVALID", "pid": 1, "tid": 1, "ts": 20, "dur": 2, "args": {"cbid": 521, "correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 25, "dur": 3, "args": {"stream": 7, "correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "INVALID", "pid": 1, "tid": 1, "ts": 30, "dur": 2, "args": {"cbid": 409, "correlation": 3}}
+  ]})JSON";
+  const Plan p = make_plan(parse_kineto_trace(text, "cuda13.json"), Mode::kBare);
+  REQUIRE(p.items.size() == 2);
+  CHECK(p.items[0].api == LaunchApi::kNvccLaunch);
+  CHECK(p.items[1].api == LaunchApi::kCudaLaunchKernel);
+  CHECK(p.substitutions.at("INVALID (cbid 521) as cudaLaunchKernel") == 1);
+  CHECK(p.counts.invalid_without_work == 1);
+  CHECK(p.counts.calls_without_work == 0);
 }
 
 TEST_CASE("replay takes NCCL calls from kernel names when the trace has no arguments", "[replay]") {

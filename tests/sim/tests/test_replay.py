@@ -89,7 +89,8 @@ def test_replay_of_every_real_trace_equals_its_truth(build_dir: Path, tmp_path: 
 
 # A hand-made trace whose truth is worked out below by hand (ns = µs × 1000): two threads, two
 # steps and a partial one, ranges, an NCCL kernel with PyTorch's arguments, a copy Kineto put
-# before its launch, a kernel and an INVALID call without launch.
+# before its launch, a kernel launched by CUDA 13's <<<>>> (which torch 2.11's Kineto names
+# INVALID), a kernel without launch and an INVALID call without GPU work.
 def hand_trace() -> dict:
     def x(cat: str, name: str, tid: int, ts: int, dur: int, **args: object) -> dict:
         pid = 0 if cat in ("kernel", "gpu_memcpy", "gpu_memset") else 100
@@ -108,7 +109,7 @@ def hand_trace() -> dict:
         x("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 50, 30, correlation=3, stream=20, device=0, **nccl_args),
         x("cuda_runtime", "cudaMemcpyAsync", 100, 72, 2, correlation=4),
         x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 7, 70, 5, correlation=4, stream=7, device=0, bytes=1000),
-        x("cuda_runtime", "cudaLaunchKernel", 101, 100, 2, correlation=5),
+        x("cuda_runtime", "INVALID", 101, 100, 2, correlation=5, cbid=505),  # CUDA 13's <<<>>> launch
         x("kernel", "late_k", 7, 101, 4, correlation=5, stream=7, device=0),
         x("cuda_runtime", "cudaMemsetAsync", 100, 115, 1, correlation=6),
         x("gpu_memset", "Memset (Device)", 7, 116, 2, correlation=6, stream=7, device=0, bytes=64),
