@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -71,9 +72,19 @@ std::string gzip_of(const std::string& text) {
   return out;
 }
 
+// Files the refusal cases read, removed when the test binary ends.
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    for (const std::string& p : paths) std::remove(p.c_str());
+  }
+};
+TempFiles temp_files;
+
 std::string write_temp(const std::string& bytes, const char* suffix) {
-  static int n = 0;
-  const std::string path = "/tmp/sim_replay_test_" + std::to_string(getpid()) + "_" + std::to_string(n++) + suffix;
+  const std::string path = "/tmp/sim_replay_test_" + std::to_string(getpid()) + "_" +
+                           std::to_string(temp_files.paths.size()) + suffix;
+  temp_files.paths.push_back(path);
   FILE* f = std::fopen(path.c_str(), "wb");
   REQUIRE(f != nullptr);
   std::fwrite(bytes.data(), 1, bytes.size(), f);
