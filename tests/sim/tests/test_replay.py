@@ -245,3 +245,46 @@ def test_replay_paces_the_cpu_at_the_recorded_speed(build_dir: Path, tmp_path: P
     assert rank is not None and not compare_truth.compare(rank, truth)
     bad = replay(build_dir, path, "annotated", tmp_path / "bad", speed="fast")
     assert bad.returncode == 2 and "--speed fast" in bad.stderr
+
+
+# Real-GPU runs whose torch.profiler trace and traintime rank file were kept together
+# (tests/fixtures/README.md: scripts/gpu-validate.sh's torch_loop --profile-steps run).
+PROFILED_RUNS = sorted(p.parent for p in (SOURCE_DIR / "tests" / "fixtures").glob("gpu-*/*/profiler-trace.json*")
+                       if (p.parent / "rank.json").exists() and (p.parent / "events.json").exists())
+RESOLUTION_NS = 1000  # Kineto's timestamps are CUPTI's moved to its own clock: within a microsecond
+
+
+def test_replay_of_a_real_gpu_run_gives_its_rank_files_step_figures(build_dir: Path, tmp_path: Path) -> None:
+    """The trace of a real run, replayed in annotated mode, gives per step what traintime measured
+    on the real GPU in the same run (its rank file), within the trace's resolution: GPU busy time,
+    span, idle and comm, and the busy time of every category whose regions the trace carries as
+    ranges (all of them when it carries them all: no unattributed work left in the replay)."""
+    if not PROFILED_RUNS:
+        missing_dependency("no real-GPU run with a profiler trace in tests/fixtures (tests/fixtures/README.md)")
+    c = Checks()
+    for run in PROFILED_RUNS:
+        trace = next(run.glob("profiler-trace.json*"))
+        steps = load_json(run / "events.json")["profiler_steps"]  # "ProfilerStep#N" -> the run's step
+        real = {row["index"]: row for row in load_json(run / "rank.json")["steps"]["detail"]}
+        out = tmp_path / run.name
+        p = replay(build_dir, trace, "annotated", out)
+        rank = rank_file(out)
+        if not c.check(p.returncode == 0 and rank is not None, f"{run}: sim_replay exited {p.returncode}: {p.stderr}"):
+            continue
+        replayed = {row["index"]: row for row in rank["steps"]["detail"]}
+        c.check(rank["steps"]["count"] == len(steps), f"{run}: {rank['steps']['count']} steps replayed, {len(steps)} recorded")
+        for index, name in enumerate(sorted(steps, key=lambda s: int(s.split("#")[1]))):
+            got, want = replayed.get(index), real.get(steps[name])
+            what = f"{run.name} {name} (step {steps[name]} of the run)"
+            if not c.check(got is not None and want is not None, f"{what}: a step row is missing"):
+                continue
+            pairs = {"span_ns": (got["span_ns"], want["span_ns"])}
+            for field in ("gpu_busy_ns", "idle_ns", "comm_ns"):
+                pairs[field] = (got["totals"][field], want["totals"][field])
+            unattributed = got["busy_ns_by_category"].get("unattributed", 0)
+            for cat, busy in got["busy_ns_by_category"].items():
+                if busy and cat != "unattributed" or not unattributed:
+                    pairs[f"busy_ns_by_category.{cat}"] = (busy, want["busy_ns_by_category"].get(cat, 0))
+            for field, (g, w) in pairs.items():
+                c.check(abs(g - w) <= RESOLUTION_NS, f"{what}: {field} replayed {g}, measured {w} ({g - w:+d} ns)")
+    c.done()
