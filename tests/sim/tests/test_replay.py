@@ -4,7 +4,8 @@ sim_replay through the public CUDA, NVTX and NCCL calls, with traintime preloade
 Each replay's rank file must equal the truth tests/sim/trace_truth.py computes from the trace
 alone (tests/sim/compare_truth.py), in both modes, with no record lost. The traces are real
 (tests/sim/README.md, "Replaying real traces"); they are found in TRAINTIME_REAL_TRACES, else
-../shared/data/real-traces beside the repository, and never copied into it.
+../shared/data/real-traces beside the repository, and never copied into it; the trace of a real-GPU
+run kept in tests/fixtures with its rank file is replayed too, and held to that rank file.
 """
 from __future__ import annotations
 
@@ -22,16 +23,22 @@ trace_truth = load_module(SOURCE_DIR / "tests" / "sim" / "trace_truth.py", "trac
 compare_truth = load_module(SOURCE_DIR / "tests" / "sim" / "compare_truth.py", "compare_truth")
 
 TRACES = Path(os.environ.get("TRAINTIME_REAL_TRACES") or SOURCE_DIR.parent / "shared" / "data" / "real-traces")
+# Real-GPU runs whose torch.profiler trace and traintime rank file were kept together
+# (tests/fixtures/README.md: scripts/gpu-validate.sh's torch_loop --profile-steps run).
+PROFILED_RUNS = sorted(p.parent for p in (SOURCE_DIR / "tests" / "fixtures").glob("gpu-*/*/profiler-trace.json*")
+                       if (p.parent / "rank.json").exists() and (p.parent / "events.json").exists())
+RESOLUTION_NS = 1000  # Kineto's timestamps are CUPTI's moved to its own clock: within a microsecond
 SUMMARY = re.compile(r"^sim_replay: replayed .*; (\d+) GPU activit(?:y|ies) \((\d+) started at their launch, "
                      r"recorded earlier\); skipped: .* (\d+) GPU activit(?:y|ies) without its launch")
 
 
 def real_traces() -> list[Path]:
+    """The traces in TRAINTIME_REAL_TRACES, and those of the real-GPU runs kept in tests/fixtures."""
     found = sorted(p for p in TRACES.glob("*.json*") if p.name.endswith((".json", ".json.gz")))
     if not found:
         missing_dependency(f"no real traces in {TRACES}: set TRAINTIME_REAL_TRACES to the folder of "
                            "torch.profiler traces (tests/sim/README.md, 'Replaying real traces')")
-    return found
+    return found + [next(run.glob("profiler-trace.json*")) for run in PROFILED_RUNS]
 
 
 def replay(build: Path, trace: Path, mode: str, out: Path, env: dict[str, str] | None = None,
@@ -246,12 +253,6 @@ def test_replay_paces_the_cpu_at_the_recorded_speed(build_dir: Path, tmp_path: P
     bad = replay(build_dir, path, "annotated", tmp_path / "bad", speed="fast")
     assert bad.returncode == 2 and "--speed fast" in bad.stderr
 
-
-# Real-GPU runs whose torch.profiler trace and traintime rank file were kept together
-# (tests/fixtures/README.md: scripts/gpu-validate.sh's torch_loop --profile-steps run).
-PROFILED_RUNS = sorted(p.parent for p in (SOURCE_DIR / "tests" / "fixtures").glob("gpu-*/*/profiler-trace.json*")
-                       if (p.parent / "rank.json").exists() and (p.parent / "events.json").exists())
-RESOLUTION_NS = 1000  # Kineto's timestamps are CUPTI's moved to its own clock: within a microsecond
 
 
 def test_replay_of_a_real_gpu_run_gives_its_rank_files_step_figures(build_dir: Path, tmp_path: Path) -> None:
