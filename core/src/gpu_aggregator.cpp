@@ -52,7 +52,9 @@ uint32_t GpuAggregator::region_kernel(uint64_t key, uint32_t slot) {
   uint32_t at = find(key);
   if (at != IdIndex::kNone) return at;
   uint64_t k = key;
-  if (region_kernels_.size() >= opt_.max_region_kernels) {
+  // Room stays for every slot's "(other kernels)" pair (the regions' and the no-region one), so
+  // the pairs never outnumber max_region_kernels and its index never outgrows the cap's size.
+  if (region_kernels_.size() + regions_.size() + 1 >= opt_.max_region_kernels) {
     ++region_kernels_over_cap_;
     k = (static_cast<uint64_t>(slot) << 32) | kOtherKernels;
     at = find(k);

@@ -1,6 +1,7 @@
 // GpuAggregator::summary: the GPU side of the rank file (core/summaries.h).
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "aggregator_internal.h"
@@ -52,24 +53,38 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
     std::vector<uint32_t> next(first_of.begin(), first_of.end() - 1);
     for (uint32_t i = 0; i < region_kernels_.size(); ++i) by_slot[next[group_of(region_kernels_[i])]++] = i;
   }
-  // The rank's own list: every pair's figures added up by kernel name, the largest first.
+  // The rank's own list: every pair's figures added up by kernel name, the largest first. The
+  // pairs are walked in name order through 4 bytes each and only the top ones are kept (a heap
+  // whose front ranks last), so a summary costs little beyond what the names themselves hold.
   {
-    std::vector<KernelAcc> by_name(name_end_.size());
-    for (const KernelAcc& k : region_kernels_) {
-      KernelAcc& n = by_name[static_cast<uint32_t>(k.key)];
-      n.key = static_cast<uint32_t>(k.key);
-      n.count += k.count;
-      n.sum += k.sum;
-    }
-    by_name.erase(std::remove_if(by_name.begin(), by_name.end(), [](const KernelAcc& k) { return k.count == 0; }),
-                  by_name.end());
-    const auto top = by_name.begin() + static_cast<std::ptrdiff_t>(std::min(by_name.size(), opt_.top_kernels));
-    std::partial_sort(by_name.begin(), top, by_name.end(), [this](const KernelAcc& x, const KernelAcc& y) {
+    auto ranks_before = [this](const KernelAcc& x, const KernelAcc& y) {
       if (x.sum != y.sum) return x.sum > y.sum;
       return name_of(static_cast<uint32_t>(x.key)) < name_of(static_cast<uint32_t>(y.key));
-    });
-    for (auto k = by_name.begin(); k != top; ++k)
-      out.top_kernels.push_back({demangle(name_of(static_cast<uint32_t>(k->key))), k->count, k->sum});
+    };
+    auto name_id = [this](uint32_t pair) { return static_cast<uint32_t>(region_kernels_[pair].key); };
+    std::vector<uint32_t> by_name(region_kernels_.size());
+    std::iota(by_name.begin(), by_name.end(), 0u);
+    std::sort(by_name.begin(), by_name.end(), [&](uint32_t a, uint32_t b) { return name_id(a) < name_id(b); });
+    std::vector<KernelAcc> top;
+    for (std::size_t i = 0; i < by_name.size();) {
+      KernelAcc n{name_id(by_name[i]), 0, 0};
+      for (; i < by_name.size() && name_id(by_name[i]) == n.key; ++i) {
+        n.count += region_kernels_[by_name[i]].count;
+        n.sum += region_kernels_[by_name[i]].sum;
+      }
+      if (n.count == 0) continue;
+      if (top.size() < opt_.top_kernels) {
+        top.push_back(n);
+        std::push_heap(top.begin(), top.end(), ranks_before);
+      } else if (!top.empty() && ranks_before(n, top.front())) {
+        std::pop_heap(top.begin(), top.end(), ranks_before);
+        top.back() = n;
+        std::push_heap(top.begin(), top.end(), ranks_before);
+      }
+    }
+    std::sort_heap(top.begin(), top.end(), ranks_before);
+    for (const KernelAcc& k : top)
+      out.top_kernels.push_back({demangle(name_of(static_cast<uint32_t>(k.key))), k.count, k.sum});
   }
   for (std::size_t slot = 0; slot < regions_.size(); ++slot) {
     const RegionAcc& r = regions_[slot];

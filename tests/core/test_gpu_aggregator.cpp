@@ -369,6 +369,39 @@ TEST_CASE("the rank's own top kernels add up every region and the work with no r
   CHECK((g.top_kernels[0].count == 5 && g.top_kernels[0].gpu_sum_ns == 25));
 }
 
+TEST_CASE("(region, kernel) pairs never outnumber their cap, (other kernels) pairs included",
+          "[aggregator]") {
+  // Each slot's "(other kernels)" pair, the no-region one too, is kept room for within the cap
+  // (for the regions known when it is reached): the pair index then never grows past the cap's
+  // size (a doubling of it at 2^16 pairs cost the memory budget of a kernel name). Every kernel
+  // is still counted, by name or as other.
+  AggregatorOptions o;
+  o.max_region_kernels = 8;
+  o.top_kernels = 100;
+  GpuAggregator agg(o);
+  std::vector<std::string> names;
+  for (int n = 0; n < 20; ++n) names.push_back("kernel_" + std::to_string(n));
+  uint64_t t = 0, kernels = 0;
+  for (int round = 0; round < 20; ++round)
+    for (PathId path : {PathId{1}, PathId{2}, kNoPath}) {
+      const std::string& name = names[static_cast<std::size_t>(round)];
+      Act a = kern(t, t + 3, path, path == kNoPath ? Category::kOther : Category::kForward, 0, 1, name);
+      agg.ingest(a.a, a.ctx, a.region);
+      t += 10;
+      ++kernels;
+    }
+  CHECK(agg.footprint().region_kernels <= 8);
+  RankFile f = run(agg, {}, 1);
+  uint64_t listed = 0, other = 0;
+  for (const KernelStat& k : f.top_kernels) {
+    listed += k.count;
+    if (k.name == "(other kernels)") other = k.count;
+  }
+  CHECK(listed == kernels);
+  CHECK(other > 0);
+  CHECK(f.categories[Category::kForward].count + f.categories[Category::kUnattributed].count == kernels);
+}
+
 TEST_CASE("kernels of more launch sites than the site cache holds are each counted where launched",
           "[aggregator]") {
   // 400 names from 4 regions: 1600 sites, more than the cache's 1024 entries, visited round
