@@ -11,7 +11,7 @@
 #
 #   scripts/gpu-validate.sh [--tree DIR] [--steps N] [--mlp-steps N] [--launcher auto|mpirun|direct]
 #                           [--budget SECONDS] [--overhead-repeats R] [--overhead-limit SECONDS]
-#                           [--cupti-releases DIR] [--skip-sweep] [--skip-torch]
+#                           [--cupti-releases DIR] [--only RUN,...] [--skip-sweep] [--skip-torch]
 #       THERE (the GPU machine), from the repository root with the carried tree (DIR defaults to
 #       build/, else build-gpu/). Runs, each under LD_PRELOAD=DIR/lib/libtraintime.so, in order of
 #       value (a device lease is short; docs/validation.md, "Plan"):
@@ -47,6 +47,8 @@
 #            call timed with CUDA events; calls and bytes must match (times are shown, not judged:
 #            world size 1).
 #        11. torch_loop --api instrument (traintime.torch.instrument): printed, not judged.
+#       --only runs the named runs alone (cuda_mlp, torch_regions, overhead, torch_profiler,
+#       abort, torch_graphs, torch_vmm, torch_exit, cupti, nccl_sweep, torch_instrument).
 #       With --budget, a run starts only while its estimated cost fits and is stopped at what is
 #       left; the runs not started are named at the end, and results are collected after every
 #       run. Prints a table per run (region, traintime ms, events ms, diff %, verdict) and each
@@ -80,6 +82,7 @@ BUDGET=0
 OVERHEAD_REPEATS=0
 OVERHEAD_LIMIT=240
 CUPTI_RELEASES=
+ONLY=
 SKIP_SWEEP=0
 SKIP_TORCH=0
 LAUNCHER=auto
@@ -109,6 +112,7 @@ while [ $# -gt 0 ]; do
     --cupti-releases) CUPTI_RELEASES=$(realpath -m "${2:?--cupti-releases needs a folder}"); shift
               [ -d "$CUPTI_RELEASES" ] ||
                 { echo "gpu-validate: --cupti-releases: no folder $CUPTI_RELEASES" >&2; exit 2; } ;;
+    --only) ONLY=,${2:?--only needs run names, e.g. cuda_mlp,abort},; shift ;;
     --launcher) LAUNCHER=${2:?--launcher needs auto, mpirun or direct}; shift ;;
     --skip-sweep) SKIP_SWEEP=1 ;;
     --skip-torch) SKIP_TORCH=1 ;;
@@ -273,6 +277,10 @@ T0=$(date +%s)
 left() { if [ "$BUDGET" -gt 0 ]; then echo $((BUDGET - ($(date +%s) - T0))); else echo 100000; fi; }
 # fits NAME EST: true when a run estimated at EST seconds still fits; says so in the summary when not.
 fits() {
+  # --only NAMES: the other runs are left out (cupti_<version> runs answer to "cupti").
+  if [ -n "$ONLY" ] && [[ $ONLY != *",$1,"* ]] && { [[ $1 != cupti_* ]] || [[ $ONLY != *",cupti,"* ]]; }; then
+    return 1
+  fi
   local l; l=$(left)
   if [ "$l" -ge "$2" ]; then return 0; fi
   echo "=== $1: skipped: ${l} s of the --budget left, the run needs about $2 s" | tee -a "$SUMMARY"
@@ -360,6 +368,7 @@ RECORD=0
 #    traintime; the training step and a launch-bound loop.
 if [ "$OVERHEAD_REPEATS" -gt 0 ] && fits overhead 120; then
   l=$(left); limit=$((l < OVERHEAD_LIMIT ? l - 30 : OVERHEAD_LIMIT))
+  RUNS=$((RUNS + 1))
   echo; echo "=== overhead: scripts/gpu_overhead.py --repeats $OVERHEAD_REPEATS --time-limit $limit"
   { echo "=== overhead"; } >>"$SUMMARY"
   ov_json=${OUT:-$RESULTS}/overhead.json

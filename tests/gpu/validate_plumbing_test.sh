@@ -66,6 +66,14 @@ grep -q 'RESULT: GPU health (NVML) against nvidia-smi: PASS' "$tmp/out/summary.t
   { echo "FAIL: summary.txt lacks the NVML health verdict"; fail=1; }
 grep -q 'RESULT: abort() with work in flight: PASS' "$tmp/out/summary.txt" ||
   { echo "FAIL: summary.txt lacks the abort verdict (status 134 and the final file)"; fail=1; }
+# --only runs the named runs alone.
+rm -rf "$tmp/out"
+FAKE_KIND=agree OUT=$tmp/out "$script" --tree "$tmp/tree" --launcher direct --skip-torch \
+  --only abort >"$tmp/log" 2>&1
+if [ $? -ne 0 ] || ! grep -q '^=== abort: abort' "$tmp/out/summary.txt" ||
+   grep -q '^=== cuda_mlp' "$tmp/out/summary.txt" || grep -q '^=== nccl_sweep' "$tmp/out/summary.txt"; then
+  echo "FAIL: --only abort did not run the abort run alone"; cat "$tmp/log"; fail=1
+fi
 # A budget too small for anything runs nothing, says so, and does not claim the runs passed.
 rm -rf "$tmp/out"
 FAKE_KIND=agree OUT=$tmp/out "$script" --tree "$tmp/tree" --launcher direct --skip-torch \
