@@ -57,6 +57,9 @@ constexpr int kHandlerWaitMs = 20000;  // a stuck write must not keep a dying pr
 // How long the signal-time write waits, in all, for the locks it needs (core/lock_order.h): a
 // healthy holder releases them within milliseconds; one the signal stopped never does.
 constexpr auto kSignalLockWait = std::chrono::milliseconds(500);
+// Before them, how long a terminating signal's write waits for CUPTI's records: the processing
+// thread's forced flush and ingest (milliseconds on an H200; never on the writer's own thread).
+constexpr auto kSignalFlushWait = std::chrono::milliseconds(600);
 // After its signal-time write, how long a rank waits for its peers' (see wait_for_peers).
 constexpr int kPeerWaitMs = 1000;
 // TRAINTIME_PROMETHEUS_FILE's period when TRAINTIME_SNAPSHOT_SEC is unset.
@@ -257,6 +260,10 @@ void finish(const char* exit_reason, bool signal) {
   if (!s || !s->recorder.activated.load(std::memory_order_acquire)) return;
   if (g_finished.exchange(true)) return;
   const int saved = errno;
+  // On a terminating signal, CUPTI's records first, bounded: the processing thread flushes and
+  // ingests them while this thread waits (an abort() on a healthy process loses nothing that
+  // ran; the GPU work of its last steps was still in CUPTI's buffers).
+  const bool flushed = signal && cupti::flush_at_signal(core::Deadline::after(kSignalFlushWait));
   // Lock order: core/lock_order.h. On a terminating signal every lock is waited for until one
   // deadline at most: the thread the signal stopped may hold any of them for ever.
   const core::Deadline deadline =
@@ -278,13 +285,14 @@ void finish(const char* exit_reason, bool signal) {
     cupti::shutdown(exit_reason);
   }
   // On a signal: launchers kill a signalled rank soon after, so what has been processed is
-  // written and CUPTI is never waited on (its flush can take seconds, or block on a lock the
-  // interrupted thread holds).
+  // written; CUPTI was waited on only as long as kSignalFlushWait (its flush can block on a lock
+  // the interrupted thread holds).
   Measured m = measure(*s, false, deadline);
-  if (signal && m.gpu.capture == core::GpuCapture::kCupti)
+  if (signal && !flushed && m.gpu.capture == core::GpuCapture::kCupti)
     m.gpu.section.note(std::string("written on ") + exit_reason +
-                       " without waiting for CUPTI: GPU work whose records CUPTI had not "
-                       "delivered yet is missing from the latest steps");
+                       " before CUPTI's records were all in (its flush did not finish within " +
+                       std::to_string(kSignalFlushWait.count()) +
+                       " ms): GPU work of the latest steps is missing");
   std::unique_lock<std::mutex> lock(s->output.mu, std::defer_lock);
   if (!core::lock_until(lock, deadline)) {
     // The thread the signal stopped holds the file lock (a snapshot or the watchdog in the

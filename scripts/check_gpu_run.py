@@ -47,10 +47,11 @@ health    traintime's NVML sampler (gpu_health) against nvidia-smi sampling the 
           the sampled figures are judged by range, not equality; both medians are printed.
 abort     cuda_mlp --abort-after N: the program called abort() with work in flight. It must have
           died by SIGABRT (shell status 134), and still left its final rank file: exit_reason
-          "signal SIGABRT", at least the N tt_step calls it made, and the GPU work of the steps
-          whose records CUPTI had handed over: the signal-time file never waits for CUPTI, which
-          delivers buffers every second, so at least a third of the steps (those of the run's
-          first two thirds, in a run of a few seconds) must have GPU work in steps.detail.
+          "signal SIGABRT", at least the N tt_step calls it made, and every record CUPTI held:
+          the signal-time write has the processing thread flush and ingest them (bounded), so
+          gpu_records_complete is true, and the steps the GPU had run are in steps.detail. The
+          CPU runs ahead of the GPU (CUDA queues about a thousand launches), so the steps with
+          GPU work are a prefix: at least a third of them in a run of about 3 s.
 
 Exit status: 0 the check passes, 1 it fails, 2 unusable input. Standard library only (it runs
 on the GPU machine); rank files are read with compare_events.py's reader.
@@ -400,6 +401,9 @@ def check_abort(rank: dict, status: int, steps: int) -> Result:
                         f"{rank.get('exit_reason')!r})")
     if count < steps:
         failures.append(f"steps.count {count} < the {steps} tt_step calls made before abort()")
+    if rank.get("gpu_records_complete") is not True:
+        failures.append("the signal-time flush of CUPTI's records did not finish (gpu_records_complete "
+                        f"{rank.get('gpu_records_complete')})")
     if gpu == 0:
         failures.append("no GPU activity in the file written at abort")
     elif with_gpu * 3 < steps:
@@ -579,6 +583,10 @@ def self_test() -> int:
         ("abort: the snapshot, not the final file, fails",
          lambda: check_abort(rank(exit_reason="killed", steps=abort_steps(8, 8)), 134, 8),
          EXIT_DISAGREE, "not the final file"),
+        ("abort: a signal-time flush that did not finish fails",
+         lambda: check_abort(rank(exit_reason="signal SIGABRT", steps=abort_steps(8, 8),
+                                  gpu_records_complete=False), 134, 8),
+         EXIT_DISAGREE, "did not finish"),
         ("abort: steps lost fails",
          lambda: check_abort(rank(exit_reason="signal SIGABRT", steps=abort_steps(5, 5)), 134, 8),
          EXIT_DISAGREE, "steps.count 5 < the 8"),

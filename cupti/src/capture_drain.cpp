@@ -30,6 +30,23 @@ bool GpuCapture::drain() {
                               [&] { return (queue_.empty() && !busy_) || !thread_.joinable(); });
 }
 
+bool GpuCapture::flush_at_signal(const core::Deadline& deadline) noexcept {
+  if (forked_.load(std::memory_order_relaxed) ||
+      state_.load(std::memory_order_acquire) != State::kCapturing)
+    return false;
+  // Lock order (core/lock_order.h): queue_mu_ alone, waited for until the deadline (the thread
+  // the signal stopped may hold it); the flush itself runs on the processing thread.
+  std::unique_lock<std::mutex> lock(queue_mu_, std::defer_lock);
+  if (!core::lock_until(lock, deadline)) return false;
+  const uint64_t asked = ++forced_asked_;
+  queue_cv_.notify_one();
+  const bool done = drained_cv_.wait_until(lock, deadline.at(), [&] {
+    return forced_done_ >= asked && queue_.empty() && !busy_;
+  });
+  if (done) signal_flushed_.store(true, std::memory_order_release);
+  return done;
+}
+
 void GpuCapture::shutdown(const char* reason) {
   if (forked_.load(std::memory_order_relaxed)) return;  // never flush inherited CUPTI state
   if (state_.load(std::memory_order_acquire) != State::kCapturing) return;

@@ -64,8 +64,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
   transfer_dropped();
   out = aggregator_->summary(steps);
   // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
-  // complete buffers only; the signal path does not flush at all).
-  out.records_complete = state == State::kStopped;
+  // complete buffers only; a terminating signal's forced flush may not have finished in time).
+  out.records_complete = state == State::kStopped || signal_flushed_.load(std::memory_order_acquire);
   out.capture = core::GpuCapture::kCupti;
   out.device_name = device_name();
   out.capture_reason = lib_.describe() + ", started " + trigger_;

@@ -22,6 +22,9 @@ core::GpuSummary summary(bool snapshot, const core::Deadline& deadline) {
   return GpuCapture::get().summary(snapshot, deadline);
 }
 void shutdown(const char* reason) { GpuCapture::get().shutdown(reason); }
+bool flush_at_signal(const core::Deadline& deadline) noexcept {
+  return GpuCapture::get().flush_at_signal(deadline);
+}
 nlohmann::json trace_json() { return GpuCapture::get().trace_json(); }
 void on_fork_child() noexcept { GpuCapture::get().on_fork_child(); }
 void enable_live_metrics() noexcept { GpuCapture::get().enable_live(); }

@@ -55,6 +55,7 @@ class GpuCapture {
   void lazy_start() noexcept;
   core::GpuSummary summary(bool snapshot, const core::Deadline& deadline);
   void shutdown(const char* reason);
+  bool flush_at_signal(const core::Deadline& deadline) noexcept;
   nlohmann::json trace_json();
   void on_fork_child() noexcept;
   void enable_live() noexcept;
@@ -208,6 +209,11 @@ class GpuCapture {
   bool busy_ = false;             // the processing thread holds a dequeued buffer
   bool stop_thread_ = false;
   bool flush_requested_ = false;
+  // Forced flushes asked of the processing thread at a terminating signal, and the last one it
+  // did (flush_at_signal); under queue_mu_.
+  uint64_t forced_asked_ = 0;
+  uint64_t forced_done_ = 0;
+  std::atomic<bool> signal_flushed_{false};  // a signal's forced flush was all ingested
   std::thread thread_;
   std::atomic<uint64_t> dropped_pending_{0};
   std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer

@@ -14,9 +14,22 @@ void GpuCapture::processing_loop() {
   uint32_t flushed_at_step = steps_completed();
   std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
-    queue_cv_.wait_for(lock, kPoll, [&] { return !queue_.empty() || stop_thread_ || flush_requested_; });
+    queue_cv_.wait_for(lock, kPoll, [&] {
+      return !queue_.empty() || stop_thread_ || flush_requested_ || forced_asked_ != forced_done_;
+    });
     if (queue_.empty()) {
       if (stop_thread_) break;
+      if (forced_asked_ != forced_done_) {
+        // A terminating signal's write waits for this (flush_at_signal), bounded: delivered
+        // buffers come back through on_completed into the queue, ingested next.
+        const uint64_t asked = forced_asked_;
+        lock.unlock();
+        flush(true, false);  // lock order (core/lock_order.h): as the periodic flush below
+        lock.lock();
+        forced_done_ = asked;
+        if (queue_.empty() && !busy_) drained_cv_.notify_all();
+        continue;
+      }
       const uint32_t step = steps_completed();
       const bool live = live_.load(std::memory_order_relaxed);
       if (live) {

@@ -80,6 +80,7 @@ class Deadline {
   static Deadline after(Clock::duration wait) { return Deadline(Clock::now() + wait); }
   bool bounded() const { return bounded_; }
   bool passed() const { return bounded_ && Clock::now() >= at_; }
+  Clock::time_point at() const { return bounded_ ? at_ : Clock::time_point::max(); }
 
  private:
   Deadline() = default;

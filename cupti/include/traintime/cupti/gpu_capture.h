@@ -88,6 +88,14 @@ void lazy_start_point() noexcept;
 // out, with records_complete false and the counter summary_from_last_publish saying so.
 core::GpuSummary summary(bool snapshot, const core::Deadline& deadline = core::Deadline::never());
 
+// A terminating signal, before its summary: asks the processing thread for a forced flush and
+// waits, until `deadline` at most, for what it delivers to be ingested. True when all of it was
+// (the summary then holds every record CUPTI had, and says records_complete); false when the
+// deadline passed first: the thread the signal stopped may be the processing thread itself, or
+// hold a lock CUPTI's flush needs. Never flushes on the calling thread, so a blocked flush cannot
+// keep the rank file from being written.
+bool flush_at_signal(const core::Deadline& deadline) noexcept;
+
 // Exit or terminating signal: forced flush, everything delivered ingested, capture stopped.
 // Idempotent; never runs in a fork child.
 void shutdown(const char* reason);
