@@ -29,6 +29,12 @@ the same pins shares one copy. pip gets a timeout and retries, and installs whee
 network the environment is not made: one warning line, and the tests that need it show as
 "Not Run" (failed under TRAINTIME_CI), naming this script. Uses Debian's /usr/bin/python3
 (python3-venv).
+
+`--set hta` makes another environment the same way: HolisticTraceAnalysis (HTA_PINS, every
+dependency pinned by scripts/pyenv-hta-constraints.txt), the analysis users run on torch.profiler
+traces, which tests/sim/hta_compare.py sets beside traintime. HTA hard-requires jupyterlab,
+pandas, plotly and pytest (about 500 MB, a minute to install), so it has an environment of its
+own, CACHE/htaenv-<key>, made by the test that needs it rather than by scripts/test.sh.
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # PyTorch 2.11 is the release the GPU machines run (cu130 wheel; it runs on the CPU too).
@@ -60,6 +67,29 @@ SOURCE_PINS: list[str] = ["deepspeed==0.19.8"]
 SOURCE_BUILD_ENV: dict[str, str] = {"DS_ACCELERATOR": "cpu", "DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1"}
 ALL_PINS = PINS + SOURCE_PINS
 CONSTRAINTS = Path(__file__).resolve().parent / "pyenv-constraints.txt"
+# HolisticTraceAnalysis 0.5.0: the last release under this name (later ones are `traceinsight`,
+# the same `import hta`), the one users have installed with `pip install HolisticTraceAnalysis`.
+HTA_PINS: list[str] = ["holistictraceanalysis==0.5.0"]
+HTA_CONSTRAINTS = Path(__file__).resolve().parent / "pyenv-hta-constraints.txt"
+
+
+@dataclass(frozen=True)
+class EnvSet:
+    """One environment: what it installs, how it is pinned, and what lacks it when it cannot be made."""
+    pins: list[str]
+    constraints: Path
+    prefix: str  # CACHE/<prefix>-<key>
+    needed_by: str
+    source_pins: list[str] = field(default_factory=list)
+    source_env: dict[str, str] = field(default_factory=dict)
+
+
+SETS: dict[str, EnvSet] = {
+    "test": EnvSet(PINS, CONSTRAINTS, "pyenv", "the tests that need PyPI's PyTorch, W&B, MLflow, TensorBoard, "
+                   "transformers, Lightning, Megatron-core or DeepSpeed", SOURCE_PINS, SOURCE_BUILD_ENV),
+    "hta": EnvSet(HTA_PINS, HTA_CONSTRAINTS, "htaenv", "the comparison with HolisticTraceAnalysis "
+                  "(tests/sim/hta_compare.py)"),
+}
 STAMP = "traintime-pins.txt"
 # A stalled download fails after PIP_TIMEOUT_S without data and is retried PIP_RETRIES times.
 PIP_TIMEOUT_S = 60
@@ -93,10 +123,8 @@ def point(out: Path, env: Path) -> None:
     out.symlink_to(env, target_is_directory=True)
 
 
-def warn(text: str) -> int:
-    print(f"pyenv: warning: {text}; the tests that need PyPI's PyTorch, W&B, MLflow, TensorBoard, "
-          "transformers, Lightning, Megatron-core or DeepSpeed do not run (they fail under TRAINTIME_CI)",
-          file=sys.stderr)
+def warn(text: str, needed_by: str) -> int:
+    print(f"pyenv: warning: {text}; {needed_by} do not run (they fail under TRAINTIME_CI)", file=sys.stderr)
     return 0
 
 
@@ -106,13 +134,17 @@ def main() -> int:
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter to base it on")
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="folder of the shared environments (default: TRAINTIME_PYENV_CACHE or ~/.cache/traintime)")
+    ap.add_argument("--set", choices=sorted(SETS), default="test",
+                    help="which environment: the tests' (default) or HolisticTraceAnalysis's")
     args = ap.parse_args()
     out: Path = args.out
-    constraints = CONSTRAINTS.read_text()
-    key = env_key(ALL_PINS, constraints)
-    wanted = "\n".join(ALL_PINS) + f"\nconstraints {key}\n"
+    chosen = SETS[args.set]
+    constraints = chosen.constraints.read_text()
+    pins = chosen.pins + chosen.source_pins
+    key = env_key(pins, constraints)
+    wanted = "\n".join(pins) + f"\nconstraints {key}\n"
     # Absolute: OUT links to it from another folder.
-    env = (args.cache_dir or default_cache()).resolve() / f"pyenv-{key}"
+    env = (args.cache_dir or default_cache()).resolve() / f"{chosen.prefix}-{key}"
     if is_ready(env, wanted):
         if not (out.is_symlink() and out.resolve() == env.resolve()):
             point(out, env)
@@ -123,18 +155,21 @@ def main() -> int:
     made = subprocess.run([args.python, "-m", "venv", str(env)], capture_output=True, text=True)
     if made.returncode != 0:
         return warn(f"no virtual environment at {env}: {args.python} -m venv failed "
-                    f"({(made.stderr.strip().splitlines() or ['no output'])[-1]})")
+                    f"({(made.stderr.strip().splitlines() or ['no output'])[-1]})", chosen.needed_by)
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
            "--only-binary=:all:", "--timeout", str(PIP_TIMEOUT_S), "--retries", str(PIP_RETRIES),
-           "-c", str(CONSTRAINTS)]
-    source = ["--no-build-isolation", "--no-binary=" + ",".join(pin.split("==")[0] for pin in SOURCE_PINS)]
-    for what, command, extra_env in ((PINS, pip + PINS, {}),
-                                     (SOURCE_PINS, pip + source + SOURCE_PINS, SOURCE_BUILD_ENV)):
+           "-c", str(chosen.constraints)]
+    source = ["--no-build-isolation", "--no-binary=" + ",".join(pin.split("==")[0] for pin in chosen.source_pins)]
+    steps = [(chosen.pins, pip + chosen.pins, {})]
+    if chosen.source_pins:
+        steps.append((chosen.source_pins, pip + source + chosen.source_pins, chosen.source_env))
+    for what, command, extra_env in steps:
         p = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **extra_env})
         if p.returncode != 0:
             shutil.rmtree(env, ignore_errors=True)
             last = (p.stderr.strip().splitlines() or ["no output"])[-1]
-            return warn(f"pip could not install {' '.join(what)} under {CONSTRAINTS.name} ({last})")
+            return warn(f"pip could not install {' '.join(what)} under {chosen.constraints.name} ({last})",
+                        chosen.needed_by)
     (env / STAMP).write_text(wanted)
     point(out, env)
     return 0

@@ -27,7 +27,8 @@ attribution rules (DESIGN §3-4) by brute force:
     backward, optimizer, io), else its parent's, else other. Bare: every non-comm activity is
     unattributed
   - per step: GPU busy = |union of all|, compute = |union of non-comm, non-io|, comm, exposed comm
-    = |comm - compute|, comm overlapped, io, span, idle = span - busy, busy by category, kernel
+    = |comm - compute|, comm overlapped, io, span (and its first start and last end), idle = span -
+    busy, busy by category, kernel
     time by name, copies by kind, work launched with no range open (unattributed)
   - NCCL calls: op and count from the trace's arguments (Collective name, In/Out msg nelems, dtype,
     Group size, on the kernel or on the CPU op with its External id), else op and type from the
@@ -202,7 +203,9 @@ def nccl_ops_from_name(name: str) -> list[str]:
     return ["Send", "Recv"]  # SendRecv, Generic: a grouped send and receive
 
 
-def compute(doc: dict, mode: str, path: Path | str = "trace") -> dict:
+def compute(doc: dict, mode: str, path: Path | str = "trace", with_activities: bool = False) -> dict:
+    """The truth of the trace's replay; with_activities adds "activities": every replayed GPU activity
+    as {kind, name, start, end, step, cat} (for tests/sim/hta_compare.py, which needs the intervals)."""
     events = doc["traceEvents"]
     dist = doc.get("distributedInfo") or {}
     world = int(dist.get("world_size") or 1)
@@ -316,8 +319,9 @@ def compute(doc: dict, mode: str, path: Path | str = "trace") -> dict:
         compute_iv = iv(lambda a: a["cat"] not in ("comm", "io"))
         comm_iv = iv(lambda a: a["cat"] == "comm")
         busy = union(everything)
-        span = max(a["end"] for a in work) - min(a["start"] for a in work)
-        row = {"index": step, "span_ns": span, "gpu_busy_ns": busy, "compute_ns": union(compute_iv),
+        first_start, last_end = min(a["start"] for a in work), max(a["end"] for a in work)
+        span = last_end - first_start
+        row = {"index": step, "first_start_ns": first_start, "last_end_ns": last_end, "span_ns": span, "gpu_busy_ns": busy, "compute_ns": union(compute_iv),
                "comm_ns": union(comm_iv), "exposed_comm_ns": subtract(comm_iv, compute_iv),
                "io_ns": union(iv(lambda a: a["cat"] == "io")), "idle_ns": span - busy,
                "busy_ns_by_category": {}}
@@ -403,7 +407,9 @@ def compute(doc: dict, mode: str, path: Path | str = "trace") -> dict:
             row["bytes"] = None if nbytes is None or row["bytes"] is None else row["bytes"] + nbytes
 
     last = max(by_step)
-    return {
+    extra = {"activities": [{k: a[k] for k in ("kind", "name", "start", "end", "step", "cat")} for a in launched]
+             } if with_activities else {}
+    return extra | {
         "source": "trace_truth",
         "mode": mode,
         "rank": dist.get("rank", 0),
