@@ -393,14 +393,17 @@ Document build_document(const Report& r, const Extras& x) {
   }
 
   if (gpu && !r.kernels.empty()) {
-    // The name last: a long demangled signature is cut at its end, keeping the kernel's name.
+    // The name last, in the width the numbers leave: a long demangled signature is shortened (short_signature).
     Table k = make("kernels", "Top kernels by GPU time (all ranks)",
                    {{"gpu ms total", true}, {"ms/step", true}, {"calls", true}, {"ranks", true}, {"kernel", false}},
                    "From each region's top_kernels (the most expensive kernels a rank file keeps), summed over ranks; "
-                   "ms/step = mean over the ranks that ran it. Complete list: --format csv or json.");
+                   "ms/step = mean over the ranks that ran it. Long names shortened (no \"void \" or parameters; nested, "
+                   "then all template arguments as <...>; then cut in the middle); html unfolds each whole. Complete "
+                   "list, whole names: --format csv or json.");
     for (const KernelView& kv : r.kernels)
       k.rows.push_back({f3(kv.gpu_ms), f3(kv.per_step_ms), u(kv.count), u(kv.ranks), kv.name});
     k.text_rows = 10;
+    k.signature_column = 4;
     d.tables.push_back(k);
   }
 

@@ -47,6 +47,8 @@ std::pair<double, double> axis(double max) {
 
 constexpr int kW = 960, kH = 340, kLeft = 72, kRight = 190, kTop = 34, kBottom = 56;
 constexpr int kPlotW = kW - kLeft - kRight, kPlotH = kH - kTop - kBottom;
+// A signature cell (a kernel's name) shows at most this many characters before it is unfolded.
+constexpr std::size_t kSignatureWidth = 90;
 
 struct Series {
   std::string name, color;
@@ -307,8 +309,15 @@ std::string table_html(const Table& t) {
   s += "</tr></thead><tbody>";
   for (const auto& row : t.rows) {
     s += "<tr>";
-    for (std::size_t c = 0; c < row.size(); ++c)
-      s += std::string("<td") + (t.numeric[c] ? " class=\"n\"" : "") + ">" + escape(row[c]) + "</td>";
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      s += std::string("<td") + (t.numeric[c] ? " class=\"n\"" : "") + ">";
+      const std::string shown = c == t.signature_column ? short_signature(row[c], kSignatureWidth) : row[c];
+      // A long signature: its short form, the whole name folded under it (no script needed).
+      s += shown == row[c] ? escape(row[c])
+                           : "<details><summary><code>" + escape(shown) + "</code></summary><code class=\"sig\">" +
+                                 escape(row[c]) + "</code></details>";
+      s += "</td>";
+    }
     s += "</tr>";
   }
   s += "</tbody></table>";
@@ -330,7 +339,7 @@ std::string render_html(const Document& d, const Report& r) {
       "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.note{color:#555;font-size:12px}"
       "svg .title{font-size:14px;font-weight:600}svg .tick{font-size:11px;fill:#333}svg .label{font-size:12px;fill:#333}"
       "svg .grid{stroke:#e5e5e5}svg .axis{stroke:#333}figure{margin:16px 0}ul{margin:0 0 8px}"
-      ".sim{background:#fff3cd;padding:6px 10px}"
+      ".sim{background:#fff3cd;padding:6px 10px}code.sig{display:block;max-width:700px;word-break:break-all;font-size:12px}"
       "</style></head><body>\n";
   s += "<h1>" + escape(d.heading) + "</h1>\n";
   if (r.simulated)

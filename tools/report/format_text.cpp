@@ -8,6 +8,8 @@ namespace traintime::report {
 namespace {
 
 constexpr std::size_t kWidth = 100;
+// A signature cell in md, where a table has no width: what a reader takes in at a glance.
+constexpr std::size_t kSignatureWidth = 120;
 
 // Cuts to `width` columns, keeping the end of a path ("...rd/layer3") and the start of other text.
 std::string fit(const std::string& s, std::size_t width, bool keep_end) {
@@ -21,6 +23,64 @@ std::string fit(const std::string& s, std::size_t width, bool keep_end) {
   if (keep_end) return "..." + s.substr(starts[starts.size() - keep]);
   return s.substr(0, starts[keep]) + "...";
 }
+
+// Drops what is nested deeper than `keep` levels of <...> (keep 0: every template argument list
+// becomes "<...>").
+std::string collapse_templates(const std::string& s, int keep) {
+  std::string out;
+  int depth = 0;
+  for (char c : s) {
+    if (c == '<') {
+      if (depth == keep) out += "<...";
+      ++depth;
+      if (depth <= keep) out += c;
+    } else if (c == '>' && depth > 0) {
+      --depth;
+      if (depth == keep) out += '>';
+      else if (depth < keep) out += c;
+    } else if (depth <= keep) {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Cuts in the middle: a third of the width from the start, the rest from the end.
+std::string cut_middle(const std::string& s, std::size_t width) {
+  if (display_width(s) <= width) return s;
+  if (width <= 3) return std::string(width, '.');
+  std::vector<std::size_t> starts;
+  for (std::size_t k = 0; k < s.size(); ++k)
+    if ((static_cast<unsigned char>(s[k]) & 0xC0) != 0x80) starts.push_back(k);
+  const std::size_t head = (width - 3) / 3, tail = width - 3 - head;
+  return s.substr(0, starts[head]) + "..." + s.substr(starts[starts.size() - tail]);
+}
+
+}  // namespace
+
+std::string short_signature(const std::string& name, std::size_t width) {
+  if (display_width(name) <= width) return name;
+  std::string s = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
+  // The parameter list: the last top-level "(...)" group that ends the name.
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (std::size_t k = s.size(); k-- > 0;) {
+      if (s[k] == ')' || s[k] == '>') ++depth;
+      else if ((s[k] == '(' || s[k] == '<') && --depth == 0) {
+        if (s[k] == '(' && k > 0) s.erase(k);
+        break;
+      }
+    }
+  }
+  if (display_width(s) > width) s = collapse_templates(s, 1);
+  // A short name ahead of its template arguments (cutlass::Kernel<cutlass_80_tensorop_s1688gemm_...>)
+  // says what runs in them: they stay, cut in the middle, rather than fold away.
+  const std::size_t ident = display_width(s.substr(0, s.find('<')));
+  if (display_width(s) > width && 2 * ident >= width) s = collapse_templates(s, 0);
+  return cut_middle(s, width);
+}
+
+namespace {
 
 std::string pad(const std::string& s, std::size_t width, bool right) {
   const std::size_t w = display_width(s);
@@ -83,18 +143,20 @@ void text_table(std::string& out, const Table& t) {
       if (widest == n) break;
       w[widest] -= std::min(w[widest] - 8, total() - kWidth);
     }
-    auto line = [&](const std::vector<std::string>& cells) {
+    auto line = [&](const std::vector<std::string>& cells, bool header) {
       std::string l = " ";
-      for (std::size_t c = 0; c < n; ++c)
-        l += " " + pad(fit(cells[c], w[c], c == 0), w[c], t.numeric[c]);
+      for (std::size_t c = 0; c < n; ++c) {
+        const bool signature = !header && c == t.signature_column;
+        l += " " + pad(signature ? short_signature(cells[c], w[c]) : fit(cells[c], w[c], c == 0), w[c], t.numeric[c]);
+      }
       while (!l.empty() && l.back() == ' ') l.pop_back();
       out += l + "\n";
     };
-    line(t.headers);
+    line(t.headers, true);
     std::vector<std::string> rule;
     for (std::size_t c = 0; c < n; ++c) rule.push_back(std::string(w[c], '-'));
-    line(rule);
-    for (std::size_t r = 0; r < shown; ++r) line(t.rows[r]);
+    line(rule, true);
+    for (std::size_t r = 0; r < shown; ++r) line(t.rows[r], false);
   }
   if (shown < t.rows.size())
     out += "  ... " + std::to_string(t.rows.size() - shown) + " more rows (all of them with --format csv or json)\n";
@@ -194,7 +256,10 @@ std::string render_markdown(const Document& d) {
     const std::size_t shown = t.text_rows ? std::min(t.text_rows, t.rows.size()) : t.rows.size();
     for (std::size_t r = 0; r < shown; ++r) {
       out += "|";
-      for (const std::string& cell : t.rows[r]) out += " " + md_cell(cell) + " |";
+      for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
+        const std::string& cell = t.rows[r][c];
+        out += " " + md_cell(c == t.signature_column ? short_signature(cell, kSignatureWidth) : cell) + " |";
+      }
       out += "\n";
     }
     if (shown < t.rows.size())

@@ -21,6 +21,9 @@ struct Table {
   std::string note;  // what the numbers mean, one or two sentences
   std::size_t text_rows = 0;  // text and md show at most this many rows (0: all); csv, html all
   bool as_lines = false;      // text shows each row as "first: rest" lines (long free text)
+  // A column of demangled C++ signatures (kernel names, up to ~2000 characters): text and md show
+  // short_signature() of each, html the short form with the whole name folded under it; csv all.
+  std::size_t signature_column = static_cast<std::size_t>(-1);
 };
 
 struct Section {
@@ -53,5 +56,13 @@ nlohmann::json summary_json(const Report& r, const Extras& x);
 
 // Display width of UTF-8 text (code points; every name here is narrow).
 std::size_t display_width(const std::string& s);
+
+// A demangled C++ signature (a kernel's name) within `width` columns, each step taken only while it
+// is still too wide: the leading "void " and the parameter list dropped; template arguments nested
+// in others shown as "<...>"; all of them, unless the name before them is under half the width
+// (cutlass::Kernel<...>: then they name the kernel); then the middle cut ("..."), keeping a third of the width
+// from the start and the rest from the end, where a kernel's variants differ
+// (..._unweighted_kernel_cta_per_row_1 and ..._weighted_kernel_warp_per_row_1). Unchanged when it fits.
+std::string short_signature(const std::string& name, std::size_t width);
 
 }  // namespace traintime::report
