@@ -53,6 +53,24 @@ TEST_CASE("short_signature tells variants apart where only their ends differ") {
   CHECK(short_signature(kCutlass, 61) == "cutlass::Kernel<cut...nsorop_s1688gemm_128x64_32x6_nt_align1>");
 }
 
+TEST_CASE("short_signatures keeps template arguments where they are all that tells two names apart") {
+  const std::string add =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+      "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)";
+  const std::string fill =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+      "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)";
+  CHECK(short_signature(add, 61) == short_signature(fill, 61));  // alone, both fold to <...>
+  const auto both = short_signatures({add, fill, kCta, add}, 61);
+  REQUIRE(both.size() == 4);
+  CHECK(both[0] != both[1]);
+  CHECK(both[0] == both[3]);  // the same name twice is one name
+  CHECK(both[0] == "at::native::vectori...ctor_add<...>, at::detail::Array<...> >");
+  CHECK(both[1] == "at::native::vectori...lFunctor<...>, at::detail::Array<...> >");
+  CHECK(both[2] == short_signature(kCta, 61));  // a name shown alone is left as it was
+  for (const std::string& s : both) CHECK(display_width(s) <= 61);
+}
+
 TEST_CASE("a signature column is shortened in text and md, unfolded in html's cells, whole in csv") {
   Document d;
   d.heading = "job";

@@ -307,11 +307,17 @@ std::string table_html(const Table& t) {
   for (std::size_t c = 0; c < t.headers.size(); ++c)
     s += std::string("<th") + (t.numeric[c] ? " class=\"n\"" : "") + ">" + escape(t.headers[c]) + "</th>";
   s += "</tr></thead><tbody>";
-  for (const auto& row : t.rows) {
+  std::vector<std::string> signatures;
+  if (t.signature_column < t.headers.size()) {
+    for (const auto& row : t.rows) signatures.push_back(row[t.signature_column]);
+    signatures = short_signatures(signatures, kSignatureWidth);
+  }
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto& row = t.rows[r];
     s += "<tr>";
     for (std::size_t c = 0; c < row.size(); ++c) {
       s += std::string("<td") + (t.numeric[c] ? " class=\"n\"" : "") + ">";
-      const std::string shown = c == t.signature_column ? short_signature(row[c], kSignatureWidth) : row[c];
+      const std::string shown = c == t.signature_column ? signatures[r] : row[c];
       // A long signature: its short form, the whole name folded under it (no script needed).
       s += shown == row[c] ? escape(row[c])
                            : "<details><summary><code>" + escape(shown) + "</code></summary><code class=\"sig\">" +

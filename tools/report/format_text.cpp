@@ -1,6 +1,8 @@
 // text (aligned tables within 100 columns), md and csv renderings of the Document.
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 
 #include "render.h"
 
@@ -58,7 +60,10 @@ std::string cut_middle(const std::string& s, std::size_t width) {
 
 }  // namespace
 
-std::string short_signature(const std::string& name, std::size_t width) {
+namespace {
+
+// short_signature() with template arguments kept down to `keep` levels (0: the first rules decide).
+std::string shorten(const std::string& name, std::size_t width, int keep) {
   if (display_width(name) <= width) return name;
   std::string s = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
   // The parameter list: the last top-level "(...)" group that ends the name.
@@ -72,12 +77,38 @@ std::string short_signature(const std::string& name, std::size_t width) {
       }
     }
   }
+  if (keep > 0) return cut_middle(display_width(s) > width ? collapse_templates(s, keep) : s, width);
   if (display_width(s) > width) s = collapse_templates(s, 1);
   // A short name ahead of its template arguments (cutlass::Kernel<cutlass_80_tensorop_s1688gemm_...>)
   // says what runs in them: they stay, cut in the middle, rather than fold away.
   const std::size_t ident = display_width(s.substr(0, s.find('<')));
   if (display_width(s) > width && 2 * ident >= width) s = collapse_templates(s, 0);
   return cut_middle(s, width);
+}
+
+}  // namespace
+
+std::string short_signature(const std::string& name, std::size_t width) { return shorten(name, width, 0); }
+
+std::vector<std::string> short_signatures(const std::vector<std::string>& names, std::size_t width) {
+  std::vector<std::string> out;
+  for (const std::string& n : names) out.push_back(short_signature(n, width));
+  // Distinct names shown alike (at::native::vectorized_elementwise_kernel<...> of two functors) keep
+  // one more level of template arguments each round until they differ.
+  for (int keep = 1; keep <= 4; ++keep) {
+    std::map<std::string, std::vector<std::size_t>> shown;
+    for (std::size_t k = 0; k < out.size(); ++k) shown[out[k]].push_back(k);
+    bool alike = false;
+    for (const auto& [text, rows] : shown) {
+      std::set<std::string> whole;
+      for (std::size_t k : rows) whole.insert(names[k]);
+      if (whole.size() < 2) continue;
+      alike = true;
+      for (std::size_t k : rows) out[k] = shorten(names[k], width, keep);
+    }
+    if (!alike) break;
+  }
+  return out;
 }
 
 namespace {
@@ -143,20 +174,26 @@ void text_table(std::string& out, const Table& t) {
       if (widest == n) break;
       w[widest] -= std::min(w[widest] - 8, total() - kWidth);
     }
-    auto line = [&](const std::vector<std::string>& cells, bool header) {
+    std::vector<std::string> signatures;
+    if (t.signature_column < n) {
+      for (std::size_t r = 0; r < shown; ++r) signatures.push_back(t.rows[r][t.signature_column]);
+      signatures = short_signatures(signatures, w[t.signature_column]);
+    }
+    auto line = [&](const std::vector<std::string>& cells, std::size_t row) {
       std::string l = " ";
       for (std::size_t c = 0; c < n; ++c) {
-        const bool signature = !header && c == t.signature_column;
-        l += " " + pad(signature ? short_signature(cells[c], w[c]) : fit(cells[c], w[c], c == 0), w[c], t.numeric[c]);
+        const bool signature = row < signatures.size() && c == t.signature_column;
+        l += " " + pad(signature ? signatures[row] : fit(cells[c], w[c], c == 0), w[c], t.numeric[c]);
       }
       while (!l.empty() && l.back() == ' ') l.pop_back();
       out += l + "\n";
     };
-    line(t.headers, true);
+    constexpr std::size_t kNoRow = static_cast<std::size_t>(-1);
+    line(t.headers, kNoRow);
     std::vector<std::string> rule;
     for (std::size_t c = 0; c < n; ++c) rule.push_back(std::string(w[c], '-'));
-    line(rule, true);
-    for (std::size_t r = 0; r < shown; ++r) line(t.rows[r], false);
+    line(rule, kNoRow);
+    for (std::size_t r = 0; r < shown; ++r) line(t.rows[r], r);
   }
   if (shown < t.rows.size())
     out += "  ... " + std::to_string(t.rows.size() - shown) + " more rows (all of them with --format csv or json)\n";
@@ -254,12 +291,15 @@ std::string render_markdown(const Document& d) {
     for (std::size_t c = 0; c < t.headers.size(); ++c) out += t.numeric[c] ? " ---: |" : " --- |";
     out += "\n";
     const std::size_t shown = t.text_rows ? std::min(t.text_rows, t.rows.size()) : t.rows.size();
+    std::vector<std::string> signatures;
+    if (t.signature_column < t.headers.size()) {
+      for (std::size_t r = 0; r < shown; ++r) signatures.push_back(t.rows[r][t.signature_column]);
+      signatures = short_signatures(signatures, kSignatureWidth);
+    }
     for (std::size_t r = 0; r < shown; ++r) {
       out += "|";
-      for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
-        const std::string& cell = t.rows[r][c];
-        out += " " + md_cell(c == t.signature_column ? short_signature(cell, kSignatureWidth) : cell) + " |";
-      }
+      for (std::size_t c = 0; c < t.rows[r].size(); ++c)
+        out += " " + md_cell(c == t.signature_column ? signatures[r] : t.rows[r][c]) + " |";
       out += "\n";
     }
     if (shown < t.rows.size())

@@ -64,5 +64,8 @@ std::size_t display_width(const std::string& s);
 // from the start and the rest from the end, where a kernel's variants differ
 // (..._unweighted_kernel_cta_per_row_1 and ..._weighted_kernel_warp_per_row_1). Unchanged when it fits.
 std::string short_signature(const std::string& name, std::size_t width);
+// short_signature() of each name, but distinct names it would show alike keep one more level of
+// template arguments at a time (up to 4) until they differ: the cells of one column.
+std::vector<std::string> short_signatures(const std::vector<std::string>& names, std::size_t width);
 
 }  // namespace traintime::report
