@@ -89,6 +89,7 @@ void do_initialize() {
     if (exports_symbol(self, "InitializeInjectionNvtx2"))
       claim_injection_var("NVTX_INJECTION64_PATH", self, id);
   }
+  note_process_root();
   publish(s);
 }
 

@@ -123,6 +123,10 @@ core::RegionRegistry* registry();  // creates it on first use; null when profili
 
 // Start-up (constructor.cpp): idempotent, cheap, no threads, no signal handlers.
 void initialize();
+// nothing_recorded.cpp, from the constructor: marks the process the user started under the
+// preload for its children (TRAINTIME_ROOT_PID) and, in that process, registers the exit check
+// that says in one line when the whole job recorded nothing.
+void note_process_root();
 // Publishes the session made by initialize() (null when disabled) and wires the adapters to it.
 void publish(Session* s);
 

@@ -277,9 +277,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 // TRAINTIME_* names that are not settings of the library but are still the project's own: the
-// job id the library hands to its child processes, and the build and test scripts' variables.
+// job id and the root process's pid the library hands to its child processes, and the build and
+// test scripts' variables.
 constexpr std::string_view kOtherProjectVars[] = {
-    "TRAINTIME_JOB_ID", "TRAINTIME_BUILD_DIR", "TRAINTIME_JOBS", "TRAINTIME_TEST_JOBS",
+    "TRAINTIME_JOB_ID", "TRAINTIME_ROOT_PID", "TRAINTIME_BUILD_DIR", "TRAINTIME_JOBS", "TRAINTIME_TEST_JOBS",
     "TRAINTIME_TEST_CHROMIUM", "TRAINTIME_CI", "TRAINTIME_FUZZ_SECONDS", "TRAINTIME_PYENV_CACHE"};
 
 }  // namespace

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import warnings
 from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 __all__ = ["region", "step", "enabled", "range_start", "range_end", "set_flops", "metrics",
@@ -71,20 +72,28 @@ class _Metric(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_double)]
 
 
+# Why the API is off, when it is: the library is not in the process, TRAINTIME_DISABLE=1 turned
+# it off (the user's choice: never warned about), or it is a library this package cannot use.
+_NOT_PRELOADED = "not preloaded"
+_DISABLED = "disabled"
+_INCOMPATIBLE = "incompatible"
+
+
 def _load_api():
+    """The library's function table and, when there is none, why (one of the reasons above)."""
     try:
         getter = ctypes.CDLL(None).traintime_get_api_v1
     except (AttributeError, OSError):
-        return None  # libtraintime.so is not preloaded
+        return None, _NOT_PRELOADED
     getter.restype = ctypes.POINTER(_ApiV1)
     getter.argtypes = []
     ptr = getter()
     if not ptr:
-        return None  # TRAINTIME_DISABLE=1
+        return None, _DISABLED
     api = ptr.contents
     if api.version != 1 or api.size < _BASE_SIZE:
-        return None
-    return api
+        return None, _INCOMPATIBLE
+    return api, None
 
 
 def _has(api: Any, member: str) -> bool:
@@ -96,7 +105,8 @@ def _has(api: Any, member: str) -> bool:
 _BASE_SIZE = _ApiV1.range_start_category.offset
 
 
-_api = _load_api()
+_api, _off_reason = _load_api()
+_warned_off = False
 # Bound once: attribute access on a ctypes Structure builds a new function object each time.
 _register = _api.register_name if _api else None
 _push_id = _api.push_id if _api else None
@@ -120,6 +130,23 @@ _ids_lock = threading.Lock()
 def enabled() -> bool:
     """True when the profiler is preloaded and active in this process."""
     return _api is not None
+
+
+def _warn_inactive(what: str) -> None:
+    """Warns once per process, through :mod:`warnings`, that `what` records nothing because the
+    library is not preloaded (or is one this package cannot use); silent when the profiler is on
+    or ``TRAINTIME_DISABLE=1`` turned it off."""
+    global _warned_off
+    if _api is not None or _off_reason == _DISABLED or _warned_off:
+        return
+    _warned_off = True
+    if _off_reason == _INCOMPATIBLE:
+        why = ("the preloaded libtraintime.so has an annotation table this package cannot use; use the "
+               "Python package of the same build (annotate/python)")
+    else:
+        why = ("libtraintime.so is not preloaded; start the program with "
+               "LD_PRELOAD=/path/to/build/lib/libtraintime.so (README: Quickstart)")
+    warnings.warn("traintime: %s records nothing: %s" % (what, why), RuntimeWarning, stacklevel=3)
 
 
 def _category_value(category: Union[str, int, None]) -> int:

@@ -17,7 +17,10 @@ class Instrumenting:
         self.handle: Any = None
 
     def _start(self, model: Any, optimizer: Any, dataloader: Any = None) -> None:
-        if model is None or not traintime.enabled():
+        if not traintime.enabled():
+            traintime._warn_inactive(type(self).__module__ + ".Callback")
+            return
+        if model is None:
             return
         self.handle = instrument(model, optimizer, dataloader=dataloader, **self._options)
 

@@ -14,7 +14,8 @@ count as ``forward``.
 Keyword arguments are ``instrument``'s: ``depth``, ``tokens_per_batch``, ``backward``, ``count``,
 ``dataloader`` (``False`` leaves the loader alone). Importing this module imports nothing of
 transformers; ``Callback()`` imports it (for its ``TrainerCallback``), as the Trainer it is passed
-to has. Without the preload the callback does nothing.
+to has. Without the preload the callback does nothing and says so once (a
+``RuntimeWarning``).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ writes its own rank file. When training ends the instrumentation is taken off ag
 Keyword arguments are ``instrument``'s: ``depth``, ``tokens_per_batch``, ``backward``, ``count``.
 Works with ``lightning`` (``lightning.pytorch``) and with ``pytorch_lightning``, whichever the
 program imported; importing this module imports neither. Without the preload the callback does
-nothing.
+nothing and says so once (a ``RuntimeWarning``).
 """
 from __future__ import annotations
 

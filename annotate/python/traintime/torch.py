@@ -73,7 +73,8 @@ make PyTorch break the graph.
 
 Calling ``instrument`` again on the same model or optimizer first removes the earlier
 instrumentation, so nothing is counted twice. Everything is a no-op when libtraintime.so is not
-preloaded (the model, optimizer and loader are left untouched).
+preloaded (the model, optimizer and loader are left untouched), and ``instrument`` then says so
+once, as a ``RuntimeWarning`` (not when ``TRAINTIME_DISABLE=1`` turned the profiler off).
 """
 from __future__ import annotations
 
@@ -408,6 +409,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
     if depth < 0:
         raise ValueError("traintime: depth must be >= 0")
     if not traintime.enabled():
+        traintime._warn_inactive("traintime.torch.instrument")
         return Handle([], None, None, None, None)
     import torch
 
