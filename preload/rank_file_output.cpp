@@ -120,6 +120,13 @@ Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline) {
     m.cpu = r->summary(deadline);
   else
     m.cpu.steps.warmup = s.identity.config.warmup_steps;
+  // The newest step's end on the wall clock: the registry's clock is monotonic, read now too.
+  if (m.cpu.last_step_clock_ns > 0) {
+    const uint64_t now = mono_ns();
+    const uint64_t wall = unix_ns();
+    const uint64_t ago = now > m.cpu.last_step_clock_ns ? now - m.cpu.last_step_clock_ns : 0;
+    m.cpu.steps.last_end_unix_ns = wall > ago ? wall - ago : 0;
+  }
   m.comm = nccl::summary();  // lock-free
   m.modules = module_sections();
   m.health = nvml::summary(deadline);

@@ -173,6 +173,7 @@ json steps_json(const Steps& s) {
               {"totals", step_totals_json(s.totals)},
               {"partial_final_step", s.partial_final_step},
               {"detail", std::move(detail)}};
+  if (s.last_end_unix_ns > 0) out["last_end_unix_ns"] = s.last_end_unix_ns;
   if (s.flops_per_step > 0) {
     out["flops_per_step"] = finite(s.flops_per_step);
     out["tflops"] = finite(s.tflops);
@@ -693,6 +694,7 @@ Steps steps_from(const J& j, const Path& w) {
   s.hfu = opt_dbl(j, "hfu", w, 0);  // added after 1.0: older files read as unknown
   s.totals = step_totals_from(need(j, "totals", w), join(w, "totals"));
   s.partial_final_step = opt_bool(j, "partial_final_step", w, false);
+  s.last_end_unix_ns = opt_u64(j, "last_end_unix_ns", w, 0);  // added after 1.0: older files read as unknown
   const Path detail_w = join(w, "detail");
   each_in_opt_array(j, "detail", w, s.detail, [&](std::size_t i, const J& dj) {
     const Path dw = indexed(detail_w, i);

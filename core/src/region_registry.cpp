@@ -490,7 +490,9 @@ bool RegionRegistry::summary_until(const Deadline& deadline, CpuSummary* summary
   // as the registry and are read lock-free.
   std::vector<const ThreadState*> threads;
   CpuSummary out;
-  if (!threads_until(deadline, &threads) || !steps_.summary(deadline, &out.steps)) return false;
+  if (!threads_until(deadline, &threads) ||
+      !steps_.summary(deadline, &out.steps, &out.last_step_clock_ns))
+    return false;
   out.regions = rows_of(threads, &out.region_ids);
   const uint32_t n = path_count();
   out.path_names.resize(std::size_t{n} + 1);

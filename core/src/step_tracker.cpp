@@ -80,13 +80,14 @@ Steps StepTracker::summary() const {
   return s;
 }
 
-bool StepTracker::summary(const Deadline& deadline, Steps* out) const {
+bool StepTracker::summary(const Deadline& deadline, Steps* out, uint64_t* last_step_ns) const {
   Steps s;
   std::vector<uint64_t> walls;
   {
     std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
     if (!lock_until(lock, deadline)) return false;
     s.count = count_.load(std::memory_order_relaxed);
+    if (last_step_ns) *last_step_ns = s.count > 0 ? last_ns_ : 0;
     s.warmup = warmup_;
     s.samples = live_.totals.samples;
     s.tokens = live_.totals.tokens;

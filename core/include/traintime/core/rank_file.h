@@ -142,6 +142,9 @@ struct Steps {
   double hfu = 0;
   StepTotals totals;      // summed over every step, warm-up included
   bool partial_final_step = false;  // GPU work launched after the last tt_step
+  // Wall-clock time the newest step ended, on the writing host's clock (0: no step, or an older
+  // writer): with end_unix_ns, how long a running rank has been in its current step.
+  uint64_t last_end_unix_ns = 0;
   // Per-step detail for a bounded number of steps (index = step number).
   struct Detail {
     uint64_t index = 0;

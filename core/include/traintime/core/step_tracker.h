@@ -45,8 +45,9 @@ class StepTracker {
   // and the GPU totals, are the attribution engine's; build_rank_file joins them by index).
   Steps summary() const;
   // The same, false (and *out untouched) when the tracker's lock was not had before `deadline`
-  // (a terminating signal's write, lock_order.h).
-  bool summary(const Deadline& deadline, Steps* out) const;
+  // (a terminating signal's write, lock_order.h). `last_step_ns`, when given, gets the clock's
+  // nanoseconds (set_origin's and step's clock) when the newest step ended; 0 before the first.
+  bool summary(const Deadline& deadline, Steps* out, uint64_t* last_step_ns = nullptr) const;
 
   uint64_t warmup() const { return warmup_; }
 

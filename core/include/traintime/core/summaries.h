@@ -62,6 +62,9 @@ struct CpuSummary {
   // path with no CPU row still get their name.
   std::vector<std::string> path_names;
   Steps steps;  // CPU part: count, warmup, wall_ns, samples, tokens, rates, detail {index, wall_ns}
+  // When the newest step ended, on the registry's clock (Timebase::now_ns); 0 before the first.
+  // The writer turns it into steps.last_end_unix_ns with the file's own end time.
+  uint64_t last_step_clock_ns = 0;
   uint64_t unbalanced_pops = 0;
   // One row per thread that recorded (rank file threads[]): its tid, the process's step count
   // and its open region paths, outermost first. Threads that ended keep their row (nothing open).
