@@ -737,7 +737,8 @@ def test_report_finds_the_job_folder_below_and_takes_a_rank_file(build_dir: Path
     empty = tmp_path / "empty"
     empty.mkdir()
     lines = problems_of(run(build_dir, empty).stderr)
-    assert lines == [f"traintime-report: {empty}: no rank files (rank-*.json) in this directory or below it"], lines
+    assert len(lines) == 1 and lines[0].startswith(
+        f"traintime-report: {empty}: no rank files (rank-*.json) in this directory or below it: "), lines
 
 
 def test_a_rank_that_stopped_early_is_named_with_the_step_it_reached(build_dir: Path, tmp_path: Path) -> None:
@@ -747,12 +748,15 @@ def test_a_rank_that_stopped_early_is_named_with_the_step_it_reached(build_dir: 
     edit(d / "rank-00001.json", lambda j: j.update(snapshot=True, exit_reason="snapshot",
                                                    steps={**j["steps"], "count": 2}))
     s, _ = summary(build_dir, d)
-    assert s["stopped_ranks"] == [{"rank": 1, "host": "node-1", "state": "snapshot", "steps": 2,
-                                   "finished_ranks_steps": 4}]
+    assert s["stopped_ranks"] == [{"rank": 1, "host": "node-1", "state": "killed", "how": "killed", "steps": 2,
+                                   "evidence": "its newest file is a periodic snapshot and every other rank has ended",
+                                   "finished_ranks_steps": 4}], s["stopped_ranks"]
+    assert s["running_ranks"] == []
     flat = " ".join(run(build_dir, d).stdout.split())
-    assert ("rank 1 (host node-1) stopped at step 2 while the other ranks finished (up to step 4): its newest file is "
-            "a periodic snapshot, so it most likely died there") in flat
-    assert flat.index("Ranks that stopped early") < flat.index("Hangs:")
+    assert ("rank 1 (host node-1) killed at step 2 (the other ranks reached up to step 4): its newest file is "
+            "a periodic snapshot and every other rank has ended") in flat
+    # The headline: before anything else in the diagnosis.
+    assert flat.index("DIAGNOSIS Ranks that died:") < flat.index("Run:") < flat.index("Hangs:")
 
 
 def test_device_simulated_top_kernels_and_no_empty_rates(build_dir: Path, tmp_path: Path) -> None:
@@ -787,7 +791,7 @@ def test_watch_exits_when_every_rank_wrote_its_final_file(build_dir: Path) -> No
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("traintime-report --watch") == 1, p.stdout
     assert "every rank wrote its final file: the job ended" in p.stdout
-    assert "job golden-1: 3 of 3 ranks (0 running, from snapshots; 3 finished)" in p.stdout
+    assert "job golden-1: 3 of 3 ranks (0 running, 0 died, 3 finished)" in p.stdout
     assert "step reached: 4 on every rank" in p.stdout
     assert "Stragglers" in p.stdout and "rank 2" in p.stdout
 

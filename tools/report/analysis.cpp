@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "rank_fates.h"
 #include "traintime/core/comm_stats.h"
 
 namespace traintime::report {
@@ -160,21 +161,6 @@ double rank_step_p50(const core::RankFile& f, bool gpu) {
   }
   if (!v.empty()) return median(std::move(v));
   return gpu ? ms(f.steps.totals.gpu_busy_ns + f.steps.totals.idle_ns) / steps_of(f) : ms(f.steps.wall_ns.p50_ns);
-}
-
-// The ranks that stopped early: their newest file is a snapshot or a signal's, while some rank
-// finished normally.
-void find_stopped(Report& rep) {
-  uint64_t finished_steps = 0;
-  bool any_finished = false;
-  for (const RankView& v : rep.per_rank)
-    if (v.state == "exit") {
-      any_finished = true;
-      finished_steps = std::max(finished_steps, v.steps);
-    }
-  if (!any_finished) return;
-  for (const RankView& v : rep.per_rank)
-    if (v.state != "exit") rep.stopped.push_back({v.rank, v.host, v.state, v.steps, finished_steps});
 }
 
 bool is_simulated(const std::string& device) {
@@ -367,6 +353,7 @@ void explain_clock(const Report& rep, Straggler& s) {
 }
 
 void find_stragglers(Report& rep) {
+  rep.stragglers_measured = rep.gpu_data;
   const double step_ms = rep.steps.reference_ms();
   const double floor_ms = std::max(step_ms * 0.01, 0.001);  // 1% of a step, at least 1 us
   std::map<int64_t, Straggler> found;
@@ -738,7 +725,6 @@ Report analyze(const Job& job) {
     v.rank = f.rank;
     v.host = f.host;
     v.file = r.file;
-    v.state = f.snapshot ? "snapshot" : f.exit_reason;
     v.steps = f.steps.count;
     v.step_p50_ms = rank_step_p50(f, rep.steps.gpu);
     v.cpu_wall_p50_ms = ms(f.steps.wall_ns.p50_ns);
@@ -909,7 +895,7 @@ Report analyze(const Job& job) {
   analyze_waits(job, rep);
   find_stragglers(rep);
   find_hangs(job, rep);
-  find_stopped(rep);
+  find_rank_fates(job, rep);
   find_memory_headroom(rep);
   return rep;
 }

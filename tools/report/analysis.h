@@ -133,13 +133,18 @@ struct RankView {
   double unthrottled_own_ms = 0;
 };
 
-// A rank whose newest file is a snapshot (or a signal's) while other ranks finished: it stopped
-// early, most likely killed (SIGKILL, the OOM killer) or crashed.
-struct StoppedRank {
+// A rank whose newest file is not a normal exit's (rank_fates.h): how it ended, or that it still
+// runs. A dead rank is the report's headline.
+struct RankFate {
   int64_t rank = 0;
-  std::string host, state;
-  uint64_t steps = 0;       // the step it reached
-  uint64_t others_steps = 0;  // the most steps a finished rank reached
+  std::string host;
+  std::string state;     // "killed", "signal SIGTERM", "suspected hang" (still running), "running"
+  std::string how;       // as people read it: "killed", "stopped by SIGTERM (launcher teardown)", ...
+  std::string evidence;  // why it is taken for dead or running, one clause
+  uint64_t steps = 0;         // steps it finished
+  uint64_t others_steps = 0;  // the most steps another rank finished
+  std::optional<double> last_step_age_s;  // running: from its newest step's end to its file's time
+  bool running() const { return state == "running"; }
 };
 
 // A kernel's GPU time summed over the ranks (top_kernels of every region of every rank file).
@@ -265,11 +270,15 @@ struct Report {
   std::vector<BandwidthView> bandwidth;
   std::vector<RankView> per_rank;
   std::vector<Straggler> stragglers;  // largest cost first
+  // Whether stragglers could be looked for at all: they are found from the durations of
+  // collectives lined up across ranks and from GPU compute, so a job without GPU time has none
+  // to find (the gate calls stragglers and straggler_cost_ms "cannot be judged" then).
+  bool stragglers_measured = false;
   // Two or more stragglers: the job's step had all of them run at the median of the other ranks.
   std::vector<int64_t> straggler_group;
   double group_step_ms_without = 0;
   std::vector<Hang> hangs;
-  std::vector<StoppedRank> stopped;
+  std::vector<RankFate> fates;  // ranks not ended by a normal exit: the dead first, then running
   // The ranks whose gpu_health has NVML's memory figures, least headroom first, then those with
   // CUPTI's memory figures only, by rank.
   std::vector<MemoryHeadroom> memory;

@@ -111,8 +111,88 @@ Section memory_section(const std::vector<MemoryHeadroom>& memory) {
   return s;
 }
 
+// The order the dead are named in: what killed a rank first, then hangs, then the signals a
+// launcher sends the others once one died.
+int fate_order(const RankFate& f) {
+  if (f.state == "killed") return 0;
+  if (f.state == "suspected hang") return 1;
+  if (f.state == "signal SIGABRT") return 2;
+  return 3;
+}
+
+std::string step_range(uint64_t lo, uint64_t hi) { return lo == hi ? "step " + u(lo) : "steps " + u(lo) + ".." + u(hi); }
+
+// The headline when a rank died (rank_fates.h): each rank that did not end normally, how and at
+// which step; several ranks ended the same way (a launcher's teardown) are one line.
+void add_dead_ranks(const Report& r, Document& d) {
+  std::vector<const RankFate*> dead;
+  for (const RankFate& f : r.fates)
+    if (!f.running()) dead.push_back(&f);
+  if (dead.empty()) return;
+  std::stable_sort(dead.begin(), dead.end(),
+                   [](const RankFate* a, const RankFate* b) { return fate_order(*a) < fate_order(*b); });
+  Section s{"Ranks that died", {}};
+  for (std::size_t k = 0; k < dead.size();) {
+    std::size_t end = k;
+    while (end < dead.size() && dead[end]->how == dead[k]->how) ++end;
+    if (end - k <= 3) {
+      for (; k < end; ++k) {
+        const RankFate& f = *dead[k];
+        s.lines.push_back("rank " + i(f.rank) + " (host " + f.host + ") " + f.how + " at step " + u(f.steps) +
+                          (f.others_steps != f.steps ? " (the other ranks reached up to step " + u(f.others_steps) + ")"
+                                                     : std::string()) +
+                          (f.evidence.empty() ? std::string() : ": " + f.evidence));
+      }
+      continue;
+    }
+    std::vector<int64_t> ranks;
+    uint64_t lo = ~uint64_t{0}, hi = 0;
+    for (std::size_t m = k; m < end; ++m) {
+      ranks.push_back(dead[m]->rank);
+      lo = std::min(lo, dead[m]->steps);
+      hi = std::max(hi, dead[m]->steps);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    s.lines.push_back(u(ranks.size()) + " ranks (" + rank_list(ranks) + ") " + dead[k]->how + " at " + step_range(lo, hi));
+    k = end;
+  }
+  d.diagnosis.push_back(s);
+}
+
+// Ranks whose newest file is a snapshot or record of a process that still runs.
+void add_running_ranks(const Report& r, Document& d) {
+  std::vector<const RankFate*> running;
+  for (const RankFate& f : r.fates)
+    if (f.running()) running.push_back(&f);
+  if (running.empty()) return;
+  Section s{"Ranks still running", {}};
+  if (running.size() <= 4) {
+    for (const RankFate* f : running)
+      s.lines.push_back("rank " + i(f->rank) + " (host " + f->host + ") running at step " + u(f->steps) +
+                        (f->last_step_age_s ? ", its last step ended " + f1(*f->last_step_age_s) +
+                                                  " s before its newest record"
+                                            : std::string()) +
+                        " (" + f->evidence + ")");
+  } else {
+    uint64_t lo = ~uint64_t{0}, hi = 0;
+    const RankFate* longest = nullptr;
+    for (const RankFate* f : running) {
+      lo = std::min(lo, f->steps);
+      hi = std::max(hi, f->steps);
+      if (f->last_step_age_s && (!longest || *f->last_step_age_s > *longest->last_step_age_s)) longest = f;
+    }
+    s.lines.push_back(u(running.size()) + " ranks running, at " + step_range(lo, hi) +
+                      (longest ? "; the longest since its last step: rank " + i(longest->rank) + ", " +
+                                     f1(*longest->last_step_age_s) + " s before its newest record"
+                               : std::string()));
+  }
+  d.diagnosis.push_back(s);
+}
+
 void add_diagnosis(const Report& r, const Extras& x, Document& d) {
+  add_dead_ranks(r, d);
   add_run(r, d);
+  add_running_ranks(r, d);
   Section s{"Stragglers", {}};
   const double step = r.steps.reference_ms();
   if (r.stragglers.empty() && !r.gpu_data) {
@@ -182,15 +262,6 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   }
   d.diagnosis.push_back(g);
 
-  if (!r.stopped.empty()) {
-    Section st{"Ranks that stopped early", {}};
-    for (const StoppedRank& sr : r.stopped)
-      st.lines.push_back("rank " + i(sr.rank) + " (host " + sr.host + ") stopped at step " + u(sr.steps) +
-                         " while the other ranks finished (up to step " + u(sr.others_steps) + "): its newest file is " +
-                         (sr.state == "snapshot" ? std::string("a periodic snapshot") : "from " + sr.state) +
-                         ", so it most likely died there (killed, out of memory, or crashed)");
-    d.diagnosis.push_back(st);
-  }
 
   if (!r.memory.empty() && r.memory.front().nvml) d.diagnosis.push_back(memory_section(r.memory));
 

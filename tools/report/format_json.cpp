@@ -180,11 +180,18 @@ json summary_json(const Report& r, const Extras& x) {
                       {"near_capacity", m.nvml && m.headroom_pct < kNearCapacityPct},
                       {"allocated_peak_bytes", m.allocated_known ? json(m.allocated_peak_bytes) : json(nullptr)}});
   out["memory"] = memory;
-  json stopped = json::array();
-  for (const StoppedRank& sr : r.stopped)
-    stopped.push_back({{"rank", sr.rank}, {"host", sr.host}, {"state", sr.state}, {"steps", sr.steps},
-                       {"finished_ranks_steps", sr.others_steps}});
+  json stopped = json::array(), running = json::array();
+  for (const RankFate& fate : r.fates) {
+    if (fate.running()) {
+      running.push_back({{"rank", fate.rank}, {"host", fate.host}, {"steps", fate.steps},
+                         {"last_step_age_s", fate.last_step_age_s ? json(*fate.last_step_age_s) : json(nullptr)}});
+      continue;
+    }
+    stopped.push_back({{"rank", fate.rank}, {"host", fate.host}, {"state", fate.state}, {"how", fate.how},
+                       {"evidence", fate.evidence}, {"steps", fate.steps}, {"finished_ranks_steps", fate.others_steps}});
+  }
   out["stopped_ranks"] = stopped;
+  out["running_ranks"] = running;
   json kernels = json::array();
   for (std::size_t k = 0; k < r.kernels.size() && k < 50; ++k) {
     const KernelView& kv = r.kernels[k];

@@ -33,8 +33,9 @@ constexpr MetricDef kMetrics[] = {
     {"tflops", Unit::kCount, "achieved model TFLOP/s after warm-up, summed over ranks"},
     {"mfu_pct", Unit::kPct, "model FLOPs utilisation: summed TFLOP/s / summed GPU peaks, %"},
     {"hfu_pct", Unit::kPct, "hardware FLOPs utilisation (MFU with recompute counted), over the ranks with recompute, %"},
-    {"straggler_cost_ms", Unit::kMs, "ms per step the worst straggler costs the job (0 without one)"},
-    {"stragglers", Unit::kCount, "straggler ranks"},
+    {"straggler_cost_ms", Unit::kMs,
+     "ms per step the worst straggler costs the job (0 without one; cannot be judged when stragglers were not measured)"},
+    {"stragglers", Unit::kCount, "straggler ranks (cannot be judged when they were not measured: no GPU time)"},
     {"hangs", Unit::kCount, "hangs found (collectives some ranks never entered)"},
     {"missing_ranks", Unit::kCount, "ranks of 0..world_size-1 without a merged rank file"},
     {"dropped_records", Unit::kCount, "GPU activity records lost, summed over ranks"},
@@ -239,8 +240,13 @@ std::vector<Metric> headline_metrics(const Report& r) {
   why["mfu_pct"] = "no MFU in the rank files (model FLOPs and the GPU's peak are both needed)";
   v["hfu_pct"] = r.throughput.hfu_rank.n ? std::optional<double>(100 * r.throughput.job_hfu) : std::nullopt;
   why["hfu_pct"] = "no HFU in the rank files (it needs MFU and recompute: activation checkpointing)";
-  v["straggler_cost_ms"] = r.stragglers.empty() ? 0.0 : r.stragglers.front().cost_ms_per_step;
-  v["stragglers"] = static_cast<double>(r.stragglers.size());
+  if (r.stragglers_measured) {
+    v["straggler_cost_ms"] = r.stragglers.empty() ? 0.0 : r.stragglers.front().cost_ms_per_step;
+    v["stragglers"] = static_cast<double>(r.stragglers.size());
+  }
+  for (const char* n : {"straggler_cost_ms", "stragglers"})
+    why[n] = "stragglers were not measured: no rank has GPU time, and they are found from the GPU durations of "
+             "collectives and of compute";
   v["hangs"] = static_cast<double>(r.hangs.size());
   v["missing_ranks"] = static_cast<double>(r.missing_ranks.size());
   v["dropped_records"] = static_cast<double>(r.dropped_records);

@@ -62,6 +62,9 @@ struct Problem {
 struct RankInput {
   std::string file;  // path of the rank file
   core::RankFile data;  // regions moved into Job::regions, their top_kernels into Job::kernels
+  // Whether the process that wrote a newest file that is not final (a snapshot, a record) still
+  // runs, where this host can see it (rank_fates.h); nullopt otherwise.
+  std::optional<bool> running;
 };
 
 struct Job {

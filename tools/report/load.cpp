@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "job.h"
+#include "rank_fates.h"
 #include "traintime/core/rank_file_json.h"
 
 namespace traintime::report {
@@ -41,6 +42,13 @@ namespace {
 namespace fs = std::filesystem;
 
 enum class Kind { kRankFile, kRecord, kTrace, kOther };
+
+// What to check when a job left no rank file where it was looked for.
+const std::string kWhyNoRankFiles =
+    "is the job still running (a rank writes its file when it ends, rank-*.live while it runs, snapshots every "
+    "TRAINTIME_SNAPSHOT_SEC)? was it started with LD_PRELOAD=.../libtraintime.so (mpirun: -x LD_PRELOAD)? did it "
+    "record anything (a region, a step, CUDA work or an NCCL call; a job that records nothing ends with one "
+    "\"traintime: nothing was recorded\" line)? was TRAINTIME_OUTPUT set to another folder?";
 
 Kind kind_of(const std::string& name) {
   auto ends_with = [&](const std::string& s) {
@@ -194,7 +202,7 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
   merge_regions(acc, f);
-  acc.ranks.push_back({path, std::move(f)});
+  acc.ranks.push_back({path, std::move(f), std::nullopt});
 }
 
 class Progress {
@@ -243,7 +251,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     job.problems.push_back({dir, "no such directory (give the folder the rank files were written to, "
-                                 "TRAINTIME_OUTPUT or traintime-out/)"});
+                                 "TRAINTIME_OUTPUT or traintime-out/): " + kWhyNoRankFiles});
     return job;
   }
   if (!fs::is_directory(dir, ec)) {
@@ -293,7 +301,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
     const std::vector<std::string> below = folders_with_rank_files(dir);
     if (below.size() == 1) return load_job(below[0], options);
     if (below.empty()) {
-      job.problems.push_back({dir, "no rank files (rank-*.json) in this directory or below it"});
+      job.problems.push_back({dir, "no rank files (rank-*.json) in this directory or below it: " + kWhyNoRankFiles});
     } else {
       std::string list;
       for (std::size_t k = 0; k < below.size() && k < 8; ++k) list += (k ? ", " : "") + below[k];
@@ -395,6 +403,8 @@ Job load_job(const std::string& given, const LoadOptions& options) {
       votes = n;
       job.world_size = ws;
     }
+  for (RankInput& r : job.ranks)
+    if (r.data.snapshot) r.running = process_running(r.data);
   for (const RankInput& r : job.ranks)
     if (r.data.world_size != job.world_size)
       job.problems.push_back({r.file, "world_size " + std::to_string(r.data.world_size) + " differs from " +

@@ -70,9 +70,12 @@ int main(int argc, char** argv) {
                            ->expected(0, 1)
                            ->check(CLI::Range(0.1, 86400.0));
   app.add_flag("--once", once, "with --watch: print one screen and exit (for tests and scripts that poll)")->needs(watch);
+  app.set_version_flag("--version", std::string("traintime-report ") + TRAINTIME_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     say(std::string(e.what()) + " (see --help)");

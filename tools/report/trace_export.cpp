@@ -123,8 +123,18 @@ std::size_t export_trace(const Job& job, const std::string& out_path, std::vecto
     if (probe) with_trace.emplace_back(&r, path);
   }
   if (with_trace.empty()) {
-    problems.push_back(out_path + ": not written: no merged rank has a timeline (run with TRAINTIME_TRACE=1 to keep "
-                                  "rank-*.trace.json beside the rank files)");
+    bool gpu = false;
+    for (const RankInput& r : job.ranks) gpu = gpu || r.data.steps.totals.gpu_busy_ns > 0;
+    // Without GPU work there is nothing TRAINTIME_TRACE=1 could have kept: never send someone who
+    // ran with it back to run with it again.
+    if (!gpu)
+      problems.push_back(out_path + ": not written: no rank ran GPU work, and the trace is a timeline of GPU "
+                                    "activities (the kernels, copies and memsets TRAINTIME_TRACE=1 keeps); traintime "
+                                    "keeps no timeline of CPU regions, only their time per step (the report's regions "
+                                    "table)");
+    else
+      problems.push_back(out_path + ": not written: no merged rank has a timeline (run with TRAINTIME_TRACE=1 to keep "
+                                    "rank-*.trace.json beside the rank files)");
     return 0;
   }
   // First pass: the earliest recorded start over every rank (parsing each dump once more below

@@ -95,11 +95,17 @@ std::string watch_screen(const Job& job, const Report& r, double interval_s, con
                        : std::string()) +
        "\n";
   if (job.ranks.empty()) return s + "no rank file readable yet in " + job.dir + "\n";
-  std::size_t snapshots = 0;
-  for (const RankView& v : r.per_rank) snapshots += v.state == "snapshot" ? 1 : 0;
+  std::size_t running = 0, died = 0;
+  for (const RankFate& f : r.fates) (f.running() ? running : died) += 1;
   s += "job " + r.job_id + ": " + std::to_string(r.ranks) + " of " + std::to_string(r.world_size) + " ranks (" +
-       std::to_string(snapshots) + " running, from snapshots; " + std::to_string(r.ranks - snapshots) + " finished)" +
+       std::to_string(running) + " running, " + std::to_string(died) + " died, " +
+       std::to_string(r.ranks - running - died) + " finished)" +
        (r.missing_ranks.empty() ? "" : "; no file yet: rank(s) " + ranks_text(r.missing_ranks)) + "\n";
+  // A dead rank before anything else: the diagnosis' own words.
+  const Document d = build_document(r, Extras{});
+  for (const Section& sec : d.diagnosis)
+    if (sec.title == "Ranks that died")
+      for (const std::string& line : sec.lines) s += "DIED: " + line + "\n";
 
   // Step reached per rank: the range, and the ranks behind.
   uint64_t lo = UINT64_MAX, hi = 0;
@@ -143,7 +149,6 @@ std::string watch_screen(const Job& job, const Report& r, double interval_s, con
   }
 
   // The diagnosis so far (stragglers, hangs, ...), as the text report says it.
-  const Document d = build_document(r, Extras{});
   for (const Section& sec : d.diagnosis) {
     s += "\n" + sec.title + "\n";
     for (const std::string& line : sec.lines) s += "  " + line + "\n";

@@ -32,6 +32,10 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
+#: The project's version: CMake's ``project(traintime VERSION ...)``, as pyproject.toml says too
+#: (tests/architecture/test_version.py keeps the three equal).
+__version__ = "0.1.0"
+
 __all__ = ["region", "step", "enabled", "range_start", "range_end", "set_flops", "metrics",
            "log_to_tensorboard", "CATEGORIES"]
 
