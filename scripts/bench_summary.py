@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The table scripts/bench.sh prints: each benchmark's raw output under OUT read back, judged
-against its DESIGN §9 budget (or marked SIMULATED / smoke), with the machine it ran on.
+against its docs/design.md §9 budget (or marked SIMULATED / smoke), with the machine it ran on.
 
 Exit 0 when every benchmark produced its figures, 1 with the problems listed otherwise.
 """
@@ -350,7 +350,7 @@ else:
 rows.append(("real GPU step-time overhead", "not measurable here: needs a GPU (scripts/gpu-validate.sh)",
              "<= 1 % / 3 %", "not measured"))
 
-print(f"traintime budgets (DESIGN §9){' -- SMOKE RUN, figures not judged' if smoke else ''}")
+print(f"traintime budgets (docs/design.md §9){' -- SMOKE RUN, figures not judged' if smoke else ''}")
 print(f"machine: {cpu}, {cores} cores; load average {loadavg}")
 if float(loadavg.split()[0]) > 0.5 * cores:
     print("NOTE: the machine is busy: absolute figures are noisy; ratios measured in one run hold better")

@@ -1,8 +1,9 @@
 """Every command in README.md's bash blocks, run exactly as written (pytest; CTest label e2e).
 
 The commands run block by block in a scratch folder laid out as the README assumes: `build/` is
-this build, `traintime/` the source checkout (the C++ recipe's include path), `annotate/` a copy
-of the Python package, `train.py` and `train.cpp` a user's small annotated programs, and
+this build, `scripts/` the checkout's scripts (the quickstart's `scripts/build.sh` rebuilds this
+build, TRAINTIME_BUILD_DIR naming it, which is up to date: it only checks), `traintime/` the
+source checkout (the C++ recipe's include path), `annotate/` a copy of the Python package, `train.py` and `train.cpp` a user's small annotated programs, and
 `traintime-out/`, `old/`, `new/` hold a job's rank files for the report commands. A command that
 needs what this machine lacks (a GPU, Slurm, DeepSpeed) ends in `# needs: WHAT`: it is printed as
 skipped, never run. The environment is what a user has (HOME, PYTHONPATH as after `pip install`, PyTorch
@@ -72,6 +73,7 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
     work = tmp_path / "work"
     work.mkdir()
     (work / "build").symlink_to(build_dir)
+    (work / "scripts").symlink_to(SOURCE_DIR / "scripts")
     (work / "traintime").symlink_to(SOURCE_DIR)
     shutil.copytree(SOURCE_DIR / "annotate", work / "annotate",
                     ignore=shutil.ignore_patterns("build", "__pycache__", "*.egg-info"))
@@ -85,7 +87,7 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
     pyenv_bin = pyenv_python(build_dir).parent
     assert (pyenv_bin / "torchrun").exists(), f"{pyenv_bin}/torchrun is missing (scripts/pyenv.py builds it)"
     env = clean_env({"HOME": str(tmp_path / "home"), "PYTHONPATH": str(work / "annotate" / "python"),
-                     "OMPI_MCA_rmaps_base_oversubscribe": "1"})
+                     "OMPI_MCA_rmaps_base_oversubscribe": "1", "TRAINTIME_BUILD_DIR": str(build_dir)})
     env["PATH"] = f"{pyenv_bin}{os.pathsep}{env.get('PATH', '')}"
     (tmp_path / "home").mkdir()
 
@@ -123,3 +125,4 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
     check((work / "train").exists(), "the C++ recipe built nothing")
     check((tmp_path / "home" / ".venvs" / "traintime").is_dir(), "the venv recipe made no venv")
     check(any("torchrun" in c for c in ran) and any("mpirun" in c for c in ran), "the launcher recipes did not run")
+    check(any(c.startswith("scripts/build.sh") for c in ran), "the quickstart's build line did not run")
