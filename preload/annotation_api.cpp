@@ -168,7 +168,7 @@ const tt_api_v1 kApi = {
     sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
     api_push_category, api_pop,    api_range_start,   api_range_end, api_step,
     api_range_start_category,      api_set_flops,     api_metrics,       api_step_memory,
-    api_step_memory2,
+    api_step_memory2,              api_collective,
 };
 
 }  // namespace

@@ -128,6 +128,7 @@ Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline) {
     m.cpu.steps.last_end_unix_ns = wall > ago ? wall - ago : 0;
   }
   m.comm = nccl::summary();  // lock-free
+  m.comm.cpu = s.recorder.cpu_collectives.summary(deadline);
   m.modules = module_sections();
   m.health = nvml::summary(deadline);
   return m;

@@ -20,6 +20,7 @@
 
 #include "traintime/core/comm_stats.h"
 #include "traintime/core/config.h"
+#include "traintime/core/cpu_collectives.h"
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/lock_order.h"
 #include "traintime/core/rank_detect.h"
@@ -64,6 +65,7 @@ struct Recorder {
   std::atomic<bool> gpu_recorded{false};
   std::atomic<int64_t> comm_rank{-1};  // rank in the largest communicator (no launcher rank)
   std::atomic<int64_t> comm_world{0};
+  core::CpuCollectives cpu_collectives;  // gloo's and MPI's, as traintime.torch times them
 };
 
 // The rank file this process owns. Every field under `mu`.
@@ -179,6 +181,10 @@ void claim_locked(Session& s);
 // At the first record: creates the output directory and says now
 // (not at exit, hours later) when no rank file can be written there.
 void check_output_dir_locked(Session& s);
+
+// cpu_collectives.cpp: tt_api_v1::collective, a collective run on the CPU (gloo, MPI) as the
+// Python package timed it.
+void api_collective(const tt_collective* c) noexcept;
 
 // live_metrics.cpp. At activation: GPU figures are published when an output needs them.
 void enable_live_outputs(Session& s);

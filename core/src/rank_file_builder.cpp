@@ -103,6 +103,23 @@ void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) 
     }
     f.comm.push_back(std::move(row));
   }
+  // The collectives recorded on the CPU (gloo, MPI): rows of their own, after NCCL's, by op name,
+  // size and backend; no GPU time, so no bandwidth.
+  std::map<std::tuple<std::string, uint32_t, std::string>, CommRow> cpu_rows;
+  for (const CpuCollectives::Group& g : comm.cpu.groups)
+    for (std::size_t o = 1; o < kCommOpCount; ++o) {
+      const CpuCollectives::OpTotals& t = g.ops[o];
+      if (t.calls == 0) continue;
+      const auto op = static_cast<CommOp>(o);
+      CommRow& row = cpu_rows[{std::string(comm_op_name(op)), g.size, g.backend}];
+      row.op = op;
+      row.comm_size = g.size;
+      row.backend = g.backend;
+      row.calls += t.calls;
+      row.bytes += t.bytes;
+      row.cpu_ns += t.cpu_ns;
+    }
+  for (auto& [key, row] : cpu_rows) f.comm.push_back(std::move(row));
 }
 
 // One entry per call-table index seen by either side, in index order.
@@ -135,6 +152,18 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     }
   }
   for (auto& [index, c] : comms) f.communicators.push_back(std::move(c));
+  for (const CpuCollectives::Group& g : comm.cpu.groups) {
+    Communicator c;
+    c.id = g.id;
+    c.size = g.size;
+    c.rank = g.rank;
+    c.ops_enqueued = g.ops_enqueued;
+    c.ops_completed = g.ops_completed;
+    c.recent = g.recent;
+    c.backend = g.backend;
+    c.cpu_clock = true;
+    f.communicators.push_back(std::move(c));
+  }
 }
 
 // TFLOP/s over the measured (post-warm-up) steps, MFU against the device's peak, and HFU.
@@ -242,7 +271,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.warnings = identity.warnings;
   std::vector<const Section*> sections;
   for (const Section& m : modules) sections.push_back(&m);
-  for (const Section* s : {&cpu.section, &gpu.section, &comm.section, &health.section})
+  for (const Section* s : {&cpu.section, &gpu.section, &comm.section, &comm.cpu.section, &health.section})
     sections.push_back(s);
   for (const Section* s : sections) {
     f.warnings.insert(f.warnings.end(), s->warnings.begin(), s->warnings.end());

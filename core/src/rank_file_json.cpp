@@ -186,15 +186,20 @@ json steps_json(const Steps& s) {
 json comm_json(const CommRow& c) {
   json sizes = json::array();
   for (const SizeBucket& b : c.sizes) sizes.push_back(u64_object(b, kSizeBucketFields));
-  return {{"op", comm_op_name(c.op)},
-          {"comm_size", c.comm_size},
-          {"calls", c.calls},
-          {"bytes", c.bytes},
-          {"bytes_known", c.bytes_known},
-          {"gpu_ns", c.gpu_ns},
-          {"algbw_gbps", finite(c.algbw_gbps)},
-          {"busbw_gbps", finite(c.busbw_gbps)},
-          {"sizes", std::move(sizes)}};
+  json out = {{"op", comm_op_name(c.op)},
+              {"comm_size", c.comm_size},
+              {"calls", c.calls},
+              {"bytes", c.bytes},
+              {"bytes_known", c.bytes_known},
+              {"gpu_ns", c.gpu_ns},
+              {"algbw_gbps", finite(c.algbw_gbps)},
+              {"busbw_gbps", finite(c.busbw_gbps)},
+              {"sizes", std::move(sizes)}};
+  if (!c.backend.empty()) {  // a collective run on the CPU (gloo, MPI)
+    out["backend"] = c.backend;
+    out["cpu_ns"] = c.cpu_ns;
+  }
+  return out;
 }
 
 json communicator_json(const Communicator& c) {
@@ -216,6 +221,10 @@ json communicator_json(const Communicator& c) {
     for (const InFlightOp& op : c.in_flight)
       in_flight.push_back({{"seq", op.seq}, {"op", comm_op_name(op.op)}, {"bytes", op.bytes}});
     out["in_flight"] = std::move(in_flight);
+  }
+  if (c.cpu_clock) {
+    out["clock"] = "cpu";
+    out["backend"] = c.backend;
   }
   return out;
 }
@@ -486,6 +495,11 @@ bool opt_bool(const J& o, std::string_view k, const Path& w, bool d) {
   const auto v = find(o, k);
   return v ? as_bool(deref(v), join(w, k)) : d;
 }
+template <class J>
+std::string opt_str(const J& o, std::string_view k, const Path& w, std::string d) {
+  const auto v = find(o, k);
+  return v ? as_string(deref(v), join(w, k)) : d;
+}
 
 template <class J>
 decltype(auto) need_object(const J& o, std::string_view k, const Path& w) {
@@ -736,6 +750,9 @@ CommRow comm_from(const J& j, const Path& w) {
   each_in_opt_array(j, "sizes", w, [&](std::size_t i, const J& b) {
     c.sizes.push_back(u64_object_from(b, indexed(sw, i), kSizeBucketFields));
   });
+  // Added after 1.0: a row of collectives run on the CPU (gloo, MPI).
+  c.backend = opt_str(j, "backend", w, "");
+  c.cpu_ns = opt_u64(j, "cpu_ns", w, 0);
   return c;
 }
 
@@ -761,6 +778,9 @@ Communicator communicator_from(const J& j, const Path& w) {
     expect_object(ij, iw);
     c.in_flight.push_back({u64(ij, "seq", iw), comm_op_from_name(str(ij, "op", iw)), u64(ij, "bytes", iw)});
   });
+  // Added after 1.0: a process group whose collectives ran on the CPU.
+  c.cpu_clock = opt_str(j, "clock", w, "gpu") == "cpu";
+  c.backend = opt_str(j, "backend", w, "");
   return c;
 }
 

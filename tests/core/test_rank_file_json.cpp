@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "traintime/core/cpu_collectives.h"
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/rank_file_json.h"
 #include "traintime/core/region_registry.h"
@@ -108,6 +109,7 @@ RankFile full_rank_file() {
   f.steps.hfu = 0.1875;
   f.steps.totals = step_totals(1000);
   f.steps.partial_final_step = true;
+  f.steps.last_end_unix_ns = 1700000000500000000ull;
   Steps::Detail d;
   d.index = 11;
   d.wall_ns = 101000000;
@@ -143,6 +145,25 @@ RankFile full_rank_file() {
   comm.recent.push_back({58, CommOp::kAllReduce, 100663296, 1000, 2000});
   comm.recent.push_back({59, CommOp::kBroadcast, 4096, 3000, 3500});
   f.communicators.push_back(comm);
+  // A gloo process group's collectives, timed on the CPU by traintime.torch.
+  CommRow gloo;
+  gloo.op = CommOp::kAllReduce;
+  gloo.comm_size = 2;
+  gloo.calls = 12;
+  gloo.bytes = 897408;
+  gloo.backend = "gloo";
+  gloo.cpu_ns = 480000000;
+  f.comm.push_back(gloo);
+  Communicator group;
+  group.id = "2c5ce426926934e7";
+  group.size = 2;
+  group.rank = 1;
+  group.ops_enqueued = 12;
+  group.ops_completed = 12;
+  group.recent.push_back({12, CommOp::kAllReduce, 74784, 6325050440883, 6325084590190});
+  group.backend = "gloo";
+  group.cpu_clock = true;
+  f.communicators.push_back(group);
 
   f.memcpy["HtoD"] = {5, 500, 50};
   f.memcpy["DtoH"] = {6, 600, 60};
@@ -264,6 +285,7 @@ void check_same(const RankFile& a, const RankFile& b) {
   CHECK(s.hfu == t.hfu);
   check_step_totals(s.totals, t.totals);
   CHECK(s.partial_final_step == t.partial_final_step);
+  CHECK(s.last_end_unix_ns == t.last_end_unix_ns);
   REQUIRE(s.detail.size() == t.detail.size());
   for (std::size_t i = 0; i < s.detail.size(); ++i) {
     CHECK(s.detail[i].index == t.detail[i].index);
@@ -295,6 +317,8 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(x.gpu_ns == y.gpu_ns);
     CHECK(x.algbw_gbps == y.algbw_gbps);
     CHECK(x.busbw_gbps == y.busbw_gbps);
+    CHECK(x.backend == y.backend);
+    CHECK(x.cpu_ns == y.cpu_ns);
     REQUIRE(x.sizes.size() == y.sizes.size());
     for (std::size_t k = 0; k < x.sizes.size(); ++k) {
       CHECK(x.sizes[k].lo_bytes == y.sizes[k].lo_bytes);
@@ -313,6 +337,8 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(x.rank == y.rank);
     CHECK(x.ops_enqueued == y.ops_enqueued);
     CHECK(x.ops_completed == y.ops_completed);
+    CHECK(x.backend == y.backend);
+    CHECK(x.cpu_clock == y.cpu_clock);
     REQUIRE(x.recent.size() == y.recent.size());
     for (std::size_t k = 0; k < x.recent.size(); ++k) {
       CHECK(x.recent[k].seq == y.recent[k].seq);
@@ -906,7 +932,15 @@ TEST_CASE("docs/schema.md lists every counter the annotation and GPU sections wr
   const std::string doc = schema_doc();
   const RegionRegistry registry;
   const GpuAggregator aggregator;
-  const std::vector<Section> sections = {registry.summary().section, aggregator.summary(0).section};
+  CpuCollectives collectives;
+  const std::vector<Section> sections = {registry.summary().section, aggregator.summary(0).section,
+                                         [&] {
+                                           CpuCollective c;
+                                           c.group = "2c5ce426926934e7";
+                                           c.seq = 1;
+                                           collectives.record(c);
+                                           return collectives.summary().section;
+                                         }()};
   for (const Section& s : sections) {
     CHECK(doc.find("| `" + std::string(s.name) + "` |") != std::string::npos);
     CHECK_FALSE(s.counters.counters.empty());

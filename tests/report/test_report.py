@@ -699,8 +699,8 @@ def test_cpu_only_run_leads_with_cpu_time_and_hides_what_it_cannot_know(build_di
     for gone in ("GPU busy per category", "self GPU busy", "Wait-free bus bandwidth", "Top kernels", '"Input"',
                  "exposed comm 0.0%"):
         assert gone not in out, gone
-    assert ("not measured: stragglers are found from the GPU durations of collectives and GPU compute, and no "
-            "rank has GPU time") in flat
+    assert ("not measured: stragglers are found from the durations of collectives lined up across ranks and from "
+            "GPU compute, and no rank has GPU time or a collective traintime.torch timed on the CPU") in flat
     assert "no GPU activity record dropped" not in flat
     # step/backward's CPU time: 24, 24 and 32 ms over 4 steps on ranks 0, 1, 2 = 6, 6, 8 ms/step.
     regions = text_table(out, "Regions: CPU wall time")

@@ -197,6 +197,10 @@ void analyze_waits(const Job& job, Report& rep) {
   std::map<std::string, std::vector<Member>> by_comm;
   for (std::size_t i = 0; i < job.ranks.size(); ++i)
     for (const core::Communicator& c : job.ranks[i].data.communicators) by_comm[c.id].push_back({i, &c});
+  std::set<std::string> cpu_backends;
+  for (const auto& [id, members] : by_comm)
+    if (members.front().c->cpu_clock) cpu_backends.insert(members.front().c->backend);
+  for (const std::string& b : cpu_backends) rep.cpu_backends += (rep.cpu_backends.empty() ? "" : ", ") + b;
 
   std::vector<double> wait_ms(job.ranks.size(), 0), caused_ms(job.ranks.size(), 0);
   std::vector<uint64_t> matched(job.ranks.size(), 0), last(job.ranks.size(), 0);
@@ -235,6 +239,11 @@ void analyze_waits(const Job& job, Report& rep) {
         ++tot[entries[0].member].last;
       }
       ++rep.collectives_matched;
+      // Collectives timed on the CPU (gloo, MPI) tell who waited for whom, not the links' speed.
+      if (members[0].c->cpu_clock) {
+        ++rep.cpu_collectives_matched;
+        continue;
+      }
       const core::RecentCollective& rc = *entries[0].rc;
       BwAcc& b = bw[{op_text(rc.op), members[0].c->size, bucket_of(rc.bytes)}];
       b.op = rc.op;
@@ -353,7 +362,7 @@ void explain_clock(const Report& rep, Straggler& s) {
 }
 
 void find_stragglers(Report& rep) {
-  rep.stragglers_measured = rep.gpu_data;
+  rep.stragglers_measured = rep.gpu_data || rep.cpu_collectives_matched > 0;
   const double step_ms = rep.steps.reference_ms();
   const double floor_ms = std::max(step_ms * 0.01, 0.001);  // 1% of a step, at least 1 us
   std::map<int64_t, Straggler> found;
@@ -370,8 +379,9 @@ void find_stragglers(Report& rep) {
       Straggler& s = entry(r);
       s.cost_ms_per_step = r.caused_ms;
       s.reasons.push_back("arrived last at " + std::to_string(r.last_arrivals) + " of " +
-                          std::to_string(r.matched) + " collectives lined up across ranks; the job waited " +
-                          fmt("%.3f", r.caused_ms) + " ms/step for it alone");
+                          std::to_string(r.matched) + " collectives lined up across ranks" +
+                          (rep.gpu_data ? std::string() : " (their CPU durations on " + rep.cpu_backends + ")") +
+                          "; the job waited " + fmt("%.3f", r.caused_ms) + " ms/step for it alone");
     }
   }
   if (rep.per_rank.size() >= 2) {
@@ -870,15 +880,17 @@ Report analyze(const Job& job) {
     return a.cpu_ms.mean() > b.cpu_ms.mean();
   });
 
-  std::map<std::pair<std::string, uint32_t>, CommView> comm_rows;
+  std::map<std::tuple<std::string, std::string, uint32_t>, CommView> comm_rows;  // NCCL's ("") first
   for (const RankInput& r : job.ranks)
     for (const core::CommRow& row : r.data.comm) {
-      CommView& c = comm_rows[{op_text(row.op), row.comm_size}];
+      CommView& c = comm_rows[{row.backend, op_text(row.op), row.comm_size}];
       c.op = op_text(row.op);
       c.comm_size = row.comm_size;
+      c.backend = row.backend;
       const double n = steps_of(r.data);
       c.calls.add(static_cast<double>(row.calls) / n, r.data.rank);
       c.gpu_ms.add(ms(row.gpu_ns) / n, r.data.rank);
+      if (!row.backend.empty()) c.cpu_ms.add(ms(row.cpu_ns) / n, r.data.rank);
       c.busbw_gbps.add(row.busbw_gbps, r.data.rank);
       c.bytes += row.bytes;
       c.calls_total += row.calls;

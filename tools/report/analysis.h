@@ -66,9 +66,13 @@ struct CategoryView {
   Across busy_ms;  // GPU busy per step
 };
 
-struct CommView {  // one (op, communicator size) row merged over ranks
+struct CommView {  // one (op, communicator size, backend) row merged over ranks
   std::string op;
   uint32_t comm_size = 0;
+  // "" for NCCL; "gloo", "mpi", ... for collectives run on the CPU, as traintime.torch recorded
+  // them: their time is cpu_ms (waiting included), gpu_ms and busbw_gbps stay 0.
+  std::string backend;
+  Across cpu_ms;       // per step
   Across calls;        // per step
   Across gpu_ms;       // per step, waiting included
   Across busbw_gbps;   // as recorded: a lower bound, waiting included
@@ -270,9 +274,14 @@ struct Report {
   std::vector<BandwidthView> bandwidth;
   std::vector<RankView> per_rank;
   std::vector<Straggler> stragglers;  // largest cost first
+  // Collectives lined up across ranks from CPU durations (process groups whose collectives ran on
+  // the CPU: gloo, MPI, as traintime.torch recorded them), and their backends.
+  uint64_t cpu_collectives_matched = 0;
+  std::string cpu_backends;  // distinct, ", "-joined
   // Whether stragglers could be looked for at all: they are found from the durations of
-  // collectives lined up across ranks and from GPU compute, so a job without GPU time has none
-  // to find (the gate calls stragglers and straggler_cost_ms "cannot be judged" then).
+  // collectives lined up across ranks (GPU durations, or CPU ones of gloo and MPI collectives)
+  // and from GPU compute, so a job with neither has none to find (the gate calls stragglers and
+  // straggler_cost_ms "cannot be judged" then).
   bool stragglers_measured = false;
   // Two or more stragglers: the job's step had all of them run at the median of the other ranks.
   std::vector<int64_t> straggler_group;

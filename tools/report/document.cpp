@@ -195,9 +195,15 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   add_running_ranks(r, d);
   Section s{"Stragglers", {}};
   const double step = r.steps.reference_ms();
-  if (r.stragglers.empty() && !r.gpu_data) {
-    s.lines.push_back("not measured: stragglers are found from the GPU durations of collectives and GPU compute, "
-                      "and no rank has GPU time");
+  if (!r.stragglers_measured) {
+    s.lines.push_back("not measured: stragglers are found from the durations of collectives lined up across ranks "
+                      "and from GPU compute, and no rank has GPU time or a collective traintime.torch timed on the "
+                      "CPU (gloo, MPI)");
+  } else if (!r.gpu_data) {
+    s.lines.push_back("from the CPU durations of " + u(r.cpu_collectives_matched) + " collectives on " + r.cpu_backends +
+                      " lined up across ranks (no rank has GPU time): " +
+                      (r.stragglers.empty() ? std::string("no rank kept the others waiting")
+                                            : "the rank that arrived last kept the others waiting"));
   } else if (r.stragglers.empty()) {
     s.lines.push_back(r.collectives_matched
                           ? "none: no rank kept the others waiting (" + u(r.collectives_matched) +
@@ -345,6 +351,29 @@ void across_cells(std::vector<std::string>& row, const Across& a) {
 // The column naming the rank that holds a row's highest value.
 constexpr const char* kMaxRank = "rank of max";
 
+std::string per_call(const CommView& c) {
+  return c.bytes_known && c.calls_total ? bytes_text(static_cast<double>(c.bytes) / static_cast<double>(c.calls_total))
+                                        : "unknown";
+}
+
+// Communication of a job without GPU time: NCCL's calls and bytes as its interposers counted them,
+// and the collectives traintime.torch timed on the CPU (gloo, MPI) with their CPU time.
+Table cpu_comm_table(const Report& r, const std::string& no_gpu) {
+  Table comm = make("comm", "Communication per op and communicator size (per step, across ranks)",
+                    {{"op", false}, {"backend", false}, {"size", true}, {"calls", true}, {"bytes/call", true},
+                     {"cpu ms mean", true}, {"cpu ms max", true}, {kMaxRank, true}},
+                    "NCCL rows: calls and bytes as its interposers counted them. Other backends: the collectives "
+                    "traintime.torch timed on the CPU, from when each could start to its completion, waiting "
+                    "for the slowest rank included. " + no_gpu);
+  for (const CommView& c : r.comm) {
+    const bool cpu = !c.backend.empty();
+    comm.rows.push_back({c.op, cpu ? c.backend : "nccl", u(c.comm_size), f2(c.calls.mean()), per_call(c),
+                         cpu ? f3(c.cpu_ms.mean()) : "-", cpu ? f3(c.cpu_ms.max) : "-",
+                         cpu ? i(c.cpu_ms.max_rank) : "-"});
+  }
+  return comm;
+}
+
 }  // namespace
 
 Document build_document(const Report& r, const Extras& x) {
@@ -484,10 +513,15 @@ Document build_document(const Report& r, const Extras& x) {
                        {"gpu ms max", true}, {kMaxRank, true}, {"busbw GB/s", true}},
                       "GPU time includes waiting for the slowest rank, so this busbw (mean over ranks) is a lower "
                       "bound; see \"bandwidth\" for the wait-free figures.");
-    for (const CommView& c : r.comm)
-      comm.rows.push_back({c.op, u(c.comm_size), f2(c.calls.mean()),
-                           c.bytes_known && c.calls_total ? bytes_text(static_cast<double>(c.bytes) / static_cast<double>(c.calls_total)) : "unknown",
-                           f3(c.gpu_ms.mean()), f3(c.gpu_ms.max), i(c.gpu_ms.max_rank), f2(c.busbw_gbps.mean())});
+    for (const CommView& c : r.comm) {
+      if (!c.backend.empty()) {  // timed on the CPU (gloo, MPI): no GPU time, no bandwidth
+        comm.rows.push_back({c.op + " (" + c.backend + ", CPU " + f3(c.cpu_ms.mean()) + " ms)", u(c.comm_size),
+                             f2(c.calls.mean()), per_call(c), "-", "-", "-", "-"});
+        continue;
+      }
+      comm.rows.push_back({c.op, u(c.comm_size), f2(c.calls.mean()), per_call(c), f3(c.gpu_ms.mean()),
+                           f3(c.gpu_ms.max), i(c.gpu_ms.max_rank), f2(c.busbw_gbps.mean())});
+    }
     d.tables.push_back(comm);
 
     Table bw = make("bandwidth", "Wait-free bus bandwidth per op and message size (GB/s = 1e9 B/s)",
@@ -500,13 +534,7 @@ Document build_document(const Report& r, const Extras& x) {
                          f2(b.waitfree_busbw_gbps), f2(b.recorded_busbw_gbps)});
     d.tables.push_back(bw);
   } else if (!r.comm.empty()) {
-    Table comm = make("comm", "Communication per op and communicator size (per step, across ranks)",
-                      {{"op", false}, {"size", true}, {"calls", true}, {"bytes/call", true}},
-                      "Calls and bytes as the NCCL interposers counted them. " + no_gpu);
-    for (const CommView& c : r.comm)
-      comm.rows.push_back({c.op, u(c.comm_size), f2(c.calls.mean()),
-                           c.bytes_known && c.calls_total ? bytes_text(static_cast<double>(c.bytes) / static_cast<double>(c.calls_total)) : "unknown"});
-    d.tables.push_back(comm);
+    d.tables.push_back(cpu_comm_table(r, no_gpu));
   }
 
   Table ranks = gpu ? make("ranks", "Per rank (ms/step)",

@@ -73,7 +73,9 @@ json summary_json(const Report& r, const Extras& x) {
   for (const CommView& c : r.comm)
     comm.push_back({{"op", c.op}, {"comm_size", c.comm_size}, {"calls_per_step", across(c.calls)},
                     {"gpu_ms_per_step", across(c.gpu_ms)}, {"busbw_gbps_recorded", across(c.busbw_gbps)},
-                    {"bytes", c.bytes}, {"calls", c.calls_total}, {"bytes_known", c.bytes_known}});
+                    {"bytes", c.bytes}, {"calls", c.calls_total}, {"bytes_known", c.bytes_known},
+                    {"backend", c.backend.empty() ? json("nccl") : json(c.backend)},
+                    {"cpu_ms_per_step", c.backend.empty() ? json(nullptr) : across(c.cpu_ms)}});
   out["comm"] = comm;
   json bw = json::array();
   for (const BandwidthView& b : r.bandwidth)
@@ -81,6 +83,7 @@ json summary_json(const Report& r, const Extras& x) {
                   {"waitfree_busbw_gbps", b.waitfree_busbw_gbps}, {"recorded_busbw_gbps", b.recorded_busbw_gbps}});
   out["bandwidth"] = bw;
   out["collectives_matched"] = r.collectives_matched;
+  out["cpu_collectives_matched"] = r.cpu_collectives_matched;
 
   json ranks = json::array();
   for (const RankView& v : r.per_rank)

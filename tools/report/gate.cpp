@@ -35,7 +35,8 @@ constexpr MetricDef kMetrics[] = {
     {"hfu_pct", Unit::kPct, "hardware FLOPs utilisation (MFU with recompute counted), over the ranks with recompute, %"},
     {"straggler_cost_ms", Unit::kMs,
      "ms per step the worst straggler costs the job (0 without one; cannot be judged when stragglers were not measured)"},
-    {"stragglers", Unit::kCount, "straggler ranks (cannot be judged when they were not measured: no GPU time)"},
+    {"stragglers", Unit::kCount,
+     "straggler ranks (cannot be judged when they were not measured: no GPU time and no collective timed on the CPU)"},
     {"hangs", Unit::kCount, "hangs found (collectives some ranks never entered)"},
     {"missing_ranks", Unit::kCount, "ranks of 0..world_size-1 without a merged rank file"},
     {"dropped_records", Unit::kCount, "GPU activity records lost, summed over ranks"},
@@ -245,8 +246,8 @@ std::vector<Metric> headline_metrics(const Report& r) {
     v["stragglers"] = static_cast<double>(r.stragglers.size());
   }
   for (const char* n : {"straggler_cost_ms", "stragglers"})
-    why[n] = "stragglers were not measured: no rank has GPU time, and they are found from the GPU durations of "
-             "collectives and of compute";
+    why[n] = "stragglers were not measured: no rank has GPU time or a collective timed on the CPU (gloo, MPI), "
+             "and they are found from the durations of collectives and of GPU compute";
   v["hangs"] = static_cast<double>(r.hangs.size());
   v["missing_ranks"] = static_cast<double>(r.missing_ranks.size());
   v["dropped_records"] = static_cast<double>(r.dropped_records);
@@ -369,9 +370,10 @@ Comparison compare(const Report& now, const Report& base) {
   }
   best = 0;
   for (const CommView& c : now.comm) {
+    if (!c.backend.empty()) continue;  // collectives timed on the CPU have no GPU time to compare
     double b = 0;
     for (const CommView& o : base.comm)
-      if (o.op == c.op && o.comm_size == c.comm_size) b = o.gpu_ms.mean();
+      if (o.op == c.op && o.comm_size == c.comm_size && o.backend.empty()) b = o.gpu_ms.mean();
     if (std::fabs(c.gpu_ms.mean() - b) > best) {
       best = std::fabs(c.gpu_ms.mean() - b);
       cmp.collective = Mover{c.op + " on " + std::to_string(c.comm_size) + " ranks", c.gpu_ms.mean(), b, "GPU time"};

@@ -80,6 +80,26 @@ typedef struct tt_metric {
 } tt_metric;
 
 /*
+ * A collective the library cannot see from C, as its caller timed it: PyTorch's gloo and MPI
+ * process groups run theirs on the CPU, inside libtorch, and traintime.torch records each one
+ * (docs/schema.md: communicators[] with "clock": "cpu"). Times are CLOCK_MONOTONIC nanoseconds of
+ * the calling process. Append-only, like the table: `size` says how much of it the caller filled.
+ */
+typedef struct tt_collective {
+  uint32_t size;       /* sizeof(tt_collective) as the caller was built */
+  uint32_t group_size; /* ranks in the process group */
+  uint32_t group_rank; /* the caller's rank in it */
+  uint32_t reserved;   /* 0 */
+  const char* group;   /* the group's id: 16 hex digits, equal on every member */
+  const char* backend; /* "gloo", "mpi", ... */
+  const char* op;      /* "AllReduce", "Broadcast", ..., as the rank file's comm[].op */
+  uint64_t bytes;      /* the nccl-tests convention, as comm[].bytes */
+  uint64_t seq;        /* 1, 2, ... per group in call order: the same on every member */
+  uint64_t start_ns;   /* when it could start: issued, and the group's previous one done */
+  uint64_t end_ns;     /* when it completed, waiting for the peers included */
+} tt_collective;
+
+/*
  * The function table libtraintime.so hands out. Append-only: new members go at the end and
  * callers check `size` before using them.
  */
@@ -116,6 +136,9 @@ typedef struct tt_api_v1 {
    * alone). */
   void (*step_memory2)(uint64_t allocated_peak_bytes, uint64_t reserved_peak_bytes,
                        uint64_t allocated_bytes, uint64_t reserved_bytes, int peaks_per_step);
+  /* --- Appended in 0.5 ----------------------------------------------------------------------- */
+  /* A collective run on the CPU (tt_collective above); the process then writes a rank file. */
+  void (*collective)(const tt_collective* c);
 } tt_api_v1;
 
 /* Whether the table `api` points at has `member` (libraries older than this header lack it). */

@@ -46,6 +46,24 @@ CATEGORIES = ("forward", "backward", "optimizer", "comm", "io", "other", "recomp
 _CATEGORY_AUTO = -1
 
 
+class _Collective(ctypes.Structure):
+    """Mirror of ``tt_collective`` (append-only, like the table)."""
+
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("group_size", ctypes.c_uint32),
+        ("group_rank", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("group", ctypes.c_char_p),
+        ("backend", ctypes.c_char_p),
+        ("op", ctypes.c_char_p),
+        ("bytes", ctypes.c_uint64),
+        ("seq", ctypes.c_uint64),
+        ("start_ns", ctypes.c_uint64),
+        ("end_ns", ctypes.c_uint64),
+    ]
+
+
 class _ApiV1(ctypes.Structure):
     """Mirror of ``tt_api_v1`` (append-only in C: members are only ever added at the end)."""
 
@@ -67,6 +85,7 @@ class _ApiV1(ctypes.Structure):
         ("step_memory", ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)),
         ("step_memory2", ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
                                           ctypes.c_uint64, ctypes.c_int)),
+        ("collective", ctypes.CFUNCTYPE(None, ctypes.POINTER(_Collective))),
     ]
 
 
@@ -125,6 +144,19 @@ _metrics = _api.metrics if _has(_api, "metrics") else None
 _step_memory = _api.step_memory if _has(_api, "step_memory") else None
 # The same with the step-end figures and the peaks' scope; None with older libraries.
 _step_memory2 = _api.step_memory2 if _has(_api, "step_memory2") else None
+# A collective timed on the CPU (gloo, MPI: traintime.torch); None with older libraries.
+_collective = _api.collective if _has(_api, "collective") else None
+
+
+def _record_collective(group: str, backend: str, group_size: int, group_rank: int, op: str, nbytes: int,
+                       seq: int, start_ns: int, end_ns: int) -> None:
+    """Hands one collective run on the CPU to the library (``tt_api_v1.collective``); times are
+    ``time.monotonic_ns()``, the library's clock. Nothing without a library that takes them."""
+    if _collective is None:
+        return
+    c = _Collective(ctypes.sizeof(_Collective), group_size, group_rank, 0, group.encode("ascii"),
+                    backend.encode("ascii", "replace"), op.encode("ascii"), nbytes, seq, start_ns, end_ns)
+    _collective(ctypes.byref(c))
 _METRICS_CAPACITY = 128
 
 _ids = {}

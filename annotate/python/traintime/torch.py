@@ -39,6 +39,16 @@ Options (keyword names are the contract):
   explicit category, so a module named ``data_embed`` is never taken for I/O.
 * ``dataloader=loader``: the time the loop waits on the loader's iterator (every ``next()``)
   becomes a ``dataloader`` region in the ``io`` category.
+
+Communication the library cannot see (gloo and MPI process groups run their collectives on the
+CPU; NCCL's it interposes itself, and they are never counted twice) is timed here
+(``traintime/_torch_comm.py``): every ``torch.distributed`` collective and, for a
+``DistributedDataParallel`` model, its gradient buckets, through a communication hook that does
+what DDP's default one does, registered at the first forward when the model has none. A hook the
+user registers after ``instrument`` is wrapped (still run, and timed) instead of refused; one
+registered before is left alone, and a warning says the buckets stay untimed. Each collective is a
+``comm`` region named after its op and a record of its group, sequence number and CPU time, which
+the report lines up across ranks to name the rank the others wait for.
 * ``tokens_per_batch=``: tokens per forward call (an int), or a callable given the forward's
   arguments (``tokens_per_batch(*args, **kwargs)``; on PyTorch 1.13 ``*args`` only) that returns
   them. Without it, the tokens of a call are the element count of its first tensor argument when
@@ -85,6 +95,7 @@ import warnings
 from typing import Any, Callable, Dict, List, Optional, Union
 
 import traintime
+from traintime import _torch_comm
 
 __all__ = ["instrument", "Handle", "recompute_category"]
 
@@ -465,6 +476,10 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
                     pass  # a module whose backward cannot be hooked keeps its forward region only
     _patch_backward(torch)
     _patch_checkpoint(torch)
+    # Collectives on gloo and MPI groups (NCCL's the library sees itself): comm regions and their
+    # CPU times, and a DDP model's gradient buckets.
+    _torch_comm.patch_distributed(torch)
+    ddp_timing = _torch_comm.time_ddp(model, torch)
 
     original_step = None
     if optimizer is not None:
@@ -524,6 +539,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
 
     handle = Handle(hooks, optimizer, original_step, dataloader, loader_class)
     handle.backward_modules = backward_modules
+    handle._ddp_timing = ddp_timing
     for obj in (model, optimizer):
         if obj is not None:
             try:
@@ -543,6 +559,7 @@ class Handle:
         self._original_step = original_step
         self._dataloader = dataloader
         self._loader_class = loader_class
+        self._ddp_timing: Any = None
         #: Modules with per-module backward regions (0 on PyTorch 1.13 or without ``depth``).
         self.backward_modules = 0
 
@@ -550,6 +567,10 @@ class Handle:
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        if self._ddp_timing is not None:
+            # DDP keeps a registered hook for good: it stops timing and runs the hook it wraps.
+            self._ddp_timing.remove()
+            self._ddp_timing = None
         if self._original_step is not None:
             self._optimizer.step = self._original_step
             self._original_step = None

@@ -35,6 +35,7 @@
 //   7. leaves (nothing is taken under them but the logger's): ClientMux::out_mu_ (and the
 //      client's own buffer lock its callbacks take), RegionRegistry::mu_,
 //      StepTracker::mu_ (the live record's step sink runs under it, lock-free),
+//      CpuCollectives::mu_,
 //      cupti live_mu_, vmm_mu_ (alone in the VMM calls' callbacks), queue_mu_, BufferPool::mu_,
 //      nvml State::mu and State::live_mu (never together), nvtx g_domains_mu and g_strings_mu,
 //      support RealSymbol::mutex_, preload Live::print_mu, the snapshot and watchdog threads'

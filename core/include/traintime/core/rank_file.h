@@ -179,6 +179,11 @@ struct CommRow {
   double algbw_gbps = 0;
   double busbw_gbps = 0;
   std::vector<SizeBucket> sizes;
+  // "" for NCCL (GPU time); the process group's backend ("gloo", "mpi") for collectives run on
+  // the CPU, as traintime.torch recorded them: then cpu_ns is their CPU time, waiting included,
+  // and gpu_ns and the bandwidths are 0.
+  std::string backend;
+  uint64_t cpu_ns = 0;
 };
 
 struct RecentCollective {
@@ -205,6 +210,10 @@ struct Communicator {
   std::vector<RecentCollective> recent;
   // At most 16, oldest first; empty (and omitted from the file) when nothing is in flight.
   std::vector<InFlightOp> in_flight;
+  // A process group whose collectives ran on the CPU (CommRow::backend): its recent[] times are
+  // the CPU's (CLOCK_MONOTONIC of the rank), not CUPTI's.
+  std::string backend;
+  bool cpu_clock = false;
 };
 
 // What one application thread was inside when the file was written (hang forensics).

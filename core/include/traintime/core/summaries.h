@@ -24,6 +24,7 @@
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
 #include "traintime/core/comm_stats.h"
+#include "traintime/core/cpu_collectives.h"
 #include "traintime/core/memory_tracker.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/section.h"
@@ -118,6 +119,9 @@ struct GpuSummary {
 struct CommSummary {
   CommCallTable::Snapshot calls;  // per communicator: size, rank, stable id, counters
   Section section{"nccl"};        // the interposer's counters and warnings
+  // The collectives traintime.torch recorded on the CPU (gloo, MPI process groups), with their
+  // own section: communicators[] with "clock": "cpu" and comm[] rows with a backend.
+  CpuCollectives::Summary cpu;
 };
 
 struct HealthSummary {
