@@ -175,11 +175,9 @@ ls -l "$OUT"/rank-*.json 2>/dev/null || echo "(none)"
 echo
 label="REAL GPU"
 [ "$MODE" = sim ] && label="SIMULATED GPU"
-echo "== traintime-report $OUT ($label: the job's rank files merged; docs/report.md says what each line means)"
-"$REPORT" "$OUT" || status=1
+# The HTML report first, so that the text report, last, ends with the answer and says where it is.
 HTML="$OUT/report.html"
-if "$REPORT" "$OUT" --format html -o "$HTML"; then
-  echo
+if "$REPORT" "$OUT" --format html -o "$HTML" 2>/dev/null; then
   echo "HTML report ($label): $HTML (one self-contained file: open it in any browser)"
 else
   echo "demo.sh: the HTML report could not be written to $HTML" >&2
@@ -195,7 +193,10 @@ if [ "$MODE" = sim ]; then
   done
 fi
 
+# Last: the text report, which ends with its three-line SUMMARY (with a simulated GPU, its title
+# says so: the bottom of the output as the banner says it at the top).
 echo
-banner above
+echo "== traintime-report $OUT ($label: the job's rank files merged; docs/report.md says what each line means)"
+"$REPORT" "$OUT" || status=1
 [ "$status" -eq 0 ] || echo "demo.sh: something above failed (exit status 1)" >&2
 exit "$status"

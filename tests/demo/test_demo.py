@@ -142,6 +142,19 @@ def run_demo(args: SimpleNamespace, c: Checks) -> None:
     html = os.path.join(out_dir, "report.html")
     c.check(os.path.exists(html), "no HTML report in the output folder")
     c.check(f"HTML report (SIMULATED GPU): {html}" in out, "the demo does not say where the HTML report is")
+    # It ends with the answer: the straggler and its cost, the largest share, where the HTML is.
+    # (A line wider than 100 columns goes on in lines indented by four spaces.)
+    logical: list[str] = []
+    for l in lines:
+        if l.startswith("    ") and logical:
+            logical[-1] += " " + l.strip()
+        else:
+            logical.append(l)
+    tail = [" ".join(l.split()) for l in logical[-4:]]
+    c.check(len(tail) == 4 and tail[0].startswith("SUMMARY -- SIMULATED GPU"), f"the demo does not end with the summary: {tail}")
+    c.check(len(tail) == 4 and re.match(r"straggler: rank 3 costs the job \d+\.\d+ (ms|us)/step", tail[1]) is not None
+            and tail[2].startswith("largest share: compute, ") and tail[3] == f"HTML: {html} (the same, with charts)",
+            f"the summary's three lines: {tail}")
 
 
 def plan(args, smi_dir, build, **extra):

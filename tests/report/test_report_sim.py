@@ -82,9 +82,11 @@ def test_sim_straggler_is_named_with_its_cost(build_dir: Path, tmp_path: Path) -
         in s["stragglers"][0]["reasons"], s["stragglers"][0]["reasons"]
     assert s["stragglers"][0]["clock"]["slower"] is False
     text = " ".join(run(build_dir, out).stdout.split())
-    assert f"rank 3 (host " in text and f"the job waited {expected_ms:.3f} ms/step for it alone" in text
+    assert f"rank 3 (host " in text and "arrived last at" in text
     cost = s["stragglers"][0]["cost_ms_per_step"]
-    assert f"without rank 3: {s['stragglers'][0]['step_ms']:.2f} -> {s['stragglers'][0]['step_ms_without']:.2f} ms/step" in text
+    # One cost figure, said with what it is: the job's step had rank 3 run at its peers' median.
+    assert (f"had it run at the median of its peers, the job's step would go {s['stragglers'][0]['step_ms']:.2f} -> "
+            f"{s['stragglers'][0]['step_ms_without']:.2f} ms/step") in text
     assert run(build_dir, out, "--fail-if", f"straggler_cost_ms>{cost / 2:.4f}").returncode == 1
 
 

@@ -378,10 +378,10 @@ void find_stragglers(Report& rep) {
     if (r.caused_ms >= floor_ms && r.last_arrivals * 2 >= r.matched && r.matched > 0) {
       Straggler& s = entry(r);
       s.cost_ms_per_step = r.caused_ms;
+      s.cost_basis = "waits";
       s.reasons.push_back("arrived last at " + std::to_string(r.last_arrivals) + " of " +
                           std::to_string(r.matched) + " collectives lined up across ranks" +
-                          (rep.gpu_data ? std::string() : " (their CPU durations on " + rep.cpu_backends + ")") +
-                          "; the job waited " + fmt("%.3f", r.caused_ms) + " ms/step for it alone");
+                          (rep.gpu_data ? std::string() : " (their CPU durations on " + rep.cpu_backends + ")"));
     }
   }
   if (rep.per_rank.size() >= 2) {
@@ -398,7 +398,10 @@ void find_stragglers(Report& rep) {
       Straggler& s = entry(r);
       s.compute_ms = r.compute_ms;
       s.median_compute_ms = med;
-      if (s.cost_ms_per_step == 0) s.cost_ms_per_step = r.compute_ms - med;
+      if (s.cost_ms_per_step == 0) {
+        s.cost_ms_per_step = r.compute_ms - med;
+        s.cost_basis = "compute";
+      }
       s.reasons.push_back("GPU compute " + fmt("%.3f", r.compute_ms) + " ms/step is " +
                           fmt("%.2f", r.compute_ms / med) + "x the median " + fmt("%.3f", med) +
                           " ms/step, while the other ranks' exposed comm is " + fmt("%.3f", others_exposed) +
@@ -436,6 +439,7 @@ void find_stragglers(Report& rep) {
         if (other != rank) without = std::max(without, step_ms - std::max(0.0, excess[rank] - e));
       s.step_ms_without = std::min(step_ms, without);
       s.cost_ms_per_step = step_ms - s.step_ms_without;  // what the job would gain, not the waits it caused
+      s.cost_basis = "counterfactual";
       s.kind = found.size() == 1 ? "rank" : "group";
     }
     if (found.size() >= 2) {

@@ -193,6 +193,10 @@ struct Straggler {
   // "rank": the only straggler, slow by itself; "group": one of several slow ranks (stage
   // imbalance: Report::group_step_ms_without says what removing them together gains).
   std::string kind;
+  // What cost_ms_per_step is: "counterfactual" (the step had it run at its peers' median),
+  // "waits" (the others' waits it alone caused, without GPU step time) or "compute" (its GPU
+  // compute above the median's). The report says it in one sentence beside the one figure.
+  std::string cost_basis;
   std::vector<std::string> reasons;  // one sentence each: the evidence
   // The GPU-side cause seen in gpu_health (both 0: no clocks sampled): its median SM clock
   // against the median of the other ranks', and the clock-event reasons it reported.

@@ -189,6 +189,19 @@ void add_running_ranks(const Report& r, Document& d) {
   d.diagnosis.push_back(s);
 }
 
+// What a straggler's one cost figure is, in one sentence (Straggler::cost_basis).
+std::string cost_sentence(const Straggler& st, double step) {
+  if (st.cost_basis == "counterfactual" && st.step_ms_without > 0 && step > 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "had it run at the median of its peers, the job's step would go %.2f -> %.2f ms/step",
+                  step, st.step_ms_without);
+    return buf;
+  }
+  if (st.cost_basis == "waits")
+    return "the time the other ranks waited for it alone, in the collectives it arrived last at";
+  return "its GPU compute above the median rank's, which the others wait for in their collectives";
+}
+
 void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   add_dead_ranks(r, d);
   add_run(r, d);
@@ -200,10 +213,9 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                       "and from GPU compute, and no rank has GPU time or a collective traintime.torch timed on the "
                       "CPU (gloo, MPI)");
   } else if (!r.gpu_data) {
-    s.lines.push_back("from the CPU durations of " + u(r.cpu_collectives_matched) + " collectives on " + r.cpu_backends +
-                      " lined up across ranks (no rank has GPU time): " +
-                      (r.stragglers.empty() ? std::string("no rank kept the others waiting")
-                                            : "the rank that arrived last kept the others waiting"));
+    s.lines.push_back("measured from the CPU durations of " + u(r.cpu_collectives_matched) + " collectives on " +
+                      r.cpu_backends + " lined up across ranks (no rank has GPU time)" +
+                      (r.stragglers.empty() ? std::string(": no rank kept the others waiting") : std::string()));
   } else if (r.stragglers.empty()) {
     s.lines.push_back(r.collectives_matched
                           ? "none: no rank kept the others waiting (" + u(r.collectives_matched) +
@@ -212,17 +224,11 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                             "communicators[].recent in the files), and no rank's compute stands out");
   }
   for (const Straggler& st : r.stragglers) {
-    std::string line = "rank " + i(st.rank) + " (host " + st.host + ") costs the job " + human_ms(st.cost_ms_per_step) +
-                       "/step" + (step > 0 ? " (" + f1(st.cost_pct) + "% of the " + human_ms(step) + " median step)" : "") +
-                       ": ";
-    for (std::size_t k = 0; k < st.reasons.size(); ++k) line += (k ? "; " : "") + st.reasons[k];
-    s.lines.push_back(line);
-    if (st.step_ms_without > 0 && step > 0) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "without rank %lld: %.2f -> %.2f ms/step (%.1f%% faster), had it run at the median of its peers",
-                    static_cast<long long>(st.rank), step, st.step_ms_without, (step - st.step_ms_without) / step * 100);
-      s.lines.push_back(buf);
-    }
+    // One cost figure with what it is, then the evidence, one line each.
+    s.lines.push_back("rank " + i(st.rank) + " (host " + st.host + ") costs the job " + human_ms(st.cost_ms_per_step) +
+                      "/step" + (step > 0 ? " (" + f1(st.cost_pct) + "% of the " + human_ms(step) + " median step)" : "") +
+                      ": " + cost_sentence(st, step));
+    for (const std::string& why : st.reasons) s.lines.push_back("  " + why);
   }
   if (!r.straggler_group.empty() && step > 0) {
     std::string ranks;
@@ -374,6 +380,60 @@ Table cpu_comm_table(const Report& r, const std::string& no_gpu) {
   return comm;
 }
 
+// The largest share of the step: of the GPU step span (compute, exposed comm, idle, io and other),
+// or without GPU time, the top-level region with the most CPU wall time per step (a region named
+// "step" is the step itself: its children are the top level then).
+std::string largest_share(const Report& r) {
+  if (r.gpu_data) {
+    std::vector<std::pair<double, std::string>> shares = {
+        {r.compute_pct, "compute"}, {r.exposed_comm_pct, "exposed comm"}, {r.idle_pct, "idle"},
+        {std::max(0.0, 100.0 - r.compute_pct - r.exposed_comm_pct - r.idle_pct), "io and other"}};
+    std::stable_sort(shares.begin(), shares.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    return shares[0].second + ", " + f1(shares[0].first) + "% of the GPU step span (then " + shares[1].second + " " +
+           f1(shares[1].first) + "%, " + shares[2].second + " " + f1(shares[2].first) + "%)";
+  }
+  const double step = r.steps.wall.p50;
+  std::vector<const RegionAcross*> top;
+  for (const RegionAcross& ra : r.regions) {
+    std::string path = ra.path;
+    if (path.size() > 5 && (path.compare(0, 5, "step/") == 0 || path.compare(0, 5, "Step/") == 0)) path = path.substr(5);
+    if (path.find('/') != std::string::npos || path == "step" || path == "Step" || ra.cpu_ms.mean() <= 0) continue;
+    top.push_back(&ra);
+  }
+  std::stable_sort(top.begin(), top.end(),
+                   [](const RegionAcross* a, const RegionAcross* b) { return a->cpu_ms.mean() > b->cpu_ms.mean(); });
+  if (top.empty() || step <= 0) return "not known: no region with CPU time, or no step after warm-up";
+  const bool named = top[0]->path == top[0]->category;  // "backward" is already its category
+  std::string s = top[0]->path + (named ? "" : " (" + top[0]->category + ")") + ", " +
+                  f1(top[0]->cpu_ms.mean() / step * 100) +
+                  "% of the median step's CPU wall time";
+  if (top.size() > 1) s += " (then " + top[1]->path + " " + f1(top[1]->cpu_ms.mean() / step * 100) + "%)";
+  return s;
+}
+
+// The report's answer in three lines (Document::summary).
+void add_summary(const Report& r, const Extras& x, Document& d) {
+  d.summary.title = r.simulated ? "SUMMARY -- SIMULATED GPU, CUDA, CUPTI and NCCL (simgpu): every GPU number too"
+                                : "SUMMARY";
+  const double step = r.steps.reference_ms();
+  if (!r.stragglers_measured)
+    d.summary.lines.push_back("straggler: not measured (no GPU time, and no collective timed on the CPU)");
+  else if (r.stragglers.empty())
+    d.summary.lines.push_back("straggler: none (no rank kept the others waiting)");
+  else
+    d.summary.lines.push_back("straggler: rank " + i(r.stragglers[0].rank) + " costs the job " +
+                              human_ms(r.stragglers[0].cost_ms_per_step) + "/step" +
+                              (step > 0 ? " (" + f1(r.stragglers[0].cost_pct) + "% of the " + human_ms(step) +
+                                              " median step)"
+                                        : std::string()) +
+                              (r.stragglers.size() > 1 ? "; " + u(r.stragglers.size() - 1) + " more in the diagnosis"
+                                                       : std::string()));
+  d.summary.lines.push_back("largest share: " + largest_share(r));
+  d.summary.lines.push_back(x.html_path.empty()
+                                ? "HTML: traintime-report " + r.dir + " --format html -o report.html (the same, with charts)"
+                                : "HTML: " + x.html_path + " (the same, with charts)");
+}
+
 }  // namespace
 
 Document build_document(const Report& r, const Extras& x) {
@@ -448,8 +508,7 @@ Document build_document(const Report& r, const Extras& x) {
   if (!r.mfu_missing_why.empty()) tp.note += " MFU '-': " + r.mfu_missing_why + ".";
   if (gpu && !tp.rows.empty())
     tp.note += " Rates are the ranks' own, over their CPU wall time between steps.";
-  if (tp.rows.empty())
-    tp.note = "No rates: the job gave tt_step no samples or tokens (and no model FLOPs).";
+  tp.empty_why = "the job gave tt_step no samples or tokens, and no model FLOPs";
   d.tables.push_back(tp);
 
   if (gpu) {
@@ -641,11 +700,23 @@ Document build_document(const Report& r, const Extras& x) {
                     {"spread %", true}, {"beyond spread", false}},
                    "spread = the metric's own step-to-step spread (p90 - p50) / p50, the larger of the two runs (rates: "
                    "the step time's); beyond spread: |change %| is larger; '-' where the metric has no per-step values.");
-    for (const MetricChange& m : x.comparison->metrics)
+    std::vector<std::string> neither;  // measured in neither run: a row of n/a says nothing
+    for (const MetricChange& m : x.comparison->metrics) {
+      if (!m.now && !m.base) {
+        neither.push_back(m.name);
+        continue;
+      }
       c.rows.push_back({m.name, m.now ? human(*m.now, m.unit) : "n/a", m.base ? human(*m.base, m.unit) : "n/a",
                         m.change ? (*m.change > 0 ? "+" : "") + human(*m.change, m.unit) : "n/a",
                         m.change_pct ? f1(*m.change_pct) : "n/a", m.spread_pct ? f1(*m.spread_pct) : "-",
                         m.beyond_spread ? (*m.beyond_spread ? "yes" : "no") : "-"});
+    }
+    if (!neither.empty()) {
+      std::string names;
+      for (const std::string& n : neither) names += (names.empty() ? "" : ", ") + n;
+      c.note += " Left out, measured in neither run: " + names + ".";
+    }
+    c.empty_why = "no metric was measured in either run";
     d.tables.push_back(c);
   }
 
@@ -664,6 +735,7 @@ Document build_document(const Report& r, const Extras& x) {
   }
   w.as_lines = true;
   w.text_rows = 50;
+  w.empty_why = "no rank file has one";
   d.tables.push_back(w);
 
   Table p = make("problems", "Input problems (each file named; the rest is still reported)",
@@ -672,8 +744,24 @@ Document build_document(const Report& r, const Extras& x) {
   for (const std::string& a : r.aux_files) p.rows.push_back({a, "aux file: listed, not merged as a rank"});
   p.as_lines = true;
   p.text_rows = 200;
+  p.empty_why = "every file was read and merged";
   d.tables.push_back(p);
+  add_summary(r, x, d);
   return d;
+}
+
+std::vector<const Table*> shown_tables(const Document& d, std::string* left_out) {
+  std::vector<const Table*> shown;
+  std::string out;
+  for (const Table& t : d.tables) {
+    if (!t.rows.empty() || t.empty_why.empty()) {
+      shown.push_back(&t);
+      continue;
+    }
+    out += (out.empty() ? "" : "; ") + t.id + " (" + t.empty_why + ")";
+  }
+  if (left_out) *left_out = out.empty() ? "" : "Left out, nothing to show for this job: " + out + ".";
+  return shown;
 }
 
 }  // namespace traintime::report

@@ -351,6 +351,10 @@ std::string render_html(const Document& d, const Report& r) {
   if (r.simulated)
     s += "<p class=\"sim\" id=\"simulated\">SIMULATED GPU: these rank files come from simgpu, a simulation of CUDA, "
          "CUPTI and NCCL. Every GPU number on this page is simulated, not measured on hardware.</p>\n";
+  // The answer first: the straggler, the largest share (its HTML line is this page).
+  s += "<section id=\"summary\"><h2>The answer</h2><ul>";
+  for (std::size_t k = 0; k + 1 < d.summary.lines.size(); ++k) s += "<li>" + escape(d.summary.lines[k]) + "</li>";
+  s += "</ul></section>\n";
   s += "<section id=\"diagnosis\"><h2>Diagnosis</h2>";
   for (const Section& sec : d.diagnosis) {
     s += "<h3>" + escape(sec.title) + "</h3><ul>";
@@ -358,7 +362,9 @@ std::string render_html(const Document& d, const Report& r) {
     s += "</ul>";
   }
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>" + charts(r) + "</section>\n";
-  for (const Table& t : d.tables) s += table_html(t) + "\n";
+  std::string left_out;
+  for (const Table* t : shown_tables(d, &left_out)) s += table_html(*t) + "\n";
+  if (!left_out.empty()) s += "<p class=\"note\" id=\"left-out\">" + escape(left_out) + "</p>\n";
   // Marks the page as rendered with its chart count (the headless-browser test reads it back).
   s += "<script>document.body.setAttribute('data-charts', String(document.querySelectorAll('svg.chart').length));"
        "</script>\n</body></html>\n";

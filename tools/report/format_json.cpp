@@ -150,7 +150,7 @@ json summary_json(const Report& r, const Extras& x) {
                   {"cost_pct_of_step", s.cost_pct}, {"last_arrivals", s.last_arrivals},
                   {"collectives_matched", s.matched}, {"step_ms", r.steps.reference_ms()},
                   {"step_ms_without", s.step_ms_without > 0 ? json(s.step_ms_without) : json(nullptr)},
-                  {"kind", s.kind.empty() ? json(nullptr) : json(s.kind)}, {"reasons", s.reasons},
+                  {"kind", s.kind.empty() ? json(nullptr) : json(s.kind)}, {"cost_basis", s.cost_basis}, {"reasons", s.reasons},
                   {"clock", clock}});
   }
   out["stragglers"] = st;

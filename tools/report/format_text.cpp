@@ -266,7 +266,14 @@ std::string render_text(const Document& d) {
       wrap(out, sub ? l.substr(2) : l, sub ? "      " : "  - ", sub ? "        " : "    ");
     }
   }
-  for (const Table& t : d.tables) text_table(out, t);
+  std::string left_out;
+  for (const Table* t : shown_tables(d, &left_out)) text_table(out, *t);
+  if (!left_out.empty()) wrap(out, left_out, "\n", "");
+  if (!d.summary.lines.empty()) {
+    out += "\n";
+    wrap(out, d.summary.title, "", "  ");
+    for (const std::string& l : d.summary.lines) wrap(out, l, "  ", "    ");
+  }
   return out;
 }
 
@@ -279,7 +286,9 @@ std::string render_markdown(const Document& d) {
       out += (sub ? "  - " + md_cell(l.substr(2)) : "- " + md_cell(l)) + "\n";
     }
   }
-  for (const Table& t : d.tables) {
+  std::string left_out;
+  for (const Table* tp : shown_tables(d, &left_out)) {
+    const Table& t = *tp;
     out += "\n## " + md_cell(t.title) + "\n\n";
     if (t.rows.empty()) {
       out += "(none)\n";
@@ -305,6 +314,11 @@ std::string render_markdown(const Document& d) {
     if (shown < t.rows.size())
       out += "\n" + std::to_string(t.rows.size() - shown) + " more rows: all of them with `--format csv` or `json`.\n";
     if (!t.note.empty()) out += "\n_" + md_cell(t.note) + "_\n";
+  }
+  if (!left_out.empty()) out += "\n" + md_cell(left_out) + "\n";
+  if (!d.summary.lines.empty()) {
+    out += "\n## " + md_cell(d.summary.title) + "\n\n";
+    for (const std::string& l : d.summary.lines) out += "- " + md_cell(l) + "\n";
   }
   return out;
 }

@@ -36,6 +36,19 @@ bool write_file(const std::string& path, const std::string& text) {
   return true;
 }
 
+// An HTML report beside the rank files written after the newest of them (the demo writes one
+// there): the text report's summary says where it is. "" when there is none, or it is older.
+std::string current_html(const tr::Job& job) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path html = fs::path(job.dir) / "report.html";
+  const fs::file_time_type written = fs::last_write_time(html, ec);
+  if (ec) return "";
+  for (const tr::RankInput& r : job.ranks)
+    if (fs::last_write_time(r.file, ec) > written || ec) return "";
+  return html.string();
+}
+
 void print_problems(const tr::Job& job) {
   for (const tr::Problem& p : job.problems) say(p.file + ": " + p.message);
 }
@@ -145,6 +158,7 @@ int main(int argc, char** argv) {
   tr::Extras extras;
   extras.comparison = comparison ? &*comparison : nullptr;
   extras.verdicts = conditions.empty() ? nullptr : &verdicts;
+  if (format == "text" || format == "md") extras.html_path = current_html(loaded);
 
   std::string text;
   if (format == "json") {

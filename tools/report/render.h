@@ -24,6 +24,9 @@ struct Table {
   // A column of demangled C++ signatures (kernel names, up to ~2000 characters): text and md show
   // short_signature() of each, html the short form with the whole name folded under it; csv all.
   std::size_t signature_column = static_cast<std::size_t>(-1);
+  // Why the table has no row when it has none ("no rank wrote one"): text, md and html leave an
+  // empty table out and name it in one line with this (shown_tables); csv keeps every view.
+  std::string empty_why;
 };
 
 struct Section {
@@ -35,13 +38,22 @@ struct Document {
   std::string heading;             // one line: job, ranks, directory
   std::vector<Section> diagnosis;  // first in every format
   std::vector<Table> tables;
+  // The answer in three lines: the straggler and its cost, the largest share of the step, where
+  // the HTML report is. Text and md end with it; html opens with it.
+  Section summary;
 };
 
-// What the run of the tool adds to the report: the comparison and the gate's verdicts.
+// What the run of the tool adds to the report: the comparison, the gate's verdicts, and an HTML
+// report already written beside the rank files for this job (its path; "" when there is none).
 struct Extras {
   const Comparison* comparison = nullptr;
   const std::vector<Verdict>* verdicts = nullptr;
+  std::string html_path;
 };
+
+// The tables with rows, in order, and (into *left_out) one line naming each empty one and why:
+// what text, md and html show.
+std::vector<const Table*> shown_tables(const Document& d, std::string* left_out);
 
 Document build_document(const Report& r, const Extras& x);
 

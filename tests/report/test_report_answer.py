@@ -1,0 +1,109 @@
+"""The report leads with the answer (pytest; CTest label report): it ends with three lines (the
+straggler and its cost, the largest share, where the HTML is), gives each straggler one cost
+figure with a sentence saying what it is, and leaves out what is empty for this job with one line
+saying why. Names are never cut from the left, and every job gets its charts in HTML."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from reportlib import GOLDEN, copy_golden, cpu_only, edit, run, summary
+
+
+def logical_lines(text: str) -> list[str]:
+    """The text report's lines with each wrapped continuation joined: a line wider than 100
+    columns goes on indented four spaces (eight under an evidence line, itself indented six)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        if indent in (4, 8) and out:
+            out[-1] += " " + line.strip()
+        elif line.strip():
+            out.append(line)
+    return out
+
+
+def test_the_text_report_ends_with_a_three_line_summary(build_dir: Path, tmp_path: Path) -> None:
+    lines = logical_lines(run(build_dir, GOLDEN).stdout)
+    assert lines[-4] == "SUMMARY", lines[-6:]
+    assert lines[-3] == "  straggler: rank 2 costs the job 2.500 ms/step (16.7% of the 15.000 ms median step)"
+    assert lines[-2].startswith("  largest share: compute, 73.1% of the GPU step span (then exposed comm 14.0%")
+    assert lines[-1] == f"  HTML: traintime-report {GOLDEN} --format html -o report.html (the same, with charts)"
+    # With an HTML report written after the rank files, the last line says where it is.
+    d = copy_golden(tmp_path / "job")
+    html = d / "report.html"
+    assert run(build_dir, d, "--format", "html", "-o", html).returncode == 0
+    assert logical_lines(run(build_dir, d).stdout)[-1] == f"  HTML: {html} (the same, with charts)"
+    # ... and not one older than them.
+    old = time.time() - 3600
+    os.utime(html, (old, old))
+    assert logical_lines(run(build_dir, d).stdout)[-1].startswith("  HTML: traintime-report ")
+    # The Markdown ends the same way.
+    md = [line for line in run(build_dir, GOLDEN, "--format", "md").stdout.splitlines() if line.strip()]
+    assert md[-4] == "## SUMMARY" and md[-3].startswith("- straggler: rank 2 costs the job 2.500 ms/step"), md[-5:]
+
+
+def test_a_cpu_job_summary_names_its_largest_region_and_an_unmeasured_straggler(build_dir: Path,
+                                                                                tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "cpu")
+    cpu_only(d)
+    lines = logical_lines(run(build_dir, d).stdout)
+    assert lines[-3] == "  straggler: not measured (no GPU time, and no collective timed on the CPU)", lines[-4:]
+    # step/backward is the largest region below the step marker (the step itself is all of it).
+    assert re.match(r"  largest share: step/backward \(backward\), \d+\.\d% of the median step's CPU wall time "
+                    r"\(then step/forward ", lines[-2]), lines[-2]
+
+
+def test_each_straggler_has_one_cost_figure_said_in_a_sentence(build_dir: Path) -> None:
+    s, _ = summary(build_dir, GOLDEN)
+    st = s["stragglers"][0]
+    assert st["cost_basis"] == "counterfactual" and st["rank"] == 2
+    lines = logical_lines(run(build_dir, GOLDEN).stdout)
+    at = next(k for k, line in enumerate(lines) if line.startswith("  - rank 2 (host node-2) costs the job"))
+    assert lines[at] == ("  - rank 2 (host node-2) costs the job 2.500 ms/step (16.7% of the 15.000 ms median step): had "
+                         "it run at the median of its peers, the job's step would go 15.00 -> 12.50 ms/step")
+    # The evidence follows, one line each, with no second cost-like figure in the sentence.
+    assert lines[at + 1] == "      arrived last at 4 of 8 collectives lined up across ranks"
+    assert lines[at + 2].startswith("      GPU compute 14.000 ms/step is 1.40x the median")
+    assert "without rank" not in " ".join(lines) and "for it alone" not in " ".join(lines[:at + 3])
+
+
+def test_what_is_empty_for_this_job_is_left_out_with_one_line(build_dir: Path, tmp_path: Path) -> None:
+    clean = copy_golden(tmp_path / "clean")
+    for f in clean.glob("rank-*.json"):
+        edit(f, lambda j: j.update(warnings=[]))
+    text = run(build_dir, clean).stdout
+    for title in ("Warnings written in the rank files", "Input problems"):
+        assert title not in text, title
+    flat = " ".join(text.split())
+    assert ("Left out, nothing to show for this job: warnings (no rank file has one); problems (every file was read "
+            "and merged).") in flat
+    assert "(none)" not in text
+    # A job with a warning shows its table, and the line no longer names it.
+    d = copy_golden(tmp_path / "warned")
+    edit(d / "rank-00001.json", lambda j: j.update(warnings=["3 activity record(s) dropped"]))
+    text = run(build_dir, d).stdout
+    assert "Warnings written in the rank files" in text and "warnings (no rank file has one)" not in text
+    # CSV keeps every view, empty or not (a script reads a fixed set of files).
+    csv = run(build_dir, clean, "--format", "csv").stdout
+    assert "# view: warnings" in csv and "# view: problems" in csv and "# view: throughput" in csv
+
+
+def test_compare_rows_measured_in_neither_run_are_left_out(build_dir: Path, tmp_path: Path) -> None:
+    base = copy_golden(tmp_path / "base")
+    now = copy_golden(tmp_path / "now")
+    s, _ = summary(build_dir, now, "--compare", base)
+    rows = {m["metric"]: m for m in s["compare"]["metrics"]}
+    neither = [name for name, m in rows.items() if m["value"] is None and m["baseline"] is None]
+    assert "tflops" in neither and "mfu_pct" in neither, neither  # the golden files have no FLOPs
+    text = run(build_dir, now, "--compare", base).stdout
+    table = text[text.index(f"\nCompared with {base}\n") + 1:]
+    table = table[:table.index("\n\n")]
+    for name in neither:
+        assert not re.search(rf"^  {name} ", table, re.M), f"{name}: a row of n/a in\n{table}"
+    flat = " ".join(text.split())
+    assert "Left out, measured in neither run: " in flat and all(name in flat for name in neither)
+    assert re.search(r"^  step_time_p50 ", table, re.M), table
