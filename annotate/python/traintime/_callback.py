@@ -16,13 +16,14 @@ class Instrumenting:
         self._options = options
         self.handle: Any = None
 
-    def _start(self, model: Any, optimizer: Any, dataloader: Any = None) -> None:
+    def _start(self, model: Any, optimizer: Any, dataloader: Any = None, forward_method: Any = None) -> None:
         if not traintime.enabled():
             traintime._warn_inactive(type(self).__module__ + ".Callback")
             return
         if model is None:
             return
-        self.handle = instrument(model, optimizer, dataloader=dataloader, **self._options)
+        self.handle = instrument(model, optimizer, dataloader=dataloader, _forward_method=forward_method,
+                                 **self._options)
 
     def _stop(self) -> None:
         if self.handle is not None:

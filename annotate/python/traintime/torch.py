@@ -26,12 +26,18 @@ After the call, every training step shows up as
 
 Options (keyword names are the contract):
 
-* ``depth=N`` adds a region per submodule down to N levels below the model, named after the
-  module's attribute (the last part of its qualified name: ``encoder``, ``layers``, ``0``), so
-  paths read ``forward/encoder/layers``. Forward regions are opened and closed by module hooks on
+* ``depth=N`` adds a region per submodule down to N levels of the paths it produces, named after
+  the module's attribute, so paths read ``forward/encoder/layers``. A container that is never
+  called (``ModuleList``, ``ModuleDict``) spends no level, and its name stays in its children's
+  paths: on GPT-2, ``depth=2`` reaches the blocks, ``forward/transformer/h/0``. The wrappers DDP
+  (``module``), FSDP (``_fsdp_wrapped_module``), activation checkpointing
+  (``_checkpoint_wrapped_module``) and ``torch.compile`` (``_orig_mod``) put around a module spend
+  neither a level nor a name: the layer is the wrapper's (a checkpoint wrapper's re-run is
+  ``backward/recompute/<its name>``). Forward regions are opened and closed by module hooks on
   the calling thread, so the GPU work each layer launches is attributed to it. Backward hooks run
   on autograd's threads, so per-module backward regions are cross-thread ranges
-  (``traintime.range_start``), one top-level path per module such as ``backward/encoder/layers``:
+  (``traintime.range_start``), one top-level path per module such as ``backward/encoder/layers``,
+  the same path as the module's forward region:
   they carry the CPU time and the count of each module's backward; GPU work launched by
   autograd's threads stays attributed to the training thread's open region (``backward``). They
   need ``register_full_backward_pre_hook`` (PyTorch 2.0 on); on PyTorch 1.13 only the forward
@@ -88,6 +94,7 @@ once, as a ``RuntimeWarning`` (not when ``TRAINTIME_DISABLE=1`` turned the profi
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 import types
@@ -249,6 +256,58 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
         return False
 
 
+# Attributes under which a wrapper keeps the module it wraps: the same layer, one level of
+# attribute further down (FSDP1, activation checkpointing's checkpoint_wrapper, torch.compile).
+# DDP's and DataParallel's `module` is one too.
+_WRAPPED = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod")
+
+
+class _Layer:
+    """A module `instrument(depth=N)` gives a region: its region's name (the path below its
+    nearest enclosing region: "h/0" under "transformer", as a never-called container's name stays
+    in its children's paths), its path below the model ("transformer/h/0": forward/<path> and
+    backward/<path> are the same module) and whether it opens its region only when activation
+    checkpointing re-runs it (a checkpoint wrapper's inner module)."""
+
+    __slots__ = ("module", "region", "path", "recompute_only")
+
+    def __init__(self, module: Any, region: str, path: str, recompute_only: bool) -> None:
+        self.module, self.region, self.path, self.recompute_only = module, region, path, recompute_only
+
+
+def _layers(root: Any, depth: int, torch: Any) -> List[_Layer]:
+    """The layers of `root` down to `depth` levels of the paths they produce: a container that is
+    never called (ModuleList, ModuleDict) spends no level and a wrapper (DDP's module, FSDP's and
+    checkpoint_wrapper's inner module) neither, nor does it add its attribute's name."""
+    containers = tuple(c for c in (getattr(torch.nn, "ModuleList", None), getattr(torch.nn, "ModuleDict", None)) if c)
+    parallel = getattr(torch.nn, "parallel", None)
+    ddp_like = tuple(c for c in (getattr(parallel, "DistributedDataParallel", None), getattr(torch.nn, "DataParallel", None))
+                     if isinstance(c, type))
+    out: List[_Layer] = []
+
+    def walk(module: Any, path: List[str], level: int, since: List[str], own: Optional[str]) -> None:
+        # path: names below the model; since: names below the nearest module with a region;
+        # own: the region of `module` itself (None for the model, or beyond a region).
+        for name, child in module.named_children():
+            if name in _WRAPPED or (name == "module" and ddp_like and isinstance(module, ddp_like)):
+                if name == "_checkpoint_wrapped_module" and own is not None:
+                    out.append(_Layer(child, own, "/".join(path), True))
+                walk(child, path, level, since, None)
+                continue
+            below = path + [name]
+            if containers and isinstance(child, containers):
+                walk(child, below, level, since + [name], None)
+                continue
+            if level + 1 > depth:
+                continue
+            region = "/".join(since + [name])
+            out.append(_Layer(child, region, "/".join(below), False))
+            walk(child, below, level + 1, [], region)
+
+    walk(root, [], 0, [], None)
+    return out
+
+
 class _RegionStack(threading.local):
     """Per thread: the regions this instrumentation opened, innermost last."""
 
@@ -257,15 +316,16 @@ class _RegionStack(threading.local):
 
 
 def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Optional[Callable[..., None]],
-                   with_kwargs: bool, always_call: bool) -> List[Any]:
+                   with_kwargs: bool, always_call: bool, recompute_only: bool = False) -> List[Any]:
     """A pre/post hook pair around `module`'s forward that opens and closes a region `name`:
     category forward, or recompute while activation checkpointing re-runs it (then `on_enter`,
-    which counts samples and tokens, is not called)."""
+    which counts samples and tokens, is not called). `recompute_only`: only in the re-run (a
+    checkpoint wrapper's inner module, whose forward region is the wrapper's)."""
     forward_region = traintime.region(name, category="forward")
     recompute_region = traintime.region(name, category=recompute_category())
 
     def enter(args: Any, kwargs: Any) -> None:
-        if _is_compiling():
+        if _is_compiling() or (recompute_only and not _recompute.depth):
             return
         if _recompute.depth:
             recompute_region.__enter__()
@@ -407,14 +467,56 @@ def _nothing() -> None:
     pass
 
 
+def _batch_tensor(value: Any, torch: Any) -> Any:
+    """The tensor a batch's samples are counted from: the batch itself, else the first tensor in
+    it (a dict's ``input_ids`` first), looked for in tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, dict):
+        items = ([value["input_ids"]] if "input_ids" in value else []) + list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        return None
+    for item in items:
+        t = _batch_tensor(item, torch)
+        if t is not None:
+            return t
+    return None
+
+
+class _MethodRegion:
+    """`obj.<name>` (a bound method, e.g. a LightningModule's training_step) run inside `region`,
+    with `on_enter` called with its arguments first; remove() puts the method back."""
+
+    def __init__(self, obj: Any, name: str, region: Any, on_enter: Callable[..., None]) -> None:
+        original = getattr(obj, name)
+
+        @functools.wraps(original)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if _is_compiling():
+                return original(*args, **kwargs)
+            with region:
+                on_enter(args, kwargs)
+                return original(*args, **kwargs)
+
+        object.__setattr__(obj, name, run)  # an instance attribute: nn.Module's __setattr__ is not needed
+        self.obj, self.name = obj, name
+
+    def remove(self) -> None:
+        self.obj.__dict__.pop(self.name, None)
+
+
 def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader: Any = None,
                tokens_per_batch: TokensPerBatch = None, backward: bool = True, count: bool = True,
-               step: bool = True, reset_peak_memory: bool = False) -> "Handle":
+               step: bool = True, reset_peak_memory: bool = False, _forward_method: Optional[str] = None) -> "Handle":
     """Adds forward/backward/optimizer regions, step marks and, on request, per-module and
     data-loading regions to a PyTorch training loop (see the module's documentation).
 
     Returns a handle whose ``remove()`` takes it all off again (the backward wrapper stays: it
-    is shared by every instrumented model).
+    is shared by every instrumented model). ``_forward_method`` (the Lightning callback's): the
+    forward region is that method of the model (``training_step``), samples and tokens counted
+    from its first argument, the batch, instead of the model's own forward.
     """
     global _is_compiling
     if depth < 0:
@@ -439,8 +541,11 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
     def on_model_enter(args: Any, kwargs: Any) -> None:
         if not count:
             return
-        t = _first_tensor(args, torch)
-        if t is None and kwargs:  # model(**batch), as Hugging Face's Trainer calls it
+        if _forward_method:  # training_step(batch, batch_idx): the batch
+            t = _batch_tensor(args[0] if args else kwargs.get("batch"), torch)
+        else:
+            t = _first_tensor(args, torch)
+        if t is None and kwargs and not _forward_method:  # model(**batch), as Hugging Face's Trainer calls it
             t = kwargs.get("input_ids")
             if not isinstance(t, torch.Tensor):
                 t = _first_tensor(kwargs.values(), torch)
@@ -454,23 +559,24 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
         else:
             counts["tokens"] += int(tokens_per_batch)
 
-    hooks = _forward_hooks(model, "forward", stack, on_model_enter, with_kwargs, always_call)
+    if _forward_method:
+        hooks: List[Any] = [_MethodRegion(model, _forward_method, traintime.region("forward", category="forward"),
+                                          on_model_enter)]
+    else:
+        hooks = _forward_hooks(model, "forward", stack, on_model_enter, with_kwargs, always_call)
     backward_modules = 0
     if depth > 0:
         # A torch.compile'd model (OptimizedModule): its layers are those of the original. Its
         # compiled code cannot run full backward hooks, so it gets no per-module backward ranges.
         inner = getattr(model, "_orig_mod", model)
         can_backward = backward and hasattr(model, "register_full_backward_pre_hook") and inner is model
-        for qualified, module in inner.named_modules():
-            if not qualified or qualified.count(".") + 1 > depth:
-                continue
-            name = qualified.rsplit(".", 1)[-1]
-            hooks += _forward_hooks(module, name, stack, None, False, always_call)
+        for layer in _layers(inner, depth, torch):
+            hooks += _forward_hooks(layer.module, layer.region, stack, None, False, always_call, layer.recompute_only)
             # Full backward hooks wrap a module's inputs and outputs, which PyTorch refuses for
             # in-place activations: modules without parameters (ReLU, Dropout) get none.
-            if can_backward and any(True for _ in module.parameters()):
+            if not layer.recompute_only and can_backward and any(True for _ in layer.module.parameters()):
                 try:
-                    hooks += _backward_range_hooks(module, "backward/" + qualified.replace(".", "/"))
+                    hooks += _backward_range_hooks(layer.module, "backward/" + layer.path)
                     backward_modules += 1
                 except Exception:
                     pass  # a module whose backward cannot be hooked keeps its forward region only
