@@ -712,8 +712,10 @@ def test_cpu_only_run_leads_with_cpu_time_and_hides_what_it_cannot_know(build_di
     ranks = text_table(out, "Per rank")
     assert ranks["0"][1:] == ["node-0", "4", f3(16.0), "exit"], ranks["0"]  # walls 15 16 17 20: the 2nd of 4
     html = run(build_dir, d, "--format", "html").stdout
-    assert "the charts of GPU time (breakdown per rank, bus bandwidth, collective waits) are left out" in html
-    assert 'id="chart-breakdown"' not in html and 'id="chart-steps"' in html
+    assert "the charts of GPU time (bus bandwidth, GPU breakdown) are left out" in html
+    # The per-rank chart is of CPU time by region; no bandwidth or GPU breakdown chart.
+    assert "CPU time per step by rank: its top-level regions" in html and 'id="chart-steps"' in html
+    assert 'id="chart-bandwidth"' not in html and "GPU time per step by rank" not in html
 
 
 def test_report_finds_the_job_folder_below_and_takes_a_rank_file(build_dir: Path, tmp_path: Path) -> None:

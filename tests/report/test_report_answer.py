@@ -107,3 +107,77 @@ def test_compare_rows_measured_in_neither_run_are_left_out(build_dir: Path, tmp_
     flat = " ".join(text.split())
     assert "Left out, measured in neither run: " in flat and all(name in flat for name in neither)
     assert re.search(r"^  step_time_p50 ", table, re.M), table
+
+
+def test_long_region_names_wrap_and_are_never_cut_from_the_left(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "long")
+    long_path = "step/forward/" + "/".join(f"encoder_block_{k}" for k in range(8)) + "/self_attention/qkv_projection"
+
+    def rename(doc: dict) -> None:
+        doc["regions"][0]["path"] = long_path
+    for f in d.glob("rank-*.json"):
+        edit(f, rename)
+    text = run(build_dir, d).stdout
+    assert max(len(line) for line in text.splitlines()) <= 100
+    table = text[text.index("Regions: self GPU busy"):]
+    table = table[:table.index("  Note:")]
+    # The name's parts, in order, each whole, across the cell's lines: nothing cut from its left.
+    cells = "".join(line[2:2 + table.splitlines()[2].index(" ", 2) - 1].strip() for line in table.splitlines()[3:])
+    assert long_path in cells, cells
+    assert "..." not in table, table
+
+
+def test_watch_fits_the_terminal_width(build_dir: Path) -> None:
+    env = dict(os.environ, COLUMNS="60")
+    proc = __import__("subprocess").run([str(build_dir / "bin" / "traintime-report"), str(GOLDEN), "--watch", "--once"],
+                                        capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 60, [line for line in lines if len(line) > 60]
+    flat = " ".join(proc.stdout.split())
+    assert "had it run at the median of its peers, the job's step would go 15.00 -> 12.50 ms/step" in flat
+
+
+def chart(page: str, chart_id: str) -> str:
+    start = page.index(f'<figure id="{chart_id}">')
+    return page[start:page.index("</figure>", start)]
+
+
+def test_a_job_without_gpu_time_gets_per_rank_cpu_region_charts(build_dir: Path, tmp_path: Path) -> None:
+    d = copy_golden(tmp_path / "cpu")
+    cpu_only(d)
+    out = tmp_path / "cpu.html"
+    assert run(build_dir, d, "--format", "html", "-o", out).returncode == 0
+    page = out.read_text()
+    breakdown = chart(page, "chart-breakdown")
+    # One bar segment per (rank, top-level region): step/backward's and step/forward's CPU time.
+    for rank in (0, 1, 2):
+        for region in ("step/backward", "step/forward"):
+            assert f"<title>{rank} {region}: " in breakdown, (rank, region)
+    assert "ms per step" in breakdown and "no region" not in breakdown
+
+
+def test_compare_gets_an_a_b_chart(build_dir: Path, tmp_path: Path) -> None:
+    base = copy_golden(tmp_path / "base")
+    now = copy_golden(tmp_path / "now")
+    edit(now / "rank-00000.json", lambda j: j["steps"].update(samples_per_s=j["steps"]["samples_per_s"] * 2))
+    out = tmp_path / "ab.html"
+    assert run(build_dir, now, "--compare", base, "--format", "html", "-o", out).returncode == 0
+    ab = chart(out.read_text(), "chart-compare")
+    assert "<title>step_time_p50 baseline: 100 % of the baseline</title>" in ab, ab[:2000]
+    assert "<title>step_time_p50 this run: 100 % of the baseline</title>" in ab
+    assert re.search(r"<title>samples_per_s this run: 1[0-9]{2}(\.\d+)? % of the baseline</title>", ab), ab[:3000]
+    assert "tflops" not in ab  # measured in neither run
+
+
+def test_the_step_chart_legend_tells_every_series_apart(build_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "golden.html"
+    assert run(build_dir, GOLDEN, "--format", "html", "-o", out).returncode == 0
+    steps = chart(out.read_text(), "chart-steps")
+    legend = steps[steps.index('<g class="legend">'):]
+    keys = re.findall(r'<line [^>]*stroke="(#[0-9a-f]+)"[^>]*?( stroke-dasharray="5 3")?/><text [^>]*>([^<]+)</text>',
+                      legend)
+    names = [k[2] for k in keys]
+    assert len(keys) == 6 and len(set(names)) == 6, keys  # 3 ranks' GPU span and CPU wall
+    assert len({(color, dash) for color, dash, _ in keys}) == len(keys), f"two series drawn alike: {keys}"
+    assert all(bool(dash) == name.endswith("CPU wall") for _, dash, name in keys), keys

@@ -79,7 +79,7 @@ def test_html_renders_with_empty_charts(build_dir: Path, tmp_path: Path) -> None
     assert "no per-step rows" in p.stdout
 
 
-def test_html_of_a_cpu_only_run_draws_the_step_chart_and_says_why_the_others_are_left_out(
+def test_html_of_a_cpu_only_run_draws_its_cpu_charts_and_says_why_the_others_are_left_out(
         build_dir: Path, tmp_path: Path) -> None:
     d = copy_golden(tmp_path / "cpu")
     cpu_only(d)
@@ -88,10 +88,13 @@ def test_html_of_a_cpu_only_run_draws_the_step_chart_and_says_why_the_others_are
     p = chromium(tmp_path, "--dump-dom", page.as_uri())
     dom = p.stdout
     assert "Uncaught" not in p.stderr
-    assert 'data-charts="1"' in dom, dom[:2000]  # the step-time chart only: no blank GPU charts
+    # The per-rank CPU time by region and the step time: no blank GPU charts.
+    assert 'data-charts="2"' in dom, dom[:2000]
     body = re.search(r'<figure id="chart-steps">.*?</figure>', dom, re.S).group(0)
     assert 'class="axis"' in body and 'class="legend"' in body and "step time, ms (CPU wall)" in body
-    assert "the charts of GPU time (breakdown per rank, bus bandwidth, collective waits) are left out" in dom
+    regions = re.search(r'<figure id="chart-breakdown">.*?</figure>', dom, re.S).group(0)
+    assert "CPU time per step by rank: its top-level regions" in regions and "step/backward" in regions
+    assert "the charts of GPU time (bus bandwidth, GPU breakdown) are left out" in dom
     shot = tmp_path / "cpu.png"
     chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri())
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

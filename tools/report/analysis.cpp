@@ -759,6 +759,7 @@ Report analyze(const Job& job) {
     if (v.recompute_ms > 0) rep.has_recompute = true;
     v.device = f.device_name;
     v.dropped_records = f.dropped_records;
+    v.top_cpu_ms = r.top_cpu_ms;
     std::vector<double> unthrottled_own;
     uint64_t throttle_mask = 0;
     for (const core::Steps::Detail& d : f.steps.detail) {

@@ -113,6 +113,7 @@ struct RankView {
   uint64_t dropped_records = 0;
   std::vector<std::pair<uint64_t, double>> step_ms;  // (index, ms) from steps.detail, the job's step source
   std::vector<std::pair<uint64_t, double>> cpu_wall_ms;  // (index, ms): the steps.detail rows with a CPU wall time
+  std::vector<std::pair<std::string, double>> top_cpu_ms;  // its top-level regions' CPU ms per step
   // GPU health (rank file gpu_health, NVML's samples over the run) of the rank's first device;
   // sm_clock_mhz 0: not sampled.
   double sm_clock_mhz = 0;  // median

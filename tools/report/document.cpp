@@ -394,12 +394,8 @@ std::string largest_share(const Report& r) {
   }
   const double step = r.steps.wall.p50;
   std::vector<const RegionAcross*> top;
-  for (const RegionAcross& ra : r.regions) {
-    std::string path = ra.path;
-    if (path.size() > 5 && (path.compare(0, 5, "step/") == 0 || path.compare(0, 5, "Step/") == 0)) path = path.substr(5);
-    if (path.find('/') != std::string::npos || path == "step" || path == "Step" || ra.cpu_ms.mean() <= 0) continue;
-    top.push_back(&ra);
-  }
+  for (const RegionAcross& ra : r.regions)
+    if (top_level_region(ra.path) && ra.cpu_ms.mean() > 0) top.push_back(&ra);
   std::stable_sort(top.begin(), top.end(),
                    [](const RegionAcross* a, const RegionAcross* b) { return a->cpu_ms.mean() > b->cpu_ms.mean(); });
   if (top.empty() || step <= 0) return "not known: no region with CPU time, or no step after warm-up";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "render.h"
 
@@ -79,12 +80,25 @@ std::string frame(const std::string& id, const std::string& title, const std::st
   return s;
 }
 
-std::string legend(const std::vector<std::pair<std::string, std::string>>& items) {
+// A legend entry: its name, its colour, and how its series is drawn: a filled square (bars), or
+// a line sample, solid or dashed, as the series' own line is.
+struct Key {
+  std::string name, color;
+  enum class Mark { kBox, kLine, kDashed } mark = Mark::kBox;
+};
+
+std::string legend(const std::vector<Key>& items) {
   std::string s = "<g class=\"legend\">";
   int y = kTop + 4;
-  for (const auto& [name, color] : items) {
-    s += "<rect x=\"" + std::to_string(kLeft + kPlotW + 16) + "\" y=\"" + std::to_string(y) +
-         "\" width=\"12\" height=\"12\" fill=\"" + color + "\"/>";
+  for (const Key& k : items) {
+    const std::string& name = k.name;
+    const std::string x = std::to_string(kLeft + kPlotW + 16);
+    if (k.mark == Key::Mark::kBox)
+      s += "<rect x=\"" + x + "\" y=\"" + std::to_string(y) + "\" width=\"12\" height=\"12\" fill=\"" + k.color + "\"/>";
+    else
+      s += "<line x1=\"" + x + "\" x2=\"" + std::to_string(kLeft + kPlotW + 30) + "\" y1=\"" + std::to_string(y + 6) +
+           "\" y2=\"" + std::to_string(y + 6) + "\" stroke=\"" + k.color + "\" stroke-width=\"2\"" +
+           (k.mark == Key::Mark::kDashed ? " stroke-dasharray=\"5 3\"" : "") + "/>";
     s += "<text x=\"" + std::to_string(kLeft + kPlotW + 34) + "\" y=\"" + std::to_string(y + 10) + "\" class=\"tick\">" +
          escape(name) + "</text>";
     y += 18;
@@ -132,8 +146,8 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
       s += "<text x=\"" + num(x0 + bw / 2, "%.1f") + "\" y=\"" + std::to_string(kTop + kPlotH + 16) +
            "\" text-anchor=\"middle\" class=\"tick\">" + escape(labels[k]) + "</text>";
   }
-  std::vector<std::pair<std::string, std::string>> items;
-  for (const Series& se : series) items.emplace_back(se.name, se.color);
+  std::vector<Key> items;
+  for (const Series& se : series) items.push_back({se.name, se.color});
   return s + legend(items) + "</svg></figure>";
 }
 
@@ -168,14 +182,77 @@ std::string line_chart(const std::string& id, const std::string& title, const st
          (l.dashed ? " stroke-dasharray=\"5 3\"" : "") + " points=\"" + pts + "\"><title>" +
          escape(l.name) + "</title></polyline>";
   }
-  std::vector<std::pair<std::string, std::string>> items;
-  for (const Line& l : lines) items.emplace_back(l.name, l.color);
+  std::vector<Key> items;
+  for (const Line& l : lines) items.push_back({l.name, l.color, l.dashed ? Key::Mark::kDashed : Key::Mark::kLine});
   return s + legend(items) + "</svg></figure>";
 }
 
 const char* kPalette[] = {"#4e79a7", "#e15759", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2",
                           "#edc948", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#d62728",
                           "#2ca02c", "#9467bd", "#8c564b", "#17becf"};
+
+// A job without GPU time: per rank, its top-level regions' CPU wall time per step, stacked (the
+// 8 largest over the job by name, the rest as "other regions"). They nest the others and do not
+// overlap on one thread, so they stack. Comm regions are left out: a collective's completes on
+// another thread while the step's thread waits in backward, so it would be counted twice (the
+// waits chart has them).
+std::string cpu_region_chart(const Report& r, const std::vector<std::string>& labels) {
+  std::map<std::string, std::string> category;
+  for (const RegionAcross& ra : r.regions) category[ra.path] = ra.category;
+  std::map<std::string, double> total;
+  for (const RankView& v : r.per_rank)
+    for (const auto& [path, ms] : v.top_cpu_ms)
+      if (category[path] != "comm") total[path] += ms;
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [path, ms] : total) order.emplace_back(ms, path);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  constexpr std::size_t kShown = 8;
+  std::vector<Series> series;
+  std::map<std::string, std::size_t> index;
+  for (std::size_t k = 0; k < order.size() && k < kShown; ++k) {
+    index[order[k].second] = series.size();
+    series.push_back({order[k].second, kPalette[k], {}});
+  }
+  if (series.empty())
+    return empty_chart("chart-breakdown", "CPU time per step by rank and region", "no region with CPU time in the rank files");
+  const bool other = order.size() > kShown;
+  if (other) series.push_back({"other regions", "#bab0ac", {}});
+  for (Series& s : series) s.values.assign(r.per_rank.size(), 0.0);
+  for (std::size_t k = 0; k < r.per_rank.size(); ++k)
+    for (const auto& [path, ms] : r.per_rank[k].top_cpu_ms) {
+      if (category[path] == "comm") continue;
+      const auto it = index.find(path);
+      series[it != index.end() ? it->second : series.size() - 1].values[k] += ms;
+    }
+  return bar_chart("chart-breakdown", "CPU time per step by rank: its top-level regions, comm left out (CPU wall)",
+                   labels, series, true, "rank", "ms per step");
+}
+
+// Who waits in collectives and who makes the others wait, per rank.
+std::string waits_chart(const Report& r, const std::vector<std::string>& labels) {
+  std::vector<Series> s{{"waited for others", "#76b7b2", {}}, {"made the job wait", "#e15759", {}}};
+  for (const RankView& v : r.per_rank) {
+    s[0].values.push_back(v.wait_ms);
+    s[1].values.push_back(v.caused_ms);
+  }
+  return bar_chart("chart-waits", "Stragglers: collective wait per rank", labels, s, false, "rank", "ms per step");
+}
+
+// --compare: each headline metric both runs measured, this run against the baseline's 100.
+std::string compare_chart(const Comparison& c) {
+  std::vector<std::string> labels;
+  std::vector<Series> s{{"baseline", "#bab0ac", {}}, {"this run", "#4e79a7", {}}};
+  for (const MetricChange& m : c.metrics) {
+    if (!m.now || !m.base || *m.base <= 0 || *m.now < 0) continue;
+    labels.push_back(m.name);
+    s[0].values.push_back(100.0);
+    s[1].values.push_back(*m.now / *m.base * 100.0);
+  }
+  if (labels.empty())
+    return empty_chart("chart-compare", "This run against the baseline", "no metric measured in both runs");
+  return bar_chart("chart-compare", "This run against the baseline (each metric's baseline = 100)", labels, s, false,
+                   "metric", "% of the baseline");
+}
 
 std::string charts(const Report& r) {
   std::string out;
@@ -184,8 +261,10 @@ std::string charts(const Report& r) {
 
   // 1. Per-rank breakdown of a step.
   if (!r.gpu_data) {
-    out += "<p class=\"note\">No GPU time on any rank: the charts of GPU time (breakdown per rank, bus bandwidth, "
-           "collective waits) are left out; the step time below is CPU wall time.</p>";
+    out += "<p class=\"note\">No GPU time on any rank: the charts of GPU time (bus bandwidth, GPU breakdown) are "
+           "left out; the step's CPU time is shown per rank by its top-level regions, and the step time is CPU "
+           "wall time.</p>";
+    out += cpu_region_chart(r, labels);
   } else {
     // With activation checkpointing, recompute is its own series, taken out of compute.
     const bool rc = r.has_recompute;
@@ -238,7 +317,11 @@ std::string charts(const Report& r) {
                                       with_wall ? std::string("step time, ms (GPU step span; CPU wall dashed)")
                                                 : std::string("step time, ms (") + r.steps.step_source() + ")");
   }
-  if (!r.gpu_data) return out;
+  if (!r.gpu_data) {
+    // Collectives timed on the CPU (gloo, MPI) still tell who waited for whom.
+    if (r.cpu_collectives_matched > 0) out += waits_chart(r, labels);
+    return out;
+  }
   // 3. Bus bandwidth by op and message size.
   {
     std::vector<std::string> bl;
@@ -257,14 +340,7 @@ std::string charts(const Report& r) {
                                   bl, s, false, "op and message size", "busbw, GB/s (1e9 B/s)");
   }
   // 4. Who waits and who makes the others wait.
-  {
-    std::vector<Series> s{{"waited for others", "#76b7b2", {}}, {"made the job wait", "#e15759", {}}};
-    for (const RankView& v : r.per_rank) {
-      s[0].values.push_back(v.wait_ms);
-      s[1].values.push_back(v.caused_ms);
-    }
-    out += bar_chart("chart-waits", "Stragglers: collective wait per rank", labels, s, false, "rank", "ms per step");
-  }
+  out += waits_chart(r, labels);
   // 5-6. GPU health (gpu_health), only when some rank sampled it: clocks and NVML's memory, with
   // CUPTI's peak allocated beside it (or alone, when only CUPTI's memory records are there).
   bool health = false, allocated = false;
@@ -333,7 +409,7 @@ std::string table_html(const Table& t) {
 
 }  // namespace
 
-std::string render_html(const Document& d, const Report& r) {
+std::string render_html(const Document& d, const Report& r, const Extras& x) {
   std::string s =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
@@ -346,6 +422,7 @@ std::string render_html(const Document& d, const Report& r) {
       "svg .title{font-size:14px;font-weight:600}svg .tick{font-size:11px;fill:#333}svg .label{font-size:12px;fill:#333}"
       "svg .grid{stroke:#e5e5e5}svg .axis{stroke:#333}figure{margin:16px 0}ul{margin:0 0 8px}"
       ".sim{background:#fff3cd;padding:6px 10px}code.sig{display:block;max-width:700px;word-break:break-all;font-size:12px}"
+      "li.sub{margin-left:24px;list-style:circle}"
       "</style></head><body>\n";
   s += "<h1>" + escape(d.heading) + "</h1>\n";
   if (r.simulated)
@@ -358,10 +435,12 @@ std::string render_html(const Document& d, const Report& r) {
   s += "<section id=\"diagnosis\"><h2>Diagnosis</h2>";
   for (const Section& sec : d.diagnosis) {
     s += "<h3>" + escape(sec.title) + "</h3><ul>";
-    for (const std::string& l : sec.lines) s += "<li>" + escape(l) + "</li>";
+    for (const std::string& l : sec.lines)  // "  ..." is the evidence of the line above
+      s += (l.rfind("  ", 0) == 0 ? "<li class=\"sub\">" + escape(l.substr(2)) : "<li>" + escape(l)) + "</li>";
     s += "</ul>";
   }
-  s += "</section>\n<section id=\"charts\"><h2>Charts</h2>" + charts(r) + "</section>\n";
+  s += "</section>\n<section id=\"charts\"><h2>Charts</h2>" + charts(r) +
+       (x.comparison ? compare_chart(*x.comparison) : std::string()) + "</section>\n";
   std::string left_out;
   for (const Table* t : shown_tables(d, &left_out)) s += table_html(*t) + "\n";
   if (!left_out.empty()) s += "<p class=\"note\" id=\"left-out\">" + escape(left_out) + "</p>\n";

@@ -13,17 +13,46 @@ constexpr std::size_t kWidth = 100;
 // A signature cell in md, where a table has no width: what a reader takes in at a glance.
 constexpr std::size_t kSignatureWidth = 120;
 
-// Cuts to `width` columns, keeping the end of a path ("...rd/layer3") and the start of other text.
-std::string fit(const std::string& s, std::size_t width, bool keep_end) {
-  if (display_width(s) <= width) return s;
-  if (width <= 3) return std::string(width, '.');
-  const std::size_t keep = width - 3;
-  // Walk code points so a cut never splits a UTF-8 sequence.
+// A cell wrapped into lines of at most `width` columns, never cut from the left: each break goes
+// after the last '/', ' ', ',', ':' or '.' of a line when one is past its first quarter (a path
+// breaks between its parts), else at the width. Beyond `max_lines` (0: no limit; a row's name,
+// the first column, is never cut) the last line ends "..." (a demangled kernel's template tail).
+constexpr std::size_t kMaxCellLines = 6;
+
+std::vector<std::string> wrap_cell(const std::string& s, std::size_t width, std::size_t max_lines) {
+  // Code points, so that a break never splits a UTF-8 sequence.
   std::vector<std::size_t> starts;
   for (std::size_t k = 0; k < s.size(); ++k)
     if ((static_cast<unsigned char>(s[k]) & 0xC0) != 0x80) starts.push_back(k);
-  if (keep_end) return "..." + s.substr(starts[starts.size() - keep]);
-  return s.substr(0, starts[keep]) + "...";
+  std::vector<std::string> lines;
+  width = std::max<std::size_t>(width, 4);
+  std::size_t from = 0;  // index into starts
+  while (from < starts.size()) {
+    std::size_t to = std::min(starts.size(), from + width);
+    if (to < starts.size()) {
+      for (std::size_t k = to; k > from + width / 4; --k) {
+        const char c = s[starts[k - 1]];
+        if (c == '/' || c == ' ' || c == ',' || c == ':' || c == '.') {
+          to = k;
+          break;
+        }
+      }
+    }
+    const std::size_t end = to < starts.size() ? starts[to] : s.size();
+    lines.push_back(s.substr(starts[from], end - starts[from]));
+    from = to;
+    if (max_lines > 0 && lines.size() == max_lines && from < starts.size()) {
+      std::string& last = lines.back();
+      std::vector<std::size_t> cut;
+      for (std::size_t k = 0; k < last.size(); ++k)
+        if ((static_cast<unsigned char>(last[k]) & 0xC0) != 0x80) cut.push_back(k);
+      if (cut.size() + 3 > width) last = last.substr(0, cut[width - 3]);
+      last += "...";
+      break;
+    }
+  }
+  if (lines.empty()) lines.push_back("");
+  return lines;
 }
 
 // Drops what is nested deeper than `keep` levels of <...> (keep 0: every template argument list
@@ -161,7 +190,7 @@ void text_table(std::string& out, const Table& t) {
       w[c] = display_width(t.headers[c]);
       for (std::size_t r = 0; r < shown; ++r) w[c] = std::max(w[c], display_width(t.rows[r][c]));
     }
-    // Within kWidth: the widest text column gives way first (numbers are never cut).
+    // Within kWidth: the widest text column gives way first and wraps (numbers never do).
     auto total = [&] {
       std::size_t s = 2 + 2 * (n - 1);
       for (std::size_t x : w) s += x;
@@ -180,13 +209,23 @@ void text_table(std::string& out, const Table& t) {
       signatures = short_signatures(signatures, w[t.signature_column]);
     }
     auto line = [&](const std::vector<std::string>& cells, std::size_t row) {
-      std::string l = " ";
+      std::vector<std::vector<std::string>> wrapped(n);
+      std::size_t height = 1;
       for (std::size_t c = 0; c < n; ++c) {
-        const bool signature = row < signatures.size() && c == t.signature_column;
-        l += " " + pad(signature ? signatures[row] : fit(cells[c], w[c], c == 0), w[c], t.numeric[c]);
+        if (row < signatures.size() && c == t.signature_column)
+          wrapped[c] = {signatures[row]};  // shortened to the width already
+        else
+          wrapped[c] = display_width(cells[c]) <= w[c] ? std::vector<std::string>{cells[c]}
+                                                        : wrap_cell(cells[c], w[c], c == 0 ? 0 : kMaxCellLines);
+        height = std::max(height, wrapped[c].size());
       }
-      while (!l.empty() && l.back() == ' ') l.pop_back();
-      out += l + "\n";
+      for (std::size_t k = 0; k < height; ++k) {
+        std::string l = " ";
+        for (std::size_t c = 0; c < n; ++c)
+          l += " " + pad(k < wrapped[c].size() ? wrapped[c][k] : "", w[c], t.numeric[c]);
+        while (!l.empty() && l.back() == ' ') l.pop_back();
+        out += l + "\n";
+      }
     };
     constexpr std::size_t kNoRow = static_cast<std::size_t>(-1);
     line(t.headers, kNoRow);

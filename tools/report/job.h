@@ -19,6 +19,15 @@ inline double steps_of(const core::RankFile& f) {
   return n > 0 ? static_cast<double>(n) : 1.0;
 }
 
+// A region at the top of a step: no '/' in its path once a leading "step/" (the step marker's
+// region) is taken off; "step" itself is the whole step, not a part of it. The report's CPU view
+// (the largest share, the per-rank chart) is of these, which nest everything else.
+inline bool top_level_region(const std::string& path) {
+  const bool under_step = path.size() > 5 && (path.compare(0, 5, "step/") == 0 || path.compare(0, 5, "Step/") == 0);
+  const std::string rest = under_step ? path.substr(5) : path;
+  return rest.find('/') == std::string::npos && rest != "step" && rest != "Step" && !rest.empty();
+}
+
 // A value across ranks: min / mean / max, which rank holds the extremes.
 struct Across {
   uint64_t n = 0;  // ranks that have the value
@@ -65,6 +74,9 @@ struct RankInput {
   // Whether the process that wrote a newest file that is not final (a snapshot, a record) still
   // runs, where this host can see it (rank_fates.h); nullopt otherwise.
   std::optional<bool> running;
+  // Its top-level regions' CPU wall time, ms per step (top_level_region), kept as the regions are
+  // merged away: the HTML's per-rank chart of a job without GPU time.
+  std::vector<std::pair<std::string, double>> top_cpu_ms;
 };
 
 struct Job {

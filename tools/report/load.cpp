@@ -153,9 +153,13 @@ struct JobAcc {
   std::map<int64_t, uint64_t> world_sizes;  // world_size -> files
 };
 
-void merge_regions(JobAcc& acc, core::RankFile& f) {
+// Merges the file's regions into the job's and empties them; returns its top-level regions' CPU
+// time per step (RankInput::top_cpu_ms).
+std::vector<std::pair<std::string, double>> merge_regions(JobAcc& acc, core::RankFile& f) {
   const double steps = steps_of(f);
+  std::vector<std::pair<std::string, double>> top;
   for (core::RegionRow& r : f.regions) {
+    if (top_level_region(r.path)) top.emplace_back(r.path, static_cast<double>(r.cpu_ns) / 1e6 / steps);
     auto [it, fresh] = acc.regions.try_emplace(r.path);
     RegionAcross& ra = it->second;
     if (fresh) {
@@ -178,6 +182,7 @@ void merge_regions(JobAcc& acc, core::RankFile& f) {
   }
   f.regions.clear();
   f.regions.shrink_to_fit();
+  return top;
 }
 
 void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
@@ -201,8 +206,8 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   }
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
-  merge_regions(acc, f);
-  acc.ranks.push_back({path, std::move(f), std::nullopt});
+  std::vector<std::pair<std::string, double>> top = merge_regions(acc, f);
+  acc.ranks.push_back({path, std::move(f), std::nullopt, std::move(top)});
 }
 
 class Progress {

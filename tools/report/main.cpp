@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     const tr::Document doc = tr::build_document(report, extras);
     if (format == "text") text = tr::render_text(doc);
     if (format == "md") text = tr::render_markdown(doc);
-    if (format == "html") text = tr::render_html(doc, report);
+    if (format == "html") text = tr::render_html(doc, report, extras);
     if (format == "csv") {
       std::error_code ec;
       if (!output.empty() && std::filesystem::is_directory(output, ec)) {

@@ -63,7 +63,7 @@ std::string render_markdown(const Document& d);
 std::string render_csv(const Document& d);
 // One CSV per table, as (view id, text); for -o: FILE's stem + "." + id + ".csv".
 std::vector<std::pair<std::string, std::string>> render_csv_tables(const Document& d);
-std::string render_html(const Document& d, const Report& r);
+std::string render_html(const Document& d, const Report& r, const Extras& x);
 nlohmann::json summary_json(const Report& r, const Extras& x);
 
 // Display width of UTF-8 text (code points; every name here is narrow).

@@ -5,6 +5,7 @@
 #include "watch.h"
 
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "render.h"
@@ -84,6 +86,49 @@ bool every_rank_final(const Job& job) {
 }
 
 std::string hang_key(const Hang& h) { return h.communicator + "#" + std::to_string(h.seq); }
+
+std::size_t terminal_width() {
+  winsize ws{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+  if (const char* c = std::getenv("COLUMNS")) {
+    const long n = std::strtol(c, nullptr, 10);
+    if (n >= 20 && n <= 10000) return static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+std::string fit_width(const std::string& screen, std::size_t width) {
+  if (width == 0) return screen;
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < screen.size()) {
+    std::size_t nl = screen.find('\n', pos);
+    if (nl == std::string::npos) nl = screen.size();
+    std::string line = screen.substr(pos, nl - pos);
+    pos = nl + 1;
+    const std::size_t indent = line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' ');
+    const std::string more(std::min<std::size_t>(indent + 2, width / 2), ' ');
+    bool first = true;
+    while (display_width(line) > width) {
+      // The last space within the width (after the indent), else a cut at the width itself.
+      std::size_t cut = std::string::npos, cols = 0, at = 0;
+      for (std::size_t k = 0; k < line.size() && cols <= width; ++k) {
+        if ((static_cast<unsigned char>(line[k]) & 0xC0) == 0x80) continue;
+        if (line[k] == ' ' && k > (first ? indent : more.size())) cut = k;
+        at = k;
+        ++cols;
+      }
+      if (cut == std::string::npos) cut = at;
+      std::string head = line.substr(0, cut);
+      while (!head.empty() && head.back() == ' ') head.pop_back();
+      out += head + "\n";
+      line = more + line.substr(line[cut] == ' ' ? cut + 1 : cut);
+      first = false;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
 
 std::string watch_screen(const Job& job, const Report& r, double interval_s, const std::set<std::string>* before) {
   std::string s;
@@ -172,7 +217,7 @@ int run_watch(const std::string& dir, const LoadOptions& options, double interva
   for (;;) {
     const Job job = load_job(dir, quiet);
     const Report r = analyze(job);
-    std::string text = watch_screen(job, r, once ? 0 : interval_s, once ? nullptr : &seen);
+    std::string text = fit_width(watch_screen(job, r, once ? 0 : interval_s, once ? nullptr : &seen), terminal_width());
     seen.clear();
     for (const Hang& h : r.hangs) seen.insert(hang_key(h));
     const bool done = every_rank_final(job);

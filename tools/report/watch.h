@@ -18,6 +18,15 @@ namespace traintime::report {
 // rank simply has not reached yet). nullptr for a single read (--once): every hang is named.
 std::string watch_screen(const Job& job, const Report& r, double interval_s, const std::set<std::string>* before);
 
+// The screen's lines wrapped to `width` columns (the terminal's; 0: as they are): a long line goes
+// on below, indented two more spaces than it, broken at spaces (a word wider than the line at the
+// width).
+std::string fit_width(const std::string& screen, std::size_t width);
+
+// The width of the terminal on stdout, else $COLUMNS, else 0: no terminal to fit (a script reads
+// the screen's lines whole).
+std::size_t terminal_width();
+
 // (communicator, seq) of a hang, to recognise it from one read to the next.
 std::string hang_key(const Hang& h);
 
