@@ -100,6 +100,14 @@ class _Group:
         return p
 
     def complete(self, p: _Pending) -> None:
+        """Never raises: it runs in the user's call, or in the callback of their collective's future
+        (a DDP bucket's), where an exception would fail their training."""
+        try:
+            self._complete(p)
+        except Exception:
+            pass
+
+    def _complete(self, p: _Pending) -> None:
         now = time.monotonic_ns()
         with self.lock:
             try:
@@ -188,24 +196,25 @@ _groups_alive: List[Any] = []
 
 
 def _timed(fn: Callable[..., Any], op: str, args_of_bytes: Tuple[str, ...], times_size: bool,
-           dist: Any) -> Callable[..., Any]:
+           dist: Any, compiling: Callable[[], bool]) -> Callable[..., Any]:
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
     def collective(*args: Any, **kwargs: Any) -> Any:
-        if _inside.depth:
+        # Inside compiled code nothing is added (no graph break), as traintime.torch's hooks do.
+        if _inside.depth or compiling():
             return fn(*args, **kwargs)
         try:
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
             a = bound.arguments
             g = _group_of(dist, a.get("group"), _first_tensor(a.values()))
+            p = g.issue(op, sum(_nbytes(a.get(name)) for name in args_of_bytes) * (g.size if times_size else 1)) \
+                if g is not None else None
         except Exception:
-            g = None
-        if g is None:
+            g, p = None, None
+        if g is None or p is None:
             return fn(*args, **kwargs)
-        nbytes = sum(_nbytes(a.get(name)) for name in args_of_bytes) * (g.size if times_size else 1)
-        p = g.issue(op, nbytes)
         _inside.depth += 1
         try:
             work = fn(*args, **kwargs)
@@ -250,11 +259,17 @@ def patch_distributed(torch: Any) -> None:
         c10d = dist.distributed_c10d
     except Exception:
         return
+    compiler = getattr(torch, "compiler", None)
+    compiling = getattr(compiler, "is_compiling", None) or getattr(getattr(torch, "_dynamo", None), "is_compiling",
+                                                                   None) or (lambda: False)
     for name, (op, args_of_bytes, times_size) in _OPS.items():
         fn = getattr(c10d, name, None)
         if fn is None:
             continue
-        wrapped = _timed(fn, op, args_of_bytes, times_size, dist)
+        try:
+            wrapped = _timed(fn, op, args_of_bytes, times_size, dist, compiling)
+        except (TypeError, ValueError):  # no signature to read: left as it is
+            continue
         setattr(c10d, name, wrapped)
         if getattr(dist, name, None) is fn:
             setattr(dist, name, wrapped)
@@ -295,10 +310,9 @@ class DdpTiming:
         # op is not known, its region is the hook's.
         op, region = ("AllReduce", "AllReduce") if self.user is None else ("unknown", "ddp_comm_hook")
         try:
-            nbytes = _nbytes(bucket.buffer())
-        except Exception:
-            nbytes = 0
-        p = self.group.issue(op, nbytes, region)
+            p = self.group.issue(op, _nbytes(bucket.buffer()), region)
+        except Exception:  # never the user's training: this bucket goes untimed
+            return hook(hook_state, bucket)
         _inside.depth += 1
         try:
             fut = hook(hook_state, bucket)
