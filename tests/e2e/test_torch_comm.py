@@ -3,13 +3,16 @@ e2e). Two ranks of tests/e2e/ddp_gloo_train.py (DDP over gloo on the CPU, one pr
 torchrun starts them) under the preload: rank 1's DataLoader sleeps 40 ms a batch, so rank 0 waits
 for it in every bucket's allreduce. The report names rank 1 with its cost from the collectives' CPU
 durations; a hook the user registers after instrument is timed and still runs; one registered
-before is left alone with a warning."""
+before is left alone with a warning; a collective on NCCL (interposed already) is never timed again."""
 from __future__ import annotations
 
+import importlib
 import json
 import socket
 import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from testlib import SOURCE_DIR, SYSTEM_PYTHON, Checks, check, clean_env, load_json, pyenv_python
@@ -113,4 +116,23 @@ def test_a_hook_registered_after_instrument_is_timed_and_one_before_is_left_alon
     rows = {(r["op"], r.get("backend")): r["calls"] for r in doc["comm"]}
     # Untimed buckets; the user's hook's own all_reduce calls are collectives like any other.
     c.check(rows == {("AllReduce", "gloo"): 5}, f"before: comm rows {rows}")
+    c.done()
+
+
+def test_collectives_on_nccl_are_never_timed_a_second_time() -> None:
+    """NCCL's calls are the library's already (interposed): a collective on an NCCL group, or on a
+    CUDA tensor of a group that runs "cpu:gloo,cuda:nccl", gets no record from traintime.torch;
+    gloo and MPI, and the CPU half of the mixed group, do. The backend as torch.distributed names
+    it, through a stand-in for its get_backend (no NCCL runs on this machine)."""
+    sys.path.insert(0, str(SOURCE_DIR / "annotate" / "python"))
+    comm = importlib.import_module("traintime._torch_comm")
+    dist = SimpleNamespace(get_backend=lambda group: group, get_rank=lambda group: 0,
+                           get_process_group_ranks=lambda group: [0, 1], group=SimpleNamespace(WORLD="gloo"))
+    cpu, cuda = SimpleNamespace(device=SimpleNamespace(type="cpu")), SimpleNamespace(device=SimpleNamespace(type="cuda"))
+    c = Checks()
+    for backend, tensor, want in (("nccl", cuda, None), ("NCCL", cpu, None), ("cpu:gloo,cuda:nccl", cuda, None),
+                                  ("cpu:gloo,cuda:nccl", cpu, "gloo"), ("gloo", cpu, "gloo"), ("mpi", cpu, "mpi"),
+                                  ("undefined", cpu, None)):
+        got = comm._group_of(dist, backend, tensor)
+        c.check((got.backend if got else None) == want, f"{backend} on {tensor.device.type}: timed as {got}")
     c.done()
