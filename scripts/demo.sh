@@ -177,9 +177,11 @@ label="REAL GPU"
 [ "$MODE" = sim ] && label="SIMULATED GPU"
 # The HTML report first, so that the text report, last, ends with the answer and says where it is.
 HTML="$OUT/report.html"
-if "$REPORT" "$OUT" --format html -o "$HTML" 2>/dev/null; then
+# Its input problems are the text report's too, said there once; kept here for a failure only.
+if html_err=$("$REPORT" "$OUT" --format html -o "$HTML" 2>&1); then
   echo "HTML report ($label): $HTML (one self-contained file: open it in any browser)"
 else
+  printf '%s\n' "$html_err" >&2
   echo "demo.sh: the HTML report could not be written to $HTML" >&2
   status=1
 fi
