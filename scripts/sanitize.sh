@@ -31,7 +31,9 @@ esac
 EXCLUDE='mpirun|_np[0-9]|trace_matches_reference_breakdown|^bench_'
 STEPS=20
 
-"$ROOT/scripts/install-deps.sh"
+# shellcheck source=phase.sh
+. "$ROOT/scripts/phase.sh"
+tt_phase "sanitize.sh: Debian packages" -- "$ROOT/scripts/install-deps.sh"
 PYTHON=/usr/bin/python3
 [ -x "$PYTHON" ] || PYTHON=python3
 
@@ -45,15 +47,16 @@ failed=()
 for kind in "${KINDS[@]}"; do
   BUILD="$ROOT/build-$kind"
   echo "== $kind: building $BUILD"
-  if ! TRAINTIME_BUILD_DIR="$BUILD" TRAINTIME_JOBS="${TRAINTIME_JOBS:-2}" "$ROOT/scripts/build.sh" \
-      -DTRAINTIME_SANITIZE="$kind" -DTRAINTIME_WERROR=ON -DTRAINTIME_BUILD_CUDA_EXAMPLES=OFF \
-      -DTRAINTIME_BUILD_BENCH=OFF; then
+  if ! TRAINTIME_BUILD_DIR="$BUILD" TRAINTIME_JOBS="${TRAINTIME_JOBS:-2}" tt_phase "$kind: build" -- \
+      "$ROOT/scripts/build.sh" -DTRAINTIME_SANITIZE="$kind" -DTRAINTIME_WERROR=ON \
+      -DTRAINTIME_BUILD_CUDA_EXAMPLES=OFF -DTRAINTIME_BUILD_BENCH=OFF; then
     failed+=("$kind: build")
     continue
   fi
 
   echo "== $kind: CTest without mpirun and bench tests (-E '$EXCLUDE')"
-  ctest --test-dir "$BUILD" --output-on-failure -j "${TRAINTIME_TEST_JOBS:-2}" -E "$EXCLUDE" ||
+  tt_phase "$kind: ctest" --ctest "$BUILD" 5 -- ctest --test-dir "$BUILD" --output-on-failure \
+    -j "${TRAINTIME_TEST_JOBS:-2}" -E "$EXCLUDE" --output-junit "$BUILD/ctest-results.xml" ||
     failed+=("$kind: ctest")
 
   # The runtime first in LD_PRELOAD: the sanitizer must see the process before the profiler does.
@@ -68,7 +71,7 @@ for kind in "${KINDS[@]}"; do
     echo "== $kind: sim_train ${args[*]} (SIMULATED GPU) under LD_PRELOAD of the $kind libtraintime.so"
     if LD_LIBRARY_PATH="$BUILD/sim" LD_PRELOAD="$runtime $BUILD/lib/libtraintime.so" \
         TRAINTIME_CUPTI_LIB="$BUILD/sim/libcupti.so.13" TRAINTIME_OUTPUT="$out" \
-        "$BUILD/bin/sim_train" "${args[@]}"; then
+        tt_phase "$kind: sim_train ${mode#--}" -- "$BUILD/bin/sim_train" "${args[@]}"; then
       "$PYTHON" "$ROOT/tests/sim/compare_truth.py" "$out/rank-00000.json" "$out/truth.json" ||
         failed+=("$kind: sim_train $mode differs from its truth")
     else
