@@ -2,11 +2,11 @@
 """Prints the table of where a CI run's time went (docs/ci.md says how to read it).
 
 .ci/run sets TRAINTIME_PHASES to a file; scripts/phase.sh's tt_phase appends one line to it per
-phase of test.sh, sanitize.sh and fuzz.sh (name, wall seconds, exit status, and for a CTest run
-its build folder and how many of its slowest tests to list). This script turns that file into the
-table .ci/run prints at its end, whether the run passed or not: every phase's wall time and share
-of the total, and for each CTest run its test time summed by label (from CTest's JUnit file and
-its test list) and its slowest tests. --json keeps the table's figures for a later --compare.
+phase of test.sh, sanitize.sh and fuzz.sh (name, wall seconds, exit status, for a CTest run its
+build folder and how many of its slowest tests to list, and CPU seconds). This script turns that
+file into the table .ci/run prints at its end, whether the run passed or not: every phase's wall
+time, share of the total and how many cores it kept busy on average, and for each CTest run its
+test time summed by label (from CTest's JUnit file and its test list) and its slowest tests. --json keeps the table's figures for a later --compare.
 
     scripts/ci_times.py build/ci-phases.tsv --total 2412.5 --json build/ci-times.json
     scripts/ci_times.py build/ci-phases.tsv --compare old/ci-times.json
@@ -44,6 +44,7 @@ class Phase:
     status: int
     ctest_dir: Path | None = None
     slowest: int = 0
+    cpu: float | None = None  # CPU seconds of the phase's processes (user + system)
     tests: list[TestTime] = field(default_factory=list)
 
 
@@ -99,6 +100,8 @@ def read_phases(path: Path) -> list[Phase]:
             phase.ctest_dir = Path(cols[3])
             phase.slowest = int(cols[4] or 0)
             phase.tests = read_junit(phase.ctest_dir)
+        if len(cols) >= 6 and cols[5]:
+            phase.cpu = float(cols[5])
         phases.append(phase)
     return phases
 
@@ -124,20 +127,22 @@ def table(phases: list[Phase], total: float | None, before: dict[str, float] | N
     width = max([len(p.name) for p in phases] + [38])
     compare = before is not None
 
-    def row(name: str, seconds: float, extra: str = "", indent: int = 0) -> str:
+    def row(name: str, seconds: float, extra: str = "", cpu: float | None = None) -> str:
         share = f"{100 * seconds / total_s:5.1f}%" if total_s > 0 else "  n/a"
-        line = f"{' ' * indent}{name:<{width - indent}} {seconds:9.1f} {share}"
+        busy = f"{cpu / seconds:5.2f}" if cpu is not None and seconds > 0 else "  n/a"
+        line = f"{name:<{width}} {seconds:9.1f} {share} {busy}"
         if compare:
             old = before.get(name) if before else None
             line += f" {fmt_s(old):>9} {'' if old is None else f'{seconds - old:+9.1f}'}"
         return (line + ("  " + extra if extra else "")).rstrip()
 
-    head = f"{'phase':<{width}} {'seconds':>9} {'share':>6}"
+    head = f"{'phase':<{width}} {'seconds':>9} {'share':>6} {'cores':>5}"
     if compare:
         head += f" {'before':>9} {'change':>9}"
-    out = [f"== CI phases: where the time went (wall seconds; docs/ci.md)", head]
+    out = ["== CI phases: where the time went (wall seconds; cores: CPU seconds / wall seconds; docs/ci.md)",
+           head]
     for p in phases:
-        out.append(row(p.name, p.seconds, "" if p.status == 0 else f"FAILED (exit {p.status})"))
+        out.append(row(p.name, p.seconds, "" if p.status == 0 else f"FAILED (exit {p.status})", p.cpu))
         if not p.tests:
             if p.ctest_dir is not None:
                 out.append(f"    (no {p.ctest_dir / JUNIT}: no test times)")
@@ -156,15 +161,17 @@ def table(phases: list[Phase], total: float | None, before: dict[str, float] | N
         out.append(row("(between phases)", total - accounted))
     failed = [p.name for p in phases if p.status != 0]
     verdict = f"FAILED: {', '.join(failed)}" if failed else "every phase passed"
+    cpus = [p.cpu for p in phases if p.cpu is not None]
     out.append(row("total", total_s, f"= {total_s / 60:.1f} min of {CI_LIMIT_S // 60} "
-                   f"(keep under {CI_TARGET_S // 60}); {verdict}"))
+                   f"(keep under {CI_TARGET_S // 60}); {verdict}", sum(cpus) if cpus else None))
     return out
 
 
 def as_json(phases: list[Phase], total: float | None) -> dict[str, Any]:
     rows = {p.name: p.seconds for p in phases}
     rows["total"] = total if total is not None else sum(p.seconds for p in phases)
-    return {"phases": rows, "failed": [p.name for p in phases if p.status != 0],
+    return {"phases": rows, "cpu": {p.name: p.cpu for p in phases if p.cpu is not None},
+            "failed": [p.name for p in phases if p.status != 0],
             "ctest": {p.name: [{"name": t.name, "seconds": t.seconds, "status": t.status, "labels": t.labels}
                                for t in p.tests] for p in phases if p.tests}}
 
