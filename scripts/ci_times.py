@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the table of where a CI run's time went (docs/ci.md says how to read it).
 
-.ci/run sets TRAINTIME_PHASES to a file; scripts/phase.sh's tt_phase appends one line to it per
+.ci/run sets TT_CI_PHASES to a file; scripts/phase.sh's tt_phase appends one line to it per
 phase of test.sh, sanitize.sh and fuzz.sh (name, wall seconds, exit status, for a CTest run its
 build folder and how many of its slowest tests to list, and CPU seconds). This script turns that
 file into the table .ci/run prints at its end, whether the run passed or not: every phase's wall
@@ -178,7 +178,7 @@ def as_json(phases: list[Phase], total: float | None) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phases", type=Path, nargs="?", help="the file TRAINTIME_PHASES named (tt_phase lines)")
+    ap.add_argument("phases", type=Path, nargs="?", help="the file TT_CI_PHASES named (tt_phase lines)")
     ap.add_argument("--total", type=float, help="the whole run's wall seconds (default: the phases' sum)")
     ap.add_argument("--json", type=Path, help="also write the figures here (for a later --compare)")
     ap.add_argument("--compare", type=Path, help="an earlier run's --json: show its seconds beside each row")
@@ -186,12 +186,13 @@ def main() -> int:
                     help="instead: the labels and ten slowest tests of the last CTest run in BUILD")
     args = ap.parse_args()
     if args.ctest is not None:
-        phases = [Phase(f"ctest in {args.ctest}", 0.0, 0, args.ctest, 10, read_junit(args.ctest.resolve()))]
-        phases[0].seconds = sum(t.seconds for t in phases[0].tests)
+        tests = read_junit(args.ctest.resolve())
+        phases = [Phase(f"ctest in {args.ctest}", sum(t.seconds for t in tests), 0, args.ctest, slowest=10,
+                        tests=tests)]
     elif args.phases is None:
         ap.error("give the phases file, or --ctest BUILD")
     elif not args.phases.is_file():
-        print(f"ci_times: no phase file {args.phases}: nothing was timed (was TRAINTIME_PHASES set?)",
+        print(f"ci_times: no phase file {args.phases}: nothing was timed (was TT_CI_PHASES set?)",
               file=sys.stderr)
         return 1
     else:

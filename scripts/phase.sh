@@ -3,11 +3,11 @@
 #
 #   tt_phase NAME [--ctest BUILD_DIR SLOWEST] -- COMMAND [ARG...]
 #
-# Runs COMMAND and returns its exit status. When TRAINTIME_PHASES names a file, appends one
+# Runs COMMAND and returns its exit status. When TT_CI_PHASES names a file, appends one
 # tab-separated line to it: NAME, wall seconds, exit status, for a CTest run the build folder whose
 # ctest-results.xml holds each test's time and how many of its slowest tests the table lists, and
 # the CPU seconds (user + system) of COMMAND and the processes it waited for. Without
-# TRAINTIME_PHASES (a developer's run) it only runs COMMAND.
+# TT_CI_PHASES (a developer's run) it only runs COMMAND.
 tt_phase() {
   local name="$1" ctest_dir="" slowest=0
   shift
@@ -17,11 +17,11 @@ tt_phase() {
   _tt_children_cpu
   cpu0=$_TT_CPU
   "$@" || rc=$?
-  if [ -n "${TRAINTIME_PHASES:-}" ]; then
+  if [ -n "${TT_CI_PHASES:-}" ]; then
     _tt_children_cpu
     local us=$(( ${EPOCHREALTIME/[.,]/} - start )) cpu=$(( _TT_CPU - cpu0 ))
     printf '%s\t%d.%06d\t%d\t%s\t%d\t%d.%02d\n' "$name" $((us / 1000000)) $((us % 1000000)) "$rc" \
-      "$ctest_dir" "$slowest" $((cpu / 100)) $((cpu % 100)) >> "$TRAINTIME_PHASES"
+      "$ctest_dir" "$slowest" $((cpu / 100)) $((cpu % 100)) >> "$TT_CI_PHASES"
   fi
   return "$rc"
 }
