@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -48,11 +49,13 @@ class Phase:
     tests: list[TestTime] = field(default_factory=list)
 
 
-def ctest_tests(build: Path) -> list[dict[str, Any]]:
+def ctest_tests(build: Path, ctest: str | None = None) -> list[dict[str, Any]]:
     """CTest's own list of the tests a build folder registers (`ctest --show-only=json-v1`): name,
-    properties (LABELS, TIMEOUT, ...) and where each was added. scripts/ci_times.py and the label
-    guard (tests/architecture/test_ctest_labels.py) read the tests through this one function."""
-    p = subprocess.run(["ctest", "--test-dir", str(build), "--show-only=json-v1"], capture_output=True, text=True)
+    labels, timeout (None when unset) and where it was added (file:line). scripts/ci_times.py and
+    the label guard (tests/architecture/test_ctest_labels.py) read the tests through this one
+    function. `ctest`: the program (default: TT_CTEST, else ctest on PATH)."""
+    ctest = ctest or os.environ.get("TT_CTEST") or "ctest"
+    p = subprocess.run([ctest, "--test-dir", str(build), "--show-only=json-v1"], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"ctest --show-only=json-v1 in {build} failed: "
                            f"{(p.stderr.strip().splitlines() or ['no output'])[-1]}")
@@ -62,7 +65,8 @@ def ctest_tests(build: Path) -> list[dict[str, Any]]:
     for test in info["tests"]:
         props = {prop["name"]: prop["value"] for prop in test.get("properties", [])}
         node = nodes[test["backtrace"]] if "backtrace" in test else None
-        where = f"{files[node['file']]}:{node.get('line', '?')}" if node else "?"
+        # Catch2 test cases are registered at build time (catch_discover_tests): no line to name.
+        where = f"{files[node['file']]}:{node.get('line', '?')}" if node else "discovered at build time"
         tests.append({"name": test["name"], "labels": list(props.get("LABELS", [])),
                       "timeout": props.get("TIMEOUT"), "where": where})
     return tests

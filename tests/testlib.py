@@ -85,7 +85,8 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def load_module(path: Path, name: str) -> ModuleType:
-    """Imports a script (e.g. tools/reference_breakdown.py) that is not on sys.path."""
+    """Imports a script (e.g. tools/reference_breakdown.py) that is not on sys.path. It is entered
+    in sys.modules under `name` before it runs, as an import would (dataclasses look it up there)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader, f"cannot load {path}"
     module = importlib.util.module_from_spec(spec)
