@@ -21,9 +21,10 @@ DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev
 # PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which the tests call by path); headless
 # Chromium renders the HTML report in tests/report; the Prometheus client library parses the
 # live-metrics file; python3-venv makes the virtual environment PyPI's packages go into
-# (scripts/pyenv.py).
+# (scripts/pyenv.py); ccache keeps the compiled objects of every build folder between builds and
+# CI runs (cmake/CompilerCache.cmake).
 TEST_DEPS=(libopenmpi-dev libbenchmark-dev python3-pytest python3-pip python3-setuptools python3-torch
-           python3-prometheus-client python3-venv chromium)
+           python3-prometheus-client python3-venv chromium ccache)
 
 wanted=("${DEMO_DEPS[@]}")
 if [ "${1:-}" = "--demo" ]; then
