@@ -18,12 +18,14 @@ from the releases, not from the code under test.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from user_cache import traintime_cache  # noqa: E402  (the scripts' one cache folder)
 
 # release: (PyPI package, version, cuptiGetVersion() of its libcupti, whether the library answers
 # without a GPU). Without a driver CUPTI 13.2 crashes in cuptiGetVersion and 13.3-13.5 answer every
@@ -97,8 +99,7 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter whose pip downloads")
     args = ap.parse_args()
     out: Path = args.out.resolve()
-    default_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "traintime" / "cupti-wheels"
-    cache: Path = (args.cache or default_cache).resolve()
+    cache: Path = (args.cache or traintime_cache() / "cupti-wheels").resolve()
     cache.mkdir(parents=True, exist_ok=True)
     lines = []
     for release, (package, version, api, walks) in RELEASES.items():

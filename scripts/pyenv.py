@@ -47,6 +47,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from user_cache import traintime_cache  # noqa: E402  (the scripts' one cache folder)
+
 # PyTorch 2.11 is the release the GPU machines run (cu130 wheel; it runs on the CPU too).
 PINS: list[str] = [
     "torch==2.11.0",
@@ -104,8 +107,7 @@ def env_key(pins: list[str], constraints: str) -> str:
 def default_cache() -> Path:
     if os.environ.get("TRAINTIME_PYENV_CACHE"):
         return Path(os.environ["TRAINTIME_PYENV_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "traintime"
+    return traintime_cache()
 
 
 def is_ready(env: Path, wanted: str) -> bool:

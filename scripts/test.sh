@@ -11,7 +11,7 @@ tt_phase "test.sh: Debian packages" -- "$ROOT/scripts/install-deps.sh"
 BUILD="${TRAINTIME_BUILD_DIR:-$ROOT/build}"
 tt_phase "test.sh: CUPTI releases" -- /usr/bin/python3 "$ROOT/scripts/fetch-cupti-releases.py" "$BUILD/cupti-releases"
 # The released libnccl.so.2 of the NCCL versions whose entry points tests/nccl checks (PyPI
-# wheels, unpacked into the build folder).
+# wheels, unpacked once into ~/.cache/traintime and listed in the build folder).
 tt_phase "test.sh: NCCL releases" -- /usr/bin/python3 "$ROOT/scripts/fetch-nccl-releases.py" "$BUILD/nccl-releases"
 # PyPI's current PyTorch, the metrics tools (W&B, MLflow, TensorBoard) and the training frameworks
 # (transformers, Accelerate, Lightning), pinned, in a virtual environment kept in the build folder:

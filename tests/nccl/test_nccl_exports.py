@@ -3,7 +3,7 @@ no GPU work (nccl_exports_without_gpu_work.txt), so a new NCCL's new way to laun
 cannot go uncounted unnoticed; and the released library, loaded RTLD_LOCAL under the preload,
 gets every call through the wrappers with exactly its own answer (real_nccl_rtld_local.cpp,
 2.32's *Config and one-sided calls included, on a NULL communicator: no GPU needed). The libraries are PyPI's nvidia-nccl-cu12 wheels, unpacked by
-scripts/fetch-nccl-releases.py (scripts/test.sh runs it) into <build>/nccl-releases. A release
+scripts/fetch-nccl-releases.py (scripts/test.sh runs it) and listed in <build>/nccl-releases. A release
 that could not be downloaded fails the test under TRAINTIME_CI=1 and leaves it Not Run elsewhere.
 """
 from __future__ import annotations
