@@ -36,7 +36,12 @@ def run(build_dir: Path, out: Path, framework: str, module: str, torchrun: bool 
     # MASTER_PORT: the single-process runs' gloo rendezvous (the launchers choose their own).
     env = clean_env({"TRAINTIME_OUTPUT": str(out), "PYTHONPATH": str(SOURCE_DIR / "annotate" / "python"),
                      "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), **(env_extra or {})})
-    if subprocess.run([str(python), "-c", f"import {module}"], env=env, capture_output=True).returncode != 0:
+    # Installed or not, asked without importing it (the run below imports it: importing it here
+    # too cost every test a second torch import). A package that is there but fails to import
+    # fails the run itself.
+    package = module.split(".")[0]
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({package!r}) is None)"
+    if subprocess.run([str(python), "-c", probe], env=env, capture_output=True).returncode != 0:
         missing_dependency(f"{module} is not installed in {python.parent.parent}: run scripts/pyenv.py "
                            f"{build_dir / 'pyenv'} (needs PyPI)")
     env["LD_PRELOAD"] = str(build_dir / "lib" / "libtraintime.so")
