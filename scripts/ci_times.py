@@ -3,10 +3,11 @@
 
 .ci/run sets TT_CI_PHASES to a file; scripts/phase.sh's tt_phase appends one line to it per
 phase of test.sh, sanitize.sh and fuzz.sh (name, wall seconds, exit status, for a CTest run its
-build folder and how many of its slowest tests to list, and CPU seconds). This script turns that
-file into the table .ci/run prints at its end, whether the run passed or not: every phase's wall
-time, share of the total and how many cores it kept busy on average, and for each CTest run its
-test time summed by label (from CTest's JUnit file and its test list) and its slowest tests. --json keeps the table's figures for a later --compare.
+build folder and how many of its slowest tests to list, CPU seconds, ccache's hits and misses).
+This script turns that file into the table .ci/run prints at its end, whether the run passed or
+not: every phase's wall time, share of the total, how many cores it kept busy on average and, for a
+build, how many of its compiles came from the cache; for each CTest run its test time summed by
+label (from CTest's JUnit file and its test list) and its slowest tests. --json keeps the table's figures for a later --compare.
 
     scripts/ci_times.py build/ci-phases.tsv --total 2412.5 --json build/ci-times.json
     scripts/ci_times.py build/ci-phases.tsv --compare old/ci-times.json
@@ -46,6 +47,8 @@ class Phase:
     ctest_dir: Path | None = None
     slowest: int = 0
     cpu: float | None = None  # CPU seconds of the phase's processes (user + system)
+    cache_hits: int = 0  # compiles ccache answered from its cache
+    cache_misses: int = 0  # compiles it had to run
     tests: list[TestTime] = field(default_factory=list)
 
 
@@ -106,6 +109,8 @@ def read_phases(path: Path) -> list[Phase]:
             phase.tests = read_junit(phase.ctest_dir)
         if len(cols) >= 6 and cols[5]:
             phase.cpu = float(cols[5])
+        if len(cols) >= 8:
+            phase.cache_hits, phase.cache_misses = int(cols[6] or 0), int(cols[7] or 0)
         phases.append(phase)
     return phases
 
@@ -146,7 +151,11 @@ def table(phases: list[Phase], total: float | None, before: dict[str, float] | N
     out = ["== CI phases: where the time went (wall seconds; cores: CPU seconds / wall seconds; docs/ci.md)",
            head]
     for p in phases:
-        out.append(row(p.name, p.seconds, "" if p.status == 0 else f"FAILED (exit {p.status})", p.cpu))
+        notes = [] if p.status == 0 else [f"FAILED (exit {p.status})"]
+        compiles = p.cache_hits + p.cache_misses
+        if compiles:
+            notes.append(f"ccache: {p.cache_hits} of {compiles} compiles from the cache")
+        out.append(row(p.name, p.seconds, "; ".join(notes), p.cpu))
         if not p.tests:
             if p.ctest_dir is not None:
                 out.append(f"    (no {p.ctest_dir / JUNIT}: no test times)")
@@ -175,6 +184,8 @@ def as_json(phases: list[Phase], total: float | None) -> dict[str, Any]:
     rows = {p.name: p.seconds for p in phases}
     rows["total"] = total if total is not None else sum(p.seconds for p in phases)
     return {"phases": rows, "cpu": {p.name: p.cpu for p in phases if p.cpu is not None},
+            "ccache": {p.name: {"hits": p.cache_hits, "misses": p.cache_misses}
+                       for p in phases if p.cache_hits + p.cache_misses},
             "failed": [p.name for p in phases if p.status != 0],
             "ctest": {p.name: [{"name": t.name, "seconds": t.seconds, "status": t.status, "labels": t.labels}
                                for t in p.tests] for p in phases if p.tests}}
