@@ -8,7 +8,8 @@
 # ctest-results.xml holds each test's time and how many of its slowest tests the table lists, the
 # CPU seconds (user + system) of COMMAND and the processes it waited for, and how many compiles
 # ccache answered from its cache and how many it had to run. Without TT_CI_PHASES (a developer's
-# run) it only runs COMMAND.
+# run) it only runs COMMAND. Give COMMAND its variables through env (tt_phase NAME -- env V=x CMD):
+# set in front of tt_phase, they would apply to tt_phase's own helpers too (an LD_PRELOAD, say).
 tt_phase() {
   local name="$1" ctest_dir="" slowest=0
   shift

@@ -47,7 +47,8 @@ failed=()
 for kind in "${KINDS[@]}"; do
   BUILD="$ROOT/build-$kind"
   echo "== $kind: building $BUILD"
-  if ! TRAINTIME_BUILD_DIR="$BUILD" TRAINTIME_JOBS="${TRAINTIME_JOBS:-2}" tt_phase "$kind: build" -- \
+  # Variables for the command go through env: set before tt_phase, they would reach its own helpers.
+  if ! tt_phase "$kind: build" -- env TRAINTIME_BUILD_DIR="$BUILD" TRAINTIME_JOBS="${TRAINTIME_JOBS:-2}" \
       "$ROOT/scripts/build.sh" -DTRAINTIME_SANITIZE="$kind" -DTRAINTIME_WERROR=ON \
       -DTRAINTIME_BUILD_CUDA_EXAMPLES=OFF -DTRAINTIME_BUILD_BENCH=OFF; then
     failed+=("$kind: build")
@@ -69,9 +70,9 @@ for kind in "${KINDS[@]}"; do
     args=(--steps "$STEPS" --truth "$out/truth.json")
     [ "$mode" = plain ] || args+=("$mode")
     echo "== $kind: sim_train ${args[*]} (SIMULATED GPU) under LD_PRELOAD of the $kind libtraintime.so"
-    if LD_LIBRARY_PATH="$BUILD/sim" LD_PRELOAD="$runtime $BUILD/lib/libtraintime.so" \
-        TRAINTIME_CUPTI_LIB="$BUILD/sim/libcupti.so.13" TRAINTIME_OUTPUT="$out" \
-        tt_phase "$kind: sim_train ${mode#--}" -- "$BUILD/bin/sim_train" "${args[@]}"; then
+    if tt_phase "$kind: sim_train ${mode#--}" -- env LD_LIBRARY_PATH="$BUILD/sim" \
+        LD_PRELOAD="$runtime $BUILD/lib/libtraintime.so" TRAINTIME_CUPTI_LIB="$BUILD/sim/libcupti.so.13" \
+        TRAINTIME_OUTPUT="$out" "$BUILD/bin/sim_train" "${args[@]}"; then
       "$PYTHON" "$ROOT/tests/sim/compare_truth.py" "$out/rank-00000.json" "$out/truth.json" ||
         failed+=("$kind: sim_train $mode differs from its truth")
     else
