@@ -169,6 +169,9 @@ def table(phases: list[Phase], total: float | None, before: dict[str, float] | N
         for t in sorted(p.tests, key=lambda t: -t.seconds)[:p.slowest]:
             mark = {"fail": "  FAILED", "notrun": "  not run"}.get(t.status, "")
             out.append(f"      {t.seconds:7.1f} s  {t.name} [{';'.join(t.labels) or 'no label'}]{mark}")
+        failed_tests = [t.name for t in p.tests if t.status == "fail"]
+        if failed_tests:
+            out.append(f"    {len(failed_tests)} failed: {', '.join(failed_tests)}")
     accounted = sum(p.seconds for p in phases)
     if total is not None and total - accounted > 0.5:
         out.append(row("(between phases)", total - accounted))
@@ -202,8 +205,10 @@ def main() -> int:
     args = ap.parse_args()
     if args.ctest is not None:
         tests = read_junit(args.ctest.resolve())
-        phases = [Phase(f"ctest in {args.ctest}", sum(t.seconds for t in tests), 0, args.ctest, slowest=10,
-                        tests=tests)]
+        # CTest's own exit status when a test failed (8), so the verdict says so as in .ci/run.
+        status = 8 if any(t.status == "fail" for t in tests) else 0
+        phases = [Phase(f"ctest in {args.ctest}", sum(t.seconds for t in tests), status, args.ctest,
+                        slowest=10, tests=tests)]
     elif args.phases is None:
         ap.error("give the phases file, or --ctest BUILD")
     elif not args.phases.is_file():
