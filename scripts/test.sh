@@ -17,6 +17,9 @@ tt_phase "test.sh: NCCL releases" -- /usr/bin/python3 "$ROOT/scripts/fetch-nccl-
 # (transformers, Accelerate, Lightning), pinned, in a virtual environment kept in the build folder:
 # the tests of traintime.torch, traintime.hf, traintime.lightning and traintime.metrics().
 tt_phase "test.sh: PyPI environment" -- /usr/bin/python3 "$ROOT/scripts/pyenv.py" "$BUILD/pyenv"
+# HolisticTraceAnalysis in an environment of its own (pyenv.py --set hta, cached by its pins the
+# same way): tests/sim/tests/test_hta.py compares traintime's figures with HTA's.
+tt_phase "test.sh: HTA environment" -- /usr/bin/python3 "$ROOT/scripts/pyenv.py" "$BUILD/htaenv" --set hta
 tt_phase "test.sh: build (Release, -Werror)" -- "$ROOT/scripts/build.sh" -DTRAINTIME_WERROR=ON
 # shellcheck source=mpi-env.sh
 . "$ROOT/scripts/mpi-env.sh"
