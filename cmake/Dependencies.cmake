@@ -1,10 +1,19 @@
-# Third-party dependencies, all from Debian packages (scripts/install-deps.sh installs them).
+# Third-party dependencies. By default from Debian packages (scripts/install-deps.sh installs them);
+# with TRAINTIME_BUNDLED_DEPS (the wheel, pyproject.toml) from third_party/ and the Python build
+# environment's PyPI packages, so a machine without those Debian packages can build too.
+option(TRAINTIME_BUNDLED_DEPS
+       "Take nlohmann/json, simdjson, spdlog, fmt, CLI11 and nccl.h from third_party/ and the CUDA, CUPTI and NVTX headers from PyPI's nvidia-* packages (the wheel)" OFF)
 
 find_package(Threads REQUIRED)
+if(TRAINTIME_BUNDLED_DEPS)
+  include(${CMAKE_CURRENT_LIST_DIR}/BundledDependencies.cmake)
+  return()
+endif()
 find_package(nlohmann_json 3 REQUIRED)
 find_package(simdjson 3 REQUIRED)  # read_rank_file's parser (core/src/rank_file_read.cpp)
 find_package(spdlog REQUIRED)   # used header-only, compiled privately into libtraintime.so
 find_package(fmt REQUIRED)
+find_package(CLI11 REQUIRED)    # every command line (tools/)
 
 # CUDA toolkit: headers only (DESIGN §2: no DT_NEEDED on CUDA, CUPTI or NCCL).
 set(CUDAToolkit_ROOT "$ENV{CUDAToolkit_ROOT}" CACHE PATH "Root of the CUDA toolkit (CUDA 13)")

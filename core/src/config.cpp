@@ -281,7 +281,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 // test scripts' variables.
 constexpr std::string_view kOtherProjectVars[] = {
     "TRAINTIME_JOB_ID", "TRAINTIME_ROOT_PID", "TRAINTIME_BUILD_DIR", "TRAINTIME_JOBS", "TRAINTIME_TEST_JOBS",
-    "TRAINTIME_TEST_CHROMIUM", "TRAINTIME_CI", "TRAINTIME_FUZZ_SECONDS", "TRAINTIME_PYENV_CACHE"};
+    "TRAINTIME_TEST_CHROMIUM", "TRAINTIME_CI", "TRAINTIME_FUZZ_SECONDS", "TRAINTIME_PYENV_CACHE", "TRAINTIME_ZIG"};
 
 }  // namespace
 

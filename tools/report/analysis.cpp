@@ -739,6 +739,8 @@ Report analyze(const Job& job) {
     v.rank = f.rank;
     v.host = f.host;
     v.file = r.file;
+    v.gpu_capture = core::gpu_capture_name(f.gpu_capture);
+    v.gpu_capture_reason = f.gpu_capture_reason;
     v.steps = f.steps.count;
     v.step_p50_ms = rank_step_p50(f, rep.steps.gpu);
     v.cpu_wall_p50_ms = ms(f.steps.wall_ns.p50_ns);

@@ -96,6 +96,7 @@ struct RankView {
   std::string host;
   std::string file;
   std::string state;  // "exit", "snapshot", "signal SIGTERM", ...
+  std::string gpu_capture, gpu_capture_reason;  // as in the rank file ("cupti", "unavailable", "none")
   uint64_t steps = 0;       // tt_step calls in the newest file
   double step_p50_ms = 0;   // median step time, from the job's step source (StepView::step)
   double cpu_wall_p50_ms = 0;

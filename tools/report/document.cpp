@@ -66,7 +66,7 @@ Table make(std::string id, std::string title, std::vector<std::pair<std::string,
 
 // What the job ran on and its one step time, said once with where it comes from.
 void add_run(const Report& r, Document& d) {
-  Section run{"Run", {}};
+  Section run{"Run", {}, true};
   const Dist& st = r.steps.step();
   if (st.n > 0)
     run.lines.push_back("step time p50 " + human_ms(st.p50) + " (p90 " + human_ms(st.p90) + ") over " + u(st.n) +
@@ -206,7 +206,7 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   add_dead_ranks(r, d);
   add_run(r, d);
   add_running_ranks(r, d);
-  Section s{"Stragglers", {}};
+  Section s{"Stragglers", {}, true};
   const double step = r.steps.reference_ms();
   if (!r.stragglers_measured) {
     s.lines.push_back("not measured: stragglers are found from the durations of collectives lined up across ranks "
@@ -240,7 +240,7 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   }
   d.diagnosis.push_back(s);
 
-  Section g{r.gpu_data ? "Where the GPU step time goes" : "Where the step time goes (CPU)", {}};
+  Section g{r.gpu_data ? "Where the GPU step time goes" : "Where the step time goes (CPU)", {}, true};
   if (r.gpu_data) {
     g.lines.push_back("exposed comm " + f1(r.exposed_comm_pct) +
                       "% of the GPU step span (communication the GPU waited for; all comm " + f1(r.comm_pct) +

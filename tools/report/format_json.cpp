@@ -91,6 +91,8 @@ json summary_json(const Report& r, const Extras& x) {
                      {"host", v.host},
                      {"file", v.file},
                      {"state", v.state},
+                     {"gpu_capture", v.gpu_capture},
+                     {"gpu_capture_reason", v.gpu_capture_reason},
                      {"steps", v.steps},
                      {"step_time_p50_ms", v.step_p50_ms},
                      {"cpu_wall_p50_ms", v.cpu_wall_p50_ms},

@@ -294,17 +294,28 @@ std::size_t display_width(const std::string& s) {
   return n;
 }
 
-std::string render_text(const Document& d) {
+namespace {
+
+// The heading and the diagnosis (only its summary sections when summary_only), as the text report starts.
+std::string text_diagnosis(const Document& d, bool summary_only) {
   std::string out;
   wrap(out, d.heading, "", "  ");
   out += "\nDIAGNOSIS\n";
   for (const Section& s : d.diagnosis) {
+    if (summary_only && !s.summary) continue;
     out += s.title + ":\n";
     for (const std::string& l : s.lines) {
       const bool sub = l.rfind("  ", 0) == 0;
       wrap(out, sub ? l.substr(2) : l, sub ? "      " : "  - ", sub ? "        " : "    ");
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_text(const Document& d) {
+  std::string out = text_diagnosis(d, false);
   std::string left_out;
   for (const Table* t : shown_tables(d, &left_out)) text_table(out, *t);
   if (!left_out.empty()) wrap(out, left_out, "\n", "");
@@ -315,6 +326,8 @@ std::string render_text(const Document& d) {
   }
   return out;
 }
+
+std::string render_summary(const Document& d) { return text_diagnosis(d, true); }
 
 std::string render_markdown(const Document& d) {
   std::string out = "# " + md_cell(d.heading) + "\n\n## Diagnosis\n";

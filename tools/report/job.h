@@ -96,13 +96,14 @@ struct Job {
 
 struct LoadOptions {
   std::optional<std::string> job;  // --job
+  bool latest = false;             // --latest: without --job, the job whose files were written last
   bool progress = false;           // a progress line on stderr after a second
   uint64_t max_file_bytes = 256ull << 20;
   unsigned threads = 0;  // 0: one per core
 };
 
-// Reads every rank file of DIR and keeps the job asked for (else the one with the most rank
-// files). Never throws for bad input: each problem becomes a Problem naming the file; a missing
+// Reads every rank file of DIR and keeps the job asked for (else the one written last with
+// options.latest, else the one with the most rank files). Never throws for bad input: each problem becomes a Problem naming the file; a missing
 // or unreadable directory is one Problem naming the directory.
 Job load_job(const std::string& dir, const LoadOptions& options);
 

@@ -151,6 +151,7 @@ struct JobAcc {
   std::vector<std::string> files;  // every file of this job, for the "other job" lines
   std::vector<Problem> problems;
   std::map<int64_t, uint64_t> world_sizes;  // world_size -> files
+  std::filesystem::file_time_type newest{};  // the latest modification of its files (--latest)
 };
 
 // Merges the file's regions into the job's and empties them; returns its top-level regions' CPU
@@ -373,24 +374,33 @@ Job load_job(const std::string& given, const LoadOptions& options) {
                                         *options.job + "); left out"});
     } else {
       const std::string id = p.file->job_id;
-      accept(jobs[id], path, std::move(*p.file));
+      JobAcc& acc = jobs[id];
+      if (options.latest) {
+        std::error_code ec;
+        const auto written = std::filesystem::last_write_time(path, ec);
+        if (!ec && written > acc.newest) acc.newest = written;
+      }
+      accept(acc, path, std::move(*p.file));
     }
     progress.update(i + 1);
   }
   for (std::thread& t : pool) t.join();
   if (jobs.empty()) return job;
 
-  // The job reported: the one asked for, else the one with the most rank files.
+  // The job reported: the one asked for, else the one written last (--latest), else the one with
+  // the most rank files.
   auto chosen = jobs.begin();
   for (auto j = jobs.begin(); j != jobs.end(); ++j)
-    if (j->second.ranks.size() > chosen->second.ranks.size()) chosen = j;
+    if (options.latest ? j->second.newest > chosen->second.newest
+                       : j->second.ranks.size() > chosen->second.ranks.size())
+      chosen = j;
+  const char* why = options.latest ? "whose files were written last" : "which has the most rank files";
   for (auto& [id, acc] : jobs) {
     if (id == chosen->first) continue;
     job.other_jobs[id] += acc.files.size();
     for (const std::string& file : acc.files)
-      job.problems.push_back({file, "job \"" + id + "\", not the job reported (\"" + chosen->first +
-                                        "\", which has the most rank files); left out (--job " + id +
-                                        " reports it)"});
+      job.problems.push_back({file, "job \"" + id + "\", not the job reported (\"" + chosen->first + "\", " + why +
+                                        "); left out (--job " + id + " reports it)"});
   }
   JobAcc& acc = chosen->second;
   job.job_id = chosen->first;

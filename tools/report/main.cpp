@@ -64,8 +64,10 @@ int main(int argc, char** argv) {
                  "folder with the job's rank-*.json files (TRAINTIME_OUTPUT, else traintime-out/), a folder above "
                  "it, or one rank file")
       ->required();
-  app.add_option("--format", format, "text (default), md, csv, json or html")
-      ->check(CLI::IsMember({"text", "md", "csv", "json", "html"}));
+  app.add_option("--format", format,
+                 "text (default), md, csv, json, html, or summary (the diagnosis's run, stragglers and where the time "
+                 "goes: what `traintime run` prints after the job)")
+      ->check(CLI::IsMember({"text", "md", "csv", "json", "html", "summary"}));
   app.add_option("-o,--output", output,
                  "write the report to FILE instead of stdout (csv: into a folder, one FILE per view, when it "
                  "names an existing folder)");
@@ -75,6 +77,11 @@ int main(int argc, char** argv) {
                  "exit 1 when a condition holds, e.g. 'exposed_comm_pct>20' or 'step_time_p50>+5%' (a signed value "
                  "is a change against --compare); repeatable; grammar in docs/report.md");
   app.add_option("--job", job, "report this job_id (default: the job with the most rank files in DIR)");
+  bool latest = false;
+  app.add_flag("--latest", latest,
+               "report the job whose rank files were written last instead of the one with the most (what "
+               "`traintime run` reports after the job)")
+      ->excludes("--job");
   double watch_s = 2.0;
   bool once = false;
   CLI::Option* watch = app.add_option("--watch", watch_s,
@@ -111,6 +118,7 @@ int main(int argc, char** argv) {
 
   tr::LoadOptions options;
   if (!job.empty()) options.job = job;
+  options.latest = latest;
   if (*watch) {
     if (watch->results().empty() || watch->results()[0].empty()) watch_s = 2.0;  // --watch without SECONDS
     if (!fail_if.empty() || !compare_dir.empty() || !output.empty() || !trace.empty() || format != "text") {
@@ -166,6 +174,7 @@ int main(int argc, char** argv) {
   } else {
     const tr::Document doc = tr::build_document(report, extras);
     if (format == "text") text = tr::render_text(doc);
+    if (format == "summary") text = tr::render_summary(doc);
     if (format == "md") text = tr::render_markdown(doc);
     if (format == "html") text = tr::render_html(doc, report, extras);
     if (format == "csv") {

@@ -32,6 +32,7 @@ struct Table {
 struct Section {
   std::string title;
   std::vector<std::string> lines;
+  bool summary = false;  // one of the sections --format summary prints (the run, stragglers, where the time goes)
 };
 
 struct Document {
@@ -58,6 +59,8 @@ std::vector<const Table*> shown_tables(const Document& d, std::string* left_out)
 Document build_document(const Report& r, const Extras& x);
 
 std::string render_text(const Document& d);
+// The heading and the diagnosis's summary sections only (`traintime run` prints it after the job).
+std::string render_summary(const Document& d);
 std::string render_markdown(const Document& d);
 // Every table, each as its own CSV with a header row ("# view: ID" before it, a blank line after).
 std::string render_csv(const Document& d);
