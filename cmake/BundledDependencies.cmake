@@ -38,6 +38,11 @@ if(NOT _tt_rc EQUAL 0 OR NOT EXISTS "${TRAINTIME_CUDA_INCLUDE_DIR}/cuda.h" OR NO
                       "(the wheel's build requirements, pyproject.toml)")
 endif()
 message(STATUS "traintime: CUDA, CUPTI and NVTX headers of PyPI's packages in ${TRAINTIME_CUDA_INCLUDE_DIR}")
+# Compiled from a copy in the build folder (unchanged files keep their time stamps and are not
+# copied again): pip's isolated environment is a new folder every build, and a second build in
+# build-wheel/ rebuilds only what changed when the include paths stay the same.
+file(COPY "${TRAINTIME_CUDA_INCLUDE_DIR}/" DESTINATION "${CMAKE_BINARY_DIR}/cuda-include")
+set(TRAINTIME_CUDA_INCLUDE_DIR "${CMAKE_BINARY_DIR}/cuda-include")
 # Where the CUPTI loader looks last (cupti/src/cupti_library.cpp): the usual toolkit folder of the
 # machine the wheel runs on, never the build environment, which is gone by then.
 set(TRAINTIME_CUDA_ROOT /usr/local/cuda)

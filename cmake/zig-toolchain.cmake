@@ -44,6 +44,20 @@ if(NOT DEFINED TRAINTIME_ZIG_WRAPPERS)  # a try_compile project gets it from the
     set(_tt_cache "$ENV{HOME}/.cache/traintime")
   endif()
   set(TRAINTIME_ZIG_CACHE "${_tt_cache}/zig-${_tt_zig_version}")
+  # zig itself runs from a copy in the cache: pip's isolated build environment is a new folder
+  # every time, and the paths of zig's own headers, which every object's dependencies name, must
+  # stay the same for a second build in build-wheel/ to rebuild only what changed.
+  set(_tt_zig_home "${TRAINTIME_ZIG_CACHE}/ziglang")
+  if(NOT EXISTS "${_tt_zig_home}/zig")
+    get_filename_component(_tt_zig_src "${TRAINTIME_ZIG}" DIRECTORY)
+    string(RANDOM LENGTH 8 _tt_tmp)
+    file(COPY "${_tt_zig_src}/" DESTINATION "${_tt_zig_home}.${_tt_tmp}" PATTERN "__pycache__" EXCLUDE)
+    file(RENAME "${_tt_zig_home}.${_tt_tmp}" "${_tt_zig_home}" RESULT _tt_renamed)
+    if(NOT _tt_renamed EQUAL 0)  # another build made it meanwhile (a non-empty folder is not replaced)
+      file(REMOVE_RECURSE "${_tt_zig_home}.${_tt_tmp}")
+    endif()
+  endif()
+  set(TRAINTIME_ZIG "${_tt_zig_home}/zig")
   set(TRAINTIME_ZIG_WRAPPERS "${CMAKE_BINARY_DIR}/zig-wrappers")
   foreach(_tt_tool cc c++ ar ranlib)
     if(_tt_tool MATCHES "^(cc|c\\+\\+)$")

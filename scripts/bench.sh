@@ -2,7 +2,7 @@
 # Measures the DESIGN §9 budgets and prints one table: what, measured, budget, verdict.
 # Performance claims about traintime come from this script only, never from timed tests.
 #
-#   scripts/bench.sh [--smoke] [--no-build] [--baseline FILE] [--merge-ranks N]
+#   scripts/bench.sh [--smoke] [--no-build] [--baseline FILE] [--merge-ranks N] [--lib FILE]
 #
 # Every budget that can be a ratio is measured as one, in one run on this machine: annotation
 # cost against two raw counter reads (rdtsc) timed in the same process (repetitions
@@ -17,7 +17,9 @@
 # the committed one; bench/baseline-xeon.json for the Xeon VMs): per row the change and whether it
 # is beyond the spread both runs measured.
 # --merge-ranks N merges N rank files instead of 16384 (a quick check; the row is then not
-# judged). TRAINTIME_BUILD_DIR picks the build folder (default: build/). Raw results are kept in
+# judged). --lib FILE preloads another build of libtraintime.so in every preloaded row (the wheel's:
+# build/wheel/libtraintime.so, from zig and libc++; docs/wheel.md); the benchmark programs stay the
+# build's. TRAINTIME_BUILD_DIR picks the build folder (default: build/). Raw results are kept in
 # $BUILD/bench-results/, this run's figures in $BUILD/bench-results/results.json (copy it to
 # bench/baseline.json to make it the baseline). Exit status: 0 when every measurable row was
 # measured (missed budgets are reported in the table, not in the status), 1 when a benchmark
@@ -29,6 +31,7 @@ SMOKE=0
 DO_BUILD=1
 BASELINE=()
 MERGE_RANKS=
+LIB_ARG=
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) SMOKE=1 ;;
@@ -39,7 +42,10 @@ while [ $# -gt 0 ]; do
     --merge-ranks)
       [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --merge-ranks needs a positive number of ranks" >&2; exit 2; }
       MERGE_RANKS=$2; shift ;;
-    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --lib)
+      [ $# -ge 2 ] && [ -r "$2" ] || { echo "bench.sh: --lib needs a readable libtraintime.so (e.g. build/wheel/libtraintime.so)" >&2; exit 2; }
+      LIB_ARG="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift ;;
+    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -50,7 +56,7 @@ if [ "$DO_BUILD" = 1 ]; then
 fi
 
 BIN="$BUILD/bench"
-LIB="$BUILD/lib/libtraintime.so"
+LIB="${LIB_ARG:-$BUILD/lib/libtraintime.so}"
 SIM="$BUILD/sim"
 OUT="$BUILD/bench-results"
 rm -rf "$OUT"

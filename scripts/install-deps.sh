@@ -21,10 +21,11 @@ DEMO_DEPS=(g++ cmake make pkg-config libspdlog-dev libfmt-dev nlohmann-json3-dev
 # PyTorch 1.13 for Debian's python3 (/usr/bin/python3, which the tests call by path); headless
 # Chromium renders the HTML report in tests/report; the Prometheus client library parses the
 # live-metrics file; python3-venv makes the virtual environment PyPI's packages go into
-# (scripts/pyenv.py); ccache keeps the compiled objects of every build folder between builds and
-# CI runs (cmake/CompilerCache.cmake).
+# (scripts/pyenv.py) and the ones the wheel is installed in; ccache keeps the compiled objects of
+# every build folder between builds and CI runs (cmake/CompilerCache.cmake); debootstrap makes the
+# Debian 11 root the wheel is tested in (scripts/debian_root.py).
 TEST_DEPS=(libopenmpi-dev libbenchmark-dev python3-pytest python3-pip python3-setuptools python3-torch
-           python3-prometheus-client python3-venv chromium ccache)
+           python3-prometheus-client python3-venv chromium ccache debootstrap)
 
 wanted=("${DEMO_DEPS[@]}")
 if [ "${1:-}" = "--demo" ]; then

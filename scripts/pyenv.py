@@ -74,6 +74,9 @@ CONSTRAINTS = Path(__file__).resolve().parent / "pyenv-constraints.txt"
 # the same `import hta`), the one users have installed with `pip install HolisticTraceAnalysis`.
 HTA_PINS: list[str] = ["holistictraceanalysis==0.5.0"]
 HTA_CONSTRAINTS = Path(__file__).resolve().parent / "pyenv-hta-constraints.txt"
+# auditwheel, which tests/wheel asks for the wheel's platform tag (a few MB).
+WHEEL_TOOL_PINS: list[str] = ["auditwheel==6.8.2"]
+WHEEL_TOOL_CONSTRAINTS = Path(__file__).resolve().parent / "wheel-tools-constraints.txt"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ SETS: dict[str, EnvSet] = {
                    "transformers, Lightning, Megatron-core or DeepSpeed", SOURCE_PINS, SOURCE_BUILD_ENV),
     "hta": EnvSet(HTA_PINS, HTA_CONSTRAINTS, "htaenv", "the comparison with HolisticTraceAnalysis "
                   "(tests/sim/hta_compare.py)"),
+    "wheel-tools": EnvSet(WHEEL_TOOL_PINS, WHEEL_TOOL_CONSTRAINTS, "wheeltools", "the wheel's platform-tag tests "
+                          "(tests/wheel: auditwheel)"),
 }
 STAMP = "traintime-pins.txt"
 # A stalled download fails after PIP_TIMEOUT_S without data and is retried PIP_RETRIES times.
@@ -137,7 +142,7 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="folder of the shared environments (default: TRAINTIME_PYENV_CACHE or ~/.cache/traintime)")
     ap.add_argument("--set", choices=sorted(SETS), default="test",
-                    help="which environment: the tests' (default) or HolisticTraceAnalysis's")
+                    help="which environment: the tests' (default), HolisticTraceAnalysis's or the wheel tools (auditwheel)")
     args = ap.parse_args()
     out: Path = args.out
     chosen = SETS[args.set]

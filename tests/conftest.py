@@ -12,6 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/testlib.py for
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--build-dir", type=Path, help="the CMake build tree under test")
+    parser.addoption("--lib", type=Path, default=None,
+                     help="the libtraintime.so under test (default: the build tree's lib/; tests/wheel "
+                          "gives the wheel's)")
 
 
 @pytest.fixture(scope="session")

@@ -112,3 +112,20 @@ def pyenv_python(build_dir: Path) -> Path:
     if not python.exists():
         missing_dependency(f"{python} is missing: run scripts/pyenv.py {build_dir / 'pyenv'} (needs PyPI)")
     return python
+
+
+def wheel_dir(build_dir: Path) -> Path:
+    """Where tests/wheel/test_wheel_build.py leaves the wheel (dist/), the virtual environments it
+    is installed in (venv/: nothing else; venv-torch/: Debian's python3-torch through
+    --system-site-packages) and the links to the cached tools (wheel-tools/, debian11-root.tar)."""
+    return build_dir / "wheel"
+
+
+def wheel_venv(build_dir: Path, torch: bool = False) -> Path:
+    """A virtual environment with the built wheel installed (its bin/ has `traintime`);
+    missing_dependency() when the wheel was not built (no PyPI)."""
+    venv = wheel_dir(build_dir) / ("venv-torch" if torch else "venv")
+    if not (venv / "bin" / "traintime").exists():
+        missing_dependency(f"{venv}/bin/traintime is missing: the wheel was not built and installed "
+                           "(ctest -R wheel_build_and_install; it needs PyPI)")
+    return venv

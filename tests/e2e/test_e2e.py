@@ -29,9 +29,14 @@ ARGS = SimpleNamespace(lib="", example="", pypath="", expected_exports="")
 
 
 @pytest.fixture(autouse=True)
-def _paths(build_dir: Path) -> None:
-    """The build tree's layout is a contract (CMakeLists.txt): lib/, bin/."""
-    ARGS.lib = str(build_dir / "lib" / "libtraintime.so")
+def _paths(build_dir: Path, request: pytest.FixtureRequest) -> None:
+    """The build tree's layout is a contract (CMakeLists.txt): lib/, bin/. --lib runs the same
+    tests against another build of the library (tests/wheel: the wheel's, from zig and libc++)."""
+    lib = request.config.getoption("--lib") or build_dir / "lib" / "libtraintime.so"
+    if not lib.exists():
+        from testlib import missing_dependency
+        missing_dependency(f"{lib} is missing (tests/wheel: the wheel was not built)")
+    ARGS.lib = str(lib)
     ARGS.example = str(build_dir / "bin" / "annotated_loop")
     ARGS.pypath = str(SOURCE_DIR / "annotate" / "python")
     ARGS.expected_exports = str(HERE / "expected_exports.txt")

@@ -7,7 +7,7 @@ source checkout (the C++ recipe's include path), `annotate/` a copy of the Pytho
 `traintime-out/`, `old/`, `new/` hold a job's rank files for the report commands. A command that
 needs what this machine lacks (a GPU, Slurm, DeepSpeed) ends in `# needs: WHAT`: it is printed as
 skipped, never run. The environment is what a user has (HOME, PYTHONPATH as after `pip install`, PyTorch
-from PyPI on PATH), plus, as the README says, Open MPI's permission to run as root and to run more
+from PyPI on PATH, the machine's caches), plus, as the README says, Open MPI's permission to run as root and to run more
 ranks than cores.
 """
 from __future__ import annotations
@@ -86,14 +86,19 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
     # Without the environment the test is "Not Run" here and a failure under TRAINTIME_CI.
     pyenv_bin = pyenv_python(build_dir).parent
     assert (pyenv_bin / "torchrun").exists(), f"{pyenv_bin}/torchrun is missing (scripts/pyenv.py builds it)"
+    # XDG_CACHE_HOME: the machine's caches (pip's downloads, zig's libc++ in ~/.cache/traintime) for
+    # the recipe's `pip install ./traintime`, which rebuilds in the checkout's build-wheel/ only what
+    # changed since tests/wheel built the wheel (the CTest fixture "wheel").
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     env = clean_env({"HOME": str(tmp_path / "home"), "PYTHONPATH": str(work / "annotate" / "python"),
-                     "OMPI_MCA_rmaps_base_oversubscribe": "1", "TRAINTIME_BUILD_DIR": str(build_dir)})
+                     "OMPI_MCA_rmaps_base_oversubscribe": "1", "TRAINTIME_BUILD_DIR": str(build_dir),
+                     "XDG_CACHE_HOME": str(cache)})
     env["PATH"] = f"{pyenv_bin}{os.pathsep}{env.get('PATH', '')}"
     (tmp_path / "home").mkdir()
 
     blocks = bash_blocks(README.read_text())
     check(len(blocks) >= 6, f"only {len(blocks)} bash blocks found in README.md")
-    ran, skipped = [], []
+    ran, skipped, said = [], [], ""
     for cmds in blocks:
         runnable = []
         for cmd in cmds:
@@ -109,6 +114,7 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
         p = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=600)
         print(p.stdout)
         print(p.stderr)
+        said += p.stderr
         check(p.returncode == 0, f"a README command failed (exit {p.returncode}); the block:\n" + "\n".join(runnable)
               + f"\nstderr:\n{p.stderr[-3000:]}")
         # Run as written means without complaints: no launcher warning about an unset variable,
@@ -126,3 +132,5 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
     check((tmp_path / "home" / ".venvs" / "traintime").is_dir(), "the venv recipe made no venv")
     check(any("torchrun" in c for c in ran) and any("mpirun" in c for c in ran), "the launcher recipes did not run")
     check(any(c.startswith("scripts/build.sh") for c in ran), "the quickstart's build line did not run")
+    check(any(c.startswith("traintime run") for c in ran) and said.count("traintime: HTML report:") >= 3,
+          "the traintime run recipes printed no summaries")

@@ -55,10 +55,12 @@ def launcher_kind(command: Sequence[str]) -> str:
         return "srun"
     if name == "deepspeed" or name == "ds":
         return "deepspeed"
-    if PYTHON_RE.match(name):
-        for i, arg in enumerate(command[1:-1], start=1):
-            if arg == "-m":
+    if PYTHON_RE.match(name):  # python's own options, up to the script or -m MODULE
+        i = 1
+        while i < len(command) - 1 and command[i].startswith("-"):
+            if command[i] == "-m":
                 return "deepspeed" if command[i + 1] in DEEPSPEED_MODULES else "other"
+            i += 2 if command[i] in ("-W", "-X") else 1
     return "other"
 
 
