@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
     --lib)
       [ $# -ge 2 ] && [ -r "$2" ] || { echo "bench.sh: --lib needs a readable libtraintime.so (e.g. build/wheel/libtraintime.so)" >&2; exit 2; }
       LIB_ARG="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift ;;
-    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
