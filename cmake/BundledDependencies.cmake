@@ -25,7 +25,8 @@ target_link_libraries(spdlog::spdlog_header_only INTERFACE fmt::fmt-header-only)
 add_library(CLI11::CLI11 INTERFACE IMPORTED)
 target_include_directories(CLI11::CLI11 SYSTEM INTERFACE ${_tt_tp}/cli11)
 
-# nvidia/cu13/include of nvidia-cuda-runtime (cuda.h, cuda_runtime_api.h), nvidia-cuda-cupti and
+# nvidia/cu13/include of nvidia-cuda-runtime (cuda.h, cuda_runtime_api.h), nvidia-cuda-crt (crt/),
+# nvidia-cuda-cupti and
 # nvidia-nvtx: one namespace package folder.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 execute_process(

@@ -13,13 +13,9 @@ Slurm is not installed here: a stand-in srun on PATH starts the tasks with the e
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 from testlib import Checks, check, clean_env, load_json, pyenv_python, wheel_venv

@@ -5,11 +5,9 @@ unwritable --out, LD_PRELOAD kept, settings as options)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -170,6 +168,23 @@ def test_doctor_on_a_machine_without_gpu(build_dir: Path, tmp_path: Path) -> Non
     c.check(doc["ok"] is True and {ch["check"] for ch in doc["checks"]} >= {"GPU", "preload", "output", "clock"},
             f"--json: {js.stdout}")
     c.check(not (tmp_path / "out").exists(), "doctor made the output folder it only checks")
+    c.done()
+
+
+def test_doctor_on_a_simulated_gpu(build_dir: Path, tmp_path: Path) -> None:
+    """simgpu's libnvidia-ml, libcuda and libcupti (SIMULATED): the GPU line names the device, and
+    the CUPTI line is the library's own verdict from the probe, which starts CUDA."""
+    sim = build_dir / "sim"
+    check((sim / "libcuda.so.1").exists() and (sim / "libnvidia-ml.so.1").exists(), f"simgpu is not built in {sim}")
+    env = clean_env({"LD_LIBRARY_PATH": str(sim), "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13")})
+    p = run([wheel_venv(build_dir) / "bin" / "traintime", "doctor", "--out", tmp_path / "out"], env=env, cwd=tmp_path)
+    print(p.stdout, p.stderr)
+    c = Checks()
+    c.check(p.returncode == 0, f"doctor exit {p.returncode} on simgpu")
+    c.check(re.search(r"^\[\s*ok\] GPU: 1 GPU\(s\) \(simgpu \(SIMULATED GPU\)\), driver simgpu", p.stdout, re.M),
+            "the GPU line does not name simgpu's device and driver")
+    c.check(re.search(rf"^\[\s*ok\] CUPTI: .*{re.escape(str(sim / 'libcupti.so.13'))}", p.stdout, re.M),
+            "the CUPTI line does not name the libcupti the library loaded")
     c.done()
 
 

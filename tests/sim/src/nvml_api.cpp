@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 
 #include "simgpu/engine.h"
 
@@ -15,6 +16,7 @@ using nvmlReturn_t = int;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr nvmlReturn_t NVML_ERROR_UNINITIALIZED = 1;
 constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 constexpr int NVML_CLOCK_SM = 1;
 constexpr int NVML_CLOCK_MEM = 2;
@@ -57,6 +59,38 @@ nvmlReturn_t nvmlShutdown(void) {
   while (n > 0 && !g_inits.compare_exchange_weak(n, n - 1)) {
   }
   return n > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
+}
+
+// What `traintime doctor` asks (as nvidia-smi does): the driver's version, the devices, their names.
+// One device per node, named as cuDeviceGetName names it.
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  if (g_inits.load() == 0) return NVML_ERROR_UNINITIALIZED;
+  if (!version) return NVML_ERROR_INVALID_ARGUMENT;
+  const int n = std::snprintf(version, length, "%s", "simgpu (SIMULATED)");
+  return n < 0 || static_cast<unsigned>(n) >= length ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  if (g_inits.load() == 0) return NVML_ERROR_UNINITIALIZED;
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 1;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_st** device) {
+  if (g_inits.load() == 0) return NVML_ERROR_UNINITIALIZED;
+  if (!device || index != 0) return NVML_ERROR_INVALID_ARGUMENT;
+  g_device.bus = simgpu_rank() & 0xff;
+  *device = &g_device;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_st* device, char* name, unsigned int length) {
+  if (!valid(device)) return NVML_ERROR_UNINITIALIZED;
+  if (!name) return NVML_ERROR_INVALID_ARGUMENT;
+  const char* given = std::getenv("SIMGPU_DEVICE_NAME");
+  const int n = std::snprintf(name, length, "%s", given && *given ? given : "simgpu (SIMULATED GPU)");
+  return n < 0 || static_cast<unsigned>(n) >= length ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 }
 
 // "DOMAIN:BUS:DEVICE.FUNCTION" in hex (4 or 8 domain digits); this node's GPU sits on bus
