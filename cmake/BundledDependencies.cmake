@@ -26,6 +26,7 @@ add_library(CLI11::CLI11 INTERFACE IMPORTED)
 target_include_directories(CLI11::CLI11 SYSTEM INTERFACE ${_tt_tp}/cli11)
 
 # nvidia/cu13/include of nvidia-cuda-runtime (cuda.h, cuda_runtime_api.h), nvidia-cuda-crt (crt/),
+# nvidia-cuda-cccl (nv/target, which cuda_fp16.h includes),
 # nvidia-cuda-cupti and
 # nvidia-nvtx: one namespace package folder.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
