@@ -40,10 +40,16 @@ if(NOT _tt_rc EQUAL 0 OR NOT EXISTS "${TRAINTIME_CUDA_INCLUDE_DIR}/cuda.h" OR NO
                       "(the wheel's build requirements, pyproject.toml)")
 endif()
 message(STATUS "traintime: CUDA, CUPTI and NVTX headers of PyPI's packages in ${TRAINTIME_CUDA_INCLUDE_DIR}")
-# Compiled from a copy in the build folder (unchanged files keep their time stamps and are not
-# copied again): pip's isolated environment is a new folder every build, and a second build in
-# build-wheel/ rebuilds only what changed when the include paths stay the same.
-file(COPY "${TRAINTIME_CUDA_INCLUDE_DIR}/" DESTINATION "${CMAKE_BINARY_DIR}/cuda-include")
+# Compiled from a copy in the build folder, where a file is written only when its content
+# changed: pip's isolated environment is a new folder every build (with new time stamps), and a
+# second build in build-wheel/ rebuilds only what changed when the headers and their paths stay.
+file(GLOB_RECURSE _tt_headers RELATIVE "${TRAINTIME_CUDA_INCLUDE_DIR}" "${TRAINTIME_CUDA_INCLUDE_DIR}/*")
+foreach(_tt_header ${_tt_headers})
+  get_filename_component(_tt_folder "${CMAKE_BINARY_DIR}/cuda-include/${_tt_header}" DIRECTORY)
+  file(MAKE_DIRECTORY "${_tt_folder}")
+  file(COPY_FILE "${TRAINTIME_CUDA_INCLUDE_DIR}/${_tt_header}" "${CMAKE_BINARY_DIR}/cuda-include/${_tt_header}"
+       ONLY_IF_DIFFERENT)
+endforeach()
 set(TRAINTIME_CUDA_INCLUDE_DIR "${CMAKE_BINARY_DIR}/cuda-include")
 # Where the CUPTI loader looks last (cupti/src/cupti_library.cpp): the usual toolkit folder of the
 # machine the wheel runs on, never the build environment, which is gone by then.

@@ -1,5 +1,6 @@
 #include "traintime/core/region_registry.h"
 
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,7 +30,9 @@ ThreadState* RegionRegistry::thread_state() {
   std::lock_guard<std::mutex> lock(mu_);
   threads_.emplace_back(new ThreadState(threads_.size() + 1));
   ThreadState* ts = threads_.back().get();
-  ts->tid_ = static_cast<uint64_t>(::gettid());  // on the thread it is for
+  // on the thread it is for; the system call, since glibc's gettid() is from 2.30 and the wheel's
+  // binaries run on 2.28
+  ts->tid_ = static_cast<uint64_t>(::syscall(SYS_gettid));
   ts->constant_gen_.store(constant_gen_, std::memory_order_relaxed);
   const ThreadState* none = nullptr;
   first_thread_.compare_exchange_strong(none, ts, std::memory_order_release);
