@@ -66,6 +66,10 @@ def test_srun_export_lists_get_our_names() -> None:
     assert L.srun_command(["srun", "--export=NONE", "a.out"], VARS, env)[0][1] == "--export=LD_PRELOAD,TRAINTIME_OUTPUT"
     assert L.srun_command(["srun", "--export", "PATH,FOO=1", "a.out"], VARS, env)[0][2] == \
         "PATH,FOO=1,LD_PRELOAD,TRAINTIME_OUTPUT"
+    assert L.srun_command(["srun", "-n", "2", "--export=NONE", "a.out"], VARS, env)[0][3] == \
+        "--export=LD_PRELOAD,TRAINTIME_OUTPUT"
+    assert L.srun_command(["srun", "--ntasks", "2", "-p", "gpu", "--export", "NONE", "a.out"], VARS, env)[0][6] == \
+        "LD_PRELOAD,TRAINTIME_OUTPUT"
     # The program's own --export is not srun's.
     assert L.srun_command(["srun", "-n", "2", "prog", "--export=NONE"], VARS, env)[0][4] == "--export=NONE"
     assert L.srun_command(["srun", "a.out"], VARS, {"SLURM_EXPORT_ENV": "NONE"})[1] == \

@@ -25,7 +25,7 @@ TRAIN_PY = """\
 import json, os, sys, traintime
 rank = next((os.environ[v] for v in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID") if v in os.environ), "0")
 seen = {k: v for k, v in os.environ.items() if k in ("LD_PRELOAD", "USERVAR", "FROM_DS_ENV") or k.startswith("TRAINTIME_")}
-with open(os.path.join(sys.argv[1], "env-%s.json" % rank), "w") as f:
+with open(os.path.join(sys.argv[-1], "env-%s.json" % rank), "w") as f:  # deepspeed puts --local_rank first
     json.dump(seen, f)
 if os.environ.get("DIST"):
     import torch, torch.distributed as dist
@@ -170,8 +170,12 @@ def check_ranks(c: Checks, out: Path, seen: Path, world: int, lib_in: str, stder
 
 def test_torchrun_two_ranks(build_dir: Path, tmp_path: Path) -> None:
     venv = wheel_venv(build_dir, torch=True)
+    # --redirects 1 --tee 1 (each worker's stdout to a log file and to the console): PyTorch 1.13's
+    # default "0" is read as no value at all on Python 3.11 (enum.IntFlag no longer iterates over
+    # its 0 member), and its agent then fails before starting any worker.
     out, p = run_under_traintime(build_dir, tmp_path, [venv / "bin" / "python", "-m", "torch.distributed.run",
-                                                       "--standalone", "--nproc_per_node", "2", "train.py", "SEEN"],
+                                                       "--standalone", "--nproc_per_node", "2", "--redirects", "1",
+                                                       "--tee", "1", "train.py", "SEEN"],
                                  {"DIST": "1"}, torch=True)
     c = Checks()
     check_ranks(c, out, tmp_path / "seen", 2, "libtraintime.so", p.stderr)

@@ -229,17 +229,18 @@ def check_nccl() -> Check:
 
 # --- the preload probe and CUPTI ---------------------------------------------------------------
 
+# CUDA starts before the first region, as in a training process that moves its model to the GPU
+# first: the library's exit work is then registered after CUDA's and runs before CUDA's teardown.
 PROBE = r"""
-import ctypes, os, sys
+import ctypes, sys
 import traintime
-gpu = sys.argv[1] == "1"
+if sys.argv[1] == "1":
+    try:
+        print("cuInit", ctypes.CDLL("libcuda.so.1").cuInit(0), flush=True)
+    except OSError as e:
+        print("no libcuda.so.1:", e, flush=True)
 with traintime.region("doctor_probe"):
-    if gpu:
-        try:
-            cuda = ctypes.CDLL("libcuda.so.1")
-            print("cuInit", cuda.cuInit(0), flush=True)
-        except OSError as e:
-            print("no libcuda.so.1:", e, flush=True)
+    pass
 traintime.step(samples=1, tokens=0)
 """
 

@@ -130,6 +130,17 @@ def _export_list(value: str, names: Sequence[str]) -> str:
     return ",".join(entries + [n for n in names if n not in given])
 
 
+#: srun's options whose value may be the next argument (`-n 8`, `--ntasks 8`): srun's own options
+#: end at the first other argument that is no such value, the program.
+SRUN_SHORT_WITH_VALUE = set("ABcdDeGiJLmMnNopqrStTwWx")
+SRUN_LONG_WITH_VALUE = {
+    "--account", "--chdir", "--constraint", "--cpu-bind", "--cpus-per-task", "--dependency", "--distribution",
+    "--error", "--exclude", "--export", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gres", "--input",
+    "--job-name", "--jobid", "--mem", "--mem-per-cpu", "--mem-per-gpu", "--mpi", "--nodelist", "--nodes",
+    "--ntasks", "--ntasks-per-node", "--output", "--partition", "--qos", "--reservation", "--signal", "--time",
+}
+
+
 def srun_command(command: Sequence[str], variables: Mapping[str, str],
                  env: Mapping[str, str]) -> Tuple[List[str], Dict[str, str]]:
     """srun: the command with its --export list extended, and the environment changes (the
@@ -137,10 +148,15 @@ def srun_command(command: Sequence[str], variables: Mapping[str, str],
     out = list(command)
     names = list(variables)
     env_changes: Dict[str, str] = {}
+    takes_value = False
     for i in range(1, len(out)):
         arg = out[i]
+        if takes_value:
+            takes_value = False
+            continue
         if not arg.startswith("-"):
             break  # the program: srun's options end here
+        takes_value = (len(arg) == 2 and arg[1] in SRUN_SHORT_WITH_VALUE) or arg in SRUN_LONG_WITH_VALUE
         if arg.startswith("--export="):
             out[i] = "--export=" + _export_list(arg[len("--export="):], names)
             return out, env_changes
