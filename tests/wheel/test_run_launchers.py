@@ -6,8 +6,9 @@ environment with --system-site-packages; Debian's /usr/bin/torchrun starts /usr/
 which does not see the environment's traintime), Open MPI's mpirun (locally, and through a
 stand-in remote agent, `--mca plm_rsh_agent`, that starts each node's orted with a cleared
 environment as ssh does, beside a `-x` of the user's own), and deepspeed's multi-node runner
-(PyPI's DeepSpeed; stand-ins for pdsh and ssh on PATH start each "node" on this machine with a
-cleared environment, so only what the runner exports and its environment file reach the ranks).
+(PyPI's DeepSpeed on the CPU: on one node, and on two pretend nodes, where stand-ins for pdsh and
+ssh on PATH start each "node" on this machine with a cleared environment, so only what the runner
+exports and its environment file reach the ranks).
 Slurm is not installed here: a stand-in srun on PATH starts the tasks with the environment its
 --export gives them, as srun does.
 """
@@ -211,6 +212,19 @@ def test_openmpi_remote_agent_clears_the_environment(build_dir: Path, tmp_path: 
     for r in range(2):
         got = load_json(tmp_path / "seen" / f"env-{r}.json") if (tmp_path / "seen" / f"env-{r}.json").exists() else {}
         c.check(got.get("USERVAR") == "mine", f"rank {r}: the user's -x USERVAR did not arrive: {got}")
+    c.done()
+
+
+def test_deepspeed_one_node(build_dir: Path, tmp_path: Path) -> None:
+    """deepspeed on one node (PyPI's DeepSpeed, CPU): its launcher passes its environment to the 2
+    workers it starts; one rank file each, none from the launcher."""
+    python = pyenv_python(build_dir)
+    site = next(wheel_venv(build_dir).glob("lib/python3*/site-packages"))
+    out, p = run_under_traintime(build_dir, tmp_path, [python, "-m", "deepspeed.launcher.runner", "--num_gpus", "2",
+                                                       "--master_port", str(free_port()), "train.py", "SEEN"],
+                                 {"DIST": "1", "PYTHONPATH": str(site)})
+    c = Checks()
+    check_ranks(c, out, tmp_path / "seen", 2, "libtraintime.so", p.stderr)
     c.done()
 
 
