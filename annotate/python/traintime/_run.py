@@ -109,17 +109,22 @@ def launch_plan(command: Sequence[str], variables: Mapping[str, str], lib: str, 
     return list(command), {}, []
 
 
+def _give_terminal_to_own_group() -> None:
+    """Makes this process's group the terminal's foreground group (as a shell does for a job)."""
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # asking from the background is allowed then
+    try:
+        os.tcsetpgrp(0, os.getpgrp())
+    except OSError:
+        pass
+    signal.signal(signal.SIGTTOU, old)
+
+
 def _child_setup(take_terminal: bool) -> None:
     """In the child before exec: a process group of its own, the terminal when we had it, and
     SIGTERM when traintime run dies first (so a killed traintime run leaves no job behind)."""
     os.setpgid(0, 0)
     if take_terminal:
-        old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-        try:
-            os.tcsetpgrp(0, os.getpgrp())
-        except OSError:
-            pass
-        signal.signal(signal.SIGTTOU, old)
+        _give_terminal_to_own_group()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
@@ -163,12 +168,7 @@ def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
                 continue
     finally:
         if take_terminal:
-            old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-            try:
-                os.tcsetpgrp(0, os.getpgrp())
-            except OSError:
-                pass
-            signal.signal(signal.SIGTTOU, old)
+            _give_terminal_to_own_group()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return status
