@@ -297,3 +297,11 @@ def test_report_verb_is_traintime_report(build_dir: Path, tmp_path: Path) -> Non
     check(via_verb.returncode == 0 and json.loads(via_verb.stdout)["ranks"] == json.loads(direct.stdout)["ranks"],
           f"traintime report: {via_verb.returncode} {via_verb.stderr}")
     check(run([traintime, "report", tmp_path / "none"]).returncode == 2, "traintime report keeps the exit status")
+
+
+def test_a_source_checkout_on_pythonpath_still_finds_the_wheels_binaries(build_dir: Path, tmp_path: Path) -> None:
+    """annotate/python on PYTHONPATH (a developer's checkout) shadows the installed package, which
+    has no binaries of its own there: the command finds them in the installed wheel."""
+    env = clean_env({"PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
+    p = run([wheel_venv(build_dir) / "bin" / "traintime", "doctor", "--out", tmp_path / "out"], env=env)
+    check(p.returncode == 0 and re.search(r"^\[\s*ok\] preload: ", p.stdout, re.M), f"doctor:\n{p.stdout}{p.stderr}")

@@ -1,6 +1,7 @@
 """Where the wheel keeps its binaries and the library's config table, inside this package:
 _lib/libtraintime.so, _bin/traintime-report and _config_table.json (CMakeLists.txt installs them
-there). The pure-Python install of annotate/python has none of them."""
+there). The pure-Python install of annotate/python has none of them; a source checkout's
+package on PYTHONPATH finds them in the installed wheel."""
 
 from __future__ import annotations
 
@@ -12,22 +13,35 @@ from typing import Dict, List, Optional, Set
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+def _installed(relative: str) -> Optional[Path]:
+    """A file of the wheel: beside this package, else in the installed distribution (when a source
+    checkout's annotate/python on PYTHONPATH shadows the installed package)."""
+    here = PACKAGE_DIR / relative
+    if here.is_file():
+        return here
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+        there = Path(str(distribution("traintime").locate_file(f"traintime/{relative}")))
+    except (ImportError, PackageNotFoundError):
+        return None
+    return there if there.is_file() else None
+
+
 def library() -> Optional[Path]:
-    lib = PACKAGE_DIR / "_lib" / "libtraintime.so"
-    return lib if lib.is_file() else None
+    return _installed("_lib/libtraintime.so")
 
 
 def report_program() -> Optional[Path]:
-    program = PACKAGE_DIR / "_bin" / "traintime-report"
-    return program if program.is_file() else None
+    return _installed("_bin/traintime-report")
 
 
 @functools.lru_cache(maxsize=1)
 def config_table() -> List[Dict[str, str]]:
     """The library's settings (core/src/config.cpp), each {name, default, doc}; empty without the
     wheel's table."""
+    table = _installed("_config_table.json")
     try:
-        return json.loads((PACKAGE_DIR / "_config_table.json").read_text())
+        return json.loads(table.read_text()) if table else []
     except (OSError, ValueError):
         return []
 
