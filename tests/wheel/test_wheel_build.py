@@ -6,6 +6,7 @@ test (the CTest fixture "wheel"). Also links the cached wheel tools (auditwheel)
 under TRAINTIME_CI)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -31,8 +32,14 @@ def test_build_and_install(build_dir: Path) -> None:
     started = time.monotonic()
     # The user's command. The build folder is build-wheel/ in the checkout: a later build there
     # (the README's pip install) compiles only what changed.
+    # PATH as the README test has it (PyPI's packages first): the same ninja builds here and in its
+    # pip install, and a build folder whose log another ninja version wrote is rebuilt from scratch.
+    env = clean_env()
+    pyenv_bin = build_dir / "pyenv" / "bin"
+    if pyenv_bin.is_dir():
+        env["PATH"] = f"{pyenv_bin}{os.pathsep}{env.get('PATH', '')}"
     built = run([SYSTEM_PYTHON, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-w", dist,
-                 SOURCE_DIR], env=clean_env(), timeout=1700)
+                 SOURCE_DIR], env=env, timeout=1700)
     print(built.stdout[-4000:], built.stderr[-4000:])
     print(f"wheel built in {time.monotonic() - started:.0f} s")
     if built.returncode != 0 and any(sign in built.stderr for sign in OFFLINE_SIGNS):
