@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import time
 import zipfile
 from pathlib import Path
 
-from testlib import SOURCE_DIR, Checks, check, clean_env, load_json, wheel_dir, wheel_venv
+from testlib import SOURCE_DIR, SYSTEM_PYTHON, Checks, check, clean_env, load_json, wheel_dir, wheel_venv
 
 TRAIN_PY = """\
 import sys, time, traintime
@@ -92,6 +93,42 @@ def test_wheel_is_one_py3_manylinux_2_28_wheel_of_the_cmake_version(build_dir: P
     p = run([venv / "bin" / "traintime", "--version"])
     c.check(p.returncode == 0 and p.stdout.strip() == f"traintime {cmake_version()}", f"--version: {p.stdout}{p.stderr}")
     c.done()
+
+
+def test_the_wheel_and_the_pure_python_package_replace_each_other(build_dir: Path, tmp_path: Path) -> None:
+    """One distribution, `traintime`, at CMake's project(VERSION) from either source: pip install of
+    annotate/python over the wheel removes the binaries (`traintime run` then says to install the
+    wheel, in one line), and the wheel installed again brings them back (--force-reinstall: pip keeps
+    an installed distribution of the same version)."""
+    wheel = the_wheel(build_dir)
+    venv = tmp_path / "venv"
+    # Debian's setuptools and wheel build annotate/python with no network (--system-site-packages).
+    check(run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", venv]).returncode == 0, "python3 -m venv failed")
+    pip = [venv / "bin" / "python", "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check"]
+    # Installed from a copy: setuptools writes build/ next to the sources.
+    src = tmp_path / "src"
+    shutil.copytree(SOURCE_DIR / "annotate" / "python", src,
+                    ignore=shutil.ignore_patterns("build", "__pycache__", "*.egg-info"))
+    lib = next(venv.glob("lib/python3*/site-packages")) / "traintime" / "_lib" / "libtraintime.so"
+    installed = ("import importlib.metadata as m; "
+                 "print(*sorted(d.version for d in m.distributions() if d.metadata['Name'] == 'traintime'))")
+
+    def install(*what: object) -> None:
+        p = run([*pip, *what], timeout=300)
+        check(p.returncode == 0, f"pip install {what}: {p.stderr[-2000:]}")
+        p = run([venv / "bin" / "python", "-c", installed])
+        check(p.stdout.split() == [cmake_version()], f"after pip install {what}: traintime {p.stdout.split()} "
+              f"installed, expected one distribution of CMake's version {cmake_version()}")
+
+    install(wheel)
+    check(lib.is_file(), f"the wheel installed no {lib}")
+    install("--no-build-isolation", src)
+    check(not lib.exists(), "annotate/python installed over the wheel left the wheel's libtraintime.so")
+    p = run([venv / "bin" / "traintime", "run", "--out", tmp_path / "out", "--", "true"])
+    check(p.returncode == 125 and len(p.stderr.strip().splitlines()) == 1 and "install the wheel" in p.stderr,
+          f"traintime run of the pure-Python install: exit {p.returncode}, {p.stderr!r}")
+    install("--force-reinstall", wheel)
+    check(lib.is_file(), "the wheel installed over annotate/python did not bring libtraintime.so back")
 
 
 def test_auditwheel_says_manylinux_2_28_or_older(build_dir: Path) -> None:
