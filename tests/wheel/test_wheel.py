@@ -342,3 +342,20 @@ def test_a_source_checkout_on_pythonpath_still_finds_the_wheels_binaries(build_d
     env = clean_env({"PYTHONPATH": str(SOURCE_DIR / "annotate" / "python")})
     p = run([wheel_venv(build_dir) / "bin" / "traintime", "doctor", "--out", tmp_path / "out"], env=env)
     check(p.returncode == 0 and re.search(r"^\[\s*ok\] preload: ", p.stdout, re.M), f"doctor:\n{p.stdout}{p.stderr}")
+
+
+def test_a_checkout_pip_installed_from_still_finds_the_wheels_binaries(build_dir: Path, tmp_path: Path) -> None:
+    """A pip install from annotate/python leaves traintime.egg-info beside the sources; with that
+    folder on PYTHONPATH it is the first `traintime` distribution found, and has no binaries: the
+    command still finds the installed wheel's library, report and config table (the README test met
+    this: its recipes' options were unknown after the Python section's pip install)."""
+    src = tmp_path / "python"
+    shutil.copytree(SOURCE_DIR / "annotate" / "python", src, ignore=shutil.ignore_patterns("build", "__pycache__"))
+    (src / "traintime.egg-info").mkdir(exist_ok=True)
+    (src / "traintime.egg-info" / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: traintime\nVersion: {cmake_version()}\n")
+    env = clean_env({"PYTHONPATH": str(src)})
+    traintime = wheel_venv(build_dir) / "bin" / "traintime"
+    helptext = run([traintime, "run", "--help"], env=env).stdout
+    check("--print-every" in helptext, f"traintime run has no options from the config table:\n{helptext}")
+    p = run([traintime, "run", "--out", tmp_path / "out", "--no-summary", "--", "true"], env=env)
+    check(p.returncode == 0, f"traintime run found no library: exit {p.returncode}, {p.stderr!r}")

@@ -14,17 +14,23 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _installed(relative: str) -> Optional[Path]:
-    """A file of the wheel: beside this package, else in the installed distribution (when a source
-    checkout's annotate/python on PYTHONPATH shadows the installed package)."""
+    """A file of the wheel: beside this package, else in an installed distribution that has it
+    (when a source checkout's annotate/python on PYTHONPATH shadows the installed package; that
+    folder may hold a traintime.egg-info of its own, left by a pip install from it, so the first
+    distribution found is not enough)."""
     here = PACKAGE_DIR / relative
     if here.is_file():
         return here
     try:
-        from importlib.metadata import PackageNotFoundError, distribution
-        there = Path(str(distribution("traintime").locate_file(f"traintime/{relative}")))
-    except (ImportError, PackageNotFoundError):
+        from importlib.metadata import distributions
+    except ImportError:
         return None
-    return there if there.is_file() else None
+    for dist in distributions():
+        if (dist.metadata["Name"] or "").lower() == "traintime":
+            there = Path(str(dist.locate_file(f"traintime/{relative}")))
+            if there.is_file():
+                return there
+    return None
 
 
 def library() -> Optional[Path]:
