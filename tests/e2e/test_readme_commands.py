@@ -6,9 +6,10 @@ build, TRAINTIME_BUILD_DIR naming it, which is up to date: it only checks), `tra
 source checkout (the C++ recipe's include path), `annotate/` a copy of the Python package, `train.py` and `train.cpp` a user's small annotated programs, and
 `traintime-out/`, `old/`, `new/` hold a job's rank files for the report commands. A command that
 needs what this machine lacks (a GPU, Slurm, DeepSpeed) ends in `# needs: WHAT`: it is printed as
-skipped, never run. The environment is what a user has (HOME, PYTHONPATH as after `pip install`, PyTorch
-from PyPI on PATH, the machine's caches), plus, as the README says, Open MPI's permission to run as root and to run more
-ranks than cores.
+skipped, never run. The environment is what a user has (HOME, PYTHONPATH as after `pip install`, on
+PATH the virtual environment the README makes and activates, then PyTorch from PyPI; the machine's
+caches), plus, as the README says, Open MPI's permission to run as root and to run more ranks than
+cores.
 """
 from __future__ import annotations
 
@@ -93,7 +94,10 @@ def test_every_readme_command_runs_as_written(build_dir: Path, tmp_path: Path) -
     env = clean_env({"HOME": str(tmp_path / "home"), "PYTHONPATH": str(work / "annotate" / "python"),
                      "OMPI_MCA_rmaps_base_oversubscribe": "1", "TRAINTIME_BUILD_DIR": str(build_dir),
                      "XDG_CACHE_HOME": str(cache)})
-    env["PATH"] = f"{pyenv_bin}{os.pathsep}{env.get('PATH', '')}"
+    # The Running section's virtual environment, as activated there, is on PATH for the blocks after
+    # it too: the recipes start with its `traintime run`.
+    user_venv_bin = tmp_path / "home" / ".venvs" / "traintime" / "bin"
+    env["PATH"] = os.pathsep.join([str(user_venv_bin), str(pyenv_bin), env.get("PATH", "")])
     (tmp_path / "home").mkdir()
 
     blocks = bash_blocks(README.read_text())
