@@ -1,0 +1,151 @@
+// Steps for a job with no step marker (docs/attribution.md "Steps without a marker"): sits
+// between the activity join and GpuAggregator::ingest on the processing thread. While no marker
+// has been seen, it holds each activity, turns each launch (one correlation id) into a token for
+// the StepDetector, and hands the activity on with the step index the detector gives its launch,
+// exactly as if tt_step had been called at each detected boundary. Once a record carries a
+// marker step (tt_step, an NVTX `step` range, a framework callback), markers win from there on:
+// the detected steps so far keep their numbers and marker step m becomes detected + m.
+//
+// Tokens: a kernel by its name, a CUDA graph launch by its graph id, a copy by kind, direction
+// and size, a memset by size; NCCL work by (op, communicator, bytes) and marked a collective
+// (a kernel named nccl* is a collective too when the wrappers did not see the call).
+//
+// Launch order is correlation-id order. CUPTI delivers per-thread buffers in any order, so a
+// launch is fed to the detector only once `settle_lag` newer correlation ids have been seen (or
+// at finish()); a record that arrives after its launch's place was fed takes the step its
+// correlation id falls in, and is not a token (counted: late_launches).
+//
+// Memory: at most `max_held` activities are held. Past it the detector is forced to decide, and
+// whatever is still undecided is handed on as part of the step in progress and forgotten by the
+// detector (counted: folded_blocks, folded_launches).
+//
+// Single-threaded (the processing thread). No globals, no CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/category.h"
+#include "traintime/core/step_detector.h"
+
+namespace traintime::core {
+
+class GpuAggregator;
+
+// TRAINTIME_STEPS: auto (detect until a marker appears), marker (markers only), off (no steps:
+// every activity is in step 0, markers ignored).
+enum class StepsMode : uint8_t { kAuto, kMarker, kOff };
+
+struct StepFeedOptions {
+  StepsMode mode = StepsMode::kAuto;
+  std::string anchor;             // TRAINTIME_STEP_ANCHOR: a kernel name or a NCCL op name
+  std::size_t max_held = std::size_t{1} << 18;  // the open-step window's bound, in activities
+  uint32_t settle_lag = 1u << 16;  // correlation ids a launch waits before it is fed
+  DetectorOptions detector;       // anchor is set from `anchor`
+};
+
+// What the rank file says about where steps came from (steps.source, steps.detection).
+struct StepsOrigin {
+  std::string source;  // "marker", "detected" or "none"
+  bool detection_ran = false;
+  uint32_t period_calls = 0;   // launches in one detected step
+  uint64_t period_ns = 0;      // median GPU span from a step's first to its next step's first launch
+  double coverage = 0;         // share of fed launches that are in exact steps
+  uint64_t relocks = 0;
+  uint64_t detected_steps = 0;
+  uint64_t warmup_launches = 0;
+  uint64_t late_launches = 0;
+  uint64_t folded_blocks = 0;
+  uint64_t folded_launches = 0;
+  uint64_t marker_from_step = 0;  // a marker appeared: steps from this index on are the marker's
+  std::string reason;             // why there are no detected steps, or why detection stopped
+};
+
+class StepFeed {
+ public:
+  StepFeed(GpuAggregator& aggregator, StepFeedOptions options);
+  ~StepFeed();
+  StepFeed(const StepFeed&) = delete;
+  StepFeed& operator=(const StepFeed&) = delete;
+
+  // In place of GpuAggregator::ingest. Passes straight through once markers decide (or with
+  // TRAINTIME_STEPS=marker); otherwise holds the activity until its step is known.
+  void ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category) {
+    if (pass_) return forward(a, ctx, region_category);
+    hold(a, ctx, region_category);
+  }
+  // After a buffer: feeds the settled launches, ends the steps they allow, hands those steps'
+  // activities on.
+  void settle();
+  // No more activities will come (exit): every held activity is handed on.
+  void finish();
+
+  // The steps completed, for GpuAggregator::summary: `marker_steps` (tt_step calls so far) when
+  // steps are the marker's, the detected steps (+ marker_steps once a marker took over).
+  uint64_t steps_completed(uint64_t marker_steps) const;
+  StepsOrigin origin() const;
+  std::size_t held() const { return held_.size(); }
+
+ private:
+  struct Held {
+    GpuActivity activity;  // name points into names_
+    LaunchContext ctx;
+    Category category;
+  };
+  struct Pending {  // a launch seen, not yet fed
+    uint32_t correlation = 0;
+    DetectorLaunch launch;
+  };
+  void forward(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  void hold(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  void take_marker(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  DetectorLaunch launch_of(const GpuActivity& a, const LaunchContext& ctx);
+  // Feeds the pending launches below `bound` (all: every one) in correlation order.
+  void feed(uint32_t bound, bool all);
+  // The detector's new boundaries (in scratch_) become step ends; fed_ keeps the step in progress.
+  void apply();
+  // Hands on every held activity whose step is known.
+  void release();
+  uint64_t step_of(uint32_t correlation) const;
+  void force_bound();
+  void note_first(uint64_t step, uint64_t start_ns);
+
+  GpuAggregator& agg_;
+  StepFeedOptions opt_;
+  StepDetector detector_;
+  bool pass_ = false;          // markers decide (or detection is off): no holding
+  bool marker_seen_ = false;
+  uint64_t marker_offset_ = 0;  // marker step m is step marker_offset_ + m
+  std::deque<Held> held_;
+  std::vector<Pending> pending_;  // launches seen, not yet fed, in arrival order
+  std::vector<uint32_t> fed_;     // correlation ids fed, from the detector's step_start() on
+  uint64_t fed_base_ = 0;         // detector ordinal of fed_[0]
+  uint32_t max_correlation_ = 0;
+  uint32_t fed_below_ = 0;        // correlation ids below this were fed, or come late
+  // The last correlation id of each ended step: step k holds ids in (ends_[k-1], ends_[k]].
+  std::vector<uint32_t> ends_;
+  // Launches up to this correlation id are in a known step (ended, or the step in progress
+  // once a fold gave them to it).
+  uint32_t known_through_ = 0;
+  bool any_known_ = false;
+  std::map<uint64_t, uint64_t> first_ns_;  // earliest GPU start of the most recent steps
+  std::vector<DetectedBoundary> scratch_;
+  std::deque<Held> keep_;  // release()'s scratch
+  // Kernel names of held activities (a record's name is valid during ingest only) and the
+  // dense token of each launch key.
+  std::unordered_map<std::string_view, uint32_t> name_ids_;
+  std::deque<std::string> names_;
+  std::unordered_map<uint64_t, uint32_t> tokens_;
+  uint64_t late_launches_ = 0;
+  uint64_t folded_blocks_ = 0;
+  uint64_t folded_launches_ = 0;
+};
+
+}  // namespace traintime::core
