@@ -276,6 +276,20 @@ for bench, what, budget, key in (
                      judge(rate >= budget)))
         std = v[1].get("_stddev")
         figure(key, rate, "M/s", std / 1e6 if std is not None else None)
+# Step detection on the processing thread (core/step_feed.h): the aggregator's passes with no
+# marker, through the step feed; reported against GpuAggregator::ingest in the same run.
+v = gbench("ingest", "BM_StepFeedIngest", "items_per_second")
+plain = gbench("ingest", "BM_AggregatorIngest", "items_per_second")
+if v:
+    rate = v[0] / 1e6
+    extra = f"+{1e9 / v[0] - 1e9 / plain[0]:.1f} ns per record over plain ingest; " if plain else ""
+    held = v[1].get("max_held", 0) * v[1].get("held_record_bytes", 0) / 2**20
+    rows.append(("step detection, no marker: ingest through the step feed (per launch fed)",
+                 f"{rate:.1f} M records/s ({extra}{v[1].get('detected_steps', 0):.0f} of "
+                 f"{v[1].get('steps_true', 0):.0f} steps found; keeps at most {held:.1f} MiB)",
+                 "reported", "-"))
+    std = v[1].get("_stddev")
+    figure("step_feed_ingest_mps", rate, "M/s", std / 1e6 if std is not None else None)
 # The memory records' effect (issue 27): the api_records:1 buffer with an allocation and a release
 # per kernel, as PyTorch's cudaMallocAsync backend makes them; reported against the row without.
 v = gbench("ingest", "BM_DecodeJoinIngestMemory", "items_per_second")

@@ -6,6 +6,7 @@
 
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/nccl_kernel_name.h"
+#include "traintime/core/summaries.h"
 
 namespace traintime::core {
 namespace {
@@ -232,10 +233,11 @@ uint64_t StepFeed::steps_completed(uint64_t marker_steps) const {
 }
 
 StepsOrigin StepFeed::origin() const {
-  StepsOrigin o;
+  StepsOrigin out;
+  StepDetection& o = out.detection;
   const DetectorStats& s = detector_.stats();
-  o.detection_ran = opt_.mode == StepsMode::kAuto && s.launches > 0;
-  o.detected_steps = marker_seen_ ? marker_offset_ : ends_.size();
+  o.present = opt_.mode == StepsMode::kAuto && s.launches > 0;
+  o.steps = marker_seen_ ? marker_offset_ : ends_.size();
   o.period_calls = s.period;
   o.relocks = s.relocks;
   o.warmup_launches = s.warmup_launches;
@@ -247,7 +249,7 @@ StepsOrigin StepFeed::origin() const {
   uint64_t prev_step = 0, prev_ns = 0;
   bool have = false;
   for (const auto& [step, ns] : first_ns_) {
-    if (have && step == prev_step + 1 && ns > prev_ns && step < o.detected_steps) gaps.push_back(ns - prev_ns);
+    if (have && step == prev_step + 1 && ns > prev_ns && step < o.steps) gaps.push_back(ns - prev_ns);
     prev_step = step;
     prev_ns = ns;
     have = true;
@@ -256,30 +258,38 @@ StepsOrigin StepFeed::origin() const {
     std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
     o.period_ns = gaps[gaps.size() / 2];
   }
+  const std::string folded = folded_blocks_ == 0 ? std::string()
+      : std::to_string(folded_launches_) + " launches in " + std::to_string(folded_blocks_) +
+            " stretch(es) did not repeat within the open-step window; each stayed in its step as one block";
   if (opt_.mode == StepsMode::kOff) {
-    o.source = "none";
-    o.reason = "TRAINTIME_STEPS=off";
+    out.source = "none";
   } else if (opt_.mode == StepsMode::kMarker) {
-    o.source = "marker";
+    out.source = "marker";
   } else if (marker_seen_) {
-    o.source = "marker";
+    out.source = "marker";
     o.marker_from_step = marker_offset_;
-    o.reason = o.detected_steps > 0 ? "a step marker appeared; it decides the steps from step " +
-                                          std::to_string(marker_offset_) + " on"
-                                    : "a step marker decides the steps";
-  } else if (o.detected_steps > 0) {
-    o.source = "detected";
-    if (folded_blocks_ > 0)
-      o.reason = std::to_string(folded_launches_) + " launches in " + std::to_string(folded_blocks_) +
-                 " stretch(es) did not repeat within the open-step window and each joined its step as one block";
+    o.reason = o.steps > 0 ? "a step marker appeared and decides the steps from step " +
+                                 std::to_string(marker_offset_) + " on"
+                           : "a step marker decides the steps";
+  } else if (o.steps > 0) {
+    out.source = "detected";
+    o.reason = folded;
   } else {
-    o.source = "none";
+    out.source = "none";
     o.reason = s.launches == 0 ? "no GPU work was recorded"
                : !opt_.anchor.empty() ? "TRAINTIME_STEP_ANCHOR=" + opt_.anchor + " matched no launch"
                                       : "the launch sequence (" + std::to_string(s.launches) +
                                             " launches) never repeated twice in a row: no period";
+    if (!folded.empty()) o.reason += "; " + folded;
   }
-  return o;
+  return out;
+}
+
+void StepFeed::describe(uint64_t marker_steps, GpuSummary* out) const {
+  StepsOrigin o = origin();
+  out->steps_source = std::move(o.source);
+  out->steps_detection = std::move(o.detection);
+  out->steps_count = steps_completed(marker_steps);
 }
 
 }  // namespace traintime::core

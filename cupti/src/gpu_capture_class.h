@@ -187,6 +187,9 @@ class GpuCapture {
   std::mutex agg_mu_;
   std::unique_ptr<core::GpuAggregator> aggregator_;
   std::unique_ptr<ActivityPipeline> pipeline_;
+  // Steps without a marker (TRAINTIME_STEPS auto or off); null with TRAINTIME_STEPS=marker.
+  // Guarded by agg_mu_, as the aggregator it feeds.
+  std::unique_ptr<core::StepFeed> step_feed_;
   // What summary() last handed out (a snapshot, the watchdog's refresh): a terminating signal's
   // write that cannot take agg_mu_ uses it.
   core::LastPublished<core::GpuSummary> published_;

@@ -119,9 +119,11 @@ TEST_CASE("a job with no marker gets the steps and figures tt_step at each step'
   }
   CHECK(same_totals(got.totals, truth.totals));
   CHECK_FALSE(got.partial_final_step);
-  const StepsOrigin o = feed.origin();
-  CHECK(o.source == "detected");
-  CHECK(o.detected_steps == 12);
+  const StepsOrigin origin = feed.origin();
+  CHECK(origin.source == "detected");
+  const StepDetection& o = origin.detection;
+  CHECK(o.present);
+  CHECK(o.steps == 12);
   CHECK(o.period_calls == 6 * 4 + 2 + 1);
   CHECK(o.warmup_launches == 5);
   CHECK(o.period_ns > 0);
@@ -146,7 +148,8 @@ TEST_CASE("a marker that appears later decides the steps from there on", "[step_
   const uint64_t marker_steps = 6;  // tt_step calls: at the end of steps 7 .. 12
   const StepsOrigin origin = feed.origin();
   CHECK(origin.source == "marker");
-  CHECK(origin.detected_steps == 7);  // the 8th ends at the first marker
+  CHECK(origin.detection.steps == 7);
+  CHECK(origin.detection.marker_from_step == 7);  // the 8th ends at the first marker
   CHECK(feed.steps_completed(marker_steps) == 7 + marker_steps);
   const GpuSummary got = agg.summary(feed.steps_completed(marker_steps));
   REQUIRE(got.detail.size() == 14);
@@ -160,7 +163,7 @@ TEST_CASE("a job marked from its start is numbered by its marker alone", "[step_
   StepFeed feed(agg, small_window());
   feed_all(feed, recs, true);
   CHECK(feed.origin().source == "marker");
-  CHECK(feed.origin().detected_steps == 0);
+  CHECK(feed.origin().detection.steps == 0);
   CHECK(feed.steps_completed(5) == 5);
   const GpuSummary got = agg.summary(5);
   REQUIRE(got.detail.size() == 6);
@@ -200,7 +203,7 @@ TEST_CASE("a sequence with no period has no detected steps and says why", "[step
   CHECK(feed.steps_completed(0) == 0);
   const StepsOrigin o = feed.origin();
   CHECK(o.source == "none");
-  CHECK(o.reason.find("never repeated") != std::string::npos);
+  CHECK(o.detection.reason.find("never repeated") != std::string::npos);
   const GpuSummary got = agg.summary(0);
   REQUIRE(got.detail.size() == 1);
   CHECK(got.detail[0].partial);
@@ -240,7 +243,7 @@ TEST_CASE("past the window's bound an unrepeated stretch folds as one block, not
   }
   feed.finish();
   CHECK(most <= 256 + 16);
-  CHECK(feed.origin().folded_blocks > 0);
+  CHECK(feed.origin().detection.folded_blocks > 0);
   CHECK(feed.origin().source == "none");
   const GpuSummary got = agg.summary(0);
   uint64_t count = 0;

@@ -33,39 +33,36 @@
 
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
+#include "traintime/core/rank_file.h"
 #include "traintime/core/step_detector.h"
 
 namespace traintime::core {
 
 class GpuAggregator;
+struct GpuSummary;
 
 // TRAINTIME_STEPS: auto (detect until a marker appears), marker (markers only), off (no steps:
 // every activity is in step 0, markers ignored).
 enum class StepsMode : uint8_t { kAuto, kMarker, kOff };
+// TRAINTIME_STEPS's spelling (config.cpp validated it): anything but marker and off is auto.
+inline StepsMode steps_mode_named(std::string_view name) {
+  return name == "marker" ? StepsMode::kMarker : name == "off" ? StepsMode::kOff : StepsMode::kAuto;
+}
 
 struct StepFeedOptions {
   StepsMode mode = StepsMode::kAuto;
   std::string anchor;             // TRAINTIME_STEP_ANCHOR: a kernel name or a NCCL op name
-  std::size_t max_held = std::size_t{1} << 18;  // the open-step window's bound, in activities
+  // Activities held at most: 65 536 of kHeldBytes (~10 MiB), the bytes the aggregator's own
+  // open-step window may hold (262 144 records of 32 bytes, docs/attribution.md "Memory bound").
+  std::size_t max_held = std::size_t{1} << 16;
   uint32_t settle_lag = 1u << 16;  // correlation ids a launch waits before it is fed
   DetectorOptions detector;       // anchor is set from `anchor`
 };
 
 // What the rank file says about where steps came from (steps.source, steps.detection).
 struct StepsOrigin {
-  std::string source;  // "marker", "detected" or "none"
-  bool detection_ran = false;
-  uint32_t period_calls = 0;   // launches in one detected step
-  uint64_t period_ns = 0;      // median GPU span from a step's first to its next step's first launch
-  double coverage = 0;         // share of fed launches that are in exact steps
-  uint64_t relocks = 0;
-  uint64_t detected_steps = 0;
-  uint64_t warmup_launches = 0;
-  uint64_t late_launches = 0;
-  uint64_t folded_blocks = 0;
-  uint64_t folded_launches = 0;
-  uint64_t marker_from_step = 0;  // a marker appeared: steps from this index on are the marker's
-  std::string reason;             // why there are no detected steps, or why detection stopped
+  std::string source = "marker";  // "marker", "detected" or "none"
+  StepDetection detection;
 };
 
 class StepFeed {
@@ -91,6 +88,8 @@ class StepFeed {
   // steps are the marker's, the detected steps (+ marker_steps once a marker took over).
   uint64_t steps_completed(uint64_t marker_steps) const;
   StepsOrigin origin() const;
+  // The summary's steps_source, steps_detection and steps_count (build_rank_file reads them).
+  void describe(uint64_t marker_steps, GpuSummary* out) const;
   std::size_t held() const { return held_.size(); }
 
  private:
@@ -99,6 +98,11 @@ class StepFeed {
     LaunchContext ctx;
     Category category;
   };
+
+ public:
+  static constexpr std::size_t kHeldBytes = sizeof(Held);  // one held activity (bench/ingest_bench.cpp)
+
+ private:
   struct Pending {  // a launch seen, not yet fed
     uint32_t correlation = 0;
     DetectorLaunch launch;
