@@ -59,6 +59,20 @@ std::vector<Rec> training(int steps, int layers, int warmup = 0) {
   return out;
 }
 
+// n kernels that never repeat twice in a row: kernel i is named "k" + name_of(i).
+template <typename NameOf>
+std::vector<Rec> unrepeated(uint32_t n, NameOf name_of) {
+  std::vector<Rec> recs(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    recs[i].name = "k" + std::to_string(name_of(i));
+    recs[i].a.correlation_id = 10 + i;
+    recs[i].a.start_ns = 100 * i;
+    recs[i].a.end_ns = 100 * i + 50;
+  }
+  for (Rec& r : recs) r.a.name = r.name;
+  return recs;
+}
+
 // Feeds the records as CUPTI might deliver them: in buffers of `buffer` records, the buffers
 // in shuffled order within groups of four, settling after each buffer.
 void feed_all(StepFeed& feed, const std::vector<Rec>& recs, bool marker, std::size_t buffer = 64, unsigned seed = 1) {
@@ -186,16 +200,7 @@ TEST_CASE("TRAINTIME_STEPS=marker and off pass records straight through", "[step
 }
 
 TEST_CASE("a sequence with no period has no detected steps and says why", "[step_feed]") {
-  std::vector<Rec> recs;
-  for (uint32_t i = 0; i < 300; ++i) {
-    Rec r;
-    r.name = "k" + std::to_string(i * 7919u % 1000u);
-    r.a.correlation_id = 10 + i;
-    r.a.start_ns = 100 * i;
-    r.a.end_ns = 100 * i + 50;
-    recs.push_back(r);
-  }
-  for (Rec& r : recs) r.a.name = r.name;
+  const auto recs = unrepeated(300, [](uint32_t i) { return i * 7919u % 1000u; });
   GpuAggregator agg;
   StepFeed feed(agg, small_window());
   feed_all(feed, recs, false);
@@ -221,16 +226,7 @@ TEST_CASE("the anchor ends a step at each launch it names", "[step_feed]") {
 }
 
 TEST_CASE("past the window's bound an unrepeated stretch folds as one block, nothing lost", "[step_feed]") {
-  std::vector<Rec> recs;
-  for (uint32_t i = 0; i < 2000; ++i) {
-    Rec r;
-    r.name = "k" + std::to_string(i);  // never repeats
-    r.a.correlation_id = 10 + i;
-    r.a.start_ns = 100 * i;
-    r.a.end_ns = 100 * i + 50;
-    recs.push_back(r);
-  }
-  for (Rec& r : recs) r.a.name = r.name;
+  const auto recs = unrepeated(2000, [](uint32_t i) { return i; });  // every kernel different
   GpuAggregator agg;
   StepFeedOptions o = small_window();
   o.max_held = 256;

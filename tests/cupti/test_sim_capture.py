@@ -71,6 +71,7 @@ class Mode:
     layers: int = 0              # sim_train --layers (0: its default)
     bucket_layers: int = 0       # sim_train --bucket-layers (0: its default)
     slowdown: str = ""           # SIMGPU_SLOWDOWN=RANK:FACTOR: a straggler
+    train_args: tuple = ()       # more sim_train options (--accumulate, --eval-every, --pause-at)
 
 
 MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
@@ -166,6 +167,7 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         cmd += ["--layers", str(mode.layers)]
     if mode.bucket_layers:
         cmd += ["--bucket-layers", str(mode.bucket_layers)]
+    cmd += list(mode.train_args)
     if mode.step_sleep_us:
         cmd += ["--step-sleep-us", str(mode.step_sleep_us)]
     if mode.fork_workers:
@@ -436,6 +438,18 @@ def test_sim_capture_no_marker_graphs_nvtx_steps_found_match_truth(capture) -> N
 
 def test_sim_capture_mpirun4_no_marker_straggler_steps_found_match_truth(capture) -> None:
     capture(np=4, no_marker=True, layers=24, bucket_layers=3, slowdown="2:1.5")
+
+
+def test_sim_capture_no_marker_accumulation_eval_and_pause_steps_found_match_truth(capture) -> None:
+    # One rank: no collective, so the optimizer alone tells the step from its micro-batches.
+    capture(no_marker=True, layers=24, bucket_layers=3,
+            train_args=("--accumulate", "3", "--eval-every", "4", "--pause-at", "6:50"))
+
+
+def test_sim_capture_mpirun4_no_marker_accumulation_eval_straggler_steps_found_match_truth(capture) -> None:
+    # DDP's no_sync: the gradient AllReduce buckets in the last micro-batch only.
+    capture(np=4, no_marker=True, layers=24, bucket_layers=3, slowdown="2:1.5",
+            train_args=("--accumulate", "2", "--eval-every", "5"))
 
 
 def test_sim_capture_mpirun4_graphs_matches_truth(capture) -> None:

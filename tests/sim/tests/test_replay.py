@@ -61,7 +61,8 @@ def check_replay(c: Checks, build: Path, trace: Path, doc: dict, mode: str, work
     what = f"{trace.name} --mode {mode}"
     truth = trace_truth.compute(doc, mode, trace)
     out = work / f"{trace.name}-{mode}"
-    p = replay(build, trace, mode, out)
+    # The bare truth is a job with no marker and no detected steps: detection has its own test below.
+    p = replay(build, trace, mode, out, {"TRAINTIME_STEPS": "marker"} if mode == "bare" else None)
     if not c.check(p.returncode == 0, f"{what}: sim_replay exited {p.returncode}: {p.stderr[-2000:]}"):
         return
     lines = [line for line in p.stderr.splitlines() if line.startswith("sim_replay:")]
@@ -98,6 +99,46 @@ def test_replay_of_every_real_trace_equals_its_truth(build_dir: Path, tmp_path: 
         doc = trace_truth.load_trace(trace)
         for mode in MODES:
             check_replay(c, build_dir, trace, doc, mode, tmp_path)
+    c.done()
+
+
+def test_bare_replay_finds_the_traces_own_profiler_steps(build_dir: Path, tmp_path: Path) -> None:
+    """A real job replayed with no marker at all (bare mode: no ProfilerStep, no range) gets its
+    steps from the launch sequence (docs/attribution.md "Steps without a marker"): as many as the
+    trace's own ProfilerStep#N ranges end, each with the GPU time of the annotated replay's step of
+    the same index within 1 % (steps.source "detected"). A trace whose steps do not repeat (one
+    ProfilerStep, or steps that differ) must say why it has none."""
+    c = Checks()
+    for trace in real_traces():
+        doc = trace_truth.load_trace(trace)
+        ann = trace_truth.compute(doc, "annotated", trace)
+        out = tmp_path / f"{trace.name}-detect"
+        p = replay(build_dir, trace, "bare", out)
+        rank = rank_file(out)
+        what = f"{trace.name} --mode bare"
+        if not c.check(p.returncode == 0 and rank is not None, f"{what}: sim_replay exited {p.returncode}: {p.stderr[-2000:]}"):
+            continue
+        steps = rank["steps"]
+        detection = steps.get("detection", {})
+        if not c.check(detection, f"{what}: no steps.detection: detection did not run"):
+            continue
+        if steps.get("source") != "detected":
+            c.check(steps.get("source") == "none" and detection.get("reason"),
+                    f"{what}: source {steps.get('source')!r} with no reason: {detection}")
+            c.check(False, f"{what}: no steps detected ({detection.get('reason')}); the trace has "
+                    f"{ann['steps']['count']} ProfilerStep ends")
+            continue
+        c.check(steps["count"] == ann["steps"]["count"],
+                f"{what}: {steps['count']} steps detected, the trace's ProfilerSteps end {ann['steps']['count']} "
+                f"(period {detection.get('period_calls')} launches, warm-up {detection.get('warmup_launches')})")
+        want = {row["index"]: row for row in ann["steps"]["by_step"]}
+        for row in steps.get("detail", []):
+            index = row["index"]
+            if not c.check(index in want, f"{what}: detected step {index} is no step of the trace"):
+                continue
+            got, expected = row["totals"]["gpu_busy_ns"], want[index]["gpu_busy_ns"]
+            c.check(abs(got - expected) <= expected / 100,
+                    f"{what}: step {index} GPU busy {got} ns, the annotated replay's {expected} ns")
     c.done()
 
 
