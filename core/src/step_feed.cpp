@@ -18,6 +18,22 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h * 0xff51afd7ed558ccdull;
 }
 
+// Collectives whose size the model fixes (gradient buckets, sharded parameters): their bytes
+// tell two steps' calls apart. The others (AlltoAll of embeddings, point-to-point) carry
+// data-dependent sizes that change every step.
+bool sized_by_model(CommOp op) {
+  switch (op) {
+    case CommOp::kAllReduce:
+    case CommOp::kAllGather:
+    case CommOp::kReduceScatter:
+    case CommOp::kBroadcast:
+    case CommOp::kReduce:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 StepFeed::StepFeed(GpuAggregator& aggregator, StepFeedOptions options)
@@ -50,7 +66,8 @@ DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ct
   std::string_view name = a.name;
   if (ctx.comm.op != CommOp::kNone) {
     l.collective = true;
-    key = mix(mix(mix(key, 0x100 + static_cast<uint64_t>(ctx.comm.op)), ctx.comm.comm_id), ctx.comm.bytes);
+    key = mix(mix(mix(key, 0x100 + static_cast<uint64_t>(ctx.comm.op)), ctx.comm.comm_id),
+              sized_by_model(ctx.comm.op) ? ctx.comm.bytes : 0);
     if (!opt_.anchor.empty()) l.anchor = comm_op_name(ctx.comm.op) == opt_.anchor;
   } else if (a.graph_id != 0) {
     key = mix(mix(key, 0x200), a.graph_id);
@@ -68,7 +85,7 @@ DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ct
     key = mix(mix(key, 0x300), id);
     if (!opt_.anchor.empty()) l.anchor = name.find(opt_.anchor) != std::string_view::npos;
   } else {
-    key = mix(mix(mix(key, 0x400 + static_cast<uint64_t>(a.copy_kind)), a.bytes), a.copies);
+    key = mix(key, 0x400 + static_cast<uint64_t>(a.copy_kind));  // sizes follow the batch's data
   }
   auto [it, added] = tokens_.emplace(key, static_cast<uint32_t>(tokens_.size()));
   l.token = it->second;

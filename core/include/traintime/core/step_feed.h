@@ -6,9 +6,12 @@
 // marker step (tt_step, an NVTX `step` range, a framework callback), markers win from there on:
 // the detected steps so far keep their numbers and marker step m becomes detected + m.
 //
-// Tokens: a kernel by its name, a CUDA graph launch by its graph id, a copy by kind, direction
-// and size, a memset by size; NCCL work by (op, communicator, bytes) and marked a collective
-// (a kernel named nccl* is a collective too when the wrappers did not see the call).
+// Tokens: a kernel by its name, a CUDA graph launch by its graph id, a copy by direction, a
+// memset as such (their sizes follow the batch's data, which real jobs vary every step); NCCL
+// work by (op, communicator, bytes) for the collectives whose size the model fixes (AllReduce,
+// AllGather, ReduceScatter, Broadcast, Reduce) and by (op, communicator) for the others, and
+// marked a collective (a kernel named nccl* is a collective too when the wrappers did not see
+// the call).
 //
 // Launch order is correlation-id order. CUPTI delivers per-thread buffers in any order, so a
 // launch is fed to the detector only once `settle_lag` newer correlation ids have been seen (or
