@@ -43,6 +43,7 @@ StepFeed::StepFeed(GpuAggregator& aggregator, StepFeedOptions options)
         return d;
       }()) {
   pass_ = opt_.mode != StepsMode::kAuto;
+  direct_ = opt_.mode == StepsMode::kMarker;
 }
 
 StepFeed::~StepFeed() = default;
@@ -226,6 +227,7 @@ void StepFeed::take_marker(const GpuActivity& a, const LaunchContext& ctx, Categ
   release();
   for (Held& h : held_) forward(h.activity, h.ctx, h.category);
   held_.clear();
+  direct_ = ends_.empty();  // marker step m is step m: nothing to renumber
   forward(a, ctx, region_category);
 }
 

@@ -49,6 +49,15 @@ std::vector<DetectedBoundary> run(StepDetector& d, const Seq& s) {
   return out;
 }
 
+// Runs a detector with the default options over s: its steps end where s's truth says, with
+// one step `period` launches long.
+void expect_steps(const Seq& s, uint32_t period) {
+  StepDetector d;
+  const auto out = run(d, s);
+  CHECK(ends(out) == s.truth);
+  CHECK(d.stats().period == period);
+}
+
 DetectorOptions small() {  // mid-run locks after a few repeats (the defaults want thousands of launches)
   DetectorOptions o;
   o.min_evidence = 16;
@@ -105,20 +114,14 @@ TEST_CASE("gradient accumulation: the optimizer's launches make the micro-batche
   // Four micro-batches (forward f g, backward b d) and an optimizer (o p) per step; no NCCL.
   Seq s;
   for (int k = 0; k < 8; ++k) s.add("fgbd").add("fgbd").add("fgbd").add("fgbd").add("op", true);
-  StepDetector d;
-  const auto out = run(d, s);
-  CHECK(ends(out) == s.truth);
-  CHECK(d.stats().period == 18);
+  expect_steps(s, 18);
 }
 
 TEST_CASE("DDP's no_sync micro-batches have no collective: they are not steps", "[step_detector]") {
   // Three micro-batches; the gradient AllReduce buckets (C) only in the last; optimizer o.
   Seq s;
   for (int k = 0; k < 6; ++k) s.add("fgbd").add("fgbd").add("fgCbCd").add("o", true);
-  StepDetector d;
-  const auto out = run(d, s);
-  CHECK(ends(out) == s.truth);
-  CHECK(d.stats().period == 15);
+  expect_steps(s, 15);
 }
 
 TEST_CASE("an evaluation loop between steps belongs to the next step, and the lock holds", "[step_detector]") {
@@ -153,10 +156,7 @@ TEST_CASE("FSDP: a collective in every micro-batch still leaves the optimizer to
   // Micro-batch: all-gather R, forward f, backward b, reduce-scatter C; optimizer o p q.
   Seq s;
   for (int k = 0; k < 6; ++k) s.add("RfbC").add("RfbC").add("RfbC").add("opq", true);
-  StepDetector d;
-  const auto out = run(d, s);
-  CHECK(ends(out) == s.truth);
-  CHECK(d.stats().period == 15);
+  expect_steps(s, 15);
 }
 
 TEST_CASE("a sequence that does not repeat has no steps and says it searched", "[step_detector]") {

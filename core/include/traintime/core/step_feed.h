@@ -36,12 +36,12 @@
 
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
+#include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/step_detector.h"
 
 namespace traintime::core {
 
-class GpuAggregator;
 struct GpuSummary;
 
 // TRAINTIME_STEPS: auto (detect until a marker appears), marker (markers only), off (no steps:
@@ -77,10 +77,7 @@ class StepFeed {
 
   // In place of GpuAggregator::ingest. Passes straight through once markers decide (or with
   // TRAINTIME_STEPS=marker); otherwise holds the activity until its step is known.
-  void ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category) {
-    if (pass_) return forward(a, ctx, region_category);
-    hold(a, ctx, region_category);
-  }
+  void ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
   // After a buffer: feeds the settled launches, ends the steps they allow, hands those steps'
   // activities on.
   void settle();
@@ -128,6 +125,9 @@ class StepFeed {
   StepFeedOptions opt_;
   StepDetector detector_;
   bool pass_ = false;          // markers decide (or detection is off): no holding
+  // Markers decide and no step was detected before them: records go to the aggregator as they
+  // are (the common case of a marked job, one branch per record).
+  bool direct_ = false;
   bool marker_seen_ = false;
   uint64_t marker_offset_ = 0;  // marker step m is step marker_offset_ + m
   std::deque<Held> held_;
@@ -154,5 +154,11 @@ class StepFeed {
   uint64_t folded_blocks_ = 0;
   uint64_t folded_launches_ = 0;
 };
+
+inline void StepFeed::ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category) {
+  if (direct_) return agg_.ingest(a, ctx, region_category);
+  if (pass_) return forward(a, ctx, region_category);
+  hold(a, ctx, region_category);
+}
 
 }  // namespace traintime::core
