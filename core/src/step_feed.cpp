@@ -103,6 +103,7 @@ void StepFeed::hold(const GpuActivity& a, const LaunchContext& ctx, Category reg
     ++late_launches_;  // its place in the sequence was fed without it
   }
   max_correlation_ = std::max(max_correlation_, c);
+  if (first_device_ < 0) first_device_ = static_cast<int>(a.device);
   Held h{a, ctx, region_category};
   if (a.kind == ActivityKind::kKernel && !a.name.empty()) {
     auto it = name_ids_.find(a.name);

@@ -152,6 +152,8 @@ class GpuCapture {
   // The group kernels the last buffer left pending: their groups' members asked of
   // Hooks::comm_group with no lock held, then the kernels split under agg_mu_.
   void split_group_kernels();
+  // The processing thread's last act: the step feed's held activities into the aggregator.
+  void finish_steps();
   void stop_thread();
   // Processing thread: publishes the newest step whose records have all arrived (live metrics).
   void publish_live();

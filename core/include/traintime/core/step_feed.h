@@ -91,6 +91,8 @@ class StepFeed {
   // The summary's steps_source, steps_detection and steps_count (build_rank_file reads them).
   void describe(uint64_t marker_steps, GpuSummary* out) const;
   std::size_t held() const { return held_.size(); }
+  // The device of the first activity ingested (held or not); -1 before one.
+  int first_device() const { return first_device_; }
 
  private:
   struct Held {
@@ -150,6 +152,7 @@ class StepFeed {
   std::unordered_map<std::string_view, uint32_t> name_ids_;
   std::deque<std::string> names_;
   std::unordered_map<uint64_t, uint32_t> tokens_;
+  int first_device_ = -1;
   uint64_t late_launches_ = 0;
   uint64_t folded_blocks_ = 0;
   uint64_t folded_launches_ = 0;
