@@ -61,10 +61,27 @@ void StepFeed::forward(const GpuActivity& a, const LaunchContext& ctx, Category 
   agg_.ingest(a, c, region_category);
 }
 
-DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ctx) {
+uint32_t StepFeed::name_id(std::string_view name) {
+  // Kernel names sit at stable addresses in CUPTI (or the replay's table): a direct-mapped
+  // cache by address, checked against the kept characters, spares hashing the whole name.
+  NameSlot& slot = name_cache_[(reinterpret_cast<uintptr_t>(name.data()) >> 4) & (kNameCache - 1)];
+  if (slot.ptr == name.data() && slot.len == name.size() && names_[slot.id] == name) return slot.id;
+  auto it = name_ids_.find(name);
+  uint32_t id;
+  if (it != name_ids_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<uint32_t>(names_.size());
+    names_.emplace_back(name);
+    name_ids_.emplace(std::string_view(names_.back()), id);
+  }
+  slot = {name.data(), name.size(), id};
+  return id;
+}
+
+DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ctx, uint32_t name) {
   DetectorLaunch l;
   uint64_t key = static_cast<uint64_t>(a.kind) + 1;
-  std::string_view name = a.name;
   if (ctx.comm.op != CommOp::kNone) {
     l.collective = true;
     key = mix(mix(mix(key, 0x100 + static_cast<uint64_t>(ctx.comm.op)), ctx.comm.comm_id),
@@ -73,18 +90,9 @@ DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ct
   } else if (a.graph_id != 0) {
     key = mix(mix(key, 0x200), a.graph_id);
   } else if (a.kind == ActivityKind::kKernel) {
-    l.collective = is_nccl_kernel(name);
-    auto it = name_ids_.find(name);
-    uint32_t id;
-    if (it != name_ids_.end()) {
-      id = it->second;
-    } else {
-      id = static_cast<uint32_t>(names_.size());
-      names_.emplace_back(name);
-      name_ids_.emplace(std::string_view(names_.back()), id);
-    }
-    key = mix(mix(key, 0x300), id);
-    if (!opt_.anchor.empty()) l.anchor = name.find(opt_.anchor) != std::string_view::npos;
+    l.collective = is_nccl_kernel(a.name);
+    key = mix(mix(key, 0x300), name);
+    if (!opt_.anchor.empty()) l.anchor = a.name.find(opt_.anchor) != std::string_view::npos;
   } else {
     key = mix(key, 0x400 + static_cast<uint64_t>(a.copy_kind));  // sizes follow the batch's data
   }
@@ -96,31 +104,33 @@ DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ct
 void StepFeed::hold(const GpuActivity& a, const LaunchContext& ctx, Category region_category) {
   if (ctx.step != 0) return take_marker(a, ctx, region_category);
   const uint32_t c = a.correlation_id;
-  const bool fed = c < fed_below_;
-  if (!fed) {
-    pending_.push_back({c, launch_of(a, ctx)});
+  Held h{a, ctx, region_category};
+  uint32_t name = 0;
+  if (a.kind == ActivityKind::kKernel && !a.name.empty()) {
+    name = name_id(a.name);
+    h.activity.name = names_[name];
+  }
+  if (c >= fed_below_) {
+    pending_.push_back({c, launch_of(a, ctx, name)});
   } else if (!std::binary_search(fed_.begin(), fed_.end(), c)) {
     ++late_launches_;  // its place in the sequence was fed without it
   }
   max_correlation_ = std::max(max_correlation_, c);
   if (first_device_ < 0) first_device_ = static_cast<int>(a.device);
-  Held h{a, ctx, region_category};
-  if (a.kind == ActivityKind::kKernel && !a.name.empty()) {
-    auto it = name_ids_.find(a.name);
-    if (it == name_ids_.end()) {
-      names_.emplace_back(a.name);
-      it = name_ids_.emplace(std::string_view(names_.back()), static_cast<uint32_t>(names_.size() - 1)).first;
-    }
-    h.activity.name = it->first;
-  }
   held_.push_back(h);
 }
 
 void StepFeed::feed(uint32_t bound, bool all) {
-  if (pending_.empty()) return;
-  std::stable_sort(pending_.begin(), pending_.end(),
-                   [](const Pending& x, const Pending& y) { return x.correlation < y.correlation; });
-  std::size_t i = 0;
+  if (pending_head_ == pending_.size()) return;
+  // Launches arrive nearly in correlation order: the new ones are sorted (usually already) and
+  // merged behind the sorted rest only when they overlap it.
+  auto by_id = [](const Pending& x, const Pending& y) { return x.correlation < y.correlation; };
+  const auto fresh = pending_.begin() + static_cast<std::ptrdiff_t>(pending_sorted_);
+  if (!std::is_sorted(fresh, pending_.end(), by_id)) std::stable_sort(fresh, pending_.end(), by_id);
+  if (pending_sorted_ > pending_head_ && fresh != pending_.end() && by_id(*fresh, *(fresh - 1)))
+    std::inplace_merge(pending_.begin() + static_cast<std::ptrdiff_t>(pending_head_), fresh, pending_.end(), by_id);
+  pending_sorted_ = pending_.size();
+  std::size_t i = pending_head_;
   for (; i < pending_.size(); ++i) {
     const Pending& p = pending_[i];
     if (!all && p.correlation >= bound) break;
@@ -128,11 +138,16 @@ void StepFeed::feed(uint32_t bound, bool all) {
     detector_.add(p.launch);
     fed_.push_back(p.correlation);
   }
-  if (all || i > 0) {
-    const uint32_t through = i > 0 ? pending_[i - 1].correlation : 0;
+  if (all || i > pending_head_) {
+    const uint32_t through = i > pending_head_ ? pending_[i - 1].correlation : 0;
     fed_below_ = std::max(fed_below_, all ? max_correlation_ + 1 : std::max(bound, through + 1));
   }
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(i));
+  pending_head_ = i;
+  if (pending_head_ == pending_.size() || pending_head_ > pending_.size() / 2) {
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pending_head_));
+    pending_sorted_ -= pending_head_;
+    pending_head_ = 0;
+  }
 }
 
 void StepFeed::apply() {
@@ -159,28 +174,31 @@ uint64_t StepFeed::step_of(uint32_t correlation) const {
 }
 
 void StepFeed::note_first(uint64_t step, uint64_t start_ns) {
+  if (last_first_ != first_ns_.end() && last_first_->first == step) {
+    last_first_->second = std::min(last_first_->second, start_ns);
+    return;
+  }
   auto [it, added] = first_ns_.emplace(step, start_ns);
-  if (!added) {
-    it->second = std::min(it->second, start_ns);
-  } else if (first_ns_.size() > kFirstKept) {
+  if (!added) it->second = std::min(it->second, start_ns);
+  last_first_ = it;
+  if (first_ns_.size() > kFirstKept) {
+    if (last_first_ == first_ns_.begin()) last_first_ = first_ns_.end();
     first_ns_.erase(first_ns_.begin());
   }
 }
 
 void StepFeed::release() {
+  // Arrival order is nearly launch order: the known steps are handed on from the front; a
+  // record behind a newer one waits for it (the window's bound still holds).
   if (!any_known_) return;
-  for (Held& h : held_) {
-    if (h.activity.correlation_id > known_through_) {
-      keep_.push_back(h);
-      continue;
-    }
+  while (!held_.empty() && held_.front().activity.correlation_id <= known_through_) {
+    Held& h = held_.front();
     const uint64_t step = step_of(h.activity.correlation_id);
     h.ctx.step = static_cast<uint32_t>(step);
     note_first(step, h.activity.start_ns);
     agg_.ingest(h.activity, h.ctx, h.category);
+    held_.pop_front();
   }
-  held_.swap(keep_);
-  keep_.clear();
 }
 
 void StepFeed::force_bound() {

@@ -112,7 +112,8 @@ class StepFeed {
   void forward(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
   void hold(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
   void take_marker(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
-  DetectorLaunch launch_of(const GpuActivity& a, const LaunchContext& ctx);
+  uint32_t name_id(std::string_view name);
+  DetectorLaunch launch_of(const GpuActivity& a, const LaunchContext& ctx, uint32_t name);
   // Feeds the pending launches below `bound` (all: every one) in correlation order.
   void feed(uint32_t bound, bool all);
   // The detector's new boundaries (in scratch_) become step ends; fed_ keeps the step in progress.
@@ -133,7 +134,11 @@ class StepFeed {
   bool marker_seen_ = false;
   uint64_t marker_offset_ = 0;  // marker step m is step marker_offset_ + m
   std::deque<Held> held_;
-  std::vector<Pending> pending_;  // launches seen, not yet fed, in arrival order
+  // Launches seen, not yet fed, from pending_head_ on; [.., pending_sorted_) in correlation
+  // order, the rest in arrival order.
+  std::vector<Pending> pending_;
+  std::size_t pending_head_ = 0;
+  std::size_t pending_sorted_ = 0;
   std::vector<uint32_t> fed_;     // correlation ids fed, from the detector's step_start() on
   uint64_t fed_base_ = 0;         // detector ordinal of fed_[0]
   uint32_t max_correlation_ = 0;
@@ -145,13 +150,20 @@ class StepFeed {
   uint32_t known_through_ = 0;
   bool any_known_ = false;
   std::map<uint64_t, uint64_t> first_ns_;  // earliest GPU start of the most recent steps
+  std::map<uint64_t, uint64_t>::iterator last_first_ = first_ns_.end();  // note_first's last
   std::vector<DetectedBoundary> scratch_;
-  std::deque<Held> keep_;  // release()'s scratch
   // Kernel names of held activities (a record's name is valid during ingest only) and the
   // dense token of each launch key.
   std::unordered_map<std::string_view, uint32_t> name_ids_;
   std::deque<std::string> names_;
   std::unordered_map<uint64_t, uint32_t> tokens_;
+  struct NameSlot {
+    const char* ptr = nullptr;
+    std::size_t len = 0;
+    uint32_t id = 0;
+  };
+  static constexpr std::size_t kNameCache = 1024;
+  std::vector<NameSlot> name_cache_ = std::vector<NameSlot>(kNameCache);
   int first_device_ = -1;
   uint64_t late_launches_ = 0;
   uint64_t folded_blocks_ = 0;
