@@ -276,6 +276,19 @@ for bench, what, budget, key in (
                      judge(rate >= budget)))
         std = v[1].get("_stddev")
         figure(key, rate, "M/s", std / 1e6 if std is not None else None)
+# The memory records' effect (issue 27): the api_records:1 buffer with an allocation and a release
+# per kernel, as PyTorch's cudaMallocAsync backend makes them; reported against the row without.
+v = gbench("ingest", "BM_DecodeJoinIngestMemory", "items_per_second")
+without = gbench("ingest", "BM_DecodeJoinIngest/api_records:1", "items_per_second")
+if v:
+    rate = v[0] / 1e6
+    per = v[1].get("memory_records", 0) / max(v[1].get("activities", 0), 1)
+    versus = f"{100 * v[0] / without[0]:.0f} % of the row without them; " if without else ""
+    rows.append(("  the same, with memory records (an allocation and a release per kernel)",
+                 f"{rate:.1f} M records/s ({versus}{per:.2f} memory records per activity)", "reported", "-"))
+    std = v[1].get("_stddev")
+    figure("decode_join_ingest_memory_mps", rate, "M/s", std / 1e6 if std is not None else None)
+
 # Step detection on the processing thread (core/step_feed.h): the aggregator's passes with no
 # marker, through the step feed; reported against GpuAggregator::ingest in the same run.
 v = gbench("ingest", "BM_StepFeedIngest", "items_per_second")
@@ -290,19 +303,6 @@ if v:
                  "reported", "-"))
     std = v[1].get("_stddev")
     figure("step_feed_ingest_mps", rate, "M/s", std / 1e6 if std is not None else None)
-# The memory records' effect (issue 27): the api_records:1 buffer with an allocation and a release
-# per kernel, as PyTorch's cudaMallocAsync backend makes them; reported against the row without.
-v = gbench("ingest", "BM_DecodeJoinIngestMemory", "items_per_second")
-without = gbench("ingest", "BM_DecodeJoinIngest/api_records:1", "items_per_second")
-if v:
-    rate = v[0] / 1e6
-    per = v[1].get("memory_records", 0) / max(v[1].get("activities", 0), 1)
-    versus = f"{100 * v[0] / without[0]:.0f} % of the row without them; " if without else ""
-    rows.append(("  the same, with memory records (an allocation and a release per kernel)",
-                 f"{rate:.1f} M records/s ({versus}{per:.2f} memory records per activity)", "reported", "-"))
-    std = v[1].get("_stddev")
-    figure("decode_join_ingest_memory_mps", rate, "M/s", std / 1e6 if std is not None else None)
-
 # 6. Memory: growth after N kernels, and the cost of each distinct kernel name kept beyond its
 # own characters (the run with 100 000 names against the plain one; the aggregator keeps 65 536).
 mem = load_json("memory.out")
