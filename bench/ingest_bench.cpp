@@ -31,6 +31,7 @@
 #include "graph_node_table.h"
 #include "synthetic_workload.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/step_feed.h"
 
 using namespace traintime;
 using bench::SyntheticWorkload;
@@ -62,6 +63,47 @@ void BM_AggregatorIngest(benchmark::State& state) {
   state.counters["late_records"] = static_cast<double>(aggregator.late_records());
 }
 BENCHMARK(BM_AggregatorIngest);
+
+// Step detection's cost on the processing thread (core/step_feed.h): the same passes as
+// BM_AggregatorIngest with no marker (every step index 0), through StepFeed, settled after every
+// 1 024 records as after a buffer. What it keeps: at most max_held activities of
+// held_record_bytes each.
+void BM_StepFeedIngest(benchmark::State& state) {
+  const SyntheticWorkload& w = workload();
+  core::GpuAggregator aggregator;
+  core::StepFeed feed(aggregator, core::StepFeedOptions{});
+  std::vector<core::GpuActivity> acts(w.size());
+  std::vector<core::LaunchContext> ctxs(w.size());
+  std::vector<core::Category> cats(w.size());
+  uint64_t pass = 0;
+  std::size_t most_held = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (size_t i = 0; i < w.size(); ++i) {
+      w.get(i, pass, &acts[i], &ctxs[i], &cats[i]);
+      ctxs[i].step = 0;
+    }
+    ++pass;
+    state.ResumeTiming();
+    for (size_t i = 0; i < w.size(); ++i) {
+      feed.ingest(acts[i], ctxs[i], cats[i]);
+      if ((i & 1023) == 1023) {
+        feed.settle();
+        most_held = std::max(most_held, feed.held());
+      }
+    }
+    feed.settle();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * w.size()));
+  const core::StepsOrigin origin = feed.origin();
+  state.counters["detected_steps"] = static_cast<double>(origin.detection.steps);
+  state.counters["steps_true"] = static_cast<double>(pass * SyntheticWorkload::kChunkSteps);
+  state.counters["period_calls"] = static_cast<double>(origin.detection.period_calls);
+  state.counters["most_held"] = static_cast<double>(most_held);
+  state.counters["max_held"] = static_cast<double>(core::StepFeedOptions{}.max_held);
+  state.counters["held_record_bytes"] = static_cast<double>(core::StepFeed::kHeldBytes);
+}
+BENCHMARK(BM_StepFeedIngest);
 
 // One chunk of the workload as CUPTI 13.0 lays it out in a buffer.
 class CuptiBuffer {

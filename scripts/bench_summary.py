@@ -289,6 +289,20 @@ if v:
     std = v[1].get("_stddev")
     figure("decode_join_ingest_memory_mps", rate, "M/s", std / 1e6 if std is not None else None)
 
+# Step detection on the processing thread (core/step_feed.h): the aggregator's passes with no
+# marker, through the step feed; reported against GpuAggregator::ingest in the same run.
+v = gbench("ingest", "BM_StepFeedIngest", "items_per_second")
+plain = gbench("ingest", "BM_AggregatorIngest", "items_per_second")
+if v:
+    rate = v[0] / 1e6
+    extra = f"+{1e9 / v[0] - 1e9 / plain[0]:.1f} ns per record over plain ingest; " if plain else ""
+    held = v[1].get("max_held", 0) * v[1].get("held_record_bytes", 0) / 2**20
+    rows.append(("step detection, no marker: ingest through the step feed (per launch fed)",
+                 f"{rate:.1f} M records/s ({extra}{v[1].get('detected_steps', 0):.0f} of "
+                 f"{v[1].get('steps_true', 0):.0f} steps found; keeps at most {held:.1f} MiB)",
+                 "reported", "-"))
+    std = v[1].get("_stddev")
+    figure("step_feed_ingest_mps", rate, "M/s", std / 1e6 if std is not None else None)
 # 6. Memory: growth after N kernels, and the cost of each distinct kernel name kept beyond its
 # own characters (the run with 100 000 names against the plain one; the aggregator keeps 65 536).
 mem = load_json("memory.out")

@@ -26,7 +26,7 @@ using U32Field = uint32_t Config::*;
 using U64Field = uint64_t Config::*;
 using DoubleField = double Config::*;
 
-enum class Kind { kString, kBool, kU32, kU64, kDouble, kLogLevel, kCategoryRules, kNvtxDomains, kDtype };
+enum class Kind { kString, kBool, kU32, kU64, kDouble, kLogLevel, kCategoryRules, kNvtxDomains, kDtype, kSteps };
 
 // The field a row fills; the alternative matches the row's Kind (string kinds use StringField).
 using Field = std::variant<StringField, BoolField, U32Field, U64Field, DoubleField>;
@@ -88,6 +88,14 @@ const Row kRows[] = {
      Kind::kU64, &Config::trace_max_events, 1, 1000000000},
     {{"TRAINTIME_STEP_DETAIL", "64", "Per-step breakdown rows kept in the rank file (0 to 1000000)."},
      Kind::kU32, &Config::step_detail, 0, 1000000},
+    {{"TRAINTIME_STEPS", "auto",
+      "Where steps come from: auto (a step marker when the program has one, else steps found "
+      "from the repeating launch sequence), marker (markers only) or off (no steps)."},
+     Kind::kSteps, &Config::steps},
+    {{"TRAINTIME_STEP_ANCHOR", "",
+      "A kernel name (or part of one) or a NCCL op (AllReduce, ...) that runs once per step: "
+      "with no marker, a step ends at each of its launches instead of the searched period."},
+     Kind::kString, &Config::step_anchor},
     {{"TRAINTIME_TOP_KERNELS", "10",
       "Kernels listed by GPU time in each region's top_kernels and in the rank's own (every "
       "region and unannotated work together), 1 to 65536."},
@@ -231,6 +239,12 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
     case Kind::kDtype: {
       const std::string v = lower(trim(value));
       if (!is_peak_dtype(v)) return warning(row.var, value, "one of bf16, fp16, fp8, tf32, fp32");
+      cfg.*std::get<StringField>(row.field) = v;
+      return "";
+    }
+    case Kind::kSteps: {
+      const std::string v = lower(trim(value));
+      if (v != "auto" && v != "marker" && v != "off") return warning(row.var, value, "one of auto, marker, off");
       cfg.*std::get<StringField>(row.field) = v;
       return "";
     }

@@ -256,7 +256,16 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   add_model_flops(f, identity.model, gpu.device_name);
   f.steps.totals = gpu.totals;
   f.steps.partial_final_step = gpu.partial_final_step;
-  f.steps.detail = join_step_detail(cpu.steps.detail, gpu.detail);
+  // Steps found without a marker (core/step_feed.h): their count, and the marker's rows moved
+  // to the step numbers they have when detected steps came before the first marker.
+  f.steps.source = gpu.steps_source;
+  f.steps.detection = gpu.steps_detection;
+  const uint64_t shift = gpu.steps_detection.marker_from_step;
+  if (gpu.steps_source == "detected" || shift > 0) f.steps.count = gpu.steps_count;
+  if (f.steps.source == "marker" && f.steps.count == 0) f.steps.source = "none";
+  std::vector<Steps::Detail> cpu_detail = cpu.steps.detail;
+  for (Steps::Detail& d : cpu_detail) d.index += shift;
+  f.steps.detail = join_step_detail(cpu_detail, gpu.detail);
 
   add_comm_rows(f, gpu, comm);
   add_communicators(f, gpu, comm);

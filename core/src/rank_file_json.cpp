@@ -62,6 +62,17 @@ constexpr U64Field<DurationStats> kDurationFields[] = {
     {"mean_ns", &DurationStats::mean_ns}, {"p50_ns", &DurationStats::p50_ns},
     {"p90_ns", &DurationStats::p90_ns}};
 
+constexpr U64Field<StepDetection> kDetectionFields[] = {
+    {"steps", &StepDetection::steps},
+    {"period_calls", &StepDetection::period_calls},
+    {"period_ns", &StepDetection::period_ns},
+    {"relocks", &StepDetection::relocks},
+    {"warmup_launches", &StepDetection::warmup_launches},
+    {"late_launches", &StepDetection::late_launches},
+    {"folded_blocks", &StepDetection::folded_blocks},
+    {"folded_launches", &StepDetection::folded_launches},
+    {"marker_from_step", &StepDetection::marker_from_step}};
+
 constexpr U64Field<MemcpyStat> kMemcpyFields[] = {
     {"count", &MemcpyStat::count}, {"bytes", &MemcpyStat::bytes}, {"gpu_ns", &MemcpyStat::gpu_ns}};
 
@@ -163,7 +174,8 @@ json steps_json(const Steps& s) {
       detail.back()["memory"] = std::move(memory);
     }
   }
-  json out = {{"count", s.count},
+  json out = {{"source", s.source},
+              {"count", s.count},
               {"warmup", s.warmup},
               {"wall_ns", u64_object(s.wall_ns, kDurationFields)},
               {"samples", s.samples},
@@ -174,6 +186,12 @@ json steps_json(const Steps& s) {
               {"partial_final_step", s.partial_final_step},
               {"detail", std::move(detail)}};
   if (s.last_end_unix_ns > 0) out["last_end_unix_ns"] = s.last_end_unix_ns;
+  if (s.detection.present) {
+    json d = u64_object(s.detection, kDetectionFields);
+    d["coverage"] = finite(s.detection.coverage);
+    d["reason"] = s.detection.reason;
+    out["detection"] = std::move(d);
+  }
   if (s.flops_per_step > 0) {
     out["flops_per_step"] = finite(s.flops_per_step);
     out["tflops"] = finite(s.tflops);
@@ -695,6 +713,16 @@ template <class J>
 Steps steps_from(const J& j, const Path& w) {
   expect_object(j, w);
   Steps s;
+  // Added with step detection: older files' steps are their markers'.
+  if (find(j, "source")) s.source = str(j, "source", w);
+  if (const auto d = find(j, "detection")) {
+    const Path dw = join(w, "detection");
+    expect_object(deref(d), dw);
+    s.detection = u64_object_from(deref(d), dw, kDetectionFields);
+    s.detection.present = true;
+    s.detection.coverage = dbl(deref(d), "coverage", dw);
+    s.detection.reason = str(deref(d), "reason", dw);
+  }
   s.count = u64(j, "count", w);
   s.warmup = u64(j, "warmup", w);
   s.wall_ns = u64_object_from(need(j, "wall_ns", w), join(w, "wall_ns"), kDurationFields);

@@ -83,12 +83,17 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
     join(d, &ctx);
     if (d.name_ptr)
       d.activity.name = name_of_ ? name_of_(d.name_ptr) : std::string_view(d.name_ptr);
-    aggregator_.ingest(d.activity, ctx, ctx.category);
+    if (feed_ != nullptr) {
+      feed_->ingest(d.activity, ctx, ctx.category);
+    } else {
+      aggregator_.ingest(d.activity, ctx, ctx.category);
+    }
   }, MemorySink{[](void* self, DecodedActivity& d) { static_cast<ActivityPipeline*>(self)->memory_record(d); }, this});
   stats_.activities += counts.activities;
   stats_.api_records += counts.api_records;
   stats_.no_timestamps += counts.no_timestamps;
   stats_.incomplete_buffers += counts.incomplete;
+  if (feed_ != nullptr) feed_->settle();
 }
 
 void ActivityPipeline::count_into(core::Section& out) const {

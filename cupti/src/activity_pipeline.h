@@ -24,6 +24,7 @@
 #include "graph_node_table.h"
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/section.h"
+#include "traintime/core/step_feed.h"
 
 namespace traintime::cupti {
 
@@ -54,6 +55,9 @@ class ActivityPipeline {
 
   // Caller serialises calls and any concurrent use of the aggregator.
   void process(uint8_t* buffer, size_t valid_size);
+  // Steps without a marker (core/step_feed.h): activities go through `feed` (its aggregator
+  // being this pipeline's), which is settled after each buffer. Null: straight to the aggregator.
+  void set_step_feed(core::StepFeed* feed) { feed_ = feed; }
 
   // The launch context of one decoded record, by the join rules above (counts into stats()).
   core::LaunchContext join(const DecodedActivity& d) {
@@ -99,6 +103,7 @@ class ActivityPipeline {
   const CorrelationTable& launches_;
   const GraphNodeTable& graph_nodes_;
   core::GpuAggregator& aggregator_;
+  core::StepFeed* feed_ = nullptr;
   NameOf name_of_;
   PipelineStats stats_;
   // Step rows kept: at least as many as the rank file's step detail can hold.

@@ -67,6 +67,13 @@ bool GpuCapture::start_capture(std::string* reason) {
   aggregator_ = std::make_unique<core::GpuAggregator>(options);
   aggregator_->split_groups(hooks_.comm_group != nullptr);  // processing_thread.cpp splits them
   pipeline_ = std::make_unique<ActivityPipeline>(lib_, *launches_, *graph_nodes_, *aggregator_);
+  if (const core::StepsMode mode = core::steps_mode_named(config_.steps); mode != core::StepsMode::kMarker) {
+    core::StepFeedOptions feed;
+    feed.mode = mode;
+    feed.anchor = config_.step_anchor;
+    step_feed_ = std::make_unique<core::StepFeed>(*aggregator_, feed);
+    pipeline_->set_step_feed(step_feed_.get());
+  }
   recorder_ = FixtureRecorder::open(config_.record_fixture);
   if (recorder_) recorder_->set_library(lib_);
   for (const SelectedCallback& s : selected) roles_.set(s.domain, s.cbid, s.role);

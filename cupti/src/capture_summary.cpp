@@ -62,7 +62,18 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
     return out;
   }
   transfer_dropped();
-  out = aggregator_->summary(steps);
+  // At the end every activity the step feed still holds is handed on (the step in progress):
+  // the processing thread did it when it stopped; after a terminating signal it is done here,
+  // where no hook may run, so group kernels count for their first member's op alone.
+  const bool final = state == State::kStopped || signal_flushed_.load(std::memory_order_acquire);
+  if (step_feed_ && final && step_feed_->held() > 0) {
+    step_feed_->finish();
+    std::vector<core::GpuAggregator::PendingGroupKernel> groups;
+    aggregator_->take_pending_groups(&groups);
+    for (const auto& k : groups) aggregator_->add_group_kernel(k, nullptr);
+  }
+  out = aggregator_->summary(step_feed_ ? step_feed_->steps_completed(steps) : steps);
+  if (step_feed_) step_feed_->describe(steps, &out);
   // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
   // complete buffers only; a terminating signal's forced flush may not have finished in time).
   out.records_complete = state == State::kStopped || signal_flushed_.load(std::memory_order_acquire);

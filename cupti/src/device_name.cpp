@@ -15,6 +15,8 @@ void GpuCapture::resolve_device_name() {
   {
     std::lock_guard<std::mutex> agg(agg_mu_);
     device = aggregator_->first_device();
+    // Activities the step feed still holds have not reached the aggregator.
+    if (device < 0 && step_feed_) device = step_feed_->first_device();
   }
   if (device < 0) return;
   device_resolved_ = true;

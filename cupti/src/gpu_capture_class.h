@@ -152,6 +152,8 @@ class GpuCapture {
   // The group kernels the last buffer left pending: their groups' members asked of
   // Hooks::comm_group with no lock held, then the kernels split under agg_mu_.
   void split_group_kernels();
+  // The processing thread's last act: the step feed's held activities into the aggregator.
+  void finish_steps();
   void stop_thread();
   // Processing thread: publishes the newest step whose records have all arrived (live metrics).
   void publish_live();
@@ -187,6 +189,9 @@ class GpuCapture {
   std::mutex agg_mu_;
   std::unique_ptr<core::GpuAggregator> aggregator_;
   std::unique_ptr<ActivityPipeline> pipeline_;
+  // Steps without a marker (TRAINTIME_STEPS auto or off); null with TRAINTIME_STEPS=marker.
+  // Guarded by agg_mu_, as the aggregator it feeds.
+  std::unique_ptr<core::StepFeed> step_feed_;
   // What summary() last handed out (a snapshot, the watchdog's refresh): a terminating signal's
   // write that cannot take agg_mu_ uses it.
   core::LastPublished<core::GpuSummary> published_;

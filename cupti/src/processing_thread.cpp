@@ -18,7 +18,14 @@ void GpuCapture::processing_loop() {
       return !queue_.empty() || stop_thread_ || flush_requested_ || forced_asked_ != forced_done_;
     });
     if (queue_.empty()) {
-      if (stop_thread_) break;
+      if (stop_thread_) {
+        // Every buffer is in: the activities the step feed still holds are the step in
+        // progress. Handed on here, so their group kernels are split like any other.
+        lock.unlock();
+        finish_steps();
+        lock.lock();
+        break;
+      }
       if (forced_asked_ != forced_done_) {
         // A terminating signal's write waits for this (flush_at_signal), bounded: delivered
         // buffers come back through on_completed into the queue, ingested next.
@@ -88,6 +95,16 @@ void GpuCapture::processing_loop() {
   }
   busy_ = false;
   drained_cv_.notify_all();
+}
+
+void GpuCapture::finish_steps() {
+  if (!step_feed_) return;
+  {
+    std::lock_guard<std::mutex> agg(agg_mu_);
+    step_feed_->finish();
+    aggregator_->take_pending_groups(&pending_groups_);
+  }
+  if (!pending_groups_.empty()) split_group_kernels();
 }
 
 void GpuCapture::split_group_kernels() {

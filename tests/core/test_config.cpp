@@ -35,7 +35,7 @@ bool same(const Config& a, const Config& b) {
          a.trace_max_events == b.trace_max_events && a.step_detail == b.step_detail && a.top_kernels == b.top_kernels &&
          a.category_rules == b.category_rules && a.buffer_mb == b.buffer_mb &&
          a.buffer_count == b.buffer_count && a.nvml == b.nvml &&
-         a.nvml_interval_ms == b.nvml_interval_ms;
+         a.nvml_interval_ms == b.nvml_interval_ms && a.steps == b.steps && a.step_anchor == b.step_anchor;
 }
 
 }  // namespace
@@ -78,7 +78,8 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
       "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",
       "TRAINTIME_NVML",           "TRAINTIME_NVML_INTERVAL_MS", "TRAINTIME_TRACE",
-      "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_TOP_KERNELS",  "TRAINTIME_CATEGORY_RULES",
+      "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_STEPS",
+      "TRAINTIME_STEP_ANCHOR",    "TRAINTIME_TOP_KERNELS",  "TRAINTIME_CATEGORY_RULES",
       "TRAINTIME_NVTX_DOMAINS",   "TRAINTIME_BUFFER_MB",      "TRAINTIME_BUFFER_COUNT",     "TRAINTIME_RECORD_FIXTURE",
       "TRAINTIME_PRINT_EVERY",    "TRAINTIME_PROMETHEUS_FILE", "TRAINTIME_FLOPS_PER_TOKEN",
       "TRAINTIME_PEAK_TFLOPS",    "TRAINTIME_DTYPE"};
@@ -152,6 +153,21 @@ TEST_CASE("config reads the live-metrics and MFU variables", "[config]") {
   CHECK(d.flops_per_token == 0);
   CHECK(d.peak_tflops == 0);
   CHECK(d.dtype == "bf16");
+}
+
+TEST_CASE("config reads TRAINTIME_STEPS and TRAINTIME_STEP_ANCHOR, refusing an unknown mode", "[config]") {
+  std::vector<std::string> warnings;
+  Config c = parse({{"TRAINTIME_STEPS", " Marker "}, {"TRAINTIME_STEP_ANCHOR", "adam_kernel"}}, warnings);
+  CHECK(warnings.empty());
+  CHECK(c.steps == "marker");
+  CHECK(c.step_anchor == "adam_kernel");
+  CHECK(Config{}.steps == "auto");
+  c = parse({{"TRAINTIME_STEPS", "detect"}}, warnings);
+  CHECK(c.steps == "auto");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("TRAINTIME_STEPS") != std::string::npos);
+  CHECK(warnings[0].find("detect") != std::string::npos);
+  CHECK(warnings[0].find("auto") != std::string::npos);
 }
 
 TEST_CASE("config rejects bad numbers and dtypes, naming the variable and the default", "[config]") {

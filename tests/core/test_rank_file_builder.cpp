@@ -312,3 +312,44 @@ TEST_CASE("HFU counts recompute from its GPU time against forward's, MFU stays m
   // Recompute but no forward time: the share cannot be estimated.
   CHECK(with_flops(0, 300'000'000).steps.hfu == 0);
 }
+
+TEST_CASE("detected steps give the count; a marker after them keeps its rows at their step numbers",
+          "[builder][step_feed]") {
+  GpuSummary gpu;
+  gpu.steps_source = "detected";
+  gpu.steps_detection.present = true;
+  gpu.steps_detection.steps = 9;
+  gpu.steps_count = 9;
+  CpuSummary cpu;  // no tt_step call
+  RankFile f = build_rank_file({}, cpu, gpu, {});
+  CHECK(f.steps.source == "detected");
+  CHECK(f.steps.count == 9);
+  CHECK(f.steps.detection.present);
+
+  // 7 detected steps, then 3 tt_step calls: marker step m is step 7 + m; its CPU rows move there.
+  gpu.steps_source = "marker";
+  gpu.steps_detection.steps = 7;
+  gpu.steps_detection.marker_from_step = 7;
+  gpu.steps_count = 10;
+  Steps::Detail g;
+  g.index = 8;
+  g.span_ns = 500;
+  gpu.detail = {g};
+  cpu.steps.count = 3;
+  Steps::Detail c;
+  c.index = 1;
+  c.wall_ns = 1234;
+  cpu.steps.detail = {c};
+  f = build_rank_file({}, cpu, gpu, {});
+  CHECK(f.steps.source == "marker");
+  CHECK(f.steps.count == 10);
+  REQUIRE(f.steps.detail.size() == 1);
+  CHECK(f.steps.detail[0].index == 8);
+  CHECK(f.steps.detail[0].wall_ns == 1234);
+  CHECK(f.steps.detail[0].span_ns == 500);
+
+  // Neither a marker nor a detected step: the file says there are none.
+  f = build_rank_file({}, CpuSummary{}, GpuSummary{}, {});
+  CHECK(f.steps.source == "none");
+  CHECK(f.steps.count == 0);
+}

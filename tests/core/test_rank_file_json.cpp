@@ -110,6 +110,8 @@ RankFile full_rank_file() {
   f.steps.totals = step_totals(1000);
   f.steps.partial_final_step = true;
   f.steps.last_end_unix_ns = 1700000000500000000ull;
+  f.steps.source = "detected";
+  f.steps.detection = {true, 12, 57, 1250000, 0.875, 2, 31, 3, 1, 900, 0, "a reason"};
   Steps::Detail d;
   d.index = 11;
   d.wall_ns = 101000000;
@@ -286,6 +288,19 @@ void check_same(const RankFile& a, const RankFile& b) {
   check_step_totals(s.totals, t.totals);
   CHECK(s.partial_final_step == t.partial_final_step);
   CHECK(s.last_end_unix_ns == t.last_end_unix_ns);
+  CHECK(s.source == t.source);
+  CHECK(s.detection.present == t.detection.present);
+  CHECK(s.detection.steps == t.detection.steps);
+  CHECK(s.detection.period_calls == t.detection.period_calls);
+  CHECK(s.detection.period_ns == t.detection.period_ns);
+  CHECK(s.detection.coverage == t.detection.coverage);
+  CHECK(s.detection.relocks == t.detection.relocks);
+  CHECK(s.detection.warmup_launches == t.detection.warmup_launches);
+  CHECK(s.detection.late_launches == t.detection.late_launches);
+  CHECK(s.detection.folded_blocks == t.detection.folded_blocks);
+  CHECK(s.detection.folded_launches == t.detection.folded_launches);
+  CHECK(s.detection.marker_from_step == t.detection.marker_from_step);
+  CHECK(s.detection.reason == t.detection.reason);
   REQUIRE(s.detail.size() == t.detail.size());
   for (std::size_t i = 0; i < s.detail.size(); ++i) {
     CHECK(s.detail[i].index == t.detail[i].index);
@@ -545,6 +560,19 @@ TEST_CASE("rank file round-trips through text and through a file on disk", "[ran
   INFO(error);
   REQUIRE(back);
   check_same(*back, original);
+}
+
+TEST_CASE("rank file written before step detection reads as marker steps, no detection", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  REQUIRE(j.at("steps").at("source") == "detected");
+  REQUIRE(j.at("steps").contains("detection"));
+  j["steps"].erase("source");
+  j["steps"].erase("detection");
+  for (const RankFile& back : {rank_file_from_json(j), read_through_report_reader(j)}) {
+    CHECK(back.steps.source == "marker");
+    CHECK_FALSE(back.steps.detection.present);
+    CHECK(back.steps.count == full_rank_file().steps.count);
+  }
 }
 
 TEST_CASE("rank file written before the recompute category still reads, recompute zero", "[rank_file]") {

@@ -65,6 +65,13 @@ class Mode:
     vmm_records: str = ""        # SIMGPU_VMM_MEMORY_RECORDS: CUPTI also reports VMM memory (create, map)
     step_sleep_us: int = 0       # sim_train --step-sleep-us: real time per step
     snapshot_sec: int = 0        # TRAINTIME_SNAPSHOT_SEC: mid-run summaries while the steps run
+    # sim_train --no-step-marker: no tt_step, no NVTX "step" range; the steps traintime finds from
+    # the launch sequence must be the truth's iterations, with steps.source "detected".
+    no_marker: bool = False
+    layers: int = 0              # sim_train --layers (0: its default)
+    bucket_layers: int = 0       # sim_train --bucket-layers (0: its default)
+    slowdown: str = ""           # SIMGPU_SLOWDOWN=RANK:FACTOR: a straggler
+    train_args: tuple = ()       # more sim_train options (--accumulate, --eval-every, --pause-at)
 
 
 MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
@@ -139,6 +146,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["SIMGPU_VMM_MEMORY_RECORDS"] = mode.vmm_records
     if mode.snapshot_sec:
         env["TRAINTIME_SNAPSHOT_SEC"] = str(mode.snapshot_sec)
+    if mode.slowdown:
+        env["SIMGPU_SLOWDOWN"] = mode.slowdown
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -153,7 +162,12 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
     cmd = [str(build / "bin" / "sim_train"), "--steps", str(mode.steps), "--truth", str(work / "truth-%r.json")]
     cmd += ["--graphs"] * mode.graphs + ["--nvtx"] * mode.nvtx + ["--stray-work"] * mode.stray_work
     cmd += ["--record-before-cuda"] * mode.record_before_cuda + ["--alloc-per-step"] * mode.alloc_per_step
-    cmd += ["--vmm"] * mode.vmm
+    cmd += ["--vmm"] * mode.vmm + ["--no-step-marker"] * mode.no_marker
+    if mode.layers:
+        cmd += ["--layers", str(mode.layers)]
+    if mode.bucket_layers:
+        cmd += ["--bucket-layers", str(mode.bucket_layers)]
+    cmd += list(mode.train_args)
     if mode.step_sleep_us:
         cmd += ["--step-sleep-us", str(mode.step_sleep_us)]
     if mode.fork_workers:
@@ -167,7 +181,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                   "TT_PROBE_DIR", "TT_PROBE_PRELOAD_CUPTI", "TRAINTIME_TRACE", "SIMGPU_DROP_EVERY",
                   "SIMGPU_REFUSE_SUBSCRIBE", "TRAINTIME_CUPTI", "CUDA_INJECTION64_PATH",
                   "SIMGPU_CUPTI_API_VERSION", "TRAINTIME_BUFFER_COUNT", "TRAINTIME_BUFFER_MB",
-                  "SIMGPU_UNTRACED_IDS", "SIMGPU_BUFFERS_WHEN_FULL", "SIMGPU_VMM_MEMORY_RECORDS"]
+                  "SIMGPU_UNTRACED_IDS", "SIMGPU_BUFFERS_WHEN_FULL", "SIMGPU_VMM_MEMORY_RECORDS",
+                  "SIMGPU_SLOWDOWN"]
         mpi = ["mpirun", "-np", str(mode.np), "--oversubscribe"]
         for var in passed:
             if var in env:
@@ -411,6 +426,30 @@ def test_sim_capture_unattributed_work_and_partial_final_step_match_truth(captur
 
 def test_sim_capture_mpirun4_matches_truth(capture) -> None:
     capture(np=4)
+
+
+def test_sim_capture_no_marker_steps_found_match_truth(capture) -> None:
+    capture(no_marker=True, layers=24, bucket_layers=3)
+
+
+def test_sim_capture_no_marker_graphs_nvtx_steps_found_match_truth(capture) -> None:
+    capture(no_marker=True, graphs=True, nvtx=True)
+
+
+def test_sim_capture_mpirun4_no_marker_straggler_steps_found_match_truth(capture) -> None:
+    capture(np=4, no_marker=True, layers=24, bucket_layers=3, slowdown="2:1.5")
+
+
+def test_sim_capture_no_marker_accumulation_eval_and_pause_steps_found_match_truth(capture) -> None:
+    # One rank: no collective, so the optimizer alone tells the step from its micro-batches.
+    capture(no_marker=True, layers=24, bucket_layers=3,
+            train_args=("--accumulate", "3", "--eval-every", "4", "--pause-at", "6:50"))
+
+
+def test_sim_capture_mpirun4_no_marker_accumulation_eval_straggler_steps_found_match_truth(capture) -> None:
+    # DDP's no_sync: the gradient AllReduce buckets in the last micro-batch only.
+    capture(np=4, no_marker=True, layers=24, bucket_layers=3, slowdown="2:1.5",
+            train_args=("--accumulate", "2", "--eval-every", "5"))
 
 
 def test_sim_capture_mpirun4_graphs_matches_truth(capture) -> None:

@@ -88,6 +88,8 @@ def compare_step_detail(rank_steps: dict, truth_steps: dict, out: list[str]) -> 
     detail = rank_steps.get("detail", [])
     by_step = {s.get("index"): s for s in truth_steps.get("by_step", [])}
     markers = truth_steps.get("count", 0)
+    # Steps found without a marker have no host time: no tt_step was called.
+    detected = rank_steps.get("source") == "detected"
     for row in detail:
         index = row.get("index")
         name = f"steps.detail[index {index}]"
@@ -95,9 +97,11 @@ def compare_step_detail(rank_steps: dict, truth_steps: dict, out: list[str]) -> 
         partial = index == markers
         diff_value(f"{name}.partial", row.get("partial", False), partial, out)
         wall = row.get("wall_ns", 0)
-        if partial and wall != 0:
+        if detected and wall != 0:
+            out.append(f"{name}.wall_ns: rank file {wall} on a detected step, which no marker timed")
+        elif partial and wall != 0:
             out.append(f"{name}.wall_ns: rank file {wall} on the partial final step, which no marker ended")
-        elif not partial and not wall > 0:
+        elif not partial and not detected and not wall > 0:
             out.append(f"{name}.wall_ns: rank file {wall}, a step ended by a marker has host time")
         diff_value(f"{name}.span_ns", row.get("span_ns", 0), want.get("span_ns", 0), out)
         for field in DETAIL_FIELDS:
@@ -148,6 +152,8 @@ def compare(rank: dict, truth: dict) -> list[str]:
                        tc.get(cat, {}).get(field, 0), out)
     rs, ts = rank.get("steps", {}), truth.get("steps", {})
     diff_value("steps.count", rs.get("count"), ts.get("count"), out)
+    if "source" in ts:  # sim_train's truth says whether a marker was called
+        diff_value("steps.source", rs.get("source"), ts["source"], out)
     diff_value("steps.partial_final_step", rs.get("partial_final_step", False),
                ts.get("partial_final_step"), out)
     for field in TOTAL_FIELDS:

@@ -65,6 +65,10 @@ struct Options {
   std::string steps_file;     // --steps-file: steps done, rewritten after every tt_step
   bool alloc_per_step = false;  // --alloc-per-step: activations, a pool workspace and a growing cache
   bool vmm = false;  // --vmm: with --alloc-per-step, VMM memory as expandable segments and NCCL make it
+  bool no_step_marker = false;  // --no-step-marker: neither tt_step nor an NVTX "step" range
+  int accumulate = 1;           // --accumulate: micro-batches per optimizer step (DDP's no_sync)
+  uint64_t eval_every = 0;      // --eval-every: a forward-only evaluation loop after every K steps
+  std::string pause_at;         // --pause-at STEP:MS: the host pauses before STEP (a checkpoint save)
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -156,7 +160,16 @@ class Regions {
 
 class Trainer {
  public:
-  Trainer(const Options& o, int rank, int world) : opt_(o), rank_(rank), world_(world), regions_(o.nvtx) {}
+  Trainer(const Options& o, int rank, int world) : opt_(o), rank_(rank), world_(world), regions_(o.nvtx) {
+    if (!o.pause_at.empty()) {
+      unsigned long long step = 0, ms = 0;
+      char tail = 0;
+      if (std::sscanf(o.pause_at.c_str(), "%llu:%llu%c", &step, &ms, &tail) != 2)
+        die("--pause-at wants STEP:MS, got " + o.pause_at);
+      pause_step_ = step;
+      pause_ms_ = ms;
+    }
+  }
 
   void setup() {
     load_profiler();
@@ -197,16 +210,23 @@ class Trainer {
         if (w.start == s) profiler_start();
       if (s == 1 && opt_.fork_workers > 0) fork_workers();
       if (opt_.stray_work) unattributed_work();
-      if (opt_.nvtx) regions_.push("step");
-      io_in();
-      forward();
-      backward();
+      const bool marked = !opt_.no_step_marker;
+      if (s == pause_step_) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms_));
+      if (opt_.nvtx && marked) regions_.push("step");
+      for (int micro = 0; micro < opt_.accumulate; ++micro) {
+        // DDP's no_sync: the gradient AllReduce buckets run in the last micro-batch only.
+        sync_grads_ = micro + 1 == opt_.accumulate;
+        io_in();
+        forward();
+        backward();
+      }
       optimizer();
       io_out();
       if (opt_.step_sleep_us) std::this_thread::sleep_for(std::chrono::microseconds(opt_.step_sleep_us));
-      if (opt_.nvtx) regions_.pop();
-      else mark_step();
+      if (opt_.nvtx && marked) regions_.pop();
+      else if (marked) mark_step();
       if (!opt_.metrics_log.empty()) log_metrics(s);
+      if (opt_.eval_every && (s + 1) % opt_.eval_every == 0 && s + 1 < opt_.steps) evaluate(s + 1);
       if (steps_fd_ >= 0) {  // in the page cache once written: it survives a SIGKILL
         const std::string done = std::to_string(s + 1) + "\n";
         if (pwrite(steps_fd_, done.data(), done.size(), 0) != static_cast<ssize_t>(done.size()))
@@ -231,6 +251,21 @@ class Trainer {
     cv_.notify_all();
     worker_.join();
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+
+  // --eval-every: two forward-only batches with no gradient collective, after a step's marker:
+  // the work belongs to the step that follows, as work between two tt_step calls does.
+  void evaluate(uint64_t next_step) {
+    step_ = next_step;
+    regions_.push("evaluate");
+    for (int batch = 0; batch < 2; ++batch) {
+      io_in();
+      regions_.push("forward");
+      forward_body();
+      regions_.pop();
+      io_out();
+    }
+    regions_.pop();
   }
 
   // tt_metrics() as the training loop sees it right after step `s` ended: one JSON object.
@@ -280,6 +315,7 @@ class Trainer {
     in.rank = rank_;
     in.world_size = world_;
     in.steps = opt_.steps;
+    in.steps_source = opt_.no_step_marker ? "detected" : "marker";
     in.comm_calls = comm_calls_;
     in.memory_ops = memory_ops_;
     in.memory_truth = opt_.alloc_per_step;
@@ -580,7 +616,7 @@ class Trainer {
       bwd_launch(kernels_.h_gemm_bwd, gemm_blocks(i) / 2);  // weight gradient
       bucket_first = i;
       if (++pending == opt_.bucket_layers || i == 0) {
-        allreduce_bucket(bucket_first, pending);
+        if (sync_grads_) allreduce_bucket(bucket_first, pending);
         pending = 0;
       }
     }
@@ -704,6 +740,9 @@ class Trainer {
   uint64_t step_ = 0;
   std::vector<ProfilerWindow> windows_;
   bool hang_entered_ = false;  // SIMGPU_HANG done
+  bool sync_grads_ = true;      // --accumulate: this micro-batch runs the gradient AllReduce
+  uint64_t pause_step_ = ~uint64_t{0};  // --pause-at
+  uint64_t pause_ms_ = 0;
 
  public:
   int steps_fd_ = -1;  // --steps-file
@@ -755,6 +794,17 @@ int main(int argc, char** argv) {
       ->excludes(nvtx);
   app.add_flag("--stray-work", opt.stray_work,
                "also launch work with no region open each step, and work after the last step marker");
+  app.add_flag("--no-step-marker", opt.no_step_marker,
+               "no step marker at all (no tt_step, no NVTX \"step\" range): traintime finds the steps; the "
+               "truth's steps are still the loop's iterations");
+  app.add_option("--accumulate", opt.accumulate,
+                 "micro-batches per optimizer step; the gradient AllReduce buckets run in the last one only "
+                 "(DDP's no_sync)")->check(CLI::Range(1, 64));
+  app.add_option("--eval-every", opt.eval_every,
+                 "after every K optimizer steps, an evaluation loop: two forward-only batches, no collective")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pause-at", opt.pause_at, "STEP:MS: the host pauses MS milliseconds before step STEP "
+                 "(a checkpoint save)");
   app.add_flag("--world-check", opt.world_check, "check that NCCL's rank/size agree with the launcher's");
   app.add_flag("--nccl-2-32", opt.nccl_2_32,
                "NCCL 2.32's calls: ncclAllReduceConfig for the gradients and a one-sided exchange "

@@ -105,6 +105,7 @@ nlohmann::json compute_truth(const TruthInput& in) {
     jc[cat_name(static_cast<Cat>(c))] = {{"gpu_busy_ns", cats[c].busy}, {"gpu_sum_ns", cats[c].sum}, {"count", cats[c].count}};
   out["categories"] = jc;
   out["steps"] = {{"count", in.steps},
+                  {"source", in.steps_source},
                   {"partial_final_step", by_step.count(in.steps) > 0},
                   {"totals", {{"gpu_busy_ns", busy}, {"compute_ns", compute}, {"comm_ns", comm},
                               {"comm_overlapped_ns", overlapped}, {"exposed_comm_ns", exposed},

@@ -41,7 +41,8 @@ struct MemoryOp {
 struct TruthInput {
   int rank = 0;
   int world_size = 1;
-  uint64_t steps = 0;  // tt_step calls (or "step" ranges in --nvtx mode)
+  uint64_t steps = 0;  // tt_step calls (or "step" ranges in --nvtx mode), or loop iterations
+  std::string steps_source = "marker";  // what the rank file's steps.source must say
   std::vector<Activity> activities;
   std::vector<CommCall> comm_calls;
   std::vector<MemoryOp> memory_ops;

@@ -61,7 +61,8 @@ def check_replay(c: Checks, build: Path, trace: Path, doc: dict, mode: str, work
     what = f"{trace.name} --mode {mode}"
     truth = trace_truth.compute(doc, mode, trace)
     out = work / f"{trace.name}-{mode}"
-    p = replay(build, trace, mode, out)
+    # The bare truth is a job with no marker and no detected steps: detection has its own test below.
+    p = replay(build, trace, mode, out, {"TRAINTIME_STEPS": "marker"} if mode == "bare" else None)
     if not c.check(p.returncode == 0, f"{what}: sim_replay exited {p.returncode}: {p.stderr[-2000:]}"):
         return
     lines = [line for line in p.stderr.splitlines() if line.startswith("sim_replay:")]
@@ -98,6 +99,67 @@ def test_replay_of_every_real_trace_equals_its_truth(build_dir: Path, tmp_path: 
         doc = trace_truth.load_trace(trace)
         for mode in MODES:
             check_replay(c, build_dir, trace, doc, mode, tmp_path)
+    c.done()
+
+
+def profiler_steps_repeat(doc: dict) -> bool:
+    """Whether two consecutive ProfilerStep#N ranges of the trace launch the same kernels in the
+    same order (by name): what a period found from the launches alone can rest on."""
+    events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and "ts" in e]
+    steps = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
+                   if str(e.get("name", "")).startswith("ProfilerStep#"))
+    launches = {(e.get("args") or {}).get("correlation"): float(e["ts"]) for e in events
+                if str(e.get("cat", "")).lower() in ("cuda_runtime", "cuda_driver")}
+    kernels = sorted(((e.get("args") or {}).get("correlation"), e.get("name")) for e in events
+                     if str(e.get("cat", "")).lower() == "kernel" and (e.get("args") or {}).get("correlation") in launches)
+    per_step: list[list[str]] = [[] for _ in steps]
+    for corr, name in kernels:
+        for i, (start, end) in enumerate(steps):
+            if start <= launches[corr] < end:
+                per_step[i].append(name)
+    return any(a and a == b for a, b in zip(per_step, per_step[1:]))
+
+
+def test_bare_replay_finds_the_traces_own_profiler_steps(build_dir: Path, tmp_path: Path) -> None:
+    """A real job replayed with no marker at all (bare mode: no ProfilerStep, no range) gets its
+    steps from the launch sequence (docs/attribution.md "Steps without a marker"). Where two of the
+    trace's ProfilerStep#N ranges in a row launch the same kernels, it finds as many steps as the
+    ProfilerSteps end, each with the GPU time of the annotated replay's step of the same index
+    within 1 % (steps.source "detected"); where no two do (a data-dependent job recorded for two
+    steps), it has no steps and says why."""
+    c = Checks()
+    detected = 0
+    for trace in real_traces():
+        doc = trace_truth.load_trace(trace)
+        ann = trace_truth.compute(doc, "annotated", trace)
+        out = tmp_path / f"{trace.name}-detect"
+        p = replay(build_dir, trace, "bare", out)
+        rank = rank_file(out)
+        what = f"{trace.name} --mode bare"
+        if not c.check(p.returncode == 0 and rank is not None, f"{what}: sim_replay exited {p.returncode}: {p.stderr[-2000:]}"):
+            continue
+        steps = rank["steps"]
+        detection = steps.get("detection", {})
+        if not c.check(detection, f"{what}: no steps.detection: detection did not run"):
+            continue
+        if not profiler_steps_repeat(doc):
+            c.check(steps.get("source") == "none" and steps["count"] == 0 and "no period" in detection.get("reason", ""),
+                    f"{what}: its ProfilerSteps never repeat, yet source {steps.get('source')!r}, "
+                    f"{steps['count']} steps ({detection})")
+            continue
+        detected += 1
+        c.check(steps.get("source") == "detected" and steps["count"] == ann["steps"]["count"],
+                f"{what}: {steps['count']} steps ({steps.get('source')}), the trace's ProfilerSteps end "
+                f"{ann['steps']['count']} ({detection})")
+        want = {row["index"]: row for row in ann["steps"]["by_step"]}
+        for row in steps.get("detail", []):
+            index = row["index"]
+            if not c.check(index in want, f"{what}: detected step {index} is no step of the trace"):
+                continue
+            got, expected = row["totals"]["gpu_busy_ns"], want[index]["gpu_busy_ns"]
+            c.check(abs(got - expected) <= expected / 100,
+                    f"{what}: step {index} GPU busy {got} ns, the annotated replay's {expected} ns")
+    c.check(detected > 0, "no real trace whose ProfilerSteps repeat: the test proved nothing")
     c.done()
 
 

@@ -31,6 +31,8 @@ struct Config {
   bool trace = false;                          // TRAINTIME_TRACE
   uint64_t trace_max_events = 1000000;         // TRAINTIME_TRACE_MAX_EVENTS
   uint32_t step_detail = 64;                   // TRAINTIME_STEP_DETAIL: per-step rows kept
+  std::string steps = "auto";                  // TRAINTIME_STEPS: auto|marker|off
+  std::string step_anchor;                     // TRAINTIME_STEP_ANCHOR (empty = search)
   uint32_t top_kernels = 10;                   // TRAINTIME_TOP_KERNELS: kernels listed per region and rank
   std::string category_rules;                  // TRAINTIME_CATEGORY_RULES (raw; CategoryRules)
   std::string nvtx_domains = "*,-NCCL";        // TRAINTIME_NVTX_DOMAINS (raw; NvtxDomainFilter)

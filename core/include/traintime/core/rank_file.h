@@ -122,8 +122,29 @@ struct TorchMemory {
   uint64_t reserved_bytes = 0;   // torch.cuda.memory_reserved() at the step's end
 };
 
+// steps.detection (docs/attribution.md "Steps without a marker"): how steps were found in a
+// job without a marker; present when detection ran (TRAINTIME_STEPS=auto and GPU work seen).
+struct StepDetection {
+  bool present = false;
+  uint64_t steps = 0;             // steps the detector ended
+  uint64_t period_calls = 0;      // launches in one step (0: no period found)
+  uint64_t period_ns = 0;         // median GPU time from one step's first work to the next's (0: n/a)
+  double coverage = 0;            // share of the launches that are in steps exactly one period long
+  uint64_t relocks = 0;           // interruptions after which the period came back
+  uint64_t warmup_launches = 0;   // launches before the first repetition (in the first step)
+  uint64_t late_launches = 0;     // records that came after their place in the sequence was read
+  uint64_t folded_blocks = 0;     // stretches the window could not hold, each left in its step
+  uint64_t folded_launches = 0;
+  uint64_t marker_from_step = 0;  // source "marker" after detection: the marker's first step
+  std::string reason;             // why no steps were detected, or what overrode them
+};
+
 struct Steps {
-  uint64_t count = 0;   // tt_step calls, warm-up included
+  // Where the steps came from: "marker" (tt_step, an NVTX `step` range, a framework callback),
+  // "detected" (the launch sequence's period) or "none". Older files read as "marker".
+  std::string source = "marker";
+  StepDetection detection;
+  uint64_t count = 0;   // steps, warm-up included (tt_step calls, or detected steps)
   uint64_t warmup = 0;  // TRAINTIME_WARMUP_STEPS in force
   DurationStats wall_ns;  // CPU wall time between consecutive tt_step calls, warm-up skipped
   uint64_t samples = 0;   // summed over all steps

@@ -89,6 +89,11 @@ struct GpuSummary {
   StepTotals totals;
   std::vector<Steps::Detail> detail;  // wall_ns 0: build_rank_file takes it from CpuSummary
   bool partial_final_step = false;
+  // Where the steps came from (core/step_feed.h): steps.source and steps.detection, and the
+  // step count when the steps are not the marker's alone.
+  std::string steps_source = "marker";
+  StepDetection steps_detection;
+  uint64_t steps_count = 0;
   std::map<std::string, MemcpyStat> memcpy;  // CopyKind names with activity or standard
   // GPU time of NCCL work per (communicator, op). comm_index is the CommCallTable index,
   // kUnregistered for an interposed call on a communicator the table does not know (size 0), or

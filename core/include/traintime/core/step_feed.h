@@ -1,0 +1,179 @@
+// Steps for a job with no step marker (docs/attribution.md "Steps without a marker"): sits
+// between the activity join and GpuAggregator::ingest on the processing thread. While no marker
+// has been seen, it holds each activity, turns each launch (one correlation id) into a token for
+// the StepDetector, and hands the activity on with the step index the detector gives its launch,
+// exactly as if tt_step had been called at each detected boundary. Once a record carries a
+// marker step (tt_step, an NVTX `step` range, a framework callback), markers win from there on:
+// the detected steps so far keep their numbers and marker step m becomes detected + m.
+//
+// Tokens: a kernel by its name, a CUDA graph launch by its graph id, a copy by direction, a
+// memset as such (their sizes follow the batch's data, which real jobs vary every step); NCCL
+// work by (op, communicator, bytes) for the collectives whose size the model fixes (AllReduce,
+// AllGather, ReduceScatter, Broadcast, Reduce) and by (op, communicator) for the others, and
+// marked a collective (a kernel named nccl* is a collective too when the wrappers did not see
+// the call).
+//
+// Launch order is correlation-id order. CUPTI delivers per-thread buffers in any order, so a
+// launch is fed to the detector only once `settle_lag` newer correlation ids have been seen (or
+// at finish()); a record that arrives after its launch's place was fed takes the step its
+// correlation id falls in, and is not a token (counted: late_launches).
+//
+// Memory: at most `max_held` activities are held. Past it the detector is forced to decide, and
+// whatever is still undecided is handed on as part of the step in progress and forgotten by the
+// detector (counted: folded_blocks, folded_launches).
+//
+// Single-threaded (the processing thread). No globals, no CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/category.h"
+#include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/rank_file.h"
+#include "traintime/core/step_detector.h"
+
+namespace traintime::core {
+
+struct GpuSummary;
+
+// TRAINTIME_STEPS: auto (detect until a marker appears), marker (markers only), off (no steps:
+// every activity is in step 0, markers ignored).
+enum class StepsMode : uint8_t { kAuto, kMarker, kOff };
+// TRAINTIME_STEPS's spelling (config.cpp validated it): anything but marker and off is auto.
+inline StepsMode steps_mode_named(std::string_view name) {
+  return name == "marker" ? StepsMode::kMarker : name == "off" ? StepsMode::kOff : StepsMode::kAuto;
+}
+
+struct StepFeedOptions {
+  StepsMode mode = StepsMode::kAuto;
+  std::string anchor;             // TRAINTIME_STEP_ANCHOR: a kernel name or a NCCL op name
+  // Activities held at most: 65 536 of kHeldBytes (~10 MiB), the bytes the aggregator's own
+  // open-step window may hold (262 144 records of 32 bytes, docs/attribution.md "Memory bound").
+  std::size_t max_held = std::size_t{1} << 16;
+  uint32_t settle_lag = 1u << 16;  // correlation ids a launch waits before it is fed
+  DetectorOptions detector;       // anchor is set from `anchor`
+};
+
+// What the rank file says about where steps came from (steps.source, steps.detection).
+struct StepsOrigin {
+  std::string source = "marker";  // "marker", "detected" or "none"
+  StepDetection detection;
+};
+
+class StepFeed {
+ public:
+  StepFeed(GpuAggregator& aggregator, StepFeedOptions options);
+  ~StepFeed();
+  StepFeed(const StepFeed&) = delete;
+  StepFeed& operator=(const StepFeed&) = delete;
+
+  // In place of GpuAggregator::ingest. Passes straight through once markers decide (or with
+  // TRAINTIME_STEPS=marker); otherwise holds the activity until its step is known.
+  void ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  // After a buffer: feeds the settled launches, ends the steps they allow, hands those steps'
+  // activities on.
+  void settle();
+  // No more activities will come (exit): every held activity is handed on.
+  void finish();
+
+  // The steps completed, for GpuAggregator::summary: `marker_steps` (tt_step calls so far) when
+  // steps are the marker's, the detected steps (+ marker_steps once a marker took over).
+  uint64_t steps_completed(uint64_t marker_steps) const;
+  StepsOrigin origin() const;
+  // The summary's steps_source, steps_detection and steps_count (build_rank_file reads them).
+  void describe(uint64_t marker_steps, GpuSummary* out) const;
+  std::size_t held() const { return held_.size(); }
+  // The device of the first activity ingested (held or not); -1 before one.
+  int first_device() const { return first_device_; }
+
+ private:
+  struct Held {
+    GpuActivity activity;  // name points into names_
+    LaunchContext ctx;
+    Category category;
+  };
+
+ public:
+  static constexpr std::size_t kHeldBytes = sizeof(Held);  // one held activity (bench/ingest_bench.cpp)
+
+ private:
+  struct Pending {  // a launch seen, not yet fed
+    uint32_t correlation = 0;
+    DetectorLaunch launch;
+  };
+  void forward(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  void hold(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  void take_marker(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
+  uint32_t name_id(std::string_view name);
+  DetectorLaunch launch_of(const GpuActivity& a, const LaunchContext& ctx, uint32_t name);
+  // Feeds the pending launches below `bound` (all: every one) in correlation order.
+  void feed(uint32_t bound, bool all);
+  // The detector's new boundaries (in scratch_) become step ends; fed_ keeps the step in progress.
+  void apply();
+  // Hands on every held activity whose step is known.
+  void release();
+  uint64_t step_of(uint32_t correlation) const;
+  void force_bound();
+  void note_first(uint64_t step, uint64_t start_ns);
+
+  GpuAggregator& agg_;
+  StepFeedOptions opt_;
+  StepDetector detector_;
+  bool pass_ = false;          // markers decide (or detection is off): no holding
+  // Markers decide and no step was detected before them: records go to the aggregator as they
+  // are (the common case of a marked job, one branch per record).
+  bool direct_ = false;
+  bool marker_seen_ = false;
+  uint64_t marker_offset_ = 0;  // marker step m is step marker_offset_ + m
+  std::deque<Held> held_;
+  // Launches seen, not yet fed, from pending_head_ on; [.., pending_sorted_) in correlation
+  // order, the rest in arrival order.
+  std::vector<Pending> pending_;
+  std::size_t pending_head_ = 0;
+  std::size_t pending_sorted_ = 0;
+  std::vector<uint32_t> fed_;     // correlation ids fed, from the detector's step_start() on
+  uint64_t fed_base_ = 0;         // detector ordinal of fed_[0]
+  uint32_t max_correlation_ = 0;
+  uint32_t fed_below_ = 0;        // correlation ids below this were fed, or come late
+  // The last correlation id of each ended step: step k holds ids in (ends_[k-1], ends_[k]].
+  std::vector<uint32_t> ends_;
+  // Launches up to this correlation id are in a known step (ended, or the step in progress
+  // once a fold gave them to it).
+  uint32_t known_through_ = 0;
+  bool any_known_ = false;
+  std::map<uint64_t, uint64_t> first_ns_;  // earliest GPU start of the most recent steps
+  std::map<uint64_t, uint64_t>::iterator last_first_ = first_ns_.end();  // note_first's last
+  std::vector<DetectedBoundary> scratch_;
+  // Kernel names of held activities (a record's name is valid during ingest only) and the
+  // dense token of each launch key.
+  std::unordered_map<std::string_view, uint32_t> name_ids_;
+  std::deque<std::string> names_;
+  std::unordered_map<uint64_t, uint32_t> tokens_;
+  struct NameSlot {
+    const char* ptr = nullptr;
+    std::size_t len = 0;
+    uint32_t id = 0;
+  };
+  static constexpr std::size_t kNameCache = 1024;
+  std::vector<NameSlot> name_cache_ = std::vector<NameSlot>(kNameCache);
+  int first_device_ = -1;
+  uint64_t late_launches_ = 0;
+  uint64_t folded_blocks_ = 0;
+  uint64_t folded_launches_ = 0;
+};
+
+inline void StepFeed::ingest(const GpuActivity& a, const LaunchContext& ctx, Category region_category) {
+  if (direct_) return agg_.ingest(a, ctx, region_category);
+  if (pass_) return forward(a, ctx, region_category);
+  hold(a, ctx, region_category);
+}
+
+}  // namespace traintime::core

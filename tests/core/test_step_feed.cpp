@@ -1,0 +1,248 @@
+// The step feed (core/step_feed.h): a job with no marker gets, from the aggregator, the same
+// per-step figures as the same job with tt_step called at each step's end; records arriving out
+// of launch order, markers appearing later, and the window's bound.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/step_feed.h"
+
+using namespace traintime::core;
+
+namespace {
+
+struct Rec {
+  GpuActivity a;
+  LaunchContext ctx;  // ctx.step: the true step (what tt_step at each step's end would give)
+  std::string name;
+};
+
+// A training loop: `warmup` set-up kernels, then `steps` steps of forward kernels, backward
+// kernels, two AllReduce buckets and an optimizer kernel; correlation ids 2 apart (the runtime
+// API record takes one too), GPU work back to back on one stream.
+std::vector<Rec> training(int steps, int layers, int warmup = 0) {
+  std::vector<Rec> out;
+  uint32_t corr = 10;
+  uint64_t t = 1000;
+  auto add = [&](const std::string& name, uint32_t step, CommOp op = CommOp::kNone, uint64_t bytes = 0) {
+    Rec r;
+    r.name = name;
+    r.a.kind = ActivityKind::kKernel;
+    r.a.correlation_id = corr;
+    corr += 2;
+    r.a.start_ns = t;
+    r.a.end_ns = t + 100 + 7 * (corr % 5);
+    t = r.a.end_ns + 20;
+    r.ctx.step = step;
+    r.ctx.comm.op = op;
+    r.ctx.comm.comm_id = op == CommOp::kNone ? 0 : 1;
+    r.ctx.comm.bytes = bytes;
+    out.push_back(r);
+  };
+  for (int i = 0; i < warmup; ++i) add("setup_" + std::to_string(i), 0);
+  for (int s = 0; s < steps; ++s) {
+    const auto step = static_cast<uint32_t>(s);
+    for (int l = 0; l < layers; ++l) add("fwd_gemm", step), add("fwd_act_" + std::to_string(l % 3), step);
+    for (int l = layers; l-- > 0;) {
+      add("bwd_gemm", step), add("bwd_act_" + std::to_string(l % 3), step);
+      if (l == layers / 2 || l == 0) add("ncclDevKernel_AllReduce_Sum_f32_RING_LL", step, CommOp::kAllReduce, 4096u * (l + 1));
+    }
+    add("adam_step", step);
+    t += 5000;  // the host prepares the next batch
+  }
+  for (Rec& r : out) r.a.name = r.name;
+  return out;
+}
+
+// n kernels that never repeat twice in a row: kernel i is named "k" + name_of(i).
+template <typename NameOf>
+std::vector<Rec> unrepeated(uint32_t n, NameOf name_of) {
+  std::vector<Rec> recs(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    recs[i].name = "k" + std::to_string(name_of(i));
+    recs[i].a.correlation_id = 10 + i;
+    recs[i].a.start_ns = 100 * i;
+    recs[i].a.end_ns = 100 * i + 50;
+  }
+  for (Rec& r : recs) r.a.name = r.name;
+  return recs;
+}
+
+// Feeds the records as CUPTI might deliver them: in buffers of `buffer` records, the buffers
+// in shuffled order within groups of four, settling after each buffer.
+void feed_all(StepFeed& feed, const std::vector<Rec>& recs, bool marker, std::size_t buffer = 64, unsigned seed = 1) {
+  std::vector<std::size_t> order;
+  for (std::size_t b = 0; b * buffer < recs.size(); ++b) order.push_back(b);
+  std::mt19937 rng(seed);
+  for (std::size_t g = 0; g < order.size(); g += 4)
+    std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(g),
+                 order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), g + 4)), rng);
+  for (std::size_t b : order) {
+    for (std::size_t i = b * buffer; i < std::min(recs.size(), (b + 1) * buffer); ++i) {
+      LaunchContext ctx = recs[i].ctx;
+      if (!marker) ctx.step = 0;
+      feed.ingest(recs[i].a, ctx, Category::kOther);
+    }
+    feed.settle();
+  }
+  feed.finish();
+}
+
+bool same_totals(const StepTotals& x, const StepTotals& y) {
+  return x.gpu_busy_ns == y.gpu_busy_ns && x.compute_ns == y.compute_ns && x.comm_ns == y.comm_ns &&
+         x.exposed_comm_ns == y.exposed_comm_ns && x.idle_ns == y.idle_ns && x.gpu_sum_ns == y.gpu_sum_ns;
+}
+
+StepFeedOptions small_window() {
+  StepFeedOptions o;
+  o.settle_lag = 1024;  // the shuffled buffers reach ~400 ids back
+  o.detector.min_evidence = 64;
+  o.detector.min_repeats = 3;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a job with no marker gets the steps and figures tt_step at each step's end gives", "[step_feed]") {
+  const auto recs = training(12, 6, 5);
+  GpuAggregator truth_agg;
+  for (const Rec& r : recs) {
+    LaunchContext ctx = r.ctx;
+    ctx.step = r.ctx.step;
+    truth_agg.ingest(r.a, ctx, Category::kOther);
+  }
+  const GpuSummary truth = truth_agg.summary(12);
+
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed_all(feed, recs, false);
+  CHECK(feed.held() == 0);
+  CHECK(feed.steps_completed(0) == 12);
+  const GpuSummary got = agg.summary(feed.steps_completed(0));
+  REQUIRE(got.detail.size() == truth.detail.size());
+  for (std::size_t i = 0; i < truth.detail.size(); ++i) {
+    INFO("step " << i);
+    CHECK(got.detail[i].index == truth.detail[i].index);
+    CHECK(got.detail[i].span_ns == truth.detail[i].span_ns);
+    CHECK(same_totals(got.detail[i].totals, truth.detail[i].totals));
+  }
+  CHECK(same_totals(got.totals, truth.totals));
+  CHECK_FALSE(got.partial_final_step);
+  const StepsOrigin origin = feed.origin();
+  CHECK(origin.source == "detected");
+  const StepDetection& o = origin.detection;
+  CHECK(o.present);
+  CHECK(o.steps == 12);
+  CHECK(o.period_calls == 6 * 4 + 2 + 1);
+  CHECK(o.warmup_launches == 5);
+  CHECK(o.period_ns > 0);
+  CHECK(o.coverage > 0.9);
+  CHECK(o.late_launches == 0);
+}
+
+TEST_CASE("a marker that appears later decides the steps from there on", "[step_feed]") {
+  // 8 unmarked steps (long enough for a mid-run lock), then the program starts calling tt_step:
+  // its marker step m is step 8 + m.
+  auto recs = training(14, 6);
+  for (Rec& r : recs) r.ctx.step = r.ctx.step < 8 ? 0 : r.ctx.step - 7;
+  GpuAggregator agg;
+  StepFeedOptions o = small_window();
+  o.settle_lag = 8;
+  StepFeed feed(agg, o);
+  for (const Rec& r : recs) {
+    feed.ingest(r.a, r.ctx, Category::kOther);
+    feed.settle();
+  }
+  feed.finish();
+  const uint64_t marker_steps = 6;  // tt_step calls: at the end of steps 7 .. 12
+  const StepsOrigin origin = feed.origin();
+  CHECK(origin.source == "marker");
+  CHECK(origin.detection.steps == 7);
+  CHECK(origin.detection.marker_from_step == 7);  // the 8th ends at the first marker
+  CHECK(feed.steps_completed(marker_steps) == 7 + marker_steps);
+  const GpuSummary got = agg.summary(feed.steps_completed(marker_steps));
+  REQUIRE(got.detail.size() == 14);
+  for (std::size_t i = 0; i < got.detail.size(); ++i) CHECK(got.detail[i].index == i);
+  CHECK(got.partial_final_step);  // step 13: after the last tt_step
+}
+
+TEST_CASE("a job marked from its start is numbered by its marker alone", "[step_feed]") {
+  const auto recs = training(6, 4);
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed_all(feed, recs, true);
+  CHECK(feed.origin().source == "marker");
+  CHECK(feed.origin().detection.steps == 0);
+  CHECK(feed.steps_completed(5) == 5);
+  const GpuSummary got = agg.summary(5);
+  REQUIRE(got.detail.size() == 6);
+  CHECK(got.partial_final_step);  // step 5: launched after the last tt_step
+}
+
+TEST_CASE("TRAINTIME_STEPS=marker and off pass records straight through", "[step_feed]") {
+  const auto recs = training(6, 4);
+  for (StepsMode mode : {StepsMode::kMarker, StepsMode::kOff}) {
+    GpuAggregator agg;
+    StepFeedOptions o = small_window();
+    o.mode = mode;
+    StepFeed feed(agg, o);
+    feed_all(feed, recs, true);
+    CHECK(feed.held() == 0);
+    const GpuSummary got = agg.summary(feed.steps_completed(6));
+    CHECK(got.detail.size() == (mode == StepsMode::kOff ? 1u : 6u));
+    CHECK(feed.origin().source == (mode == StepsMode::kOff ? "none" : "marker"));
+  }
+}
+
+TEST_CASE("a sequence with no period has no detected steps and says why", "[step_feed]") {
+  const auto recs = unrepeated(300, [](uint32_t i) { return i * 7919u % 1000u; });
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed_all(feed, recs, false);
+  CHECK(feed.held() == 0);
+  CHECK(feed.steps_completed(0) == 0);
+  const StepsOrigin o = feed.origin();
+  CHECK(o.source == "none");
+  CHECK(o.detection.reason.find("never repeated") != std::string::npos);
+  const GpuSummary got = agg.summary(0);
+  REQUIRE(got.detail.size() == 1);
+  CHECK(got.detail[0].partial);
+}
+
+TEST_CASE("the anchor ends a step at each launch it names", "[step_feed]") {
+  const auto recs = training(5, 3);
+  GpuAggregator agg;
+  StepFeedOptions o = small_window();
+  o.anchor = "adam_step";
+  StepFeed feed(agg, o);
+  feed_all(feed, recs, false);
+  CHECK(feed.steps_completed(0) == 5);
+  CHECK(feed.origin().source == "detected");
+}
+
+TEST_CASE("past the window's bound an unrepeated stretch folds as one block, nothing lost", "[step_feed]") {
+  const auto recs = unrepeated(2000, [](uint32_t i) { return i; });  // every kernel different
+  GpuAggregator agg;
+  StepFeedOptions o = small_window();
+  o.max_held = 256;
+  StepFeed feed(agg, o);
+  std::size_t most = 0;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    feed.ingest(recs[i].a, recs[i].ctx, Category::kOther);
+    if (i % 16 == 15) feed.settle();
+    most = std::max(most, feed.held());
+  }
+  feed.finish();
+  CHECK(most <= 256 + 16);
+  CHECK(feed.origin().detection.folded_blocks > 0);
+  CHECK(feed.origin().source == "none");
+  const GpuSummary got = agg.summary(0);
+  uint64_t count = 0;
+  for (const auto& c : got.categories) count += c.count;
+  CHECK(count == 2000);
+}
