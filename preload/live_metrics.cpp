@@ -32,6 +32,11 @@ core::LiveInput gather(Session& s) {
     in.last_tokens = l.last_tokens;
   }
   in.gpu_valid = cupti::live_step(&in.gpu, &in.gpu_late_records);
+  // No marker: the detected steps' counters, as of the GPU step published with them.
+  if (in.totals.steps == 0 && cupti::live_detected_steps(&in.totals, &in.last_wall_ns)) {
+    in.last_samples = 0;
+    in.last_tokens = 0;
+  }
   in.health_valid = nvml::live_health(&in.health_step, &in.health);
   in.flops_per_step = s.live.flops_per_step.load(std::memory_order_relaxed);
   in.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);

@@ -174,6 +174,7 @@ uint64_t StepFeed::step_of(uint32_t correlation) const {
 }
 
 void StepFeed::note_first(uint64_t step, uint64_t start_ns) {
+  first_any_ns_ = std::min(first_any_ns_, start_ns);
   if (last_first_ != first_ns_.end() && last_first_->first == step) {
     last_first_->second = std::min(last_first_->second, start_ns);
     return;
@@ -268,6 +269,22 @@ uint64_t StepFeed::steps_completed(uint64_t marker_steps) const {
     case StepsMode::kAuto: break;
   }
   return marker_seen_ ? marker_offset_ + marker_steps : ends_.size();
+}
+
+bool StepFeed::live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uint64_t* last_wall_ns) const {
+  if (step + 2 > detected_ended()) return false;
+  // Held records leave from the front: one of the step in progress keeps older steps' records
+  // that arrived after it behind it. A scan, once per step published (not per record).
+  const uint32_t last = ends_[step];
+  for (const Held& h : held_)
+    if (h.activity.correlation_id <= last) return false;
+  const auto own = first_ns_.find(step);
+  const auto next = first_ns_.find(step + 1);
+  if (own == first_ns_.end() || next == first_ns_.end() || next->second <= own->second) return false;
+  *steps = step + 1;
+  *wall_ns = next->second > first_any_ns_ ? next->second - first_any_ns_ : 0;
+  *last_wall_ns = next->second - own->second;
+  return true;
 }
 
 StepsOrigin StepFeed::origin() const {

@@ -51,7 +51,8 @@ uint8_t* BufferPool::acquire(uint32_t step) noexcept {
     refused_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  if (out_.size() < out_.capacity()) out_.push_back({b, step});  // capacity: every buffer
+  if (out_.size() < out_.capacity()) out_.push_back({b, step, handed_out_});  // capacity: every buffer
+  ++handed_out_;
   return b;
 }
 
@@ -72,6 +73,18 @@ uint32_t BufferPool::min_outstanding_step() const {
   std::lock_guard<std::mutex> lock(mu_);
   uint32_t m = UINT32_MAX;
   for (const Out& o : out_) m = o.step < m ? o.step : m;
+  return m;
+}
+
+uint64_t BufferPool::handed_out() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return handed_out_;
+}
+
+uint64_t BufferPool::min_outstanding_handout() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t m = UINT64_MAX;
+  for (const Out& o : out_) m = o.handout < m ? o.handout : m;
   return m;
 }
 

@@ -27,6 +27,12 @@ class BufferPool {
   // The smallest `step` of the pool buffers handed out and not yet released (CUPTI holds them,
   // or they wait to be ingested); UINT32_MAX when none is out.
   uint32_t min_outstanding_step() const;
+  // Buffers handed out so far, and the smallest such count at the hand-out of a pool buffer not
+  // yet released (UINT64_MAX when none is out): records written before handed_out() read H are
+  // in buffers that min_outstanding_handout() >= H says are all back (detected steps' live
+  // metrics, which have no step count to tag buffers with).
+  uint64_t handed_out() const;
+  uint64_t min_outstanding_handout() const;
 
   // For CUPTI releases that must never be refused a buffer (API < 27 can crash then): a small
   // scratch buffer whose records the caller counts as dropped instead of ingesting them.
@@ -53,7 +59,9 @@ class BufferPool {
   struct Out {
     uint8_t* buffer;
     uint32_t step;
+    uint64_t handout;  // handed_out_ before it
   };
+  uint64_t handed_out_ = 0;  // under mu_
   std::vector<Out> out_;  // handed out, not released; capacity reserved for every buffer
   std::atomic<uint64_t> refused_{0};  // counted under mu_
   std::vector<uint8_t*> scratch_free_;

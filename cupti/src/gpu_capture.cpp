@@ -28,6 +28,9 @@ bool flush_at_signal(const core::Deadline& deadline) noexcept {
 nlohmann::json trace_json() { return GpuCapture::get().trace_json(); }
 void on_fork_child() noexcept { GpuCapture::get().on_fork_child(); }
 void enable_live_metrics() noexcept { GpuCapture::get().enable_live(); }
+bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns) {
+  return GpuCapture::get().live_detected_steps(totals, last_wall_ns);
+}
 bool live_step(core::GpuStepFigures* out, uint64_t* late_records) {
   return GpuCapture::get().live_step(out, late_records);
 }

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +61,7 @@ class GpuCapture {
   void on_fork_child() noexcept;
   void enable_live() noexcept;
   bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
+  bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns);
   std::string device_name();
 
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -230,6 +232,21 @@ class GpuCapture {
   std::mutex live_mu_;  // leaf: the published figures (written by the processing thread only)
   bool live_valid_ = false;
   core::GpuStepFigures live_figures_;
+  // Detected steps' counters as of the published step (core::StepFeed::live_steps).
+  struct DetectedLive {
+    core::StepCounters totals;
+    uint64_t last_wall_ns = 0;
+  };
+  DetectedLive live_detected_;
+  bool live_detected_valid_ = false;
+  int64_t published_step_ = -1;  // the step live_figures_ holds; the processing thread's own
+  // Detected steps: how many had ended when the pool had handed out so many buffers (agg_mu_).
+  struct DetectedNote {
+    uint64_t ended;
+    uint64_t handed_out;
+  };
+  static constexpr std::size_t kDetectedNotes = 64;
+  std::deque<DetectedNote> detected_notes_;
   std::atomic<uint64_t> live_late_{0};
   bool device_resolved_ = false;  // processing thread only
   // Written once by the processing thread, then published by device_named_: read lock-free

@@ -15,27 +15,64 @@ void GpuCapture::publish_live() {
   // been ingested, and k+2 steps are complete (no such buffer can be handed out any more), the
   // step's figures are final — except for work still running two steps later, which
   // records_after_publish() counts.
+  //
+  // Steps without a marker (core/step_feed.h) have no count to tag buffers with. When detection
+  // ends step k+1 it has seen records of step k+2, which the GPU ran after all of step k: step
+  // k's records were written by then, into buffers handed out before that moment. So each time
+  // more steps have ended, the pool's hand-out count is noted with them; step k is published
+  // once every buffer handed out before the note of step k+1's end is back (ingested).
   const uint32_t limit = std::min(steps_completed(), pool_->min_outstanding_step());
-  if (limit < 2) return;
-  const uint64_t step = limit - 2;
-  {
-    std::lock_guard<std::mutex> lock(live_mu_);
-    if (live_valid_ && step <= live_figures_.step) return;
-  }
+  const uint64_t back_below = pool_->min_outstanding_handout();  // a leaf lock, before agg_mu_
+  const uint64_t handed = pool_->handed_out();
   core::GpuStepFigures figures;
+  bool detected = false;
+  DetectedLive counters;
   {
     std::lock_guard<std::mutex> agg(agg_mu_);
+    const uint64_t ended = step_feed_ ? step_feed_->detected_ended() : 0;
+    if (ended > 0) {
+      if (detected_notes_.empty() || detected_notes_.back().ended < ended) {
+        if (detected_notes_.size() == kDetectedNotes) detected_notes_.pop_front();
+        detected_notes_.push_back({ended, handed});
+      }
+      uint64_t whole = 0;  // steps ended, as of the newest note whose buffers are all back
+      while (!detected_notes_.empty() && detected_notes_.front().handed_out <= back_below) {
+        whole = detected_notes_.front().ended;
+        detected_notes_.pop_front();
+      }
+      if (whole > 0) detected_notes_.push_front({whole, 0});  // kept: it stays whole
+      if (whole < 2 || (published_step_ >= 0 && whole - 2 <= static_cast<uint64_t>(published_step_))) return;
+      detected = step_feed_->live_steps(whole - 2, &counters.totals.steps, &counters.totals.wall_ns,
+                                        &counters.last_wall_ns);
+      if (!detected) return;
+    } else if (limit < 2) {
+      return;
+    }
+    const uint64_t step = detected ? counters.totals.steps - 1 : limit - 2;
+    if (published_step_ >= 0 && step <= static_cast<uint64_t>(published_step_)) return;
     if (!aggregator_->step_figures(step, &figures)) return;
     aggregator_->set_published_below(step + 1);
     take_vmm(true);
-    figures.memory_valid = pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
+    // Device memory rows are keyed by marker steps (docs/attribution.md): none for a detected one.
+    figures.memory_valid = !detected && pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
   }
+  published_step_ = static_cast<int64_t>(figures.step);
   std::lock_guard<std::mutex> lock(live_mu_);
   live_figures_ = figures;
   live_valid_ = true;
+  live_detected_ = counters;
+  live_detected_valid_ = detected;
 }
 
 void GpuCapture::enable_live() noexcept { live_.store(true, std::memory_order_relaxed); }
+
+bool GpuCapture::live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns) {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  if (!live_detected_valid_) return false;
+  *totals = live_detected_.totals;
+  *last_wall_ns = live_detected_.last_wall_ns;
+  return true;
+}
 
 bool GpuCapture::live_step(core::GpuStepFigures* out, uint64_t* late_records) {
   *late_records = live_late_.load(std::memory_order_relaxed);

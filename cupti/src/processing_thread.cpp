@@ -23,6 +23,8 @@ void GpuCapture::processing_loop() {
         // progress. Handed on here, so their group kernels are split like any other.
         lock.unlock();
         finish_steps();
+        // Detected steps all ended now: the exit's metrics (the Prometheus file) show them.
+        if (live_.load(std::memory_order_relaxed)) publish_live();
         lock.lock();
         break;
       }

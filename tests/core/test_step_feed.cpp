@@ -246,3 +246,60 @@ TEST_CASE("past the window's bound an unrepeated stretch folds as one block, not
   for (const auto& c : got.categories) count += c.count;
   CHECK(count == 2000);
 }
+
+TEST_CASE("detected steps' live figures: each step once the next has ended and none of its records is held", "[step_feed]") {
+  const auto recs = training(60, 6, 5);  // 3 700 correlation ids: steps end while records come
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  uint64_t steps = 0, wall = 0, last = 0;
+  CHECK_FALSE(feed.live_steps(0, &steps, &wall, &last));  // nothing ended yet
+
+  // A record of step 20 arrives after all the others: behind the held records of the step in
+  // progress, so its step is not whole in the aggregator until those leave.
+  const auto late = std::find_if(recs.begin(), recs.end(), [](const Rec& r) { return r.ctx.step == 20; }) + 3;
+  auto ingest = [&](const Rec& r) {
+    LaunchContext ctx = r.ctx;
+    ctx.step = 0;
+    feed.ingest(r.a, ctx, Category::kOther);
+    feed.settle();
+  };
+  for (auto it = recs.begin(); it != recs.end(); ++it)
+    if (it != late) ingest(*it);
+  const uint64_t ended = feed.detected_ended();
+  REQUIRE(ended >= 30);
+  REQUIRE(feed.held() > 0);  // the step in progress
+  for (uint64_t k = 0; k + 2 <= ended; ++k) CHECK(feed.live_steps(k, &steps, &wall, &last));
+  ingest(*late);
+  uint64_t blocked = 0;
+  while (blocked + 2 <= ended && feed.live_steps(blocked, &steps, &wall, &last)) ++blocked;
+  CHECK(blocked >= 15);
+  CHECK(blocked <= 21);
+  feed.finish();
+  CHECK(feed.held() == 0);
+
+  // One stream, work back to back: the next step starts 20 ns after a step's last end, or 5 020
+  // where the host prepared the next batch. A step's wall time is its span plus that gap.
+  const GpuSummary summary = agg.summary(feed.steps_completed(0));
+  uint64_t sum = 0;
+  for (uint64_t k = 0; k + 2 <= feed.detected_ended(); ++k) {
+    INFO("step " << k);
+    REQUIRE(feed.live_steps(k, &steps, &wall, &last));
+    CHECK(steps == k + 1);
+    REQUIRE(k < summary.detail.size());
+    CHECK(summary.detail[k].index == k);
+    const uint64_t gap = last - summary.detail[k].span_ns;
+    CHECK((gap == 20 || gap == 5020));
+    sum += last;
+    CHECK(wall == sum);
+  }
+  CHECK_FALSE(feed.live_steps(feed.detected_ended() - 1, &steps, &wall, &last));  // no next step
+}
+
+TEST_CASE("a marked job has no detected steps' live figures", "[step_feed]") {
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed_all(feed, training(12, 6, 0), true);
+  uint64_t steps = 0, wall = 0, last = 0;
+  CHECK(feed.detected_ended() == 0);
+  CHECK_FALSE(feed.live_steps(0, &steps, &wall, &last));
+}

@@ -39,3 +39,22 @@ TEST_CASE("buffer pool knows the oldest step of the buffers still out", "[buffer
   pool.release(c);
   CHECK(pool.min_outstanding_step() == UINT32_MAX);
 }
+
+TEST_CASE("buffer pool knows how many buffers it had handed out before each one still out", "[buffer_pool]") {
+  BufferPool pool(1024, 4);
+  CHECK(pool.handed_out() == 0);
+  CHECK(pool.min_outstanding_handout() == UINT64_MAX);
+  uint8_t* a = pool.acquire();
+  uint8_t* b = pool.acquire();
+  CHECK(pool.handed_out() == 2);
+  CHECK(pool.min_outstanding_handout() == 0);
+  pool.release(a);
+  CHECK(pool.min_outstanding_handout() == 1);
+  uint8_t* c = pool.acquire();  // a again, handed out third
+  CHECK(c == a);
+  pool.release(b);
+  CHECK(pool.min_outstanding_handout() == 2);
+  pool.release(c);
+  CHECK(pool.min_outstanding_handout() == UINT64_MAX);
+  CHECK(pool.handed_out() == 3);
+}

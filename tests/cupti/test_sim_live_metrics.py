@@ -379,3 +379,78 @@ def test_sim_activation_checkpointing_hfu_beside_mfu(build_dir: Path, tmp_path: 
         c.check(near(tp["hfu"], steps["hfu"], 1e-9) and tp["ranks_with_hfu"] == 1 and near(tp["mfu"], steps["mfu"], 1e-9),
                 f"report throughput {tp}")
     c.done()
+
+
+def gpu_figures_match(c: Checks, where: str, m: dict[str, float], t: dict[str, Any]) -> None:
+    for field, name in FIGURES.items():
+        c.check(abs(m[f"traintime/{name}"] * 1e6 - t[field]) < 0.5,
+                f"{where}: {name} = {m[f'traintime/{name}']} ms, truth {t[field]} ns")
+    for cat in CATEGORIES:
+        c.check(abs(m[f"traintime/gpu_{cat}_ms"] * 1e6 - t["busy_ns_by_category"][cat]) < 0.5,
+                f"{where}: gpu_{cat}_ms = {m[f'traintime/gpu_{cat}_ms']}, truth {t['busy_ns_by_category'][cat]} ns")
+
+
+def test_sim_live_metrics_detected_steps_without_a_marker(build_dir: Path, tmp_path: Path) -> None:
+    """sim_train --no-step-marker: no tt_step, no NVTX step range. The steps traintime detects from
+    the launch sequence drive tt_metrics() and the Prometheus file as tt_step would: a detected
+    step is published once the next one has ended too (its wall time is the GPU's step period, from
+    its first GPU start to the next step's), and its GPU figures equal the truth of that step.
+
+    During the run (3000 steps: detection waits for 65 536 newer correlation ids, sim_train's
+    step has 58; the GPU made 20 times faster, SIMGPU_SLOWDOWN=0:0.05, and a 0.5 ms step sleep so
+    that it keeps up with the CPU, as a real GPU's launch queue makes it): lines carry
+    traintime/step and the GPU figures of the same step, equal to the truth, with no late records
+    (held records of a published step that arrived behind a newer one are what would make them).
+    At exit (2 ranks, 60 steps): the Prometheus file of
+    each rank counts the 59 steps whose period is known (the last, partial step has no next one)
+    and gives step 58's figures, equal to the truth."""
+    c = Checks()
+    run = tmp_path / "run"
+    run.mkdir()
+    steps = 3000
+    sim = build_dir / "sim"
+    env = clean_env({"LD_LIBRARY_PATH": str(sim), "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+                     "TRAINTIME_OUTPUT": str(run / "out"), "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+                     "TRAINTIME_PROMETHEUS_FILE": str(run / "tt-%r.prom"), "SIMGPU_SLOWDOWN": "0:0.05"})
+    cmd = [str(build_dir / "bin" / "sim_train"), "--steps", str(steps), "--truth", str(run / "truth-%r.json"),
+           "--no-step-marker", "--metrics-log", str(run / "metrics-%r.jsonl"), "--step-sleep-us", "500"]
+    p = subprocess.run(cmd, env=env, cwd=run, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    truth = {d["index"]: d for d in load_json(run / "truth-0.json")["steps"]["by_step"]}
+    lines = [json.loads(x) for x in (run / "metrics-0.jsonl").read_text().splitlines()]
+    published = [x for x in lines if "traintime/gpu_step" in x.get("metrics", {})]
+    c.check(len(published) >= 100, f"{len(published)} of {len(lines)} metrics lines have detected steps' figures")
+    last_step = -1
+    for x in published:
+        m, where = x["metrics"], f"after sim_train's step {x['after_step']}"
+        k = int(m["traintime/gpu_step"])
+        c.check(m.get("traintime/step") == k and m.get("traintime/gpu_lag_steps") == 0,
+                f"{where}: step {m.get('traintime/step')}, gpu_step {k}, lag {m.get('traintime/gpu_lag_steps')}")
+        c.check(k >= last_step and k < x["after_step"], f"{where}: detected step {k} after {last_step}")
+        last_step = k
+        c.check(m.get("traintime/step_ms", 0) > 0 and "traintime/samples_per_s" in m, f"{where}: {m}")
+        c.check(m["traintime/gpu_late_records"] == 0, f"{where}: {m['traintime/gpu_late_records']} late records")
+        if c.check(k in truth, f"{where}: detected step {k} not in the truth"):
+            gpu_figures_match(c, f"{where}, detected step {k}", m, truth[k])
+
+    # At exit, 2 ranks: the Prometheus file has every detected step whose period is known.
+    end = tmp_path / "end"
+    end.mkdir()
+    sim_run(build_dir, end, WORLD, {"TRAINTIME_PROMETHEUS_FILE": str(end / "tt-%r.prom")}, ["--no-step-marker"])
+    for rank in range(WORLD):
+        doc = load_json(end / "out" / f"rank-{rank:05d}.json")
+        c.check(doc["steps"]["source"] == "detected" and doc["steps"]["count"] == STEPS,
+                f"rank {rank}: steps {doc['steps']['source']} {doc['steps']['count']}")
+        families = {f.name: f for f in text_string_to_metric_families((end / f"tt-{rank:05d}.prom").read_text())}
+        value = {s.name: s.value for f in families.values() for s in f.samples}
+        c.check(value.get("traintime_steps_total") == STEPS - 1 and value.get("traintime_step") == STEPS - 2
+                and value.get("traintime_gpu_step") == STEPS - 2 and value.get("traintime_step_ms", 0) > 0,
+                f"rank {rank}: steps_total {value.get('traintime_steps_total')}, step {value.get('traintime_step')}, "
+                f"gpu_step {value.get('traintime_gpu_step')}, step_ms {value.get('traintime_step_ms')}")
+        t = {d["index"]: d for d in load_json(end / f"truth-{rank}.json")["steps"]["by_step"]}[STEPS - 2]
+        m = {f"traintime/{k[len('traintime_'):]}": v for k, v in value.items()}
+        if all(f"traintime/{n}" in m for n in FIGURES.values()):
+            gpu_figures_match(c, f"rank {rank} Prometheus", m, t)
+        else:
+            c.check(False, f"rank {rank}: no GPU figures in the Prometheus file: {sorted(value)}")
+    c.done()

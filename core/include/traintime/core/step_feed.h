@@ -91,6 +91,16 @@ class StepFeed {
   // The summary's steps_source, steps_detection and steps_count (build_rank_file reads them).
   void describe(uint64_t marker_steps, GpuSummary* out) const;
   std::size_t held() const { return held_.size(); }
+  // Steps ended by detection so far; 0 when steps are not detected (TRAINTIME_STEPS other than
+  // auto, or a marker decides).
+  uint64_t detected_ended() const { return marker_seen_ || opt_.mode != StepsMode::kAuto ? 0 : ends_.size(); }
+  // Live figures of detected step `step` (the preload's tt_metrics, Prometheus file): false
+  // unless steps are detected, `step` and the next one have ended and none of its records is
+  // still held. A detected step's wall time is the time from its first GPU start to the next
+  // step's (the GPU's step period: there is no CPU call to time it). `*steps` counts the steps
+  // through `step`, `*wall_ns` their wall time (from step 0's first GPU start), `*last_wall_ns`
+  // its own.
+  bool live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uint64_t* last_wall_ns) const;
   // The device of the first activity ingested (held or not); -1 before one.
   int first_device() const { return first_device_; }
 
@@ -151,6 +161,7 @@ class StepFeed {
   bool any_known_ = false;
   std::map<uint64_t, uint64_t> first_ns_;  // earliest GPU start of the most recent steps
   std::map<uint64_t, uint64_t>::iterator last_first_ = first_ns_.end();  // note_first's last
+  uint64_t first_any_ns_ = UINT64_MAX;  // the earliest GPU start handed on (step 0's first)
   std::vector<DetectedBoundary> scratch_;
   // Kernel names of held activities (a record's name is valid during ingest only) and the
   // dense token of each launch key.

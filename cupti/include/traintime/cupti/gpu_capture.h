@@ -107,6 +107,9 @@ void enable_live_metrics() noexcept;
 // The latest published step's figures (false when none yet) and the records that arrived for
 // steps already published. A short leaf lock; never waits on CUPTI.
 bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
+// When steps are detected (no marker, core/step_feed.h): the step counters as of the published
+// step, which stand in for the step tracker's (false otherwise). A short leaf lock.
+bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns);
 // The CUDA name of the device the first record ran on ("" until one arrived).
 std::string device_name();
 
