@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <string>
 
 #include "traintime/core/fast_clock.h"
@@ -68,6 +69,22 @@ uint64_t CostSums::running_ticks(uint64_t every, uint64_t pair_ticks) const noex
   const uint64_t ticks = ticks_.load(std::memory_order_relaxed);
   const uint64_t own = pairs_.load(std::memory_order_relaxed) * pair_ticks;
   return ticks > own ? (ticks - own) * every : 0;
+}
+
+ThreadCalls::Counter* ThreadCalls::join() noexcept {
+  auto* c = new (std::nothrow) Counter();
+  if (c == nullptr) return nullptr;
+  c->next = head_.load(std::memory_order_relaxed);
+  while (!head_.compare_exchange_weak(c->next, c, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  return c;
+}
+
+uint64_t ThreadCalls::total() const noexcept {
+  uint64_t n = 0;
+  for (const Counter* c = head_.load(std::memory_order_acquire); c != nullptr; c = c->next)
+    n += c->calls.load(std::memory_order_relaxed);
+  return n;
 }
 
 CallbackCost cost_row(std::string_view what, uint64_t calls, uint64_t every, const CostSums::Totals& t,

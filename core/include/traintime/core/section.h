@@ -53,8 +53,10 @@ struct Section {
   void note(std::string text) { warnings.push_back(std::move(text)); }
 
   // What the module itself cost (rank file self_cost, core/self_cost.h): a row of its code on
-  // threads traintime did not start, and a row of its own buffers and tables.
+  // threads traintime did not start (a path with no call has no row), and a row of its own
+  // buffers and tables.
   void cost(CallbackCost row) {
+    if (row.calls == 0) return;
     row.module = std::string(name);
     costs.push_back(std::move(row));
   }

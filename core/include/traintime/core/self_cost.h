@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "traintime/core/fast_clock.h"
 #include "traintime/core/rank_file.h"
 
 namespace traintime::core {
@@ -76,6 +77,40 @@ class CostSums {
   std::atomic<double> ticks_squared_{0};
   std::atomic<double> ticks_pairs_{0};
   std::atomic<double> pairs_squared_{0};
+};
+
+// The calls of a path whose module keeps no count of its own (the NCCL wrappers, the NVTX
+// handlers), counted per thread: each thread's counter is made at its first call (the module
+// keeps the pointer in its thread-local state) and linked into the path's list, never freed, so
+// a thread's count outlives it (one small node per thread that ever called, as the region
+// registry keeps each recording thread's state). No lock: the list only grows, by a
+// compare-and-swap.
+class ThreadCalls {
+ public:
+  struct Counter {
+    std::atomic<uint64_t> calls{0};  // single writer: its thread
+    Counter* next = nullptr;
+    // The owning thread's call: counted; true when it is one to time (cost_timed).
+    bool count(uint64_t every) noexcept {
+      const uint64_t n = calls.load(std::memory_order_relaxed) + 1;
+      calls.store(n, std::memory_order_relaxed);
+      return cost_timed(n, every);
+    }
+  };
+  ThreadCalls() = default;
+  ThreadCalls(const ThreadCalls&) = delete;
+  ThreadCalls& operator=(const ThreadCalls&) = delete;
+
+  // The calling thread's new counter, linked; nullptr when no memory could be had.
+  Counter* join() noexcept;
+  // Every thread's calls so far.
+  uint64_t total() const noexcept;
+  // A fork child: the parent's counts are the parent's (their nodes are left, unlinked). The
+  // module forgets the forking thread's pointer itself.
+  void forget() noexcept { head_.store(nullptr, std::memory_order_release); }
+
+ private:
+  std::atomic<Counter*> head_{nullptr};
 };
 
 // A path's row: calls x the mean timed call (each less its pairs' cost), in ns; spread_ns the
