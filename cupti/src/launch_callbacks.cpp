@@ -27,6 +27,16 @@ struct LaunchNest {
   uint64_t open = 0;  // ticket of this launch's context, claimed and not yet published (0: none)
   core::LaunchContext ctx;
   CorrelationTable::Writer writer;  // this thread's chunk of the correlation table
+  // self_cost (GpuCapture::launch_cost_edge): launches until the window's next edge; whether
+  // this thread's callbacks are being timed, and whether the window closes with this callback;
+  // the window's time so far, its pairs of readings, and what to take out of the current
+  // callback's (a flush it ran, timed on its own).
+  uint32_t cost_left = core::kCostPhase;
+  bool timing = false;
+  bool window_done = false;
+  uint32_t timed_pairs = 0;
+  uint64_t timed_ticks = 0;
+  uint64_t excluded_ticks = 0;
 };
 thread_local LaunchNest t_nest __attribute__((tls_model("initial-exec")));
 
@@ -53,9 +63,62 @@ __attribute__((noinline)) void GpuCapture::watch_thread_exit() noexcept {
 void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domain,
                                       CUpti_CallbackId cbid, const void* data) {
   auto* self = static_cast<GpuCapture*>(self_ptr);
+  // A launch window being timed (self_cost): one launch in kCostEvery.
+  if (__builtin_expect(t_nest.timing, 0)) return self->timed_callback(domain, cbid, data);
   // A profiler whose subscription rides on traintime's gets the calls it enabled, capture or not.
   if (__builtin_expect(self->mux_.active(), 0)) return self->shared_callback(domain, cbid, data);
   self->own_callback(domain, cbid, data);
+}
+
+__attribute__((noinline)) void GpuCapture::timed_callback(CUpti_CallbackDomain domain,
+                                                          CUpti_CallbackId cbid, const void* data) {
+  if (mux_.active()) mux_.dispatch(domain, cbid, data);  // the profiler's own callbacks: not ours
+  LaunchNest& nest = t_nest;
+  core::FastClock& clock = core::process_clock();
+  const uint64_t buffers = buffer_ticks_here();
+  const uint64_t t0 = clock.ticks();
+  own_callback(domain, cbid, data);
+  const uint64_t d = clock.ticks() - t0;
+  // A flush or buffer callback this callback ran is in its own row.
+  const uint64_t other = nest.excluded_ticks + (buffer_ticks_here() - buffers);
+  nest.timed_ticks += d > other ? d - other : 0;
+  nest.excluded_ticks = 0;
+  ++nest.timed_pairs;
+  if (nest.window_done) {
+    launch_cost_.add(nest.timed_ticks, nest.timed_pairs);
+    nest.timing = false;
+    nest.window_done = false;
+  }
+}
+
+// The launch window's edges, at a launch's begin: the window opens (the rest of this launch's
+// callbacks and the next launch's first are timed: one launch's worth, with whatever else the
+// thread's callbacks did between), then closes at the next launch's begin.
+__attribute__((noinline)) void GpuCapture::launch_cost_edge() noexcept {
+  LaunchNest& nest = t_nest;
+  if (!nest.timing) {
+    nest.timing = true;
+    nest.window_done = false;
+    nest.timed_ticks = 0;
+    nest.timed_pairs = 0;
+    nest.excluded_ticks = 0;
+    nest.cost_left = 1;
+  } else {
+    nest.window_done = true;
+    nest.cost_left = static_cast<uint32_t>(core::kCostEvery) - 1;
+  }
+}
+
+void GpuCapture::timed_flush(bool forced, bool try_only) {
+  core::FastClock& clock = core::process_clock();
+  const uint64_t buffers = buffer_ticks_here();
+  const uint64_t t0 = clock.ticks();
+  flush(forced, try_only);
+  const uint64_t d = clock.ticks() - t0;
+  const uint64_t nested = buffer_ticks_here() - buffers;
+  const uint64_t own = d > nested ? d - nested : 0;
+  flush_cost_.add(own, 1, ~uint64_t{0});
+  t_nest.excluded_ticks += own;
 }
 
 __attribute__((noinline)) void GpuCapture::shared_callback(CUpti_CallbackDomain domain,
@@ -126,6 +189,7 @@ __attribute__((noinline)) void GpuCapture::on_launch_begin(CUpti_CallbackDomain 
                                                            CUpti_CallbackId cbid,
                                                            const CUpti_CallbackData* cb, ApiRole role) {
   LaunchNest& nest = t_nest;
+  if (__builtin_expect(--nest.cost_left == 0, 0)) launch_cost_edge();
   current_context(&nest.ctx);
   // An NCCL kernel launched by NCCL's own thread: only when some call waits for one (one
   // relaxed load) is the kernel's name looked at.
@@ -155,7 +219,7 @@ __attribute__((noinline)) void GpuCapture::on_api_control(ApiRole role,
     // Lock order: core/lock_order.h.
     if (cb->callbackSite == CUPTI_API_EXIT) {
       const int saved_errno = errno;
-      flush(false, true);
+      timed_flush(false, true);
       errno = saved_errno;
     }
     return;

@@ -73,8 +73,12 @@ void GpuCapture::processing_loop() {
       take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
       pipeline_->memory().set_complete_below(memory_complete);
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
+      pipeline_->free_overhead_data(!item.client_overhead);
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
+      uint64_t overhead_ns = 0;
+      for (const auto& [kind, o] : pipeline_->stats().overhead) overhead_ns += o.ns;
+      overhead_ns_.store(overhead_ns, std::memory_order_relaxed);
       live_late_.store(aggregator_->records_after_publish(), std::memory_order_relaxed);
       aggregator_->take_pending_groups(&pending_groups_);
     }

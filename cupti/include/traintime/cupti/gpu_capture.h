@@ -28,6 +28,7 @@
 #include "traintime/core/config.h"
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/lock_order.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
@@ -120,5 +121,9 @@ nlohmann::json trace_json();
 // In a fork child: capture state belongs to the parent; nothing is flushed or processed, and
 // the summary says so.
 void on_fork_child() noexcept;
+
+// The adapter's self_cost rows' running totals (lock-free): what the marks of self_cost.pct read
+// as steps end. `pair_ticks`: the cost of a pair of clock readings (FastClock::pair_ticks).
+core::CostSoFar cost_so_far(uint64_t pair_ticks) noexcept;
 
 }  // namespace traintime::cupti
