@@ -63,6 +63,7 @@
 #include "nccl_registry.h"
 #include "nccl_resolve.h"
 #include "pending_calls.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/nccl/nccl_interposer.h"
 
 namespace traintime::nccl {
@@ -142,6 +143,8 @@ struct ThreadState {
   const CommEntry* cached_entry = nullptr;
   uint32_t cached_comm_id = 0;
   uint32_t cached_epoch = 0;
+  // This thread's count of wrapper calls (self_cost), made at its first call.
+  core::ThreadCalls::Counter* cost = nullptr;
 };
 
 // Initial-exec: libtraintime.so is loaded at start-up (LD_PRELOAD), never by dlopen, and already
@@ -155,6 +158,42 @@ struct ThreadState {
 #endif
 TT_CONSTINIT thread_local ThreadState t_nccl __attribute__((tls_model("initial-exec")));
 #undef TT_CONSTINIT
+
+// What the wrappers cost (self_cost "NCCL wrappers", core/self_cost.h): every call of
+// run_op, group_start and run_group_end is counted on its thread, and one in kCostEvery runs
+// through timed(), which reads the clock around the wrapper and around the real call inside it:
+// the wrapper's own work is the difference (two pairs of readings).
+constexpr uint64_t kCostEvery = 64;
+core::ThreadCalls g_calls;
+core::CostSums g_cost;
+
+bool cost_due(ThreadState& t) noexcept {
+  core::ThreadCalls::Counter* c = t.cost;
+  if (__builtin_expect(c == nullptr, 0)) {  // the thread's first call: before the wrapper reads errno
+    const int saved = errno;
+    c = t.cost = g_calls.join();
+    errno = saved;
+  }
+  return c != nullptr && c->count(kCostEvery);
+}
+
+// body(real) runs the wrapper with `real` in place of its invoke: the real call timed apart.
+template <typename Body, typename Invoke>
+__attribute__((noinline)) ncclResult_t timed(Body&& body, Invoke& invoke) {
+  core::FastClock& clock = core::process_clock();
+  uint64_t in_real = 0;
+  auto real = [&](auto fn) {
+    const uint64_t r0 = clock.ticks();
+    const ncclResult_t r = invoke(fn);
+    in_real += clock.ticks() - r0;
+    return r;
+  };
+  const uint64_t t0 = clock.ticks();
+  const ncclResult_t r = body(real);
+  const uint64_t d = clock.ticks() - t0;  // the readings leave errno alone
+  g_cost.add(d > in_real ? d - in_real : 0, 2);
+  return r;
+}
 
 // comm_id of `comm` (0 when it cannot be registered) and its entry, from the thread's last
 // answer while the registry's epoch is unchanged.
@@ -267,8 +306,22 @@ void note_group_launch(ThreadState& t, uint32_t comm_id, const void* stream, con
 
 // One collective or point-to-point call. `invoke(fn)` calls the real function `fn`.
 template <auto Wrapper, typename Invoke>
+ncclResult_t op_body(const void* caller, CommOp op, Extent extent, size_t count,
+                     ncclDataType_t type, ncclComm_t comm, cudaStream_t stream, Invoke&& invoke);
+
+template <auto Wrapper, typename Invoke>
 ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
                     ncclDataType_t type, ncclComm_t comm, cudaStream_t stream, Invoke&& invoke) {
+  if (__builtin_expect(cost_due(t_nccl), 0)) {
+    return timed([&](auto& real) { return op_body<Wrapper>(caller, op, extent, count, type, comm, stream, real); },
+                 invoke);
+  }
+  return op_body<Wrapper>(caller, op, extent, count, type, comm, stream, invoke);
+}
+
+template <auto Wrapper, typename Invoke>
+ncclResult_t op_body(const void* caller, CommOp op, Extent extent, size_t count,
+                     ncclDataType_t type, ncclComm_t comm, cudaStream_t stream, Invoke&& invoke) {
   const Entry<Wrapper> e(caller);
   if (e.fn == nullptr) return missing_real<Wrapper>();
   ThreadState& t = t_nccl;
@@ -388,7 +441,17 @@ uint64_t unique_id_hash(const ncclUniqueId* ids, int n) {
 // Ends the application's group on this thread: NCCL decrements its group depth on every
 // ncclGroupEnd/ncclGroupSimulateEnd made inside a group, whatever it returns.
 template <auto Wrapper, typename Invoke>
+ncclResult_t group_end_body(const void* caller, bool launches, Invoke&& invoke);
+
+template <auto Wrapper, typename Invoke>
 ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
+  if (__builtin_expect(cost_due(t_nccl), 0))
+    return timed([&](auto& real) { return group_end_body<Wrapper>(caller, launches, real); }, invoke);
+  return group_end_body<Wrapper>(caller, launches, invoke);
+}
+
+template <auto Wrapper, typename Invoke>
+ncclResult_t group_end_body(const void* caller, bool launches, Invoke&& invoke) {
   const Entry<Wrapper> e(caller);
   if (e.fn == nullptr) return missing_real<Wrapper>();
   ThreadState& t = t_nccl;
@@ -437,18 +500,19 @@ ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
   return r;
 }
 
-ncclResult_t group_start(const void* caller) {
+template <typename Invoke>
+ncclResult_t group_start_body(const void* caller, Invoke&& invoke) {
   const Entry<&::ncclGroupStart> e(caller);
   if (e.fn == nullptr) return missing_real<&::ncclGroupStart>();
   ThreadState& t = t_nccl;
   if (t.depth > 0 || !recording()) {
     errno = e.entry_errno;
-    return e.fn();
+    return invoke(e.fn);
   }
   ++t.depth;
   if (t.group_depth == 0) group_members(t);  // the thread's one allocation, outside NCCL
   int exit_errno = 0;
-  const ncclResult_t r = call_real([&] { return e.fn(); }, e.entry_errno, &exit_errno);
+  const ncclResult_t r = call_real([&] { return invoke(e.fn); }, e.entry_errno, &exit_errno);
   if (r == ncclSuccess) {
     if (t.group_depth++ == 0) {
       t.group_count = 0;
@@ -463,7 +527,28 @@ ncclResult_t group_start(const void* caller) {
   return r;
 }
 
+ncclResult_t group_start(const void* caller) {
+  auto invoke = [](auto fn) { return fn(); };
+  if (__builtin_expect(cost_due(t_nccl), 0))
+    return timed([&](auto& real) { return group_start_body(caller, real); }, invoke);
+  return group_start_body(caller, invoke);
+}
+
 }  // namespace
+
+void cost_into(core::Section& section) {
+  section.cost(core::cost_row("NCCL wrappers", g_calls.total(), kCostEvery, g_cost));
+}
+
+core::CostSoFar cost_so_far(uint64_t pair_ticks) noexcept {
+  return {g_cost.running_ticks(kCostEvery, pair_ticks), 0};
+}
+
+void forget_cost_after_fork() noexcept {
+  g_calls.forget();
+  g_cost.reset();
+  t_nccl.cost = nullptr;
+}
 
 const Call* current_call() noexcept {
   ThreadState& t = t_nccl;
