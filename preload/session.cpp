@@ -174,6 +174,7 @@ void on_fork_child() {
   reset_exit_hooks_after_fork();
   reset_watchdog_after_fork();
   live_record_reset_after_fork();
+  reset_cost_after_fork();
   cupti::on_fork_child();
   if (!parent) return;
   auto* s = new Session();
@@ -284,6 +285,7 @@ void activate(uint64_t origin_ns) {
       if (s->identity.launcher_rank.from_launcher) claim_locked(*s);
       enable_live_outputs(*s);
       install_exit_hooks(*s);
+      mark_cost_at_activation();
       s->recorder.activated.store(true, std::memory_order_release);
     }
   }

@@ -1,0 +1,192 @@
+// What traintime itself cost this process (rank file self_cost, docs/schema.md): the composition
+// root's part of it. Each module reports the rows of its own hot paths and memory through its
+// section (core/self_cost.h); here are the figures no module owns: the CPU time of our threads
+// (support/threads.h), the bytes written to files, the rows the Python package reports through
+// the annotation table (report_cost: traintime.torch's hooks, timed in Python), this file's own
+// memory, and the marks taken as steps end, which share the callbacks' time out over the steps
+// after warm-up (self_cost.pct, the live metric traintime/self_cost_pct).
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "session.h"
+#include "traintime/core/self_cost.h"
+#include "traintime/cupti/gpu_capture.h"
+#include "traintime/nccl/nccl_interposer.h"
+#include "traintime/support/threads.h"
+
+namespace traintime::preload {
+namespace {
+
+std::atomic<uint64_t> g_written{0};
+
+// A row a caller of the annotation table reports (report_cost): its figures so far, replaced at
+// each report. A few fixed slots (the Python package has one); a leaf lock (lock_order.h), held
+// for a copy.
+struct Reported {
+  char module[24] = {};
+  char what[48] = {};
+  uint64_t calls = 0;
+  uint64_t every = 1;
+  core::CostSums::Totals sums;  // in ns, each sample's own time (the readings' cost taken off)
+};
+struct ReportedRows {
+  static constexpr std::size_t kRows = 8;
+  std::mutex mu;
+  Reported rows[kRows];
+  std::size_t count = 0;
+};
+// A fork child makes a fresh one (the parent's lock may have been held by a thread the child
+// does not have); the parent's is leaked, so a section name pointing into it stays valid.
+std::atomic<ReportedRows*> g_reported{new ReportedRows()};
+
+// The marks (relaxed: a torn pair only moves pct by one step's share): the callbacks' time so
+// far and the clock, at the end of warm-up and at the newest step's end.
+struct Mark {
+  std::atomic<uint64_t> ticks{0}, ns{0}, at_ns{0};
+  std::atomic<bool> set{false};
+  void store(const core::CostSoFar& c, uint64_t now) {
+    ticks.store(c.ticks, std::memory_order_relaxed);
+    ns.store(c.ns, std::memory_order_relaxed);
+    at_ns.store(now, std::memory_order_relaxed);
+    set.store(true, std::memory_order_release);
+  }
+};
+Mark g_warm, g_last;
+
+uint64_t reported_running_ns() {
+  ReportedRows& t = *g_reported.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lock(t.mu);
+  uint64_t ns = 0;
+  for (std::size_t i = 0; i < t.count; ++i) {
+    const Reported& r = t.rows[i];
+    ns += r.sums.ticks * r.every;
+  }
+  return ns;
+}
+
+// The callbacks' time so far: every module's running totals.
+core::CostSoFar cost_so_far(const Session& s) {
+  core::CostSoFar c;
+  const uint64_t pair = core::process_clock().pair_ticks();
+  if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
+    c.ticks += r->cost_so_far_ticks(pair);
+  c += cupti::cost_so_far(pair);
+  c += nccl::cost_so_far(pair);
+  c += nvtx::cost_so_far(pair);
+  c.ns += reported_running_ns();
+  return c;
+}
+
+uint64_t in_ns(const core::CostSoFar& c) { return core::process_clock().ticks_to_ns(c.ticks) + c.ns; }
+
+// The callbacks' time between the end of warm-up and the newest step's end, and that span.
+bool window(uint64_t* cost_ns, uint64_t* span_ns) {
+  if (!g_warm.set.load(std::memory_order_acquire) || !g_last.set.load(std::memory_order_acquire)) return false;
+  const uint64_t t0 = g_warm.ticks.load(std::memory_order_relaxed), t1 = g_last.ticks.load(std::memory_order_relaxed);
+  const uint64_t n0 = g_warm.ns.load(std::memory_order_relaxed), n1 = g_last.ns.load(std::memory_order_relaxed);
+  const uint64_t a0 = g_warm.at_ns.load(std::memory_order_relaxed), a1 = g_last.at_ns.load(std::memory_order_relaxed);
+  if (a1 <= a0) return false;
+  *cost_ns = in_ns({t1 > t0 ? t1 - t0 : 0, n1 > n0 ? n1 - n0 : 0});
+  *span_ns = a1 - a0;
+  return true;
+}
+
+}  // namespace
+
+void note_written(uint64_t bytes) noexcept { g_written.fetch_add(bytes, std::memory_order_relaxed); }
+
+void mark_cost_at_activation() noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s) return;
+  core::process_clock().pair_ticks();  // measured before any hot path times a call
+  // With no warm-up the measured steps start at the origin (activation).
+  if (s->identity.config.warmup_steps == 0) g_warm.store(cost_so_far(*s), mono_ns());
+}
+
+void mark_step_cost(uint64_t steps) noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s) return;
+  const uint64_t warmup = s->identity.config.warmup_steps;
+  if (steps < warmup || (steps == warmup && warmup == 0)) return;
+  const core::CostSoFar now = cost_so_far(*s);
+  const uint64_t at = mono_ns();
+  if (steps == warmup) {
+    g_warm.store(now, at);
+  } else {
+    g_last.store(now, at);
+  }
+}
+
+bool live_self_cost_pct(double* pct) noexcept {
+  uint64_t cost = 0, span = 0;
+  if (!window(&cost, &span)) return false;
+  *pct = 100.0 * static_cast<double>(cost) / static_cast<double>(span);
+  return true;
+}
+
+void report_cost(const char* module, const char* what, uint64_t calls, uint64_t every, uint64_t samples,
+                 uint64_t sum_ns, double sum_squares_ns) noexcept {
+  if (module == nullptr || what == nullptr || every == 0) return;
+  ReportedRows& t = *g_reported.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lock(t.mu);
+  std::size_t i = 0;
+  while (i < t.count && (std::strcmp(t.rows[i].module, module) != 0 || std::strcmp(t.rows[i].what, what) != 0))
+    ++i;
+  if (i == t.count) {
+    if (t.count == ReportedRows::kRows) return;
+    ++t.count;
+    std::strncpy(t.rows[i].module, module, sizeof t.rows[i].module - 1);
+    std::strncpy(t.rows[i].what, what, sizeof t.rows[i].what - 1);
+  }
+  Reported& r = t.rows[i];
+  r.calls = calls;
+  r.every = every;
+  r.sums.samples = samples;
+  r.sums.ticks = sum_ns;
+  r.sums.ticks_squared = sum_squares_ns;
+}
+
+std::vector<core::Section> cost_sections(const Session& s) {
+  std::vector<core::Section> out;
+  {
+    ReportedRows& t = *g_reported.load(std::memory_order_acquire);
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (std::size_t i = 0; i < t.count; ++i) {
+      const Reported& r = t.rows[i];
+      std::size_t k = 0;
+      while (k < out.size() && out[k].name != r.module) ++k;
+      // A section's name is a string_view: the slot's text lives as long as the process.
+      if (k == out.size()) out.emplace_back(std::string_view(r.module));
+      out[k].cost(core::cost_row(r.what, r.calls, r.every, r.sums, 0, 1.0));
+    }
+  }
+  core::Section own("preload");
+  own.own_memory("always-current record", live_record_bytes(s));
+  out.push_back(std::move(own));
+  return out;
+}
+
+core::ProcessCost process_cost(const core::Deadline& deadline) {
+  core::ProcessCost c;
+  c.present = true;
+  c.threads = support::own_thread_cpu(deadline);
+  c.written_bytes = g_written.load(std::memory_order_relaxed);
+  uint64_t span = 0;
+  window(&c.steps_callbacks_ns, &span);
+  return c;
+}
+
+void reset_cost_after_fork() noexcept {
+  g_written.store(0, std::memory_order_relaxed);
+  g_warm.set.store(false, std::memory_order_relaxed);
+  g_last.set.store(false, std::memory_order_relaxed);
+  try {
+    g_reported.store(new ReportedRows(), std::memory_order_release);  // the parent's rows are its own
+  } catch (...) {
+  }
+  support::forget_own_threads_after_fork();
+}
+
+}  // namespace traintime::preload
