@@ -104,7 +104,7 @@ void add_self_cost_diagnosis(const SelfCostView& v, Document& d) {
   std::size_t over = 0;
   for (const SelfCostRank& r : v.per_rank) over += r.has_pct && r.pct > kSelfCostDiagnosePct ? 1 : 0;
   const SelfCostRank& top = v.per_rank.front();
-  Section s{"traintime's own cost", {}};
+  Section s{"traintime's overhead", {}};
   s.lines.push_back("traintime's own code took " + pct_text(top.pct) + " of the steps' wall time on rank " +
                     std::to_string(top.rank) + (over > 1 ? " (" + std::to_string(over) + " ranks above " +
                                                                 fixed(kSelfCostDiagnosePct, 0) + " %)"
@@ -119,39 +119,39 @@ void add_self_cost_tables(const SelfCostView& v, Document& d) {
   t.id = "self_cost";
   t.title = "traintime's own cost";
   for (const auto& [h, numeric] : std::vector<std::pair<std::string, bool>>{
-           {"rank", false}, {"% of steps", true}, {"callbacks ms", true}, {"own threads CPU ms", true},
-           {"peak MiB", true}, {"written MiB", true}, {"costliest path", false}}) {
+           {"rank", false}, {"% steps", true}, {"code ms", true}, {"threads ms", true},
+           {"peak MiB", true}, {"wrote MiB", true}, {"n/a", true}, {"costliest path", false}}) {
     t.headers.push_back(h);
     t.numeric.push_back(numeric);
   }
-  t.note = "Estimated from inside the run (docs/schema.md self_cost): % of steps = traintime's code on the "
+  t.note = "Estimated from inside the run (docs/schema.md self_cost). % steps: traintime's code on the "
            "application's threads (launch and buffer callbacks, annotations, NVTX, NCCL wrappers, the Python "
            "hooks; sampled, so estimated) over the CPU wall time of the steps after warm-up, all threads "
-           "summed, so it can pass 100; the job row sums both over the ranks. callbacks ms: the whole run; own "
-           "threads: the CPU time of tt-cupti, tt-writer, tt-snapshot, tt-hang and tt-nvml; peak: traintime's "
-           "own buffers and tables by its accounting (not the RSS); written: files before the final one. "
-           "n/a = not measured.";
+           "summed, so it can pass 100; the job row sums both over the ranks. code ms: that code over the whole "
+           "run; threads ms: the CPU time of tt-cupti, tt-writer, tt-snapshot, tt-hang and tt-nvml; peak: "
+           "traintime's own buffers and tables by its accounting (not the RSS; the job row: the highest rank's); "
+           "wrote: files before the final one; n/a: hot paths with calls and none timed (not measured).";
   if (v.ranks == 0) {
     t.note = "No rank file has self_cost (written since traintime reports its own cost; older files lack it).";
     d.tables.push_back(t);
     return;
   }
   double callbacks = 0, threads = 0;
-  uint64_t peak = 0, written = 0;
+  uint64_t peak = 0, written = 0, unmeasured = 0;
   for (const SelfCostRank& r : v.per_rank) {
     callbacks += r.callbacks_ms;
     threads += r.threads_cpu_ms;
     peak = std::max(peak, r.peak_bytes);
     written += r.written_bytes;
+    unmeasured += r.unmeasured;
   }
-  t.rows.push_back({"job (" + std::to_string(v.ranks) + " ranks)", v.has_pct ? fixed(v.job_pct, 3) : "n/a",
-                    fixed(callbacks, 1), fixed(threads, 1), mib(peak) + " max", mib(written),
+  t.rows.push_back({"job", v.has_pct ? fixed(v.job_pct, 3) : "n/a", fixed(callbacks, 1), fixed(threads, 1),
+                    mib(peak), mib(written), std::to_string(unmeasured),
                     v.paths.empty() ? "-" : v.paths.front().what + " (" + v.paths.front().module + ")"});
   for (const SelfCostRank& r : v.per_rank)
     t.rows.push_back({std::to_string(r.rank), r.has_pct ? fixed(r.pct, 3) : "n/a", fixed(r.callbacks_ms, 1),
                       fixed(r.threads_cpu_ms, 1), mib(r.peak_bytes), mib(r.written_bytes),
-                      (r.costliest.empty() ? std::string("-") : r.costliest) +
-                          (r.unmeasured ? "; " + std::to_string(r.unmeasured) + " path(s) n/a" : "")});
+                      std::to_string(r.unmeasured), r.costliest.empty() ? std::string("-") : r.costliest});
   t.text_rows = 17;
   d.tables.push_back(t);
 
