@@ -6,8 +6,9 @@ every call is counted, and one in ``EVERY`` (from the ``PHASE``-th call on) is t
 library gets the figures so far through its annotation table (``report_cost``) before each step
 ends and at exit, and makes the row's estimate from them: calls x the mean timed call.
 
-A hook counts with ``due()`` (one ``next()`` on an ``itertools.count``, atomic under the GIL) and,
-when it returns True, times itself and hands the time to ``add()``.
+A hook whose work is all traintime's runs it through ``call()``; one around the application's own
+work counts with ``due()`` (one ``next()`` on an ``itertools.count``, atomic under the GIL) and,
+when it returns True, times its own parts and hands the time to ``add()``.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import atexit
 import itertools
 import threading
 import time
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import traintime
 
@@ -51,6 +52,16 @@ class HookCost:
     def due(self) -> bool:
         """Counts one call; True when it is one to time."""
         return next(self._count) % EVERY == PHASE
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(*args), counted, and timed when due (a hook whose work is all traintime's)."""
+        if not self.due():
+            return fn(*args)
+        t0 = _now()
+        try:
+            return fn(*args)
+        finally:
+            self.add(_now() - t0)
 
     def add(self, ns: int, pairs: int = 1) -> None:
         """One timed call: `ns` between its readings, made of `pairs` pairs of them."""

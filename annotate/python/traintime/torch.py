@@ -358,21 +358,13 @@ def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Option
         if on_enter is not None:
             on_enter(args, kwargs)
 
-    def timed_enter(args: Any, kwargs: Any) -> None:
-        if not cost.due():
-            enter(args, kwargs)
-            return
-        t0 = _now()
-        enter(args, kwargs)
-        cost.add(_now() - t0)
-
     if with_kwargs:
         def pre_hook_kw(m: Any, args: Any, kwargs: Any) -> None:
-            timed_enter(args, kwargs)
+            cost.call(enter, args, kwargs)
         pre = module.register_forward_pre_hook(pre_hook_kw, with_kwargs=True)
     else:
         def pre_hook(m: Any, args: Any) -> None:
-            timed_enter(args, {})
+            cost.call(enter, args, {})
         pre = module.register_forward_pre_hook(pre_hook)
 
     def leave() -> None:
@@ -381,12 +373,7 @@ def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Option
             stack.open.pop().__exit__(None, None, None)
 
     def post_hook(m: Any, args: Any, output: Any) -> None:
-        if not cost.due():
-            leave()
-            return
-        t0 = _now()
-        leave()
-        cost.add(_now() - t0)
+        cost.call(leave)
 
     post = (module.register_forward_hook(post_hook, always_call=True) if always_call
             else module.register_forward_hook(post_hook))
@@ -415,20 +402,10 @@ def _backward_range_hooks(module: Any, name: str) -> List[Any]:
             traintime.range_end(rid)
 
     def pre_hook(m: Any, grad_output: Any) -> None:
-        if not cost.due():
-            start()
-            return
-        t0 = _now()
-        start()
-        cost.add(_now() - t0)
+        cost.call(start)
 
     def post_hook(m: Any, grad_input: Any, grad_output: Any) -> None:
-        if not cost.due():
-            end()
-            return
-        t0 = _now()
-        end()
-        cost.add(_now() - t0)
+        cost.call(end)
 
     # A module whose inputs need no gradient (an embedding of token ids) makes PyTorch warn that
     # the post hook fires at its outputs' gradients instead; these ranges expect exactly that.
