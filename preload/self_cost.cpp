@@ -41,55 +41,88 @@ struct ReportedRows {
 // does not have); the parent's is leaked, so a section name pointing into it stays valid.
 std::atomic<ReportedRows*> g_reported{new ReportedRows()};
 
-// The marks (relaxed: a torn pair only moves pct by one step's share): the callbacks' time so
-// far and the clock, at the end of warm-up and at the newest step's end.
+// The marks (relaxed: a torn mark only moves pct by one step's share): at the end of warm-up and
+// at the newest step's end, the clock and the callbacks' time so far: the paths timed in full,
+// and of each sampled path (and each reported row) its timed calls' own time, which window()
+// turns into the window's share of the path's estimate.
 struct Mark {
   std::atomic<uint64_t> ticks{0}, ns{0}, at_ns{0};
+  std::atomic<uint64_t> own[core::kSampledPaths] = {};
+  std::atomic<uint64_t> reported_own[ReportedRows::kRows] = {};
   std::atomic<bool> set{false};
-  void store(const core::CostSoFar& c, uint64_t now) {
+  void store(const core::CostSoFar& c, const uint64_t* reported, uint64_t now) {
     ticks.store(c.ticks, std::memory_order_relaxed);
     ns.store(c.ns, std::memory_order_relaxed);
+    for (std::size_t p = 0; p < core::kSampledPaths; ++p) own[p].store(c.timed[p].own_ticks, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < ReportedRows::kRows; ++i) reported_own[i].store(reported[i], std::memory_order_relaxed);
     at_ns.store(now, std::memory_order_relaxed);
     set.store(true, std::memory_order_release);
   }
 };
 Mark g_warm, g_last;
 
-uint64_t reported_running_ns() {
+// The reported rows' timed calls' own time so far (ns), by slot.
+void reported_so_far(uint64_t* own) {
   ReportedRows& t = *g_reported.load(std::memory_order_acquire);
   std::lock_guard<std::mutex> lock(t.mu);
-  uint64_t ns = 0;
-  for (std::size_t i = 0; i < t.count; ++i) {
-    const Reported& r = t.rows[i];
-    ns += r.sums.ticks * r.every;
-  }
-  return ns;
+  for (std::size_t i = 0; i < ReportedRows::kRows; ++i) own[i] = i < t.count ? t.rows[i].sums.ticks : 0;
 }
 
-// The callbacks' time so far: every module's running totals.
-core::CostSoFar cost_so_far(const Session& s) {
-  core::CostSoFar c;
+// The callbacks' time so far: every module's figures. With `calls` the sampled paths' calls too
+// (the registry's lock is waited for until *calls): false when it was not had (the annotation
+// calls' share is then left out).
+bool cost_so_far(const Session& s, core::CostSoFar& c, const core::Deadline* calls) {
   const uint64_t pair = core::process_clock().pair_ticks();
+  bool ok = true;
   if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
-    c.ticks += r->cost_so_far_ticks(pair);
-  c += cupti::cost_so_far(pair);
-  c += nccl::cost_so_far(pair);
-  c += nvtx::cost_so_far(pair);
-  c.ns += reported_running_ns();
-  return c;
+    ok = r->cost_so_far(c, pair, calls);
+  cupti::cost_so_far(c, pair, calls != nullptr);
+  nccl::cost_so_far(c, pair, calls != nullptr);
+  nvtx::cost_so_far(c, pair, calls != nullptr);
+  return ok;
 }
 
-uint64_t in_ns(const core::CostSoFar& c) { return core::process_clock().ticks_to_ns(c.ticks) + c.ns; }
+void mark(const Session& s, Mark& m) {
+  core::CostSoFar c;
+  cost_so_far(s, c, nullptr);
+  uint64_t reported[ReportedRows::kRows];
+  reported_so_far(reported);
+  m.store(c, reported, mono_ns());
+}
 
-// The callbacks' time between the end of warm-up and the newest step's end, and that span.
-bool window(uint64_t* cost_ns, uint64_t* span_ns) {
-  if (!g_warm.set.load(std::memory_order_acquire) || !g_last.set.load(std::memory_order_acquire)) return false;
-  const uint64_t t0 = g_warm.ticks.load(std::memory_order_relaxed), t1 = g_last.ticks.load(std::memory_order_relaxed);
-  const uint64_t n0 = g_warm.ns.load(std::memory_order_relaxed), n1 = g_last.ns.load(std::memory_order_relaxed);
-  const uint64_t a0 = g_warm.at_ns.load(std::memory_order_relaxed), a1 = g_last.at_ns.load(std::memory_order_relaxed);
-  if (a1 <= a0) return false;
-  *cost_ns = in_ns({t1 > t0 ? t1 - t0 : 0, n1 > n0 ? n1 - n0 : 0});
-  *span_ns = a1 - a0;
+uint64_t diff(const std::atomic<uint64_t>& from, const std::atomic<uint64_t>& to) {
+  const uint64_t a = from.load(std::memory_order_relaxed), b = to.load(std::memory_order_relaxed);
+  return b > a ? b - a : 0;
+}
+
+// The callbacks' time between the end of warm-up and the newest step's end, and that span: the
+// paths timed in full by their sums, each sampled one by its calls now x the own time of its
+// timed calls between the marks / its timed calls now (core::window_ticks: the rows' estimator).
+bool window(const core::Deadline& deadline, uint64_t* cost_ns, uint64_t* span_ns) {
+  const Session* s = g_session.load(std::memory_order_acquire);
+  if (!s || !g_warm.set.load(std::memory_order_acquire) || !g_last.set.load(std::memory_order_acquire)) return false;
+  if (g_last.at_ns.load(std::memory_order_relaxed) <= g_warm.at_ns.load(std::memory_order_relaxed)) return false;
+  core::CostSoFar now;
+  try {
+    cost_so_far(*s, now, &deadline);
+  } catch (...) {
+    return false;  // out of memory for the registry's thread list: no figure this time
+  }
+  uint64_t ticks = diff(g_warm.ticks, g_last.ticks);
+  uint64_t ns = diff(g_warm.ns, g_last.ns);
+  for (std::size_t p = 0; p < core::kSampledPaths; ++p)
+    ticks += core::window_ticks(now.calls[p], now.timed[p].samples, g_warm.own[p].load(std::memory_order_relaxed),
+                                g_last.own[p].load(std::memory_order_relaxed));
+  {
+    ReportedRows& t = *g_reported.load(std::memory_order_acquire);
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (std::size_t i = 0; i < t.count; ++i)
+      ns += core::window_ticks(t.rows[i].calls, t.rows[i].sums.samples,
+                               g_warm.reported_own[i].load(std::memory_order_relaxed),
+                               g_last.reported_own[i].load(std::memory_order_relaxed));
+  }
+  *cost_ns = core::process_clock().ticks_to_ns(ticks) + ns;
+  *span_ns = g_last.at_ns.load(std::memory_order_relaxed) - g_warm.at_ns.load(std::memory_order_relaxed);
   return true;
 }
 
@@ -102,7 +135,7 @@ void mark_cost_at_activation() noexcept {
   if (!s) return;
   core::process_clock().pair_ticks();  // measured before any hot path times a call
   // With no warm-up the measured steps start at the origin (activation).
-  if (s->identity.config.warmup_steps == 0) g_warm.store(cost_so_far(*s), mono_ns());
+  if (s->identity.config.warmup_steps == 0) mark(*s, g_warm);
 }
 
 void mark_step_cost(uint64_t steps) noexcept {
@@ -110,18 +143,12 @@ void mark_step_cost(uint64_t steps) noexcept {
   if (!s) return;
   const uint64_t warmup = s->identity.config.warmup_steps;
   if (steps < warmup || (steps == warmup && warmup == 0)) return;
-  const core::CostSoFar now = cost_so_far(*s);
-  const uint64_t at = mono_ns();
-  if (steps == warmup) {
-    g_warm.store(now, at);
-  } else {
-    g_last.store(now, at);
-  }
+  mark(*s, steps == warmup ? g_warm : g_last);
 }
 
 bool live_self_cost_pct(double* pct) noexcept {
   uint64_t cost = 0, span = 0;
-  if (!window(&cost, &span)) return false;
+  if (!window(core::Deadline::never(), &cost, &span)) return false;
   *pct = 100.0 * static_cast<double>(cost) / static_cast<double>(span);
   return true;
 }
@@ -174,7 +201,7 @@ core::ProcessCost process_cost(const core::Deadline& deadline) {
   c.threads = support::own_thread_cpu(deadline);
   c.written_bytes = g_written.load(std::memory_order_relaxed);
   uint64_t span = 0;
-  window(&c.steps_callbacks_ns, &span);
+  window(deadline, &c.steps_callbacks_ns, &span);
   return c;
 }
 

@@ -463,6 +463,13 @@ uint64_t RegionRegistry::sum_over(const std::vector<const ThreadState*>& threads
   return n;
 }
 
+bool RegionRegistry::annotation_calls(const Deadline& deadline, uint64_t* calls) const {
+  std::vector<const ThreadState*> threads;
+  if (!threads_until(deadline, &threads)) return false;
+  *calls = sum_over(threads, &ThreadState::calls_);
+  return true;
+}
+
 uint64_t RegionRegistry::unbalanced_pops() const {
   std::vector<const ThreadState*> threads;
   threads_until(Deadline::never(), &threads);

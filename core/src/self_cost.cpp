@@ -64,11 +64,19 @@ CostSums::Totals CostSums::totals() const noexcept {
   return t;
 }
 
-uint64_t CostSums::running_ticks(uint64_t every, uint64_t pair_ticks) const noexcept {
-  samples_.load(std::memory_order_acquire);
+CostSums::SoFar CostSums::so_far(uint64_t pair_ticks) const noexcept {
+  SoFar f;
+  f.samples = samples_.load(std::memory_order_acquire);
   const uint64_t ticks = ticks_.load(std::memory_order_relaxed);
   const uint64_t own = pairs_.load(std::memory_order_relaxed) * pair_ticks;
-  return ticks > own ? (ticks - own) * every : 0;
+  f.own_ticks = ticks > own ? ticks - own : 0;
+  return f;
+}
+
+uint64_t window_ticks(uint64_t calls, uint64_t samples, uint64_t own_from, uint64_t own_to) {
+  if (samples == 0 || own_to <= own_from) return 0;
+  const double share = static_cast<double>(own_to - own_from) / static_cast<double>(samples);
+  return static_cast<uint64_t>(std::llround(static_cast<double>(calls) * share));
 }
 
 ThreadCalls::Counter* ThreadCalls::join() noexcept {

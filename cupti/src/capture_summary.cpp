@@ -140,12 +140,15 @@ void GpuCapture::add_cost_rows(core::GpuSummary& out) {
   s.own_memory("GPU aggregator", aggregator_->peak_held_bytes());
 }
 
-core::CostSoFar GpuCapture::cost_so_far(uint64_t pair_ticks) const noexcept {
-  core::CostSoFar c;
-  c.ticks = launch_cost_.running_ticks(core::kCostEvery, pair_ticks) + buffer_cost_.running_ticks(1, pair_ticks) +
-            flush_cost_.running_ticks(1, pair_ticks);
-  c.ns = overhead_ns_.load(std::memory_order_relaxed);
-  return c;
+void GpuCapture::cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) const noexcept {
+  c.ticks += buffer_cost_.so_far(pair_ticks).own_ticks + flush_cost_.so_far(pair_ticks).own_ticks;
+  c.ns += overhead_ns_.load(std::memory_order_relaxed);
+  c.at(core::SampledPath::kLaunches) = launch_cost_.so_far(pair_ticks);
+  // The table is there once a capture started (its state published after it); before, no
+  // launch was counted or timed.
+  const State state = state_.load(std::memory_order_acquire);
+  if (calls && (state == State::kCapturing || state == State::kStopped))
+    c.calls_at(core::SampledPath::kLaunches) = launches_->launches();
 }
 
 nlohmann::json GpuCapture::trace_json() {

@@ -35,6 +35,8 @@ bool live_step(core::GpuStepFigures* out, uint64_t* late_records) {
   return GpuCapture::get().live_step(out, late_records);
 }
 std::string device_name() { return GpuCapture::get().device_name(); }
-core::CostSoFar cost_so_far(uint64_t pair_ticks) noexcept { return GpuCapture::get().cost_so_far(pair_ticks); }
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
+  GpuCapture::get().cost_so_far(c, pair_ticks, calls);
+}
 
 }  // namespace traintime::cupti

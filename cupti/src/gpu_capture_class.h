@@ -68,7 +68,7 @@ class GpuCapture {
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                    const void* data);
   // The adapter's rows' running totals (self_cost.pct's marks): lock-free.
-  core::CostSoFar cost_so_far(uint64_t pair_ticks) const noexcept;
+  void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) const noexcept;
   static void CUPTIAPI on_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   static void CUPTIAPI on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                                     size_t valid_size);

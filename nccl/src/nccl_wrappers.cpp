@@ -540,8 +540,9 @@ void cost_into(core::Section& section) {
   section.cost(core::cost_row("NCCL wrappers", g_calls.total(), kCostEvery, g_cost));
 }
 
-core::CostSoFar cost_so_far(uint64_t pair_ticks) noexcept {
-  return {g_cost.running_ticks(kCostEvery, pair_ticks), 0};
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
+  c.at(core::SampledPath::kNccl) = g_cost.so_far(pair_ticks);
+  if (calls) c.calls_at(core::SampledPath::kNccl) = g_calls.total();
 }
 
 void forget_cost_after_fork() noexcept {

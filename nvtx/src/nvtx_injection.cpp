@@ -382,8 +382,9 @@ void on_fork_child() noexcept {
   t_cost = nullptr;
 }
 
-core::CostSoFar cost_so_far(uint64_t pair_ticks) noexcept {
-  return {g_cost.running_ticks(core::kCostEvery, pair_ticks), 0};
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
+  c.at(core::SampledPath::kNvtx) = g_cost.so_far(pair_ticks);
+  if (calls) c.calls_at(core::SampledPath::kNvtx) = g_calls.total();
 }
 
 core::Section section() {

@@ -93,15 +93,47 @@ TEST_CASE("every call timed: the total is the sum, not an estimate", "[self_cost
   CHECK(flush.estimated_ns == 7000);
 }
 
-TEST_CASE("running_ticks is what the periodic samples stand for, readings' cost off", "[self_cost]") {
+TEST_CASE("so_far is the timed calls and their own time, readings' cost off", "[self_cost]") {
   CostSums sums;
   sums.add(50, 1, 1'000'000);
   sums.add(70, 1, 1'000'000);
-  CHECK(sums.running_ticks(1024, 10) == 1024 * (120 - 20));
-  CHECK(sums.running_ticks(1024, 100) == 0);  // never below 0
+  CHECK(sums.so_far(10).samples == 2);
+  CHECK(sums.so_far(10).own_ticks == 120 - 20);
+  CHECK(sums.so_far(100).own_ticks == 0);  // never below 0
   sums.reset();
-  CHECK(sums.totals().samples == 0);
-  CHECK(sums.running_ticks(1, 0) == 0);
+  CHECK(sums.so_far(0).samples == 0);
+  CHECK(sums.so_far(0).own_ticks == 0);
+}
+
+// self_cost.pct's window (steps_callbacks_ns) and the row (callbacks_ns) are one estimator, so
+// the window is never more than the row. A path called 20 times on each of 8 threads has one
+// timed call per thread (its kCostPhase-th): the row is 160 calls x the mean timed call; the
+// timed calls are not each 1024 calls' worth.
+TEST_CASE("a window's share of a sampled path is the row's estimator, never above the row", "[self_cost]") {
+  CostSums sums;
+  const uint64_t pair = 10;
+  const CostSums::SoFar warm = sums.so_far(pair);
+  for (int thread = 0; thread < 8; ++thread) sums.add(110, 1, 1'000'000);  // 100 ticks each, own
+  const CostSums::SoFar last = sums.so_far(pair);
+  const uint64_t calls = 8 * 20;
+  const CallbackCost row = cost_row("NCCL wrappers", calls, kCostEvery, sums.totals(), pair, 1.0);
+  CHECK(row.estimated_ns == calls * 100);
+  const uint64_t window = window_ticks(calls, last.samples, warm.own_ticks, last.own_ticks);
+  CHECK(window == calls * 100);
+  CHECK(window <= row.estimated_ns);
+
+  // Timed calls after the newest mark (the run went on past the last step): the window holds
+  // the calls its timed calls stand for, the row all of them.
+  sums.add(210, 1, 1'000'000);
+  const CostSums::SoFar end = sums.so_far(pair);
+  const CallbackCost final_row = cost_row("NCCL wrappers", calls + 1024, kCostEvery, sums.totals(), pair, 1.0);
+  const uint64_t w = window_ticks(calls + 1024, end.samples, warm.own_ticks, last.own_ticks);
+  CHECK(w == static_cast<uint64_t>(std::llround((calls + 1024) * 800.0 / 9)));
+  CHECK(w < final_row.estimated_ns);
+  CHECK(final_row.estimated_ns == static_cast<uint64_t>(std::llround((calls + 1024) * 1000.0 / 9)));
+
+  CHECK(window_ticks(calls, 0, 0, 0) == 0);  // no timed call: nothing to share
+  CHECK(window_ticks(calls, 3, 500, 400) == 0);  // marks out of order (a torn read): 0, not a wrap
 }
 
 TEST_CASE("timed calls from many threads add up", "[self_cost]") {

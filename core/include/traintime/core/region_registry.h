@@ -313,10 +313,16 @@ class RegionRegistry {
   // section, with the registry's own memory.
   CostSums& call_cost() const { return call_cost_; }
   CostSums& step_cost() const { return step_cost_; }
-  // The annotation calls' time so far (the marks of self_cost.pct).
-  uint64_t cost_so_far_ticks(uint64_t pair_ticks) const {
-    return call_cost_.running_ticks(kCostEvery, pair_ticks) + step_cost_.running_ticks(1, pair_ticks);
+  // The annotation calls' time so far (the marks of self_cost.pct, lock-free); with `calls`, the
+  // calls counted on every thread too (takes the registry's lock: not at a step's mark).
+  // calls counted on every thread too (takes the registry's lock, waiting until `deadline`: not
+  // at a step's mark); false when the lock was not had, the calls left 0.
+  bool cost_so_far(CostSoFar& c, uint64_t pair_ticks, const Deadline* calls) const {
+    c.ticks += step_cost_.so_far(pair_ticks).own_ticks;
+    c.at(SampledPath::kAnnotations) = call_cost_.so_far(pair_ticks);
+    return calls == nullptr || annotation_calls(*calls, &c.calls_at(SampledPath::kAnnotations));
   }
+  bool annotation_calls(const Deadline& deadline, uint64_t* calls) const;
 
   // Name look-ups that had to take the registry's lock (a name new to the calling thread).
   uint64_t locked_name_lookups() const { return locked_lookups_.load(std::memory_order_relaxed); }

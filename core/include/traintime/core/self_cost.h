@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -65,9 +66,13 @@ class CostSums {
   };
   Totals totals() const noexcept;
 
-  // The path's time so far as the periodic samples stand for it: every x (ticks - pairs x
-  // pair_ticks), at least 0. What a step's mark reads (cheap: three loads).
-  uint64_t running_ticks(uint64_t every, uint64_t pair_ticks) const noexcept;
+  // The timed calls so far, as a step's mark keeps them (cheap: three loads): their count and
+  // their own time (ticks less pairs x pair_ticks, at least 0).
+  struct SoFar {
+    uint64_t samples = 0;
+    uint64_t own_ticks = 0;
+  };
+  SoFar so_far(uint64_t pair_ticks) const noexcept;
 
  private:
   std::atomic<uint64_t> samples_{0};
@@ -124,17 +129,30 @@ CallbackCost cost_row(std::string_view what, uint64_t calls, uint64_t every, con
 // A row of work timed in full on every call (`every` 1, not an estimate), in ns.
 CallbackCost exact_row(std::string_view what, uint64_t calls, uint64_t ns);
 
-// A module's time so far (its rows' running totals): what a step's mark keeps, to share the
-// callbacks' time out over the measured steps (self_cost.pct). Ticks of the process clock, and
-// nanoseconds for rows measured in them (CUPTI's overhead records, the Python hooks).
+// The paths timed one call in kCostEvery, each kept apart by the marks of self_cost.pct (the
+// Python hooks' rows are the preload's, kept by slot).
+enum class SampledPath : uint8_t { kAnnotations, kLaunches, kNccl, kNvtx };
+inline constexpr std::size_t kSampledPaths = 4;
+
+// The callbacks' time so far: what a step's mark keeps, to share the callbacks' time out over
+// the measured steps (self_cost.pct). Paths timed on every call: their sums (ticks of the process
+// clock, and nanoseconds for rows measured in them: CUPTI's overhead records). Sampled paths:
+// their timed calls so far (CostSums::SoFar), and, when asked for (not at a step's mark: a count
+// can take a lock), their calls.
 struct CostSoFar {
   uint64_t ticks = 0;
   uint64_t ns = 0;
-  CostSoFar& operator+=(const CostSoFar& o) {
-    ticks += o.ticks;
-    ns += o.ns;
-    return *this;
-  }
+  CostSums::SoFar timed[kSampledPaths];
+  uint64_t calls[kSampledPaths] = {};
+  CostSums::SoFar& at(SampledPath p) { return timed[static_cast<std::size_t>(p)]; }
+  uint64_t& calls_at(SampledPath p) { return calls[static_cast<std::size_t>(p)]; }
 };
+
+// A sampled path's time between two marks, by the rows' one estimator (cost_row: calls x the
+// mean timed call): its calls now x the own time of the timed calls made between the marks /
+// all its timed calls now. So a window's figure never exceeds the row's (the calls between the
+// marks are counted by the timed calls that fell between them, which the systematic sampling
+// makes exact to one per thread). 0 with no timed call.
+uint64_t window_ticks(uint64_t calls, uint64_t samples, uint64_t own_from, uint64_t own_to);
 
 }  // namespace traintime::core

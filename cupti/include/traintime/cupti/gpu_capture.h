@@ -122,8 +122,9 @@ nlohmann::json trace_json();
 // the summary says so.
 void on_fork_child() noexcept;
 
-// The adapter's self_cost rows' running totals (lock-free): what the marks of self_cost.pct read
-// as steps end. `pair_ticks`: the cost of a pair of clock readings (FastClock::pair_ticks).
-core::CostSoFar cost_so_far(uint64_t pair_ticks) noexcept;
+// The adapter's self_cost rows so far, added into `c` (lock-free): what the marks of
+// self_cost.pct read as steps end; with `calls`, the launches counted too (not at a step's mark).
+// `pair_ticks`: the cost of a pair of clock readings (FastClock::pair_ticks).
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept;
 
 }  // namespace traintime::cupti

@@ -45,8 +45,9 @@ void on_fork_child() noexcept;
 // once (not regions), with its warning.
 core::Section section();
 
-// The handlers' self_cost row's running total (lock-free): what the marks of self_cost.pct read
-// as steps end. `pair_ticks`: the cost of a pair of clock readings (FastClock::pair_ticks).
-core::CostSoFar cost_so_far(uint64_t pair_ticks) noexcept;
+// The handlers' self_cost row so far, into `c` (lock-free): what the marks of self_cost.pct read
+// as steps end; with `calls`, the calls counted too. `pair_ticks`: the cost of a pair of clock
+// readings (FastClock::pair_ticks).
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept;
 
 }  // namespace traintime::nvtx
