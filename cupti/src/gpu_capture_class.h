@@ -114,8 +114,10 @@ class GpuCapture {
   // What the adapter's own code costs on threads traintime did not start (self_cost,
   // core/self_cost.h). One launch in kCostEvery is timed: every callback on its thread from the
   // middle of one launch to the middle of the next (launch_cost_edge opens and closes the window
-  // at a launch's begin; on_callback sends the window's callbacks to timed_callback).
-  void timed_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // at a launch's begin; on_callback brackets the window's callbacks with timed_begin and
+  // timed_end around the same code as every callback's).
+  void timed_begin(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void timed_end(uint64_t now) noexcept;
   void launch_cost_edge() noexcept;
   // A flush on an application thread, timed in full into flush_cost_ (its buffer callbacks are
   // buffer_cost_'s; a launch window leaves both out).
