@@ -109,15 +109,14 @@ class GpuCapture {
                      const CUpti_CallbackData* cb);
   // on_callback's own work (inline), and the same after the virtual subscriber's callback (out of
   // line: without a subscriber, on_callback makes no call before its own work).
-  inline void own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   void shared_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   // What the adapter's own code costs on threads traintime did not start (self_cost,
   // core/self_cost.h). One launch in kCostEvery is timed: every callback on its thread from the
-  // middle of one launch to the middle of the next (launch_cost_edge opens and closes the window
-  // at a launch's begin; on_callback brackets the window's callbacks with timed_begin and
-  // timed_end around the same code as every callback's).
-  void timed_begin(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
-  void timed_end(uint64_t now) noexcept;
+  // middle of one launch to the middle of the next (launch_cost_edge opens the window at a
+  // launch's begin; timed_callback times each of its callbacks around the same own_callback
+  // call as every callback's, and closes it at the next launch's begin).
+  void timed_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   void launch_cost_edge() noexcept;
   // A flush on an application thread, timed in full into flush_cost_ (its buffer callbacks are
   // buffer_cost_'s; a launch window leaves both out).
@@ -175,6 +174,8 @@ class GpuCapture {
   void split_group_kernels();
   // The processing thread's last act: the step feed's held activities into the aggregator.
   void finish_steps();
+  // Hooks::on_detected_steps when `ended` (read under agg_mu_) grew; called with no lock held.
+  void note_detected_steps(uint64_t ended) noexcept;
   void stop_thread();
   // Processing thread: publishes the newest step whose records have all arrived (live metrics).
   void publish_live();
@@ -274,6 +275,7 @@ class GpuCapture {
   std::deque<DetectedNote> detected_notes_;
   std::atomic<uint64_t> live_late_{0};
   bool device_resolved_ = false;  // processing thread only
+  uint64_t detected_noted_ = 0;   // processing thread only: note_detected_steps' last count
   // Written once by the processing thread, then published by device_named_: read lock-free
   // (a signal-time summary takes no lock for it).
   std::string device_name_;
