@@ -125,20 +125,33 @@ uint64_t api_range_start_category(int category, const char* name) { return range
 uint64_t api_range_start(const char* name) { return range_start(TT_CATEGORY_AUTO, name); }
 void api_range_end(uint64_t id) { range_end(id); }
 
-// Each tt_step is timed in full (once a step: its cost is nothing beside the step's), the step's
-// own work and what follows it here, into the registry's step_cost().
-void api_step(uint64_t samples, uint64_t tokens) {
-  const int saved = errno;
-  HotThread& h = t_hot;
-  core::FastClock& clock = core::process_clock();
-  const uint64_t t0 = h.ts ? clock.ticks() : 0;  // the first call's set-up is activation's
-  // tt_step as the very first call: step 0 is measured from the library's load.
-  if (core::ThreadState* ts = h.ts ? h.ts : begin_recording(true))
-    h.registry->step(ts, clock.now_ns(h.clock), samples, tokens);
+// tt_step: counted on the thread's state, and about one in kStepCostEvery (at random) timed,
+// the step's own work and what follows it here, into the registry's step_cost() (step_timed). An
+// untimed step pays a count and a countdown: no clock reading, no shared write.
+void step_body(HotThread& h, core::ThreadState* ts, uint64_t samples, uint64_t tokens) {
+  if (ts) h.registry->step(ts, core::process_clock().now_ns(h.clock), samples, tokens);
   gpu_start_point();
   notice_unloads();
   after_step();
-  if (t0 != 0) h.registry->step_cost().add(clock.ticks() - t0, 1, ~uint64_t{0});
+}
+
+__attribute__((noinline)) void step_timed(HotThread& h, core::ThreadState* ts, uint64_t samples, uint64_t tokens) {
+  core::FastClock& clock = core::process_clock();
+  const uint64_t t0 = clock.ticks();
+  step_body(h, ts, samples, tokens);
+  h.registry->step_cost().add(clock.ticks() - t0, 1, ~uint64_t{0});
+}
+
+void api_step(uint64_t samples, uint64_t tokens) {
+  const int saved = errno;
+  HotThread& h = t_hot;
+  // tt_step as the very first call: step 0 is measured from the library's load (its set-up is
+  // activation's, not timed).
+  core::ThreadState* ts = h.ts ? h.ts : begin_recording(true);
+  if (ts && __builtin_expect(ts->count_step(), 0))
+    step_timed(h, ts, samples, tokens);
+  else
+    step_body(h, ts, samples, tokens);
   errno = saved;
 }
 

@@ -5,6 +5,7 @@
 // the annotation table (report_cost: traintime.torch's hooks, timed in Python), this file's own
 // memory, and the marks taken as steps end, which share the callbacks' time out over the steps
 // after warm-up (self_cost.pct, the live metric traintime/self_cost_pct).
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -23,7 +24,8 @@ std::atomic<uint64_t> g_written{0};
 
 // A row a caller of the annotation table reports (report_cost): its figures so far, replaced at
 // each report. A few fixed slots (the Python package has one); a leaf lock (lock_order.h), held
-// for a copy.
+// for a copy, orders the reports and the readers of whole rows. A step's mark reads only each
+// slot's own time (own_ns) and how many slots there are (count), without the lock.
 struct Reported {
   char module[24] = {};
   char what[48] = {};
@@ -36,6 +38,9 @@ struct ReportedRows {
   std::mutex mu;
   Reported rows[kRows];
   std::size_t count = 0;
+  // For the marks: count and rows[i].sums.ticks, stored as the report writes them.
+  std::atomic<std::size_t> published{0};
+  std::atomic<uint64_t> own_ns[kRows] = {};
 };
 // A fork child makes a fresh one (the parent's lock may have been held by a thread the child
 // does not have); the parent's is leaked, so a section name pointing into it stays valid.
@@ -44,7 +49,11 @@ std::atomic<ReportedRows*> g_reported{new ReportedRows()};
 // The marks (relaxed: a torn mark only moves pct by one step's share): at the end of warm-up and
 // at the newest step's end, the clock and the callbacks' time so far: the paths timed in full,
 // and of each sampled path (and each reported row) its timed calls' own time, which window()
-// turns into the window's share of the path's estimate.
+// turns into the window's share of the path's estimate. The newest step's mark is retaken once
+// about kMarkGapNs have passed, judged by a count of steps (g_next_mark, from the steps' rate
+// between the last two marks), so a step in between reads no clock and no module's sums (a mark
+// is a few hundred instructions, which steps shorter than that, a loop of tt_step, a benchmark,
+// would pay each time); the window then ends at most about kMarkGapNs before the last step's end.
 struct Mark {
   std::atomic<uint64_t> ticks{0}, ns{0}, at_ns{0};
   std::atomic<uint64_t> own[core::kSampledPaths] = {};
@@ -60,12 +69,16 @@ struct Mark {
   }
 };
 Mark g_warm, g_last;
+constexpr uint64_t kMarkGapNs = 1'000'000;
+constexpr uint64_t kMaxMarkGap = 1024;  // steps
+std::atomic<uint64_t> g_last_steps{0}, g_next_mark{0};
 
-// The reported rows' timed calls' own time so far (ns), by slot.
+// The reported rows' timed calls' own time so far (ns), by slot: no lock (a step's mark).
 void reported_so_far(uint64_t* own) {
-  ReportedRows& t = *g_reported.load(std::memory_order_acquire);
-  std::lock_guard<std::mutex> lock(t.mu);
-  for (std::size_t i = 0; i < ReportedRows::kRows; ++i) own[i] = i < t.count ? t.rows[i].sums.ticks : 0;
+  const ReportedRows& t = *g_reported.load(std::memory_order_acquire);
+  const std::size_t n = t.published.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < ReportedRows::kRows; ++i)
+    own[i] = i < n ? t.own_ns[i].load(std::memory_order_relaxed) : 0;
 }
 
 // The callbacks' time so far: every module's figures. With `calls` the sampled paths' calls too
@@ -82,12 +95,12 @@ bool cost_so_far(const Session& s, core::CostSoFar& c, const core::Deadline* cal
   return ok;
 }
 
-void mark(const Session& s, Mark& m) {
+void mark(const Session& s, Mark& m, uint64_t now) {
   core::CostSoFar c;
   cost_so_far(s, c, nullptr);
   uint64_t reported[ReportedRows::kRows];
   reported_so_far(reported);
-  m.store(c, reported, mono_ns());
+  m.store(c, reported, now);
 }
 
 uint64_t diff(const std::atomic<uint64_t>& from, const std::atomic<uint64_t>& to) {
@@ -135,15 +148,31 @@ void mark_cost_at_activation() noexcept {
   if (!s) return;
   core::process_clock().pair_ticks();  // measured before any hot path times a call
   // With no warm-up the measured steps start at the origin (activation).
-  if (s->identity.config.warmup_steps == 0) mark(*s, g_warm);
+  if (s->identity.config.warmup_steps == 0) mark(*s, g_warm, mono_ns());
 }
 
 void mark_step_cost(uint64_t steps) noexcept {
   Session* s = g_session.load(std::memory_order_acquire);
   if (!s) return;
   const uint64_t warmup = s->identity.config.warmup_steps;
-  if (steps < warmup || (steps == warmup && warmup == 0)) return;
-  mark(*s, steps == warmup ? g_warm : g_last);
+  if (steps < warmup || steps == 0 || steps < g_next_mark.load(std::memory_order_relaxed)) return;
+  const uint64_t now = mono_ns();
+  // The first count at or past warm-up's end (detected steps end several at a time) opens the
+  // window; with no warm-up, activation did.
+  if (!g_warm.set.load(std::memory_order_acquire)) {
+    if (warmup > 0) mark(*s, g_warm, now);
+    return;
+  }
+  if (steps == warmup) return;
+  uint64_t gap = 1;
+  if (g_last.set.load(std::memory_order_relaxed)) {
+    const uint64_t d_steps = steps - std::min(steps, g_last_steps.load(std::memory_order_relaxed));
+    const uint64_t d_ns = now - std::min(now, g_last.at_ns.load(std::memory_order_relaxed));
+    if (d_ns < kMarkGapNs) gap = std::clamp<uint64_t>(d_steps * kMarkGapNs / std::max<uint64_t>(d_ns, 1), 1, kMaxMarkGap);
+  }
+  mark(*s, g_last, now);
+  g_last_steps.store(steps, std::memory_order_relaxed);
+  g_next_mark.store(steps + gap, std::memory_order_relaxed);
 }
 
 bool live_self_cost_pct(double* pct) noexcept {
@@ -173,6 +202,8 @@ void report_cost(const char* module, const char* what, uint64_t calls, uint64_t 
   r.sums.samples = samples;
   r.sums.ticks = sum_ns;
   r.sums.ticks_squared = sum_squares_ns;
+  t.own_ns[i].store(sum_ns, std::memory_order_relaxed);
+  t.published.store(t.count, std::memory_order_release);
 }
 
 std::vector<core::Section> cost_sections(const Session& s) {
@@ -209,6 +240,8 @@ void reset_cost_after_fork() noexcept {
   g_written.store(0, std::memory_order_relaxed);
   g_warm.set.store(false, std::memory_order_relaxed);
   g_last.set.store(false, std::memory_order_relaxed);
+  g_last_steps.store(0, std::memory_order_relaxed);
+  g_next_mark.store(0, std::memory_order_relaxed);
   try {
     g_reported.store(new ReportedRows(), std::memory_order_release);  // the parent's rows are its own
   } catch (...) {

@@ -137,6 +137,7 @@ void configure_cupti(Session& s) {
   hooks.comm_group = &comm_group;
   hooks.on_capture_begin = &nccl::note_capture_begin;
   hooks.capture_watch = &nccl::set_capture_watch;
+  hooks.on_detected_steps = &mark_step_cost;
   cupti::configure(hooks, s.identity.config);
 }
 

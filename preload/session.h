@@ -216,7 +216,8 @@ void reset_watchdog_after_fork();
 void note_written(uint64_t bytes) noexcept;
 // The marks that share the callbacks' time out over the steps after warm-up: at activation
 // (the start of the measured steps when there is no warm-up) and after each step ends (`steps`:
-// steps completed), on the thread that ended it.
+// steps completed), on the thread that ended it, or, for steps detected without a marker, on
+// the processing thread as detection ends them (cupti::Hooks::on_detected_steps).
 void mark_cost_at_activation() noexcept;
 void mark_step_cost(uint64_t steps) noexcept;
 // The live metric traintime/self_cost_pct: the callbacks' time over the steps after warm-up

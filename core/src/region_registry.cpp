@@ -463,10 +463,11 @@ uint64_t RegionRegistry::sum_over(const std::vector<const ThreadState*>& threads
   return n;
 }
 
-bool RegionRegistry::annotation_calls(const Deadline& deadline, uint64_t* calls) const {
+bool RegionRegistry::annotation_calls(const Deadline& deadline, uint64_t* calls, uint64_t* steps) const {
   std::vector<const ThreadState*> threads;
   if (!threads_until(deadline, &threads)) return false;
   *calls = sum_over(threads, &ThreadState::calls_);
+  *steps = sum_over(threads, &ThreadState::steps_called_);
   return true;
 }
 
@@ -547,11 +548,10 @@ bool RegionRegistry::summary_until(const Deadline& deadline, CpuSummary* summary
   warn("unknown_range_ends", unknown_range_ends(),
        " tt_range_end() call(s) named no open range (unknown or ended twice)");
   warn("dropped_names", dropped_names(), " region name(s) or path(s) were dropped: table full");
-  // What the annotations themselves cost: the calls (one in kCostEvery timed), tt_step (each
-  // timed), and the registry's own memory.
+  // What the annotations themselves cost: the calls (one in kCostEvery timed), tt_step (about
+  // one in kStepCostEvery timed, at random), and the registry's own memory.
   out.section.cost(cost_row("annotations", sum_over(threads, &ThreadState::calls_), kCostEvery, call_cost_));
-  const CostSums::Totals steps = step_cost_.totals();
-  out.section.cost(cost_row("steps", steps.samples, 1, step_cost_));
+  out.section.cost(cost_row("steps", sum_over(threads, &ThreadState::steps_called_), kStepCostEvery, step_cost_));
   std::size_t thread_bytes = 0;
   for (const ThreadState* t : threads)
     thread_bytes += sizeof(ThreadState) + (t->child_mask_ + 1) * sizeof(ThreadState::ChildSlot) +

@@ -150,8 +150,14 @@ def test_a_sim_run_file_has_every_modules_rows(build_dir: Path, tmp_path: Path) 
     if c.check(ann is not None, "no annotations row"):
         c.check(ann["calls"] >= 2 * 400, f"annotations: {ann['calls']} calls for 400 steps")
         c.check(ann.get("estimated_ns", 0) > 0, f"annotations not measured: {ann}")
+    # tt_step: every call counted, about one in 16 timed at random (gaps of 1 to 31 steps).
     steps = rows.get(("annotations", "steps"))
-    c.check(steps is None or not steps["estimated"], f"steps row sampled: {steps}")
+    if c.check(steps is not None, "no steps row"):
+        c.check(steps["calls"] == doc["steps"]["count"] and steps["sampled_every"] == 16 and steps["estimated"],
+                f"steps: {steps}, {doc['steps']['count']} steps")
+        c.check(steps["samples"] + steps["interrupted"] >= steps["calls"] // 31 - 1,
+                f"steps: {steps['samples']} timed of {steps['calls']}")
+        c.check(steps.get("estimated_ns", 0) > 0, f"steps not measured: {steps}")
 
     memory = {(m["module"], m["what"]): m["peak_bytes"] for m in s["memory"]}
     for key in (("cupti", "activity buffers"), ("cupti", "correlation table"), ("cupti", "GPU aggregator"),

@@ -80,6 +80,16 @@ class alignas(64) ThreadState {
     calls_.store(n, std::memory_order_relaxed);
     return cost_timed(n);
   }
+  // One tt_step of the owning thread: counted, and true when it is one to time (kStepCostEvery).
+  bool count_step() {
+    steps_called_.store(steps_called_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (__builtin_expect(--step_cost_left_ != 0, 1)) return false;
+    step_rng_ ^= step_rng_ << 13;  // xorshift32
+    step_rng_ ^= step_rng_ >> 17;
+    step_rng_ ^= step_rng_ << 5;
+    step_cost_left_ = 1 + step_rng_ % (2 * kStepCostEvery - 1);
+    return true;
+  }
 
   PathId current_path() const { return current_path_.load(std::memory_order_relaxed); }
   uint64_t current_entry() const { return current_entry_.load(std::memory_order_relaxed); }
@@ -154,6 +164,9 @@ class alignas(64) ThreadState {
   std::atomic<uint32_t> constant_gen_{1};
   std::atomic<uint64_t> current_entry_{0};
   std::atomic<uint64_t> calls_{0};  // annotation table calls (count_call), single writer
+  std::atomic<uint64_t> steps_called_{0};  // tt_step calls (count_step), single writer
+  uint32_t step_cost_left_ = kStepCostEvery;  // count_step's countdown and its generator
+  uint32_t step_rng_ = 0x9e3779b9u;
   // stack_[0] stands for "nothing open" (no path, entry 0): the frame under the top always
   // exists, so a pop restores current_path_/current_entry_ from it without a test.
   alignas(64) Frame stack_[kMaxDepth + 1] = {};
@@ -318,11 +331,12 @@ class RegionRegistry {
   // calls counted on every thread too (takes the registry's lock, waiting until `deadline`: not
   // at a step's mark); false when the lock was not had, the calls left 0.
   bool cost_so_far(CostSoFar& c, uint64_t pair_ticks, const Deadline* calls) const {
-    c.ticks += step_cost_.so_far(pair_ticks).own_ticks;
+    c.at(SampledPath::kSteps) = step_cost_.so_far(pair_ticks);
     c.at(SampledPath::kAnnotations) = call_cost_.so_far(pair_ticks);
-    return calls == nullptr || annotation_calls(*calls, &c.calls_at(SampledPath::kAnnotations));
+    return calls == nullptr || annotation_calls(*calls, &c.calls_at(SampledPath::kAnnotations),
+                                                &c.calls_at(SampledPath::kSteps));
   }
-  bool annotation_calls(const Deadline& deadline, uint64_t* calls) const;
+  bool annotation_calls(const Deadline& deadline, uint64_t* calls, uint64_t* steps) const;
 
   // Name look-ups that had to take the registry's lock (a name new to the calling thread).
   uint64_t locked_name_lookups() const { return locked_lookups_.load(std::memory_order_relaxed); }

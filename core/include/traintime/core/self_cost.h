@@ -36,6 +36,10 @@ inline constexpr uint64_t kInterruptedNs = 100'000;
 // in 1024 calls that is a few hundredths of a nanosecond per call.
 inline constexpr uint64_t kCostEvery = 1024;
 inline constexpr uint64_t kCostPhase = 16;
+// tt_step is timed about one step in kStepCostEvery, at random (each gap drawn from 1 to
+// 2 x kStepCostEvery - 1): a fixed period could fall in step with work done every N steps (the
+// console line of TRAINTIME_PRINT_EVERY) and weigh it N / kStepCostEvery times over.
+inline constexpr uint64_t kStepCostEvery = 16;
 // Whether the call-th call of a thread (1-based) is timed: kCostPhase, then every kCostEvery.
 constexpr bool cost_timed(uint64_t call, uint64_t every = kCostEvery) {
   return (call & (every - 1)) == (kCostPhase & (every - 1));
@@ -131,8 +135,8 @@ CallbackCost exact_row(std::string_view what, uint64_t calls, uint64_t ns);
 
 // The paths timed one call in kCostEvery, each kept apart by the marks of self_cost.pct (the
 // Python hooks' rows are the preload's, kept by slot).
-enum class SampledPath : uint8_t { kAnnotations, kLaunches, kNccl, kNvtx };
-inline constexpr std::size_t kSampledPaths = 4;
+enum class SampledPath : uint8_t { kAnnotations, kLaunches, kNccl, kNvtx, kSteps };
+inline constexpr std::size_t kSampledPaths = 5;
 
 // The callbacks' time so far: what a step's mark keeps, to share the callbacks' time out over
 // the measured steps (self_cost.pct). Paths timed on every call: their sums (ticks of the process

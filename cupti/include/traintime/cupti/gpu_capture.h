@@ -66,6 +66,11 @@ struct Hooks {
   // stops). Lock-free. May be null.
   void (*on_capture_begin)() noexcept = nullptr;
   void (*capture_watch)(bool watching) noexcept = nullptr;
+  // Steps detected without a marker (core/step_feed.h): `ended` of them have ended, as the
+  // processing thread learned it (a buffer ingested; several steps may end at once), called with
+  // no lock of the adapter's held, each time the count grows. What a marker's step end does for
+  // the preload's marks (self_cost.pct). Lock-free. May be null.
+  void (*on_detected_steps)(uint64_t ended) noexcept = nullptr;
 };
 
 // Once, before any start: the hooks and the configuration (TRAINTIME_CUPTI, _CUPTI_LIB,
