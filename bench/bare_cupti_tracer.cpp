@@ -8,14 +8,31 @@
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <mutex>
+#include <vector>
 
 namespace {
 
 constexpr size_t kBufferBytes = 8u << 20;
 constexpr size_t kMaxRecords = 4096;  // traintime's minimum records per buffer
 
+// Buffers are kept for reuse, as traintime's pool keeps its own: a buffer freed and allocated
+// afresh each time is a new mapping (8 MiB: above malloc's mmap threshold), whose pages fault in
+// again as records are written into it, which is no tracer's necessary cost and would be taken
+// off traintime's own work by the comparison.
+std::mutex g_mu;
+std::vector<uint8_t*> g_free;
+
 void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_free.empty()) {
+      *buffer = g_free.back();
+      g_free.pop_back();
+    } else {
+      *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    }
+  }
   *size = *buffer ? kBufferBytes : 0;
   *max_records = kMaxRecords;
 }
@@ -24,7 +41,8 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
   CUpti_Activity* record = nullptr;
   volatile uint64_t records = 0;
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) records = records + 1;
-  std::free(buffer);
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_free.push_back(buffer);
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}

@@ -4,6 +4,7 @@
 // line, no lock, no allocation; errno is preserved because these calls sit between an
 // application's syscall and its errno check.
 #include <cerrno>
+#include <type_traits>
 
 #include "session.h"
 #include "traintime/core/category.h"
@@ -40,20 +41,42 @@ uint32_t api_register_name(const char* name, int category) {
 // counter read and clock_gettime leave it alone on success, and every slow path that could
 // touch it (thread set-up, activation, the clock's calibration, a new name or path) saves and
 // restores it itself, so the fast path pays nothing for it.
+//
+// What the calls cost (self_cost, core/self_cost.h): each is counted on its thread's state, and
+// one in kCostEvery runs between two more clock readings (record_timed) whose difference goes to
+// the registry's call_cost(). The count is one load and one store on the line push and pop use,
+// and the test a predictable branch. NVTX's calls come through here uncounted (Counted false):
+// the NVTX handlers count and time themselves, their own work included.
 template <typename F>
+__attribute__((noinline)) auto record_timed(core::RegionRegistry* r, core::ThreadState* ts, F f) {
+  core::FastClock& clock = core::process_clock();
+  const uint64_t t0 = clock.ticks();
+  if constexpr (std::is_void_v<decltype(f(r, ts, uint64_t{0}))>) {
+    f(r, ts, clock.ticks());
+    r->call_cost().add(clock.ticks() - t0);
+  } else {
+    auto result = f(r, ts, clock.ticks());
+    r->call_cost().add(clock.ticks() - t0);
+    return result;
+  }
+}
+
+template <bool Counted, typename F>
 __attribute__((noinline)) auto record_slow(F f) {
   HotThread& h = t_hot;
   core::ThreadState* ts = h.ts ? h.ts : begin_recording(false);
   using R = decltype(f(h.registry, ts, uint64_t{0}));
   if (!ts) return R();
+  if (Counted && ts->count_call()) return record_timed(h.registry, ts, f);
   return f(h.registry, ts, core::process_clock().ticks());
 }
 
-template <typename F>
+template <bool Counted = true, typename F>
 inline auto record(F f) {
   HotThread& h = t_hot;
   core::ThreadState* ts = h.counted;
-  if (__builtin_expect(ts == nullptr, 0)) return record_slow(f);
+  if (__builtin_expect(ts == nullptr, 0)) return record_slow<Counted>(f);
+  if (Counted && __builtin_expect(ts->count_call(), 0)) return record_timed(h.registry, ts, f);
   return f(h.registry, ts, core::FastClock::counter());
 }
 
@@ -71,9 +94,9 @@ void api_push(const char* name) { api_push_category(TT_CATEGORY_AUTO, name); }
 
 // A region named "step" that closes ends a step (RegionRegistry's one rule): like tt_step, that
 // is where GPU capture may start lazily.
-template <typename Close>
+template <bool Counted = true, typename Close>
 void close_region(Close close) {
-  if (__builtin_expect(record(close), 0)) {
+  if (__builtin_expect(record<Counted>(close), 0)) {
     gpu_start_point();
     notice_unloads();
     after_step();
@@ -84,27 +107,51 @@ void api_pop() {
   close_region([](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { return r->pop(ts, now); });
 }
 
-uint64_t api_range_start_category(int category, const char* name) {
-  return record([category, name](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+template <bool Counted = true>
+uint64_t range_start(int category, const char* name) {
+  return record<Counted>([category, name](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
     return r->range_start(ts, name, now, category);
   });
 }
 
-uint64_t api_range_start(const char* name) { return api_range_start_category(TT_CATEGORY_AUTO, name); }
+template <bool Counted = true>
+void range_end(uint64_t id) {
+  close_region<Counted>([id](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+    return r->range_end(ts, id, now);
+  });
+}
 
-void api_range_end(uint64_t id) {
-  close_region([id](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) { return r->range_end(ts, id, now); });
+uint64_t api_range_start_category(int category, const char* name) { return range_start(category, name); }
+uint64_t api_range_start(const char* name) { return range_start(TT_CATEGORY_AUTO, name); }
+void api_range_end(uint64_t id) { range_end(id); }
+
+// tt_step: counted on the thread's state, and about one in kStepCostEvery (at random) timed,
+// the step's own work and what follows it here, into the registry's step_cost() (step_timed). An
+// untimed step pays a count and a countdown: no clock reading, no shared write.
+void step_body(HotThread& h, core::ThreadState* ts, uint64_t samples, uint64_t tokens) {
+  if (ts) h.registry->step(ts, core::process_clock().now_ns(h.clock), samples, tokens);
+  gpu_start_point();
+  notice_unloads();
+  after_step();
+}
+
+__attribute__((noinline)) void step_timed(HotThread& h, core::ThreadState* ts, uint64_t samples, uint64_t tokens) {
+  core::FastClock& clock = core::process_clock();
+  const uint64_t t0 = clock.ticks();
+  step_body(h, ts, samples, tokens);
+  h.registry->step_cost().add(clock.ticks() - t0, 1, ~uint64_t{0});
 }
 
 void api_step(uint64_t samples, uint64_t tokens) {
   const int saved = errno;
   HotThread& h = t_hot;
-  // tt_step as the very first call: step 0 is measured from the library's load.
-  if (core::ThreadState* ts = h.ts ? h.ts : begin_recording(true))
-    h.registry->step(ts, core::process_clock().now_ns(h.clock), samples, tokens);
-  gpu_start_point();
-  notice_unloads();
-  after_step();
+  // tt_step as the very first call: step 0 is measured from the library's load (its set-up is
+  // activation's, not timed).
+  core::ThreadState* ts = h.ts ? h.ts : begin_recording(true);
+  if (ts && __builtin_expect(ts->count_step(), 0))
+    step_timed(h, ts, samples, tokens);
+  else
+    step_body(h, ts, samples, tokens);
   errno = saved;
 }
 
@@ -120,7 +167,7 @@ uint32_t api_metrics(tt_metric* out, uint32_t capacity) { return metrics(out, ca
 constexpr uint64_t kOverflowToken = ~0ULL;
 
 uint64_t nvtx_open(const char* name) noexcept {
-  return record([name](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+  return record<false>([name](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
     const int depth = ts->depth();
     r->push(ts, name, TT_CATEGORY_AUTO, now);
     return ts->depth() > depth ? ts->current_entry() : kOverflowToken;
@@ -128,13 +175,13 @@ uint64_t nvtx_open(const char* name) noexcept {
 }
 
 void nvtx_close(uint64_t token) noexcept {
-  close_region([token](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
+  close_region<false>([token](core::RegionRegistry* r, core::ThreadState* ts, uint64_t now) {
     return token == kOverflowToken ? r->pop(ts, now) : r->close_entry(ts, token, now);
   });
 }
 
-uint64_t nvtx_range_start(const char* name) noexcept { return api_range_start(name); }
-void nvtx_range_end(uint64_t id) noexcept { api_range_end(id); }
+uint64_t nvtx_range_start(const char* name) noexcept { return range_start<false>(TT_CATEGORY_AUTO, name); }
+void nvtx_range_end(uint64_t id) noexcept { range_end<false>(id); }
 
 // The allocator's figures of the step in progress (rare: once a step, from Python).
 void step_memory(const core::TorchMemory& m) {
@@ -168,7 +215,7 @@ const tt_api_v1 kApi = {
     sizeof(tt_api_v1), 1,          api_register_name, api_push_id, api_push,
     api_push_category, api_pop,    api_range_start,   api_range_end, api_step,
     api_range_start_category,      api_set_flops,     api_metrics,       api_step_memory,
-    api_step_memory2,              api_collective,
+    api_step_memory2,              api_collective,                report_cost,
 };
 
 }  // namespace

@@ -38,6 +38,7 @@ core::LiveInput gather(Session& s) {
     in.last_tokens = 0;
   }
   in.health_valid = nvml::live_health(&in.health_step, &in.health);
+  in.self_cost_valid = live_self_cost_pct(&in.self_cost_pct);
   in.flops_per_step = s.live.flops_per_step.load(std::memory_order_relaxed);
   in.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
   // The device's name is known once its first record arrived; resolving is a table scan.
@@ -98,9 +99,10 @@ uint32_t metrics(tt_metric* out, uint32_t capacity) noexcept {
 void after_step() noexcept {
   Session* s = g_session.load(std::memory_order_acquire);
   if (!s) return;
+  const core::RegionRegistry* r = s->recorder.registry.load(std::memory_order_acquire);
+  if (r) mark_step_cost(r->steps().count());
   const uint32_t every = s->identity.config.print_every;
   if (every == 0 || s->identity.forked_child) return;
-  const core::RegionRegistry* r = s->recorder.registry.load(std::memory_order_acquire);
   if (!r || r->steps().count() % every != 0) return;
   int64_t rank = 0, world = 1;
   effective_rank(*s, &rank, &world);
@@ -140,9 +142,11 @@ void write_prometheus(Session& s) {
     labels.host = host_name();
     const std::string path = prometheus_path(s);
     std::string error;
-    if (!core::write_text_file(path, core::prometheus_text(m, n, in.totals, labels), &error,
-                               core::WriteMode::kReplace))
+    const std::string text = core::prometheus_text(m, n, in.totals, labels);
+    if (!core::write_text_file(path, text, &error, core::WriteMode::kReplace))
       support::warn_once("prometheus-file", "cannot write TRAINTIME_PROMETHEUS_FILE: {}", error);
+    else
+      note_written(text.size());
   } catch (...) {
   }
 }

@@ -34,6 +34,8 @@ int g_fd = -1;
 std::string g_path;
 uint64_t g_file_end = 0;
 bool g_failed = false;  // creating it failed once: not retried (one warning)
+// The largest rank file text written into a slot (self_cost.memory): read without Output::mu.
+std::atomic<uint64_t> g_largest_text{0};
 
 void on_step(const core::LiveSteps& steps) noexcept {
   core::LiveRecordHeader* h = g_header.load(std::memory_order_acquire);
@@ -120,11 +122,19 @@ void live_record_update_locked(Session& s, const core::RankFile& f) {
     h->slot_offset[k] = g_file_end;
     g_file_end += h->slot_capacity[k];
   }
+  if (text.size() > g_largest_text.load(std::memory_order_relaxed))
+    g_largest_text.store(text.size(), std::memory_order_relaxed);
   if (pwrite_all(g_fd, text.data(), text.size(), h->slot_offset[k])) {
     h->slot_bytes[k] = text.size();
     __atomic_store_n(&h->current, k, __ATOMIC_RELEASE);
+    note_written(text.size());
   }
   errno = saved;
+}
+
+uint64_t live_record_bytes(const Session&) {
+  const bool mapped = g_header.load(std::memory_order_acquire) != nullptr;
+  return (mapped ? core::kLiveRecordHeaderBytes : 0) + g_largest_text.load(std::memory_order_relaxed);
 }
 
 void live_record_signal(int sig) noexcept {
@@ -154,6 +164,7 @@ void live_record_reset_after_fork() {
   g_path.clear();
   g_file_end = 0;
   g_failed = false;
+  g_largest_text.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace traintime::preload

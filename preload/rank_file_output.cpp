@@ -131,6 +131,8 @@ Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline) {
   m.comm.cpu = s.recorder.cpu_collectives.summary(deadline);
   m.modules = module_sections();
   m.health = nvml::summary(deadline);
+  for (core::Section& c : cost_sections(s)) m.modules.push_back(std::move(c));
+  m.cost = process_cost(deadline);
   return m;
 }
 
@@ -150,6 +152,7 @@ core::RankFile assemble_locked(Session& s, bool snapshot, const char* exit_reaso
   id.model.flops_per_token = s.live.flops_per_token.load(std::memory_order_relaxed);
   id.model.peak_tflops = s.identity.config.peak_tflops;
   id.model.dtype = s.identity.config.dtype;
+  id.cost = m.cost;
   return core::build_rank_file(id, m.cpu, m.gpu, m.comm, m.modules, m.health);
 }
 
@@ -169,6 +172,8 @@ void write_trace(Session& s) {
       trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (!core::write_text_file(path, text, &error, core::WriteMode::kReplace))
     support::log_warn("cannot write the trace: {}", error);
+  else
+    note_written(text.size());
 }
 
 }  // namespace
@@ -237,6 +242,8 @@ bool write_assembled_locked(Session& s, const core::RankFile& f) {
     report_write_error(s, error);
     return false;
   }
+  struct stat written {};
+  if (stat(s.output.file_path.c_str(), &written) == 0) note_written(static_cast<uint64_t>(written.st_size));
   if (f.snapshot) return true;
   if (s.identity.config.trace) write_trace(s);
   // The final file replaces the always-current record, and the rank's claim is done with.

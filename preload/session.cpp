@@ -137,6 +137,7 @@ void configure_cupti(Session& s) {
   hooks.comm_group = &comm_group;
   hooks.on_capture_begin = &nccl::note_capture_begin;
   hooks.capture_watch = &nccl::set_capture_watch;
+  hooks.on_detected_steps = &mark_step_cost;
   cupti::configure(hooks, s.identity.config);
 }
 
@@ -174,6 +175,7 @@ void on_fork_child() {
   reset_exit_hooks_after_fork();
   reset_watchdog_after_fork();
   live_record_reset_after_fork();
+  reset_cost_after_fork();
   cupti::on_fork_child();
   if (!parent) return;
   auto* s = new Session();
@@ -284,6 +286,7 @@ void activate(uint64_t origin_ns) {
       if (s->identity.launcher_rank.from_launcher) claim_locked(*s);
       enable_live_outputs(*s);
       install_exit_hooks(*s);
+      mark_cost_at_activation();
       s->recorder.activated.store(true, std::memory_order_release);
     }
   }

@@ -162,6 +162,7 @@ struct Measured {
   core::CommSummary comm;
   std::vector<core::Section> modules;
   core::HealthSummary health;
+  core::ProcessCost cost;
 };
 // `flush_gpu`: complete CUPTI buffers flushed and ingested first (a snapshot, the watchdog's
 // refresh). `deadline`: bounded for a terminating signal's write only (every summary then falls
@@ -209,6 +210,30 @@ void start_watchdog(Session& s);
 // Asks it to stop; a terminating signal's write gives up on its control lock at `deadline`.
 void stop_watchdog(const core::Deadline& deadline);
 void reset_watchdog_after_fork();
+
+// self_cost.cpp: what traintime itself cost (docs/schema.md "self_cost") beyond each module's
+// own rows. Bytes written to a file (the rank file's written_bytes).
+void note_written(uint64_t bytes) noexcept;
+// The marks that share the callbacks' time out over the steps after warm-up: at activation
+// (the start of the measured steps when there is no warm-up) and after each step ends (`steps`:
+// steps completed), on the thread that ended it, or, for steps detected without a marker, on
+// the processing thread as detection ends them (cupti::Hooks::on_detected_steps).
+void mark_cost_at_activation() noexcept;
+void mark_step_cost(uint64_t steps) noexcept;
+// The live metric traintime/self_cost_pct: the callbacks' time over the steps after warm-up
+// so far, in percent of their wall time; false before a step after warm-up has ended.
+bool live_self_cost_pct(double* pct) noexcept;
+// tt_api_v1.report_cost: a caller's own row (the Python package's hooks), its figures so far.
+void report_cost(const char* module, const char* what, uint64_t calls, uint64_t every, uint64_t samples,
+                 uint64_t sum_ns, double sum_squares_ns) noexcept;
+// The rows reported through report_cost, by module, and the preload's own memory.
+std::vector<core::Section> cost_sections(const Session& s);
+// Our threads' CPU time, the bytes written, the callbacks' time in the measured steps.
+core::ProcessCost process_cost(const core::Deadline& deadline);
+void reset_cost_after_fork() noexcept;
+// live_record.cpp: the always-current record's own memory (its mapping and the largest text
+// written into a slot).
+uint64_t live_record_bytes(const Session& s);
 
 // exit_hooks.cpp (threads of ours start through support/threads.h)
 void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and snapshot threads

@@ -210,6 +210,28 @@ if runs:
                  f"{ns(m)} per launch (median traintime {ns(tt)} - bare tracer {ns(tr)}; {spread(lo, hi, len(runs))})",
                  "<= 50 ns", judge_paired(m, lo, hi, 50)))
     figure("launch_callback_ns", m, "ns", (hi - lo) / 2)
+    # The same cost as traintime estimates it from inside (the rank file's self_cost row "launch
+    # callbacks", one launch in 1024 timed) in the same runs: they must agree within the row's
+    # pairs or 10 ns. Outside measurement checks the estimate, not a timed test.
+    estimates = []
+    for n in range(1, len(runs) + 1):
+        rf = rank_file(f"launch_traintime_{n}") or {}
+        row = next((c for c in rf.get("self_cost", {}).get("callbacks", [])
+                    if c.get("module") == "cupti" and c.get("what") == "launch callbacks"), None)
+        launches = rf.get("capture_stats", {}).get("launch_callbacks", 0)
+        if row is None or "estimated_ns" not in row or not launches:
+            problems.append(f"launch_traintime_{n}: no estimated self_cost row \"launch callbacks\"")
+            estimates = []
+            break
+        estimates.append(row["estimated_ns"] / launches)
+    if estimates:
+        e = statistics.median(estimates)
+        agree = lo <= e <= hi or abs(e - m) <= 10
+        rows.append(("  its self_cost estimate, same runs (SIMULATED GPU)",
+                     f"{ns(e)} per launch (runs {min(estimates):.0f}..{max(estimates):.0f} ns; measured {ns(m)}, "
+                     f"pairs {lo:.0f}..{hi:.0f} ns)",
+                     "within the pairs or 10 ns", judge(agree)))
+        figure("launch_callback_estimate_ns", e, "ns", (max(estimates) - min(estimates)) / 2)
     m, lo, hi, tt, tb = diff_row(runs, "traintime", "bare")
     rows.append(("  traintime vs no tool (SIMULATED GPU)",
                  f"{ns(m)} per launch (no tool {ns(tb)}; incl. simulated CUPTI; {spread(lo, hi, len(runs))})",

@@ -84,6 +84,18 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def sim_env(build_dir: Path, out: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A clean environment that runs a program under traintime on the SIMULATED GPU (simgpu's
+    libraries first on the path), writing rank files to `out`; fails when those are not built."""
+    for f in (build_dir / "lib" / "libtraintime.so", build_dir / "bin" / "sim_train",
+              build_dir / "sim" / "libcupti.so.13"):
+        check(f.exists(), f"{f} is not built")
+    return clean_env({"LD_LIBRARY_PATH": str(build_dir / "sim"),
+                      "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+                      "TRAINTIME_CUPTI_LIB": str(build_dir / "sim" / "libcupti.so.13"),
+                      "TRAINTIME_OUTPUT": str(out), **(extra or {})})
+
+
 def load_module(path: Path, name: str) -> ModuleType:
     """Imports a script (e.g. tools/reference_breakdown.py) that is not on sys.path. It is entered
     in sys.modules under `name` before it runs, as an import would (dataclasses look it up there)."""

@@ -281,4 +281,11 @@ CommCallTable::Snapshot CommCallTable::snapshot() const {
   return snap;
 }
 
+std::size_t CommCallTable::bytes() const noexcept {
+  std::size_t n = sizeof(*this);
+  if (handles() != nullptr) n += sizeof(Handles);
+  if (groups_.load(std::memory_order_acquire) != nullptr) n += kGroupSlots * sizeof(GroupSlot);
+  return n;
+}
+
 }  // namespace traintime::core

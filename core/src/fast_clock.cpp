@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -127,6 +128,38 @@ uint64_t FastClock::ticks_to_ns(uint64_t ticks) noexcept {
     m = static_cast<uint64_t>((static_cast<unsigned __int128>(na - first_ns) << 32) / (t - first_tsc));
   }
   return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * m) >> 32);
+}
+
+uint64_t FastClock::pair_ticks() noexcept {
+  uint64_t measured = pair_ticks_.load(std::memory_order_relaxed);
+  if (measured != 0) return measured;
+  // The median: a pair the thread was preempted in, or whose readings the core overlapped with
+  // nothing, is at either end.
+  constexpr int kPairs = 63;
+  uint64_t d[kPairs];
+  ticks();  // the trust decision and the first anchor, outside the measurement
+  for (uint64_t& x : d) {
+    const uint64_t a = ticks();
+    const uint64_t b = ticks();
+    x = b >= a ? b - a : 0;
+  }
+  std::nth_element(d, d + kPairs / 2, d + kPairs);
+  measured = d[kPairs / 2] > 0 ? d[kPairs / 2] : 1;
+  pair_ticks_.store(measured, std::memory_order_relaxed);
+  return measured;
+}
+
+double FastClock::ns_per_tick() noexcept {
+  if (!ticks_from_counter()) return 1.0;
+  constexpr uint64_t kSpan = uint64_t{1} << 32;
+  return static_cast<double>(ticks_to_ns(kSpan)) / static_cast<double>(kSpan);
+}
+
+uint64_t FastClock::ticks_for_ns(uint64_t ns) noexcept {
+  if (trust_.load(std::memory_order_relaxed) != Trust::kCounter) return ns;
+  const uint64_t m = mult_.load(std::memory_order_relaxed);  // ns per tick, 32.32
+  if (m == 0) return ns * 5;
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / m);
 }
 
 bool FastClock::take_anchor(Anchor& a, uint64_t* now) noexcept {

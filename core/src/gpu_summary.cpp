@@ -11,6 +11,38 @@ namespace traintime::core {
 
 using namespace aggregator_detail;
 
+namespace {
+
+template <class T>
+std::size_t vector_bytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+}  // namespace
+
+std::size_t GpuAggregator::held_bytes() const {
+  // A node of a std::map or std::unordered_map: its value, two or three pointers and the
+  // allocator's header, about this much beyond the value.
+  constexpr std::size_t kNode = 48;
+  std::size_t n = name_chars_.capacity() + vector_bytes(name_end_) + vector_bytes(name_nccl_) +
+                  vector_bytes(name_op_) + name_index_.bytes() + vector_bytes(name_cache_) +
+                  vector_bytes(site_cache_) + slot_of_.bytes() + vector_bytes(regions_) +
+                  vector_bytes(region_kernels_) + region_kernel_index_.bytes() +
+                  comm_gpu_.size() * (sizeof(CommGpu) + kNode) + vector_bytes(trace_) +
+                  vector_bytes(acc_.regions) + acc_.detail.size() * (sizeof(DetailAcc) + kNode);
+  for (const auto& [id, ring] : rings_) n += sizeof(ring) + kNode + vector_bytes(ring.ring);
+  auto step_bytes = [](const StepBuf& b) {
+    return sizeof(StepBuf) + vector_bytes(b.recs) + vector_bytes(b.entries) + vector_bytes(b.devices);
+  };
+  for (const OpenStep& o : open_) n += step_bytes(*o.buf);
+  for (const std::unique_ptr<StepBuf>& b : spare_steps_) n += step_bytes(*b);
+  for (const Scratch* s : {&scratch_, &peek_scratch_})
+    n += vector_bytes(s->region) + vector_bytes(s->region_cat) + vector_bytes(s->touched_cats) +
+         vector_bytes(s->touched) + vector_bytes(s->entry_at) + vector_bytes(s->sorted);
+  peak_held_ = std::max(peak_held_, n);
+  return n;
+}
+
 GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
   // Fold the open steps into a copy so that a snapshot leaves the live state untouched.
   Accum acc = acc_;

@@ -48,6 +48,7 @@ constexpr Help kHelp[] = {
     {"traintime/health_power_w", "median power draw of health_step in W (NVML)"},
     {"traintime/health_temperature_c", "highest GPU temperature of health_step in degrees C (NVML)"},
     {"traintime/health_throttled", "1 when NVML reported a clock-event (throttle) reason other than gpu_idle in health_step, else 0"},
+    {"traintime/self_cost_pct", "traintime's own estimated time on the application's threads since warm-up, % of those steps' wall time (self_cost.pct so far)"},
 };
 
 constexpr const char* kCategoryMetric[kCategoryCount] = {
@@ -145,6 +146,7 @@ std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capac
     s.add("traintime/health_temperature_c", static_cast<double>(h.temperature_c_max), d);
     s.add("traintime/health_throttled", health_throttled(h.clock_event_reasons) ? 1.0 : 0.0, d);
   }
+  if (in.self_cost_valid) s.add("traintime/self_cost_pct", in.self_cost_pct);
   return s.count();
 }
 

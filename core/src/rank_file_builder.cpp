@@ -232,6 +232,30 @@ void add_step_memory(std::vector<Steps::Detail>& detail, const MemorySummary& me
   for (std::size_t i = 0; i < detail.size(); ++i) detail[i].memory = std::move(rows[i]);
 }
 
+// self_cost: the process's own figures and every section's rows, in the sections' order; pct
+// over the steps after warm-up.
+void add_self_cost(RankFile& f, const ProcessCost& own, const std::vector<const Section*>& sections) {
+  if (!own.present) return;
+  SelfCost& c = f.self_cost;
+  c.present = true;
+  c.threads = own.threads;
+  c.written_bytes = own.written_bytes;
+  for (const Section* s : sections) {
+    c.callbacks.insert(c.callbacks.end(), s->costs.begin(), s->costs.end());
+    c.memory.insert(c.memory.end(), s->memory.begin(), s->memory.end());
+  }
+  for (const CallbackCost& row : c.callbacks)
+    if (row.measured) c.callbacks_ns += row.estimated_ns;
+  for (const MemoryCost& m : c.memory) c.peak_bytes += m.peak_bytes;
+  const DurationStats& wall = f.steps.wall_ns;
+  if (wall.count > 0 && wall.total_ns > 0) {
+    c.has_pct = true;
+    c.steps_wall_ns = wall.total_ns;
+    c.steps_callbacks_ns = own.steps_callbacks_ns;
+    c.pct = 100.0 * static_cast<double>(own.steps_callbacks_ns) / static_cast<double>(wall.total_ns);
+  }
+}
+
 }  // namespace
 
 RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const GpuSummary& gpu,
@@ -282,6 +306,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   for (const Section& m : modules) sections.push_back(&m);
   for (const Section* s : {&cpu.section, &gpu.section, &comm.section, &comm.cpu.section, &health.section})
     sections.push_back(s);
+  add_self_cost(f, identity.cost, sections);
   for (const Section* s : sections) {
     f.warnings.insert(f.warnings.end(), s->warnings.begin(), s->warnings.end());
     if (s->name.empty() || s->counters.counters.empty()) continue;

@@ -284,6 +284,38 @@ json threads_json(const std::vector<ThreadSnapshot>& threads) {
   return out;
 }
 
+// self_cost (docs/schema.md): a row's estimate is absent when it is not measured (n/a, never 0).
+json self_cost_json(const SelfCost& c) {
+  json threads = json::array();
+  for (const ThreadCost& t : c.threads) threads.push_back({{"name", t.name}, {"cpu_ns", t.cpu_ns}});
+  json callbacks = json::array();
+  bool estimated = false;
+  for (const CallbackCost& r : c.callbacks) {
+    json row = {{"module", r.module},   {"what", r.what},       {"calls", r.calls},
+                {"sampled_every", r.sampled_every}, {"samples", r.samples}, {"interrupted", r.interrupted},
+                {"estimated", r.estimated}};
+    if (r.measured) {
+      row["estimated_ns"] = r.estimated_ns;
+      row["spread_ns"] = r.spread_ns;
+    }
+    estimated = estimated || (r.measured && r.estimated);
+    callbacks.push_back(std::move(row));
+  }
+  json memory = json::array();
+  for (const MemoryCost& m : c.memory)
+    memory.push_back({{"module", m.module}, {"what", m.what}, {"peak_bytes", m.peak_bytes}});
+  json out = {{"threads", std::move(threads)},  {"callbacks", std::move(callbacks)},
+              {"memory", std::move(memory)},    {"peak_bytes", c.peak_bytes},
+              {"written_bytes", c.written_bytes}, {"callbacks_ns", c.callbacks_ns},
+              {"estimated", estimated}};
+  if (c.has_pct) {
+    out["pct"] = finite(c.pct);
+    out["steps_wall_ns"] = c.steps_wall_ns;
+    out["steps_callbacks_ns"] = c.steps_callbacks_ns;
+  }
+  return out;
+}
+
 // ---- reading ---------------------------------------------------------------------------------
 // One reader, written once against two document types: nlohmann::json (rank_file_from_json, the
 // records of core/live_record.h, and every refusal's message) and a simdjson DOM element
@@ -914,6 +946,59 @@ GpuHealth gpu_health_from(const J& top) {
   return g;
 }
 
+// self_cost: optional (added with it); within it every field but pct and the rows' estimates.
+template <class J>
+SelfCost self_cost_from(const J& top) {
+  SelfCost c;
+  const auto found = find(top, "self_cost");
+  if (!found) return c;
+  const J& j = deref(found);
+  const Path w = "self_cost";
+  expect_object(j, w);
+  c.present = true;
+  const Path tw = join(w, "threads");
+  each_in_array(j, "threads", w, [&](std::size_t i, const J& t) {
+    const Path iw = indexed(tw, i);
+    expect_object(t, iw);
+    c.threads.push_back({str(t, "name", iw), u64(t, "cpu_ns", iw)});
+  });
+  const Path cw = join(w, "callbacks");
+  each_in_array(j, "callbacks", w, [&](std::size_t i, const J& r) {
+    const Path iw = indexed(cw, i);
+    expect_object(r, iw);
+    CallbackCost row;
+    row.module = str(r, "module", iw);
+    row.what = str(r, "what", iw);
+    row.calls = u64(r, "calls", iw);
+    row.sampled_every = u64(r, "sampled_every", iw);
+    row.samples = u64(r, "samples", iw);
+    row.interrupted = opt_u64(r, "interrupted", iw, 0);
+    row.estimated = boolean(r, "estimated", iw);
+    row.measured = static_cast<bool>(find(r, "estimated_ns"));
+    if (row.measured) {
+      row.estimated_ns = u64(r, "estimated_ns", iw);
+      row.spread_ns = u64(r, "spread_ns", iw);
+    }
+    c.callbacks.push_back(std::move(row));
+  });
+  const Path mw = join(w, "memory");
+  each_in_array(j, "memory", w, [&](std::size_t i, const J& m) {
+    const Path iw = indexed(mw, i);
+    expect_object(m, iw);
+    c.memory.push_back({str(m, "module", iw), str(m, "what", iw), u64(m, "peak_bytes", iw)});
+  });
+  c.peak_bytes = u64(j, "peak_bytes", w);
+  c.written_bytes = u64(j, "written_bytes", w);
+  c.callbacks_ns = u64(j, "callbacks_ns", w);
+  if (find(j, "pct")) {
+    c.has_pct = true;
+    c.pct = dbl(j, "pct", w);
+    c.steps_wall_ns = u64(j, "steps_wall_ns", w);
+    c.steps_callbacks_ns = u64(j, "steps_callbacks_ns", w);
+  }
+  return c;
+}
+
 template <class J>
 RankFile rank_file_from(const J& j) {
   expect_object(j, "");
@@ -1010,6 +1095,7 @@ RankFile rank_file_from(const J& j) {
   f.threads = threads_from(j);
   f.gpu_health = gpu_health_from(j);
   f.memory = memory_from(j, Path());
+  f.self_cost = self_cost_from(j);
   return f;
 }
 
@@ -1062,6 +1148,7 @@ json rank_file_to_json(const RankFile& f) {
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
   if (!f.gpu_health.status.empty()) out["gpu_health"] = gpu_health_json(f.gpu_health);  // optional
   if (f.memory.present) out["memory"] = memory_json(f.memory);  // optional
+  if (f.self_cost.present) out["self_cost"] = self_cost_json(f.self_cost);  // optional
   if (!f.modules.empty()) {  // optional: each module's counters (core/section.h)
     json modules = json::object();
     for (const auto& [name, m] : f.modules) modules[name] = {{"counters", m.counters}};

@@ -463,6 +463,14 @@ uint64_t RegionRegistry::sum_over(const std::vector<const ThreadState*>& threads
   return n;
 }
 
+bool RegionRegistry::annotation_calls(const Deadline& deadline, uint64_t* calls, uint64_t* steps) const {
+  std::vector<const ThreadState*> threads;
+  if (!threads_until(deadline, &threads)) return false;
+  *calls = sum_over(threads, &ThreadState::calls_);
+  *steps = sum_over(threads, &ThreadState::steps_called_);
+  return true;
+}
+
 uint64_t RegionRegistry::unbalanced_pops() const {
   std::vector<const ThreadState*> threads;
   threads_until(Deadline::never(), &threads);
@@ -473,6 +481,20 @@ uint64_t RegionRegistry::depth_overflows() const {
   std::vector<const ThreadState*> threads;
   threads_until(Deadline::never(), &threads);
   return sum_over(threads, &ThreadState::depth_overflows_);
+}
+
+std::size_t RegionRegistry::names_bytes() const {
+  // Each table's chunks, each entry's heap text, and the two index maps' nodes (about 64 bytes
+  // an entry with its key).
+  constexpr std::size_t kIndexEntry = 64;
+  std::size_t n = names_.allocated_bytes() + paths_.allocated_bytes();
+  const uint32_t names = name_count_.load(std::memory_order_acquire);
+  for (uint32_t i = 1; i <= names; ++i)
+    if (const NameEntry* e = names_.find(i)) n += e->text.capacity() + 8 * std::size_t{e->nwords} + 8 + kIndexEntry;
+  const uint32_t paths = path_count();
+  for (uint32_t p = 1; p <= paths; ++p)
+    if (const PathNode* node = paths_.find(p)) n += node->path.capacity() + kIndexEntry;
+  return n;
 }
 
 CpuSummary RegionRegistry::summary(const Deadline& deadline) const {
@@ -526,6 +548,16 @@ bool RegionRegistry::summary_until(const Deadline& deadline, CpuSummary* summary
   warn("unknown_range_ends", unknown_range_ends(),
        " tt_range_end() call(s) named no open range (unknown or ended twice)");
   warn("dropped_names", dropped_names(), " region name(s) or path(s) were dropped: table full");
+  // What the annotations themselves cost: the calls (one in kCostEvery timed), tt_step (about
+  // one in kStepCostEvery timed, at random), and the registry's own memory.
+  out.section.cost(cost_row("annotations", sum_over(threads, &ThreadState::calls_), kCostEvery, call_cost_));
+  out.section.cost(cost_row("steps", sum_over(threads, &ThreadState::steps_called_), kStepCostEvery, step_cost_));
+  std::size_t thread_bytes = 0;
+  for (const ThreadState* t : threads)
+    thread_bytes += sizeof(ThreadState) + (t->child_mask_ + 1) * sizeof(ThreadState::ChildSlot) +
+                    t->stats_.allocated_bytes();
+  out.section.own_memory("thread states", thread_bytes);
+  out.section.own_memory("names and paths", names_bytes());
   if (out.steps.count > 0 && out.steps.count <= out.steps.warmup)
     out.section.note("only " + std::to_string(out.steps.count) +
                      " step(s), all within TRAINTIME_WARMUP_STEPS=" +

@@ -33,6 +33,16 @@ TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, address);
 TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, bytes);
 TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, timestamp);
 TT_SAME_OFFSET(CUpti_ActivityMemory3, CUpti_ActivityMemory4, deviceId);
+// Overhead records: Overhead2's fields where Overhead (12.0) and Overhead3 (12.4 on) have them.
+TT_SAME_OFFSET(CUpti_ActivityOverhead, CUpti_ActivityOverhead2, kind);
+TT_SAME_OFFSET(CUpti_ActivityOverhead, CUpti_ActivityOverhead2, overheadKind);
+TT_SAME_OFFSET(CUpti_ActivityOverhead, CUpti_ActivityOverhead2, start);
+TT_SAME_OFFSET(CUpti_ActivityOverhead, CUpti_ActivityOverhead2, end);
+TT_SAME_OFFSET(CUpti_ActivityOverhead2, CUpti_ActivityOverhead3, kind);
+TT_SAME_OFFSET(CUpti_ActivityOverhead2, CUpti_ActivityOverhead3, overheadKind);
+TT_SAME_OFFSET(CUpti_ActivityOverhead2, CUpti_ActivityOverhead3, start);
+TT_SAME_OFFSET(CUpti_ActivityOverhead2, CUpti_ActivityOverhead3, end);
+static_assert(offsetof(CUpti_ActivityOverhead3, overheadData) >= sizeof(CUpti_ActivityOverhead2));
 #undef TT_SAME_COMMON
 #undef TT_SAME_OFFSET
 // The record sizes each release's walker steps over (test_real_cupti_versions.py).

@@ -23,6 +23,12 @@ struct DecodedActivity {
   // call's correlation id. `activity` is not written for it.
   core::MemoryEvent memory;
   uint32_t memory_correlation_id = 0;
+  // An overhead record (kOverhead): CUPTI's own cost, by kind (CUpti_ActivityOverheadKind, raw),
+  // its duration as CUPTI timed it (0 when it could not), and the record's additional data (the
+  // 12.4+ layout's overheadData, which the client must free; null before it).
+  uint32_t overhead_kind = 0;
+  uint64_t overhead_ns = 0;
+  void* overhead_data = nullptr;
 };
 
 struct DecodeCounts {
@@ -33,7 +39,7 @@ struct DecodeCounts {
   uint64_t incomplete = 0;   // an incomplete record ended the buffer (after a forced flush)
 };
 
-enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps, kMemory };
+enum class RecordResult : uint8_t { kActivity, kApi, kOther, kNoTimestamps, kMemory, kOverhead };
 
 // Where memory records go: the decoder's out-of-line memory path calls fn(ctx, record) itself,
 // so the per-record loop of decode_buffer holds nothing more for them.
@@ -41,6 +47,8 @@ struct MemorySink {
   void (*fn)(void* ctx, DecodedActivity& d) = nullptr;
   void* ctx = nullptr;
 };
+// Where CUPTI's overhead records go (kOverhead), the same way.
+using OverheadSink = MemorySink;
 
 // The decoder of one checked layout (not kUnknown), made once per buffer: what differs between
 // the layouts is settled here, not at every record. Every checked layout is read through one
@@ -50,8 +58,12 @@ struct MemorySink {
 // Memset4 (likewise Memset5); activity_decoder.cpp checks the offsets against the headers.
 class RecordDecoder {
  public:
-  explicit RecordDecoder(RecordLayout layout, MemorySink memory = {})
-      : copy_count_(layout != RecordLayout::kCupti12Memcpy5), memory_(memory) {}
+  explicit RecordDecoder(RecordLayout layout, MemorySink memory = {}, OverheadSink overhead = {},
+                         bool overhead_data = false)
+      : copy_count_(layout != RecordLayout::kCupti12Memcpy5),
+        overhead_data_(overhead_data),
+        memory_(memory),
+        overhead_(overhead) {}
 
   // Decodes one record; kActivity sets every field of *out. Inline: it runs for every record of
   // every buffer, three a launch where the runtime and driver API records ride along.
@@ -105,14 +117,31 @@ class RecordDecoder {
         out->name_ptr = nullptr;
         return RecordResult::kActivity;
       }
-      // Memory records in the default branch: a case 49 would stretch the jump table of the
-      // common kinds (1 to 8).
+      // Memory and overhead records in the default branch: a case 49 or 17 would stretch the
+      // jump table of the common kinds (1 to 8).
       default:
-        return kind == CUPTI_ACTIVITY_KIND_MEMORY2 ? memory(record, out) : RecordResult::kOther;
+        if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) return memory(record, out);
+        return kind == CUPTI_ACTIVITY_KIND_OVERHEAD ? overhead(record, out) : RecordResult::kOther;
     }
   }
 
  private:
+  // OVERHEAD, read through Overhead2's fields, at the same offsets in Overhead and Overhead3
+  // (activity_decoder.cpp checks them); Overhead3 (CUPTI 12.4, API 22, on) adds overheadData,
+  // read only when the caller says the records have it (`overhead_data`). Out of line, as
+  // memory(); hands the record to the sink.
+  __attribute__((noinline)) RecordResult overhead(const CUpti_Activity* record, DecodedActivity* out) const {
+    const auto* o = reinterpret_cast<const CUpti_ActivityOverhead2*>(record);
+    uint32_t kind = 0;  // raw, as record_kind(): a newer CUPTI's values
+    std::memcpy(&kind, &o->overheadKind, sizeof kind);
+    out->overhead_kind = kind;
+    out->overhead_ns = o->end >= o->start ? o->end - o->start : 0;
+    out->overhead_data =
+        overhead_data_ ? reinterpret_cast<const CUpti_ActivityOverhead3*>(record)->overheadData : nullptr;
+    if (overhead_.fn != nullptr) overhead_.fn(overhead_.ctx, *out);
+    return RecordResult::kOverhead;
+  }
+
   // MEMORY2, read through Memory3 in every checked release (Memory4, 12.6 on, appends `source`;
   // activity_decoder.cpp checks the offsets): device memory allocations and releases only
   // (pool ones included: memoryPoolConfig says which pool, the address is the allocation's).
@@ -200,8 +229,14 @@ class RecordDecoder {
   }
 
   bool copy_count_;  // memcpy records are Memcpy6 or later (copyCount)
+  bool overhead_data_;  // overhead records are Overhead3 (overheadData)
   MemorySink memory_;
+  OverheadSink overhead_;
 };
+
+// Whether the overhead records of CUPTI API version `api_version` are Overhead3, with the
+// overheadData pointer the client frees (12.4, API 22, and every 13.x).
+constexpr bool overhead_has_data(uint32_t api_version) { return api_version >= 22; }
 
 // Decodes one record by the given layout (kUnknown: every record is kOther); kActivity sets
 // every field of *out.
@@ -238,15 +273,17 @@ void walk_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, De
 // and memory.fn for every device memory allocation and release (its `memory`), from the
 // decoder. The sink may change the record it is given (it is rewritten for the next one): the
 // pipeline sets the name in place rather than copy it.
+// CUPTI's overhead records go to overhead.fn the same way; their additional data is read when
+// the library's records have it (CUPTI 12.4, API 22, on: overhead_has_data()).
 template <class Sink>
 DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t valid_size, Sink&& sink,
-                           MemorySink memory = {}) {
+                           MemorySink memory = {}, OverheadSink overhead = {}) {
   DecodeCounts counts;
   if (lib.layout() == RecordLayout::kUnknown) {  // not a loaded library: nothing is decoded
     walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity*) { ++counts.other; });
     return counts;
   }
-  const RecordDecoder decoder(lib.layout(), memory);
+  const RecordDecoder decoder(lib.layout(), memory, overhead, overhead_has_data(lib.version()));
   DecodedActivity decoded;  // one for the buffer: decode sets all of it for an activity
   walk_buffer(lib, buffer, valid_size, &counts, [&](const CUpti_Activity* record) {
     switch (decoder.decode(record, &decoded)) {
@@ -258,6 +295,7 @@ DecodeCounts decode_buffer(const CuptiLibrary& lib, uint8_t* buffer, size_t vali
       case RecordResult::kOther: ++counts.other; break;
       case RecordResult::kNoTimestamps: ++counts.no_timestamps; break;
       case RecordResult::kMemory: break;  // handed to `memory` by the decoder (it counts them)
+      case RecordResult::kOverhead: break;  // likewise to `overhead`
     }
   });
   return counts;

@@ -1,6 +1,7 @@
 #include "activity_pipeline.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -73,6 +74,29 @@ __attribute__((noinline)) void ActivityPipeline::memory_record(DecodedActivity& 
   memory_.add(d.memory);
 }
 
+__attribute__((noinline)) void ActivityPipeline::overhead_record(const DecodedActivity& d) {
+  PipelineStats::Overhead& o = stats_.overhead[d.overhead_kind];
+  ++o.records;
+  o.ns += d.overhead_ns;
+  if (free_overhead_data_ && d.overhead_data != nullptr) std::free(d.overhead_data);
+}
+
+std::string overhead_kind_name(uint32_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_OVERHEAD_UNKNOWN: return "unknown";
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver compiler";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "buffer flush";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "instrumentation";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "resource";
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "runtime triggered module loading";
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "lazy function loading";
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "command buffer full";
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "activity buffer request";
+    case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT: return "UVM activity init";
+    default: return "kind " + std::to_string(kind);
+  }
+}
+
 void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
   ++stats_.buffers;
   // The activity goes to ingest where the decoder wrote it, and the context where the join
@@ -88,7 +112,8 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
     } else {
       aggregator_.ingest(d.activity, ctx, ctx.category);
     }
-  }, MemorySink{[](void* self, DecodedActivity& d) { static_cast<ActivityPipeline*>(self)->memory_record(d); }, this});
+  }, MemorySink{[](void* self, DecodedActivity& d) { static_cast<ActivityPipeline*>(self)->memory_record(d); }, this},
+     OverheadSink{[](void* self, DecodedActivity& d) { static_cast<ActivityPipeline*>(self)->overhead_record(d); }, this});
   stats_.activities += counts.activities;
   stats_.api_records += counts.api_records;
   stats_.no_timestamps += counts.no_timestamps;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -41,7 +42,18 @@ struct PipelineStats {
   uint64_t memory_missing_context = 0;  // memory records whose call's context was not found
   uint64_t vmm_allocations = 0;  // VMM allocations the ledger counted (cuMemCreate)
   uint64_t vmm_records = 0;      // CUPTI memory records of VMM calls: dropped, counted by the ledger
+  // CUPTI's overhead records by their kind (CUpti_ActivityOverheadKind, raw): records and summed
+  // durations (self_cost).
+  struct Overhead {
+    uint64_t records = 0;
+    uint64_t ns = 0;
+  };
+  std::map<uint32_t, Overhead> overhead;
 };
+
+// The name of an overhead kind in self_cost.callbacks ("buffer flush"), "kind <n>" for a value
+// this build does not know.
+std::string overhead_kind_name(uint32_t kind);
 
 class ActivityPipeline {
  public:
@@ -58,6 +70,10 @@ class ActivityPipeline {
   // Steps without a marker (core/step_feed.h): activities go through `feed` (its aggregator
   // being this pipeline's), which is settled after each buffer. Null: straight to the aggregator.
   void set_step_feed(core::StepFeed* feed) { feed_ = feed; }
+  // The live capture's buffers are CUPTI's own: the additional data of their overhead records
+  // is freed after it is read (the client's duty, cupti_activity.h). A replayed buffer's
+  // pointers are another process's: never (the default).
+  void free_overhead_data(bool on) { free_overhead_data_ = on; }
 
   // The launch context of one decoded record, by the join rules above (counts into stats()).
   core::LaunchContext join(const DecodedActivity& d) {
@@ -96,6 +112,8 @@ class ActivityPipeline {
  private:
   // A memory record to the tracker, with the step of its call's launch context.
   void memory_record(DecodedActivity& d);
+  // An overhead record into stats_.overhead.
+  void overhead_record(const DecodedActivity& d);
   // join() past the table: a graph node's capture-time context, or a miss.
   void join_rest(const core::GpuActivity& a, bool found, core::LaunchContext* ctx);
 
@@ -106,6 +124,7 @@ class ActivityPipeline {
   core::StepFeed* feed_ = nullptr;
   NameOf name_of_;
   PipelineStats stats_;
+  bool free_overhead_data_ = false;
   // Step rows kept: at least as many as the rank file's step detail can hold.
   core::MemoryTracker memory_{4096};
   uint64_t memory_step_ = 0;  // the step of the last memory record whose context was found

@@ -9,9 +9,34 @@
 #include "gpu_capture_class.h"
 
 namespace traintime::cupti {
+namespace {
+
+thread_local uint64_t t_buffer_ticks __attribute__((tls_model("initial-exec"))) = 0;
+
+// Times one buffer callback in full (self_cost "buffer callbacks": a few a second at most).
+class BufferCallbackCost {
+ public:
+  explicit BufferCallbackCost(core::CostSums& sums) : sums_(sums), t0_(core::process_clock().ticks()) {}
+  ~BufferCallbackCost() {
+    const uint64_t d = core::process_clock().ticks() - t0_;
+    t_buffer_ticks += d;
+    sums_.add(d, 1, ~uint64_t{0});
+  }
+  BufferCallbackCost(const BufferCallbackCost&) = delete;
+  BufferCallbackCost& operator=(const BufferCallbackCost&) = delete;
+
+ private:
+  core::CostSums& sums_;
+  uint64_t t0_;
+};
+
+}  // namespace
+
+uint64_t& GpuCapture::buffer_ticks_here() noexcept { return t_buffer_ticks; }
 
 void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   GpuCapture& self = get();
+  const BufferCallbackCost cost(self.buffer_cost_);
   *max_records = self.max_records_.load(std::memory_order_relaxed);
   uint8_t* b = self.capturing_.load(std::memory_order_acquire)
                    ? self.pool_->acquire(self.steps_completed())
@@ -30,6 +55,7 @@ void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* m
 void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                                        size_t valid_size) {
   GpuCapture& self = get();
+  const BufferCallbackCost cost(self.buffer_cost_);
   // Another CUPTI client's buffer goes back to it; its records in ours are copied to it.
   if (buffer && ClientMux::get().on_completed(buffer, size, valid_size,
                                               self.pool_ && self.pool_->owns(buffer)))
@@ -53,7 +79,9 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
   }
   {
     std::lock_guard<std::mutex> lock(self.queue_mu_);
-    self.queue_.push_back({buffer, valid_size});  // ≤ buffer_count entries: capacity reserved
+    // ≤ buffer_count entries: capacity reserved. Whether a profiler sharing CUPTI was given
+    // copies of its overhead records (their additional data is then the profiler's to free).
+    self.queue_.push_back({buffer, valid_size, ClientMux::get().client_takes(CUPTI_ACTIVITY_KIND_OVERHEAD)});
   }
   self.queue_cv_.notify_one();
 }

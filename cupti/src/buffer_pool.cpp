@@ -120,4 +120,9 @@ uint32_t BufferPool::allocated() const {
   return static_cast<uint32_t>(all_.size());
 }
 
+size_t BufferPool::scratch_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scratch_all_.size() * kScratchBytes;
+}
+
 }  // namespace traintime::cupti

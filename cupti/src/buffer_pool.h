@@ -49,6 +49,7 @@ class BufferPool {
   size_t buffer_bytes() const { return buffer_bytes_; }
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }  // lock-free
   uint32_t allocated() const;
+  size_t scratch_bytes() const;  // the scratch buffers made so far (self_cost.memory)
 
  private:
   const size_t buffer_bytes_;

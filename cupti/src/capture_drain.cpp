@@ -51,9 +51,15 @@ void GpuCapture::shutdown(const char* reason) {
   if (forked_.load(std::memory_order_relaxed)) return;  // never flush inherited CUPTI state
   if (state_.load(std::memory_order_acquire) != State::kCapturing) return;
   // Forced flush: exit or terminating signal only (DESIGN §2). Lock order: core/lock_order.h,
-  // as in flush().
+  // as in flush(). Timed with the wait for its records' ingest (self_cost "flushes": the exit's
+  // flush runs on the application's thread).
+  const uint64_t buffers = buffer_ticks_here();
+  const uint64_t t0 = core::process_clock().ticks();
   flush(true, false);
   if (!drain()) support::log_warn("GPU activity processing did not finish within 10 s at exit");
+  const uint64_t d = core::process_clock().ticks() - t0;
+  const uint64_t nested = buffer_ticks_here() - buffers;
+  flush_cost_.add(d > nested ? d - nested : 0, 1, ~uint64_t{0});
   capturing_.store(false, std::memory_order_release);
   watch_captures(false);
   state_.store(State::kStopped, std::memory_order_release);

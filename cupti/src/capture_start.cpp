@@ -84,6 +84,11 @@ void GpuCapture::on_fork_child() noexcept {
   capturing_.store(false, std::memory_order_relaxed);
   watch_captures(false);
   lazy_pending_.store(false, std::memory_order_relaxed);
+  // The parent's cost is the parent's: the child counts none of it.
+  launch_cost_.reset();
+  buffer_cost_.reset();
+  flush_cost_.reset();
+  overhead_ns_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace traintime::cupti

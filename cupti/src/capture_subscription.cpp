@@ -214,11 +214,12 @@ bool GpuCapture::start_capture(std::string* reason) {
   state_.store(State::kCapturing, std::memory_order_release);
   capturing_.store(true, std::memory_order_release);
   for (CUpti_ActivityKind kind : kOwnKinds) {
-    if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) {
-      // Optional: without it the rank file has no memory figures, and says why.
+    if (kind == CUPTI_ACTIVITY_KIND_MEMORY2 || kind == CUPTI_ACTIVITY_KIND_OVERHEAD) {
+      // Optional: without memory records the rank file has no memory figures, and says why;
+      // without overhead records self_cost has no rows of CUPTI's own cost.
       rc = TRAINTIME_CUPTI_CALL_EXPECT(lib_, CUPTI_ERROR_NOT_SUPPORTED, cuptiActivityEnable, kind);
       if (rc == CUPTI_SUCCESS) kinds_on.push_back(kind);
-      else memory_refused_ = true;
+      else if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) memory_refused_ = true;
       continue;
     }
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnable, kind);

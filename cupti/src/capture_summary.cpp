@@ -117,9 +117,38 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
            std::to_string(config_.buffer_count) + " x " + std::to_string(pool_->buffer_bytes() >> 10) +
            " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped";
   });
+  add_cost_rows(out);
   agg.unlock();
   published_.publish(out);
   return out;
+}
+
+void GpuCapture::add_cost_rows(core::GpuSummary& out) {
+  core::Section& s = out.section;
+  s.cost(core::cost_row("launch callbacks", launches_->launches(), core::kCostEvery, launch_cost_));
+  const core::CostSums::Totals buffers = buffer_cost_.totals();
+  s.cost(core::cost_row("buffer callbacks", buffers.samples, 1, buffer_cost_));
+  const core::CostSums::Totals flushes = flush_cost_.totals();
+  s.cost(core::cost_row("flushes", flushes.samples, 1, flush_cost_));
+  // CUPTI's own: its overhead records, as it timed them.
+  for (const auto& [kind, o] : pipeline_->stats().overhead)
+    s.cost(core::exact_row("CUPTI overhead: " + overhead_kind_name(kind), o.records, o.ns));
+  s.own_memory("activity buffers", uint64_t{pool_->allocated()} * pool_->buffer_bytes() + pool_->scratch_bytes());
+  s.own_memory("correlation table", launches_->bytes());
+  s.own_memory("graph node table", graph_nodes_->bytes());
+  aggregator_->held_bytes();
+  s.own_memory("GPU aggregator", aggregator_->peak_held_bytes());
+}
+
+void GpuCapture::cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) const noexcept {
+  c.ticks += buffer_cost_.so_far(pair_ticks).own_ticks + flush_cost_.so_far(pair_ticks).own_ticks;
+  c.ns += overhead_ns_.load(std::memory_order_relaxed);
+  c.at(core::SampledPath::kLaunches) = launch_cost_.so_far(pair_ticks);
+  // The table is there once a capture started (its state published after it); before, no
+  // launch was counted or timed.
+  const State state = state_.load(std::memory_order_acquire);
+  if (calls && (state == State::kCapturing || state == State::kStopped))
+    c.calls_at(core::SampledPath::kLaunches) = launches_->launches();
 }
 
 nlohmann::json GpuCapture::trace_json() {

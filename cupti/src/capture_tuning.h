@@ -11,11 +11,13 @@
 namespace traintime::cupti {
 
 inline constexpr size_t kMaxGraphNodes = size_t{1} << 18;
-// The activity kinds traintime switches on. MEMORY2 (allocations and releases) last: a CUPTI
-// that refuses it leaves the capture running without memory figures.
+// The activity kinds traintime switches on. OVERHEAD (CUPTI's own cost, for self_cost) and
+// MEMORY2 (allocations and releases) last: a CUPTI that refuses either leaves the capture
+// running without those figures.
 inline constexpr CUpti_ActivityKind kOwnKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                             CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-                                            CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2};
+                                            CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_OVERHEAD,
+                                            CUPTI_ACTIVITY_KIND_MEMORY2};
 // Normal flushes keep records flowing: CUPTI 13.0 keeps one buffer per launching thread and
 // hands a half-full one over only when flushed, while the aggregator holds at most 1024 open
 // steps (a record older than that is "late" and loses exactness). So flush once a second, and

@@ -156,6 +156,12 @@ class ClientMux {
   // client's records in it are forwarded to the client; traintime keeps the buffer.
   bool on_completed(uint8_t* buffer, size_t size, size_t valid_size, bool ours);
 
+  // Whether the client is given the records of `kind` (enabled, or still draining).
+  bool client_takes(CUpti_ActivityKind kind) const {
+    return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT &&
+           client_kinds_[kind].load(std::memory_order_acquire) != 0;
+  }
+
   // For gpu_capture_reason / warnings: empty when no other client showed up.
   std::string describe() const;
 

@@ -184,6 +184,14 @@ class CorrelationTable {
   }
 
   uint32_t capacity() const { return mask_ + 1; }
+  // Its memory, fixed at construction (self_cost.memory): the slots, the id and nested-id
+  // columns, the bands and the segments' owners.
+  size_t bytes() const noexcept {
+    const size_t n = capacity();
+    const size_t segments = size_t{segment_mask_} + 1;
+    return n * (sizeof(Slot) + sizeof(uint32_t) + sizeof(uint64_t)) +
+           2 * (n / std::min<size_t>(kBand, n)) * sizeof(Band) + 2 * segments * sizeof(uint64_t);
+  }
   // Lookups that found no context for an id older than the newest stored.
   uint64_t overwritten() const { return overwritten_.load(std::memory_order_relaxed); }
   // Claims not kept: no chunk could be had in kTakeTries tries, each one's segment still held by

@@ -35,5 +35,8 @@ bool live_step(core::GpuStepFigures* out, uint64_t* late_records) {
   return GpuCapture::get().live_step(out, late_records);
 }
 std::string device_name() { return GpuCapture::get().device_name(); }
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
+  GpuCapture::get().cost_so_far(c, pair_ticks, calls);
+}
 
 }  // namespace traintime::cupti

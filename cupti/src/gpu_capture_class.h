@@ -30,6 +30,7 @@
 #include "graph_node_table.h"
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/lock_order.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/core/vmm_ledger.h"
 #include "traintime/cupti/gpu_capture.h"
 
@@ -66,6 +67,8 @@ class GpuCapture {
 
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                    const void* data);
+  // The adapter's rows' running totals (self_cost.pct's marks): lock-free.
+  void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) const noexcept;
   static void CUPTIAPI on_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   static void CUPTIAPI on_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                                     size_t valid_size);
@@ -106,8 +109,23 @@ class GpuCapture {
                      const CUpti_CallbackData* cb);
   // on_callback's own work (inline), and the same after the virtual subscriber's callback (out of
   // line: without a subscriber, on_callback makes no call before its own work).
-  inline void own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   void shared_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // What the adapter's own code costs on threads traintime did not start (self_cost,
+  // core/self_cost.h). One launch in kCostEvery is timed: every callback on its thread from the
+  // middle of one launch to the middle of the next (launch_cost_edge opens the window at a
+  // launch's begin; timed_callback times each of its callbacks around the same own_callback
+  // call as every callback's, and closes it at the next launch's begin).
+  void timed_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void launch_cost_edge() noexcept;
+  // A flush on an application thread, timed in full into flush_cost_ (its buffer callbacks are
+  // buffer_cost_'s; a launch window leaves both out).
+  void timed_flush(bool forced, bool try_only);
+  // This thread's buffer callbacks' time so far (ticks), so a flush or a launch window can take
+  // out the buffer callbacks it ran.
+  static uint64_t& buffer_ticks_here() noexcept;
+  // The adapter's rows of self_cost, into out.section. Under agg_mu_.
+  void add_cost_rows(core::GpuSummary& out);
   // A launch's entry callbacks (half of its four), reached by a tail call: the exit callbacks
   // then run without saving a register.
   void on_api_enter(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb,
@@ -156,6 +174,8 @@ class GpuCapture {
   void split_group_kernels();
   // The processing thread's last act: the step feed's held activities into the aggregator.
   void finish_steps();
+  // Hooks::on_detected_steps when `ended` (read under agg_mu_) grew; called with no lock held.
+  void note_detected_steps(uint64_t ended) noexcept;
   void stop_thread();
   // Processing thread: publishes the newest step whose records have all arrived (live metrics).
   void publish_live();
@@ -211,6 +231,7 @@ class GpuCapture {
   struct Completed {
     uint8_t* buffer;
     size_t valid_size;
+    bool client_overhead;  // a profiler sharing CUPTI got its overhead records (ClientMux)
   };
   std::vector<Completed> queue_;  // FIFO: buffers are ingested in completion order
   bool busy_ = false;             // the processing thread holds a dequeued buffer
@@ -227,6 +248,11 @@ class GpuCapture {
   uint64_t records_seen_ = 0;  // processing thread only
   std::vector<core::GpuAggregator::PendingGroupKernel> pending_groups_;  // processing thread only
   std::vector<core::CommGroupRecord> group_members_;  // processing thread only, by pending kernel
+
+  core::CostSums launch_cost_;  // one launch in kCostEvery
+  core::CostSums buffer_cost_;  // every buffer request and completion
+  core::CostSums flush_cost_;   // every flush on an application thread
+  std::atomic<uint64_t> overhead_ns_{0};  // CUPTI's overhead records so far (processing thread)
 
   std::atomic<bool> live_{false};
   std::mutex live_mu_;  // leaf: the published figures (written by the processing thread only)
@@ -249,6 +275,7 @@ class GpuCapture {
   std::deque<DetectedNote> detected_notes_;
   std::atomic<uint64_t> live_late_{0};
   bool device_resolved_ = false;  // processing thread only
+  uint64_t detected_noted_ = 0;   // processing thread only: note_detected_steps' last count
   // Written once by the processing thread, then published by device_named_: read lock-free
   // (a signal-time summary takes no lock for it).
   std::string device_name_;

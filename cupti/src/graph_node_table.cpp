@@ -59,4 +59,11 @@ size_t GraphNodeTable::size() const {
   return nodes_.size();
 }
 
+size_t GraphNodeTable::bytes() const {
+  constexpr size_t kNode = 48;  // a hash map node's pointers and header beyond its value
+  std::lock_guard<std::mutex> lock(mu_);
+  return nodes_.size() * (sizeof(uint64_t) + sizeof(core::LaunchContext) + kNode) +
+         clones_of_.size() * (2 * sizeof(uint64_t) + kNode) + retired_.size() * sizeof(uint64_t);
+}
+
 }  // namespace traintime::cupti

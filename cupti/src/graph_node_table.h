@@ -32,6 +32,8 @@ class GraphNodeTable {
   bool lookup(uint64_t node_id, core::LaunchContext* out) const;
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }  // lock-free
   size_t size() const;
+  // Its memory now (self_cost.memory): its maps' nodes at a nominal size each, the retired ids.
+  size_t bytes() const;
 
  private:
   void put_locked(uint64_t node_id, const core::LaunchContext& ctx);

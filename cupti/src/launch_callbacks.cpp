@@ -27,7 +27,19 @@ struct LaunchNest {
   uint64_t open = 0;  // ticket of this launch's context, claimed and not yet published (0: none)
   core::LaunchContext ctx;
   CorrelationTable::Writer writer;  // this thread's chunk of the correlation table
+  // self_cost (GpuCapture::launch_cost_edge): launches until the window opens (while it is
+  // open, kWindowOpen less the launches begun since); whether this thread's callbacks are being
+  // timed; the window's time so far, its pairs of readings, and what to take out of the current
+  // callback's (a flush it ran, timed on its own).
+  uint32_t cost_left = core::kCostPhase;
+  bool timing = false;
+  uint32_t timed_pairs = 0;
+  uint64_t timed_ticks = 0;
+  uint64_t excluded_ticks = 0;
 };
+// cost_left while a window is open: on_launch_begin's countdown never reaches 0 in it, so the
+// branch that opens windows is not taken (nor mispredicted) between the readings.
+constexpr uint32_t kWindowOpen = 1u << 30;
 thread_local LaunchNest t_nest __attribute__((tls_model("initial-exec")));
 
 // A launching thread that exits gives its chunk of the table back (correlation_table.h), so its
@@ -53,9 +65,64 @@ __attribute__((noinline)) void GpuCapture::watch_thread_exit() noexcept {
 void CUPTIAPI GpuCapture::on_callback(void* self_ptr, CUpti_CallbackDomain domain,
                                       CUpti_CallbackId cbid, const void* data) {
   auto* self = static_cast<GpuCapture*>(self_ptr);
+  // A launch window being timed (self_cost): one launch in kCostEvery.
+  if (__builtin_expect(t_nest.timing, 0)) return self->timed_callback(domain, cbid, data);
   // A profiler whose subscription rides on traintime's gets the calls it enabled, capture or not.
   if (__builtin_expect(self->mux_.active(), 0)) return self->shared_callback(domain, cbid, data);
-  self->own_callback(domain, cbid, data);
+  return self->own_callback(domain, cbid, data);
+}
+
+// A callback of a timed window. Its two readings bracket the very call every callback makes
+// (own_callback, out of line, which the untimed path reaches by a tail call), with no branch
+// between them that an untimed callback does not take: a sampled call's own branches (is it
+// timed? does the window close?) are decided before the first reading or after the second,
+// where their mispredictions (the sampled branch goes the rare way) cost nothing the estimate
+// sees. The profiler's own callbacks (not ours) run first; a flush or a buffer callback run in
+// it is in its own row and taken out.
+__attribute__((noinline)) void GpuCapture::timed_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                                          const void* data) {
+  if (mux_.active()) mux_.dispatch(domain, cbid, data);
+  LaunchNest& nest = t_nest;
+  const uint64_t buffers = buffer_ticks_here();
+  const uint32_t left = nest.cost_left;
+  core::FastClock& clock = core::process_clock();
+  const uint64_t from = clock.ticks();
+  own_callback(domain, cbid, data);
+  const uint64_t d = clock.ticks() - from;
+  const uint64_t other = nest.excluded_ticks + (buffer_ticks_here() - buffers);
+  nest.timed_ticks += d > other ? d - other : 0;
+  nest.excluded_ticks = 0;
+  ++nest.timed_pairs;
+  // A launch began in this callback (on_launch_begin counted it down): the window closes.
+  if (nest.cost_left != left) {
+    launch_cost_.add(nest.timed_ticks, nest.timed_pairs);
+    nest.timing = false;
+    nest.cost_left = static_cast<uint32_t>(core::kCostEvery) - 1;
+  }
+}
+
+// The launch window opens at a launch's begin (an untimed callback): the rest of this launch's
+// callbacks and the next launch's first are timed (one launch's worth, with whatever else the
+// thread's callbacks did between); timed_callback closes it at the next launch's begin.
+__attribute__((noinline)) void GpuCapture::launch_cost_edge() noexcept {
+  LaunchNest& nest = t_nest;
+  nest.timing = true;
+  nest.timed_ticks = 0;
+  nest.timed_pairs = 0;
+  nest.excluded_ticks = 0;
+  nest.cost_left = kWindowOpen;
+}
+
+void GpuCapture::timed_flush(bool forced, bool try_only) {
+  core::FastClock& clock = core::process_clock();
+  const uint64_t buffers = buffer_ticks_here();
+  const uint64_t t0 = clock.ticks();
+  flush(forced, try_only);
+  const uint64_t d = clock.ticks() - t0;
+  const uint64_t nested = buffer_ticks_here() - buffers;
+  const uint64_t own = d > nested ? d - nested : 0;
+  flush_cost_.add(own, 1, ~uint64_t{0});
+  t_nest.excluded_ticks += own;
 }
 
 __attribute__((noinline)) void GpuCapture::shared_callback(CUpti_CallbackDomain domain,
@@ -64,7 +131,8 @@ __attribute__((noinline)) void GpuCapture::shared_callback(CUpti_CallbackDomain 
   own_callback(domain, cbid, data);
 }
 
-void GpuCapture::own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+__attribute__((noinline)) void GpuCapture::own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                                        const void* data) {
   if (!capturing_.load(std::memory_order_relaxed)) return;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     on_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));  // keeps errno
@@ -126,6 +194,7 @@ __attribute__((noinline)) void GpuCapture::on_launch_begin(CUpti_CallbackDomain 
                                                            CUpti_CallbackId cbid,
                                                            const CUpti_CallbackData* cb, ApiRole role) {
   LaunchNest& nest = t_nest;
+  if (__builtin_expect(--nest.cost_left == 0, 0)) launch_cost_edge();
   current_context(&nest.ctx);
   // An NCCL kernel launched by NCCL's own thread: only when some call waits for one (one
   // relaxed load) is the kernel's name looked at.
@@ -155,7 +224,7 @@ __attribute__((noinline)) void GpuCapture::on_api_control(ApiRole role,
     // Lock order: core/lock_order.h.
     if (cb->callbackSite == CUPTI_API_EXIT) {
       const int saved_errno = errno;
-      flush(false, true);
+      timed_flush(false, true);
       errno = saved_errno;
     }
     return;

@@ -67,18 +67,25 @@ void GpuCapture::processing_loop() {
     if (recorder_) recorder_->on_buffer(item.buffer, item.valid_size);
     // Steps whose memory records are all in (this buffer is still out): asked before agg_mu_.
     const uint64_t memory_complete = complete_steps();
+    uint64_t detected = 0;
     {
       std::lock_guard<std::mutex> agg(agg_mu_);
       transfer_dropped();
       take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
       pipeline_->memory().set_complete_below(memory_complete);
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
+      pipeline_->free_overhead_data(!item.client_overhead);
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
+      uint64_t overhead_ns = 0;
+      for (const auto& [kind, o] : pipeline_->stats().overhead) overhead_ns += o.ns;
+      overhead_ns_.store(overhead_ns, std::memory_order_relaxed);
       live_late_.store(aggregator_->records_after_publish(), std::memory_order_relaxed);
       aggregator_->take_pending_groups(&pending_groups_);
+      if (step_feed_) detected = step_feed_->detected_ended();
     }
     if (!pending_groups_.empty()) split_group_kernels();
+    note_detected_steps(detected);
     if (const uint32_t steps = steps_completed()) {
       const bool live = live_.load(std::memory_order_relaxed);
       const uint64_t per_step = records_seen_ / steps + 1;
@@ -101,12 +108,21 @@ void GpuCapture::processing_loop() {
 
 void GpuCapture::finish_steps() {
   if (!step_feed_) return;
+  uint64_t detected = 0;
   {
     std::lock_guard<std::mutex> agg(agg_mu_);
     step_feed_->finish();
     aggregator_->take_pending_groups(&pending_groups_);
+    detected = step_feed_->detected_ended();
   }
   if (!pending_groups_.empty()) split_group_kernels();
+  note_detected_steps(detected);
+}
+
+void GpuCapture::note_detected_steps(uint64_t ended) noexcept {
+  if (ended <= detected_noted_) return;
+  detected_noted_ = ended;
+  if (hooks_.on_detected_steps) hooks_.on_detected_steps(ended);
 }
 
 void GpuCapture::split_group_kernels() {

@@ -117,6 +117,7 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
   g_comm_epoch.fetch_add(1, std::memory_order_acq_rel);
   set_capture_watch(false);  // until GPU capture says it watches (never, in a fork child)
   reset_pending();
+  forget_cost_after_fork();  // a fork child counts none of the parent's calls
   if (table == nullptr) return;
   auto* r = new (std::nothrow) Registry();
   if (r == nullptr) return;
@@ -151,6 +152,8 @@ core::CommSummary summary() {
            " NCCL call(s) found no NCCL function in the process and returned ncclSystemError; "
            "load the NCCL the program was built with";
   });
+  cost_into(sec);
+  sec.own_memory("call table", r.table->bytes());
   out.calls = r.table->snapshot();
   if (out.calls.comms.empty()) return out;
   sec.count("unregistered", r.unregistered.load(std::memory_order_relaxed), [](uint64_t n) {

@@ -107,4 +107,9 @@ void note_missing_real(const char* function) noexcept;
 void count_unregistered_call() noexcept;
 uint64_t unregistered_calls() noexcept;
 
+// nccl_wrappers.cpp: the wrappers' self_cost row into the section; a fork child (configure())
+// forgets the parent's counts.
+void cost_into(core::Section& section);
+void forget_cost_after_fork() noexcept;
+
 }  // namespace traintime::nccl

@@ -63,6 +63,7 @@
 #include "nccl_registry.h"
 #include "nccl_resolve.h"
 #include "pending_calls.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/nccl/nccl_interposer.h"
 
 namespace traintime::nccl {
@@ -142,6 +143,12 @@ struct ThreadState {
   const CommEntry* cached_entry = nullptr;
   uint32_t cached_comm_id = 0;
   uint32_t cached_epoch = 0;
+  // self_cost: calls left until the next one the cold path sees (the first call, then the
+  // kCostPhase-th, then every kCostEvery-th), the countdown's length when it was set, and this
+  // thread's published count (made at its first call). The wrapper's hot path only counts down.
+  uint32_t cost_left = 1;
+  uint32_t cost_period = 1;
+  core::ThreadCalls::Counter* cost = nullptr;
 };
 
 // Initial-exec: libtraintime.so is loaded at start-up (LD_PRELOAD), never by dlopen, and already
@@ -155,6 +162,67 @@ struct ThreadState {
 #endif
 TT_CONSTINIT thread_local ThreadState t_nccl __attribute__((tls_model("initial-exec")));
 #undef TT_CONSTINIT
+
+// What the wrappers cost (self_cost "NCCL wrappers", core/self_cost.h). The hot path of
+// run_op, group_start and run_group_end counts down one plain thread-local counter and tests it
+// (cost_due): no atomic, no pointer, no clock. When it runs out, the call goes through
+// cost_sampled() (noinline, with its own copy of the arguments, so the hot path's arguments stay
+// in registers): it publishes the calls the countdown stood for into the thread's counter, and
+// from the kCostPhase-th call on, one in kCostEvery runs through timed(), which reads the clock
+// around the wrapper and around the real call inside it: the wrapper's own work is the
+// difference (two pairs of readings). A thread's calls since its last sampled one are published
+// at its next (or read by the thread itself: cost_into at exit), so `calls` may lack up to
+// kCostEvery - 1 calls of each other thread still running.
+constexpr uint64_t kCostEvery = 64;
+core::ThreadCalls g_calls;
+core::CostSums g_cost;
+
+inline bool cost_due(ThreadState& t) noexcept { return __builtin_expect(--t.cost_left == 0, 0); }
+
+// The calls the countdown stood for, published; whether this call is one to time.
+bool cost_publish(ThreadState& t) noexcept {
+  core::ThreadCalls::Counter* c = t.cost;
+  if (__builtin_expect(c == nullptr, 0)) {  // the thread's first call: before the wrapper reads errno
+    const int saved = errno;
+    c = t.cost = g_calls.join();
+    errno = saved;
+  }
+  const uint64_t n = t.cost_period;  // the calls since the last publication, this one included
+  uint64_t calls = n;
+  if (c != nullptr) {
+    calls = c->calls.load(std::memory_order_relaxed) + n;
+    c->calls.store(calls, std::memory_order_relaxed);
+  }
+  // Next stop: the kCostPhase-th call, then every kCostEvery-th (core::cost_timed).
+  const uint64_t next = calls < core::kCostPhase ? core::kCostPhase : calls + kCostEvery;
+  t.cost_left = t.cost_period = static_cast<uint32_t>(next - calls);
+  return core::cost_timed(calls, kCostEvery);
+}
+
+// body(real) runs the wrapper with `real` in place of its invoke: the real call timed apart.
+template <typename Body, typename Invoke>
+ncclResult_t timed(Body&& body, Invoke& invoke) {
+  core::FastClock& clock = core::process_clock();
+  uint64_t in_real = 0;
+  auto real = [&](auto fn) {
+    const uint64_t r0 = clock.ticks();
+    const ncclResult_t r = invoke(fn);
+    in_real += clock.ticks() - r0;
+    return r;
+  };
+  const uint64_t t0 = clock.ticks();
+  const ncclResult_t r = body(real);
+  const uint64_t d = clock.ticks() - t0;  // the readings leave errno alone
+  g_cost.add(d > in_real ? d - in_real : 0, 2);
+  return r;
+}
+
+// A sampled call: published, then run timed or plain.
+template <typename Body, typename Invoke>
+__attribute__((noinline, cold)) ncclResult_t cost_sampled(Body body, Invoke invoke) {
+  if (cost_publish(t_nccl)) return timed(body, invoke);
+  return body(invoke);
+}
 
 // comm_id of `comm` (0 when it cannot be registered) and its entry, from the thread's last
 // answer while the registry's epoch is unchanged.
@@ -267,8 +335,22 @@ void note_group_launch(ThreadState& t, uint32_t comm_id, const void* stream, con
 
 // One collective or point-to-point call. `invoke(fn)` calls the real function `fn`.
 template <auto Wrapper, typename Invoke>
+__attribute__((always_inline)) inline ncclResult_t op_body(const void* caller, CommOp op, Extent extent, size_t count,
+                     ncclDataType_t type, ncclComm_t comm, cudaStream_t stream, Invoke&& invoke);
+
+template <auto Wrapper, typename Invoke>
 ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
                     ncclDataType_t type, ncclComm_t comm, cudaStream_t stream, Invoke&& invoke) {
+  if (cost_due(t_nccl)) {
+    return cost_sampled(
+        [=](auto& real) { return op_body<Wrapper>(caller, op, extent, count, type, comm, stream, real); }, invoke);
+  }
+  return op_body<Wrapper>(caller, op, extent, count, type, comm, stream, invoke);
+}
+
+template <auto Wrapper, typename Invoke>
+__attribute__((always_inline)) inline ncclResult_t op_body(const void* caller, CommOp op, Extent extent, size_t count,
+                     ncclDataType_t type, ncclComm_t comm, cudaStream_t stream, Invoke&& invoke) {
   const Entry<Wrapper> e(caller);
   if (e.fn == nullptr) return missing_real<Wrapper>();
   ThreadState& t = t_nccl;
@@ -388,7 +470,17 @@ uint64_t unique_id_hash(const ncclUniqueId* ids, int n) {
 // Ends the application's group on this thread: NCCL decrements its group depth on every
 // ncclGroupEnd/ncclGroupSimulateEnd made inside a group, whatever it returns.
 template <auto Wrapper, typename Invoke>
+__attribute__((always_inline)) inline ncclResult_t group_end_body(const void* caller, bool launches, Invoke&& invoke);
+
+template <auto Wrapper, typename Invoke>
 ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
+  if (cost_due(t_nccl))
+    return cost_sampled([=](auto& real) { return group_end_body<Wrapper>(caller, launches, real); }, invoke);
+  return group_end_body<Wrapper>(caller, launches, invoke);
+}
+
+template <auto Wrapper, typename Invoke>
+__attribute__((always_inline)) inline ncclResult_t group_end_body(const void* caller, bool launches, Invoke&& invoke) {
   const Entry<Wrapper> e(caller);
   if (e.fn == nullptr) return missing_real<Wrapper>();
   ThreadState& t = t_nccl;
@@ -437,18 +529,19 @@ ncclResult_t run_group_end(const void* caller, bool launches, Invoke&& invoke) {
   return r;
 }
 
-ncclResult_t group_start(const void* caller) {
+template <typename Invoke>
+__attribute__((always_inline)) inline ncclResult_t group_start_body(const void* caller, Invoke&& invoke) {
   const Entry<&::ncclGroupStart> e(caller);
   if (e.fn == nullptr) return missing_real<&::ncclGroupStart>();
   ThreadState& t = t_nccl;
   if (t.depth > 0 || !recording()) {
     errno = e.entry_errno;
-    return e.fn();
+    return invoke(e.fn);
   }
   ++t.depth;
   if (t.group_depth == 0) group_members(t);  // the thread's one allocation, outside NCCL
   int exit_errno = 0;
-  const ncclResult_t r = call_real([&] { return e.fn(); }, e.entry_errno, &exit_errno);
+  const ncclResult_t r = call_real([&] { return invoke(e.fn); }, e.entry_errno, &exit_errno);
   if (r == ncclSuccess) {
     if (t.group_depth++ == 0) {
       t.group_count = 0;
@@ -463,7 +556,38 @@ ncclResult_t group_start(const void* caller) {
   return r;
 }
 
+ncclResult_t group_start(const void* caller) {
+  auto invoke = [](auto fn) { return fn(); };
+  if (cost_due(t_nccl)) return cost_sampled([=](auto& real) { return group_start_body(caller, real); }, invoke);
+  return group_start_body(caller, invoke);
+}
+
 }  // namespace
+
+namespace {
+// The calls published, and the calling thread's own since its last publication.
+uint64_t calls_so_far() noexcept {
+  const ThreadState& t = t_nccl;
+  return g_calls.total() + (t.cost != nullptr ? t.cost_period - t.cost_left : 0);
+}
+}  // namespace
+
+void cost_into(core::Section& section) {
+  section.cost(core::cost_row("NCCL wrappers", calls_so_far(), kCostEvery, g_cost));
+}
+
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
+  c.at(core::SampledPath::kNccl) = g_cost.so_far(pair_ticks);
+  if (calls) c.calls_at(core::SampledPath::kNccl) = calls_so_far();
+}
+
+void forget_cost_after_fork() noexcept {
+  g_calls.forget();
+  g_cost.reset();
+  ThreadState& t = t_nccl;
+  t.cost = nullptr;
+  t.cost_left = t.cost_period = 1;
+}
 
 const Call* current_call() noexcept {
   ThreadState& t = t_nccl;
@@ -486,33 +610,33 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
   return tn::run_op<&ncclAllReduce>(TT_CALLER, CommOp::kAllReduce, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
   return tn::run_op<&ncclBroadcast>(TT_CALLER, CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
                        ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclBcast>(TT_CALLER, CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) { return fn(buff, count, datatype, root, comm, stream); });
+      [=](auto fn) { return fn(buff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                         cudaStream_t stream) {
   return tn::run_op<&ncclReduce>(TT_CALLER, CommOp::kReduce, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclAllGather>(TT_CALLER, CommOp::kAllGather, Extent::kTimesRanks, sendcount, datatype,
-      comm, stream, [&](auto fn) { return fn(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+      comm, stream, [=](auto fn) { return fn(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -520,37 +644,37 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                cudaStream_t stream) {
   return tn::run_op<&ncclReduceScatter>(TT_CALLER, CommOp::kReduceScatter, Extent::kTimesRanks, recvcount,
       datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclAlltoAll>(TT_CALLER, CommOp::kAlltoAll, Extent::kTimesRanks, count, datatype, comm,
-      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, comm, stream); });
+      stream, [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclGather>(TT_CALLER, CommOp::kGather, Extent::kTimesRanks, count, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclScatter>(TT_CALLER, CommOp::kScatter, Extent::kTimesRanks, count, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclSend>(TT_CALLER, CommOp::kSend, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, count, datatype, peer, comm, stream); });
+      [=](auto fn) { return fn(sendbuff, count, datatype, peer, comm, stream); });
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclRecv>(TT_CALLER, CommOp::kRecv, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) { return fn(recvbuff, count, datatype, peer, comm, stream); });
+      [=](auto fn) { return fn(recvbuff, count, datatype, peer, comm, stream); });
 }
 
 // NCCL 2.32: each *Config collective is its classic call plus a per-call configuration, and
@@ -559,21 +683,21 @@ ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t co
                                  ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                  cudaStream_t stream, const ncclCollConfig_t* config) {
   return tn::run_op<&ncclAllReduceConfig>(TT_CALLER, CommOp::kAllReduce, Extent::kBuffer, count, datatype, comm,
-      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, comm, stream, config); });
+      stream, [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, comm, stream, config); });
 }
 
 ncclResult_t ncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
                                  ncclDataType_t datatype, int root, ncclComm_t comm,
                                  cudaStream_t stream, const ncclCollConfig_t* config) {
   return tn::run_op<&ncclBroadcastConfig>(TT_CALLER, CommOp::kBroadcast, Extent::kBuffer, count, datatype, comm,
-      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
+      stream, [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
 }
 
 ncclResult_t ncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
                               ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                               cudaStream_t stream, const ncclCollConfig_t* config) {
   return tn::run_op<&ncclReduceConfig>(TT_CALLER, CommOp::kReduce, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream, config); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream, config); });
 }
 
 ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
@@ -581,7 +705,7 @@ ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t se
                                  const ncclCollConfig_t* config) {
   return tn::run_op<&ncclAllGatherConfig>(TT_CALLER, CommOp::kAllGather, Extent::kTimesRanks, sendcount,
       datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, sendcount, datatype, comm, stream, config); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, sendcount, datatype, comm, stream, config); });
 }
 
 ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -589,28 +713,28 @@ ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_
                                      cudaStream_t stream, const ncclCollConfig_t* config) {
   return tn::run_op<&ncclReduceScatterConfig>(TT_CALLER, CommOp::kReduceScatter, Extent::kTimesRanks,
       recvcount, datatype, comm, stream,
-      [&](auto fn) { return fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, config); });
+      [=](auto fn) { return fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, config); });
 }
 
 ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
                                 const ncclCollConfig_t* config) {
   return tn::run_op<&ncclAlltoAllConfig>(TT_CALLER, CommOp::kAlltoAll, Extent::kTimesRanks, count, datatype,
-      comm, stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, comm, stream, config); });
+      comm, stream, [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, comm, stream, config); });
 }
 
 ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
                               ncclDataType_t datatype, int root, ncclComm_t comm,
                               cudaStream_t stream, const ncclCollConfig_t* config) {
   return tn::run_op<&ncclGatherConfig>(TT_CALLER, CommOp::kGather, Extent::kTimesRanks, count, datatype, comm,
-      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
+      stream, [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
 }
 
 ncclResult_t ncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
                                ncclDataType_t datatype, int root, ncclComm_t comm,
                                cudaStream_t stream, const ncclCollConfig_t* config) {
   return tn::run_op<&ncclScatterConfig>(TT_CALLER, CommOp::kScatter, Extent::kTimesRanks, count, datatype, comm,
-      stream, [&](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
+      stream, [=](auto fn) { return fn(sendbuff, recvbuff, count, datatype, root, comm, stream, config); });
 }
 
 // NCCL 2.32's one-sided calls: PutSignal's bytes are its local buffer (count × element size,
@@ -619,7 +743,7 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
                            unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
   return tn::run_op<&ncclPutSignal>(TT_CALLER, CommOp::kPutSignal, Extent::kBuffer, count, datatype, comm, stream,
-      [&](auto fn) {
+      [=](auto fn) {
         return fn(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm, stream);
       });
 }
@@ -627,13 +751,13 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
 ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
                         cudaStream_t stream) {
   return tn::run_op<&ncclSignal>(TT_CALLER, CommOp::kSignal, Extent::kBuffer, 0, ncclInt8, comm, stream,
-      [&](auto fn) { return fn(peer, sigIdx, ctx, flags, comm, stream); });
+      [=](auto fn) { return fn(peer, sigIdx, ctx, flags, comm, stream); });
 }
 
 ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
                             cudaStream_t stream) {
   return tn::run_op<&ncclWaitSignal>(TT_CALLER, CommOp::kWaitSignal, Extent::kBuffer, 0, ncclInt8, comm, stream,
-      [&](auto fn) { return fn(nDesc, signalDescs, comm, stream); });
+      [=](auto fn) { return fn(nDesc, signalDescs, comm, stream); });
 }
 
 ncclResult_t ncclGroupStart() { return tn::group_start(TT_CALLER); }
@@ -645,7 +769,7 @@ ncclResult_t ncclGroupEnd() {
 // Ends the group without launching it. Its ops were counted when queued: simulated groups
 // (tuning code) inflate calls/bytes; see docs.
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  return tn::run_group_end<&ncclGroupSimulateEnd>(TT_CALLER, false, [&](auto fn) { return fn(simInfo); });
+  return tn::run_group_end<&ncclGroupSimulateEnd>(TT_CALLER, false, [=](auto fn) { return fn(simInfo); });
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {

@@ -42,6 +42,7 @@
 #include <unordered_set>
 
 #include "traintime/core/nvtx_domains.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/nvtx/nvtx_injection.h"
 
 static_assert(std::is_same_v<traintime::nvtx::GetExportTable, NvtxGetExportTableFunc_t>,
@@ -215,33 +216,75 @@ void end(nvtxRangeId_t id) {
   errno = saved_errno;
 }
 
-int NVTX_API RangePushA(const char* message) { return push(&g_default, message); }
-int NVTX_API RangePushW(const wchar_t* message) { return push(&g_default, narrow(message).c_str()); }
-int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
-  std::string scratch;
-  return push(&g_default, message_of(a, scratch));
+// What the handlers cost (self_cost "NVTX ranges", core/self_cost.h): each push, pop, start and
+// end is counted on its thread, and one in kCostEvery is timed in full (the region it records
+// included: the preload does not count NVTX's regions as annotations).
+thread_local core::ThreadCalls::Counter* t_cost __attribute__((tls_model("initial-exec"))) = nullptr;
+core::ThreadCalls g_calls;
+core::CostSums g_cost;
+
+template <class F>
+auto counted(F f) {
+  core::ThreadCalls::Counter* c = t_cost;
+  if (__builtin_expect(c == nullptr, 0)) {  // the thread's first call
+    const int saved_errno = errno;
+    c = t_cost = g_calls.join();
+    errno = saved_errno;
+  }
+  if (__builtin_expect(c == nullptr || !c->count(core::kCostEvery), 1)) return f();
+  core::FastClock& clock = core::process_clock();
+  const uint64_t t0 = clock.ticks();
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    g_cost.add(clock.ticks() - t0);
+  } else {
+    const auto r = f();
+    g_cost.add(clock.ticks() - t0);
+    return r;
+  }
 }
-int NVTX_API RangePop() { return pop(&g_default); }
-nvtxRangeId_t NVTX_API RangeStartA(const char* message) { return start(&g_default, message); }
+
+int NVTX_API RangePushA(const char* message) { return counted([&] { return push(&g_default, message); }); }
+int NVTX_API RangePushW(const wchar_t* message) {
+  return counted([&] { return push(&g_default, narrow(message).c_str()); });
+}
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
+  return counted([&] {
+    std::string scratch;
+    return push(&g_default, message_of(a, scratch));
+  });
+}
+int NVTX_API RangePop() { return counted([] { return pop(&g_default); }); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* message) {
+  return counted([&] { return start(&g_default, message); });
+}
 nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* message) {
-  return start(&g_default, narrow(message).c_str());
+  return counted([&] { return start(&g_default, narrow(message).c_str()); });
 }
 nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
-  std::string scratch;
-  return start(&g_default, message_of(a, scratch));
+  return counted([&] {
+    std::string scratch;
+    return start(&g_default, message_of(a, scratch));
+  });
 }
-void NVTX_API RangeEnd(nvtxRangeId_t id) { end(id); }
+void NVTX_API RangeEnd(nvtxRangeId_t id) { counted([&] { end(id); }); }
 
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
-  std::string scratch;
-  return push(domain_of(domain), message_of(a, scratch));
+  return counted([&] {
+    std::string scratch;
+    return push(domain_of(domain), message_of(a, scratch));
+  });
 }
-int NVTX_API DomainRangePop(nvtxDomainHandle_t domain) { return pop(domain_of(domain)); }
+int NVTX_API DomainRangePop(nvtxDomainHandle_t domain) {
+  return counted([&] { return pop(domain_of(domain)); });
+}
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
-  std::string scratch;
-  return start(domain_of(domain), message_of(a, scratch));
+  return counted([&] {
+    std::string scratch;
+    return start(domain_of(domain), message_of(a, scratch));
+  });
 }
-void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
+void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { counted([&] { end(id); }); }
 nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
   const int saved_errno = errno;
   nvtxStringHandle_t h = register_string(s ? s : "");
@@ -334,6 +377,14 @@ void on_fork_child() noexcept {
   t_overflow = 0;
   g_overflows.store(0, std::memory_order_relaxed);
   g_image.store((g_image.load(std::memory_order_relaxed) + 1) & kImageMask, std::memory_order_relaxed);
+  g_calls.forget();  // the parent's calls are the parent's
+  g_cost.reset();
+  t_cost = nullptr;
+}
+
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
+  c.at(core::SampledPath::kNvtx) = g_cost.so_far(pair_ticks);
+  if (calls) c.calls_at(core::SampledPath::kNvtx) = g_calls.total();
 }
 
 core::Section section() {
@@ -343,6 +394,7 @@ core::Section section() {
     return std::to_string(n) + " NVTX range(s) opened beyond " + std::to_string(kMaxOpen) +
            " open on one thread were not recorded";
   });
+  out.cost(core::cost_row("NVTX ranges", g_calls.total(), core::kCostEvery, g_cost));
   return out;
 }
 

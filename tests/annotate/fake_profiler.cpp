@@ -27,7 +27,7 @@ void step(uint64_t, uint64_t) { calls.push_back("step"); }
 
 const tt_api_v1 kApi = {offsetof(tt_api_v1, range_start_category), 1, register_name, push_id, push,
                         push_category, pop, range_start, range_end, step, nullptr, nullptr, nullptr, nullptr,
-                        nullptr, nullptr};
+                        nullptr, nullptr, nullptr};
 
 }  // namespace
 }  // namespace fake

@@ -125,3 +125,50 @@ def test_replay_row_reports_the_cpu_time_per_launch_call_paired_run_by_run(tmp_p
     text = summarize(tmp_path / "lost")
     assert "real trace replay" not in text
     assert "replay_traintime_1: the rank file counts 999 GPU activities, the replay made 1000" in text
+
+
+def launch_results(out: Path, pairs: list[tuple[float, float]], estimates: list[float | None],
+                   launches: int = 100_000) -> None:
+    """bench_sim_launch's runs as bench.sh leaves them: per run the bare tracer's and traintime's
+    CPU time per launch (no tool: 1000 ns), and traintime's rank file with its self_cost row
+    "launch callbacks" (`estimates`: ns per launch; None: no such row)."""
+    for i, ((tracer, traintime), estimate) in enumerate(zip(pairs, estimates), 1):
+        for variant, cpu, injections in (("bare", 1000.0, 0), ("tracer", tracer, 1), ("traintime", traintime, 1)):
+            doc = {"benchmarks": [{"name": "BM_LaunchKernel", "run_type": "iteration", "cpu_time": cpu,
+                                   "time_unit": "ns", "injections": injections}]}
+            (out / f"launch_{variant}_{i}.json").write_text(json.dumps(doc))
+        rank = out / f"rank-launch_traintime_{i}"
+        rank.mkdir()
+        callbacks = [] if estimate is None else [
+            {"module": "cupti", "what": "launch callbacks", "calls": launches, "sampled_every": 1024,
+             "samples": launches // 1024, "estimated": True, "estimated_ns": int(estimate * launches),
+             "spread_ns": 1000}]
+        (rank / "rank-00000.json").write_text(json.dumps({
+            "gpu_capture": "cupti", "categories": {"forward": {"count": launches}},
+            "capture_stats": {"launch_callbacks": launches}, "self_cost": {"callbacks": callbacks}}))
+
+
+def test_launch_callback_estimate_is_judged_against_the_row_measured_in_the_same_runs(tmp_path: Path) -> None:
+    # Measured pairs traintime - tracer: 30, 40, 50 ns (median 40). Estimates inside the pairs: met.
+    raw_results(tmp_path / "in", 300_000, 3 * MIB)
+    launch_results(tmp_path / "in", [(1100, 1130), (1100, 1140), (1100, 1150)], [33.0, 36.0, 47.0])
+    text = summarize(tmp_path / "in")
+    assert "40.0 ns per launch" in row(text, "launch callback, own work")
+    est = row(text, "its self_cost estimate")
+    assert "36.0 ns per launch" in est and "runs 33..47 ns" in est and "pairs 30..50 ns" in est, est
+    assert est.endswith("met"), est
+    # Pairs 39..41 ns: an estimate outside them but within 10 ns of the measured 40 ns is met,
+    # one 15 ns off is MISSED.
+    tight = [(1100, 1139), (1100, 1140), (1100, 1141)]
+    raw_results(tmp_path / "near", 300_000, 3 * MIB)
+    launch_results(tmp_path / "near", tight, [48.0, 49.0, 50.0])
+    assert row(summarize(tmp_path / "near"), "its self_cost estimate").endswith("met")
+    raw_results(tmp_path / "far", 300_000, 3 * MIB)
+    launch_results(tmp_path / "far", tight, [54.0, 55.0, 56.0])
+    assert row(summarize(tmp_path / "far"), "its self_cost estimate").endswith("MISSED")
+    # A rank file without the row is a problem named by its run, not a figure.
+    raw_results(tmp_path / "none", 300_000, 3 * MIB)
+    launch_results(tmp_path / "none", [(1100, 1130), (1100, 1140)], [33.0, None])
+    text = summarize(tmp_path / "none")
+    assert "its self_cost estimate" not in text
+    assert 'launch_traintime_2: no estimated self_cost row "launch callbacks"' in text

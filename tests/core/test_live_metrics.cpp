@@ -170,6 +170,16 @@ TEST_CASE("live metrics: GPU health of the newest finished sampled step, absent 
   }
 }
 
+TEST_CASE("live metrics: traintime's own cost once a step after warm-up ended, absent before", "[live][self_cost]") {
+  LiveInput in = two_steps();
+  CHECK(as_map(in).count("traintime/self_cost_pct") == 0);  // n/a is no metric, not 0
+  in.self_cost_valid = true;
+  in.self_cost_pct = 0.42;
+  const auto m = as_map(in);
+  CHECK(m.at("traintime/self_cost_pct") == 0.42);
+  CHECK(m.size() == 5);
+}
+
 TEST_CASE("clock-event reason names and bits round-trip, unknown names are no bit", "[live][nvml]") {
   const uint64_t mask = 0x1 | 0x40 | (uint64_t{1} << 40);
   const std::vector<std::string> names = health_reason_names(mask);

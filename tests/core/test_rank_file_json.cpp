@@ -20,6 +20,7 @@
 #include "traintime/core/rank_file_json.h"
 #include "traintime/core/region_registry.h"
 #include "traintime/core/section.h"
+#include "traintime/core/self_cost.h"
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -175,7 +176,73 @@ RankFile full_rank_file() {
   f.capture_stats = {true, 40, 123456, 120000, 3.25, 123000, 400, 56, 7};
   f.warnings = {"TRAINTIME_WARMUP_STEPS=\"abc\" is not a non-negative integer; using the default 2",
                 "unbalanced tt_pop"};
+  SelfCost& sc = f.self_cost;
+  sc.present = true;
+  sc.threads = {{"tt-cupti", 123456789}, {"tt-hang", 2345}};
+  CallbackCost launch;
+  launch.module = "cupti";
+  launch.what = "launch callbacks";
+  launch.calls = 120000;
+  launch.sampled_every = 1024;
+  launch.samples = 117;
+  launch.interrupted = 2;
+  launch.estimated_ns = 3600000;
+  launch.spread_ns = 41000;
+  CallbackCost unmeasured;  // calls and no timed call yet: n/a
+  unmeasured.module = "nccl";
+  unmeasured.what = "NCCL wrappers";
+  unmeasured.calls = 12;
+  unmeasured.sampled_every = 64;
+  unmeasured.measured = false;
+  CallbackCost flush = exact_row("flushes", 3, 7000000);
+  flush.module = "cupti";
+  sc.callbacks = {launch, unmeasured, flush};
+  sc.memory = {{"cupti", "activity buffers", 5000000}, {"annotations", "thread states", 70000}};
+  sc.peak_bytes = 5070000;
+  sc.written_bytes = 987654;
+  sc.callbacks_ns = 10600000;
+  sc.has_pct = true;
+  sc.pct = 0.3125;
+  sc.steps_wall_ns = 900000000;
+  sc.steps_callbacks_ns = 2812500;
   return f;
+}
+
+void check_self_cost(const SelfCost& a, const SelfCost& b) {
+  CHECK(a.present == b.present);
+  REQUIRE(a.threads.size() == b.threads.size());
+  for (std::size_t i = 0; i < a.threads.size(); ++i) {
+    CHECK(a.threads[i].name == b.threads[i].name);
+    CHECK(a.threads[i].cpu_ns == b.threads[i].cpu_ns);
+  }
+  REQUIRE(a.callbacks.size() == b.callbacks.size());
+  for (std::size_t i = 0; i < a.callbacks.size(); ++i) {
+    const CallbackCost &x = a.callbacks[i], &y = b.callbacks[i];
+    INFO("callbacks[" << i << "] " << y.what);
+    CHECK(x.module == y.module);
+    CHECK(x.what == y.what);
+    CHECK(x.calls == y.calls);
+    CHECK(x.sampled_every == y.sampled_every);
+    CHECK(x.samples == y.samples);
+    CHECK(x.interrupted == y.interrupted);
+    CHECK(x.estimated == y.estimated);
+    CHECK(x.measured == y.measured);
+    CHECK(x.estimated_ns == y.estimated_ns);
+    CHECK(x.spread_ns == y.spread_ns);
+  }
+  REQUIRE(a.memory.size() == b.memory.size());
+  for (std::size_t i = 0; i < a.memory.size(); ++i) {
+    CHECK(a.memory[i].module == b.memory[i].module);
+    CHECK(a.memory[i].what == b.memory[i].what);
+    CHECK(a.memory[i].peak_bytes == b.memory[i].peak_bytes);
+  }
+  CHECK(a.peak_bytes == b.peak_bytes);
+  CHECK(a.written_bytes == b.written_bytes);
+  CHECK(a.callbacks_ns == b.callbacks_ns);
+  CHECK(a.has_pct == b.has_pct);
+  CHECK(a.pct == b.pct);
+  CHECK(a.steps_wall_ns == b.steps_wall_ns);
+  CHECK(a.steps_callbacks_ns == b.steps_callbacks_ns);
 }
 
 void check_memory(const MemoryFigures& a, const MemoryFigures& b) {
@@ -319,6 +386,7 @@ void check_same(const RankFile& a, const RankFile& b) {
     CHECK(s.detail[i].torch_memory.reserved_bytes == t.detail[i].torch_memory.reserved_bytes);
   }
   check_memory(a.memory, b.memory);
+  check_self_cost(a.self_cost, b.self_cost);
 
   REQUIRE(a.comm.size() == b.comm.size());
   for (std::size_t i = 0; i < a.comm.size(); ++i) {

@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from testlib import Checks, check, clean_env, load_json
+from testlib import Checks, check, load_json, sim_env
 
 OWN_THREADS = {"tt-cupti", "tt-writer", "tt-snapshot", "tt-hang", "tt-nvml"}
 # Blocked on every thread of ours: the application's asynchronous signals.
@@ -28,16 +28,6 @@ SYNCHRONOUS = [signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, sig
 RUNS = 20
 FILE_WITHIN_S = 2.0
 SYS_TGKILL = {"x86_64": 234, "aarch64": 131}
-
-
-def sim_env(build_dir: Path, out: Path, extra: dict[str, str]) -> dict[str, str]:
-    for f in (build_dir / "lib" / "libtraintime.so", build_dir / "bin" / "sim_train",
-              build_dir / "sim" / "libcupti.so.13"):
-        check(f.exists(), f"{f} is not built")
-    return clean_env({"LD_LIBRARY_PATH": str(build_dir / "sim"),
-                      "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
-                      "TRAINTIME_CUPTI_LIB": str(build_dir / "sim" / "libcupti.so.13"),
-                      "TRAINTIME_OUTPUT": str(out), **extra})
 
 
 def launch_loop(build_dir: Path, env: dict[str, str]) -> subprocess.Popen:

@@ -53,6 +53,16 @@ def check_run(c: Checks, out: Path, ran: dict[str, Any], backward_layers: bool, 
     steps = doc["steps"]
     c.check((steps["count"], steps["samples"], steps["tokens"]) == (STEPS, FORWARDS * BATCH, FORWARDS * BATCH * SEQ),
             f"steps {steps['count']}, samples {steps['samples']}, tokens {steps['tokens']}")
+    # The hooks' own cost (self_cost, timed in Python, reported through the annotation table):
+    # every forward pre and post hook, loader next() and optimizer step counted.
+    hooks = [r for r in doc.get("self_cost", {}).get("callbacks", [])
+             if (r["module"], r["what"]) == ("torch", "traintime.torch hooks")]
+    least = FORWARDS * 2 * (len(LAYERS) if layers else 1) + FORWARDS + STEPS
+    if c.check(len(hooks) == 1, f"self_cost has {len(hooks)} rows of traintime.torch's hooks"):
+        h = hooks[0]
+        c.check(h["calls"] >= least and h["sampled_every"] == 64 and h["estimated"],
+                f"traintime.torch hooks: {h} (at least {least} calls, one in 64 timed)")
+        c.check(h["samples"] >= 1 and h.get("estimated_ns", 0) > 0, f"traintime.torch hooks not measured: {h}")
 
 
 def test_debian_torch_1_13_per_layer_forward_and_loader(build_dir: Path, tmp_path: Path) -> None:

@@ -1147,3 +1147,69 @@ def test_memory_view_with_cupti_figures_alone_names_no_headroom(build_dir: Path,
     assert "GPU memory:" not in text and "of their GPU's memory left" not in text
     chart = re.search(r'<figure id="chart-memory">.*?</figure>', shown(build_dir, d, "html"), re.S)
     assert chart and "peak allocated (CUPTI)" in chart.group(0) and "NVML" not in chart.group(0)
+
+
+def self_cost_of(pct: float | None, wall_ns: int, cost_ns: int, launch_ns: int, cpu_ns: int) -> dict:
+    """A rank file's self_cost (docs/schema.md) with the given share and figures."""
+    doc = {"threads": [{"name": "tt-cupti", "cpu_ns": cpu_ns}, {"name": "tt-hang", "cpu_ns": 1_000_000}],
+           "callbacks": [
+               {"module": "cupti", "what": "launch callbacks", "calls": 100_000, "sampled_every": 1024,
+                "samples": 97, "interrupted": 1, "estimated": True, "estimated_ns": launch_ns, "spread_ns": 40_000},
+               {"module": "annotations", "what": "annotations", "calls": 2_000, "sampled_every": 1024,
+                "samples": 1, "interrupted": 0, "estimated": True, "estimated_ns": 30_000, "spread_ns": 30_000},
+               {"module": "nvtx", "what": "NVTX ranges", "calls": 10, "sampled_every": 1024, "samples": 0,
+                "interrupted": 0, "estimated": True}],
+           "memory": [{"module": "cupti", "what": "activity buffers", "peak_bytes": 8 << 20},
+                      {"module": "annotations", "what": "names and paths", "peak_bytes": 1 << 20}],
+           "peak_bytes": 9 << 20, "written_bytes": 3 << 20, "callbacks_ns": launch_ns + 30_000, "estimated": True}
+    if pct is not None:
+        doc.update(pct=pct, steps_wall_ns=wall_ns, steps_callbacks_ns=cost_ns)
+    return doc
+
+
+def test_self_cost_per_rank_job_wide_diagnosis_and_gate(build_dir: Path, tmp_path: Path) -> None:
+    # Rank 0: 0.5 % (5 ms of 1 s); rank 1: 2.5 % (50 ms of 2 s); rank 2: no step after warm-up.
+    # Job-wide: 55 ms of 3 s = 1.833 %; the highest rank's: 2.5 % (rank 1).
+    d = copy_golden(tmp_path / "run")
+    edit(d / "rank-00000.json", lambda doc: doc.update(self_cost=self_cost_of(0.5, 10**9, 5 * 10**6, 4 * 10**6, 7 * 10**6)))
+    edit(d / "rank-00001.json", lambda doc: doc.update(self_cost=self_cost_of(2.5, 2 * 10**9, 50 * 10**6, 6 * 10**6, 9 * 10**6)))
+    edit(d / "rank-00002.json", lambda doc: doc.update(self_cost=self_cost_of(None, 0, 0, 1 * 10**6, 2 * 10**6)))
+    proc = run(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    # The diagnosis line, its wrapped lines joined.
+    flat = " ".join(proc.stdout.split())
+    at = flat.find("traintime's own code took")
+    assert at >= 0, proc.stdout
+    line = flat[at:flat.find(" - ", at)]
+    assert "2.50 % of the steps' wall time on rank 1" in line and "launch callbacks (cupti)" in line, line
+    assert "job-wide 1.83 %" in line and "ranks above" not in line, line  # only rank 1 is above 1 %
+    t = text_table(proc.stdout, "traintime's own cost")
+    # code ms: 4 + 6 + 1 launch + 3 x 0.03; threads: 18 (tt-cupti) + 3 (tt-hang); the highest rank's
+    # 9 MiB peak; 3 x 3 MiB written; one n/a path (NVTX) per rank.
+    assert t["job"][1:8] == ["1.833", "11.1", "21.0", "9.0", "9.0", "3", "launch callbacks (cupti)"], t
+    assert t["1"][1:3] == ["2.500", "6.0"] and t["0"][1:3] == ["0.500", "4.0"] and t["2"][1] == "n/a", t
+    assert t["1"][6:8] == ["1", "launch callbacks (cupti)"], t
+    paths = text_table(proc.stdout, "traintime's own cost by hot path")
+    assert paths["launch callbacks"][1:7] == ["cupti", "3", "300000", "11.000", "0.069", "291"], paths  # sqrt(3) x 0.04 ms
+    assert paths["NVTX ranges"][4] == "n/a", paths
+
+    doc, _ = summary(build_dir, d)
+    s = doc["self_cost"]
+    assert s["ranks"] == 3 and s["max_rank"] == 1 and abs(s["max_pct"] - 2.5) < 1e-9
+    assert abs(s["pct"] - 100 * 55e6 / 3e9) < 1e-9
+    assert [r["rank"] for r in s["per_rank"]] == [1, 0, 2] and s["per_rank"][2]["pct"] is None
+    assert {t["name"]: t["cpu_ms"] for t in s["threads"]} == {"tt-cupti": 18.0, "tt-hang": 3.0}
+
+    assert run(build_dir, d, "--fail-if", "self_cost_pct>1").returncode == 1
+    assert run(build_dir, d, "--fail-if", "self_cost_pct>2.5").returncode == 0
+    # Below 1 % on every rank: no diagnosis line, the table stays.
+    edit(d / "rank-00001.json", lambda doc: doc["self_cost"].update(pct=0.9))
+    quiet = run(build_dir, d).stdout
+    assert "traintime's own code took" not in quiet and "traintime's own cost" in quiet
+
+
+def test_self_cost_table_is_there_without_self_cost_and_the_gate_cannot_judge(build_dir: Path) -> None:
+    proc = run(build_dir, GOLDEN)
+    assert "No rank file has self_cost" in " ".join(proc.stdout.split()), proc.stdout
+    gate = run(build_dir, GOLDEN, "--fail-if", "self_cost_pct>1")
+    assert gate.returncode == 1 and "self_cost_pct" in gate.stderr, gate.stderr

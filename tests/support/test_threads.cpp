@@ -2,6 +2,9 @@
 // instruction, and the starting thread left as it was (its mask, its errno).
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -97,4 +100,80 @@ TEST_CASE("a detached thread of ours runs, named, and says it started", "[thread
   REQUIRE(start_detached(OwnThread::kWriter, [seen] { seen->set_value(look()); }));
   CHECK(errno == 77);
   CHECK(answer.get().name == "tt-writer");
+}
+
+namespace {
+
+// Burns about `ms` of this thread's CPU time.
+void burn_cpu(int ms) {
+  timespec start{}, now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  volatile uint64_t sink = 0;
+  do {
+    for (int i = 0; i < 100000; ++i) sink = sink + static_cast<uint64_t>(i);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+uint64_t cpu_of(const std::vector<traintime::core::ThreadCost>& threads, const std::string& name) {
+  for (const auto& t : threads)
+    if (t.name == name) return t.cpu_ns;
+  return 0;
+}
+
+bool listed(const std::vector<traintime::core::ThreadCost>& threads, const std::string& name) {
+  for (const auto& t : threads)
+    if (t.name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("each thread of ours is accounted for by name: its CPU time while it runs and after it ends",
+          "[threads][self_cost]") {
+  using traintime::support::own_thread_cpu;
+  const uint64_t before = cpu_of(own_thread_cpu(), "tt-snapshot");
+  std::promise<void> burnt, finish;
+  std::thread t = start_thread(OwnThread::kSnapshot, [&] {
+    burn_cpu(60);
+    burnt.set_value();
+    finish.get_future().wait();
+  });
+  burnt.get_future().wait();
+  // Live: read from its CPU clock.
+  const uint64_t running = cpu_of(own_thread_cpu(), "tt-snapshot") - before;
+  CHECK(running >= 55'000'000);
+  CHECK(running < 2'000'000'000);
+  finish.set_value();
+  t.join();
+  // Ended: its last reading stays.
+  const uint64_t ended = cpu_of(own_thread_cpu(), "tt-snapshot") - before;
+  CHECK(ended >= running);
+  // A second thread of the same name adds to the first.
+  std::thread again = start_thread(OwnThread::kSnapshot, [] { burn_cpu(30); });
+  again.join();
+  CHECK(cpu_of(own_thread_cpu(), "tt-snapshot") - before >= ended + 25'000'000);
+}
+
+TEST_CASE("a kind never started is not listed; after a fork the child lists none of the parent's",
+          "[threads][self_cost]") {
+  using traintime::support::own_thread_cpu;
+  std::thread t = start_thread(OwnThread::kHang, [] {});
+  t.join();
+  CHECK(listed(own_thread_cpu(), "tt-hang"));
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    traintime::support::forget_own_threads_after_fork();
+    if (!own_thread_cpu().empty()) _exit(1);
+    // Only the kind the child starts is listed.
+    std::thread nvml = start_thread(OwnThread::kNvml, [] {});
+    nvml.join();
+    const auto threads = own_thread_cpu();
+    _exit(threads.size() == 1 && threads[0].name == "tt-nvml" ? 0 : 2);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -724,6 +724,7 @@ Report analyze(const Job& job) {
   if (job.ranks.empty()) return rep;
 
   rep.steps = step_view(job);
+  rep.self_cost = self_cost_view(job);
 
   // Per rank, and the job-wide shares.
   double span = 0, exposed = 0, idle = 0, comm = 0, compute = 0, busy = 0, unattributed = 0;

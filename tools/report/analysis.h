@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "job.h"
+#include "self_cost_view.h"
 
 namespace traintime::report {
 
@@ -319,6 +320,7 @@ struct Report {
   std::vector<int64_t> incomplete_ranks;  // gpu_records_complete false
   std::vector<WarningGroup> rank_warnings;  // by shape
   std::vector<std::string> capture;  // distinct "gpu_capture: reason" lines with rank counts
+  SelfCostView self_cost;            // traintime's own cost (self_cost_view.h)
 };
 
 Report analyze(const Job& job);

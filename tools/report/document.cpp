@@ -317,6 +317,7 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   if (!r.aux_files.empty())
     k.lines.push_back(u(r.aux_files.size()) + " aux file(s) (other processes that claimed a rank) listed, not merged");
   d.diagnosis.push_back(k);
+  add_self_cost_diagnosis(r.self_cost, d);
 
   if (x.comparison) {
     const Comparison& c = *x.comparison;
@@ -715,6 +716,8 @@ Document build_document(const Report& r, const Extras& x) {
     c.empty_why = "no metric was measured in either run";
     d.tables.push_back(c);
   }
+
+  add_self_cost_tables(r.self_cost, d);
 
   Table w = make("warnings", "Warnings written in the rank files",
                  {{"ranks", false}, {"warning", false}, {"across ranks", false}},

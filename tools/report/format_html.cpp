@@ -378,7 +378,8 @@ std::string charts(const Report& r) {
 
 std::string table_html(const Table& t) {
   std::string s = "<section id=\"table-" + escape(t.id) + "\"><h2>" + escape(t.title) + "</h2>";
-  if (t.rows.empty()) return s + "<p>(none)</p></section>";
+  if (t.rows.empty())
+    return s + "<p>(none)</p>" + (t.note.empty() ? "" : "<p class=\"note\">" + escape(t.note) + "</p>") + "</section>";
   s += "<table><thead><tr>";
   for (std::size_t c = 0; c < t.headers.size(); ++c)
     s += std::string("<th") + (t.numeric[c] ? " class=\"n\"" : "") + ">" + escape(t.headers[c]) + "</th>";

@@ -131,6 +131,7 @@ json summary_json(const Report& r, const Extras& x) {
                                                {"throttle_reasons", v.throttle_reasons}}
                                         : json(nullptr)}});
   out["per_rank"] = ranks;
+  out["self_cost"] = self_cost_json(r.self_cost);
 
   json st = json::array();
   for (const Straggler& s : r.stragglers) {

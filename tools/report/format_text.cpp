@@ -171,8 +171,9 @@ void wrap(std::string& out, const std::string& text, const std::string& first, c
 
 void text_table(std::string& out, const Table& t) {
   out += "\n" + t.title + "\n";
-  if (t.rows.empty()) {
+  if (t.rows.empty()) {  // with the note, which may say why (a table always shown)
     out += "  (none)\n";
+    if (!t.note.empty()) wrap(out, "Note: " + t.note, "  ", "  ");
     return;
   }
   const std::size_t shown = t.text_rows ? std::min(t.text_rows, t.rows.size()) : t.rows.size();
@@ -344,6 +345,7 @@ std::string render_markdown(const Document& d) {
     out += "\n## " + md_cell(t.title) + "\n\n";
     if (t.rows.empty()) {
       out += "(none)\n";
+      if (!t.note.empty()) out += "\n_" + md_cell(t.note) + "_\n";
       continue;
     }
     out += "|";

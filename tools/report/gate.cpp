@@ -42,6 +42,8 @@ constexpr MetricDef kMetrics[] = {
     {"dropped_records", Unit::kCount, "GPU activity records lost, summed over ranks"},
     {"memory_headroom_pct", Unit::kPct,
      "the least GPU memory left over the ranks at their highest use (NVML's whole-GPU view), % of the device's"},
+    {"self_cost_pct", Unit::kPct,
+     "traintime's own estimated cost, % of the measured steps' wall time: the highest rank's (self_cost.pct)"},
     {"bad_files", Unit::kCount, "input problems (files left out or doubtful)"},
     {"ranks", Unit::kCount, "rank files merged"},
 };
@@ -255,6 +257,8 @@ std::vector<Metric> headline_metrics(const Report& r) {
   v["memory_headroom_pct"] = r.memory.empty() || !r.memory.front().nvml
                                  ? std::nullopt : std::optional<double>(r.memory.front().headroom_pct);
   why["memory_headroom_pct"] = "no GPU memory figures in the rank files (gpu_health: NVML sampled while GPU capture ran)";
+  v["self_cost_pct"] = r.self_cost.has_pct ? std::optional<double>(r.self_cost.max_pct) : std::nullopt;
+  why["self_cost_pct"] = "no self_cost.pct in the rank files (an older traintime, or no step after warm-up)";
   v["ranks"] = static_cast<double>(r.ranks);
   std::vector<Metric> out;
   for (const MetricDef& d : kMetrics) out.push_back({d.name, d.unit, d.what, v[d.name], why[d.name], spread[d.name]});

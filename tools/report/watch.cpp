@@ -181,6 +181,7 @@ std::string watch_screen(const Job& job, const Report& r, double interval_s, con
   if (r.steps.gpu)
     s += "exposed comm p50: " + f3(r.steps.exposed_comm.p50) + " ms per step (" +
          f3(r.steps.exposed_comm_pct.p50).substr(0, f3(r.steps.exposed_comm_pct.p50).size() - 2) + " % of the step)\n";
+  s += self_cost_watch_line(r.self_cost);
 
   // A hang, first of all: the collective some ranks wait in while others never entered it.
   for (const Hang& h : r.hangs) {

@@ -139,6 +139,13 @@ typedef struct tt_api_v1 {
   /* --- Appended in 0.5 ----------------------------------------------------------------------- */
   /* A collective run on the CPU (tt_collective above); the process then writes a rank file. */
   void (*collective)(const tt_collective* c);
+  /* A caller's own cost, for the rank file's self_cost.callbacks (docs/schema.md): the row
+   * (module, what) with its figures so far, each report replacing the last: `calls` counted,
+   * one in `every` timed, `samples` of them timed, their own times (each timed call's readings'
+   * difference less the readings' own cost) summed (`sum_ns`) and squared and summed
+   * (`sum_squares_ns`). traintime.torch reports its hooks this way before each step ends. */
+  void (*report_cost)(const char* module, const char* what, uint64_t calls, uint64_t every,
+                      uint64_t samples, uint64_t sum_ns, double sum_squares_ns);
 } tt_api_v1;
 
 /* Whether the table `api` points at has `member` (libraries older than this header lack it). */

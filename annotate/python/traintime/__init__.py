@@ -86,6 +86,9 @@ class _ApiV1(ctypes.Structure):
         ("step_memory2", ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
                                           ctypes.c_uint64, ctypes.c_int)),
         ("collective", ctypes.CFUNCTYPE(None, ctypes.POINTER(_Collective))),
+        ("report_cost", ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64,
+                                         ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                                         ctypes.c_double)),
     ]
 
 
@@ -157,6 +160,8 @@ def _record_collective(group: str, backend: str, group_size: int, group_rank: in
     c = _Collective(ctypes.sizeof(_Collective), group_size, group_rank, 0, group.encode("ascii"),
                     backend.encode("ascii", "replace"), op.encode("ascii"), nbytes, seq, start_ns, end_ns)
     _collective(ctypes.byref(c))
+# A caller's own cost (traintime.torch's hooks, timed in Python); None with older libraries.
+_report_cost = _api.report_cost if _has(_api, "report_cost") else None
 _METRICS_CAPACITY = 128
 
 _ids = {}

@@ -103,8 +103,14 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import traintime
 from traintime import _torch_comm
+from traintime import _self_cost
 
 __all__ = ["instrument", "Handle", "recompute_category"]
+
+# Every hook below counts itself and times one call in _self_cost.EVERY (the rank file's
+# self_cost row "traintime.torch hooks"); a hook around the application's own work (backward,
+# the optimizer's step, the loader's next()) leaves that work out (two pairs of readings).
+_now = _self_cost._now
 
 _patch_lock = threading.Lock()
 _backward_patched = False
@@ -238,11 +244,26 @@ def _patch_backward(torch: Any) -> None:
         backward_region = traintime.region("backward")
         graph_task = _graph_task_check(torch)
 
+        cost = _self_cost.torch_hooks()
+
         def backward(*args: Any, **kwargs: Any) -> Any:
+            if not cost.due():
+                if graph_task() != -1:
+                    return original(*args, **kwargs)
+                with backward_region:
+                    return original(*args, **kwargs)
+            t0 = _now()
             if graph_task() != -1:
+                cost.add(_now() - t0)
                 return original(*args, **kwargs)
-            with backward_region:
+            backward_region.__enter__()
+            t1 = _now()
+            try:
                 return original(*args, **kwargs)
+            finally:
+                t2 = _now()
+                backward_region.__exit__(None, None, None)
+                cost.add(t1 - t0 + _now() - t2, 2)
 
         backward.__wrapped__ = original  # type: ignore[attr-defined]
         backward.__doc__ = original.__doc__
@@ -323,6 +344,7 @@ def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Option
     checkpoint wrapper's inner module, whose forward region is the wrapper's)."""
     forward_region = traintime.region(name, category="forward")
     recompute_region = traintime.region(name, category=recompute_category())
+    cost = _self_cost.torch_hooks()
 
     def enter(args: Any, kwargs: Any) -> None:
         if _is_compiling() or (recompute_only and not _recompute.depth):
@@ -338,17 +360,20 @@ def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Option
 
     if with_kwargs:
         def pre_hook_kw(m: Any, args: Any, kwargs: Any) -> None:
-            enter(args, kwargs)
+            cost.call(enter, args, kwargs)
         pre = module.register_forward_pre_hook(pre_hook_kw, with_kwargs=True)
     else:
         def pre_hook(m: Any, args: Any) -> None:
-            enter(args, {})
+            cost.call(enter, args, {})
         pre = module.register_forward_pre_hook(pre_hook)
 
-    def post_hook(m: Any, args: Any, output: Any) -> None:
+    def leave() -> None:
         # Pops only what this pair pushed (a region skipped while compiling is not on the stack).
         if stack.open and (stack.open[-1] is forward_region or stack.open[-1] is recompute_region):
             stack.open.pop().__exit__(None, None, None)
+
+    def post_hook(m: Any, args: Any, output: Any) -> None:
+        cost.call(leave)
 
     post = (module.register_forward_hook(post_hook, always_call=True) if always_call
             else module.register_forward_hook(post_hook))
@@ -359,21 +384,28 @@ def _backward_range_hooks(module: Any, name: str) -> List[Any]:
     """Cross-thread ranges around `module`'s backward (PyTorch 2.0 on)."""
     open_ids: List[int] = []
     lock = threading.Lock()
+    cost = _self_cost.torch_hooks()
 
-    def pre_hook(m: Any, grad_output: Any) -> None:
+    def start() -> None:
         if _is_compiling():
             return
         rid = traintime.range_start(name, category="backward")
         with lock:
             open_ids.append(rid)
 
-    def post_hook(m: Any, grad_input: Any, grad_output: Any) -> None:
+    def end() -> None:
         if _is_compiling():
             return
         with lock:
             rid = open_ids.pop() if open_ids else 0
         if rid:
             traintime.range_end(rid)
+
+    def pre_hook(m: Any, grad_output: Any) -> None:
+        cost.call(start)
+
+    def post_hook(m: Any, grad_input: Any, grad_output: Any) -> None:
+        cost.call(end)
 
     # A module whose inputs need no gradient (an embedding of token ids) makes PyTorch warn that
     # the post hook fires at its outputs' gradients instead; these ranges expect exactly that.
@@ -405,6 +437,8 @@ def _loader_subclass(cls: type, region: Any) -> type:
     if sub is not None:
         return sub
 
+    cost = _self_cost.torch_hooks()
+
     class _TimedIterator:
         def __init__(self, inner: Any) -> None:
             self._inner = inner
@@ -413,8 +447,18 @@ def _loader_subclass(cls: type, region: Any) -> type:
             return self
 
         def __next__(self) -> Any:
-            with region:
+            if not cost.due():
+                with region:
+                    return next(self._inner)
+            t0 = _now()
+            region.__enter__()
+            t1 = _now()
+            try:
                 return next(self._inner)
+            finally:
+                t2 = _now()
+                region.__exit__(None, None, None)
+                cost.add(t1 - t0 + _now() - t2, 2)
 
         def __len__(self) -> int:
             return len(self._inner)
@@ -593,8 +637,29 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
         record_memory = _memory_recorder(torch, reset_peak_memory)
         optimizer_region = traintime.region("optimizer", category="optimizer")
 
+        cost = _self_cost.torch_hooks()
+
         # A bound method, like the original: LR schedulers wrap optimizer.step through __func__.
         def stepped(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not cost.due():
+                return step_body(self, original_step, args, kwargs)
+            # The optimizer's own step (and the closure it runs) left out: timed apart.
+            inner = [0]
+
+            def timed_step(*a: Any, **k: Any) -> Any:
+                s0 = _now()
+                try:
+                    return original_step(*a, **k)
+                finally:
+                    inner[0] += _now() - s0
+
+            t0 = _now()
+            try:
+                return step_body(self, timed_step, args, kwargs)
+            finally:
+                cost.add(_now() - t0 - inner[0], 2)
+
+        def step_body(self: Any, original_step: Any, args: Any, kwargs: Any) -> Any:
             # Accelerate's optimizer under accelerator.accumulate() is called every micro-batch
             # and steps only when gradients are synchronised: the other calls are no step.
             if not getattr(getattr(self, "gradient_state", None), "sync_gradients", True):
@@ -627,6 +692,7 @@ def instrument(model: Any, optimizer: Any = None, *, depth: int = 0, dataloader:
                         optimizer_region.__exit__(None, None, None)
             if step:
                 record_memory()
+                cost.report()  # the hooks' figures so far, before the step's mark
                 traintime.step(counts["samples"], counts["tokens"])
             counts["samples"] = counts["tokens"] = 0
             return result

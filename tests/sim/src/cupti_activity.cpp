@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cupti_state.h"
+#include "sim_costs.h"
 // After cupti.h (through cupti_state.h): the 12.x record structs (Memory3).
 #include <cupti_activity_deprecated.h>
 
@@ -63,11 +64,15 @@ struct State {
   std::atomic<uint64_t> record_counter{0};
   std::atomic<int64_t> grid_id{1};
   uint64_t drop_every = 0;
+  std::atomic<uint64_t> kernel_counter{0};
+  uint64_t command_buffer_full_every = 0;
   CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
 
   State() {
     const char* d = std::getenv("SIMGPU_DROP_EVERY");
     if (d && *d) drop_every = std::strtoull(d, nullptr, 10);
+    const char* full = std::getenv("SIMGPU_COMMAND_BUFFER_FULL_EVERY");
+    if (full && *full) command_buffer_full_every = std::strtoull(full, nullptr, 10);
   }
 };
 
@@ -126,6 +131,8 @@ size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    // Overhead3 (API 22, CUPTI 12.4, on) appends overheadData to Overhead2.
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return v < 22 ? sizeof(CUpti_ActivityOverhead2) : sizeof(CUpti_ActivityOverhead3);
     default: return 0;
   }
 }
@@ -203,7 +210,8 @@ void write_record(const void* rec, size_t size, bool gpu, uint64_t start, uint64
   State& st = state();
   // SIMGPU_DROP_EVERY counts the records tests weigh against the truth's activities: memory
   // records are never dropped (nor counted).
-  const bool droppable = *static_cast<const CUpti_ActivityKind*>(rec) != CUPTI_ACTIVITY_KIND_MEMORY2;
+  const CUpti_ActivityKind written = *static_cast<const CUpti_ActivityKind*>(rec);
+  const bool droppable = written != CUPTI_ACTIVITY_KIND_MEMORY2 && written != CUPTI_ACTIVITY_KIND_OVERHEAD;
   if (st.drop_every && droppable && st.record_counter.fetch_add(1, std::memory_order_relaxed) % st.drop_every ==
                            st.drop_every - 1) {
     st.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -282,7 +290,32 @@ std::vector<Buffer> collect(bool forced, bool include_current) {
   return out;
 }
 
+// OVERHEAD: CUPTI's own cost, as real CUPTI reports it (cupti_activity.h): one record of kind
+// `overhead` on the calling thread, taking kOverheadNs[kind] of simulated host time from now.
+// A COMMAND_BUFFER_FULL record carries its additional data, malloc'ed, for the client to free
+// (API 22 on, as Overhead3 says).
+void write_overhead(CUpti_ActivityOverheadKind overhead, uint64_t duration_ns) {
+  if (!activity_kind_enabled(CUPTI_ACTIVITY_KIND_OVERHEAD)) return;
+  CUpti_ActivityOverhead3 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  r.overheadKind = overhead;
+  r.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  r.objectId.pt.processId = static_cast<uint32_t>(getpid());
+  r.objectId.pt.threadId = static_cast<uint32_t>(syscall(SYS_gettid));
+  r.start = simgpu_host_now();
+  r.end = r.start + duration_ns;
+  if (overhead == CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL && api_version() >= 22) {
+    auto* data = static_cast<CUpti_ActivityOverheadCommandBufferFullData*>(
+        std::calloc(1, sizeof(CUpti_ActivityOverheadCommandBufferFullData)));
+    if (data) data->channelID = 1;
+    r.overheadData = data;
+  }
+  write_record(&r, record_size(CUPTI_ACTIVITY_KIND_OVERHEAD), false, 0, 0);
+}
+
 void flush(bool forced) {
+  // The flush's own cost first, so this flush delivers it.
+  write_overhead(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, simgpu::kBufferFlushOverheadNs);
   std::vector<Buffer> out = collect(forced, true);
   deliver(out, forced);
 }
@@ -397,6 +430,11 @@ void on_work(const simgpu_work* w) {
       r.submitted = CUPTI_TIMESTAMP_UNKNOWN;
       r.isDeviceLaunched = 0;
       write_record(&r, record_size(kind), true, w->start_ns, w->end_ns);
+      // SIMGPU_COMMAND_BUFFER_FULL_EVERY=N: every Nth kernel finds the command buffer full.
+      if (st.command_buffer_full_every != 0 &&
+          st.kernel_counter.fetch_add(1, std::memory_order_relaxed) % st.command_buffer_full_every ==
+              st.command_buffer_full_every - 1)
+        write_overhead(CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL, simgpu::kCommandBufferFullOverheadNs);
       break;
     }
     case SIMGPU_MEMCPY: {

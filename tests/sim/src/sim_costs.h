@@ -11,6 +11,10 @@ inline constexpr uint64_t kTimeBase = 1'700'000'000'000'000'000ull;
 // Host cost of one traced API call; a runtime call that nests a driver call costs both.
 inline constexpr uint64_t kRuntimeApiCostNs = 1500;
 inline constexpr uint64_t kDriverApiCostNs = 500;
+// CUPTI's own overhead records (CUPTI_ACTIVITY_KIND_OVERHEAD): what one flush of the activity
+// buffers and one full command buffer take of the calling thread's time.
+inline constexpr uint64_t kBufferFlushOverheadNs = 3000;
+inline constexpr uint64_t kCommandBufferFullOverheadNs = 20000;
 // From a launch call to the moment the GPU could start the work.
 inline constexpr uint64_t kLaunchLatencyNs = 2000;
 // Memory model: fixed latency plus bytes over bandwidth (bytes per ns = GB/s).

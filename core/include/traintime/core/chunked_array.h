@@ -46,6 +46,14 @@ class ChunkedArray {
     return chunks_[i >> kChunkBits].load(std::memory_order_relaxed)[i & (kChunkSize - 1)];
   }
 
+  // The memory its chunks hold (self_cost.memory): each allocated chunk, whole.
+  std::size_t allocated_bytes() const {
+    std::size_t n = 0;
+    for (const auto& c : chunks_)
+      if (c.load(std::memory_order_relaxed) != nullptr) n += kChunkSize * sizeof(T);
+    return n + sizeof(chunks_);
+  }
+
  private:
   std::array<std::atomic<T*>, kMaxChunks> chunks_;
 };

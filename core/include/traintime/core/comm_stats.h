@@ -229,6 +229,9 @@ class CommCallTable {
   };
   // Consistent per counter (relaxed reads), not across counters: fine for periodic snapshots.
   Snapshot snapshot() const;
+  // Its memory (self_cost.memory "call table"): itself, and the handle map and group ring once
+  // made.
+  std::size_t bytes() const noexcept;
 
  private:
   struct GroupSlot;

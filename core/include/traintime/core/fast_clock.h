@@ -113,6 +113,17 @@ class FastClock {
   // Whether this machine's counter can stand in for CLOCK_MONOTONIC (see the top).
   static bool counter_trusted() noexcept;
 
+  // What timing its own code costs (core/self_cost.h). The cost of two back-to-back ticks()
+  // readings: the median of 63 pairs, measured at the first call (the preload asks at
+  // activation, before any hot path times a call), then kept.
+  uint64_t pair_ticks() noexcept;
+  // Nanoseconds per tick, as ticks_to_ns converts (may wait up to 1 ms for the rate in a process
+  // younger than the calibration: not for a hot path). 1 when ticks are nanoseconds.
+  double ns_per_tick() noexcept;
+  // A duration in ticks, roughly and at once (never waits): at the published rate, or at
+  // 5 ticks per ns before there is one (so the duration is never underestimated by much).
+  uint64_t ticks_for_ns(uint64_t ns) noexcept;
+
  private:
   uint64_t slow() noexcept;  // clock_gettime, and the (re)calibration when due
   // A counter reading and the clock between two counter readings, the tightest of a few; false
@@ -130,6 +141,7 @@ class FastClock {
   std::atomic<uint64_t> mult_{0};  // ns per count in 32.32 fixed point; 0: clock_gettime
   std::atomic<uint64_t> due_{0};   // counts after the anchor at which a new one is due
   std::atomic<uint64_t> first_tsc_{0}, first_ns_{0};  // the first anchor: the rate's baseline
+  std::atomic<uint64_t> pair_ticks_{0};  // 0: not measured yet
 };
 
 namespace detail {

@@ -91,6 +91,12 @@ class GpuAggregator {
   // far: activities with step >= it form the partial step. capture/capture_reason are left to
   // the adapter.
   GpuSummary summary(uint64_t steps_completed) const;
+  // The memory its containers hold (self_cost.memory "GPU aggregator"): the records of the steps
+  // still open and the spare step buffers, the names, regions, kernels, communicators and the
+  // per-step rows, by capacity (node-based maps at a nominal size per entry); and the most it
+  // answered so far (the CUPTI adapter asks at every summary, so at every rank file).
+  std::size_t held_bytes() const;
+  std::size_t peak_held_bytes() const { return peak_held_; }
 
   // Live metrics (live_metrics.h): the figures of one step from what has been ingested so far,
   // open or already folded, without changing anything the summary reports. False when nothing
@@ -254,6 +260,9 @@ class GpuAggregator {
     }
     std::vector<uint32_t> slots_ = std::vector<uint32_t>(16, kNone);
     std::size_t count_ = 0;
+
+   public:
+    std::size_t bytes() const { return slots_.capacity() * sizeof(uint32_t); }
   };
   struct EntrySpan {
     uint32_t slot;
@@ -472,6 +481,7 @@ class GpuAggregator {
 
   std::vector<TraceEvent> trace_;
   uint64_t trace_dropped_ = 0;
+  mutable std::size_t peak_held_ = 0;  // held_bytes()'s largest answer
 };
 
 }  // namespace traintime::core

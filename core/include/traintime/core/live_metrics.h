@@ -60,6 +60,10 @@ struct LiveInput {
   bool health_valid = false;
   uint64_t health_step = 0;
   StepHealth health;
+  // traintime's own cost so far (self_cost.pct over the steps after warm-up that have ended):
+  // false before one has.
+  bool self_cost_valid = false;
+  double self_cost_pct = 0;
 };
 
 struct LiveMetric {

@@ -38,7 +38,9 @@
 //      CpuCollectives::mu_,
 //      cupti live_mu_, vmm_mu_ (alone in the VMM calls' callbacks), queue_mu_, BufferPool::mu_,
 //      nvml State::mu and State::live_mu (never together), nvtx g_domains_mu and g_strings_mu,
-//      support RealSymbol::mutex_, preload Live::print_mu, the snapshot and watchdog threads'
+//      support RealSymbol::mutex_, support threads.cpp's Accounting::mu (our threads' CPU
+//      clocks: taken by a thread of ours as it starts and ends, and for self_cost.threads),
+//      preload Live::print_mu, the snapshot and watchdog threads'
 //      control mutexes (held only around their condition-variable waits), and every
 //      LastPublished below.
 //   8. support/log.cpp's mutex      innermost: anything may log while holding the locks above.

@@ -368,6 +368,50 @@ constexpr bool health_throttled(uint64_t mask) { return (mask & ~kHealthReasonGp
 // The compact figures of one device's step (figures from the same set of samples).
 StepHealth step_health(int32_t cuda_device, const HealthFigures& f);
 
+// What traintime itself cost the process (rank file self_cost, docs/schema.md "self_cost").
+// The CPU time of a thread traintime started, from the thread's own CPU clock, by its name
+// (support/threads.h: all threads of one name over the process's life).
+struct ThreadCost {
+  std::string name;  // "tt-cupti", "tt-writer", "tt-snapshot", "tt-hang", "tt-nvml"
+  uint64_t cpu_ns = 0;
+};
+// traintime's code on threads it did not start, one row per hot path of a module
+// (core/self_cost.h): calls counted, one in sampled_every timed.
+struct CallbackCost {
+  std::string module;  // the module whose row it is (its section's name)
+  std::string what;    // "launch callbacks", "annotations", ...
+  uint64_t calls = 0;
+  uint64_t sampled_every = 1;  // 1: every call timed
+  uint64_t samples = 0;        // timed calls in the estimate
+  uint64_t interrupted = 0;    // timed calls left out (longer than kInterruptedNs: preempted)
+  bool estimated = true;       // false: each call timed in full (or CUPTI's own records)
+  bool measured = true;        // false: calls but none timed yet: estimated_ns is n/a
+  uint64_t estimated_ns = 0;
+  uint64_t spread_ns = 0;      // the estimate's standard error
+};
+// traintime's own buffers and tables, by its own accounting, one row per module's kind.
+struct MemoryCost {
+  std::string module;
+  std::string what;  // "CUPTI activity buffers", "correlation table", ...
+  uint64_t peak_bytes = 0;
+};
+struct SelfCost {
+  bool present = false;  // omitted from the file when false (files from older writers)
+  std::vector<ThreadCost> threads;
+  std::vector<CallbackCost> callbacks;
+  std::vector<MemoryCost> memory;
+  uint64_t peak_bytes = 0;     // the memory rows' peaks, summed (an upper bound of their joint peak)
+  uint64_t written_bytes = 0;  // files traintime wrote before this one
+  uint64_t callbacks_ns = 0;   // the measured callbacks rows' estimates, summed
+  // The steps after warm-up: their CPU wall time and the callbacks' estimated time inside them
+  // (all threads' together); pct = 100 x steps_callbacks_ns / steps_wall_ns. has_pct false: no
+  // step after warm-up (pct omitted: n/a).
+  bool has_pct = false;
+  double pct = 0;
+  uint64_t steps_wall_ns = 0;
+  uint64_t steps_callbacks_ns = 0;
+};
+
 // Who wrote a rank file, when and why (the preload's part of it).
 struct RankIdentity {
   std::string job_id;
@@ -414,6 +458,7 @@ struct RankFile : RankIdentity {
   std::vector<ThreadSnapshot> threads;  // empty (and omitted from the file) when not recorded
   GpuHealth gpu_health;                 // omitted from the file when status is empty
   MemoryFigures memory;                 // the run's; omitted when !present
+  SelfCost self_cost;                   // omitted when !present
 };
 
 }  // namespace traintime::core

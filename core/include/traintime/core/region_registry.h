@@ -31,6 +31,7 @@
 #include "traintime/core/chunked_array.h"
 #include "traintime/core/lock_order.h"
 #include "traintime/core/rank_file.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/core/step_tracker.h"
 #include "traintime/core/summaries.h"
 
@@ -71,6 +72,24 @@ struct Timebase {
 class alignas(64) ThreadState {
  public:
   static constexpr int kMaxDepth = 128;
+
+  // One call of the annotation table by the owning thread (self_cost, core/self_cost.h):
+  // counted, and true when it is one to time.
+  bool count_call() {
+    const uint64_t n = calls_.load(std::memory_order_relaxed) + 1;
+    calls_.store(n, std::memory_order_relaxed);
+    return cost_timed(n);
+  }
+  // One tt_step of the owning thread: counted, and true when it is one to time (kStepCostEvery).
+  bool count_step() {
+    steps_called_.store(steps_called_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (__builtin_expect(--step_cost_left_ != 0, 1)) return false;
+    step_rng_ ^= step_rng_ << 13;  // xorshift32
+    step_rng_ ^= step_rng_ >> 17;
+    step_rng_ ^= step_rng_ << 5;
+    step_cost_left_ = 1 + step_rng_ % (2 * kStepCostEvery - 1);
+    return true;
+  }
 
   PathId current_path() const { return current_path_.load(std::memory_order_relaxed); }
   uint64_t current_entry() const { return current_entry_.load(std::memory_order_relaxed); }
@@ -144,6 +163,10 @@ class alignas(64) ThreadState {
   // forget_constant_text from any thread. Never 0.
   std::atomic<uint32_t> constant_gen_{1};
   std::atomic<uint64_t> current_entry_{0};
+  std::atomic<uint64_t> calls_{0};  // annotation table calls (count_call), single writer
+  std::atomic<uint64_t> steps_called_{0};  // tt_step calls (count_step), single writer
+  uint32_t step_cost_left_ = kStepCostEvery;  // count_step's countdown and its generator
+  uint32_t step_rng_ = 0x9e3779b9u;
   // stack_[0] stands for "nothing open" (no path, entry 0): the frame under the top always
   // exists, so a pop restores current_path_/current_entry_ from it without a test.
   alignas(64) Frame stack_[kMaxDepth + 1] = {};
@@ -298,6 +321,23 @@ class RegionRegistry {
   uint64_t unbalanced_pops() const;
   uint64_t depth_overflows() const;
   uint64_t unknown_range_ends() const { return unknown_range_ends_.load(std::memory_order_relaxed); }
+  // What the annotation calls cost (self_cost, core/self_cost.h): the preload times one in
+  // kCostEvery of them (count_call) and each tt_step, adding here; the rows are in summary()'s
+  // section, with the registry's own memory.
+  CostSums& call_cost() const { return call_cost_; }
+  CostSums& step_cost() const { return step_cost_; }
+  // The annotation calls' time so far (the marks of self_cost.pct, lock-free); with `calls`, the
+  // calls counted on every thread too (takes the registry's lock: not at a step's mark).
+  // calls counted on every thread too (takes the registry's lock, waiting until `deadline`: not
+  // at a step's mark); false when the lock was not had, the calls left 0.
+  bool cost_so_far(CostSoFar& c, uint64_t pair_ticks, const Deadline* calls) const {
+    c.at(SampledPath::kSteps) = step_cost_.so_far(pair_ticks);
+    c.at(SampledPath::kAnnotations) = call_cost_.so_far(pair_ticks);
+    return calls == nullptr || annotation_calls(*calls, &c.calls_at(SampledPath::kAnnotations),
+                                                &c.calls_at(SampledPath::kSteps));
+  }
+  bool annotation_calls(const Deadline& deadline, uint64_t* calls, uint64_t* steps) const;
+
   // Name look-ups that had to take the registry's lock (a name new to the calling thread).
   uint64_t locked_name_lookups() const { return locked_lookups_.load(std::memory_order_relaxed); }
   // Registrations refused because a table was full.
@@ -469,6 +509,8 @@ class RegionRegistry {
   // summary()'s figures, false when a lock was not had before `deadline`.
   bool summary_until(const Deadline& deadline, CpuSummary* out) const;
   NameId register_locked(std::string_view name, int category);  // needs mu_
+  // The name and path tables' memory (self_cost.memory), read lock-free from what is published.
+  std::size_t names_bytes() const;
   NameId name_slow(ThreadState* ts, const char* name, int category);
 
   CategoryRules rules_;
@@ -493,6 +535,8 @@ class RegionRegistry {
   std::atomic<uint64_t> locked_lookups_{0};
 
   StepTracker steps_;
+  mutable CostSums call_cost_;  // written by timed calls of any thread (relaxed atomics)
+  mutable CostSums step_cost_;
   Timebase timebase_;
   bool (*in_read_only_)(const void*) = nullptr;
   uint32_t constant_gen_ = 1;  // under mu_: the generation new threads start with

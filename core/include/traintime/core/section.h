@@ -10,6 +10,9 @@
 // with nothing to count (a condition: a statically linked CUPTI, a file written on a signal)
 // goes through note().
 //
+// Its rows of self_cost (what the module's own code and memory cost) travel the same way: the
+// builder gathers every section's rows into the file's self_cost.
+//
 // Built when a rank file is assembled, never on a hot path: the hot paths keep their counters
 // as relaxed atomics and the module reads them here.
 #pragma once
@@ -31,6 +34,8 @@ struct Section {
   std::string_view name;
   ModuleCounters counters;            // by key
   std::vector<std::string> warnings;  // in the order the module counted them
+  std::vector<CallbackCost> costs;    // self_cost.callbacks rows, in the order added (cost())
+  std::vector<MemoryCost> memory;     // self_cost.memory rows (own_memory())
 
   Section() = default;
   explicit Section(std::string_view module_name) noexcept : name(module_name) {}
@@ -46,6 +51,18 @@ struct Section {
   void count(std::string_view key, uint64_t n) { counters.counters[std::string(key)] += n; }
   // A warning with nothing to count.
   void note(std::string text) { warnings.push_back(std::move(text)); }
+
+  // What the module itself cost (rank file self_cost, core/self_cost.h): a row of its code on
+  // threads traintime did not start (a path with no call has no row), and a row of its own
+  // buffers and tables.
+  void cost(CallbackCost row) {
+    if (row.calls == 0) return;
+    row.module = std::string(name);
+    costs.push_back(std::move(row));
+  }
+  void own_memory(std::string_view what, uint64_t peak_bytes) {
+    memory.push_back(MemoryCost{std::string(name), std::string(what), peak_bytes});
+  }
 };
 
 }  // namespace traintime::core

@@ -50,9 +50,20 @@ struct ModelFlops {
   std::string dtype = "bf16";  // TRAINTIME_DTYPE
 };
 
+// What the composition root measured of traintime's own cost (rank file self_cost, beside the
+// modules' own rows in their sections): its threads' CPU time, the bytes it wrote, and the
+// callbacks' estimated time inside the steps after warm-up (from the marks taken as steps end).
+struct ProcessCost {
+  bool present = false;  // false: no self_cost in the file (a tool's or a test's file)
+  std::vector<ThreadCost> threads;
+  uint64_t written_bytes = 0;
+  uint64_t steps_callbacks_ns = 0;
+};
+
 struct Identity : RankIdentity {
   std::vector<std::string> warnings;  // configuration warnings, first in the file
   ModelFlops model;
+  ProcessCost cost;
 };
 
 struct CpuSummary {

@@ -28,6 +28,7 @@
 #include "traintime/core/config.h"
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/lock_order.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
@@ -65,6 +66,11 @@ struct Hooks {
   // stops). Lock-free. May be null.
   void (*on_capture_begin)() noexcept = nullptr;
   void (*capture_watch)(bool watching) noexcept = nullptr;
+  // Steps detected without a marker (core/step_feed.h): `ended` of them have ended, as the
+  // processing thread learned it (a buffer ingested; several steps may end at once), called with
+  // no lock of the adapter's held, each time the count grows. What a marker's step end does for
+  // the preload's marks (self_cost.pct). Lock-free. May be null.
+  void (*on_detected_steps)(uint64_t ended) noexcept = nullptr;
 };
 
 // Once, before any start: the hooks and the configuration (TRAINTIME_CUPTI, _CUPTI_LIB,
@@ -120,5 +126,10 @@ nlohmann::json trace_json();
 // In a fork child: capture state belongs to the parent; nothing is flushed or processed, and
 // the summary says so.
 void on_fork_child() noexcept;
+
+// The adapter's self_cost rows so far, added into `c` (lock-free): what the marks of
+// self_cost.pct read as steps end; with `calls`, the launches counted too (not at a step's mark).
+// `pair_ticks`: the cost of a pair of clock readings (FastClock::pair_ticks).
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept;
 
 }  // namespace traintime::cupti

@@ -15,6 +15,7 @@
 
 #include "traintime/core/activity.h"
 #include "traintime/core/comm_stats.h"
+#include "traintime/core/self_cost.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::nccl {
@@ -72,5 +73,10 @@ bool calls_waiting() noexcept;
 // counters (calls that found no NCCL, calls on communicators it could not register, groups
 // lost, table overflow), each with its warning. Empty when nothing was recorded.
 core::CommSummary summary();
+
+// The wrappers' self_cost row so far, into `c` (lock-free): what the marks of self_cost.pct read
+// as steps end; with `calls`, the calls counted too. `pair_ticks`: the cost of a pair of clock
+// readings (FastClock::pair_ticks).
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept;
 
 }  // namespace traintime::nccl

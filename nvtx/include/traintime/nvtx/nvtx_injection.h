@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "traintime/core/section.h"
+#include "traintime/core/self_cost.h"
 
 namespace traintime::nvtx {
 
@@ -43,5 +44,10 @@ void on_fork_child() noexcept;
 // counter untracked_ranges, the push ranges opened on a thread beyond the 256 it tracks open at
 // once (not regions), with its warning.
 core::Section section();
+
+// The handlers' self_cost row so far, into `c` (lock-free): what the marks of self_cost.pct read
+// as steps end; with `calls`, the calls counted too. `pair_ticks`: the cost of a pair of clock
+// readings (FastClock::pair_ticks).
+void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept;
 
 }  // namespace traintime::nvtx

@@ -2,6 +2,8 @@
 // DESIGN §2), and whatever every thread of ours needs later is added in one place:
 //   - a name, tt-<what> (at most 15 characters, the kernel's limit), as /proc/PID/task/*/comm
 //     shows it to top -H, gdb and py-spy;
+//   - its CPU time accounted for (own_thread_cpu: the rank file's self_cost.threads), from its
+//     own CPU clock while it runs and from its last reading once it has ended;
 //   - the application's asynchronous signals blocked from its first instruction: a SIGTERM the
 //     application handles, or a timer's SIGALRM, never runs a handler on a thread of ours (our
 //     own handler there would wait for the rank-file writer while that thread may hold what the
@@ -20,6 +22,10 @@
 #include <functional>
 #include <string_view>
 #include <thread>
+#include <vector>
+
+#include "traintime/core/lock_order.h"
+#include "traintime/core/rank_file.h"
 
 namespace traintime::support {
 
@@ -45,5 +51,15 @@ std::thread start_thread(OwnThread which, std::function<void()> fn);
 
 // The same, detached: false when the thread could not be started. Never throws.
 bool start_detached(OwnThread which, std::function<void()> fn) noexcept;
+
+// The CPU time of the threads of ours, by name, in OwnThread order: every kind started in this
+// process image (the threads of one name summed, those that ended included). A live thread is
+// read from its CPU clock (pthread_getcpuclockid). `deadline`: a terminating signal's write does
+// not wait for the accounting's leaf lock past it (core/lock_order.h; then nothing: empty).
+std::vector<core::ThreadCost> own_thread_cpu(const core::Deadline& deadline = core::Deadline::never());
+
+// A fork child: the parent's threads are not in it (none of ours runs there until the child
+// starts its own). Called on the forking thread, the child's only one.
+void forget_own_threads_after_fork() noexcept;
 
 }  // namespace traintime::support
