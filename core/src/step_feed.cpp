@@ -384,9 +384,10 @@ void StepFeed::finish() {
   feed(0, true);
   detector_.decide(true, &scratch_);
   apply();
-  // The rest is the step in progress: a final partial step.
+  // The rest is the step in progress: a final partial step, and so are the memory records of
+  // calls after the last launch (frees at exit), now and from here on.
   number_progress();
-  known_through_ = std::max(known_through_, max_correlation_);
+  known_through_ = UINT32_MAX;
   any_known_ = true;
   release();
 }
@@ -421,7 +422,7 @@ StepsOrigin StepFeed::origin() const {
   StepsOrigin out;
   StepDetection& o = out.detection;
   const DetectorStats& s = detector_.stats();
-  o.present = opt_.mode == StepsMode::kAuto && s.launches > 0;
+  o.present = opt_.mode == StepsMode::kAuto && (s.launches > 0 || !held_.empty());
   o.steps = marker_seen_ ? marker_offset_ : ends_.size();
   o.period_calls = s.period;
   o.relocks = s.relocks;
@@ -469,7 +470,10 @@ StepsOrigin StepFeed::origin() const {
     o.reason = folded;
   } else {
     out.source = "none";
-    o.reason = s.launches == 0 ? "no GPU work was recorded"
+    o.reason = s.launches == 0 && !held_.empty()
+                   ? "too little GPU work so far to look for a period (" + std::to_string(held_.size()) +
+                         " activities, in the step in progress)"
+               : s.launches == 0 ? "no GPU work was recorded"
                : !opt_.anchor.empty() ? "TRAINTIME_STEP_ANCHOR=" + opt_.anchor + " matched no launch"
                                       : "the launch sequence (" + std::to_string(s.launches) +
                                             " launches) never repeated twice in a row: no period";

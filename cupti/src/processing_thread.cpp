@@ -71,7 +71,7 @@ void GpuCapture::processing_loop() {
       std::lock_guard<std::mutex> agg(agg_mu_);
       transfer_dropped();
       take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
-      pipeline_->memory().set_complete_below(memory_complete);
+      pipeline_->memory().set_complete_below(memory_complete + memory_offset());
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
       pipeline_->process(item.buffer, item.valid_size);
       records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
