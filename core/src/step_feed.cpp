@@ -111,11 +111,14 @@ DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ct
     key = mix(mix(key, 0x200), a.graph_id);
   } else if (a.kind == ActivityKind::kKernel) {
     l.collective = is_nccl_kernel(a.name);
-    // The grid tells apart launches of one kernel that do different work (a shape that changes
-    // within the step); a name past max_names by its characters.
+    // With and without its grid (step_detector.h "Grids"); a name past max_names by its
+    // characters.
     const uint64_t by_name = name != UINT32_MAX ? name : std::hash<std::string_view>{}(a.name) | (uint64_t{1} << 63);
-    key = mix(mix(mix(key, 0x300), by_name), a.grid);
+    key = mix(mix(key, 0x300), by_name);
+    l.token = token_for(key, 0);
+    l.fine = token_for(mix(key, a.grid), 0) + 1;
     if (!opt_.anchor.empty()) l.anchor = a.name.find(opt_.anchor) != std::string_view::npos;
+    return l;
   } else {
     key = mix(key, 0x400 + static_cast<uint64_t>(a.copy_kind));  // sizes follow the batch's data
   }
@@ -181,27 +184,40 @@ void StepFeed::feed(uint32_t bound, bool all) {
 }
 
 void StepFeed::apply() {
+  // The steps ended, each with its first collective (Numbering): all of them first, so that the
+  // sequence numbers one period spans are known from two exact steps in a row (at a lock the
+  // steps back over the window come at once) before any of them is numbered.
+  ended_.clear();
   std::size_t from = 0;  // fed_ index of the first launch of the step the next boundary ends
   for (const DetectedBoundary& b : scratch_) {
     if (b.end <= fed_base_ || b.end - fed_base_ > fed_.size()) continue;  // never: ordinals fed
     const auto to = static_cast<std::size_t>(b.end - fed_base_);
     const uint32_t last = fed_[to - 1];
-    if (!ends_.empty() && last <= ends_.back()) {
+    if ((!ends_.empty() && last <= ends_.back()) || (!ended_.empty() && last <= ended_.back().last)) {
       from = std::max(from, to);
       continue;
     }
-    // The step's first collective with a sequence number, and how many it has on that comm.
     uint64_t key = carried_key_;
     for (std::size_t i = from; key == 0 && i < to; ++i) key = fed_seq_[i];
     uint32_t own = 0;
     for (std::size_t i = from; key != 0 && i < to; ++i) own += (fed_seq_[i] >> 48) == (key >> 48) ? 1 : 0;
     carried_key_ = 0;
-    numbers_.push_back(progress_numbered_ ? progress_number_ : number_for(key, own));
-    progress_numbered_ = false;
-    ends_.push_back(last);
-    if (!any_known_ || last > known_through_) known_through_ = last;
-    any_known_ = true;
+    ended_.push_back({last, key, own, b.exact});
     from = to;
+  }
+  for (const Ended& e : ended_) {
+    // An exact step and the step after it: their first collectives are one period apart.
+    if (prev_exact_ && prev_key_ != 0 && e.key != 0 && (prev_key_ >> 48) == (e.key >> 48) && e.key > prev_key_)
+      period_seqs_ = (e.key & kSeqMask) - (prev_key_ & kSeqMask);
+    prev_key_ = e.key;
+    prev_exact_ = e.exact;
+  }
+  for (const Ended& e : ended_) {
+    numbers_.push_back(progress_numbered_ ? progress_number_ : number_for(e.key, e.own));
+    progress_numbered_ = false;
+    ends_.push_back(e.last);
+    if (!any_known_ || e.last > known_through_) known_through_ = e.last;
+    any_known_ = true;
   }
   scratch_.clear();
   // fed_ keeps the launches the detector still holds (the step in progress).
@@ -221,10 +237,13 @@ uint64_t StepFeed::number_for(uint64_t seq_key, uint32_t own_count) {
   if (seq_key == 0) return local;
   const auto comm = static_cast<uint32_t>(seq_key >> 48);
   const uint64_t seq = seq_key & kSeqMask;
-  // Collectives on that communicator in one period: the locked pattern's (an anchor's step,
-  // which has no pattern, is one period: its own).
+  // Sequence numbers one period spans: measured between two exact steps in a row (a grouped
+  // launch takes one number per member); before that, the collectives on that communicator in
+  // the locked pattern (an anchor's step, which has no pattern, is one period: its own).
   uint64_t per = 0;
-  if (detector_.pattern().empty()) {
+  if (period_seqs_ > 0 && comm == static_cast<uint32_t>(prev_key_ >> 48)) {
+    per = period_seqs_;
+  } else if (detector_.pattern().empty()) {
     per = own_count;
   } else {
     for (const uint32_t t : detector_.pattern())

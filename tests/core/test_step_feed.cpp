@@ -321,8 +321,13 @@ uint64_t counted(const GpuSummary& s) {
 TEST_CASE("steps are numbered by their first collective's sequence number: the same on every rank", "[step_feed]") {
   // Rank 0 records from the start; rank 1's capture starts in step 3 (a start trigger) after
   // 40 kernels of its own set-up, while its NCCL calls were counted from the start. Numbered
-  // alone, rank 1's first step would be 0; by sequence number it is 3, as on rank 0.
-  const auto recs = training(12, 6, 5);
+  // alone, rank 1's first step would be 0; by sequence number it is 3, as on rank 0. Each
+  // AllReduce launch is one call, or a group of three (one kernel, three sequence numbers).
+  const uint64_t members = GENERATE(1u, 3u);
+  INFO(members << " sequence numbers a launch");
+  auto recs = training(12, 6, 5);
+  for (Rec& r : recs)
+    if (r.ctx.comm.seq != 0) r.ctx.comm.seq = (r.ctx.comm.seq - 1) * members + 1;
   GpuAggregator truth_agg;
   for (const Rec& r : recs) truth_agg.ingest(r.a, r.ctx, Category::kOther);
   const GpuSummary truth = truth_agg.summary(12);
@@ -331,8 +336,15 @@ TEST_CASE("steps are numbered by their first collective's sequence number: the s
   StepFeed rank0(agg0, small_window());
   feed_all(rank0, recs, false);
   std::vector<Rec> late;
+  for (int i = 0; i < 40; ++i) {  // its own set-up, launched before step 3 (ids of steps 0-2)
+    Rec r = recs[static_cast<std::size_t>(i)];
+    r.name = "rank1_setup_" + std::to_string(i);
+    r.ctx = LaunchContext{};
+    late.push_back(r);
+  }
   for (const Rec& r : recs)
     if (r.ctx.step >= 3) late.push_back(r);
+  for (Rec& r : late) r.a.name = r.name;
   GpuAggregator agg1;
   StepFeed rank1(agg1, small_window());
   feed_all(rank1, late, false, 64, 7);
@@ -343,8 +355,10 @@ TEST_CASE("steps are numbered by their first collective's sequence number: the s
   const GpuSummary got0 = agg0.summary(rank0.steps_completed(0));
   const GpuSummary got1 = agg1.summary(rank1.steps_completed(0));
   REQUIRE(got0.detail.size() == 12);
+  // Rank 1's first row is its set-up and step 3 together (its warm-up); then steps 4 to 11.
   REQUIRE(got1.detail.size() == 9);
-  for (std::size_t i = 0; i < got1.detail.size(); ++i) {
+  CHECK(got1.detail[0].index == 3);
+  for (std::size_t i = 1; i < got1.detail.size(); ++i) {
     INFO("rank 1's row " << i);
     CHECK(got1.detail[i].index == i + 3);
     CHECK(got1.detail[i].index == got0.detail[i + 3].index);

@@ -10,12 +10,13 @@
 // Numbering: every rank of a job issues the same NCCL calls on a communicator in the same order,
 // so a step's first collective has the same sequence number on every rank. A step with one is
 // numbered from it: n = n' + (seq - seq') / c, where (n', seq') is the last step so numbered (at
-// first (0, 1)) and c the collectives on that communicator in one period. Step k is then the same
+// first (0, 1)) and c the sequence numbers one period spans on that communicator (measured
+// between two exact steps in a row: a grouped launch spans one per member). Step k is then the same
 // step on every rank, whatever each rank's warm-up or lock did. A step with no recorded collective
 // (a job without NCCL, collectives captured in CUDA graphs) takes the number after the last one:
 // steps.detection.numbering says which ("nccl" or "local").
 //
-// Tokens: a kernel by its name and grid, a CUDA graph launch by its graph id, a copy by direction, a
+// Tokens: a kernel by its name (and by its name and grid: step_detector.h "Grids"), a CUDA graph launch by its graph id, a copy by direction, a
 // memset as such (their sizes follow the batch's data, which real jobs vary every step); NCCL
 // work by (op, communicator, bytes) for the collectives whose size the model fixes (AllReduce,
 // AllGather, ReduceScatter, Broadcast, Reduce) and by (op, communicator) for the others, and
@@ -202,6 +203,16 @@ class StepFeed {
   uint64_t ref_seq_ = 1;
   uint64_t ref_number_ = 0;
   uint64_t seq_numbered_ = 0;      // steps numbered by sequence numbers
+  uint64_t period_seqs_ = 0;       // sequence numbers one period spans (0: not measured yet)
+  uint64_t prev_key_ = 0;          // the last ended step's first collective, and whether exact
+  bool prev_exact_ = false;
+  struct Ended {
+    uint32_t last;
+    uint64_t key;
+    uint32_t own;
+    bool exact;
+  };
+  std::vector<Ended> ended_;       // apply()'s scratch
   std::vector<uint32_t> token_comm_;  // by token: a collective's comm_id with a sequence, else 0
   // Launches up to this correlation id are in a known step (ended, or the step in progress
   // once a fold gave them to it).
