@@ -2,6 +2,8 @@
 #include "traintime/core/step_feed.h"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
 #include <utility>
 
 #include "traintime/core/gpu_aggregator.h"
