@@ -26,6 +26,22 @@ GpuAggregator::GpuAggregator(AggregatorOptions options) : opt_(options) {
   spare_steps_.reserve(kSpareBufs);
 }
 
+std::unique_ptr<GpuAggregator> GpuAggregator::clone() const {
+  std::unique_ptr<GpuAggregator> copy(new GpuAggregator(*this));
+  // The caches point into this aggregator's containers: the copy finds its own again.
+  copy->last_buf_ = nullptr;
+  copy->last_step_ = ~uint64_t{0};
+  copy->fast_room_ = 0;
+  copy->last_comm_key_ = 0;
+  copy->last_comm_gpu_ = nullptr;
+  copy->last_ring_id_ = 0;
+  copy->last_ring_ = nullptr;
+  copy->trace_.clear();
+  copy->trace_.shrink_to_fit();
+  copy->opt_.trace = false;
+  return copy;
+}
+
 uint32_t GpuAggregator::region_slot_lookup(PathId path, Category region_category) {
   auto hash = [](PathId p) { return static_cast<uint32_t>(mix(p)); };
   uint32_t slot = slot_of_.find(hash(path), [&](uint32_t s) { return regions_[s].path == path; });

@@ -71,7 +71,9 @@ constexpr U64Field<StepDetection> kDetectionFields[] = {
     {"late_launches", &StepDetection::late_launches},
     {"folded_blocks", &StepDetection::folded_blocks},
     {"folded_launches", &StepDetection::folded_launches},
-    {"marker_from_step", &StepDetection::marker_from_step}};
+    {"marker_from_step", &StepDetection::marker_from_step},
+    {"undecided_launches", &StepDetection::undecided_launches, false},  // added later
+    {"tokens_over_cap", &StepDetection::tokens_over_cap, false}};
 
 constexpr U64Field<MemcpyStat> kMemcpyFields[] = {
     {"count", &MemcpyStat::count}, {"bytes", &MemcpyStat::bytes}, {"gpu_ns", &MemcpyStat::gpu_ns}};
@@ -190,6 +192,7 @@ json steps_json(const Steps& s) {
     json d = u64_object(s.detection, kDetectionFields);
     d["coverage"] = finite(s.detection.coverage);
     d["reason"] = s.detection.reason;
+    d["numbering"] = s.detection.numbering;
     out["detection"] = std::move(d);
   }
   if (s.flops_per_step > 0) {
@@ -754,6 +757,7 @@ Steps steps_from(const J& j, const Path& w) {
     s.detection.present = true;
     s.detection.coverage = dbl(deref(d), "coverage", dw);
     s.detection.reason = str(deref(d), "reason", dw);
+    if (find(deref(d), "numbering")) s.detection.numbering = str(deref(d), "numbering", dw);
   }
   s.count = u64(j, "count", w);
   s.warmup = u64(j, "warmup", w);

@@ -12,6 +12,7 @@ namespace {
 constexpr std::size_t kCandidates = 24;     // most frequent distances tried per search
 constexpr std::size_t kMaxSignature = 64;   // longest signature looked for
 constexpr std::size_t kMinSignature = 4;    // a signature is at least this long (or the pattern)
+constexpr uint32_t kMaxGridMultiple = 8;    // periods a step of micro-batches may hold, by grids
 
 // KMP failure function: fail[i] = length of the longest proper border of pattern[0, i].
 std::vector<uint32_t> failure(const std::vector<uint32_t>& pattern) {
@@ -113,8 +114,25 @@ bool StepDetector::search(bool final, Candidate* out) {
   std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   bool has_collectives = false;
   for (const DetectorLaunch& l : held_) has_collectives |= l.collective;
-  for (const auto& [support, p] : cand)
-    if (evaluate(p, final, has_collectives, out)) return true;
+  const bool was_fine = fine_;  // a locked pattern's keys, kept if nothing new is found
+  fine_ = false;
+  for (const auto& [support, p] : cand) {
+    if (!evaluate(p, final, has_collectives, out)) continue;
+    // The grids decide between the period and a multiple of it: where the launches repeat
+    // with their grids too at k periods (k = 1 first), the step is k periods (a micro-batch of
+    // another shape is not the same work) and the grids count from then on. Where they repeat
+    // at no small multiple, the grids follow the data (a batch's sizes) and are left out.
+    fine_ = true;
+    Candidate refined;
+    for (uint32_t k = 1; k <= kMaxGridMultiple && std::size_t{k} * p <= n / 2; ++k)
+      if (evaluate(k * p, final, has_collectives, &refined)) {
+        *out = refined;
+        return true;
+      }
+    fine_ = false;
+    return true;
+  }
+  fine_ = was_fine;
   return false;
 }
 
@@ -125,7 +143,7 @@ bool StepDetector::evaluate(uint32_t p, bool final, bool has_collectives, Candid
   std::vector<std::pair<std::size_t, std::size_t>> stretches;
   std::size_t run = 0, longest = 0;
   for (std::size_t i = p; i <= n; ++i) {
-    if (i < n && held_[i].token == held_[i - p].token) {
+    if (i < n && key(i) == key(i - p)) {
       ++run;
       continue;
     }
@@ -153,7 +171,7 @@ bool StepDetector::evaluate(uint32_t p, bool final, bool has_collectives, Candid
   }
   // (b) Closed: no launch outside the pattern recurs in two of the stretches between repeats.
   scratch_.clear();
-  for (std::size_t i = s0; i < s0 + p; ++i) scratch_.push_back(held_[i].token);
+  for (std::size_t i = s0; i < s0 + p; ++i) scratch_.push_back(key(i));
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
   struct Seen {
@@ -164,7 +182,7 @@ bool StepDetector::evaluate(uint32_t p, bool final, bool has_collectives, Candid
   for (std::size_t k = 0; k + 1 < stretches.size(); ++k) {
     const std::size_t from = stretches[k].second, to = stretches[k + 1].first;
     for (std::size_t i = from; i < to; ++i) {
-      const uint32_t t = held_[i].token;
+      const uint32_t t = key(i);
       if (std::binary_search(scratch_.begin(), scratch_.end(), t)) continue;
       Seen& s = foreign[t];
       if (s.gaps != 0 && s.last_gap == k + 1) continue;
@@ -179,7 +197,7 @@ bool StepDetector::evaluate(uint32_t p, bool final, bool has_collectives, Candid
 
 void StepDetector::lock(const Candidate& c, bool final, std::vector<DetectedBoundary>* out) {
   pattern_.clear();
-  for (std::size_t i = c.start; i < c.start + c.period; ++i) pattern_.push_back(held_[i].token);
+  for (std::size_t i = c.start; i < c.start + c.period; ++i) pattern_.push_back(key(i));
   fail_ = failure(pattern_);
   signature_ = signature_length(pattern_);
   stats_.period = c.period;
@@ -203,9 +221,9 @@ std::size_t StepDetector::signature_steps(std::size_t limit, std::vector<Detecte
   const uint32_t* sig = pattern_.data() + (p - w);
   std::size_t last = 0;
   for (std::size_t e = std::max(w, min_len); e <= limit; ++e) {
-    if (e - last < min_len || held_[e - 1].token != sig[w - 1]) continue;
+    if (e - last < min_len || key(e - 1) != sig[w - 1]) continue;
     bool equal = true;
-    for (std::size_t k = 0; k + 1 < w && equal; ++k) equal = held_[e - w + k].token == sig[k];
+    for (std::size_t k = 0; k + 1 < w && equal; ++k) equal = key(e - w + k) == sig[k];
     if (!equal) continue;
     out->push_back({base_ + e, false});
     last = e;
@@ -229,7 +247,7 @@ void StepDetector::end_step(std::size_t at, bool exact, std::vector<DetectedBoun
 void StepDetector::scan(bool final, std::vector<DetectedBoundary>* out) {
   const std::size_t p = pattern_.size();
   while (scanned_ < held_.size()) {
-    const uint32_t t = held_[scanned_].token;
+    const uint32_t t = key(scanned_);
     while (matched_ > 0 && pattern_[matched_] != t) matched_ = fail_[matched_ - 1];
     if (pattern_[matched_] == t) ++matched_;
     ++scanned_;

@@ -2,6 +2,8 @@
 #include "traintime/core/step_feed.h"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
 #include <utility>
 
 #include "traintime/core/gpu_aggregator.h"
@@ -12,6 +14,8 @@ namespace traintime::core {
 namespace {
 
 constexpr std::size_t kFirstKept = 1024;  // steps whose first GPU start is kept (period_ns)
+constexpr uint32_t kOverflowToken = 0xffffffffu;  // every launch kind past max_tokens
+constexpr uint64_t kSeqMask = (uint64_t{1} << 48) - 1;
 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
@@ -70,6 +74,9 @@ uint32_t StepFeed::name_id(std::string_view name) {
   uint32_t id;
   if (it != name_ids_.end()) {
     id = it->second;
+  } else if (names_.size() >= opt_.max_names) {
+    ++names_over_cap_;
+    return UINT32_MAX;  // hold() keeps a copy while the activity is held
   } else {
     id = static_cast<uint32_t>(names_.size());
     names_.emplace_back(name);
@@ -79,10 +86,25 @@ uint32_t StepFeed::name_id(std::string_view name) {
   return id;
 }
 
+uint32_t StepFeed::token_for(uint64_t key, uint32_t comm) {
+  auto it = tokens_.find(key);
+  if (it != tokens_.end()) return it->second;
+  if (tokens_.size() >= opt_.max_tokens) {
+    ++tokens_over_cap_;
+    return kOverflowToken;
+  }
+  const auto token = static_cast<uint32_t>(tokens_.size());
+  tokens_.emplace(key, token);
+  token_comm_.push_back(comm);
+  return token;
+}
+
 DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ctx, uint32_t name) {
   DetectorLaunch l;
   uint64_t key = static_cast<uint64_t>(a.kind) + 1;
+  uint32_t comm = 0;
   if (ctx.comm.op != CommOp::kNone) {
+    if (ctx.comm.seq != 0) comm = ctx.comm.comm_id;
     l.collective = true;
     key = mix(mix(mix(key, 0x100 + static_cast<uint64_t>(ctx.comm.op)), ctx.comm.comm_id),
               sized_by_model(ctx.comm.op) ? ctx.comm.bytes : 0);
@@ -91,13 +113,18 @@ DetectorLaunch StepFeed::launch_of(const GpuActivity& a, const LaunchContext& ct
     key = mix(mix(key, 0x200), a.graph_id);
   } else if (a.kind == ActivityKind::kKernel) {
     l.collective = is_nccl_kernel(a.name);
-    key = mix(mix(key, 0x300), name);
+    // With and without its grid (step_detector.h "Grids"); a name past max_names by its
+    // characters.
+    const uint64_t by_name = name != UINT32_MAX ? name : std::hash<std::string_view>{}(a.name) | (uint64_t{1} << 63);
+    key = mix(mix(key, 0x300), by_name);
+    l.token = token_for(key, 0);
+    l.fine = token_for(mix(key, a.grid), 0) + 1;
     if (!opt_.anchor.empty()) l.anchor = a.name.find(opt_.anchor) != std::string_view::npos;
+    return l;
   } else {
     key = mix(key, 0x400 + static_cast<uint64_t>(a.copy_kind));  // sizes follow the batch's data
   }
-  auto [it, added] = tokens_.emplace(key, static_cast<uint32_t>(tokens_.size()));
-  l.token = it->second;
+  l.token = token_for(key, comm);
   return l;
 }
 
@@ -108,10 +135,17 @@ void StepFeed::hold(const GpuActivity& a, const LaunchContext& ctx, Category reg
   uint32_t name = 0;
   if (a.kind == ActivityKind::kKernel && !a.name.empty()) {
     name = name_id(a.name);
-    h.activity.name = names_[name];
+    if (name != UINT32_MAX) {
+      h.activity.name = names_[name];
+    } else {
+      overflow_names_.emplace_back(a.name);
+      h.activity.name = overflow_names_.back();
+    }
   }
   if (c >= fed_below_) {
-    pending_.push_back({c, launch_of(a, ctx, name)});
+    const uint64_t seq_key = ctx.comm.op != CommOp::kNone && ctx.comm.seq != 0
+                                 ? uint64_t{ctx.comm.comm_id} << 48 | (ctx.comm.seq & kSeqMask) : 0;
+    pending_.push_back({c, launch_of(a, ctx, name), seq_key});
   } else if (!std::binary_search(fed_.begin(), fed_.end(), c)) {
     ++late_launches_;  // its place in the sequence was fed without it
   }
@@ -137,6 +171,7 @@ void StepFeed::feed(uint32_t bound, bool all) {
     if (!fed_.empty() && fed_.back() >= p.correlation) continue;  // another record of a fed launch
     detector_.add(p.launch);
     fed_.push_back(p.correlation);
+    fed_seq_.push_back(p.seq_key);
   }
   if (all || i > pending_head_) {
     const uint32_t through = i > pending_head_ ? pending_[i - 1].correlation : 0;
@@ -151,12 +186,39 @@ void StepFeed::feed(uint32_t bound, bool all) {
 }
 
 void StepFeed::apply() {
+  // The steps ended, each with its first collective (Numbering): all of them first, so that the
+  // sequence numbers one period spans are known from two exact steps in a row (at a lock the
+  // steps back over the window come at once) before any of them is numbered.
+  ended_.clear();
+  std::size_t from = 0;  // fed_ index of the first launch of the step the next boundary ends
   for (const DetectedBoundary& b : scratch_) {
     if (b.end <= fed_base_ || b.end - fed_base_ > fed_.size()) continue;  // never: ordinals fed
-    const uint32_t last = fed_[static_cast<std::size_t>(b.end - fed_base_ - 1)];
-    if (!ends_.empty() && last <= ends_.back()) continue;
-    ends_.push_back(last);
-    if (!any_known_ || last > known_through_) known_through_ = last;
+    const auto to = static_cast<std::size_t>(b.end - fed_base_);
+    const uint32_t last = fed_[to - 1];
+    if ((!ends_.empty() && last <= ends_.back()) || (!ended_.empty() && last <= ended_.back().last)) {
+      from = std::max(from, to);
+      continue;
+    }
+    uint64_t key = carried_key_;
+    for (std::size_t i = from; key == 0 && i < to; ++i) key = fed_seq_[i];
+    uint32_t own = 0;
+    for (std::size_t i = from; key != 0 && i < to; ++i) own += (fed_seq_[i] >> 48) == (key >> 48) ? 1 : 0;
+    carried_key_ = 0;
+    ended_.push_back({last, key, own, b.exact});
+    from = to;
+  }
+  for (const Ended& e : ended_) {
+    // An exact step and the step after it: their first collectives are one period apart.
+    if (prev_exact_ && prev_key_ != 0 && e.key != 0 && (prev_key_ >> 48) == (e.key >> 48) && e.key > prev_key_)
+      period_seqs_ = (e.key & kSeqMask) - (prev_key_ & kSeqMask);
+    prev_key_ = e.key;
+    prev_exact_ = e.exact;
+  }
+  for (const Ended& e : ended_) {
+    numbers_.push_back(progress_numbered_ ? progress_number_ : number_for(e.key, e.own));
+    progress_numbered_ = false;
+    ends_.push_back(e.last);
+    if (!any_known_ || e.last > known_through_) known_through_ = e.last;
     any_known_ = true;
   }
   scratch_.clear();
@@ -164,13 +226,57 @@ void StepFeed::apply() {
   const uint64_t start = detector_.step_start();
   if (start > fed_base_) {
     const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(start - fed_base_, fed_.size()));
+    // Launches dropped without a step ending (a fold) stay in the step in progress.
+    for (std::size_t i = from; carried_key_ == 0 && i < n; ++i) carried_key_ = fed_seq_[i];
     fed_.erase(fed_.begin(), fed_.begin() + static_cast<std::ptrdiff_t>(n));
+    fed_seq_.erase(fed_seq_.begin(), fed_seq_.begin() + static_cast<std::ptrdiff_t>(n));
     fed_base_ += n;
   }
 }
 
+uint64_t StepFeed::number_for(uint64_t seq_key, uint32_t own_count) {
+  const uint64_t local = next_number();
+  if (seq_key == 0) return local;
+  const auto comm = static_cast<uint32_t>(seq_key >> 48);
+  const uint64_t seq = seq_key & kSeqMask;
+  // Sequence numbers one period spans: measured between two exact steps in a row (a grouped
+  // launch takes one number per member); before that, the collectives on that communicator in
+  // the locked pattern (an anchor's step, which has no pattern, is one period: its own).
+  uint64_t per = 0;
+  if (period_seqs_ > 0 && comm == static_cast<uint32_t>(prev_key_ >> 48)) {
+    per = period_seqs_;
+  } else if (detector_.pattern().empty()) {
+    per = own_count;
+  } else {
+    for (const uint32_t t : detector_.pattern())
+      per += t < token_comm_.size() && token_comm_[t] == comm ? 1 : 0;
+  }
+  if (per == 0) return local;
+  if (ref_comm_ == 0) ref_comm_ = comm;
+  if (comm != ref_comm_ || seq < ref_seq_) return local;
+  const uint64_t n = ref_number_ + (seq - ref_seq_) / per;
+  if (n < local) return local;  // never back: this rank's steps disagree with the sequence
+  ref_seq_ = seq;
+  ref_number_ = n;
+  ++seq_numbered_;
+  return n;
+}
+
+void StepFeed::number_progress() {
+  if (progress_numbered_) return;
+  uint64_t key = carried_key_;
+  for (std::size_t i = 0; key == 0 && i < fed_seq_.size(); ++i) key = fed_seq_[i];
+  uint32_t own = 0;
+  for (std::size_t i = 0; key != 0 && i < fed_seq_.size(); ++i) own += (fed_seq_[i] >> 48) == (key >> 48) ? 1 : 0;
+  if (key != 0 && own == 0) own = 1;  // its first collective was folded away with the rest
+  progress_number_ = number_for(key, own);
+  progress_numbered_ = true;
+}
+
 uint64_t StepFeed::step_of(uint32_t correlation) const {
-  return static_cast<uint64_t>(std::lower_bound(ends_.begin(), ends_.end(), correlation) - ends_.begin());
+  const auto i = static_cast<std::size_t>(std::lower_bound(ends_.begin(), ends_.end(), correlation) - ends_.begin());
+  if (i < numbers_.size()) return numbers_[i];
+  return progress_numbered_ ? progress_number_ : next_number();
 }
 
 void StepFeed::note_first(uint64_t step, uint64_t start_ns) {
@@ -198,7 +304,43 @@ void StepFeed::release() {
     h.ctx.step = static_cast<uint32_t>(step);
     note_first(step, h.activity.start_ns);
     agg_.ingest(h.activity, h.ctx, h.category);
+    if (!overflow_names_.empty() && h.activity.name.data() == overflow_names_.front().data())
+      overflow_names_.pop_front();
     held_.pop_front();
+  }
+  while (!held_memory_.empty() && held_memory_.front().correlation <= known_through_) {
+    MemoryEvent e = held_memory_.front().event;
+    e.step = step_of(held_memory_.front().correlation);
+    memory_->add(e);
+    held_memory_.pop_front();
+  }
+}
+
+void StepFeed::memory(MemoryEvent e, uint32_t correlation) {
+  if (opt_.mode == StepsMode::kOff) {
+    e.step = 0;
+  } else if (pass_) {
+    e.step = e.step == 0 && any_known_ ? step_of(correlation) : marker_offset_ + e.step;
+  } else if (!any_known_ || correlation > known_through_) {
+    held_memory_.push_back({e, correlation});
+    if (held_memory_.size() <= opt_.max_held) return;
+    // More than the window holds: the oldest goes to the step in progress.
+    e = held_memory_.front().event;
+    e.step = step_of(held_memory_.front().correlation);
+    held_memory_.pop_front();
+  } else {
+    e.step = step_of(correlation);
+  }
+  memory_->add(e);
+}
+
+void StepFeed::snapshot_into(GpuAggregator& copy) const {
+  for (const Held& h : held_) {
+    LaunchContext ctx = h.ctx;
+    ctx.step = static_cast<uint32_t>(any_known_ && h.activity.correlation_id <= known_through_
+                                         ? step_of(h.activity.correlation_id)
+                                         : progress_numbered_ ? progress_number_ : next_number());
+    copy.ingest(h.activity, ctx, h.category);
   }
 }
 
@@ -213,10 +355,12 @@ void StepFeed::force_bound() {
   // that step as one block.
   ++folded_blocks_;
   folded_launches_ += detector_.launches() - detector_.step_start();
+  number_progress();
   known_through_ = std::max(known_through_, fed_.back());
   any_known_ = true;
   detector_.forget_before(detector_.launches());
   apply();
+  release();
 }
 
 void StepFeed::settle() {
@@ -240,13 +384,18 @@ void StepFeed::take_marker(const GpuActivity& a, const LaunchContext& ctx, Categ
   apply();
   // Marker step 0 is what follows the last detected step; none (the last detected boundary is
   // the first marker's) and the first marker ends no step of its own.
-  marker_offset_ = ends_.size();
-  if (!ends_.empty() && max_correlation_ <= ends_.back()) --marker_offset_;
+  marker_offset_ = progress_numbered_ ? progress_number_ : next_number();
+  if (!progress_numbered_ && !ends_.empty() && max_correlation_ <= ends_.back()) --marker_offset_;
+  progress_number_ = marker_offset_;
+  progress_numbered_ = true;
   known_through_ = std::max(known_through_, max_correlation_);
   any_known_ = true;
   release();
   for (Held& h : held_) forward(h.activity, h.ctx, h.category);
   held_.clear();
+  overflow_names_.clear();
+  for (const HeldMemory& m : held_memory_) memory(m.event, m.correlation);
+  held_memory_.clear();
   direct_ = ends_.empty();  // marker step m is step m: nothing to renumber
   forward(a, ctx, region_category);
 }
@@ -256,8 +405,10 @@ void StepFeed::finish() {
   feed(0, true);
   detector_.decide(true, &scratch_);
   apply();
-  // The rest is the step in progress: a final partial step.
-  known_through_ = std::max(known_through_, max_correlation_);
+  // The rest is the step in progress: a final partial step, and so are the memory records of
+  // calls after the last launch (frees at exit), now and from here on.
+  number_progress();
+  known_through_ = UINT32_MAX;
   any_known_ = true;
   release();
 }
@@ -268,7 +419,8 @@ uint64_t StepFeed::steps_completed(uint64_t marker_steps) const {
     case StepsMode::kMarker: return marker_steps;
     case StepsMode::kAuto: break;
   }
-  return marker_seen_ ? marker_offset_ + marker_steps : ends_.size();
+  if (marker_seen_) return marker_offset_ + marker_steps;
+  return progress_numbered_ ? progress_number_ : next_number();
 }
 
 bool StepFeed::live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uint64_t* last_wall_ns) const {
@@ -278,10 +430,10 @@ bool StepFeed::live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uin
   const uint32_t last = ends_[step];
   for (const Held& h : held_)
     if (h.activity.correlation_id <= last) return false;
-  const auto own = first_ns_.find(step);
-  const auto next = first_ns_.find(step + 1);
+  const auto own = first_ns_.find(numbers_[step]);
+  const auto next = first_ns_.find(numbers_[step + 1]);
   if (own == first_ns_.end() || next == first_ns_.end() || next->second <= own->second) return false;
-  *steps = step + 1;
+  *steps = numbers_[step] + 1;
   *wall_ns = next->second > first_any_ns_ ? next->second - first_any_ns_ : 0;
   *last_wall_ns = next->second - own->second;
   return true;
@@ -291,7 +443,7 @@ StepsOrigin StepFeed::origin() const {
   StepsOrigin out;
   StepDetection& o = out.detection;
   const DetectorStats& s = detector_.stats();
-  o.present = opt_.mode == StepsMode::kAuto && s.launches > 0;
+  o.present = opt_.mode == StepsMode::kAuto && (s.launches > 0 || !held_.empty());
   o.steps = marker_seen_ ? marker_offset_ : ends_.size();
   o.period_calls = s.period;
   o.relocks = s.relocks;
@@ -299,12 +451,16 @@ StepsOrigin StepFeed::origin() const {
   o.late_launches = late_launches_;
   o.folded_blocks = folded_blocks_;
   o.folded_launches = folded_launches_;
+  o.numbering = seq_numbered_ > 0 ? "nccl" : "local";
+  o.tokens_over_cap = tokens_over_cap_;
+  for (const Held& h : held_)
+    o.undecided_launches += any_known_ && h.activity.correlation_id <= known_through_ ? 0 : 1;
   o.coverage = s.launches > 0 ? static_cast<double>(s.exact_launches) / static_cast<double>(s.launches) : 0;
   std::vector<uint64_t> gaps;
   uint64_t prev_step = 0, prev_ns = 0;
   bool have = false;
   for (const auto& [step, ns] : first_ns_) {
-    if (have && step == prev_step + 1 && ns > prev_ns && step < o.steps) gaps.push_back(ns - prev_ns);
+    if (have && step == prev_step + 1 && ns > prev_ns && step < next_number()) gaps.push_back(ns - prev_ns);
     prev_step = step;
     prev_ns = ns;
     have = true;
@@ -313,9 +469,13 @@ StepsOrigin StepFeed::origin() const {
     std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
     o.period_ns = gaps[gaps.size() / 2];
   }
-  const std::string folded = folded_blocks_ == 0 ? std::string()
+  std::string folded = folded_blocks_ == 0 ? std::string()
       : std::to_string(folded_launches_) + " launches in " + std::to_string(folded_blocks_) +
             " stretch(es) did not repeat within the open-step window; each stayed in its step as one block";
+  if (tokens_over_cap_ > 0)
+    folded += std::string(folded.empty() ? "" : "; ") + std::to_string(tokens_over_cap_) +
+              " launches of kinds past the first " + std::to_string(opt_.max_tokens) +
+              " distinct ones (kernel, grid, collective) were told apart no more";
   if (opt_.mode == StepsMode::kOff) {
     out.source = "none";
   } else if (opt_.mode == StepsMode::kMarker) {
@@ -331,7 +491,10 @@ StepsOrigin StepFeed::origin() const {
     o.reason = folded;
   } else {
     out.source = "none";
-    o.reason = s.launches == 0 ? "no GPU work was recorded"
+    o.reason = s.launches == 0 && !held_.empty()
+                   ? "too little GPU work so far to look for a period (" + std::to_string(held_.size()) +
+                         " activities, in the step in progress)"
+               : s.launches == 0 ? "no GPU work was recorded"
                : !opt_.anchor.empty() ? "TRAINTIME_STEP_ANCHOR=" + opt_.anchor + " matched no launch"
                                       : "the launch sequence (" + std::to_string(s.launches) +
                                             " launches) never repeated twice in a row: no period";

@@ -21,6 +21,9 @@ namespace {
   TT_SAME_OFFSET(A, B, graphNodeId)
 TT_SAME_COMMON(CUpti_ActivityKernel9, CUpti_ActivityKernel10);
 TT_SAME_OFFSET(CUpti_ActivityKernel9, CUpti_ActivityKernel10, name);
+TT_SAME_OFFSET(CUpti_ActivityKernel9, CUpti_ActivityKernel10, gridX);
+TT_SAME_OFFSET(CUpti_ActivityKernel9, CUpti_ActivityKernel10, gridY);
+TT_SAME_OFFSET(CUpti_ActivityKernel9, CUpti_ActivityKernel10, gridZ);
 TT_SAME_COMMON(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6);
 TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, copyKind);
 TT_SAME_OFFSET(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, bytes);

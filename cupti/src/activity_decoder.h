@@ -86,6 +86,7 @@ class RecordDecoder {
         a.copy_kind = copy_kind(m->copyKind);
         a.bytes = m->bytes;
         a.copies = 1;
+        a.grid = 0;
         // Memcpy6 (12.8 on) says how many copies a batched memcpy record stands for.
         if (copy_count_) {
           const uint32_t n = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)->copyCount;
@@ -102,6 +103,7 @@ class RecordDecoder {
         a.copy_kind = core::CopyKind::kPtoP;
         a.bytes = p->bytes;
         a.copies = 1;
+        a.grid = 0;
         out->runtime_correlation_id = 0;
         out->name_ptr = nullptr;
         return RecordResult::kActivity;
@@ -113,6 +115,7 @@ class RecordDecoder {
         a.copy_kind = core::CopyKind::kNone;
         a.bytes = s->bytes;
         a.copies = 1;
+        a.grid = 0;
         out->runtime_correlation_id = 0;
         out->name_ptr = nullptr;
         return RecordResult::kActivity;
@@ -183,6 +186,8 @@ class RecordDecoder {
     a.copy_kind = core::CopyKind::kNone;
     a.bytes = 0;
     a.copies = 1;
+    a.grid = core::kernel_grid(static_cast<uint32_t>(k->gridX), static_cast<uint32_t>(k->gridY),
+                               static_cast<uint32_t>(k->gridZ));
     out->runtime_correlation_id = 0;
     out->name_ptr = k->name;
     return RecordResult::kActivity;

@@ -71,6 +71,8 @@ __attribute__((noinline)) void ActivityPipeline::memory_record(DecodedActivity& 
     ++stats_.memory_missing_context;
   }
   d.memory.step = memory_step_;
+  // Steps without a marker: the step feed gives the record its call's detected step.
+  if (feed_ != nullptr && feed_->takes_memory()) return feed_->memory(d.memory, d.memory_correlation_id);
   memory_.add(d.memory);
 }
 

@@ -69,7 +69,10 @@ class ActivityPipeline {
   void process(uint8_t* buffer, size_t valid_size);
   // Steps without a marker (core/step_feed.h): activities go through `feed` (its aggregator
   // being this pipeline's), which is settled after each buffer. Null: straight to the aggregator.
-  void set_step_feed(core::StepFeed* feed) { feed_ = feed; }
+  void set_step_feed(core::StepFeed* feed) {
+    feed_ = feed;
+    if (feed_ != nullptr) feed_->set_memory(&memory_);
+  }
   // The live capture's buffers are CUPTI's own: the additional data of their overhead records
   // is freed after it is read (the client's duty, cupti_activity.h). A replayed buffer's
   // pointers are another process's: never (the default).

@@ -2,9 +2,11 @@
 // its warnings, and the trace timeline. Lock order: core/lock_order.h (a snapshot flushes and
 // drains before taking agg_mu_; a terminating signal's write waits for agg_mu_ until its
 // deadline, then uses what the last summary published).
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "client_mux.h"
 #include "gpu_capture_class.h"
@@ -72,7 +74,20 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
     aggregator_->take_pending_groups(&groups);
     for (const auto& k : groups) aggregator_->add_group_kernel(k, nullptr);
   }
-  out = aggregator_->summary(step_feed_ ? step_feed_->steps_completed(steps) : steps);
+  const uint64_t steps_done = step_feed_ ? step_feed_->steps_completed(steps) : steps;
+  if (step_feed_ && !final && step_feed_->held() > 0) {
+    // Mid-run, detection still holds activities (the warm-up before a lock, the step in
+    // progress): a copy takes them, so this file, which may be the last one a SIGKILL leaves,
+    // counts everything recorded. Group kernels of the copy count for their first member's op.
+    const std::unique_ptr<core::GpuAggregator> copy = aggregator_->clone();
+    step_feed_->snapshot_into(*copy);
+    std::vector<core::GpuAggregator::PendingGroupKernel> groups;
+    copy->take_pending_groups(&groups);
+    for (const auto& k : groups) copy->add_group_kernel(k, nullptr);
+    out = copy->summary(steps_done);
+  } else {
+    out = aggregator_->summary(steps_done);
+  }
   if (step_feed_) step_feed_->describe(steps, &out);
   // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
   // complete buffers only; a terminating signal's forced flush may not have finished in time).
@@ -101,7 +116,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
   take_vmm(false);
   // Without CUPTI's memory records, VMM memory alone would pass for all of it: no figures.
   // Before the end, the steps still open have no memory figures yet (memory_tracker.h).
-  if (!bounded) pipeline_->memory().set_complete_below(memory_complete);
+  if (!bounded) pipeline_->memory().set_complete_below(memory_complete + memory_offset());
   if (!memory_refused_) out.memory = pipeline_->memory().summary(state == State::kStopped);
   if (memory_refused_)
     out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "

@@ -82,6 +82,9 @@ class GpuCapture {
     else
       *out = core::LaunchContext{};
   }
+  // Marker step m's number in the aggregator and the memory tracker when a marker took over from
+  // detected steps (core::StepFeed::marker_offset); under agg_mu_.
+  uint64_t memory_offset() const { return step_feed_ ? step_feed_->marker_offset() : 0; }
   uint32_t steps_completed() const noexcept {
     return hooks_.steps_completed ? hooks_.steps_completed() : 0;
   }

@@ -48,13 +48,15 @@ void GpuCapture::publish_live() {
     } else if (limit < 2) {
       return;
     }
-    const uint64_t step = detected ? counters.totals.steps - 1 : limit - 2;
+    // A marker that took over from detected steps numbers its step m as marker_offset() + m.
+    const uint64_t step = detected ? counters.totals.steps - 1
+                                   : limit - 2 + (step_feed_ ? step_feed_->marker_offset() : 0);
     if (published_step_ >= 0 && step <= static_cast<uint64_t>(published_step_)) return;
     if (!aggregator_->step_figures(step, &figures)) return;
     aggregator_->set_published_below(step + 1);
     take_vmm(true);
-    // Device memory rows are keyed by marker steps (docs/attribution.md): none for a detected one.
-    figures.memory_valid = !detected && pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
+    // Device memory rows are keyed by the same steps (detected ones too: core/step_feed.h).
+    figures.memory_valid = pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
   }
   published_step_ = static_cast<int64_t>(figures.step);
   std::lock_guard<std::mutex> lock(live_mu_);

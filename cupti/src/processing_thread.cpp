@@ -72,7 +72,7 @@ void GpuCapture::processing_loop() {
       std::lock_guard<std::mutex> agg(agg_mu_);
       transfer_dropped();
       take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
-      pipeline_->memory().set_complete_below(memory_complete);
+      pipeline_->memory().set_complete_below(memory_complete + memory_offset());
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
       pipeline_->free_overhead_data(!item.client_overhead);
       pipeline_->process(item.buffer, item.valid_size);

@@ -29,6 +29,7 @@ std::vector<Rec> training(int steps, int layers, int warmup = 0) {
   std::vector<Rec> out;
   uint32_t corr = 10;
   uint64_t t = 1000;
+  uint64_t seq = 0;  // the communicator's sequence number (NCCL wrappers: 1-based)
   auto add = [&](const std::string& name, uint32_t step, CommOp op = CommOp::kNone, uint64_t bytes = 0) {
     Rec r;
     r.name = name;
@@ -41,6 +42,7 @@ std::vector<Rec> training(int steps, int layers, int warmup = 0) {
     r.ctx.step = step;
     r.ctx.comm.op = op;
     r.ctx.comm.comm_id = op == CommOp::kNone ? 0 : 1;
+    r.ctx.comm.seq = op == CommOp::kNone ? 0 : ++seq;
     r.ctx.comm.bytes = bytes;
     out.push_back(r);
   };
@@ -164,6 +166,7 @@ TEST_CASE("a marker that appears later decides the steps from there on", "[step_
   CHECK(origin.source == "marker");
   CHECK(origin.detection.steps == 7);
   CHECK(origin.detection.marker_from_step == 7);  // the 8th ends at the first marker
+  CHECK(feed.marker_offset() == 7);  // the live metrics' step of marker step m: 7 + m
   CHECK(feed.steps_completed(marker_steps) == 7 + marker_steps);
   const GpuSummary got = agg.summary(feed.steps_completed(marker_steps));
   REQUIRE(got.detail.size() == 14);
@@ -302,4 +305,192 @@ TEST_CASE("a marked job has no detected steps' live figures", "[step_feed]") {
   uint64_t steps = 0, wall = 0, last = 0;
   CHECK(feed.detected_ended() == 0);
   CHECK_FALSE(feed.live_steps(0, &steps, &wall, &last));
+}
+
+namespace {
+
+// The aggregator's summary of every activity so far, as the file's: categories' counts summed.
+uint64_t counted(const GpuSummary& s) {
+  uint64_t n = 0;
+  for (const auto& c : s.categories) n += c.count;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("steps are numbered by their first collective's sequence number: the same on every rank", "[step_feed]") {
+  // Rank 0 records from the start; rank 1's capture starts in step 3 (a start trigger) after
+  // 40 kernels of its own set-up, while its NCCL calls were counted from the start. Numbered
+  // alone, rank 1's first step would be 0; by sequence number it is 3, as on rank 0. Each
+  // AllReduce launch is one call, or a group of three (one kernel, three sequence numbers).
+  const uint64_t members = GENERATE(1u, 3u);
+  INFO(members << " sequence numbers a launch");
+  auto recs = training(12, 6, 5);
+  for (Rec& r : recs)
+    if (r.ctx.comm.seq != 0) r.ctx.comm.seq = (r.ctx.comm.seq - 1) * members + 1;
+  GpuAggregator truth_agg;
+  for (const Rec& r : recs) truth_agg.ingest(r.a, r.ctx, Category::kOther);
+  const GpuSummary truth = truth_agg.summary(12);
+
+  GpuAggregator agg0;
+  StepFeed rank0(agg0, small_window());
+  feed_all(rank0, recs, false);
+  std::vector<Rec> late;
+  for (int i = 0; i < 40; ++i) {  // its own set-up, launched before step 3 (ids of steps 0-2)
+    Rec r = recs[static_cast<std::size_t>(i)];
+    r.name = "rank1_setup_" + std::to_string(i);
+    r.ctx = LaunchContext{};
+    late.push_back(r);
+  }
+  for (const Rec& r : recs)
+    if (r.ctx.step >= 3) late.push_back(r);
+  for (Rec& r : late) r.a.name = r.name;
+  GpuAggregator agg1;
+  StepFeed rank1(agg1, small_window());
+  feed_all(rank1, late, false, 64, 7);
+
+  for (StepFeed* feed : {&rank0, &rank1}) CHECK(feed->origin().detection.numbering == "nccl");
+  CHECK(rank0.steps_completed(0) == 12);
+  CHECK(rank1.steps_completed(0) == 12);
+  const GpuSummary got0 = agg0.summary(rank0.steps_completed(0));
+  const GpuSummary got1 = agg1.summary(rank1.steps_completed(0));
+  REQUIRE(got0.detail.size() == 12);
+  // Rank 1's first row is its set-up and step 3 together (its warm-up); then steps 4 to 11.
+  REQUIRE(got1.detail.size() == 9);
+  CHECK(got1.detail[0].index == 3);
+  for (std::size_t i = 1; i < got1.detail.size(); ++i) {
+    INFO("rank 1's row " << i);
+    CHECK(got1.detail[i].index == i + 3);
+    CHECK(got1.detail[i].index == got0.detail[i + 3].index);
+    CHECK(same_totals(got1.detail[i].totals, truth.detail[i + 3].totals));
+  }
+}
+
+TEST_CASE("a job without NCCL sequence numbers numbers its steps alone and says so", "[step_feed]") {
+  auto recs = training(10, 5, 3);
+  for (Rec& r : recs) r.ctx.comm.seq = 0;  // collectives captured in a CUDA graph: no sequence
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed_all(feed, recs, false);
+  CHECK(feed.steps_completed(0) == 10);
+  CHECK(feed.origin().detection.numbering == "local");
+}
+
+TEST_CASE("a kernel launched with different grids is told apart: the step is both micro-batches", "[step_feed]") {
+  // Each optimizer step runs the same kernels twice, the second micro-batch with other shapes
+  // (another grid), then no optimizer kernel of its own: by name alone one micro-batch repeats.
+  std::vector<Rec> recs;
+  uint32_t corr = 10;
+  uint64_t t = 1000;
+  for (uint32_t step = 0; step < 12; ++step)
+    for (uint32_t mb = 0; mb < 2; ++mb)
+      for (int k = 0; k < 12; ++k) {
+        Rec r;
+        r.name = "kern_" + std::to_string(k);
+        r.a.kind = ActivityKind::kKernel;
+        r.a.correlation_id = corr;
+        corr += 2;
+        r.a.start_ns = t;
+        r.a.end_ns = t + 100;
+        t += 150;
+        r.a.grid = kernel_grid(mb == 0 ? 64 : 96, 1, 1);
+        r.ctx.step = step;
+        recs.push_back(r);
+      }
+  for (Rec& r : recs) r.a.name = r.name;
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed_all(feed, recs, false);
+  CHECK(feed.origin().detection.period_calls == 24);
+  CHECK(feed.steps_completed(0) == 12);
+  CHECK(kernel_grid(64, 1, 1) != kernel_grid(1, 64, 1));
+  CHECK(kernel_grid(64, 2, 1) != kernel_grid(2, 64, 1));
+}
+
+TEST_CASE("device memory records take the detected step of their call", "[step_feed]") {
+  // An allocation before each step's first kernel and its release after the optimizer: with
+  // tt_step the tracker would key them by the marker's step; detected, by the found one.
+  const auto recs = training(10, 5, 2);
+  MemoryTracker truth_mem(64), got_mem(64);
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed.set_memory(&got_mem);
+  REQUIRE(feed.takes_memory());
+  uint32_t prev_step = 99;
+  std::size_t in_buffer = 0;
+  for (const Rec& r : recs) {
+    if (r.ctx.step != prev_step) {
+      MemoryEvent e;
+      e.timestamp_ns = r.a.start_ns - 1;
+      e.address = 0x1000 + r.ctx.step;
+      e.bytes = (r.ctx.step + 1) * 1000;
+      e.step = r.ctx.step;
+      truth_mem.add(e);
+      e.step = 0;  // no marker
+      feed.memory(e, r.a.correlation_id - 1);
+      prev_step = r.ctx.step;
+    }
+    LaunchContext ctx = r.ctx;
+    ctx.step = 0;
+    feed.ingest(r.a, ctx, Category::kOther);
+    if (++in_buffer % 50 == 0) feed.settle();
+  }
+  feed.finish();
+  const MemorySummary want = truth_mem.summary(true);
+  const MemorySummary got = got_mem.summary(true);
+  REQUIRE(got.steps.size() == want.steps.size());
+  for (std::size_t i = 0; i < want.steps.size(); ++i) {
+    INFO("row " << i);
+    CHECK(got.steps[i].first == want.steps[i].first);
+    CHECK(got.steps[i].second.peak_bytes == want.steps[i].second.peak_bytes);
+    CHECK(got.steps[i].second.in_use_bytes == want.steps[i].second.in_use_bytes);
+  }
+  CHECK(got.run.peak_bytes == want.run.peak_bytes);
+}
+
+TEST_CASE("a snapshot counts the activities detection has not placed yet", "[step_feed]") {
+  // Mid-run (no finish): the warm-up before any lock and the step in progress are held. A
+  // snapshot's copy counts them; the aggregator itself is left as it was.
+  const auto recs = training(30, 6, 7);
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  const std::size_t half = recs.size() / 2;
+  for (std::size_t i = 0; i < half; ++i) {
+    LaunchContext ctx = recs[i].ctx;
+    ctx.step = 0;
+    feed.ingest(recs[i].a, ctx, Category::kOther);
+    if (i % 64 == 63) feed.settle();
+  }
+  REQUIRE(feed.held() > 0);
+  const uint64_t before = counted(agg.summary(feed.steps_completed(0)));
+  CHECK(before < half);
+  const auto copy = agg.clone();
+  feed.snapshot_into(*copy);
+  const GpuSummary snap = copy->summary(feed.steps_completed(0));
+  CHECK(counted(snap) == half);
+  CHECK(snap.partial_final_step);
+  CHECK(counted(agg.summary(feed.steps_completed(0))) == before);
+  CHECK(feed.origin().detection.undecided_launches > 0);
+  feed.finish();
+  CHECK(counted(agg.summary(feed.steps_completed(0))) == half);
+  CHECK(feed.origin().detection.undecided_launches == 0);
+}
+
+TEST_CASE("past the caps on names and launch kinds nothing is lost, and the reason says so", "[step_feed]") {
+  auto recs = unrepeated(600, [](uint32_t i) { return i; });
+  recs[599].a.end_ns = recs[599].a.start_ns + 1000000;  // the longest: first in top_kernels
+  GpuAggregator agg;
+  StepFeedOptions o = small_window();
+  o.max_names = 16;
+  o.max_tokens = 32;
+  StepFeed feed(agg, o);
+  feed_all(feed, recs, false);
+  const GpuSummary got = agg.summary(0);
+  CHECK(counted(got) == 600);
+  const StepsOrigin origin = feed.origin();
+  CHECK(origin.detection.tokens_over_cap > 0);
+  CHECK(origin.detection.reason.find("told apart no more") != std::string::npos);
+  // A name past the cap keeps its characters until its activity is handed on.
+  REQUIRE_FALSE(got.top_kernels.empty());
+  CHECK(got.top_kernels[0].name == "k599");
 }

@@ -23,6 +23,9 @@
 int main() {
   TT_COMMON("kernel", TT_KERNEL);
   TT_FIELD("kernel", TT_KERNEL, name);
+  TT_FIELD("kernel", TT_KERNEL, gridX);
+  TT_FIELD("kernel", TT_KERNEL, gridY);
+  TT_FIELD("kernel", TT_KERNEL, gridZ);
   TT_COMMON("memcpy", TT_MEMCPY);
   TT_FIELD("memcpy", TT_MEMCPY, copyKind);
   TT_FIELD("memcpy", TT_MEMCPY, bytes);

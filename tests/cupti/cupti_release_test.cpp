@@ -262,6 +262,9 @@ TEST_CASE("the layout traintime uses for a release matches that release's own he
   want["memset.size"] = sizes.memset;
   expect_common<CUpti_ActivityKernel9>(want, "kernel");
   want["kernel.name"] = offsetof(CUpti_ActivityKernel9, name);
+  want["kernel.gridX"] = offsetof(CUpti_ActivityKernel9, gridX);
+  want["kernel.gridY"] = offsetof(CUpti_ActivityKernel9, gridY);
+  want["kernel.gridZ"] = offsetof(CUpti_ActivityKernel9, gridZ);
   expect_common<CUpti_ActivityMemcpy5>(want, "memcpy");
   want["memcpy.copyKind"] = offsetof(CUpti_ActivityMemcpy5, copyKind);
   want["memcpy.bytes"] = offsetof(CUpti_ActivityMemcpy5, bytes);

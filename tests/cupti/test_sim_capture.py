@@ -216,6 +216,13 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         rf, truth = load_json(rank_path), load_json(work / f"truth-{rank}.json")
         where = f"rank {rank}"
         steps = rf.get("steps", {}).get("count")
+        if mode.no_marker:
+            # Several ranks: steps numbered by their first collective's NCCL sequence number, so
+            # step k is the same step on every rank (compare_truth holds each rank's numbers to the
+            # truth's); one rank has no collective and numbers them alone, and says so.
+            numbering = rf.get("steps", {}).get("detection", {}).get("numbering")
+            want = "nccl" if mode.np > 1 and not mode.graphs else "local"
+            c.check(numbering == want, f"{where}: steps.detection.numbering {numbering!r}, want {want!r}")
         if mode.cupti_lib == "not-cupti":
             reason = rf.get("gpu_capture_reason", "")
             c.check(f"({expected_cupti})" in reason and "TRAINTIME_CUPTI_LIB=" in reason
@@ -449,7 +456,7 @@ def test_sim_capture_no_marker_accumulation_eval_and_pause_steps_found_match_tru
 def test_sim_capture_mpirun4_no_marker_accumulation_eval_straggler_steps_found_match_truth(capture) -> None:
     # DDP's no_sync: the gradient AllReduce buckets in the last micro-batch only.
     capture(np=4, no_marker=True, layers=24, bucket_layers=3, slowdown="2:1.5",
-            train_args=("--accumulate", "2", "--eval-every", "5"))
+            train_args=("--accumulate", "2", "--eval-every", "5", "--pause-at", "7:40"))
 
 
 def test_sim_capture_mpirun4_graphs_matches_truth(capture) -> None:
@@ -624,6 +631,11 @@ def test_sim_capture_device_memory_per_step_matches_truth(capture) -> None:
     capture(alloc_per_step=True, steps=12)
 
 
+def test_sim_capture_no_marker_device_memory_per_detected_step_matches_truth(capture) -> None:
+    # No marker: each detected step's device memory rows are the truth's steps', as with tt_step.
+    capture(alloc_per_step=True, steps=12, no_marker=True)
+
+
 def test_sim_capture_device_memory_cupti_12_layout_mpirun2(capture) -> None:
     # API 22 (CUPTI 12.4) writes Memory3 records, 8 bytes shorter than 12.6's Memory4.
     capture(alloc_per_step=True, cupti_api=22, np=2, steps=8)
@@ -673,3 +685,45 @@ def test_sim_capture_lazy_start_mpirun2_has_stable_communicator_ids(capture) -> 
     # The lazy start is reached at the first NCCL communicator, before step 0's kernels, and the
     # communicator ids are the stable ids on every rank in that mode too.
     capture(np=2, foreign_injection=True)
+
+
+def test_sim_capture_no_marker_snapshot_before_sigkill_counts_undecided_work(build_dir: Path, tmp_path: Path) -> None:
+    # No marker, steps of 0.3 s, a snapshot every second, SIGKILL after the second: too few steps
+    # for a lock, so detection still holds every activity when the snapshots are written. The
+    # file the kill leaves must count them (as the step in progress), not an empty GPU section.
+    import signal
+    import time
+    sim = build_dir / "sim"
+    out = tmp_path / "out"
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        "TRAINTIME_OUTPUT": str(out),
+        "TRAINTIME_SNAPSHOT_SEC": "1",
+        "TRAINTIME_HANG_SEC": "0",
+    })
+    cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "1000", "--no-step-marker",
+           "--step-sleep-us", "300000", "--steps-file", str(tmp_path / "done")]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rank_file = out / "rank-00000.json"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not rank_file.exists():
+            time.sleep(0.05)
+        time.sleep(1.5)  # a second snapshot, after more steps
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=60)
+    c = Checks()
+    if c.check(rank_file.exists(), f"no rank file {rank_file} after {time.monotonic()} s"):
+        rf = load_json(rank_file)
+        counted = sum(v.get("count", 0) for v in rf.get("categories", {}).values())
+        detection = rf.get("steps", {}).get("detection", {})
+        c.check(counted > 0, f"the snapshot counts no GPU activity: {rf.get('categories')}")
+        c.check(detection.get("undecided_launches", 0) > 0,
+                f"steps.detection.undecided_launches {detection.get('undecided_launches')!r}: "
+                "the snapshot does not say detection still held work")
+        c.check(rf.get("steps", {}).get("partial_final_step") is True,
+                "the undecided work is not the partial step in progress")
+    c.done()

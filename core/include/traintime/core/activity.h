@@ -102,6 +102,15 @@ struct LaunchContext {
   Category category = Category::kOther;
 };
 
+// GpuActivity::grid of a kernel launched with grid (x, y, z): equal grids give equal words, and
+// grids that differ in any dimension almost never do.
+constexpr uint32_t kernel_grid(uint32_t x, uint32_t y, uint32_t z) {
+  uint64_t h = (uint64_t{x} * 0x9E3779B97F4A7C15ull) ^ (uint64_t{y} * 0xC2B2AE3D27D4EB4Full) ^
+               (uint64_t{z} * 0x165667B19E3779F9ull);
+  h ^= h >> 29;
+  return static_cast<uint32_t>(h ^ (h >> 32)) | 1u;  // never 0: 0 means "not a kernel"
+}
+
 // One GPU activity, converted from a CUPTI kernel/memcpy/memset record.
 struct GpuActivity {
   ActivityKind kind = ActivityKind::kKernel;
@@ -115,6 +124,9 @@ struct GpuActivity {
   CopyKind copy_kind = CopyKind::kNone;
   uint64_t bytes = 0;          // memcpy/memset size (a batched memcpy: all of its copies)
   uint32_t copies = 1;         // memcpy: copies the record stands for (CUPTI's copyCount)
+  // Kernel: its launch grid (gridX, gridY, gridZ) mixed into one word (kernel_grid()); 0 for
+  // the other kinds. Steps without a marker tell a kernel's launches with different grids apart.
+  uint32_t grid = 0;
   std::string_view name;       // kernel name (mangled as CUPTI gives it); valid during ingest only
 };
 

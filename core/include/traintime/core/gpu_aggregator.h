@@ -126,7 +126,14 @@ class GpuAggregator {
   Footprint footprint() const;
   uint64_t late_records() const { return acc_.late_records; }
 
+  // A copy for a snapshot (core/step_feed.h: the activities detection has not placed yet go into
+  // the copy, never into this one): every figure, the open steps' records included; the trace's
+  // events stay behind. Costs the open-step window's bytes once.
+  std::unique_ptr<GpuAggregator> clone() const;
+
  private:
+  GpuAggregator(const GpuAggregator&) = default;  // clone(): the caches' pointers reset there
+  GpuAggregator& operator=(const GpuAggregator&) = delete;
   static constexpr uint32_t kNoSlot = 0xffffffffu;
   // The slot of the (region, kernel) pairs of kernels launched with no region open: counted like
   // a region's, for the rank's own top_kernels only (no region row).
@@ -454,6 +461,11 @@ class GpuAggregator {
   struct OpenStep {
     uint64_t step;
     std::unique_ptr<StepBuf> buf;
+    OpenStep(uint64_t s, std::unique_ptr<StepBuf> b) : step(s), buf(std::move(b)) {}
+    OpenStep(OpenStep&&) noexcept = default;
+    OpenStep& operator=(OpenStep&&) noexcept = default;
+    OpenStep(const OpenStep& o) : step(o.step), buf(std::make_unique<StepBuf>(*o.buf)) {}  // clone()
+    OpenStep& operator=(const OpenStep&) = delete;
   };
   std::deque<OpenStep> open_;
   std::size_t open_steps_ = 0;  // open_.size(), which a deque computes from four pointers
@@ -461,7 +473,14 @@ class GpuAggregator {
   std::deque<OpenStep>::iterator find_open(uint64_t step);
   // Buffers of folded steps, kept (emptied, capacity intact) for the next steps: a new step
   // neither allocates nor regrows its record vector from nothing.
-  std::vector<std::unique_ptr<StepBuf>> spare_steps_;
+  struct Spares : std::vector<std::unique_ptr<StepBuf>> {
+    Spares() = default;
+    Spares(Spares&&) noexcept = default;
+    Spares& operator=(Spares&&) noexcept = default;
+    Spares(const Spares&) : std::vector<std::unique_ptr<StepBuf>>() {}  // clone(): none spare
+    Spares& operator=(const Spares&) = delete;
+  };
+  Spares spare_steps_;
   std::size_t open_records_ = 0;
   uint64_t folded_below_ = 0;  // steps < this are folded; their records are late
   uint64_t last_step_ = ~uint64_t{0};

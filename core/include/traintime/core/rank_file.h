@@ -136,6 +136,11 @@ struct StepDetection {
   uint64_t folded_blocks = 0;     // stretches the window could not hold, each left in its step
   uint64_t folded_launches = 0;
   uint64_t marker_from_step = 0;  // source "marker" after detection: the marker's first step
+  // "nccl": steps numbered by their first collective's sequence number (the same on every
+  // rank); "local": by this rank alone (no collective with a sequence number). "" in older files.
+  std::string numbering;
+  uint64_t undecided_launches = 0;  // mid-run: activities not yet placed, in the step in progress
+  uint64_t tokens_over_cap = 0;     // launches whose kind was past the feed's token cap
   std::string reason;             // why no steps were detected, or what overrode them
 };
 

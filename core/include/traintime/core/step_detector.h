@@ -17,6 +17,11 @@
 //     so the micro-batch is not the step; an evaluation loop runs the step's own kernels, so it
 //     is an interruption). Mid-run a lock needs min_repeats repeats over min_evidence launches
 //     unbroken; at the end two repeats suffice.
+//   - Grids: the search compares launches without their kernels' grids (a batch's data decides
+//     some grids: cub's reductions over a batch's unique keys). A period found so is tried again
+//     with the grids, at 1 to 8 times its length: the first that holds is the step, and the lock
+//     compares grids from then on (two micro-batches of different shapes are one step, not two).
+//     When none holds, the grids follow the data and are left out.
 //   - Phase: the pattern starts where its first repetition starts (the training loop begins at a
 //     step); a step ends where an occurrence of the pattern ends.
 //   - Locked: each step that is one occurrence of the pattern is exact. Anything else (an
@@ -39,6 +44,7 @@ struct DetectorLaunch {
   uint32_t token = 0;       // what it ran (step_feed.h says how tokens are made)
   bool collective = false;  // NCCL work
   bool anchor = false;      // TRAINTIME_STEP_ANCHOR names it
+  uint32_t fine = 0;        // 1 + the token of what it ran with its kernel's grid; 0: `token`
 };
 
 struct DetectorOptions {
@@ -117,8 +123,14 @@ class StepDetector {
   void end_step(std::size_t at, bool exact, std::vector<DetectedBoundary>* out);
   void drop_front(std::size_t n);  // held_[0, n) belong to ended steps (or are given up on)
 
+  // The token compared: with grids once a lock found that they repeat with the pattern.
+  uint32_t key(std::size_t i) const {
+    return fine_ && held_[i].fine != 0 ? held_[i].fine - 1 : held_[i].token;
+  }
+
   DetectorOptions opt_;
   DetectorStats stats_;
+  bool fine_ = false;  // keys are DetectorLaunch::fine (search: while refining; locked: the lock's)
   std::vector<DetectorLaunch> held_;  // launches from the step in progress's first on
   uint64_t base_ = 0;                 // ordinal of held_[0]
   std::size_t search_at_ = 2;         // held_.size() at which the next search runs

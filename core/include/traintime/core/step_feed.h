@@ -4,9 +4,19 @@
 // the StepDetector, and hands the activity on with the step index the detector gives its launch,
 // exactly as if tt_step had been called at each detected boundary. Once a record carries a
 // marker step (tt_step, an NVTX `step` range, a framework callback), markers win from there on:
-// the detected steps so far keep their numbers and marker step m becomes detected + m.
+// the detected steps so far keep their numbers and marker step m becomes detected + m. Device
+// memory records (set_memory) take the same steps as the GPU work around them.
 //
-// Tokens: a kernel by its name, a CUDA graph launch by its graph id, a copy by direction, a
+// Numbering: every rank of a job issues the same NCCL calls on a communicator in the same order,
+// so a step's first collective has the same sequence number on every rank. A step with one is
+// numbered from it: n = n' + (seq - seq') / c, where (n', seq') is the last step so numbered (at
+// first (0, 1)) and c the sequence numbers one period spans on that communicator (measured
+// between two exact steps in a row: a grouped launch spans one per member). Step k is then the same
+// step on every rank, whatever each rank's warm-up or lock did. A step with no recorded collective
+// (a job without NCCL, collectives captured in CUDA graphs) takes the number after the last one:
+// steps.detection.numbering says which ("nccl" or "local").
+//
+// Tokens: a kernel by its name (and by its name and grid: step_detector.h "Grids"), a CUDA graph launch by its graph id, a copy by direction, a
 // memset as such (their sizes follow the batch's data, which real jobs vary every step); NCCL
 // work by (op, communicator, bytes) for the collectives whose size the model fixes (AllReduce,
 // AllGather, ReduceScatter, Broadcast, Reduce) and by (op, communicator) for the others, and
@@ -20,7 +30,13 @@
 //
 // Memory: at most `max_held` activities are held. Past it the detector is forced to decide, and
 // whatever is still undecided is handed on as part of the step in progress and forgotten by the
-// detector (counted: folded_blocks, folded_launches).
+// detector (counted: folded_blocks, folded_launches). Kernel names kept for held activities and
+// launch tokens are capped (max_names, max_tokens): past them names are kept only while their
+// activity is held, and new launch kinds share one token (counted, and the reason says so).
+//
+// Snapshots: snapshot_into() puts the activities still held into a copy of the aggregator, in the
+// step they are known to be in or else the step in progress, so a file written mid-run (and the
+// last one before a SIGKILL) counts everything recorded.
 //
 // Single-threaded (the processing thread). No globals, no CUDA.
 #pragma once
@@ -37,6 +53,7 @@
 #include "traintime/core/activity.h"
 #include "traintime/core/category.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/memory_tracker.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/core/step_detector.h"
 
@@ -55,9 +72,11 @@ inline StepsMode steps_mode_named(std::string_view name) {
 struct StepFeedOptions {
   StepsMode mode = StepsMode::kAuto;
   std::string anchor;             // TRAINTIME_STEP_ANCHOR: a kernel name or a NCCL op name
-  // Activities held at most: 65 536 of kHeldBytes (~10 MiB), the bytes the aggregator's own
-  // open-step window may hold (262 144 records of 32 bytes, docs/attribution.md "Memory bound").
-  std::size_t max_held = std::size_t{1} << 16;
+  // Activities held at most: the aggregator's own open-step window's bound (262 144 records,
+  // docs/attribution.md "Memory bound"), kHeldBytes each.
+  std::size_t max_held = std::size_t{1} << 18;
+  std::size_t max_names = std::size_t{1} << 16;   // kernel names interned
+  std::size_t max_tokens = std::size_t{1} << 18;  // distinct launch kinds told apart
   uint32_t settle_lag = 1u << 16;  // correlation ids a launch waits before it is fed
   DetectorOptions detector;       // anchor is set from `anchor`
 };
@@ -83,6 +102,15 @@ class StepFeed {
   void settle();
   // No more activities will come (exit): every held activity is handed on.
   void finish();
+  // Device memory records go to `tracker` through the feed, with the step of their call.
+  void set_memory(MemoryTracker* tracker) { memory_ = tracker; }
+  bool takes_memory() const { return memory_ != nullptr && !direct_; }
+  // A memory record (its step: the marker steps before its call) and its call's correlation id.
+  void memory(MemoryEvent e, uint32_t correlation);
+  // The held activities into `copy` (a clone of the aggregator): a snapshot's figures count them.
+  void snapshot_into(GpuAggregator& copy) const;
+  // Marker step m is aggregator step marker_offset() + m (0 unless detected steps came first).
+  uint64_t marker_offset() const { return marker_seen_ ? marker_offset_ : 0; }
 
   // The steps completed, for GpuAggregator::summary: `marker_steps` (tt_step calls so far) when
   // steps are the marker's, the detected steps (+ marker_steps once a marker took over).
@@ -99,7 +127,7 @@ class StepFeed {
   // still held. A detected step's wall time is the time from its first GPU start to the next
   // step's (the GPU's step period: there is no CPU call to time it). `*steps` counts the steps
   // through `step`, `*wall_ns` their wall time (from step 0's first GPU start), `*last_wall_ns`
-  // its own.
+  // its own. `step` is a position (0 .. detected_ended() - 1); *steps - 1 is its step number.
   bool live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uint64_t* last_wall_ns) const;
   // The device of the first activity ingested (held or not); -1 before one.
   int first_device() const { return first_device_; }
@@ -118,6 +146,11 @@ class StepFeed {
   struct Pending {  // a launch seen, not yet fed
     uint32_t correlation = 0;
     DetectorLaunch launch;
+    uint64_t seq_key = 0;  // a collective's comm_id << 48 | sequence number, else 0
+  };
+  struct HeldMemory {
+    MemoryEvent event;
+    uint32_t correlation;
   };
   void forward(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
   void hold(const GpuActivity& a, const LaunchContext& ctx, Category region_category);
@@ -131,6 +164,12 @@ class StepFeed {
   // Hands on every held activity whose step is known.
   void release();
   uint64_t step_of(uint32_t correlation) const;
+  // The number of a step that ended whose first collective is `seq_key` (0: none).
+  uint64_t number_for(uint64_t seq_key, uint32_t own_count);
+  uint64_t next_number() const { return numbers_.empty() ? 0 : numbers_.back() + 1; }
+  // The step in progress takes its number now (its records are being handed on).
+  void number_progress();
+  uint32_t token_for(uint64_t key, uint32_t comm);
   void force_bound();
   void note_first(uint64_t step, uint64_t start_ns);
 
@@ -150,11 +189,31 @@ class StepFeed {
   std::size_t pending_head_ = 0;
   std::size_t pending_sorted_ = 0;
   std::vector<uint32_t> fed_;     // correlation ids fed, from the detector's step_start() on
+  std::vector<uint64_t> fed_seq_;  // their Pending::seq_key
   uint64_t fed_base_ = 0;         // detector ordinal of fed_[0]
   uint32_t max_correlation_ = 0;
   uint32_t fed_below_ = 0;        // correlation ids below this were fed, or come late
   // The last correlation id of each ended step: step k holds ids in (ends_[k-1], ends_[k]].
   std::vector<uint32_t> ends_;
+  std::vector<uint64_t> numbers_;  // the step number of each ended step (Numbering above)
+  uint64_t progress_number_ = 0;   // the step in progress's, once number_progress() gave it
+  bool progress_numbered_ = false;
+  uint64_t carried_key_ = 0;       // the step in progress's first collective, fed_ no longer has it
+  uint32_t ref_comm_ = 0;          // numbering's communicator, and its last (n', seq')
+  uint64_t ref_seq_ = 1;
+  uint64_t ref_number_ = 0;
+  uint64_t seq_numbered_ = 0;      // steps numbered by sequence numbers
+  uint64_t period_seqs_ = 0;       // sequence numbers one period spans (0: not measured yet)
+  uint64_t prev_key_ = 0;          // the last ended step's first collective, and whether exact
+  bool prev_exact_ = false;
+  struct Ended {
+    uint32_t last;
+    uint64_t key;
+    uint32_t own;
+    bool exact;
+  };
+  std::vector<Ended> ended_;       // apply()'s scratch
+  std::vector<uint32_t> token_comm_;  // by token: a collective's comm_id with a sequence, else 0
   // Launches up to this correlation id are in a known step (ended, or the step in progress
   // once a fold gave them to it).
   uint32_t known_through_ = 0;
@@ -168,6 +227,12 @@ class StepFeed {
   std::unordered_map<std::string_view, uint32_t> name_ids_;
   std::deque<std::string> names_;
   std::unordered_map<uint64_t, uint32_t> tokens_;
+  // Names past max_names: one copy per held activity, in held_'s order, gone with it.
+  std::deque<std::string> overflow_names_;
+  uint64_t names_over_cap_ = 0;
+  uint64_t tokens_over_cap_ = 0;
+  MemoryTracker* memory_ = nullptr;
+  std::deque<HeldMemory> held_memory_;
   struct NameSlot {
     const char* ptr = nullptr;
     std::size_t len = 0;
