@@ -122,7 +122,7 @@ void ActivityPipeline::count_into(core::Section& out) const {
     std::string why;
     if (late > 0)
       why = std::to_string(late) + " came in buffers that reached traintime late while it kept up with the "
-            "launches (CUPTI hands a thread's partly filled buffer over only at a flush; flushes came every " +
+            "launches (CUPTI hands a thread's partly filled buffer over only at a flush, asked for at least every " +
             std::to_string(launches_.flush_every()) + " launches)";
     if (late < n)
       why += (why.empty() ? "" : "; ") + std::to_string(n - late) +
