@@ -319,6 +319,54 @@ BENCHMARK(BM_DecodeJoinIngest)->ArgName("api_records")->Arg(1)->Arg(0);
 void BM_DecodeJoinIngestMemory(benchmark::State& state) { decode_join_ingest(state, true, true); }
 BENCHMARK(BM_DecodeJoinIngestMemory);
 
+// The join's harder cases, the correlation table alone (items: lookups), against the decode +
+// join + ingest budget, which a record the processing thread must get through meets whatever its
+// context's fate:
+//  - case:0, a reader that fell behind: every record's context was evicted a moment ago, and the
+//    window moves on by a launch per record (a lost record costing a scan of the table kept such a
+//    reader behind for good);
+//  - case:1, three threads launching in turn (a training thread, an autograd worker, NCCL's own
+//    thread), their records in time order: each one's launch a chunk away from the previous one's.
+void BM_JoinLookup(benchmark::State& state) {
+  const bool behind = state.range(0) == 0;
+  constexpr uint32_t kCap = 1u << 14;  // the live capture's size (capture_tuning.h)
+  cupti::CorrelationTable t(kCap);
+  cupti::CorrelationTable::Writer writers[3];
+  core::LaunchContext ctx;
+  uint32_t id = 0;
+  uint32_t k = 0;
+  const auto launch = [&] {  // a runtime launch's id and its nested driver call's
+    id += 2;
+    const uint64_t ticket = t.claim(behind ? writers[0] : writers[k++ % 3], id - 1, ctx);
+    t.add_nested(ticket, id);
+    t.publish(ticket);
+  };
+  for (uint32_t n = 0; n < 2 * kCap; ++n) launch();
+  core::LaunchContext got;
+  uint64_t found = 0;
+  if (behind) {
+    benchmark::DoNotOptimize(t.lookup(id - 1, &got));  // a hit: the reader's cursor
+    uint32_t record = id - 2 * (kCap + 64) - 1;  // evicted a moment ago, as every one after it
+    for (auto _ : state) {
+      found += t.lookup(record, &got);
+      record += 2;
+      launch();
+    }
+  } else {
+    uint32_t record = id - 2 * (kCap / 2) + 1;  // the older half of the window on, in launch order
+    for (auto _ : state) {
+      found += t.lookup(record, &got);
+      record += 2;
+      launch();
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+  state.counters["found"] = static_cast<double>(found);
+  state.counters["scans"] = static_cast<double>(t.scans());
+  state.counters["full_scans"] = static_cast<double>(t.full_scans());
+}
+BENCHMARK(BM_JoinLookup)->ArgName("case")->Arg(0)->Arg(1);
+
 // Instruction counts for scripts/count_instructions.py (callgrind started with instrumentation
 // off): kWarmPasses untimed passes fill the open-step window, then the next kCountedPasses are
 // instrumented. ingest:1 counts GpuAggregator::ingest alone, ingest:0 the whole processing path

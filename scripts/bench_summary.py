@@ -289,7 +289,9 @@ elif os.path.exists(os.path.join(out, "replay_bare_1.err")):
 for bench, what, budget, key in (
         ("BM_AggregatorIngest", "activity ingest, GpuAggregator::ingest", 40, "ingest_mps"),
         ("BM_DecodeJoinIngest/api_records:1", "CUPTI decode + join + ingest", 15, "decode_join_ingest_mps"),
-        ("BM_DecodeJoinIngest/api_records:0", "  the same, buffer without API records", 15, "decode_join_ingest_no_api_mps")):
+        ("BM_DecodeJoinIngest/api_records:0", "  the same, buffer without API records", 15, "decode_join_ingest_no_api_mps"),
+        ("BM_JoinLookup/case:0", "  join alone, a reader that fell behind (every context evicted)", 15, "join_behind_mps"),
+        ("BM_JoinLookup/case:1", "  join alone, three threads' records in time order", 15, "join_three_threads_mps")):
     v = gbench("ingest", bench, "items_per_second")
     if v:
         label = v[1].get("label", "")

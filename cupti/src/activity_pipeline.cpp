@@ -138,13 +138,39 @@ void ActivityPipeline::count_into(core::Section& out) const {
            std::to_string(launches_.overwritten()) +
            " of them because later launches reused their correlation slot before the record arrived";
   });
+  // The cause named is the one the table saw (correlation_table.h): a record late while the
+  // reader kept up came in a buffer CUPTI held back; one the reader met after its cursor left the
+  // window, a reader that fell behind; either is likelier with more launching threads than the
+  // table's bound (the window shorter in launches, no floor).
   out.count("overwritten", launches_.overwritten(), [this](uint64_t n) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.1f", launches_.ids_per_store());
-    return std::to_string(n) + " activity record(s) arrived after " +
-           std::to_string(launches_.capacity()) +
+    const uint64_t late = launches_.overwritten_late();
+    std::string why;
+    if (late > 0)
+      why = std::to_string(late) + " came in buffers that reached traintime late while it kept up with the "
+            "launches (CUPTI hands a thread's partly filled buffer over only at a flush, asked for at least every " +
+            std::to_string(launches_.flush_every()) + " launches)";
+    if (late < n)
+      why += (why.empty() ? "" : "; ") + std::to_string(n - late) +
+             " arrived after the processing thread had fallen behind the launches";
+    if (launches_.writers_peak() > launches_.max_writers())
+      why += "; " + std::to_string(launches_.writers_peak()) + " threads launched at once, more than the " +
+             std::to_string(launches_.max_writers()) + " the table is sized for";
+    return std::to_string(n) + " activity record(s) arrived after " + std::to_string(launches_.capacity()) +
            " newer launches had taken their launch context's place (correlation ids: " + rate +
-           " per launch): the processing thread fell behind the launches";
+           " per launch): " + why;
+  });
+  out.count("overwritten_late", launches_.overwritten_late());
+  const uint64_t over = launches_.writers_peak() > launches_.max_writers()
+                            ? launches_.writers_peak() - launches_.max_writers() : 0;
+  out.count("launching_threads_over_bound", over, [this](uint64_t n) {
+    return std::to_string(launches_.writers_peak()) + " threads held launch-context chunks at once, " +
+           std::to_string(n) + " more than the " + std::to_string(launches_.max_writers()) +
+           " the table is sized for (each holds up to " + std::to_string(launches_.capacity() / (2 * launches_.max_writers())) +
+           " of its " + std::to_string(launches_.capacity()) +
+           " slots ahead): records were joined without the table's loss shortcut, and its window was "
+           "shorter in launches";
   });
   out.count("no_timestamps", stats_.no_timestamps, [](uint64_t n) {
     return std::to_string(n) + " GPU activity records carried no timestamps and were skipped";

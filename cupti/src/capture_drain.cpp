@@ -20,6 +20,7 @@ void GpuCapture::flush(bool forced, bool try_only) {
     lock.lock();
   }
   TRAINTIME_CUPTI_CALL(lib_, cuptiActivityFlushAll, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (launches_) launches_->flushed();  // the next flush by launch count: a quarter window on
 }
 
 bool GpuCapture::drain() {

@@ -54,6 +54,9 @@ bool GpuCapture::start_capture(std::string* reason) {
   }
 
   launches_ = std::make_unique<CorrelationTable>(kLaunchesInFlight);
+  // The window asks for a flush once a quarter of it has gone by (correlation_table.h): a rarely
+  // launching thread's buffer then arrives while its contexts are still there.
+  launches_->set_flush_hook([](void* self) { static_cast<GpuCapture*>(self)->ask_flush(); }, this);
   graph_nodes_ = std::make_unique<GraphNodeTable>(kMaxGraphNodes);
   pool_ = std::make_unique<BufferPool>(std::min(size_t{config_.buffer_mb} << 20, kBufferLimit),
                                        config_.buffer_count);

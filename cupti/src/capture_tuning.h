@@ -22,7 +22,9 @@ inline constexpr CUpti_ActivityKind kOwnKinds[] = {CUPTI_ACTIVITY_KIND_CONCURREN
 // hands a half-full one over only when flushed, while the aggregator holds at most 1024 open
 // steps (a record older than that is "late" and loses exactness). So flush once a second, and
 // also whenever kFlushSteps steps have passed since the last flush (fast loops), checked every
-// kPoll.
+// kPoll; and whenever the launch sequence has moved a quarter of the correlation table since the
+// last flush (the table asks for it: correlation_table.h), so a rarely launching thread's buffer
+// arrives while its contexts are still in the table.
 inline constexpr auto kFlushPeriod = std::chrono::milliseconds(1000);
 inline constexpr auto kPoll = std::chrono::milliseconds(20);
 inline constexpr uint32_t kFlushSteps = 64;

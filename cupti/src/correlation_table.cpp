@@ -111,8 +111,11 @@ uint64_t CorrelationTable::fill(uint64_t seq, uint32_t id, const core::LaunchCon
 
 bool CorrelationTable::take_chunk(Writer& w) noexcept {
   if (w.next != w.end) give_up(w);  // stale
+  if (w.end == 0) count_writer();
   for (int tries = 0; tries < kTakeTries; ++tries) {
     const uint64_t first = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    // On next_'s line, which the fetch_add just made this core's: no other line touched.
+    if (__builtin_expect(first + chunk_ > flush_due_.load(std::memory_order_relaxed), 0)) flush_due(first);
     const uint64_t chunk = first >> chunk_shift_;
     std::atomic<uint64_t>& owner = owners_[chunk & segment_mask_];
     const uint64_t mine = (chunk + 1) << 1;
@@ -137,6 +140,28 @@ bool CorrelationTable::take_chunk(Writer& w) noexcept {
   }
   collisions_.fetch_add(1, std::memory_order_relaxed);
   return false;
+}
+
+void CorrelationTable::count_writer() noexcept {
+  const uint64_t n = writers_.fetch_add(1, std::memory_order_relaxed) + 1;
+  uint64_t peak = writers_peak_.load(std::memory_order_relaxed);
+  while (n > peak && !writers_peak_.compare_exchange_weak(peak, n, std::memory_order_relaxed)) {
+  }
+}
+
+void CorrelationTable::flush_due(uint64_t first) noexcept {
+  uint64_t due = flush_due_.load(std::memory_order_relaxed);
+  // One thread per mark calls the hook; the mark is armed again by flushed() after the flush.
+  if (first + chunk_ <= due || !flush_due_.compare_exchange_strong(due, ~uint64_t{0}, std::memory_order_relaxed))
+    return;
+  flushes_asked_.fetch_add(1, std::memory_order_relaxed);
+  if (flush_hook_ != nullptr) flush_hook_(flush_arg_);
+}
+
+void CorrelationTable::count_loss(uint64_t seen) const noexcept {
+  overwritten_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t last = cursor_.load(std::memory_order_relaxed);
+  if (last != kNoHit && last + capacity() >= seen) overwritten_late_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CorrelationTable::give_up(Writer& w) noexcept {
@@ -199,6 +224,7 @@ bool CorrelationTable::band_excludes(uint64_t first, uint32_t id) const noexcept
 }
 
 bool CorrelationTable::below_floor(uint32_t id) const noexcept {
+  if (writers_peak_.load(std::memory_order_relaxed) > max_writers()) return false;
   const uint64_t floor = floor_.load(std::memory_order_relaxed);
   // Within kFloorReach below it: a floor left from long ago never rejects ids that wrapped.
   return (floor >> 32) != 0 && static_cast<uint32_t>(floor) - id - 1 < kFloorReach;
@@ -346,7 +372,7 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
   if (id == 0) return false;
   // Below the live window's lowest id: a loss, decided without reading the table.
   if (below_floor(id)) {
-    overwritten_.fetch_add(1, std::memory_order_relaxed);
+    count_loss(seen_end_.load(std::memory_order_relaxed));
     return false;
   }
   // The id column names the candidate slots (16 per cache line); read() validates the slot.
@@ -412,7 +438,7 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
   if ((end > capacity() ? end - capacity() : 0) != floor_begin_.load(std::memory_order_relaxed)) {
     compute_floor(end);
     if (below_floor(id)) {
-      overwritten_.fetch_add(1, std::memory_order_relaxed);
+      count_loss(end);
       return false;
     }
   }
@@ -453,7 +479,7 @@ bool CorrelationTable::lookup_scan(uint32_t id, core::LaunchContext* out) const 
       lost = after(newest, id);
       break;
     }
-  if (lost) overwritten_.fetch_add(1, std::memory_order_relaxed);
+  if (lost) count_loss(end);
   return false;
 }
 

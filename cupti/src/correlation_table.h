@@ -163,6 +163,8 @@ class CorrelationTable {
   // free for the next lap. No claimed slot of w may be unpublished.
   void give_back(Writer& w) noexcept {
     if (w.next != w.end) give_up(w);
+    if (w.end != 0) writers_.fetch_sub(1, std::memory_order_relaxed);
+    w = Writer{};
   }
 
   // True and *out filled (every field) when the entry for correlation_id is present; when not,
@@ -213,6 +215,40 @@ class CorrelationTable {
   uint64_t launches() const noexcept;
   // Sequence numbers handed out: the window of live contexts is the capacity() before it.
   uint64_t sequence_end() const { return next_.load(std::memory_order_relaxed); }
+
+  // Flushes by launch count. CUPTI hands a thread's partly filled activity buffer over only at a
+  // flush: the records of a thread that launches rarely beside a launch-bound one (NCCL's thread,
+  // a prefetch thread) wait for it while the other thread's launches move the window on. So the
+  // window asks for a flush itself: once the sequence has moved flush_every() numbers since the
+  // last flushed() (a quarter of the table, so a record the flush delivers has three quarters of
+  // the table's launches left to arrive in), the thread that takes the chunk crossing that mark
+  // calls hook(arg), once per mark, out of the launch path's common case (at a chunk). The hook is
+  // set before any launch and never changed; flushed() is called after every flush, whatever
+  // asked for it, and arms the next mark.
+  using FlushHook = void (*)(void* arg);
+  void set_flush_hook(FlushHook hook, void* arg) noexcept {
+    flush_hook_ = hook;
+    flush_arg_ = arg;
+    flushed();
+  }
+  void flushed() noexcept {
+    flush_due_.store(next_.load(std::memory_order_relaxed) + flush_every(), std::memory_order_relaxed);
+  }
+  uint64_t flush_every() const noexcept { return capacity() / 4; }
+  // Flushes asked for by launch count.
+  uint64_t flushes_asked() const { return flushes_asked_.load(std::memory_order_relaxed); }
+
+  // Threads holding chunks: each launching thread holds one from its first launch to its exit
+  // (give_back()), so the sequence runs up to a chunk per thread ahead of the launches stored, and
+  // the floor's argument (above) holds for up to max_writers() of them. More at once, and lookups
+  // go on without the floor (a loss is then decided by a scan of the table, not one comparison)
+  // and the window is that much shorter in launches: counted, for the warning that says so.
+  uint32_t max_writers() const noexcept { return capacity() / (2 * chunk_); }
+  // The most threads that held chunks at once.
+  uint64_t writers_peak() const { return writers_peak_.load(std::memory_order_relaxed); }
+  // Of overwritten(): the records that arrived late while the reader kept up (its previous hit
+  // was inside the window), so their buffer, not the reader, was behind.
+  uint64_t overwritten_late() const { return overwritten_late_.load(std::memory_order_relaxed); }
 
  private:
   // Fills slot seq (the writer's own: its chunk's) and returns its ticket, unpublished.
@@ -341,8 +377,15 @@ class CorrelationTable {
   Band& band_at(uint64_t first) const noexcept {
     return bands_[(first >> band_shift_) & band_index_mask_];
   }
-  // id is below the floor (by at most kFloorReach).
+  // id is below the floor (by at most kFloorReach), and the floor holds (max_writers()).
   bool below_floor(uint32_t id) const noexcept;
+  // A loss found by a lookup, counted (overwritten(), and overwritten_late() when the reader's
+  // previous hit is inside the window: seen, the newest sequence number it read).
+  void count_loss(uint64_t seen) const noexcept;
+  // A writer's first chunk: one more thread holds chunks.
+  void count_writer() noexcept;
+  // A chunk taken from `first` on crossed the flush mark: the hook, once per mark.
+  void flush_due(uint64_t first) noexcept;
   static constexpr uint32_t kFloorReach = 1u << 30;
   // The floor of the window of the capacity() numbers before end, kept in floor_ (bit 32 set:
   // valid) for that window's start (floor_begin_): the lowest id of its launches up to its first
@@ -402,7 +445,15 @@ class CorrelationTable {
   std::atomic<uint64_t> collisions_{0};
   std::atomic<uint64_t> given_up_{0};        // sequence numbers of chunks given up or skipped
   std::atomic<uint64_t> skipped_chunks_{0};
+  std::atomic<uint64_t> flush_due_{~uint64_t{0}};  // the flush mark: never, until a hook is set
   Writer solo_;  // claim(id, ctx) and store(id, ctx): one writing thread
+  FlushHook flush_hook_ = nullptr;
+  void* flush_arg_ = nullptr;
+  // Written at a thread's first launch and exit only: apart from the launch path's lines. The
+  // reader reads writers_peak_ (whether the floor holds) on a miss.
+  alignas(64) std::atomic<uint64_t> writers_{0};
+  std::atomic<uint64_t> writers_peak_{0};
+  std::atomic<uint64_t> flushes_asked_{0};
   // Reader side, on its own line: the writers never touch it.
   // The slot after the last hit; kNoHit before the first (no slot: the inline case needs a hit
   // before it, and lookup_scan starts from slot 0 then).
@@ -415,6 +466,7 @@ class CorrelationTable {
   mutable std::atomic<uint64_t> next_stream_{0};
   mutable std::atomic<uint64_t> seen_end_{0};  // next_ as the reader last read it
   mutable std::atomic<uint64_t> overwritten_{0};
+  mutable std::atomic<uint64_t> overwritten_late_{0};
   mutable std::atomic<uint64_t> scans_{0};
   mutable std::atomic<uint64_t> full_scans_{0};
   mutable std::atomic<uint64_t> waiting_for_{0};  // 1 + the launch the last summarize() stopped at

@@ -163,6 +163,9 @@ class GpuCapture {
   // Resource callbacks (rare), errno kept.
   void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
   void on_resource_event(CUpti_CallbackId cbid, const CUpti_ResourceData* rd);
+  // Asks the processing thread for a normal flush (from an application thread: a context's
+  // teardown, or the correlation table's window moved a quarter since the last flush); errno kept.
+  void ask_flush() noexcept;
   // An NCCL kernel launched with no NCCL call on its thread while calls wait for their kernels:
   // ctx's comm fields from the call waiting on its stream (rare: out of line).
   void take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

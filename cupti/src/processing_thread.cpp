@@ -1,5 +1,6 @@
 // GpuCapture's processing thread: ingests completed buffers in order, flushes periodically (or
-// every few steps, or when a context goes away), and sizes buffers to the run's records per step.
+// every few steps, or when asked: a context going away, the launch window moved a quarter since
+// the last flush), and sizes buffers to the run's records per step.
 // Lock order: core/lock_order.h.
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,19 @@ void GpuCapture::processing_loop() {
     queue_cv_.wait_for(lock, kPoll, [&] {
       return !queue_.empty() || stop_thread_ || flush_requested_ || forced_asked_ != forced_done_;
     });
+    if (flush_requested_ && !stop_thread_) {
+      // Asked for (a context's teardown, or the launch window moved a quarter since the last
+      // flush: correlation_table.h), so at once, before the buffers queued: while they are
+      // ingested the launching threads go on, and a rarely launching thread's buffer, held by
+      // CUPTI until a flush, must arrive before its contexts leave the window.
+      flush_requested_ = false;
+      flushed_at_step = steps_completed();
+      lock.unlock();
+      flush(false, true);  // lock order (core/lock_order.h): as the periodic flush below
+      lock.lock();
+      next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
+      continue;
+    }
     if (queue_.empty()) {
       if (stop_thread_) {
         // Every buffer is in: the activities the step feed still holds are the step in
@@ -47,9 +61,8 @@ void GpuCapture::processing_loop() {
         lock.lock();
         if (!queue_.empty() || stop_thread_) continue;
       }
-      if (flush_requested_ || std::chrono::steady_clock::now() >= next_flush ||
+      if (std::chrono::steady_clock::now() >= next_flush ||
           step - flushed_at_step >= (live ? kLiveFlushSteps : kFlushSteps)) {
-        flush_requested_ = false;
         flushed_at_step = step;
         lock.unlock();
         // Lock order (core/lock_order.h): flush_mu_ -> CUPTI -> queue_mu_ (on_completed);

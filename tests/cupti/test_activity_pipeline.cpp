@@ -136,6 +136,35 @@ TEST_CASE("a record without a launch context is counted and left unattributed", 
   CHECK(s.warnings[0].find("no launch context") != std::string::npos);
 }
 
+TEST_CASE("a lost context's warning names the cause the table saw, not always a reader behind",
+          "[join]") {
+  // A thread's one launch, then a busy thread's, each record found as it comes (the reader keeps
+  // up): the first thread's record, arriving after a table of launches, came in a late buffer.
+  Fixture f;
+  cupti::CorrelationTable::Writer rare, busy;
+  f.launches.store(rare, 1, ctx(5, 0, 50));
+  uint32_t id = 10;
+  for (uint32_t k = 0; k < 256; ++k, ++id) f.launches.store(busy, id, ctx(6, 0, 60));
+  f.launches.store(rare, 2, ctx(5, 0, 50));  // its stale chunk given up
+  for (uint32_t k = 0; k < 3 * 1024; ++k, ++id) {
+    f.launches.store(busy, id, ctx(6, 0, 60));
+    REQUIRE(f.pipeline.join(record(id)).path == 6);
+  }
+  CHECK(f.pipeline.join(record(1)).path == core::kNoPath);
+  core::Section s("cupti");
+  f.pipeline.count_into(s);
+  CHECK(s.counters.counters.at("overwritten") == 1);
+  CHECK(s.counters.counters.at("overwritten_late") == 1);
+  CHECK(s.counters.counters.at("launching_threads_over_bound") == 0);
+  bool named = false;
+  for (const std::string& w : s.warnings) {
+    if (w.find("newer launches had taken") == std::string::npos) continue;
+    named = w.find("1 came in buffers that reached traintime late") != std::string::npos &&
+            w.find("fallen behind") == std::string::npos;
+  }
+  CHECK(named);
+}
+
 TEST_CASE("clones of a destroyed graph exec stay until their room is needed; the source graph's "
           "nodes stay", "[graph]") {
   cupti::GraphNodeTable nodes{4};

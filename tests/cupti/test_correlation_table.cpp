@@ -334,9 +334,11 @@ TEST_CASE("a thread that stops part way through its chunk holds up no other laun
     require_found(t, ids[k], ids[k]);
   }
   CHECK(t.overwritten() == 0);
-  // A's first three contexts are more than a table old: gone, a counted loss.
+  // A's first three contexts are more than a table old: gone, a counted loss, and a late one:
+  // the reader had kept up with B's launches.
   CHECK_FALSE(t.lookup(2, &got));
   CHECK(t.overwritten() == 1);
+  CHECK(t.overwritten_late() == 1);
   // A launches again: its chunk is stale, so it takes a fresh one (the newest numbers).
   const uint64_t before = t.sequence_end();
   const uint64_t ticket = t.store(a, id, context_for(id));
@@ -350,6 +352,108 @@ TEST_CASE("a thread that stops part way through its chunk holds up no other laun
     t.store(b, id, context_for(id));
   }
   CHECK(t.chunks_skipped() == skipped);
+}
+
+TEST_CASE("the window asks for a flush once a quarter of it has gone by since the last flush",
+          "[correlation]") {
+  // CUPTI hands a thread's partly filled buffer over only at a flush: the table asks for one by
+  // launch count, once per mark, whichever thread crosses it, and each flush arms the next mark.
+  constexpr uint32_t kCap = 1024;
+  CorrelationTable t(kCap);
+  int asked = 0;
+  t.set_flush_hook([](void* n) { ++*static_cast<int*>(n); }, &asked);
+  REQUIRE(t.flush_every() == kCap / 4);
+  CorrelationTable::Writer a, b;
+  uint32_t id = 1;
+  for (; id <= kCap / 4; ++id) t.store(a, id, context_for(id));
+  CHECK(asked == 0);  // a quarter stored, the mark not passed
+  t.store(b, id, context_for(id));  // another thread's chunk crosses it
+  ++id;
+  CHECK(asked == 1);
+  for (uint32_t k = 0; k < kCap; ++k, ++id) t.store(a, id, context_for(id));
+  CHECK(asked == 1);  // once per mark: the flush it asked for has not come
+  CHECK(t.flushes_asked() == 1);
+  t.flushed();
+  const uint64_t from = t.sequence_end();
+  for (; t.sequence_end() <= from + kCap / 4; ++id) t.store(a, id, context_for(id));
+  CHECK(asked == 2);
+  // A flush for any other reason (time, steps) moves the mark too.
+  t.flushed();
+  for (uint32_t k = 0; k < kCap / 8; ++k, ++id) t.store(a, id, context_for(id));
+  t.flushed();
+  for (uint32_t k = 0; k < kCap / 8; ++k, ++id) t.store(a, id, context_for(id));
+  CHECK(asked == 2);
+}
+
+TEST_CASE("a record lost while the reader kept up is told apart from one lost behind it",
+          "[correlation]") {
+  // A rarely launching thread's record arrives after its context left the window while the reader
+  // had found every launch of the busy thread: a late buffer, not a reader that fell behind.
+  constexpr uint32_t kCap = 1024;
+  CorrelationTable t(kCap);
+  CorrelationTable::Writer busy, rare;
+  LaunchContext got;
+  t.store(rare, 1, context_for(1));
+  uint32_t id = 10;
+  for (uint32_t k = 0; k < kCap / 2; ++k, ++id) t.store(busy, id, context_for(id));
+  t.store(rare, 2, context_for(2));  // its stale chunk given up: its segment free for the next lap
+  for (uint32_t k = 0; k < 3 * kCap; ++k, ++id) {
+    t.store(busy, id, context_for(id));
+    REQUIRE(t.lookup(id, &got));
+  }
+  CHECK_FALSE(t.lookup(1, &got));
+  CHECK(t.overwritten() == 1);
+  CHECK(t.overwritten_late() == 1);
+  // A reader that fell behind: it meets the busy thread's records a table and more too late.
+  CorrelationTable behind(kCap);
+  for (uint32_t k = 1; k <= 3 * kCap; ++k) behind.store(k, context_for(k));
+  for (uint32_t k = 1; k <= kCap; ++k) CHECK_FALSE(behind.lookup(k, &got));
+  CHECK(behind.overwritten() == kCap);
+  CHECK(behind.overwritten_late() == 0);
+}
+
+TEST_CASE("threads holding chunks are counted, and above the bound no live context is lost",
+          "[correlation]") {
+  // Each launching thread holds a chunk until it exits; the floor (one comparison for a loss)
+  // holds for up to max_writers() of them. More at once: counted, and lookups go on without the
+  // floor, so every context in the window is still found and every evicted one still a loss.
+  constexpr uint32_t kCap = 1024;
+  CorrelationTable t(kCap);
+  const uint32_t bound = t.max_writers();
+  REQUIRE(bound == kCap / (2 * CorrelationTable::kChunk));
+  std::vector<CorrelationTable::Writer> writers(bound + 3);
+  // Each idle thread's one launch, a busy thread's chunk after each (they launched at different
+  // times), so no lap meets more held segments in a row than a chunk takes tries.
+  std::vector<uint32_t> idle_ids, newest;
+  uint32_t id = 1;
+  for (auto& w : writers) {
+    REQUIRE(t.store(w, id, context_for(id)) != 0);
+    idle_ids.push_back(id++);
+    for (uint32_t k = 0; k < CorrelationTable::kChunk; ++k, ++id)
+      REQUIRE(t.store(writers[0], id, context_for(id)) != 0);
+  }
+  CHECK(t.writers_peak() == bound + 3);
+  t.give_back(writers.back());
+  CHECK(t.writers_peak() == bound + 3);  // the most at once
+  LaunchContext got;
+  for (uint32_t k = 0; k < 3 * kCap; ++k, ++id) {
+    REQUIRE(t.store(writers[k % 2], id, context_for(id)) != 0);
+    newest.push_back(id);
+  }
+  CHECK(t.store_collisions() == 0);
+  // The busy threads' last launches (the window less the segments the idle threads hold and the
+  // busy ones' own chunks) are all found, in any order; the idle threads' single launches, long
+  // out of the window, are counted losses.
+  const size_t live = kCap / 8;  // 9 idle segments of 16 held: 5 a lap are the busy ones
+  std::mt19937 rng(5);
+  std::vector<uint32_t> tail(newest.end() - static_cast<std::ptrdiff_t>(live), newest.end());
+  std::shuffle(tail.begin(), tail.end(), rng);
+  for (uint32_t l : tail) require_found(t, l, l);
+  for (size_t w = 2; w < bound + 2; ++w) CHECK_FALSE(t.lookup(idle_ids[w], &got));
+  CHECK(t.overwritten() == bound);
+  // A thread that exits and launches again (another thread reusing the Writer) counts again.
+  t.store(writers.back(), id, context_for(id));
+  CHECK(t.writers_peak() == bound + 3);
 }
 
 TEST_CASE("a reader far behind counts each loss and finds every live context around chunks "

@@ -3,6 +3,7 @@
 // Per step: io (host-to-device copies), forward (L layers, each in its own region), backward
 // launched from a second thread (as PyTorch's autograd engine does) while the main thread sits
 // in "backward", bucketed AllReduce on a comm stream overlapping backward, optimizer, tt_step.
+// With --rare-thread a third thread (a prefetcher) launches one kernel a step, in its own "io".
 // With --truth it writes the exact expected result from its own executed schedule.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -69,6 +70,7 @@ struct Options {
   int accumulate = 1;           // --accumulate: micro-batches per optimizer step (DDP's no_sync)
   uint64_t eval_every = 0;      // --eval-every: a forward-only evaluation loop after every K steps
   std::string pause_at;         // --pause-at STEP:MS: the host pauses before STEP (a checkpoint save)
+  bool rare_thread = false;     // --rare-thread: a prefetch thread launches one kernel a step in "io"
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -201,6 +203,7 @@ class Trainer {
     }
     if (opt_.world_check) world_check();
     worker_ = std::thread([this] { backward_worker(); });
+    if (opt_.rare_thread) prefetcher_ = std::thread([this] { prefetch_worker(); });
   }
 
   void run() {
@@ -217,6 +220,7 @@ class Trainer {
         // DDP's no_sync: the gradient AllReduce buckets run in the last micro-batch only.
         sync_grads_ = micro + 1 == opt_.accumulate;
         io_in();
+        if (opt_.rare_thread) hand_off(&prefetch_job_);
         forward();
         backward();
       }
@@ -250,6 +254,7 @@ class Trainer {
     }
     cv_.notify_all();
     worker_.join();
+    if (prefetcher_.joinable()) prefetcher_.join();
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
 
@@ -506,13 +511,42 @@ class Trainer {
     regions_.push("backward");
     backward_path_ = regions_.path();
     if (opt_.recompute) recompute();
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      job_ = true;
-      cv_.notify_all();
-      cv_.wait(lock, [this] { return !job_; });
-    }
+    hand_off(&job_);
     regions_.pop();
+  }
+
+  // A job for another thread (*job set), waited for until that thread clears it.
+  void hand_off(bool* job) {
+    std::unique_lock<std::mutex> lock(mu_);
+    *job = true;
+    cv_.notify_all();
+    cv_.wait(lock, [job] { return !*job; });
+  }
+
+  // --rare-thread: a prefetch thread (as a DataLoader's pin-memory or a prefetcher's thread)
+  // launches one kernel a step in a region "io" of its own, beside the launch-bound loop of the
+  // main thread and the backward worker. Its records sit in its own CUPTI buffer, handed over only
+  // at a flush, while the other threads' launches go by. Strict hand-off, as the backward worker.
+  void prefetch_worker() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return prefetch_job_ || quit_; });
+        if (!prefetch_job_) return;
+      }
+      if (opt_.nvtx) nvtxRangePushA("io");
+      else tt_push("io");
+      simgpuSetLabel(make_label(Cat::kIo, names_.id("io"), step_));
+      void* args[1] = {nullptr};
+      check(__cudaLaunchKernel(kernels_.h_embed, dim3(40), dim3(256), args, 0, compute_), "__cudaLaunchKernel");
+      if (opt_.nvtx) nvtxRangePop();
+      else tt_pop();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        prefetch_job_ = false;
+      }
+      cv_.notify_all();
+    }
   }
 
   // Activation checkpointing: the forward of the first half of the layers (at least one) re-run
@@ -762,10 +796,10 @@ class Trainer {
   size_t step_pages_ = 0;  // pages mapped when this step's forward began
   std::vector<std::string> metrics_lines_;
   std::vector<uint64_t> step_marks_ns_{0, 0};  // monotonic ns just before and after the last tt_step
-  std::thread worker_;
+  std::thread worker_, prefetcher_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool job_ = false, quit_ = false;
+  bool job_ = false, prefetch_job_ = false, quit_ = false;
 };
 
 // Where the simulated clocks start (tests/sim/README.md), to print times from the start.
@@ -785,8 +819,11 @@ int main(int argc, char** argv) {
   CLI::App app{"sim_train — SIMULATED data-parallel training on a simulated GPU (simgpu; no real GPU is used).\n"
                "Rank and world size come from RANK/WORLD_SIZE or OMPI_COMM_WORLD_RANK/SIZE (else 0 of 1)."};
   app.add_option("--steps", opt.steps, "training steps (SIMULATED)")->check(CLI::PositiveNumber);
-  app.add_option("--layers", opt.layers, "layers of the simulated model")->check(CLI::Range(1, 1000));
-  app.add_option("--bucket-layers", opt.bucket_layers, "layers per gradient AllReduce bucket")->check(CLI::Range(1, 1000));
+  // Up to 10000 layers: about 50 000 launches a step, three times the launch-context window.
+  app.add_option("--layers", opt.layers, "layers of the simulated model")->check(CLI::Range(1, 10000));
+  app.add_option("--bucket-layers", opt.bucket_layers, "layers per gradient AllReduce bucket")->check(CLI::Range(1, 10000));
+  app.add_flag("--rare-thread", opt.rare_thread,
+               "a prefetch thread launches one kernel a step inside a region \"io\" of its own");
   app.add_flag("--graphs", opt.graphs, "capture the forward pass into a CUDA graph once and replay it every step");
   auto* nvtx = app.add_flag("--nvtx", opt.nvtx, "annotate with NVTX ranges (one \"step\" range per step) instead of the traintime API");
   app.add_flag("--recompute", opt.recompute,

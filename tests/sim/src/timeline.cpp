@@ -100,6 +100,9 @@ struct Engine {
   bool hang_next_collective = false;  // simgpuHangNextCollective
   std::atomic<bool> replay_clock{false};  // simgpuReplayClock: API calls cost no host time
   uint64_t replay_clamped = 0;            // scheduled work moved to its launch
+  // The ends of the work launched and not yet finished at the host's time (a min-heap): a launch
+  // blocks while queue_depth() of them are pending, as a real GPU's launch queue makes it do.
+  std::vector<uint64_t> pending_ends;
 
   Engine() {
     default_stream.id = simgpu::kDefaultStreamId;
@@ -132,6 +135,46 @@ void advance_host_to(Engine& e, uint64_t t) {
   uint64_t cur = e.host_ns.load(std::memory_order_relaxed);
   while (cur < t && !e.host_ns.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
   }
+}
+
+// A real GPU runs a bounded number of launches ahead of the host: once its launch queue is full
+// (about a thousand pending launches on current drivers), cudaLaunchKernel and the copies block
+// until the oldest finishes. So the host is never more than queue_depth() pieces of work ahead of
+// the GPU, and the records of a long launch-bound loop complete (and can be delivered) while the
+// loop runs, not all at its first synchronisation. Replays keep their recorded clock.
+// SIMGPU_QUEUE_DEPTH=N sets it (0: unbounded, the host as far ahead as it likes).
+size_t queue_depth() {
+  static const size_t depth = [] {
+    const char* v = std::getenv("SIMGPU_QUEUE_DEPTH");
+    return v && *v ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : size_t{1024};
+  }();
+  return depth;
+}
+
+// Before a launch (engine lock held): waits, in host time, until the GPU has room for it; false
+// when it never will (the queue is full behind work that never ends: the caller blocks for ever,
+// once it has let the engine lock go).
+bool replaying(const Engine& e) {
+  return e.replay_clock.load(std::memory_order_relaxed) || tls_replay_next < tls_replay.size();
+}
+
+bool wait_for_queue_room(Engine& e) {
+  if (replaying(e) || queue_depth() == 0) return true;
+  auto& h = e.pending_ends;
+  const auto later = std::greater<uint64_t>();
+  while (!h.empty() && (h.front() <= e.host_ns.load(std::memory_order_relaxed) || h.size() >= queue_depth())) {
+    if (h.front() == kNever) return false;
+    advance_host_to(e, h.front());
+    std::pop_heap(h.begin(), h.end(), later);
+    h.pop_back();
+  }
+  return true;
+}
+
+void queued(Engine& e, const simgpu_work& done, bool bounded) {
+  if (!bounded || queue_depth() == 0) return;
+  e.pending_ends.push_back(done.end_ns);
+  std::push_heap(e.pending_ends.begin(), e.pending_ends.end(), std::greater<uint64_t>());
 }
 
 void correlation_ids(simgpu_work& w) {
@@ -330,6 +373,7 @@ int simgpu_enqueue(void* stream, const simgpu_launch* l) {
   Graph* capturing = nullptr;
   Node* node = nullptr;
   simgpu_work done{};
+  bool stuck = false;
   {
     std::lock_guard<std::mutex> lock(e.mu);
     Stream* s = resolve(e, stream);
@@ -345,10 +389,13 @@ int simgpu_enqueue(void* stream, const simgpu_launch* l) {
       }
       node = n.get();
       capturing->nodes.push_back(std::move(n));
-    } else {
+    } else if (!(stuck = !wait_for_queue_room(e))) {
+      const bool bounded = !replaying(e);  // before execute() takes this thread's replay entry
       done = execute(e, s, w, l->duration_ns, collective);
+      queued(e, done, bounded);
     }
   }
+  if (stuck) block_forever();
   if (capturing) {
     simgpu::raise_resource(SIMGPU_RES_GRAPHNODE_CREATED, simgpu_context(), node, capturing);
     return cudaSuccess;
