@@ -1147,3 +1147,26 @@ def test_memory_view_with_cupti_figures_alone_names_no_headroom(build_dir: Path,
     assert "GPU memory:" not in text and "of their GPU's memory left" not in text
     chart = re.search(r'<figure id="chart-memory">.*?</figure>', shown(build_dir, d, "html"), re.S)
     assert chart and "peak allocated (CUPTI)" in chart.group(0) and "NVML" not in chart.group(0)
+
+
+def test_module_counters_merged_typed(build_dir: Path, tmp_path: Path) -> None:
+    """modules.<module>.counters.<key> of the JSON: each counter the ranks wrote, merged as numbers
+    (sum, the largest and its lowest rank, the ranks with it non-zero); a counter every rank wrote
+    0 has no max_rank. The golden files, written before modules existed, add nothing."""
+    s, proc = summary(build_dir, GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    assert s["modules"] == {}
+
+    d = copy_golden(tmp_path / "job")
+    dropped = {0: 7, 1: 0, 2: 9}
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, lambda doc: doc.update(modules={
+            "cupti": {"counters": {"dropped_records": dropped[doc["rank"]], "no_timestamps": 0}},
+            **({"nvtx": {"counters": {"untracked_ranges": 9}}} if doc["rank"] == 1 else {})}))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert s["modules"] == {
+        "cupti": {"counters": {
+            "dropped_records": {"sum": 16, "max": 9, "max_rank": 2, "ranks_nonzero": 2},
+            "no_timestamps": {"sum": 0, "max": 0, "max_rank": None, "ranks_nonzero": 0}}},
+        "nvtx": {"counters": {"untracked_ranges": {"sum": 9, "max": 9, "max_rank": 1, "ranks_nonzero": 1}}}}

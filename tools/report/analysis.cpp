@@ -720,6 +720,7 @@ Report analyze(const Job& job) {
   rep.problems = job.problems;
   rep.aux_files = job.aux_files;
   rep.other_jobs = job.other_jobs;
+  rep.modules = job.modules;
   rep.files_seen = job.files_seen;
   if (job.ranks.empty()) return rep;
 

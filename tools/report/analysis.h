@@ -318,6 +318,7 @@ struct Report {
   std::vector<int64_t> ranks_dropping;
   std::vector<int64_t> incomplete_ranks;  // gpu_records_complete false
   std::vector<WarningGroup> rank_warnings;  // by shape
+  ModuleCountersAcross modules;  // every module counter merged typed (JSON modules)
   std::vector<std::string> capture;  // distinct "gpu_capture: reason" lines with rank counts
 };
 

@@ -132,21 +132,13 @@ Parsed parse_input(const Input& in, uint64_t max_bytes) {
   return file;
 }
 
-// Kept per rank: what the cross-rank views need (step rows, rings); the rest is dropped so
-// memory stays near the merged aggregates. Done on the thread that parsed the file, while its
-// memory is warm and in parallel with the other files.
-void compact(core::RankFile& f) {
-  // The module counters are read (and checked) but no view uses them yet: each warning that
-  // states one is grouped with the warnings.
-  std::map<std::string, core::ModuleCounters>().swap(f.modules);
-}
-
 // What is kept of one job while the files stream in.
 struct JobAcc {
   std::vector<RankInput> ranks;
   std::map<int64_t, std::string> file_of_rank;
   std::map<std::string, RegionAcross> regions;
   std::map<std::string, KernelAcross> kernels;
+  ModuleCountersAcross modules;
   std::vector<std::string> aux_files;
   std::vector<std::string> files;  // every file of this job, for the "other job" lines
   std::vector<Problem> problems;
@@ -186,6 +178,15 @@ std::vector<std::pair<std::string, double>> merge_regions(JobAcc& acc, core::Ran
   return top;
 }
 
+// Adds the file's module counters to the job's, typed: nothing read from a warning's text. The
+// rank keeps its own for the warnings rendered from them.
+void merge_modules(JobAcc& acc, const core::RankFile& f) {
+  for (const auto& [name, m] : f.modules) {
+    auto& merged = acc.modules[name];
+    for (const auto& [key, v] : m.counters) merged[key].add(v, f.rank);
+  }
+}
+
 void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.files.push_back(path);
   if (f.role != core::Role::kRank) {
@@ -208,6 +209,7 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
   std::vector<std::pair<std::string, double>> top = merge_regions(acc, f);
+  merge_modules(acc, f);
   acc.ranks.push_back({path, std::move(f), std::nullopt, std::move(top)});
 }
 
@@ -344,7 +346,6 @@ Job load_job(const std::string& given, const LoadOptions& options) {
         i = claimed++;
       }
       Parsed p = parse_input(inputs[i], options.max_file_bytes);
-      if (p.file) compact(*p.file);
       {
         std::lock_guard<std::mutex> lock(mu);
         slots[i % slots.size()] = std::move(p);
@@ -408,6 +409,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
   job.aux_files = std::move(acc.aux_files);
   job.regions = std::move(acc.regions);
   job.kernels = std::move(acc.kernels);
+  job.modules = std::move(acc.modules);
   job.ranks = std::move(acc.ranks);
   std::sort(job.ranks.begin(), job.ranks.end(),
             [](const RankInput& a, const RankInput& b) { return a.data.rank < b.data.rank; });
