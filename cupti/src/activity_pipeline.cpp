@@ -1,3 +1,4 @@
+#include "traintime/cupti/cupti_format.h"
 #include "activity_pipeline.h"
 
 #include <cstdio>
@@ -99,41 +100,22 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
 void ActivityPipeline::count_into(core::Section& out) const {
   memory_.count_into(out);
   if (stats_.vmm_allocations != 0 || stats_.vmm_records != 0) {
-    out.count("memory_vmm_allocations", stats_.vmm_allocations);
-    out.count("memory_vmm_records", stats_.vmm_records);
+    out.count(kCounters, Counter::memory_vmm_allocations, stats_.vmm_allocations);
+    out.count(kCounters, Counter::memory_vmm_records, stats_.vmm_records);
   }
-  out.count("memory_missing_context", stats_.memory_missing_context, [](uint64_t n) {
-    return std::to_string(n) + " device memory records had no launch context: counted in the step of "
-           "the record before them";
-  });
-  out.count("missing_context", stats_.missing_context, [this](uint64_t n) {
-    return std::to_string(n) + " GPU activities had no launch context (counted as unattributed); " +
-           std::to_string(launches_.overwritten()) +
-           " of them because later launches reused their correlation slot before the record arrived";
-  });
-  out.count("overwritten", launches_.overwritten(), [this](uint64_t n) {
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.1f", launches_.ids_per_store());
-    return std::to_string(n) + " activity record(s) arrived after " +
-           std::to_string(launches_.capacity()) +
-           " newer launches had taken their launch context's place (correlation ids: " + rate +
-           " per launch): the processing thread fell behind the launches";
-  });
-  out.count("no_timestamps", stats_.no_timestamps, [](uint64_t n) {
-    return std::to_string(n) + " GPU activity records carried no timestamps and were skipped";
-  });
-  out.count("incomplete_buffers", stats_.incomplete_buffers, [](uint64_t n) {
-    return std::to_string(n) +
-           " activity buffers ended in an incomplete record (work still running at the forced flush)";
-  });
-  out.count("store_collisions", launches_.store_collisions(), [](uint64_t n) {
-    return std::to_string(n) +
-           " launch contexts were not stored because two launches raced for one slot";
-  });
-  out.count("graph_nodes_refused", graph_nodes_.refused(), [](uint64_t n) {
-    return std::to_string(n) +
-           " CUDA graph nodes exceeded the node table; their kernels use the graph launch's region";
-  });
+  out.count(kCounters, Counter::memory_missing_context, stats_.memory_missing_context);
+  const uint64_t overwritten = launches_.overwritten();
+  if (overwritten > 0) {  // the table's size and the id rate, which its warning states
+    out.count(kCounters, Counter::launch_slots, launches_.capacity());
+    out.count(kCounters, Counter::correlation_ids_per_1000_launches,
+              static_cast<uint64_t>(launches_.ids_per_store() * 1000.0 + 0.5));
+  }
+  out.count(kCounters, Counter::overwritten, overwritten);
+  out.count(kCounters, Counter::missing_context, stats_.missing_context);
+  out.count(kCounters, Counter::no_timestamps, stats_.no_timestamps);
+  out.count(kCounters, Counter::incomplete_buffers, stats_.incomplete_buffers);
+  out.count(kCounters, Counter::store_collisions, launches_.store_collisions());
+  out.count(kCounters, Counter::graph_nodes_refused, graph_nodes_.refused());
 }
 
 }  // namespace traintime::cupti

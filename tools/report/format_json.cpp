@@ -213,7 +213,7 @@ json summary_json(const Report& r, const Extras& x) {
   for (const WarningGroup& g : r.rank_warnings) {
     json worst = json::array();
     for (const WarningGroup::Worst& wr : g.worst) worst.push_back({{"rank", wr.rank}, {"value", number(wr.value)}});
-    warnings.push_back({{"warning", g.text}, {"shape", g.shape}, {"ranks", g.ranks},
+    warnings.push_back({{"warning", g.text}, {"key", g.key.empty() ? json(nullptr) : json(g.key)}, {"ranks", g.ranks},
                         {"total", g.has_number ? number(g.total) : json(nullptr)}, {"worst", worst}});
   }
   out["rank_warnings"] = warnings;
