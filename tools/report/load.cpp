@@ -16,6 +16,7 @@
 #include "job.h"
 #include "rank_fates.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/modules/formats.h"
 
 namespace traintime::report {
 
@@ -179,11 +180,21 @@ std::vector<std::pair<std::string, double>> merge_regions(JobAcc& acc, core::Ran
 }
 
 // Adds the file's module counters to the job's, typed: nothing read from a warning's text. The
-// rank keeps its own for the warnings rendered from them.
-void merge_modules(JobAcc& acc, const core::RankFile& f) {
-  for (const auto& [name, m] : f.modules) {
-    auto& merged = acc.modules[name];
-    for (const auto& [key, v] : m.counters) merged[key].add(v, f.rank);
+// rank keeps only the sections that counted a warning, which analysis renders from them
+// (traintime/modules/formats.h): the others would be memory held per rank for nothing.
+void merge_modules(JobAcc& acc, core::RankFile& f) {
+  for (auto it = f.modules.begin(); it != f.modules.end();) {
+    auto& merged = acc.modules[it->first];
+    const core::ModuleFormat* format = modules::find_format(it->first);
+    bool warned = format == nullptr;  // a newer writer's module: kept as it is
+    for (const auto& [key, v] : it->second.counters) {
+      merged[key].add(v, f.rank);
+      if (v != 0 && !warned) {
+        const core::CounterSpec* spec = format->find(key);
+        warned = spec != nullptr && spec->message != nullptr;
+      }
+    }
+    it = warned ? std::next(it) : f.modules.erase(it);
   }
 }
 
