@@ -22,8 +22,8 @@
 // takes the synchronous ones (an abort() or a fault on it, or a tgkill'd SIGABRT, ends the
 // process through this handler like one on any thread).
 // Lock order: core/lock_order.h. Output::mu is taken by the writer, snapshot and watchdog threads
-// and by atexit, after the modules' summaries, never in the handler; GPU capture's shutdown
-// (cupti::shutdown) runs before it is taken.
+// and by atexit, after the modules' summaries, never in the handler; the modules' stop (GPU
+// capture's shutdown among them) runs before it is taken.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -44,8 +44,6 @@
 
 #include "session.h"
 #include "traintime/core/live_record.h"
-#include "traintime/cupti/gpu_capture.h"
-#include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
 #include "traintime/support/threads.h"
 
@@ -230,6 +228,11 @@ void on_exit_handler() { finish("exit", false); }
 
 }  // namespace
 
+void exit_hook_after_cuda() noexcept {
+  static std::atomic<bool> registered{false};  // atexit entries survive fork: once per image
+  if (!registered.exchange(true)) std::atexit(on_exit_handler);  // finish() runs once
+}
+
 void install_exit_hooks(Session& s) {
   static bool atexit_registered = false;  // atexit entries survive fork: once per image
   if (!atexit_registered) {
@@ -263,7 +266,8 @@ void finish(const char* exit_reason, bool signal) {
   // On a terminating signal, CUPTI's records first, bounded: the processing thread flushes and
   // ingests them while this thread waits (an abort() on a healthy process loses nothing that
   // ran; the GPU work of its last steps was still in CUPTI's buffers).
-  const bool flushed = signal && cupti::flush_at_signal(core::Deadline::after(kSignalFlushWait));
+  const bool flushed =
+      signal && stop_modules(exit_reason, true, core::Deadline::after(kSignalFlushWait));
   // Lock order: core/lock_order.h. On a terminating signal every lock is waited for until one
   // deadline at most: the thread the signal stopped may hold any of them for ever.
   const core::Deadline deadline =
@@ -278,12 +282,10 @@ void finish(const char* exit_reason, bool signal) {
     }
   }
   stop_watchdog(deadline);
-  if (!signal) {
-    // At exit, records still in CUPTI's buffers are flushed and ingested first; the GPU health
-    // sampler takes no sample after the final file's summary.
-    nvml::stop();
-    cupti::shutdown(exit_reason);
-  }
+  // At exit the modules stop, in the reverse of the table's order, before their summaries are
+  // taken: the GPU health sampler takes no sample after the final file's summary, and records
+  // still in CUPTI's buffers are flushed and ingested.
+  if (!signal) stop_modules(exit_reason, false, core::Deadline::never());
   // On a signal: launchers kill a signalled rank soon after, so what has been processed is
   // written; CUPTI was waited on only as long as kSignalFlushWait (its flush can block on a lock
   // the interrupted thread holds).

@@ -10,10 +10,18 @@
 
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nccl/nccl_interposer.h"
-#include "traintime/null/null_module.h"
-#include "traintime/nvml/nvml_sampler.h"
+#include "traintime/core/module.h"
+#include "traintime/modules/module_table.h"
 #include "traintime/support/loader.h"
 #include "traintime/support/log.h"
+
+// Each module's runtime half (core/module.h), defined in its own folder.
+#define TRAINTIME_DECLARE_MODULE(m) \
+  namespace traintime::m {          \
+  extern const core::Module kModule; \
+  }
+TRAINTIME_MODULES(TRAINTIME_DECLARE_MODULE)
+#undef TRAINTIME_DECLARE_MODULE
 
 namespace traintime::preload {
 
@@ -21,6 +29,13 @@ std::atomic<Session*> g_session{nullptr};
 __thread HotThread t_hot __attribute__((tls_model("initial-exec")));
 
 namespace {
+
+// The one table of modules (modules/include/traintime/modules/module_table.h): configured in this
+// order, started at the first GPU launch, stopped by finish() in the reverse order; the order of
+// the sections of those with nothing to join (module_sections()) and so of their warnings.
+#define TRAINTIME_MODULE_OF(m) &traintime::m::kModule,
+constexpr const core::Module* kModules[] = {TRAINTIME_MODULES(TRAINTIME_MODULE_OF)};
+#undef TRAINTIME_MODULE_OF
 
 std::atomic<bool> g_published{false};
 // The loader's count of unloaded objects at the last look (notice_unloads).
@@ -101,69 +116,45 @@ void on_world_rank(int64_t rank, int64_t world_size) noexcept {
   s->recorder.comm_rank.store(rank, std::memory_order_relaxed);
 }
 
-void configure_nccl(Session& s) {
-  nccl::Hooks hooks;
-  hooks.on_first_call = &mark_recorded;
-  hooks.on_communicator = &gpu_start_point;
-  hooks.on_world_rank = &on_world_rank;
-  nccl::configure(&s.recorder.comm_table, s.identity.config.nccl, hooks);
-}
-
-// The first GPU launch: the process uses CUDA, so GPU health sampling may start (on its own
+// The first GPU launch: the process uses CUDA (CUDA registered its own atexit teardown at
+// cuInit, before this): it is activated, the exit hook is registered again so that it runs
+// before that teardown, and the modules waiting for CUDA start (NVML's sampler, on its own
 // thread; NVML is never loaded by a process that does not use CUDA).
-void on_first_launch() noexcept {
+void on_first_gpu_launch() noexcept {
   mark_recorded();
-  nvml::start();
+  const int saved = errno;
+  exit_hook_after_cuda();
+  for (const core::Module* m : kModules)
+    if (m->start) m->start();
+  errno = saved;
 }
 
-void configure_nvml(Session& s) {
-  nvml::Options options;
-  options.enabled = s.identity.config.nvml;
-  options.interval_ms = s.identity.config.nvml_interval_ms;
-  options.step_detail = s.identity.config.step_detail;
-  nvml::Hooks hooks;
-  hooks.steps_completed = &steps_completed;
-  nvml::configure(options, hooks);
+// What every module is given (core/module.h): the configuration and the root's functions,
+// among them the joins across modules (a launch's region and NCCL call, an NCCL kernel's call).
+core::ModuleHost module_host(Session& s, bool fork_child) {
+  core::ModuleHost h;
+  h.config = &s.identity.config;
+  h.fork_child = fork_child;
+  h.comm_table = &s.recorder.comm_table;
+  h.on_first_record = &mark_recorded;
+  h.on_first_gpu_launch = &on_first_gpu_launch;
+  h.on_communicator = &gpu_start_point;
+  h.on_world_rank = &on_world_rank;
+  h.steps_completed = &steps_completed;
+  h.path_name = &path_name;
+  h.launch_context = &launch_context;
+  h.pending_comm_call = &pending_comm_call;
+  h.comm_calls_waiting = &nccl::calls_waiting;
+  h.comm_group = &comm_group;
+  h.on_capture_begin = &nccl::note_capture_begin;
+  h.capture_watch = &nccl::set_capture_watch;
+  h.on_detected_steps = &mark_step_cost;
+  return h;
 }
-
-void configure_cupti(Session& s) {
-  cupti::Hooks hooks;
-  hooks.launch_context = &launch_context;
-  hooks.pending_comm_call = &pending_comm_call;
-  hooks.comm_calls_waiting = &nccl::calls_waiting;
-  hooks.steps_completed = &steps_completed;
-  hooks.on_first_launch = &on_first_launch;
-  hooks.path_name = &path_name;
-  hooks.comm_group = &comm_group;
-  hooks.on_capture_begin = &nccl::note_capture_begin;
-  hooks.capture_watch = &nccl::set_capture_watch;
-  hooks.on_detected_steps = &mark_step_cost;
-  cupti::configure(hooks, s.identity.config);
-}
-
-// --- The modules with nothing to join ------------------------------------------------------
-
-// Each module with a section of its own and nothing to join with another module's output,
-// registered by one line: how it is configured and where its section of the rank file comes from
-// (core/section.h). The order is the order of their warnings in the rank file. A new API family
-// copied from null/ adds its line here.
-struct Module {
-  // At publish (fork_child false), and again in a fork child (true) on the forking thread, the
-  // only one the child has: there the module starts clean, forgetting what the parent's threads
-  // had open (its ranges, the call the fork was made in), so nothing of the parent's ends in the
-  // child's counts or makes the child write a file (null/'s "fork with state open" test). Every
-  // module has one, also a module its own entry point configures.
-  void (*configure)(Session&, bool fork_child);
-  core::Section (*section)();
-};
-constexpr Module kModules[] = {
-    // Configured by InitializeInjectionNvtx2; its handlers stay installed in a fork child.
-    {[](Session&, bool fork_child) { if (fork_child) nvtx::on_fork_child(); }, &nvtx::section},
-    {[](Session&, bool) { null::configure(true, null::Hooks{&mark_recorded}); }, &null::section},
-};
 
 void configure_modules(Session& s, bool fork_child) {
-  for (const Module& m : kModules) m.configure(s, fork_child);
+  const core::ModuleHost host = module_host(s, fork_child);
+  for (const core::Module* m : kModules) m->configure(host);
 }
 
 // The one fork strategy (DESIGN §2): the child starts clean — a fresh session with the same
@@ -176,7 +167,6 @@ void on_fork_child() {
   reset_watchdog_after_fork();
   live_record_reset_after_fork();
   reset_cost_after_fork();
-  cupti::on_fork_child();
   if (!parent) return;
   auto* s = new Session();
   s->identity = parent->identity;
@@ -192,8 +182,6 @@ void on_fork_child() {
   s->recorder.comm_world.store(parent->recorder.comm_world.load(std::memory_order_relaxed),
                                std::memory_order_relaxed);
   g_session.store(s, std::memory_order_release);
-  configure_nccl(*s);
-  configure_nvml(*s);
   configure_modules(*s, true);
 }
 
@@ -206,9 +194,6 @@ Session* session_slow() {
 
 void publish(Session* s) {
   if (s) {
-    configure_nccl(*s);
-    configure_nvml(*s);
-    configure_cupti(*s);
     configure_modules(*s, false);
     // Registrations are inherited by fork children, so once per process image is enough.
     pthread_atfork(nullptr, nullptr, on_fork_child);
@@ -308,9 +293,17 @@ void gpu_start_point() noexcept {
   if (s && !s->identity.cuda_injection_owned) cupti::lazy_start_point();
 }
 
+bool stop_modules(const char* reason, bool signal, const core::Deadline& deadline) {
+  bool complete = true;
+  for (std::size_t i = std::size(kModules); i-- > 0;)
+    if (kModules[i]->stop && !kModules[i]->stop(reason, signal, deadline)) complete = false;
+  return complete;
+}
+
 std::vector<core::Section> module_sections() {
   std::vector<core::Section> out;
-  for (const Module& m : kModules) out.push_back(m.section());
+  for (const core::Module* m : kModules)
+    if (m->section) out.push_back(m->section());
   return out;
 }
 

@@ -146,9 +146,11 @@ void gpu_start_point() noexcept;
 void notice_unloads() noexcept;
 
 // The sections of the modules with nothing to join (NVTX, the null template, the next API
-// family), in the order session.cpp registers them (kModules): core::build_rank_file's
-// `modules`.
+// family), in the order of the module table (kModules): core::build_rank_file's `modules`.
 std::vector<core::Section> module_sections();
+// finish(): every module's stop (core/module.h), in the reverse of the table's order; false when
+// one could not hand in all it holds by `deadline` (a terminating signal's bounded flush).
+bool stop_modules(const char* reason, bool signal, const core::Deadline& deadline);
 
 // Effective rank and world size: launcher, else communicator, else 0 of 1.
 void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);
@@ -241,6 +243,10 @@ void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and sna
 // delivered records ingested); on a terminating signal (`signal` true) the file is written from
 // what has been processed and CUPTI is never waited on.
 void finish(const char* exit_reason, bool signal);
+// At the process's first GPU launch: registers the exit hook again, once, so that it runs before
+// the atexit teardown CUDA registered at cuInit (DESIGN §2), even when the process was activated
+// (and registered it) before CUDA initialised.
+void exit_hook_after_cuda() noexcept;
 void reset_exit_hooks_after_fork();
 
 }  // namespace traintime::preload

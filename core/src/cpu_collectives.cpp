@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "traintime/core/core_counters.h"
+
 namespace traintime::core {
 
 void CpuCollectives::record(const CpuCollective& c) {
@@ -42,16 +44,13 @@ CpuCollectives::Summary CpuCollectives::summary(const Deadline& deadline) const 
   if (!lock_until(lock, deadline)) {
     const auto last = published_.get(deadline);
     Summary out = last.figures ? *last.figures : Summary{};
-    count_last_publish<Summary>(out.section, "the CPU-side collectives", last);
+    count_last_publish<Summary>(out.section, kCollectiveCounters, last);
     return out;
   }
   Summary out;
   if (recorded_ > 0 || dropped_ > 0) {
-    out.section.count("recorded", recorded_);
-    out.section.count("dropped", dropped_, [](uint64_t n) {
-      return std::to_string(n) + " collective(s) recorded by traintime.torch were not kept (more than " +
-             std::to_string(kMaxGroups) + " process groups, or no group, sequence number or end time)";
-    });
+    out.section.count(kCollectiveCounters, CollectiveCounter::recorded, recorded_);
+    out.section.count(kCollectiveCounters, CollectiveCounter::dropped, dropped_);
   }
   for (const Ring& r : groups_) {
     Group g = r.group;

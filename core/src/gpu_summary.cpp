@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "aggregator_internal.h"
+#include "traintime/core/core_counters.h"
 #include "traintime/core/gpu_aggregator.h"
 
 namespace traintime::core {
@@ -182,24 +183,14 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
   }
 
   out.dropped_records = dropped_;
-  // Each counter and its warning: "<n> <what>".
-  auto warn = [&out](std::string_view key, uint64_t n, const char* what) {
-    out.section.count(key, n, [what](uint64_t k) { return std::to_string(k) + " " + what; });
-  };
-  warn("late_records", acc.late_records,
-       "GPU records arrived after their step was folded; counted as isolated intervals "
-       "(union figures may overcount by at most their duration)");
-  warn("segmented_steps", acc.segmented_steps,
-       "times a step exceeded the open-record budget and was folded in segments "
-       "(overlaps across a cut are counted twice)");
-  warn("kernel_names_over_cap", names_over_cap_,
-       "kernel records beyond the kernel-name cap, listed as (other kernels)");
-  warn("region_kernels_over_cap", region_kernels_over_cap_,
-       "kernel records beyond the per-region kernel cap, listed as (other kernels)");
-  warn("group_lookups_missed", group_lookups_missed_,
-       "NCCL group kernels whose group members were no longer known; counted for the first op");
-  warn("trace_events_dropped", trace_dropped_,
-       "activities beyond TRAINTIME_TRACE's event cap left out of the trace");
+  // Each counter, its warning from its table (core_counters.h).
+  using C = GpuCounter;
+  out.section.count(kGpuCounters, C::late_records, acc.late_records);
+  out.section.count(kGpuCounters, C::segmented_steps, acc.segmented_steps);
+  out.section.count(kGpuCounters, C::kernel_names_over_cap, names_over_cap_);
+  out.section.count(kGpuCounters, C::region_kernels_over_cap, region_kernels_over_cap_);
+  out.section.count(kGpuCounters, C::group_lookups_missed, group_lookups_missed_);
+  out.section.count(kGpuCounters, C::trace_events_dropped, trace_dropped_);
   return out;
 }
 

@@ -2,6 +2,8 @@
 #include "traintime/core/memory_tracker.h"
 
 #include <algorithm>
+
+#include "traintime/core/core_counters.h"
 #include <iterator>
 #include <string>
 
@@ -231,15 +233,9 @@ std::vector<MemoryFigures> MemorySummary::rows_for(const std::vector<uint64_t>& 
 }
 
 void MemoryTracker::count_into(Section& out) const {
-  out.count("memory_records", records_);
-  out.count("memory_unknown_frees", unknown_frees_, [](uint64_t n) {
-    return std::to_string(n) + " device memory releases were of addresses with no allocation record "
-           "(allocated before GPU capture started, or the record was dropped): memory in use may be off";
-  });
-  out.count("memory_reused_addresses", reused_addresses_, [](uint64_t n) {
-    return std::to_string(n) + " device memory allocations reused an address whose release record "
-           "was missing: memory in use may be off";
-  });
+  out.count(kMemoryCounters, MemoryCounter::memory_records, records_);
+  out.count(kMemoryCounters, MemoryCounter::memory_unknown_frees, unknown_frees_);
+  out.count(kMemoryCounters, MemoryCounter::memory_reused_addresses, reused_addresses_);
 }
 
 }  // namespace traintime::core

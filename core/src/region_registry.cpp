@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "traintime/core/category_rules.h"
+#include "traintime/core/core_counters.h"
 
 namespace traintime::core {
 
@@ -506,7 +507,7 @@ CpuSummary RegionRegistry::summary(const Deadline& deadline) const {
   // A terminating signal's write, and a lock held by the thread the signal stopped.
   const auto last = published_.get(deadline);
   out = last.figures ? *last.figures : CpuSummary{};
-  count_last_publish<CpuSummary>(out.section, "the region and step figures", last);
+  count_last_publish<CpuSummary>(out.section, kAnnotationCounters, last);
   return out;
 }
 
@@ -537,17 +538,12 @@ bool RegionRegistry::summary_until(const Deadline& deadline, CpuSummary* summary
     }
     out.threads.push_back(std::move(row));
   }
-  // Each counter and its warning: "<n><what>".
-  auto warn = [&out](std::string_view key, uint64_t n, const std::string& what) {
-    out.section.count(key, n, [&what](uint64_t k) { return std::to_string(k) + what; });
-  };
-  warn("unbalanced_pops", out.unbalanced_pops,
-       " tt_pop() call(s) with no open region on their thread were ignored");
-  warn("depth_overflows", sum_over(threads, &ThreadState::depth_overflows_),
-       " region(s) nested deeper than " + std::to_string(ThreadState::kMaxDepth) + " were not timed");
-  warn("unknown_range_ends", unknown_range_ends(),
-       " tt_range_end() call(s) named no open range (unknown or ended twice)");
-  warn("dropped_names", dropped_names(), " region name(s) or path(s) were dropped: table full");
+  // Each counter, its warning from its table (core_counters.h).
+  using C = AnnotationCounter;
+  out.section.count(kAnnotationCounters, C::unbalanced_pops, out.unbalanced_pops);
+  out.section.count(kAnnotationCounters, C::depth_overflows, sum_over(threads, &ThreadState::depth_overflows_));
+  out.section.count(kAnnotationCounters, C::unknown_range_ends, unknown_range_ends());
+  out.section.count(kAnnotationCounters, C::dropped_names, dropped_names());
   // What the annotations themselves cost: the calls (one in kCostEvery timed), tt_step (about
   // one in kStepCostEvery timed, at random), and the registry's own memory.
   out.section.cost(cost_row("annotations", sum_over(threads, &ThreadState::calls_), kCostEvery, call_cost_));

@@ -1,3 +1,4 @@
+#include "traintime/cupti/cupti_format.h"
 #include "activity_pipeline.h"
 
 #include <cstdio>
@@ -126,67 +127,33 @@ void ActivityPipeline::process(uint8_t* buffer, size_t valid_size) {
 void ActivityPipeline::count_into(core::Section& out) const {
   memory_.count_into(out);
   if (stats_.vmm_allocations != 0 || stats_.vmm_records != 0) {
-    out.count("memory_vmm_allocations", stats_.vmm_allocations);
-    out.count("memory_vmm_records", stats_.vmm_records);
+    out.count(kCounters, Counter::memory_vmm_allocations, stats_.vmm_allocations);
+    out.count(kCounters, Counter::memory_vmm_records, stats_.vmm_records);
   }
-  out.count("memory_missing_context", stats_.memory_missing_context, [](uint64_t n) {
-    return std::to_string(n) + " device memory records had no launch context: counted in the step of "
-           "the record before them";
-  });
-  out.count("missing_context", stats_.missing_context, [this](uint64_t n) {
-    return std::to_string(n) + " GPU activities had no launch context (counted as unattributed); " +
-           std::to_string(launches_.overwritten()) +
-           " of them because later launches reused their correlation slot before the record arrived";
-  });
+  out.count(kCounters, Counter::memory_missing_context, stats_.memory_missing_context);
+  const uint64_t overwritten = launches_.overwritten();
+  const uint64_t over = launches_.writers_peak() > launches_.max_writers()
+                            ? launches_.writers_peak() - launches_.max_writers() : 0;
+  if (overwritten > 0 || over > 0) {  // the table's figures, which its warnings state
+    out.count(kCounters, Counter::launch_slots, launches_.capacity());
+    out.count(kCounters, Counter::correlation_ids_per_1000_launches,
+              static_cast<uint64_t>(launches_.ids_per_store() * 1000.0 + 0.5));
+    out.count(kCounters, Counter::launch_flush_every, launches_.flush_every());
+    out.count(kCounters, Counter::launching_threads_peak, launches_.writers_peak());
+    out.count(kCounters, Counter::launching_threads_bound, launches_.max_writers());
+  }
   // The cause named is the one the table saw (correlation_table.h): a record late while the
   // reader kept up came in a buffer CUPTI held back; one the reader met after its cursor left the
   // window, a reader that fell behind; either is likelier with more launching threads than the
   // table's bound (the window shorter in launches, no floor).
-  out.count("overwritten", launches_.overwritten(), [this](uint64_t n) {
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.1f", launches_.ids_per_store());
-    const uint64_t late = launches_.overwritten_late();
-    std::string why;
-    if (late > 0)
-      why = std::to_string(late) + " came in buffers that reached traintime late while it kept up with the "
-            "launches (CUPTI hands a thread's partly filled buffer over only at a flush, asked for at least every " +
-            std::to_string(launches_.flush_every()) + " launches)";
-    if (late < n)
-      why += (why.empty() ? "" : "; ") + std::to_string(n - late) +
-             " arrived after the processing thread had fallen behind the launches";
-    if (launches_.writers_peak() > launches_.max_writers())
-      why += "; " + std::to_string(launches_.writers_peak()) + " threads launched at once, more than the " +
-             std::to_string(launches_.max_writers()) + " the table is sized for";
-    return std::to_string(n) + " activity record(s) arrived after " + std::to_string(launches_.capacity()) +
-           " newer launches had taken their launch context's place (correlation ids: " + rate +
-           " per launch): " + why;
-  });
-  out.count("overwritten_late", launches_.overwritten_late());
-  const uint64_t over = launches_.writers_peak() > launches_.max_writers()
-                            ? launches_.writers_peak() - launches_.max_writers() : 0;
-  out.count("launching_threads_over_bound", over, [this](uint64_t n) {
-    return std::to_string(launches_.writers_peak()) + " threads held launch-context chunks at once, " +
-           std::to_string(n) + " more than the " + std::to_string(launches_.max_writers()) +
-           " the table is sized for (each holds up to " + std::to_string(launches_.capacity() / (2 * launches_.max_writers())) +
-           " of its " + std::to_string(launches_.capacity()) +
-           " slots ahead): records were joined without the table's loss shortcut, and its window was "
-           "shorter in launches";
-  });
-  out.count("no_timestamps", stats_.no_timestamps, [](uint64_t n) {
-    return std::to_string(n) + " GPU activity records carried no timestamps and were skipped";
-  });
-  out.count("incomplete_buffers", stats_.incomplete_buffers, [](uint64_t n) {
-    return std::to_string(n) +
-           " activity buffers ended in an incomplete record (work still running at the forced flush)";
-  });
-  out.count("store_collisions", launches_.store_collisions(), [](uint64_t n) {
-    return std::to_string(n) +
-           " launch contexts were not stored because two launches raced for one slot";
-  });
-  out.count("graph_nodes_refused", graph_nodes_.refused(), [](uint64_t n) {
-    return std::to_string(n) +
-           " CUDA graph nodes exceeded the node table; their kernels use the graph launch's region";
-  });
+  out.count(kCounters, Counter::overwritten_late, launches_.overwritten_late());
+  out.count(kCounters, Counter::overwritten, overwritten);
+  out.count(kCounters, Counter::launching_threads_over_bound, over);
+  out.count(kCounters, Counter::missing_context, stats_.missing_context);
+  out.count(kCounters, Counter::no_timestamps, stats_.no_timestamps);
+  out.count(kCounters, Counter::incomplete_buffers, stats_.incomplete_buffers);
+  out.count(kCounters, Counter::store_collisions, launches_.store_collisions());
+  out.count(kCounters, Counter::graph_nodes_refused, graph_nodes_.refused());
 }
 
 }  // namespace traintime::cupti

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "traintime/core/core_counters.h"
+#include "traintime/cupti/cupti_format.h"
 #include "client_mux.h"
 #include "gpu_capture_class.h"
 
@@ -60,7 +62,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
                            "had been published before it";
     }
     out.records_complete = false;
-    core::count_last_publish<core::GpuSummary>(out.section, "the GPU figures", last);
+    core::count_last_publish<core::GpuSummary>(out.section, core::kGpuCounters, last);
     return out;
   }
   transfer_dropped();
@@ -122,16 +124,13 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
     out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "
                      "has no memory figures");
   pipeline_->count_into(out.section);
-  out.section.count("dropped_records", out.dropped_records, [](uint64_t n) {
-    return std::to_string(n) +
-           " GPU activity records were dropped (by CUPTI, or unread in scratch buffers while the "
-           "buffer pool was exhausted): GPU times undercount";
-  });
-  out.section.count("buffer_requests_refused", pool_->refused(), [this](uint64_t n) {
-    return std::to_string(n) + " CUPTI buffer requests refused (pool of " +
-           std::to_string(config_.buffer_count) + " x " + std::to_string(pool_->buffer_bytes() >> 10) +
-           " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped";
-  });
+  out.section.count(kCounters, Counter::dropped_records, out.dropped_records);
+  const uint64_t refused = pool_->refused();
+  if (refused > 0) {  // the pool's size, which its warning states
+    out.section.count(kCounters, Counter::buffer_count, config_.buffer_count);
+    out.section.count(kCounters, Counter::buffer_kib, pool_->buffer_bytes() >> 10);
+  }
+  out.section.count(kCounters, Counter::buffer_requests_refused, refused);
   add_cost_rows(out);
   agg.unlock();
   published_.publish(out);

@@ -6,6 +6,8 @@
 #include <cerrno>
 
 #include "gpu_capture_class.h"
+#include "traintime/core/module.h"
+#include "traintime/cupti/cupti_format.h"
 
 namespace traintime::cupti {
 
@@ -38,5 +40,38 @@ std::string device_name() { return GpuCapture::get().device_name(); }
 void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
   GpuCapture::get().cost_so_far(c, pair_ticks, calls);
 }
+
+namespace {
+void configure_module(const core::ModuleHost& host) {
+  if (host.fork_child) {  // the capture belongs to the parent
+    on_fork_child();
+    return;
+  }
+  Hooks hooks;
+  hooks.launch_context = host.launch_context;
+  hooks.pending_comm_call = host.pending_comm_call;
+  hooks.comm_calls_waiting = host.comm_calls_waiting;
+  hooks.steps_completed = host.steps_completed;
+  hooks.on_first_launch = host.on_first_gpu_launch;
+  hooks.path_name = host.path_name;
+  hooks.comm_group = host.comm_group;
+  hooks.on_capture_begin = host.on_capture_begin;
+  hooks.capture_watch = host.capture_watch;
+  hooks.on_detected_steps = host.on_detected_steps;
+  configure(hooks, *host.config);
+}
+
+// At exit: CUPTI's records flushed and ingested (forced flush), before CUDA's own teardown
+// (the root's exit hook runs first: core/module.h). On a terminating signal: the flush, bounded.
+bool stop_module(const char* reason, bool signal, const core::Deadline& deadline) {
+  if (signal) return flush_at_signal(deadline);
+  shutdown(reason);
+  return true;
+}
+}  // namespace
+
+// The runtime half the module table registers (core/module.h); its summary is joined by the root.
+extern const core::Module kModule;  // listed in the module table (module_table.h)
+const core::Module kModule{&kFormat, &configure_module, nullptr, &stop_module, nullptr};
 
 }  // namespace traintime::cupti

@@ -303,9 +303,9 @@ __attribute__((noinline)) void GpuCapture::after_launch(CUpti_CallbackDomain dom
   const int saved_errno = errno;
   if (!recorded_.load(std::memory_order_relaxed) && !recorded_.exchange(true, std::memory_order_relaxed)) {
     // Once, at the first launch, so after CUDA initialised and registered its own atexit
-    // teardown: handlers run in reverse order, so the forced flush runs before CUDA tears down
-    // even when the process recorded a region (and registered its rank-file hook) before cuInit.
-    std::atexit([] { GpuCapture::get().shutdown("exit"); });
+    // teardown: the root re-registers its exit hook here (core/module.h on_first_gpu_launch),
+    // so the forced flush (this module's stop) runs before CUDA tears down even when the process
+    // recorded a region (and registered that hook) before cuInit.
     if (hooks_.on_first_launch) hooks_.on_first_launch();  // the process has GPU work
   }
   if (recorder_) recorder_->on_api(domain, cbid, cb, t_nest.ctx);

@@ -1,6 +1,8 @@
 // Communicator registry: CommCallTable's lock-free handle lookup on the hot path; first sight,
 // creation notes and destruction under one mutex. configure() and summary() (the module's
 // interface, nccl_interposer.h) are here too: they own the registry's lifetime.
+#include "traintime/core/module.h"
+#include "traintime/nccl/nccl_format.h"
 #include "nccl_registry.h"
 
 #include <nccl.h>
@@ -23,7 +25,6 @@ struct PendingChild {
   uint64_t stable_id = 0;
   CommOrigin origin = CommOrigin::kSplit;
 };
-constexpr size_t kMaxPending = 64;
 
 // One per configure(): a fork child gets a fresh one (the parent's is leaked there, since its
 // mutex may have been held by a thread that does not exist in the child). Never destroyed, so
@@ -147,38 +148,16 @@ core::CommSummary summary() {
   Registry& r = reg();
   if (r.table == nullptr) return out;
   core::Section& sec = out.section;
-  sec.count("missing_real", g_missing_real.load(std::memory_order_relaxed), [](uint64_t n) {
-    return std::to_string(n) +
-           " NCCL call(s) found no NCCL function in the process and returned ncclSystemError; "
-           "load the NCCL the program was built with";
-  });
+  sec.count(kCounters, Counter::missing_real, g_missing_real.load(std::memory_order_relaxed));
   cost_into(sec);
   sec.own_memory("call table", r.table->bytes());
   out.calls = r.table->snapshot();
   if (out.calls.comms.empty()) return out;
-  sec.count("unregistered", r.unregistered.load(std::memory_order_relaxed), [](uint64_t n) {
-    return std::to_string(n) +
-           " NCCL call(s) on a communicator whose size and rank could not be read were not counted";
-  });
-  sec.count("pending_dropped", pending_dropped(), [](uint64_t n) {
-    return std::to_string(n) +
-           " NCCL call(s) launched later by NCCL's own thread could not wait for their kernel "
-           "(queue full); some kernels may be linked to a later call";
-  });
-  sec.count("children_unnamed", r.children_unnamed.load(std::memory_order_relaxed), [](uint64_t n) {
-    return std::to_string(n) + " communicator(s) made by ncclCommSplit/Shrink were not used before " +
-           std::to_string(kMaxPending) +
-           " newer ones: their ids are per process, not the same on every rank";
-  });
-  sec.count("calls_without_communicator", out.calls.calls_without_communicator, [](uint64_t n) {
-    return std::to_string(n) +
-           " NCCL call(s) beyond the communicator table's capacity were not counted";
-  });
-  sec.count("groups_lost", r.table->groups_lost(), [](uint64_t n) {
-    return std::to_string(n) +
-           " NCCL group(s) could not be recorded (two threads raced for one slot); their kernels "
-           "count for the group's first op";
-  });
+  sec.count(kCounters, Counter::unregistered, r.unregistered.load(std::memory_order_relaxed));
+  sec.count(kCounters, Counter::pending_dropped, pending_dropped());
+  sec.count(kCounters, Counter::children_unnamed, r.children_unnamed.load(std::memory_order_relaxed));
+  sec.count(kCounters, Counter::calls_without_communicator, out.calls.calls_without_communicator);
+  sec.count(kCounters, Counter::groups_lost, r.table->groups_lost());
   return out;
 }
 
@@ -322,5 +301,18 @@ void count_unregistered_call() noexcept {
 uint64_t unregistered_calls() noexcept {
   return reg().unregistered.load(std::memory_order_relaxed);
 }
+
+// The runtime half the module table registers (core/module.h): records into the session's call
+// table (a fresh one in a fork child); its summary is joined with the GPU side by the root.
+extern const core::Module kModule;  // listed in the module table (module_table.h)
+const core::Module kModule{&kFormat,
+                           [](const core::ModuleHost& host) {
+                             Hooks hooks;
+                             hooks.on_first_call = host.on_first_record;
+                             hooks.on_communicator = host.on_communicator;
+                             hooks.on_world_rank = host.on_world_rank;
+                             configure(host.comm_table, host.config->nccl, hooks);
+                           },
+                           nullptr, nullptr, nullptr};
 
 }  // namespace traintime::nccl

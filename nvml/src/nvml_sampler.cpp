@@ -3,6 +3,8 @@
 //
 // The state is allocated once per configure() and never freed: the sampler thread may still be
 // inside a sample while the process exits, so nothing it touches may be destroyed under it.
+#include "traintime/core/module.h"
+#include "traintime/nvml/nvml_format.h"
 #include "traintime/nvml/nvml_sampler.h"
 
 #include <dlfcn.h>
@@ -362,7 +364,7 @@ core::HealthSummary summary(const core::Deadline& deadline) {
     const auto last = st->published.get(deadline);
     if (last.figures) out = *last.figures;
     else out.health.status = "unavailable: the sampler's figures could not be read at the signal";
-    core::count_last_publish<core::HealthSummary>(out.section, "the GPU health figures", last);
+    core::count_last_publish<core::HealthSummary>(out.section, kCounters, last);
     return out;
   }
   out.health.status = st->status;
@@ -377,12 +379,31 @@ core::HealthSummary summary(const core::Deadline& deadline) {
     out.health.devices.push_back(std::move(hd));
   }
   if (st->options.enabled) {
-    out.section.count("samples", st->samples);
-    out.section.count("failed_reads", st->failed_reads);
+    out.section.count(kCounters, Counter::samples, st->samples);
+    out.section.count(kCounters, Counter::failed_reads, st->failed_reads);
   }
   lock.unlock();
   st->published.publish(out);
   return out;
 }
+
+// The runtime half the module table registers (core/module.h): sampling starts at the process's
+// first GPU launch and stops at exit before the final file (on a signal the sampler is left
+// running: the file takes what it last summarised).
+extern const core::Module kModule;  // listed in the module table (module_table.h)
+const core::Module kModule{&kFormat,
+                           [](const core::ModuleHost& host) {
+                             Options options;
+                             options.enabled = host.config->nvml;
+                             options.interval_ms = host.config->nvml_interval_ms;
+                             options.step_detail = host.config->step_detail;
+                             configure(options, Hooks{host.steps_completed});
+                           },
+                           &start,
+                           [](const char*, bool signal, const core::Deadline&) {
+                             if (!signal) stop();
+                             return true;
+                           },
+                           nullptr};
 
 }  // namespace traintime::nvml

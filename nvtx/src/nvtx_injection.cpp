@@ -41,6 +41,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "traintime/core/module.h"
+#include "traintime/nvtx/nvtx_format.h"
 #include "traintime/core/nvtx_domains.h"
 #include "traintime/core/self_cost.h"
 #include "traintime/nvtx/nvtx_injection.h"
@@ -83,7 +85,6 @@ struct Open {
   const Domain* domain;
   uint64_t token;  // Regions::open's token; 0 when no region was opened
 };
-constexpr int kMaxOpen = 256;
 thread_local Open t_open[kMaxOpen];
 thread_local int t_depth = 0;
 thread_local int t_overflow = 0;  // pushes beyond kMaxOpen, not tracked
@@ -390,12 +391,19 @@ void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
 core::Section section() {
   core::Section out("nvtx");
   if (!g_injected.load(std::memory_order_relaxed)) return out;
-  out.count("untracked_ranges", g_overflows.load(std::memory_order_relaxed), [](uint64_t n) {
-    return std::to_string(n) + " NVTX range(s) opened beyond " + std::to_string(kMaxOpen) +
-           " open on one thread were not recorded";
-  });
+  out.count(kCounters, Counter::untracked_ranges, g_overflows.load(std::memory_order_relaxed));
   out.cost(core::cost_row("NVTX ranges", g_calls.total(), core::kCostEvery, g_cost));
   return out;
 }
+
+// The runtime half the module table registers (core/module.h). Configured by the NVTX library's
+// InitializeInjectionNvtx2 (preload/entry_points.cpp); its handlers stay installed in a fork
+// child, which forgets the ranges the parent's threads had open.
+extern const core::Module kModule;  // listed in the module table (module_table.h)
+const core::Module kModule{&kFormat,
+                           [](const core::ModuleHost& host) {
+                             if (host.fork_child) on_fork_child();
+                           },
+                           nullptr, nullptr, &section};
 
 }  // namespace traintime::nvtx

@@ -23,9 +23,23 @@ ALLOWED: dict[str, set[str]] = {
     "nvtx": {"annotate", "core", "support"},
     "null": {"core"},  # the template module: what the next API family copies
     "nvml": {"core", "support"},
-    "preload": {"annotate", "core", "support", "cupti", "nccl", "nvtx", "null", "nvml"},
-    "tools": {"core"},  # traintime-report reads rank files through core's one reader
+    # The module table and the formats' lookup: names the modules, includes none of their headers.
+    "modules": {"core"},
+    "preload": {"annotate", "core", "support", "cupti", "nccl", "nvtx", "null", "nvml", "modules"},
+    # traintime-report reads rank files through core's one reader, and the modules' formats
+    # (counters, warnings' text) through the library both it and libtraintime.so link.
+    "tools": {"core", "modules"},
 }
+
+# Every module of the module table (modules/include/traintime/modules/module_table.h): one not
+# named above (a new API family) may include core and support, and the composition root it.
+MODULE_TABLE = ROOT / "modules" / "include" / "traintime" / "modules" / "module_table.h"
+# docs/design.md's table states the rules above; a module added by its table line alone is covered
+# there by the modules row's rule, not by a row of its own.
+DOCUMENTED: dict[str, set[str]] = {folder: set(rules) for folder, rules in ALLOWED.items()}
+for _module in re.findall(r"^  X\((\w+)\)", MODULE_TABLE.read_text(), re.MULTILINE):
+    ALLOWED.setdefault(_module, {"core", "support"})
+    ALLOWED["preload"].add(_module)
 
 # A public header "traintime/<module>/x.h" belongs to <module>; "traintime/traintime.h" and
 # "traintime/detail/..." to annotate.

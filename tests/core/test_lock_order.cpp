@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "traintime/core/core_counters.h"
 #include "traintime/core/lock_order.h"
 #include "traintime/core/region_registry.h"
 
@@ -80,18 +81,26 @@ TEST_CASE("LastPublished: nothing before the first publication, then the latest"
   CHECK(*v.figures == "second");
 }
 
+namespace m_table {
+std::string m_last_publish(uint64_t, const ModuleCounters& all) { return last_publish_message("the m figures", all); }
+#define M_COUNTERS(X) TRAINTIME_LAST_PUBLISH_COUNTERS(X, &m_last_publish)
+const CounterSpec kCounters[] = {M_COUNTERS(TRAINTIME_COUNTER_SPEC)};
+}  // namespace m_table
+
 TEST_CASE("count_last_publish: the counter, and one warning saying how old the figures are",
           "[lock_order]") {
   LastPublished<int> last;
   Section none("m");
-  count_last_publish<int>(none, "the m figures", last.get(Deadline::never()));
+  count_last_publish<int>(none, m_table::kCounters, last.get(Deadline::never()));
   CHECK(none.counters.counters.at("summary_from_last_publish") == 1);
+  CHECK(none.counters.counters.at("last_publish_missing") == 1);
   REQUIRE(none.warnings.size() == 1);
   CHECK(none.warnings[0].rfind("the m figures are missing (none had been published yet): a lock", 0) == 0);
   last.publish(7);
   Section some("m");
-  count_last_publish<int>(some, "the m figures", last.get(Deadline::never()));
+  count_last_publish<int>(some, m_table::kCounters, last.get(Deadline::never()));
   CHECK(some.counters.counters.at("summary_from_last_publish") == 1);
+  CHECK(some.counters.counters.at("last_publish_missing") == 0);
   REQUIRE(some.warnings.size() == 1);
   CHECK(some.warnings[0].rfind("the m figures are those last published, ", 0) == 0);
   CHECK(some.warnings[0].find("ms before this file") != std::string::npos);

@@ -199,14 +199,23 @@ TEST_CASE("identity, module, CPU, GPU and NCCL warnings come in that order", "[b
         std::vector<std::string>{"config", "module a", "module b", "cpu", "gpu", "nccl"});
 }
 
+namespace test_messages {
+std::string pops(uint64_t n, const ModuleCounters&) { return std::to_string(n) + " pops"; }
+std::string dropped(uint64_t n, const ModuleCounters&) { return std::to_string(n) + " dropped"; }
+std::string untracked(uint64_t n, const ModuleCounters&) { return std::to_string(n) + " untracked"; }
+}  // namespace test_messages
+
 TEST_CASE("each section's counters land under its module's name; its warnings are formatted "
           "from them", "[builder][sections]") {
+  const CounterSpec pops{"unbalanced_pops", &test_messages::pops};
+  const CounterSpec dropped{"dropped_records", &test_messages::dropped};
+  const CounterSpec untracked{"untracked_ranges", &test_messages::untracked};
   CpuSummary cpu;
-  cpu.section.count("unbalanced_pops", 2, [](uint64_t n) { return std::to_string(n) + " pops"; });
+  cpu.section.count(pops, 2);
   GpuSummary gpu;
-  gpu.section.count("dropped_records", 0, [](uint64_t n) { return std::to_string(n) + " dropped"; });
+  gpu.section.count(dropped, 0);
   Section nvtx("nvtx");
-  nvtx.count("untracked_ranges", 44, [](uint64_t n) { return std::to_string(n) + " untracked"; });
+  nvtx.count(untracked, 44);
   Section quiet("quiet");  // counted nothing: no entry
   const RankFile f = build_rank_file({}, cpu, gpu, {}, {nvtx, quiet});
   CHECK(f.modules.size() == 3);

@@ -248,33 +248,34 @@ def test_step_time_from_detail_rows_as_written_and_from_wall_stats_for_older_fil
     assert (st["n"], st["mean"], st["p50"]) == (12, approx((68 + 64 + 67) / 12), 16.0)
 
 
-def test_warnings_differing_only_in_numbers_are_one_row_with_their_total(build_dir: Path, tmp_path: Path) -> None:
-    """Each rank's own count in an otherwise equal warning: one group (rank_warnings[], the
-    warnings table), its counts summed and the largest named, where grouping by exact text gave
-    one row per rank."""
+def test_a_counted_warning_is_one_row_with_its_total(build_dir: Path, tmp_path: Path) -> None:
+    """Each rank's own count of one module counter: one group (rank_warnings[], the warnings
+    table) found from the counters, its counts summed and the largest named, its text the one the
+    writer makes for the largest; a text nothing counted (a configuration warning) stays as
+    written. Grouping by exact text gave one row per rank."""
     d = copy_golden(tmp_path / "job")
-    late = "activity record(s) arrived after the rank file was written"
     counts = {0: 123, 1: 124, 2: 99}
+    text = "{} NCCL call(s) beyond the communicator table's capacity were not counted"
     for f in sorted(d.glob("rank-*.json")):
-        edit(f, lambda doc: doc.update(warnings=[f"{counts[doc['rank']]} {late}"] + doc["warnings"]))
+        edit(f, lambda doc: doc.update(
+            warnings=[text.format(counts[doc["rank"]])] + doc["warnings"],
+            modules={"nccl": {"counters": {"calls_without_communicator": counts[doc["rank"]]}}}))
     s, proc = summary(build_dir, d)
     assert proc.returncode == 0, proc.stderr
-    by_shape = {w["shape"]: w for w in s["rank_warnings"]}
-    assert by_shape[f"N {late}"] == {
-        "warning": f"124 {late}", "shape": f"N {late}", "ranks": [0, 1, 2], "total": 346,
+    by_key = {w["key"] or w["warning"]: w for w in s["rank_warnings"]}
+    assert by_key["nccl.calls_without_communicator"] == {
+        "warning": text.format(124), "key": "nccl.calls_without_communicator", "ranks": [0, 1, 2], "total": 346,
         "worst": [{"rank": 1, "value": 124}, {"rank": 0, "value": 123}, {"rank": 2, "value": 99}]}
-    cfg = by_shape["TRAINTIME_WARMUP_STEPS: 'x' is not a number; using N"]
-    assert cfg["ranks"] == [1] and cfg["warning"] == "TRAINTIME_WARMUP_STEPS: 'x' is not a number; using 0"
+    cfg = by_key["TRAINTIME_WARMUP_STEPS: 'x' is not a number; using 0"]
+    assert cfg["ranks"] == [1] and cfg["total"] is None
     assert len(s["rank_warnings"]) == 2
 
     proc = run(build_dir, d)
     assert proc.returncode == 0, proc.stderr
     warnings = proc.stdout[proc.stdout.index("Warnings written in the rank files"):]
-    assert (f"rank(s) 0, 1, 2: 124 {late}; total 346 over 3 rank(s); worst: rank 1: 124, rank 0: 123, "
+    assert (f"rank(s) 0, 1, 2: {text.format(124)}; total 346 over 3 rank(s); worst: rank 1: 124, rank 0: 123, "
             "rank 2: 99") in " ".join(warnings.split())
-    assert "123 activity" not in warnings
-    # One rank's warning is its own text: no total beside it.
-    assert "rank(s) 1: TRAINTIME_WARMUP_STEPS: 'x' is not a number; using 0\n" in warnings
+    assert text.format(123) not in warnings
 
 
 def test_bandwidth_of_an_op_with_no_known_factor_claims_no_busbw(build_dir: Path, tmp_path: Path) -> None:
@@ -1213,3 +1214,26 @@ def test_self_cost_table_is_there_without_self_cost_and_the_gate_cannot_judge(bu
     assert "No rank file has self_cost" in " ".join(proc.stdout.split()), proc.stdout
     gate = run(build_dir, GOLDEN, "--fail-if", "self_cost_pct>1")
     assert gate.returncode == 1 and "self_cost_pct" in gate.stderr, gate.stderr
+
+
+def test_module_counters_merged_typed(build_dir: Path, tmp_path: Path) -> None:
+    """modules.<module>.counters.<key> of the JSON: each counter the ranks wrote, merged as numbers
+    (sum, the largest and its lowest rank, the ranks with it non-zero); a counter every rank wrote
+    0 has no max_rank. The golden files, written before modules existed, add nothing."""
+    s, proc = summary(build_dir, GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    assert s["modules"] == {}
+
+    d = copy_golden(tmp_path / "job")
+    dropped = {0: 7, 1: 0, 2: 9}
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, lambda doc: doc.update(modules={
+            "cupti": {"counters": {"dropped_records": dropped[doc["rank"]], "no_timestamps": 0}},
+            **({"nvtx": {"counters": {"untracked_ranges": 9}}} if doc["rank"] == 1 else {})}))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert s["modules"] == {
+        "cupti": {"counters": {
+            "dropped_records": {"sum": 16, "max": 9, "max_rank": 2, "ranks_nonzero": 2},
+            "no_timestamps": {"sum": 0, "max": 0, "max_rank": None, "ranks_nonzero": 0}}},
+        "nvtx": {"counters": {"untracked_ranges": {"sum": 9, "max": 9, "max_rank": 1, "ranks_nonzero": 1}}}}

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -14,6 +13,7 @@
 
 #include "rank_fates.h"
 #include "traintime/core/comm_stats.h"
+#include "traintime/modules/formats.h"
 
 namespace traintime::report {
 namespace {
@@ -583,42 +583,42 @@ void find_hangs(const Job& job, Report& rep) {
 }
 
 // The warnings of the ranks, grouped as they are read (WarningGroup): per group the ranks and
-// their first numbers only, and one text, so 16384 ranks cost two numbers per rank and warning.
+// their counts only, and one text, so 16384 ranks cost two numbers per rank and warning. A
+// warning a module counted is found from the rank's counters (modules.<module>.counters) and its
+// text rendered from the module's table (traintime/modules/formats.h), the same function the
+// writer formatted it with; the rank's own copy of that text in warnings[] is then not read again.
+// No text is parsed for a number.
 class WarningGrouper {
  public:
-  void add(const std::string& text, int64_t rank) {
-    WarningShape ws = warning_shape(text);
-    const std::string& key = ws.first ? ws.shape : text;
-    auto [it, fresh] = index_.try_emplace((ws.first ? "#" : "=") + key, groups_.size());
-    if (fresh) {
-      groups_.emplace_back();
-      groups_.back().g.shape = ws.first ? std::move(ws.shape) : text;
-      groups_.back().g.has_number = ws.first.has_value();
+  void add_rank(const core::RankFile& f) {
+    std::vector<std::string> rendered;  // this rank's texts made from its counters
+    for (const auto& [name, m] : f.modules) {
+      const core::ModuleFormat* format = modules::find_format(name);
+      if (format == nullptr) continue;  // a newer writer's module: its texts group as texts
+      for (const auto& [key, v] : m.counters) {
+        if (v == 0) continue;
+        const core::CounterSpec* spec = format->find(key);
+        if (spec == nullptr || spec->message == nullptr) continue;
+        std::string text = spec->message(v, m);
+        add(name + "." + key, true, static_cast<double>(v), f.rank, text);
+        rendered.push_back(std::move(text));
+      }
     }
-    Building& b = groups_[it->second];
-    const double v = ws.first.value_or(0);
-    if (!b.g.ranks.empty() && b.g.ranks.back() == rank) {
-      // The rank wrote this shape more than once: its numbers add up.
-      if (b.g.has_number) b.values.back() += v;
-    } else {
-      b.g.ranks.push_back(rank);
-      if (b.g.has_number) b.values.push_back(v);
-    }
-    if (b.g.text.empty() || (b.g.has_number && b.values.back() > b.top)) {
-      b.g.text = text;
-      b.top = b.g.has_number ? b.values.back() : 0;
-    }
+    for (const std::string& w : f.warnings)
+      if (std::find(rendered.begin(), rendered.end(), w) == rendered.end()) add(w, false, 0, f.rank, w);
   }
 
-  // The groups by shape, each with its total and worst ranks.
+  // The groups by key (counted) or text, each counted one with its total and worst ranks.
   std::vector<WarningGroup> take() {
     std::vector<std::pair<std::string, std::size_t>> order(index_.begin(), index_.end());
     std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
-      return groups_[a.second].g.shape < groups_[b.second].g.shape;
+      const WarningGroup& x = groups_[a.second].g;
+      const WarningGroup& y = groups_[b.second].g;
+      return x.key != y.key ? x.key < y.key : x.text < y.text;
     });
     std::vector<WarningGroup> out;
     out.reserve(order.size());
-    for (const auto& [key, k] : order) {
+    for (const auto& [id, k] : order) {
       Building& b = groups_[k];
       std::vector<std::size_t> by(b.g.ranks.size());
       for (std::size_t i = 0; i < by.size(); ++i) by[i] = i;
@@ -643,47 +643,37 @@ class WarningGrouper {
   }
 
  private:
+  // `id`: "<module>.<key>" of a counted warning (`counted`, with its count `v`), else the text.
+  void add(const std::string& id, bool counted, double v, int64_t rank, const std::string& text) {
+    auto [it, fresh] = index_.try_emplace((counted ? "#" : "=") + id, groups_.size());
+    if (fresh) {
+      groups_.emplace_back();
+      groups_.back().g.key = counted ? id : std::string();
+      groups_.back().g.has_number = counted;
+    }
+    Building& b = groups_[it->second];
+    if (!b.g.ranks.empty() && b.g.ranks.back() == rank) {
+      if (b.g.has_number) b.values.back() += v;  // the rank wrote this one twice: its counts add up
+    } else {
+      b.g.ranks.push_back(rank);
+      if (b.g.has_number) b.values.push_back(v);
+    }
+    if (b.g.text.empty() || (b.g.has_number && b.values.back() > b.top)) {
+      b.g.text = text;
+      b.top = b.g.has_number ? b.values.back() : 0;
+    }
+  }
+
   struct Building {
     WarningGroup g;
     std::vector<double> values;  // parallel to g.ranks when g.has_number
     double top = 0;              // the value of g.text's rank
   };
-  std::unordered_map<std::string, std::size_t> index_;  // "#" shape or "=" exact text -> groups_
+  std::unordered_map<std::string, std::size_t> index_;  // "#" key or "=" exact text -> groups_
   std::vector<Building> groups_;
 };
 
 }  // namespace
-
-WarningShape warning_shape(const std::string& text) {
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  WarningShape out;
-  out.shape.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (!digit(text[i])) {
-      out.shape += text[i++];
-      continue;
-    }
-    const std::size_t begin = i;
-    while (i < text.size() && digit(text[i])) ++i;
-    if (i + 1 < text.size() && text[i] == '.' && digit(text[i + 1])) {
-      ++i;
-      while (i < text.size() && digit(text[i])) ++i;
-    }
-    out.shape += 'N';
-    if (out.first) continue;
-    const char before = begin > 0 ? text[begin - 1] : ' ';
-    const char after = i < text.size() ? text[i] : ' ';
-    const bool glued = alpha(before) || digit(before) || before == '_' || before == '.' || before == '/' ||
-                       before == '-' || alpha(after) || after == '_';
-    if (glued) continue;
-    double v = 0;
-    const auto [end, ec] = std::from_chars(text.data() + begin, text.data() + i, v);
-    if (ec == std::errc() && end == text.data() + i) out.first = v;
-  }
-  return out;
-}
 
 namespace {
 void find_memory_headroom(Report& rep) {
@@ -720,6 +710,7 @@ Report analyze(const Job& job) {
   rep.problems = job.problems;
   rep.aux_files = job.aux_files;
   rep.other_jobs = job.other_jobs;
+  rep.modules = job.modules;
   rep.files_seen = job.files_seen;
   if (job.ranks.empty()) return rep;
 
@@ -826,7 +817,7 @@ Report analyze(const Job& job) {
     rep.dropped_records += f.dropped_records;
     if (f.dropped_records) rep.ranks_dropping.push_back(f.rank);
     if (!f.gpu_records_complete) rep.incomplete_ranks.push_back(f.rank);
-    for (const std::string& w : f.warnings) warnings.add(w, f.rank);
+    warnings.add_rank(f);
     ++capture[std::string(core::gpu_capture_name(f.gpu_capture)) + (f.gpu_capture_reason.empty() ? "" : " (" + f.gpu_capture_reason + ")")];
 
     if (f.steps.samples_per_s > 0 || f.steps.tokens_per_s > 0) {

@@ -234,33 +234,26 @@ struct Hang {
   bool from_snapshots = false;         // some files are periodic snapshots of a running job
 };
 
-// The rank files' warnings grouped by shape, so that 4096 ranks each writing "N activity
-// record(s) dropped" with their own N are one line. A warning whose text has a number (a run of
-// digits, with its decimals, that is not glued to a word, a path or a version: "124 records" but
-// not "sm_90" or "cuda-12.4") groups with the others of its shape (every run of digits as "N");
-// its first such number is the one summed and ranked. A warning without one groups by its exact
-// text.
+// The rank files' warnings grouped, so that 4096 ranks each counting dropped records with their
+// own count are one line. A warning a module counted (one of its counter table's messages,
+// core/module_format.h) groups by its counter, `key` "<module>.<key>": the ranks' counts are
+// summed and ranked, and the text is rendered from the counters of the rank that counted most. A
+// warning with nothing counted (a condition, a configuration warning, or a file from a writer
+// before module counters) groups by its exact text.
 struct WarningGroup {
-  std::string shape;  // the text with each run of digits as "N"; the text itself without a number
-  std::string text;   // the exact text of the rank with the largest number (the first rank without)
+  std::string key;    // "<module>.<key>" of a counted warning; empty for a text
+  std::string text;   // rendered for the rank with the largest count (the first rank's text without)
   std::vector<int64_t> ranks;  // that wrote it, ascending
-  bool has_number = false;
-  double total = 0;  // of the first number over the ranks
+  bool has_number = false;     // counted
+  double total = 0;  // of the counts over the ranks
   struct Worst {
     int64_t rank = -1;
     double value = 0;
   };
-  std::vector<Worst> worst;  // the (at most 3) largest first numbers, largest first
+  std::vector<Worst> worst;  // the (at most 3) largest counts, largest first
   // Whether a number is written as an integer (a count) rather than with decimals.
   static bool whole(double v) { return std::fabs(v) < 1e15 && v == std::floor(v); }
 };
-
-// A warning's shape and its first number, as WarningGroup describes them.
-struct WarningShape {
-  std::string shape;
-  std::optional<double> first;
-};
-WarningShape warning_shape(const std::string& text);
 
 struct Report {
   std::string dir, job_id;
@@ -318,7 +311,8 @@ struct Report {
   uint64_t dropped_records = 0;
   std::vector<int64_t> ranks_dropping;
   std::vector<int64_t> incomplete_ranks;  // gpu_records_complete false
-  std::vector<WarningGroup> rank_warnings;  // by shape
+  std::vector<WarningGroup> rank_warnings;  // by key, then text
+  ModuleCountersAcross modules;  // every module counter merged typed (JSON modules)
   std::vector<std::string> capture;  // distinct "gpu_capture: reason" lines with rank counts
   SelfCostView self_cost;            // traintime's own cost (self_cost_view.h)
 };

@@ -721,8 +721,8 @@ Document build_document(const Report& r, const Extras& x) {
 
   Table w = make("warnings", "Warnings written in the rank files",
                  {{"ranks", false}, {"warning", false}, {"across ranks", false}},
-                 "Warnings that differ only in their numbers are one row: the text is the rank's with the "
-                 "largest first number, summed over the ranks (more than one) with the largest named.");
+                 "A warning a module counted is one row for every rank that counted it: the text is the "
+                 "rank's with the largest count, summed over the ranks (more than one) with the largest named.");
   for (const WarningGroup& g : r.rank_warnings) {
     std::string across;
     if (g.has_number && g.ranks.size() > 1) {  // one rank's total is its own text

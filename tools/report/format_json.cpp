@@ -214,10 +214,20 @@ json summary_json(const Report& r, const Extras& x) {
   for (const WarningGroup& g : r.rank_warnings) {
     json worst = json::array();
     for (const WarningGroup::Worst& wr : g.worst) worst.push_back({{"rank", wr.rank}, {"value", number(wr.value)}});
-    warnings.push_back({{"warning", g.text}, {"shape", g.shape}, {"ranks", g.ranks},
+    warnings.push_back({{"warning", g.text}, {"key", g.key.empty() ? json(nullptr) : json(g.key)}, {"ranks", g.ranks},
                         {"total", g.has_number ? number(g.total) : json(nullptr)}, {"worst", worst}});
   }
   out["rank_warnings"] = warnings;
+  // What each module counted, merged typed across the ranks (docs/report.md, JSON).
+  json modules = json::object();
+  for (const auto& [name, counters] : r.modules) {
+    json cs = json::object();
+    for (const auto& [key, c] : counters)
+      cs[key] = {{"sum", c.sum}, {"max", c.max}, {"max_rank", c.max_rank == -1 ? json(nullptr) : json(c.max_rank)},
+                 {"ranks_nonzero", c.ranks_nonzero}};
+    modules[name] = {{"counters", std::move(cs)}};
+  }
+  out["modules"] = std::move(modules);
   json problems = json::array();
   for (const Problem& p : r.problems) problems.push_back({{"file", p.file}, {"problem", p.message}});
   out["problems"] = problems;

@@ -79,6 +79,27 @@ struct RankInput {
   std::vector<std::pair<std::string, double>> top_cpu_ms;
 };
 
+// One module counter merged across the ranks (report JSON modules.<module>.counters.<key>): its
+// sum, its largest value and the lowest rank that has it (-1 when every rank wrote 0), and how
+// many ranks wrote it non-zero. Merged typed, from the rank files' modules.<module>.counters.
+struct CounterAcross {
+  uint64_t sum = 0;
+  uint64_t max = 0;
+  int64_t max_rank = -1;
+  uint64_t ranks_nonzero = 0;
+  void add(uint64_t v, int64_t rank) {
+    sum += v;
+    if (v == 0) return;
+    ++ranks_nonzero;
+    if (v > max || (v == max && rank < max_rank)) {
+      max = v;
+      max_rank = rank;
+    }
+  }
+};
+// By module name, then counter key.
+using ModuleCountersAcross = std::map<std::string, std::map<std::string, CounterAcross>>;
+
 struct Job {
   std::string dir;
   std::string job_id;
@@ -86,6 +107,7 @@ struct Job {
   std::vector<RankInput> ranks;  // role "rank", one per rank, sorted by rank
   std::map<std::string, RegionAcross> regions;  // by path
   std::map<std::string, KernelAcross> kernels;  // by name
+  ModuleCountersAcross modules;  // every module counter any merged rank wrote
   std::vector<std::string> aux_files;  // "FILE (rank R, pid P, host H)": listed, not merged
   std::vector<std::string> trace_files;  // rank-*.trace.json beside the rank files
   std::vector<Problem> problems;  // files left out or doubtful, one line each

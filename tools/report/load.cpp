@@ -16,6 +16,7 @@
 #include "job.h"
 #include "rank_fates.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/modules/formats.h"
 
 namespace traintime::report {
 
@@ -132,21 +133,13 @@ Parsed parse_input(const Input& in, uint64_t max_bytes) {
   return file;
 }
 
-// Kept per rank: what the cross-rank views need (step rows, rings); the rest is dropped so
-// memory stays near the merged aggregates. Done on the thread that parsed the file, while its
-// memory is warm and in parallel with the other files.
-void compact(core::RankFile& f) {
-  // The module counters are read (and checked) but no view uses them yet: each warning that
-  // states one is grouped with the warnings.
-  std::map<std::string, core::ModuleCounters>().swap(f.modules);
-}
-
 // What is kept of one job while the files stream in.
 struct JobAcc {
   std::vector<RankInput> ranks;
   std::map<int64_t, std::string> file_of_rank;
   std::map<std::string, RegionAcross> regions;
   std::map<std::string, KernelAcross> kernels;
+  ModuleCountersAcross modules;
   std::vector<std::string> aux_files;
   std::vector<std::string> files;  // every file of this job, for the "other job" lines
   std::vector<Problem> problems;
@@ -186,6 +179,25 @@ std::vector<std::pair<std::string, double>> merge_regions(JobAcc& acc, core::Ran
   return top;
 }
 
+// Adds the file's module counters to the job's, typed: nothing read from a warning's text. The
+// rank keeps only the sections that counted a warning, which analysis renders from them
+// (traintime/modules/formats.h): the others would be memory held per rank for nothing.
+void merge_modules(JobAcc& acc, core::RankFile& f) {
+  for (auto it = f.modules.begin(); it != f.modules.end();) {
+    auto& merged = acc.modules[it->first];
+    const core::ModuleFormat* format = modules::find_format(it->first);
+    bool warned = format == nullptr;  // a newer writer's module: kept as it is
+    for (const auto& [key, v] : it->second.counters) {
+      merged[key].add(v, f.rank);
+      if (v != 0 && !warned) {
+        const core::CounterSpec* spec = format->find(key);
+        warned = spec != nullptr && spec->message != nullptr;
+      }
+    }
+    it = warned ? std::next(it) : f.modules.erase(it);
+  }
+}
+
 void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.files.push_back(path);
   if (f.role != core::Role::kRank) {
@@ -208,6 +220,7 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
   std::vector<std::pair<std::string, double>> top = merge_regions(acc, f);
+  merge_modules(acc, f);
   acc.ranks.push_back({path, std::move(f), std::nullopt, std::move(top)});
 }
 
@@ -344,7 +357,6 @@ Job load_job(const std::string& given, const LoadOptions& options) {
         i = claimed++;
       }
       Parsed p = parse_input(inputs[i], options.max_file_bytes);
-      if (p.file) compact(*p.file);
       {
         std::lock_guard<std::mutex> lock(mu);
         slots[i % slots.size()] = std::move(p);
@@ -408,6 +420,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
   job.aux_files = std::move(acc.aux_files);
   job.regions = std::move(acc.regions);
   job.kernels = std::move(acc.kernels);
+  job.modules = std::move(acc.modules);
   job.ranks = std::move(acc.ranks);
   std::sort(job.ranks.begin(), job.ranks.end(),
             [](const RankInput& a, const RankInput& b) { return a.data.rank < b.data.rank; });

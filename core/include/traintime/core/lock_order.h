@@ -139,23 +139,20 @@ class LastPublished {
 };
 
 // A signal-time summary that used its module's LastPublished figures (`last`, possibly none)
-// says so in the module's section: the counter summary_from_last_publish (1), with its warning
-// naming `what` ("the GPU figures") and how old they are. The one place that warning is made.
-template <class T>
-void count_last_publish(Section& section, std::string_view what,
+// says so in the module's section: the counter summary_from_last_publish (1) with
+// last_publish_missing and last_publish_age_ms, and the warning `table`'s message for it makes
+// (core_counters.h TRAINTIME_LAST_PUBLISH_COUNTERS: it names the figures and how old they are).
+template <class T, std::size_t N>
+void count_last_publish(Section& section, const CounterSpec (&table)[N],
                         const typename LastPublished<T>::Value& last) {
-  const bool published = last.figures != nullptr;
   const auto age_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                 Deadline::Clock::now() - last.at)
                                                 .count());
-  section.count("summary_from_last_publish", 1, [&](uint64_t) {
-    std::string text(what);
-    if (published)
-      text += " are those last published, " + std::to_string(age_ms) + " ms before this file";
-    else
-      text += " are missing (none had been published yet)";
-    return text + ": a lock they need was held by a thread the terminating signal stopped";
-  });
+  const bool published = last.figures != nullptr;
+  section.count("last_publish_missing", published ? 0 : 1);
+  section.count("last_publish_age_ms", published ? age_ms : 0);
+  for (const CounterSpec& s : table)
+    if (s.key == "summary_from_last_publish") section.count(s, 1);
 }
 
 }  // namespace traintime::core

@@ -4,11 +4,12 @@
 // core::build_rank_file copies the counters under modules.<name>.counters and the warnings into
 // the file's warnings. No module writes into another's section.
 //
-// Every warning that states a count is formatted exactly once, from its counter, by count():
-// the key and the sentence travel together, so the rank file carries both the number a reader
-// sums across ranks (modules.<name>.counters.<key>) and the sentence a person reads. A warning
-// with nothing to count (a condition: a statically linked CUPTI, a file written on a signal)
-// goes through note().
+// Every warning that states a count is formatted exactly once, from its counter, by the message
+// its module's counter table gives that key (core/module_format.h), which traintime-report uses
+// too: the rank file carries both the number a reader sums across ranks
+// (modules.<name>.counters.<key>) and the sentence a person reads, and the report groups the
+// ranks' warnings by key. A warning with nothing to count (a condition: a statically linked
+// CUPTI, a file written on a signal) goes through note(); the report groups those by their text.
 //
 // Its rows of self_cost (what the module's own code and memory cost) travel the same way: the
 // builder gathers every section's rows into the file's self_cost.
@@ -23,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "traintime/core/module_format.h"
 #include "traintime/core/rank_file.h"
 
 namespace traintime::core {
@@ -40,14 +42,18 @@ struct Section {
   Section() = default;
   explicit Section(std::string_view module_name) noexcept : name(module_name) {}
 
-  // Counts `key` (written even when 0: the module measured it) and, when n > 0, adds the
-  // warning `message(n)` makes: the only place that warning's text is formatted.
-  template <class Message>
-  void count(std::string_view key, uint64_t n, Message&& message) {
-    count(key, n);
-    if (n > 0) warnings.push_back(std::forward<Message>(message)(n));
+  // Counts `spec.key` (written even when 0: the module measured it) and, when n > 0 and the
+  // counter states a problem, adds the warning its table's message makes from the counters.
+  void count(const CounterSpec& spec, uint64_t n) {
+    count(spec.key, n);
+    if (n > 0 && spec.message != nullptr) warnings.push_back(spec.message(n, counters));
   }
-  // A counter with no warning of its own (a figure, not a problem).
+  // The counter `c` of a module's X-macro enum, from its table (module_format.h).
+  template <std::size_t N, class E>
+  void count(const CounterSpec (&table)[N], E c, uint64_t n) {
+    count(table[static_cast<std::size_t>(c)], n);
+  }
+  // A counter by key alone: a figure, no warning.
   void count(std::string_view key, uint64_t n) { counters.counters[std::string(key)] += n; }
   // A warning with nothing to count.
   void note(std::string text) { warnings.push_back(std::move(text)); }

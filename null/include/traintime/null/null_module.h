@@ -1,10 +1,14 @@
 // The null module: a template for the next intercepted API family (docs/architecture.md "Where a
-// new intercepted API family goes"). Copy null/ and tests/null/, rename, and replace note_call()
+// new intercepted API family goes"). Copy null/ (its tests in null/tests/), rename, and replace note_call()
 // by the family's wrappers; everything else keeps its shape:
 //
-//   - configure(): called by the composition root at start-up and again in a fork child (the
-//     child starts clean); what the module needs from the process comes in as Hooks, plain
-//     function pointers, never as an include of preload/.
+//   - its format (null_format.h, core/module_format.h): the section's name and version, and its
+//     counters as an X-macro list -- the enum the code counts with, each key, and the one
+//     function that formats each warning, which traintime-report renders again from the counters.
+//   - its runtime half, kModule (null_module.cpp, core/module.h), listed once in the module table
+//     (modules/include/traintime/modules/module_table.h): configure() is called at start-up and
+//     again in a fork child (the child starts clean); what the module needs from the process
+//     comes in the ModuleHost, plain function pointers, never as an include of preload/.
 //   - the hot path (here note_call()): relaxed atomic counters only -- no lock, no allocation,
 //     no string, errno preserved; the first counted call tells the process it has something to
 //     write.
@@ -13,9 +17,9 @@
 //     ranges): thread-local, and forgotten by configure() in a fork child, where the forking
 //     thread is the only one left. A fork made inside an open call must not leave the child
 //     inside it: the parent's call ending in the child counts nothing and never makes the child
-//     write a file. tests/null's "fork with state open" checks this with a real fork().
+//     write a file. null/tests's "fork with state open" checks this with a real fork().
 //   - section(): the module's part of the rank file (core/section.h), built when the file is
-//     written: its typed counters, each warning formatted once from its counter.
+//     written: its typed counters, each warning formatted once from its counter's table entry.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,77 @@
+// A module's runtime half (Darshan's module registration): how the composition root configures,
+// starts and stops it, and where its section of the rank file comes from. Every module -- cupti,
+// nccl, nvml, nvtx, null and the next API family -- defines one `const core::Module kModule` in
+// its namespace and is listed once in modules/include/traintime/modules/module_table.h; the
+// root (preload/session.cpp) walks that table: configure in table order (at start-up and again
+// in a fork child), start at the process's first GPU launch, stop in the reverse order from its
+// one exit path (finish). No module registers an exit hook of its own.
+//
+// A module knows only core/ (and support/): what it needs of the process comes in the
+// ModuleHost, plain function pointers the root fills; joins across modules (regions x GPU work,
+// NCCL calls x their kernels) are the root's functions behind those pointers and its rank-file
+// builder, never one module calling another.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "traintime/core/activity.h"
+#include "traintime/core/comm_stats.h"
+#include "traintime/core/config.h"
+#include "traintime/core/lock_order.h"
+#include "traintime/core/module_format.h"
+#include "traintime/core/section.h"
+
+namespace traintime::core {
+
+// What the root offers every module. Each pointer is set (lock-free, errno untouched unless
+// said otherwise); a module takes what it needs.
+struct ModuleHost {
+  const Config* config = nullptr;
+  // Configured again in a fork child, on the forking thread (the only one the child has): the
+  // module starts clean there, forgetting what the parent's threads had open, so nothing of the
+  // parent's ends in the child's counts or makes the child write a file.
+  bool fork_child = false;
+  CommCallTable* comm_table = nullptr;  // the session's NCCL call table (nccl fills it)
+  // The process has something to write (a counted call): activates it. Called with errno saved.
+  void (*on_first_record)() noexcept = nullptr;
+  // The process's first GPU launch (after CUDA initialised): activates it, re-registers the
+  // root's exit hook so it runs before CUDA's own atexit teardown, and starts the modules.
+  void (*on_first_gpu_launch)() noexcept = nullptr;
+  // A new NCCL communicator: where GPU capture may start lazily (DESIGN §2).
+  void (*on_communicator)() noexcept = nullptr;
+  // A communicator's rank and size, for a process with no launcher rank.
+  void (*on_world_rank)(int64_t rank, int64_t world_size) noexcept = nullptr;
+  uint32_t (*steps_completed)() noexcept = nullptr;  // tt_step calls so far
+  std::string (*path_name)(PathId path) = nullptr;   // slow: traces and fixtures only
+  // The joins of GPU work with what launched it (cupti/include/traintime/cupti/gpu_capture.h
+  // Hooks says what each answers).
+  void (*launch_context)(LaunchContext* out) noexcept = nullptr;
+  bool (*pending_comm_call)(const void* stream, LaunchContext* ctx) noexcept = nullptr;
+  bool (*comm_calls_waiting)() noexcept = nullptr;
+  bool (*comm_group)(uint64_t group_id, CommGroupRecord* out) noexcept = nullptr;
+  void (*on_capture_begin)() noexcept = nullptr;
+  void (*capture_watch)(bool watching) noexcept = nullptr;
+  // Detected steps ended (no marker): self_cost's step window moves as with tt_step.
+  void (*on_detected_steps)(uint64_t ended) noexcept = nullptr;
+};
+
+struct Module {
+  // Its data format: its id (format->name, rank file modules.<name>), the version of its part of
+  // the file and its counters (module_format.h).
+  const ModuleFormat* format = nullptr;
+  // At start-up, before the application's threads run, and in a fork child (host.fork_child).
+  void (*configure)(const ModuleHost& host) = nullptr;
+  // At the process's first GPU launch (a module that waits for CUDA: NVML). Null: none.
+  void (*start)() noexcept = nullptr;
+  // From finish(), in the reverse of the table order, before the final file's summaries are
+  // taken. At exit (`signal` false): stop its threads and hand in everything it holds. On a
+  // terminating signal: only what ends by `deadline`; false when what it holds could not all be
+  // handed in (the file then says so). Null: nothing to stop.
+  bool (*stop)(const char* reason, bool signal, const Deadline& deadline) = nullptr;
+  // Its section of the rank file, for a module with nothing to join (null, nvtx, the next API
+  // family). Null for a module whose typed summary the root's builder joins (cupti, nccl, nvml).
+  Section (*section)() = nullptr;
+};
+
+}  // namespace traintime::core

@@ -1,0 +1,32 @@
+// The nccl module's data format (core/module_format.h): its counters, each warning's text, and
+// its section's name and version. Compiled into traintime_formats, which libtraintime.so and
+// traintime-report both link: the report renders these warnings from the rank files' counters.
+#pragma once
+
+#include "traintime/core/module_format.h"
+
+namespace traintime::nccl {
+
+// Communicators made by ncclCommSplit/Shrink waiting for their first use to be named: beyond this
+// the oldest is given a per-process id (children_unnamed).
+inline constexpr std::size_t kMaxPending = 64;
+
+#define TRAINTIME_NCCL_COUNTERS(X) \
+  X(missing_real, &messages::missing_real) \
+  X(unregistered, &messages::unregistered) \
+  X(pending_dropped, &messages::pending_dropped) \
+  X(children_unnamed, &messages::children_unnamed) \
+  X(calls_without_communicator, &messages::calls_without_communicator) \
+  X(groups_lost, &messages::groups_lost)
+
+#define TRAINTIME_NCCL_MESSAGE(key, message) std::string key(uint64_t n, const core::ModuleCounters& all);
+namespace messages { TRAINTIME_NCCL_COUNTERS(TRAINTIME_NCCL_MESSAGE) }
+#undef TRAINTIME_NCCL_MESSAGE
+
+enum class Counter : uint16_t { TRAINTIME_NCCL_COUNTERS(TRAINTIME_COUNTER_ENUM) };
+inline constexpr core::CounterSpec kCounters[] = {TRAINTIME_NCCL_COUNTERS(TRAINTIME_COUNTER_SPEC)};
+
+// Rank file modules.nccl.
+extern const core::ModuleFormat kFormat;
+
+}  // namespace traintime::nccl

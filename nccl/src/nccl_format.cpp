@@ -1,0 +1,40 @@
+// The nccl module's format (nccl_format.h): each warning's text, made only here.
+#include "traintime/nccl/nccl_format.h"
+
+namespace traintime::nccl {
+
+using core::ModuleCounters;
+
+std::string messages::missing_real(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) +
+         " NCCL call(s) found no NCCL function in the process and returned ncclSystemError; "
+         "load the NCCL the program was built with";
+}
+std::string messages::unregistered(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) +
+         " NCCL call(s) on a communicator whose size and rank could not be read were not counted";
+}
+std::string messages::pending_dropped(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) +
+         " NCCL call(s) launched later by NCCL's own thread could not wait for their kernel "
+         "(queue full); some kernels may be linked to a later call";
+}
+std::string messages::children_unnamed(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) + " communicator(s) made by ncclCommSplit/Shrink were not used before " +
+         std::to_string(kMaxPending) + " newer ones: their ids are per process, not the same on every rank";
+}
+std::string messages::calls_without_communicator(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) + " NCCL call(s) beyond the communicator table's capacity were not counted";
+}
+std::string messages::groups_lost(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) +
+         " NCCL group(s) could not be recorded (two threads raced for one slot); their kernels "
+         "count for the group's first op";
+}
+
+namespace {
+constexpr core::CounterTable kTables[] = {core::counter_table(kCounters)};
+}  // namespace
+const core::ModuleFormat kFormat{"nccl", 1, kTables, 1};
+
+}  // namespace traintime::nccl
