@@ -1196,6 +1196,10 @@ std::optional<RankFile> rank_file_from_text(const std::string& path, const std::
   } catch (const DuplicateKey& e) {
     set_error(error, path + ": " + e.what());
     return std::nullopt;
+  } catch (const json::out_of_range&) {
+    // nlohmann's lexer throws this one, not a parse_error, for a number no type holds (1E400).
+    set_error(error, path + ": not valid JSON: a number too large for any type (a double holds up to 1.8e308)");
+    return std::nullopt;
   } catch (const json::parse_error& e) {
     // The parser's own message ("[json.exception.parse_error.101] ...") means nothing to a
     // person; where the text stops making sense does.

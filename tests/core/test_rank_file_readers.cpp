@@ -70,3 +70,13 @@ TEST_CASE("a key named twice is refused by both readers, naming the key", "[rank
   // The same key in two different objects is no duplicate.
   CHECK(read_as_file(R"({"a": {"k": 1}, "b": {"k": 2}, )" + golden.substr(golden.find('{') + 1), &error));
 }
+
+TEST_CASE("a number too large for any type is a refusal, not an exception", "[rank_file][readers]") {
+  // Found by the differential fuzz target: nlohmann throws out_of_range (not parse_error) for it,
+  // and simdjson refuses it, so the report's reader fell through to an uncaught exception.
+  std::string error;
+  const std::string text = R"({"schema": "traintime/1", "rank": 1E48576})";
+  CHECK_FALSE(read_as_file(text, &error));
+  CHECK(error.find("a number too large for any type") != std::string::npos);
+  CHECK(fuzz::rank_file_readers_disagree(text) == "");
+}
