@@ -38,29 +38,13 @@ bool g_failed = false;  // creating it failed once: not retried (one warning)
 std::atomic<uint64_t> g_largest_text{0};
 
 void on_step(const core::LiveSteps& steps) noexcept {
-  core::LiveRecordHeader* h = g_header.load(std::memory_order_acquire);
-  if (!h) return;
-  const uint64_t next = __atomic_load_n(&h->steps_current, __ATOMIC_RELAXED) == 0 ? 1 : 0;
-  h->steps[next] = steps;
-  __atomic_store_n(&h->steps_current, next, __ATOMIC_RELEASE);
+  if (core::LiveRecordHeader* h = g_header.load(std::memory_order_acquire)) core::live_record_store_steps(h, steps);
 }
 
 std::string record_path(const std::string& rank_file) {
   std::string p = rank_file;
   if (p.size() > 5 && p.compare(p.size() - 5, 5, ".json") == 0) p.resize(p.size() - 5);
   return p + ".live";
-}
-
-bool pwrite_all(int fd, const char* data, std::size_t len, uint64_t off) {
-  while (len > 0) {
-    const ssize_t n = pwrite(fd, data, len, static_cast<off_t>(off));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    len -= static_cast<std::size_t>(n);
-    off += static_cast<uint64_t>(n);
-  }
-  return true;
 }
 
 bool create(Session& s, const std::string& path) {
@@ -75,12 +59,7 @@ bool create(Session& s, const std::string& path) {
     return false;
   }
   auto* h = static_cast<core::LiveRecordHeader*>(page);
-  std::memset(h, 0, sizeof *h);
-  h->version = core::kLiveRecordVersion;
-  h->header_bytes = core::kLiveRecordHeaderBytes;
-  h->current = core::kLiveRecordNone;
-  h->steps_current = core::kLiveRecordNone;
-  std::memcpy(h->magic, core::kLiveRecordMagic, sizeof h->magic);  // last: a reader sees all or nothing
+  core::live_record_init(h);
   g_fd = fd;
   g_path = path;
   g_file_end = core::kLiveRecordHeaderBytes;
@@ -116,19 +95,9 @@ void live_record_update_locked(Session& s, const core::RankFile& f) {
   core::LiveRecordHeader* h = g_header.load(std::memory_order_relaxed);
   const std::string text =
       core::rank_file_to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const uint64_t k = h->current == 0 ? 1 : 0;
-  if (h->slot_capacity[k] < text.size()) {  // the slot moves to the end of the file, with room
-    h->slot_capacity[k] = text.size() + text.size() / 2 + 4096;
-    h->slot_offset[k] = g_file_end;
-    g_file_end += h->slot_capacity[k];
-  }
   if (text.size() > g_largest_text.load(std::memory_order_relaxed))
     g_largest_text.store(text.size(), std::memory_order_relaxed);
-  if (pwrite_all(g_fd, text.data(), text.size(), h->slot_offset[k])) {
-    h->slot_bytes[k] = text.size();
-    __atomic_store_n(&h->current, k, __ATOMIC_RELEASE);
-    note_written(text.size());
-  }
+  if (core::live_record_write_slot(h, g_fd, &g_file_end, text)) note_written(text.size());
   errno = saved;
 }
 

@@ -3,6 +3,7 @@
 # Performance claims about traintime come from this script only, never from timed tests.
 #
 #   scripts/bench.sh [--smoke] [--no-build] [--baseline FILE] [--merge-ranks N] [--lib FILE]
+#                    [--rounds N] [--touched ROWS|none]
 #
 # Every budget that can be a ratio is measured as one, in one run on this machine: annotation
 # cost against two raw counter reads (rdtsc) timed in the same process (repetitions
@@ -11,6 +12,13 @@
 # tracer), started in alternating order and paired run by run so drift in the machine's speed
 # cancels; the median pair is judged and the spread printed. Rows measured against simgpu say
 # SIMULATED; rows this machine cannot measure say so.
+# Every row is measured in ROUNDS rounds (--rounds, default 3) within the one invocation, each
+# round a complete pass over the rows, and the best round of each row is judged
+# (scripts/bench_rounds.py): the table shows the figures' spread over the rounds and how far the
+# reference rows (two counter reads, a clock_gettime pair) drifted, per round and against
+# --baseline; a row that misses only because the references slowed as much (against the
+# baseline) and that the change did not touch (--touched ROW,ROW: the results.json keys of the
+# rows it did; none: no row) is marked noise, not MISSED. A full run takes about 15 minutes.
 # --smoke runs every benchmark very briefly (CTest uses it to prove that all of them run and
 # that their output parses); its figures are not judged. --no-build uses the build as it is.
 # --baseline FILE compares the run with an earlier one's results.json (bench/baseline.json is
@@ -32,6 +40,8 @@ DO_BUILD=1
 BASELINE=()
 MERGE_RANKS=
 LIB_ARG=
+ROUNDS=3
+TOUCHED=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) SMOKE=1 ;;
@@ -45,7 +55,13 @@ while [ $# -gt 0 ]; do
     --lib)
       [ $# -ge 2 ] && [ -r "$2" ] || { echo "bench.sh: --lib needs a readable libtraintime.so (e.g. build/wheel/libtraintime.so)" >&2; exit 2; }
       LIB_ARG="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift ;;
-    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --rounds)
+      [[ "${2:-}" =~ ^[1-9]$ ]] || { echo "bench.sh: --rounds needs a number of rounds from 1 to 9" >&2; exit 2; }
+      ROUNDS=$2; shift ;;
+    --touched)
+      [[ "${2:-}" =~ ^[a-z0-9_,]+$ ]] || { echo "bench.sh: --touched needs row keys of results.json, comma-separated, or none" >&2; exit 2; }
+      TOUCHED=(--touched "$2"); shift ;;
+    -h|--help) sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -58,23 +74,26 @@ fi
 BIN="$BUILD/bench"
 LIB="${LIB_ARG:-$BUILD/lib/libtraintime.so}"
 SIM="$BUILD/sim"
-OUT="$BUILD/bench-results"
-rm -rf "$OUT"
-mkdir -p "$OUT"
+OUT_ROOT="$BUILD/bench-results"
+OUT="$OUT_ROOT"  # each round's folder while it runs (run, gbench)
+rm -rf "$OUT_ROOT"
+mkdir -p "$OUT_ROOT"
 
 if [ "$SMOKE" = 1 ]; then
+  ROUNDS=1
   GB=(--benchmark_min_time=0.01)
   PAIRED_GB=(--benchmark_min_time=0.01)
   PAIRS=1
   KERNELS=100000
   SPAWN_RUNS=5
 else
-  GB=(--benchmark_min_time=1 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+  # Per round: the best of the rounds is judged, so each round is shorter than a single run was.
+  GB=(--benchmark_min_time=0.5 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
       --benchmark_enable_random_interleaving=true)
-  PAIRED_GB=(--benchmark_min_time=1)
-  PAIRS=7
+  PAIRED_GB=(--benchmark_min_time=0.5)
+  PAIRS=5
   KERNELS=10000000
-  SPAWN_RUNS=200
+  SPAWN_RUNS=100
 fi
 
 failed=0
@@ -107,12 +126,6 @@ gbench() {
     --benchmark_out="$OUT/$name.json" --benchmark_out_format=json
 }
 
-echo "bench.sh: measuring (results in $OUT) ..." >&2
-
-# 1-2. Annotation: the same binary with and without the preload.
-gbench annotation_preloaded bench_annotation "LD_PRELOAD=$LIB"
-gbench annotation_bare bench_annotation
-
 # 3-4. Differences between processes, started in rotating order and paired run by run.
 # 3: NCCL wrappers against the SIMULATED libnccl (world size 1, in place: nothing launched).
 # 4: launch callback on the SIMULATED GPU: no tool, a bare CUPTI tracer, traintime.
@@ -129,14 +142,14 @@ if [ -x "$REPLAY" ] && [ -d "$TRACES" ]; then
   best=0
   for t in "$TRACES"/*.json "$TRACES"/*.json.gz; do
     [ -f "$t" ] || continue
-    if env "${SIMENV[@]}" RANK=0 WORLD_SIZE=1 "$REPLAY" "$t" --speed max --stats "$OUT/replay_probe.json" \
-         >/dev/null 2>>"$OUT/replay_probe.err"; then
+    if env "${SIMENV[@]}" RANK=0 WORLD_SIZE=1 "$REPLAY" "$t" --speed max --stats "$OUT_ROOT/replay_probe.json" \
+         >/dev/null 2>>"$OUT_ROOT/replay_probe.err"; then
       rate=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["launches_per_s"]))' \
-               "$OUT/replay_probe.json")
+               "$OUT_ROOT/replay_probe.json")
       if [ "$rate" -gt "$best" ]; then best=$rate; REPLAY_TRACE=$t; fi
     fi
   done
-  rm -f "$OUT/replay_probe.json"
+  rm -f "$OUT_ROOT/replay_probe.json"
 fi
 if [ -z "$REPLAY_TRACE" ]; then
   echo "bench.sh: no real trace replayed (sim_replay built? traces in $TRACES?): the replay row is left out" >&2
@@ -167,6 +180,38 @@ variant() {
     replay_traintime) [ -z "$REPLAY_TRACE" ] || replay_run "replay_traintime_$2" "${SIMENV[@]}" "LD_PRELOAD=$LIB" ;;
   esac
 }
+
+# 8. Report merge: traintime-report over the rank files of one 16384-rank, 50-step job (64 ranks
+# in a smoke run; --merge-ranks N), copies of the rank file that sim_train --steps 50 writes as
+# rank 0 of 4 on the SIMULATED GPU, with its collectives (tools/make_rank_files.py; about 900 MB
+# at 16384 ranks), made once for every round. Wall time and the report's peak RSS into
+# $OUT/report_merge.out as JSON, each round.
+REPORT="$BUILD/bin/traintime-report"
+MERGE_STEPS=50
+if [ -z "$MERGE_RANKS" ]; then
+  MERGE_RANKS=16384
+  [ "$SMOKE" = 1 ] && MERGE_RANKS=64
+fi
+merge_dir="$OUT_ROOT/report-merge"
+have_merge=0
+if [ -x "$REPORT" ] && [ -x "$BUILD/bin/sim_train" ]; then
+  have_merge=1
+  run report_template "LD_LIBRARY_PATH=$SIM" "LD_PRELOAD=$LIB" "TRAINTIME_CUPTI_LIB=$SIM/libcupti.so.13" \
+    "TRAINTIME_OUTPUT=$merge_dir/template" RANK=0 WORLD_SIZE=4 -- "$BUILD/bin/sim_train" --steps "$MERGE_STEPS"
+  run report_files -- /usr/bin/python3 "$ROOT/tools/make_rank_files.py" "$merge_dir/template/rank-00000.json" \
+    "$merge_dir/ranks" --ranks "$MERGE_RANKS"
+  sync
+fi
+
+# One round: every row once, into $OUT.
+measure_round() {
+echo "bench.sh: measuring (results in $OUT) ..." >&2
+
+# 1-2. Annotation: the same binary with and without the preload.
+gbench annotation_preloaded bench_annotation "LD_PRELOAD=$LIB"
+gbench annotation_bare bench_annotation
+
+# 3-4. The paired process runs (variant above).
 GB_PAIRED=1
 for i in $(seq 1 "$PAIRS"); do
   if [ $((i % 2)) = 1 ]; then nccl=(nccl_bare nccl_preloaded); else nccl=(nccl_preloaded nccl_bare); fi
@@ -190,29 +235,15 @@ run memory_names -- "$BIN/bench_memory_growth" "$KERNELS" 100000
 # 7. Inert process.
 run spawn -- "$BIN/bench_spawn" --runs "$SPAWN_RUNS" --preload "$LIB" -- /bin/true
 
-# 7b. The GPU health sampler's own thread CPU time against wall time (SIMULATED NVML).
+# 7b. The GPU health sampler's own thread CPU time against wall time in its steady state, from
+# 1 s after it started, with a thread that only wakes as often beside it (SIMULATED NVML).
 if [ -x "$BIN/bench_nvml_sampler" ]; then
-  if [ "$SMOKE" = 1 ]; then nvml_s=1; else nvml_s=30; fi
-  run nvml_sampler -- "$BIN/bench_nvml_sampler" "$nvml_s" 100
+  if [ "$SMOKE" = 1 ]; then nvml_s=(1 100 0.2); else nvml_s=(20 100 1); fi
+  run nvml_sampler -- "$BIN/bench_nvml_sampler" "${nvml_s[@]}"
 fi
 
-# 8. Report merge: traintime-report over the rank files of one 16384-rank, 50-step job (64 ranks
-# in a smoke run; --merge-ranks N), copies of the rank file that sim_train --steps 50 writes as
-# rank 0 of 4 on the SIMULATED GPU, with its collectives (tools/make_rank_files.py; about 900 MB
-# at 16384 ranks). Wall time and the report's peak RSS into $OUT/report_merge.out as JSON.
-REPORT="$BUILD/bin/traintime-report"
-MERGE_STEPS=50
-if [ -z "$MERGE_RANKS" ]; then
-  MERGE_RANKS=16384
-  [ "$SMOKE" = 1 ] && MERGE_RANKS=64
-fi
-if [ -x "$REPORT" ] && [ -x "$BUILD/bin/sim_train" ]; then
-  merge_dir="$OUT/report-merge"
-  run report_template "LD_LIBRARY_PATH=$SIM" "LD_PRELOAD=$LIB" "TRAINTIME_CUPTI_LIB=$SIM/libcupti.so.13" \
-    "TRAINTIME_OUTPUT=$merge_dir/template" RANK=0 WORLD_SIZE=4 -- "$BUILD/bin/sim_train" --steps "$MERGE_STEPS"
-  run report_files -- /usr/bin/python3 "$ROOT/tools/make_rank_files.py" "$merge_dir/template/rank-00000.json" \
-    "$merge_dir/ranks" --ranks "$MERGE_RANKS"
-  sync
+# 8. Report merge (the files made above).
+if [ "$have_merge" = 1 ]; then
   # The report's own wall time and peak RSS (the child's ru_maxrss, in KiB).
   run report_merge_run -- /usr/bin/python3 -c '
 import json, resource, subprocess, sys, time
@@ -234,12 +265,34 @@ print(json.dumps({"ranks": int(sys.argv[2]), "steps": int(sys.argv[3]), "merged"
     "$merged" "$bytes" "$(nproc)" >"$OUT/report_merge.out" 2>"$OUT/report_merge.err" || failed=1
   echo "bench.sh: report merge: $(cat "$OUT/report_merge.out")" >&2
   [ "$merged" = "$MERGE_RANKS" ] || { echo "bench.sh: report merge merged $merged of $MERGE_RANKS" >&2; failed=1; }
-  rm -rf "$merge_dir/ranks"
+  # 8b. traintime-report --watch refreshing the same job, 1 % of its files replaced each time
+  # (bench_watch_refresh): through its parse cache, and once parsing every file again.
+  if [ -x "$BIN/bench_watch_refresh" ]; then
+    run watch_refresh -- "$BIN/bench_watch_refresh" "$merge_dir/ranks" 1 3
+  fi
 fi
+}
+
+if [ "$ROUNDS" = 1 ]; then
+  measure_round
+else
+  for round in $(seq 1 "$ROUNDS"); do
+    OUT="$OUT_ROOT/round-$round"
+    mkdir -p "$OUT"
+    measure_round
+  done
+  OUT="$OUT_ROOT"
+fi
+rm -rf "$merge_dir/ranks"
 
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$ROOT" diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
-"$ROOT/scripts/bench_summary.py" "$OUT" "$SMOKE" "$REPORT" "$(nproc)" "$loadavg" "$cpu" "$failed" \
-  --commit "$commit" "${BASELINE[@]}"
+if [ "$ROUNDS" = 1 ]; then
+  "$ROOT/scripts/bench_summary.py" "$OUT" "$SMOKE" "$REPORT" "$(nproc)" "$loadavg" "$cpu" "$failed" \
+    --commit "$commit" "${BASELINE[@]}"
+else
+  "$ROOT/scripts/bench_rounds.py" "$OUT_ROOT" "$ROUNDS" "$REPORT" "$(nproc)" "$loadavg" "$cpu" "$failed" \
+    --commit "$commit" "${BASELINE[@]}" "${TOUCHED[@]}"
+fi

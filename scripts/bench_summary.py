@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_baseline import print_against_baseline  # noqa: E402
+
 ap = argparse.ArgumentParser(description="Summarize scripts/bench.sh's raw results.")
 ap.add_argument("out", type=Path, help="the folder bench.sh wrote the raw results to")
 ap.add_argument("smoke", choices=["0", "1"], help="1: smoke run (tiny sizes, nothing judged)")
@@ -77,10 +80,14 @@ rows: list[tuple[str, str, str, str]] = []  # (what, measured, budget, verdict)
 # Per row, for results.json and --baseline: (key, value, unit, spread) with spread the row's own
 # measured half-width (repetitions, pairs, IQR) in the value's unit, None when it has none.
 figures: dict[str, tuple[str, float, str, float | None]] = {}
+# Per row of figures: its budget and verdict as the table prints them (results.json carries them,
+# for scripts/bench_rounds.py's best of the rounds).
+row_verdicts: dict[str, tuple[str, str]] = {}
 
 
 def figure(key: str, value: float, unit: str, spread_: float | None) -> None:
     figures[rows[-1][0]] = (key, value, unit, spread_)
+    row_verdicts[rows[-1][0]] = (rows[-1][2], rows[-1][3])
 
 
 def rep_spread(row: dict) -> float | None:
@@ -363,9 +370,15 @@ if sp:
 if os.path.exists(os.path.join(out, "nvml_sampler.out")):
     nv = load_json("nvml_sampler.out")
     if nv:
-        rows.append((f"GPU health sampler, every {nv['interval_ms']} ms (SIMULATED NVML)",
+        # The steady state after start-up (the budget is a rate over a job's hours); the start
+        # (dlopen, nvmlInit, the first scan) and the wakeup floor of any thread waking as often
+        # (a reference thread in the same process) are shown beside it.
+        per_wakeup = nv["thread_cpu_s"] / max(nv["wakeups"], 1) * 1e6
+        rows.append((f"GPU health sampler, every {nv['interval_ms']} ms, steady state (SIMULATED NVML)",
                      f"{nv['core_pct']:.4f} % of a core ({nv['thread_cpu_s'] * 1e3:.2f} ms CPU over "
-                     f"{nv['wall_s']:.1f} s, {nv['samples']} samples)", "<= 0.1 %", judge(nv["core_pct"] <= 0.1)))
+                     f"{nv['wall_s']:.1f} s, {nv['wakeups']} wakeups, {per_wakeup:.1f} us each; a thread only "
+                     f"waking as often: {nv['floor_core_pct']:.4f} %; start-up once: {nv['start_cpu_s'] * 1e3:.1f} ms)",
+                     "<= 0.1 %", judge(nv["core_pct"] <= 0.1)))
         figure("nvml_sampler_core_pct", nv["core_pct"], "%", None)
 else:
     rows.append(("GPU health sampler", "not measurable: bench_nvml_sampler not built (needs the tests' simgpu)",
@@ -385,6 +398,16 @@ elif os.access(report, os.X_OK):
     problems.append("report_merge.out: bench.sh measured no report merge")
 else:
     rows.append(("report merge, 16384 ranks", "not measurable: traintime-report not built yet", "<= 5 s", "not measured"))
+# 8b. traintime-report --watch refreshing the same job with 1 % of its files replaced by rename
+# (bench_watch_refresh): the parse cache's refresh against a refresh that parses every file.
+if os.path.exists(os.path.join(out, "watch_refresh.out")):
+    wr = load_json("watch_refresh.out")
+    if wr:
+        rows.append((f"--watch refresh, {wr['ranks']:,} ranks, {wr['changed']:,} files replaced since the last",
+                     f"{wr['refresh_s']:.3f} s (median of {wr['refreshes']}; every file parsed again: "
+                     f"{wr['uncached_s']:.2f} s = {wr['uncached_s'] / max(wr['refresh_s'], 1e-9):.1f} x; "
+                     f"{wr['max_rss_kb'] / 2**20:.2f} GB peak RSS)", "reported", "-"))
+        figure("watch_refresh_s", wr["refresh_s"], "s", wr["refresh_max_s"] - wr["refresh_s"])
 rows.append(("real GPU step-time overhead", "not measurable here: needs a GPU (scripts/gpu-validate.sh)",
              "<= 1 % / 3 %", "not measured"))
 
@@ -407,49 +430,15 @@ if not smoke:
 # results.json: this run's figures, the file --baseline reads (bench/baseline.json is one).
 results = {"date": __import__("datetime").datetime.now().astimezone().isoformat(timespec="seconds"),
            "commit": _args.commit, "machine": f"{cpu}, {cores} cores", "loadavg": loadavg, "smoke": smoke,
-           "rows": {key: {"what": what, "value": value, "unit": unit, "spread": sp_}
+           "rows": {key: {"what": what, "value": value, "unit": unit, "spread": sp_,
+                          "budget": row_verdicts[what][0], "verdict": row_verdicts[what][1]}
                     for what, (key, value, unit, sp_) in figures.items()}}
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(results, f, indent=1)
     f.write("\n")
 
 if _args.baseline:
-    try:
-        base = json.loads(_args.baseline.read_text())
-        base_rows = base["rows"]
-    except (OSError, ValueError, KeyError) as e:
-        problems.append(f"{_args.baseline}: not a bench results file ({e})")
-        base_rows = None
-    if base_rows is not None:
-        print(f"\nagainst {_args.baseline} (commit {base.get('commit') or '?'}, {base.get('date', '?')}, "
-              f"load {base.get('loadavg', '?')}):")
-        # The budgets are ratios, but CPUs still rank the rows differently: a change measured
-        # against another machine's run compares the machines as much as the trees.
-        if base.get("machine") and base["machine"] != results["machine"]:
-            print(f"NOTE: the baseline ran on {base['machine']}, this run on {results['machine']}: the change "
-                  "column compares machines as well as trees (bench/ keeps a baseline per machine class)")
-        table = [("what", "now", "baseline", "change", "beyond spread?")]
-        for what, (key, value, unit, sp_) in figures.items():
-            b = base_rows.get(key)
-            if b is None:
-                table.append((what, f"{value:.4g} {unit}", "-", "new row", "-"))
-                continue
-            delta = value - b["value"]
-            rel = f"{delta / b['value'] * 100:+.1f} %" if b["value"] else f"{delta:+.4g} {unit}"
-            spreads = [x for x in (sp_, b.get("spread")) if x is not None]
-            if not spreads:
-                verdict = "spread not measured"
-            else:
-                # Beyond the spread both runs showed for this row (their sum: two noisy samples).
-                verdict = "YES" if abs(delta) > sum(spreads) else "no"
-            table.append((what, f"{value:.4g} {unit}", f"{b['value']:.4g} {unit}", rel, verdict))
-        for key in sorted(set(base_rows) - {k for k, *_ in figures.values()}):
-            table.append((base_rows[key].get("what", key), "-", f"{base_rows[key]['value']:.4g}", "not measured now", "-"))
-        w = [max(len(r[i]) for r in table) for i in range(5)]
-        for n, r in enumerate(table):
-            print("  ".join(c.ljust(x) for c, x in zip(r, w)).rstrip())
-            if n == 0:
-                print("  ".join("-" * x for x in w))
+    print_against_baseline(_args.baseline, figures, results["machine"], problems)
 
 if failed == "1":
     problems.append("a benchmark is missing or failed (messages above; raw output in " + out + ")")

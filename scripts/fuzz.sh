@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# libFuzzer runs of the parsers and the decoder (DESIGN §8): the rank-file reader, the TRAINTIME_*
+# libFuzzer runs of the parsers and the decoder (DESIGN §8): the rank-file reader (and its two
+# parsers against each other: the report's simdjson, the library's nlohmann), the TRAINTIME_*
 # config, the category and NVTX rules, and the CUPTI activity decoder (tests/fuzz).
 #
 #   scripts/fuzz.sh [SECONDS]
@@ -20,7 +21,7 @@ esac
 . "$ROOT/scripts/phase.sh"
 tt_phase "fuzz.sh: Debian packages" -- "$ROOT/scripts/install-deps.sh" clang-14 libclang-rt-14-dev
 BUILD="$ROOT/build-fuzz"
-TARGETS=(fuzz_rank_file fuzz_config fuzz_category_rules fuzz_activity_decoder)
+TARGETS=(fuzz_rank_file fuzz_rank_file_differential fuzz_config fuzz_category_rules fuzz_activity_decoder)
 build() {
   CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTRAINTIME_SANITIZE=fuzz -DTRAINTIME_WERROR=ON >/dev/null
@@ -38,6 +39,7 @@ for target in "${TARGETS[@]}"; do
   # -max_len 10 MB for the rank file (a huge one must be handled), 64 KiB elsewhere.
   max_len=65536
   [ "$target" = fuzz_rank_file ] && max_len=$((10 << 20))
+  [ "$target" = fuzz_rank_file_differential ] && max_len=$((1 << 20))
   if ! (cd "$work" && tt_phase "fuzz: $target" -- "$BUILD/bin/$target" -max_total_time="$SECONDS_PER_TARGET" \
           -timeout=20 -rss_limit_mb=4096 -max_len="$max_len" -print_final_stats=1 \
           corpus "$ROOT/tests/fuzz/corpus/$target" > log.txt 2>&1); then

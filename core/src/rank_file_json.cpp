@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -1178,6 +1179,51 @@ json rank_file_to_json(const RankFile& f) {
 
 RankFile rank_file_from_json(const json& j) { return rank_file_from(j); }
 
+json parse_rank_file_json(const char* begin, const char* end) {
+  // Where the parser is, to name a duplicate: per open object its keys so far and the key being
+  // read, per open array the index of the element being read.
+  struct Frame {
+    bool object;
+    std::vector<std::string> keys;
+    std::size_t index;
+  };
+  std::vector<Frame> open;
+  auto where = [&open]() {
+    std::string w;
+    for (std::size_t i = 0; i + 1 < open.size(); ++i) {
+      const Frame& f = open[i];
+      if (f.object) w += (w.empty() ? "" : ".") + f.keys.back();
+      else w += "[" + std::to_string(f.index - 1) + "]";
+    }
+    return w;
+  };
+  const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    const bool starts_value = event == E::object_start || event == E::array_start || event == E::value;
+    if (starts_value && !open.empty() && !open.back().object) ++open.back().index;
+    switch (event) {
+      case E::object_start: open.push_back({true, {}, 0}); break;
+      case E::array_start: open.push_back({false, {}, 0}); break;
+      case E::object_end:
+      case E::array_end: open.pop_back(); break;
+      case E::key: {
+        std::vector<std::string>& keys = open.back().keys;
+        const std::string& k = parsed.get_ref<const std::string&>();
+        if (std::find(keys.begin(), keys.end(), k) != keys.end()) {
+          const std::string in = where();
+          throw DuplicateKey("duplicate key \"" + k + "\" in " + (in.empty() ? "the top-level object" : "\"" + in + "\"") +
+                             " (JSON names each member once; which value was meant is unknown)");
+        }
+        keys.push_back(k);
+        break;
+      }
+      case E::value: break;
+    }
+    return true;
+  };
+  return json::parse(begin, end, check);
+}
+
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error) {
   return write_rank_file(path, f, error, WriteMode::kCreateNew);
 }
@@ -1237,7 +1283,14 @@ std::optional<RankFile> rank_file_from_text(const std::string& path, const std::
   }
   json j;
   try {
-    j = json::parse(bytes);
+    j = parse_rank_file_json(bytes.data(), bytes.data() + bytes.size());
+  } catch (const DuplicateKey& e) {
+    set_error(error, path + ": " + e.what());
+    return std::nullopt;
+  } catch (const json::out_of_range&) {
+    // nlohmann's lexer throws this one, not a parse_error, for a number no type holds (1E400).
+    set_error(error, path + ": not valid JSON: a number too large for any type (a double holds up to 1.8e308)");
+    return std::nullopt;
   } catch (const json::parse_error& e) {
     // The parser's own message ("[json.exception.parse_error.101] ...") means nothing to a
     // person; where the text stops making sense does.

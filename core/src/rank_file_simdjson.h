@@ -14,4 +14,9 @@ namespace traintime::core {
 // nullopt when the document does not follow the schema; rank_file_from_text then says why.
 std::optional<RankFile> rank_file_from_simdjson(simdjson::dom::element root);
 
+// The fast path as read_rank_file takes it: rank_file_from_simdjson, but nullopt as well when an
+// object names a member twice (simdjson's lookup would take the first, nlohmann's the last; both
+// refuse, and rank_file_from_text names the key). Defined in rank_file_read.cpp.
+std::optional<RankFile> rank_file_fast(simdjson::dom::element root);
+
 }  // namespace traintime::core

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -210,8 +211,9 @@ Sample read_device(const Nvml& n, nvmlDevice_t h, uint64_t* failed) {
 }
 
 // The newest finished step's figures, of the device with the lowest SM clock median in it (the
-// one that holds the step back), for live_health.
-void publish_live(State& st) {
+// one that holds the step back), for live_health. Called after every sample; does nothing until
+// a step finished since the last call (*published: the step published last, +1; 0: none yet).
+void publish_live(State& st, uint64_t* published) {
   bool have = false;
   uint64_t step = 0;
   core::StepHealth best;
@@ -229,7 +231,8 @@ void publish_live(State& st) {
       }
     }
   }
-  if (!have) return;
+  if (!have || step + 1 == *published) return;
+  *published = step + 1;
   std::lock_guard<std::mutex> lock(st.live_mu);
   st.live_valid = true;
   st.live_step = step;
@@ -257,14 +260,17 @@ void sampler_main(uint32_t generation) {
   const auto interval = std::chrono::milliseconds(st.options.interval_ms);
   auto next_scan = std::chrono::steady_clock::now();
   std::vector<std::pair<std::size_t, nvmlDevice_t>> handles;
+  uint64_t published = 0;
+  uint64_t last_step = UINT64_MAX;
   auto sample_all = [&] {
     {
       std::lock_guard<std::mutex> lock(st.mu);
       handles.clear();
       for (std::size_t i = 0; i < st.devices.size(); ++i) handles.emplace_back(i, st.devices[i].handle);
     }
+    uint64_t step = last_step;
     for (const auto& [i, handle] : handles) {
-      const uint64_t step = st.hooks.steps_completed ? st.hooks.steps_completed() : 0;
+      step = st.hooks.steps_completed ? st.hooks.steps_completed() : 0;
       uint64_t failed = 0;
       const Sample s = read_device(nvml, handle, &failed);
       std::lock_guard<std::mutex> lock(st.mu);
@@ -272,13 +278,22 @@ void sampler_main(uint32_t generation) {
       ++st.samples;
       st.failed_reads += failed;
     }
-    publish_live(st);
+    // A step can only have finished when the step count moved.
+    if (step != last_step) publish_live(st, &published);
+    last_step = step;
   };
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     if (have_cuda && now >= next_scan) {  // a device may come into use later
       scan_devices(st, cuda, nvml);
-      next_scan = now + std::chrono::seconds(1);
+      // Every second until one is in use, then every 10 s: a second device a process takes up
+      // later is rare, and each scan asks the driver about every device of the node.
+      bool any = false;
+      {
+        std::lock_guard<std::mutex> lock(st.mu);
+        any = !st.devices.empty();
+      }
+      next_scan = now + std::chrono::seconds(any ? 10 : 1);
     }
     sample_all();
     std::unique_lock<std::mutex> lock(st.mu);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,12 +117,35 @@ struct Job {
   uint64_t files_seen = 0;  // rank-*.json files found (traces excluded)
 };
 
+// Rank files parsed by an earlier load_job, for the next (traintime-report --watch re-reads the
+// job every interval; most of its files have not changed since). A file is known again by (path,
+// inode, size, modification time in ns): rank files and snapshots are replaced by rename, which
+// changes the inode. Records (rank-*.live) are written in place through a shared mapping whose
+// modification time need not move: they are never cached, but read again every time. A file
+// gone from the folder is forgotten at the next load. Used by one load_job at a time.
+class ParseCache {
+ public:
+  ParseCache();
+  ~ParseCache();
+  ParseCache(const ParseCache&) = delete;
+  ParseCache& operator=(const ParseCache&) = delete;
+  std::size_t size() const;  // files held
+  uint64_t hits() const;     // files taken from it rather than parsed, over its lifetime
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 struct LoadOptions {
   std::optional<std::string> job;  // --job
   bool latest = false;             // --latest: without --job, the job whose files were written last
   bool progress = false;           // a progress line on stderr after a second
   uint64_t max_file_bytes = 256ull << 20;
   unsigned threads = 0;  // 0: one per core
+  ParseCache* cache = nullptr;  // --watch: files unchanged since the last load are not parsed again
 };
 
 // Reads every rank file of DIR and keeps the job asked for (else the one written last with

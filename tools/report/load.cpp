@@ -1,6 +1,7 @@
 // Reading a job's rank files: the directory listing, parsing on every core through the project's
 // one rank-file reader (core/rank_file_json.h), and the merge of the region rows as files arrive,
 // so memory holds one batch of whole files plus the merged aggregates.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "job.h"
 #include "rank_fates.h"
@@ -85,28 +87,89 @@ struct Parsed {
   std::string record;  // the record it was read from, when parse_input chose the record
 };
 
-Parsed parse_one(const std::string& path, uint64_t max_bytes) {
+// What identifies one version of a file for the parse cache.
+struct FileKey {
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileKey& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+  }
+};
+
+}  // namespace
+
+struct ParseCache::Impl {
+  struct Entry {
+    FileKey key;
+    std::shared_ptr<const Parsed> parsed;  // as load_job keeps it
+    uint64_t seen = 0;  // the load that last found the file
+  };
+  mutable std::mutex mu;
+  std::unordered_map<std::string, Entry> entries;
+  uint64_t load = 0;
+  uint64_t hits = 0;
+
+  std::shared_ptr<const Parsed> find(const std::string& path, const FileKey& key) {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = entries.find(path);
+    if (it == entries.end() || !(it->second.key == key)) return nullptr;
+    it->second.seen = load;
+    ++hits;
+    return it->second.parsed;
+  }
+  void put(const std::string& path, const FileKey& key, const Parsed& p) {
+    auto copy = std::make_shared<const Parsed>(p);
+    std::lock_guard<std::mutex> lock(mu);
+    entries[path] = Entry{key, std::move(copy), load};
+  }
+  // Files not found by this load (deleted, renamed away) are forgotten.
+  void forget_unseen() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = entries.begin(); it != entries.end();) it = it->second.seen == load ? std::next(it) : entries.erase(it);
+  }
+};
+
+ParseCache::ParseCache() : impl_(std::make_unique<Impl>()) {}
+ParseCache::~ParseCache() = default;
+std::size_t ParseCache::size() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->entries.size();
+}
+uint64_t ParseCache::hits() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hits;
+}
+
+namespace {
+
+// One file read; through `cache` (when given) unless it is a record.
+Parsed parse_one(const std::string& path, uint64_t max_bytes, ParseCache* cache) {
   Parsed p;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (ec) {
-    p.error = "cannot read: " + ec.message();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    p.error = "cannot read: " + std::error_code(errno, std::generic_category()).message();
     return p;
   }
-  if (!fs::is_regular_file(st)) {
+  if (!S_ISREG(st.st_mode)) {
     p.error = "not a regular file; skipped";
     return p;
   }
-  const uintmax_t size = fs::file_size(path, ec);
-  if (!ec && size == 0) {
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) {
     p.error = "empty file (a rank file is never empty: was it truncated?); skipped";
     return p;
   }
-  if (!ec && size > max_bytes) {
+  if (size > max_bytes) {
     p.error = human_bytes(size) + ", larger than a rank file can be (limit " + human_bytes(max_bytes) +
               "); skipped without reading";
     return p;
   }
+  // A record changes in place (its mapping's stores need not move its mtime): never cached.
+  if (cache && kind_of(fs::path(path).filename().string()) == Kind::kRecord) cache = nullptr;
+  const FileKey key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), size,
+                    static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  if (cache)
+    if (std::shared_ptr<const Parsed> hit = cache->impl().find(path, key)) return *hit;
   std::string error;
   p.file = core::read_rank_file(path, &error);
   if (!p.file) {
@@ -115,16 +178,17 @@ Parsed parse_one(const std::string& path, uint64_t max_bytes) {
     p.error = error.rfind(prefix, 0) == 0 ? error.substr(prefix.size()) : error;
     if (p.error.rfind("rank file: ", 0) == 0) p.error = p.error.substr(11);
   }
+  if (cache) cache->impl().put(path, key, p);
   return p;
 }
 
 // A rank file and the record beside it: the one holding more finished steps (the record's
 // step counters are current to the last step; the file's GPU figures are complete only in a
 // final file, and a final file never has a record beside it). The file on a tie.
-Parsed parse_input(const Input& in, uint64_t max_bytes) {
-  Parsed file = parse_one(in.file, max_bytes);
+Parsed parse_input(const Input& in, uint64_t max_bytes, ParseCache* cache) {
+  Parsed file = parse_one(in.file, max_bytes, cache);
   if (in.record.empty()) return file;
-  Parsed record = parse_one(in.record, max_bytes);
+  Parsed record = parse_one(in.record, max_bytes, cache);
   if (!record.file) return file;
   if (!file.file || record.file->steps.count > file.file->steps.count) {
     record.record = in.record;
@@ -315,6 +379,10 @@ Job load_job(const std::string& given, const LoadOptions& options) {
   std::sort(inputs.begin(), inputs.end(), [](const Input& a, const Input& b) { return a.file < b.file; });
   std::sort(job.trace_files.begin(), job.trace_files.end());
   job.files_seen = inputs.size();
+  if (options.cache) {
+    std::lock_guard<std::mutex> lock(options.cache->impl().mu);
+    ++options.cache->impl().load;
+  }
   if (inputs.empty()) {
     // traintime-out/ after the demo holds traintime-out/demo/: look below for job folders.
     const std::vector<std::string> below = folders_with_rank_files(dir);
@@ -356,7 +424,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
         if (claimed >= n) return;
         i = claimed++;
       }
-      Parsed p = parse_input(inputs[i], options.max_file_bytes);
+      Parsed p = parse_input(inputs[i], options.max_file_bytes, options.cache);
       {
         std::lock_guard<std::mutex> lock(mu);
         slots[i % slots.size()] = std::move(p);
@@ -397,6 +465,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
     progress.update(i + 1);
   }
   for (std::thread& t : pool) t.join();
+  if (options.cache) options.cache->impl().forget_unseen();
   if (jobs.empty()) return job;
 
   // The job reported: the one asked for, else the one written last (--latest), else the one with

@@ -214,6 +214,9 @@ int run_watch(const std::string& dir, const LoadOptions& options, double interva
   KeyInput keys;
   LoadOptions quiet = options;
   quiet.progress = false;
+  // Most files have not changed since the last read: those are not parsed again (job.h).
+  ParseCache cache;
+  quiet.cache = &cache;
   std::set<std::string> seen;  // the hangs of the previous read
   for (;;) {
     const Job job = load_job(dir, quiet);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,6 +22,15 @@ nlohmann::json rank_file_to_json(const RankFile& f);
 // naming the schema on an unsupported one. Fields outside the contract may be absent (older
 // writers) and then keep their defaults; unknown extra fields are ignored.
 RankFile rank_file_from_json(const nlohmann::json& j);
+
+// JSON text parsed as a rank file's must be: like nlohmann::json::parse (which throws its
+// parse_error on bad syntax), but a key named twice in one object throws DuplicateKey naming the
+// key and the object ("duplicate key \"rank\" in the top-level object"). The fast path
+// (read_rank_file's simdjson) refuses the same files.
+struct DuplicateKey : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+nlohmann::json parse_rank_file_json(const char* begin, const char* end);
 
 // Serializes `f` and writes it with write_text_file (atomic_file.h): a hidden temporary file in
 // the same directory, fsynced, then moved into place (link() for kCreateNew, so a racing writer
