@@ -13,6 +13,7 @@
 
 #include "nccl_resolve.h"
 #include "pending_calls.h"
+#include "profiler_plugin.h"
 #include "traintime/support/log.h"
 
 namespace traintime::nccl {
@@ -128,6 +129,7 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
   // call.
   g_first_call_pending.store(true, std::memory_order_relaxed);
   g_recording.store(enabled, std::memory_order_release);
+  plugin::setup(enabled);
 }
 
 
@@ -151,6 +153,7 @@ core::CommSummary summary() {
            " NCCL call(s) found no NCCL function in the process and returned ncclSystemError; "
            "load the NCCL the program was built with";
   });
+  plugin::add_to_summary(sec);
   out.calls = r.table->snapshot();
   if (out.calls.comms.empty()) return out;
   sec.count("unregistered", r.unregistered.load(std::memory_order_relaxed), [](uint64_t n) {

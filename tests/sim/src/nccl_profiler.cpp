@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "traintime/nccl/profiler_plugin_api.h"
+#include "traintime/nccl/profiler_plugin_convert.h"
 
 namespace np = traintime::nccl_profiler;
 
@@ -144,43 +145,6 @@ const char* datatype_name(ncclDataType_t t) {
   return t >= 0 && t < ncclNumTypes ? names[t] : "unknown";
 }
 
-// ---- one descriptor (v7, the newest) converted for the loaded version, as NCCL's adapters do ----
-template <typename D>
-D to_v5_like(const np::EventDescrV7& d) {
-  D o{};
-  o.type = d.type;
-  o.parent = d.parent;
-  o.rank = d.rank;
-  switch (d.type) {
-    case np::kGroupApi: o.group_api = d.group_api; break;
-    case np::kCollApi:
-      o.coll_api.func = d.coll_api.func, o.coll_api.count = d.coll_api.count;
-      o.coll_api.datatype = d.coll_api.datatype, o.coll_api.root = d.coll_api.root;
-      o.coll_api.stream = d.coll_api.stream, o.coll_api.graph_captured = d.coll_api.graph_captured;
-      break;
-    case np::kP2pApi:
-      o.p2p_api.func = d.p2p_api.func, o.p2p_api.count = d.p2p_api.count;
-      o.p2p_api.datatype = d.p2p_api.datatype, o.p2p_api.stream = d.p2p_api.stream;
-      o.p2p_api.graph_captured = d.p2p_api.graph_captured;
-      break;
-    case np::kKernelLaunch: o.kernel_launch = d.kernel_launch; break;
-    case np::kColl:
-      o.coll.seq_number = d.coll.seq_number, o.coll.func = d.coll.func, o.coll.send_buff = d.coll.send_buff;
-      o.coll.recv_buff = d.coll.recv_buff, o.coll.count = d.coll.count, o.coll.root = d.coll.root;
-      o.coll.datatype = d.coll.datatype, o.coll.n_channels = d.coll.n_channels, o.coll.n_warps = d.coll.n_warps;
-      o.coll.algo = d.coll.algo, o.coll.proto = d.coll.proto, o.coll.parent_group = d.coll.parent_group;
-      break;
-    case np::kP2p:
-      o.p2p.func = d.p2p.func, o.p2p.buff = d.p2p.buff, o.p2p.datatype = d.p2p.datatype;
-      o.p2p.count = d.p2p.count, o.p2p.peer = d.p2p.peer, o.p2p.n_channels = d.p2p.n_channels;
-      o.p2p.parent_group = d.p2p.parent_group;
-      break;
-    case np::kKernelCh: o.kernel_ch = d.kernel_ch; break;
-    default: break;
-  }
-  return o;
-}
-
 }  // namespace
 
 struct CommState {
@@ -210,44 +174,22 @@ ncclResult_t start_event(CommState* c, void** handle, const np::EventDescrV7& d)
   switch (p.version) {
     case 7: return static_cast<const np::PluginV7*>(p.table)->start_event(c->context, handle, const_cast<np::EventDescrV7*>(&d));
     case 6: {
-      np::EventDescrV6 o = to_v5_like<np::EventDescrV6>(d);
+      np::EventDescrV6 o = np::convert_v5_like<np::EventDescrV6>(d);
       return static_cast<const np::PluginV6*>(p.table)->start_event(c->context, handle, &o);
     }
     case 5: {
-      np::EventDescrV5 o = to_v5_like<np::EventDescrV5>(d);
+      np::EventDescrV5 o = np::convert_v5_like<np::EventDescrV5>(d);
       return static_cast<const np::PluginV5*>(p.table)->start_event(c->context, handle, &o);
     }
     case 4: {
-      if (d.type != np::kGroup && d.type != np::kColl && d.type != np::kP2p && d.type != np::kKernelCh) return ncclSuccess;
-      np::EventDescrV4 o{};
-      o.type = static_cast<uint8_t>(d.type), o.parent = d.parent, o.rank = d.rank;
-      if (d.type == np::kColl) {
-        o.coll.seq_number = d.coll.seq_number, o.coll.func = d.coll.func, o.coll.send_buff = d.coll.send_buff;
-        o.coll.recv_buff = d.coll.recv_buff, o.coll.count = d.coll.count, o.coll.root = d.coll.root;
-        o.coll.datatype = d.coll.datatype, o.coll.n_channels = d.coll.n_channels, o.coll.n_warps = d.coll.n_warps;
-        o.coll.algo = d.coll.algo, o.coll.proto = d.coll.proto;
-      } else if (d.type == np::kP2p) {
-        o.p2p.func = d.p2p.func, o.p2p.buff = d.p2p.buff, o.p2p.datatype = d.p2p.datatype;
-        o.p2p.count = d.p2p.count, o.p2p.peer = d.p2p.peer, o.p2p.n_channels = d.p2p.n_channels;
-      } else if (d.type == np::kKernelCh) {
-        o.kernel_ch = d.kernel_ch;
-      }
+      np::EventDescrV4 o;
+      if (!np::to_v4(d, &o)) return ncclSuccess;
       return static_cast<const np::PluginV4*>(p.table)->start_event(c->context, handle, &o);
     }
     case 3: {
-      if (d.type != np::kGroup && d.type != np::kColl && d.type != np::kP2p) return ncclSuccess;
-      np::EventDescrV3 o{};
-      o.type = static_cast<uint8_t>(d.type), o.parent = d.parent, o.rank = d.rank;
-      if (d.type == np::kColl) {
-        o.coll.comm_name = c->name.c_str(), o.coll.comm_hash = c->hash, o.coll.seq_number = d.coll.seq_number;
-        o.coll.func = d.coll.func, o.coll.send_buff = d.coll.send_buff, o.coll.recv_buff = d.coll.recv_buff;
-        o.coll.count = d.coll.count, o.coll.root = d.coll.root, o.coll.datatype = d.coll.datatype;
-        o.coll.n_max_channels = d.coll.n_channels, o.coll.n_warps = d.coll.n_warps;
-        o.coll.algo = d.coll.algo, o.coll.proto = d.coll.proto;
-      } else if (d.type == np::kP2p) {
-        o.p2p.comm_name = c->name.c_str(), o.p2p.comm_hash = c->hash, o.p2p.func = d.p2p.func;
-        o.p2p.buff = d.p2p.buff, o.p2p.datatype = d.p2p.datatype, o.p2p.count = d.p2p.count, o.p2p.peer = d.p2p.peer;
-      }
+      // v3 has no GPU timers: NCCL sends it no kernel-channel events.
+      np::EventDescrV3 o;
+      if (d.type == np::kKernelCh || !np::to_v3(d, c->name.c_str(), c->hash, &o)) return ncclSuccess;
       return static_cast<const np::PluginV3*>(p.table)->start_event(c->context, handle, &o);
     }
     default: return ncclSuccess;
@@ -375,10 +317,7 @@ void api_begin(CommState* c, const Call& call, void* stream, int explicit_depth,
     ++tls_api.profiler_depth;  // ncclEnqueueCheck
   } else {
     tls_api.mask = live_mask();
-    constexpr int kGroupApiMask = np::kGroupApi | np::kP2pApi | np::kCollApi | np::kKernelLaunch | np::kGroup |
-                                  np::kColl | np::kP2p | np::kProxyOp | np::kProxyStep | np::kKernelCh |
-                                  np::kNetPlugin | np::kCeColl | np::kCeSync | np::kCeBatch;
-    if (tls_api.mask & kGroupApiMask) {
+    if (np::nccl_starts(np::kGroupApi, tls_api.mask)) {
       np::EventDescrV7 d{};
       d.type = np::kGroupApi;
       d.group_api.group_depth = depth;
@@ -394,15 +333,12 @@ void api_begin(CommState* c, const Call& call, void* stream, int explicit_depth,
     d.type = np::kP2pApi;
     d.p2p_api.func = call.func, d.p2p_api.count = call.count, d.p2p_api.datatype = datatype_name(call.datatype);
     d.p2p_api.stream = stream;
-    if (tls_api.mask & (np::kP2pApi | np::kP2p | np::kProxyOp | np::kProxyStep | np::kKernelCh | np::kNetPlugin))
-      start_event(c, &tls_api.api, d);
+    if (np::nccl_starts(np::kP2pApi, tls_api.mask)) start_event(c, &tls_api.api, d);
   } else {
     d.type = np::kCollApi;
     d.coll_api.func = call.func, d.coll_api.count = call.count, d.coll_api.datatype = datatype_name(call.datatype);
     d.coll_api.root = call.root_or_peer, d.coll_api.stream = stream;
-    if (tls_api.mask & (np::kCollApi | np::kColl | np::kProxyOp | np::kProxyStep | np::kKernelCh | np::kNetPlugin |
-                        np::kCeColl | np::kCeSync | np::kCeBatch))
-      start_event(c, &tls_api.api, d);
+    if (np::nccl_starts(np::kCollApi, tls_api.mask)) start_event(c, &tls_api.api, d);
   }
   tag->mask = tls_api.mask;
   tag->group_api = tls_api.group_api;
@@ -451,8 +387,7 @@ void launch_end(CommState* c, TaskTag* tags, size_t n, void* launch_event, bool 
   int group_mask = 0;
   for (size_t i = 0; i < n && !group_mask; ++i) group_mask = tags[i].mask;
   void* group = nullptr;
-  if (group_mask & (np::kGroup | np::kColl | np::kP2p | np::kProxyOp | np::kProxyStep | np::kKernelCh |
-                    np::kNetPlugin)) {
+  if (np::nccl_starts(np::kGroup, group_mask)) {
     np::EventDescrV7 d{};
     d.type = np::kGroup;
     start_event(c, &group, d);
@@ -463,10 +398,9 @@ void launch_end(CommState* c, TaskTag* tags, size_t n, void* launch_event, bool 
     np::EventDescrV7 d{};
     d.parent = t.api;
     d.rank = c->rank;
-    const int task_mask = np::kProxyOp | np::kProxyStep | np::kKernelCh | np::kNetPlugin;
     if (!call.p2p) {
       uint64_t& seq = c->seq[func_index(call.func)];
-      if (t.mask & (np::kColl | task_mask)) {
+      if (np::nccl_starts(np::kColl, t.mask)) {
         d.type = np::kColl;
         d.coll.parent_group = group;
         d.coll.seq_number = seq;
@@ -477,7 +411,7 @@ void launch_end(CommState* c, TaskTag* tags, size_t n, void* launch_event, bool 
         start_event(c, &t.task, d);
       }
       ++seq;
-    } else if (t.mask & (np::kP2p | task_mask)) {
+    } else if (np::nccl_starts(np::kP2p, t.mask)) {
       d.type = np::kP2p;
       d.p2p.parent_group = group;
       d.p2p.func = call.func, d.p2p.buff = call.sendbuff ? const_cast<void*>(call.sendbuff) : call.recvbuff;

@@ -424,6 +424,24 @@ struct EventDescrV7 {
 using StateArgsV7 = StateArgsV4;  // NCCL 2.32.3 redeclares the same four members
 using PluginV7 = PluginV5Like<EventDescrV7>;
 
+// Whether NCCL starts an event of kind `type` for a plugin whose activation mask is `mask`: an
+// event is started when its own kind is asked for or a kind below it in the hierarchy is (a Coll
+// event is the parent of the kernel-channel events), as NCCL's src/plugin/profiler.cc does.
+inline bool nccl_starts(uint64_t type, uint64_t mask) {
+  constexpr uint64_t kTask = kProxyOp | kProxyStep | kKernelCh | kNetPlugin;
+  switch (type) {
+    case kGroupApi:
+      return mask & (kGroupApi | kP2pApi | kCollApi | kKernelLaunch | kGroup | kColl | kP2p | kTask | kCeColl | kCeSync |
+                     kCeBatch);
+    case kCollApi: return mask & (kCollApi | kColl | kTask | kCeColl | kCeSync | kCeBatch);
+    case kP2pApi: return mask & (kP2pApi | kP2p | kTask);
+    case kGroup: return mask & (kGroup | kColl | kP2p | kTask);
+    case kColl: return mask & (kColl | kTask);
+    case kP2p: return mask & (kP2p | kTask);
+    default: return mask & type;
+  }
+}
+
 // The exported symbol NCCL looks up for each version, newest first.
 inline constexpr const char* kSymbolV7 = "ncclProfiler_v7";
 inline constexpr const char* kSymbolV6 = "ncclProfiler_v6";
