@@ -61,6 +61,7 @@
 #pragma GCC visibility pop
 
 #include "nccl_registry.h"
+#include "profiler_plugin.h"
 #include "nccl_resolve.h"
 #include "pending_calls.h"
 #include "traintime/nccl/nccl_interposer.h"
@@ -467,10 +468,12 @@ ncclResult_t group_start(const void* caller) {
 
 const Call* current_call() noexcept {
   ThreadState& t = t_nccl;
-  if (!t.call_active) return nullptr;
+  if (!t.call_active) return plugin::launch_call();  // a launch NCCL's plugin events announced
   t.call_launched = true;  // launched inside the call: nothing waits for NCCL's own thread
   return &t.call;
 }
+
+bool in_interposed_call() noexcept { return t_nccl.call_active; }
 
 }  // namespace traintime::nccl
 

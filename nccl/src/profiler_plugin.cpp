@@ -17,15 +17,27 @@
 #include <string>
 #include <type_traits>
 
+#include "nccl_registry.h"
 #include "traintime/nccl/profiler_plugin_convert.h"
 
 namespace traintime::nccl::plugin {
+
+namespace detail {
+thread_local bool t_launch_active = false;
+thread_local Call t_launch_call{};
+}  // namespace detail
+
 namespace {
+
+// The calls counted from this thread's API events since its GroupApi event started: the first
+// one, with the bytes of all (what the wrappers record for a group's kernel).
+thread_local bool t_group_has_call = false;
+thread_local Call t_group_call{};
 
 namespace np = traintime::nccl_profiler;
 
 // What traintime itself asks NCCL for: the API-level and task events.
-constexpr int kOwnMask = np::kCollApi | np::kP2pApi | np::kColl | np::kP2p;
+constexpr int kOwnMask = np::kCollApi | np::kP2pApi | np::kColl | np::kP2p | np::kKernelLaunch;
 
 struct Context {
   int* nccl_mask = nullptr;  // NCCL's one live activation mask
@@ -35,6 +47,9 @@ struct Context {
   int nranks = 0;
   int rank = 0;
   char name[64] = "";
+  int nccl_version = 0;  // the version NCCL calls
+  // The communicator's index + 1 in the call table when the plugin counts its calls (0: not yet).
+  std::atomic<uint32_t> comm_id{0};
 };
 
 struct Handle {
@@ -52,12 +67,70 @@ std::atomic<uint64_t> g_inits{0};
 std::atomic<int> g_nccl_version{0};
 std::atomic<uint64_t> g_their_init_failures{0};
 std::atomic<uint64_t> g_events[16] = {};
+std::atomic<uint64_t> g_counted{0};  // calls counted from plugin events alone
 
 void nccl_log_noop(int, unsigned long, const char*, int, const char*, ...) {}
 
 void refresh_mask(Context* c) {
   const int want = kOwnMask | c->their_mask.load(std::memory_order_relaxed);
   if (__atomic_load_n(c->nccl_mask, __ATOMIC_RELAXED) != want) __atomic_store_n(c->nccl_mask, want, __ATOMIC_RELAXED);
+}
+
+// ---- counting the calls interposition cannot see ----
+core::CommOp op_named(const char* func) {
+  for (auto op = static_cast<uint8_t>(core::CommOp::kAllReduce); op <= static_cast<uint8_t>(core::CommOp::kRecv); ++op) {
+    if (core::comm_op_name(static_cast<core::CommOp>(op)) == func) return static_cast<core::CommOp>(op);
+  }
+  return core::CommOp::kNone;
+}
+
+// Element size of NCCL's datatype names (ncclDatatypeToString); 0: unknown.
+uint64_t element_size(const char* datatype) {
+  if (!datatype || std::strncmp(datatype, "nccl", 4) != 0) return 0;
+  const std::string_view t(datatype + 4);
+  if (t == "Int8" || t == "Uint8" || t == "Float8e4m3" || t == "Float8e5m2") return 1;
+  if (t == "Float16" || t == "Bfloat16") return 2;
+  if (t == "Int32" || t == "Uint32" || t == "Float32") return 4;
+  if (t == "Int64" || t == "Uint64" || t == "Float64") return 8;
+  return 0;
+}
+
+// Whether an op's bytes are its count times the communicator's size (nccl-tests conventions, as
+// the wrappers size them: AllGather's sendcount, ReduceScatter's recvcount, the per-peer counts).
+bool times_ranks(core::CommOp op) {
+  return op == core::CommOp::kAllGather || op == core::CommOp::kReduceScatter || op == core::CommOp::kAlltoAll ||
+         op == core::CommOp::kGather || op == core::CommOp::kScatter;
+}
+
+// One NCCL call seen through the plugin (its API event, or its task event before v5, which has
+// no API events). A call made through an interposed wrapper is counted there, once.
+void count_call(Context* c, const char* func, size_t count, const char* datatype) {
+  if (!recording() || in_interposed_call()) return;
+  const core::CommOp op = op_named(func);
+  if (op == core::CommOp::kNone) return;
+  uint32_t id = c->comm_id.load(std::memory_order_acquire);
+  if (id == 0) {
+    // The context names the communicator for its life; NCCL's commHash names it on every rank.
+    const uint32_t index = call_table().register_communicator(reinterpret_cast<uintptr_t>(c), c->nranks, c->rank,
+                                                              c->comm_hash);
+    if (index == core::CommCallTable::kNoComm) return;
+    id = index + 1;
+    c->comm_id.store(id, std::memory_order_release);
+  }
+  core::CommCallTable::Counters* k = call_table().counters(id - 1);
+  if (!k) return;
+  uint64_t bytes = static_cast<uint64_t>(count) * element_size(datatype);
+  if (times_ranks(op)) bytes *= static_cast<uint64_t>(c->nranks);
+  const uint64_t seq = k->next_seq();
+  k->count(op, bytes, seq);
+  if (!t_group_has_call) {
+    t_group_call = Call{op, false, id, seq, bytes, 0};
+    t_group_has_call = true;
+  } else {
+    t_group_call.bytes += bytes;
+  }
+  g_counted.fetch_add(1, std::memory_order_relaxed);
+  note_counted_call();
 }
 
 void* their(void* handle) { return handle ? static_cast<Handle*>(handle)->their : nullptr; }
@@ -133,6 +206,7 @@ ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_h
                          int rank, np::DebugLogger log) {
   Context* c = new_context(mask, comm_hash, name, nranks, rank);
   if (!c) return ncclSystemError;  // NCCL continues without the profiler
+  c->nccl_version = version;
   if (chained().version && !their_init(c, log ? log : reinterpret_cast<np::DebugLogger>(&nccl_log_noop)))
     g_their_init_failures.fetch_add(1, std::memory_order_relaxed);
   g_inits.fetch_add(1, std::memory_order_relaxed);
@@ -152,6 +226,17 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   void* theirs = c->their_context && np::nccl_starts(d.type, static_cast<uint64_t>(their_mask)) ? their_start(c, d) : nullptr;
   const bool ours = np::nccl_starts(d.type, kOwnMask);
   if (ours) g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
+  if (d.type == np::kKernelLaunch && t_group_has_call) {
+    detail::t_launch_call = t_group_call;
+    detail::t_launch_active = true;
+  }
+  if (c->nccl_version >= 5) {
+    if (d.type == np::kCollApi) count_call(c, d.coll_api.func, d.coll_api.count, d.coll_api.datatype);
+    if (d.type == np::kP2pApi) count_call(c, d.p2p_api.func, d.p2p_api.count, d.p2p_api.datatype);
+  } else {
+    if (d.type == np::kColl) count_call(c, d.coll.func, d.coll.count, d.coll.datatype);
+    if (d.type == np::kP2p) count_call(c, d.p2p.func, d.p2p.count, d.p2p.datatype);
+  }
   if (d.type == np::kGroupApi || d.type == np::kCollApi) refresh_mask(c);  // the chained plugin may have changed its mask
   if (!ours && !theirs) return ncclSuccess;
   Handle* h = &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
@@ -163,6 +248,11 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
 }
 
 ncclResult_t stop_event(void* handle) {
+  if (handle) {
+    const uint64_t type = static_cast<Handle*>(handle)->type;
+    if (type == np::kKernelLaunch) detail::t_launch_active = false;
+    if (type == np::kGroupApi) t_group_has_call = false;
+  }
   void* theirs = their(handle);
   if (!theirs) return ncclSuccess;
   // Every version's stopEvent has the same place and signature.
@@ -204,6 +294,9 @@ ncclResult_t finalize(void* context) {
   auto* c = static_cast<Context*>(context);
   if (!c) return ncclSuccess;
   if (c->their_context) static_cast<const np::PluginV7*>(chained().table)->finalize(c->their_context);
+  // The context's address may name the next communicator: its counters stay, its key is retired.
+  if (const uint32_t id = c->comm_id.load(std::memory_order_acquire); id != 0 && recording())
+    call_table().retire_communicator(id - 1);
   delete c;
   return ncclSuccess;
 }
@@ -240,6 +333,7 @@ void add_to_summary(core::Section& section) {
                          " communicator(s): the chained NCCL profiler plugin's init failed; it sees no events "
                          "of those communicators, as it would see none without traintime";
                 });
+  section.count("profiler_plugin_counted_calls", g_counted.load(std::memory_order_relaxed));
   section.count("profiler_plugin_coll_events", g_events[__builtin_ctz(np::kColl)].load(std::memory_order_relaxed));
   section.count("profiler_plugin_coll_api_events",
                 g_events[__builtin_ctz(np::kCollApi)].load(std::memory_order_relaxed));

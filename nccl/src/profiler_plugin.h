@@ -23,9 +23,27 @@
 #include <cstdint>
 
 #include "traintime/core/section.h"
+#include "traintime/nccl/nccl_interposer.h"
 #include "traintime/nccl/profiler_plugin_api.h"
 
+namespace traintime::nccl {
+// Whether this thread is inside an interposed NCCL call (nccl_wrappers.cpp): its calls are
+// counted there, not from the plugin's events. No side effect (unlike current_call()).
+bool in_interposed_call() noexcept;
+}  // namespace traintime::nccl
+
 namespace traintime::nccl::plugin {
+
+namespace detail {
+extern thread_local bool t_launch_active;
+extern thread_local Call t_launch_call;
+}  // namespace detail
+
+// The NCCL call whose kernel this thread is launching, as the plugin's KernelLaunch event
+// brackets it, when no interposed call is active (NCCL bound inside its object): the launch
+// callback joins the kernel to it as it does to an interposed call. One thread-local read.
+inline const Call* launch_call() noexcept { return detail::t_launch_active ? &detail::t_launch_call : nullptr; }
+
 
 // The user's plugin traintime passes calls to (loaded by setup()); version 0 when none.
 struct Chained {

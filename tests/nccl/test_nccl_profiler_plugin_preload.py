@@ -21,15 +21,17 @@ HERE = Path(__file__).resolve().parent
 SIM = load_module(HERE / "test_nccl_profiler_plugin_sim.py", "test_nccl_profiler_plugin_sim")
 
 
-def run(build_dir: Path, env: dict[str, str], work: Path) -> tuple[dict, "SIM.Log", str]:
-    """The rank file's nccl counters, the user's plugin's log, and stderr."""
+def run(build_dir: Path, env: dict[str, str], work: Path, prog: str = "sim_nccl_ops") -> tuple[dict, "SIM.Log", str]:
+    """The rank file's nccl counters, the user's plugin's log, and stderr (the rank file is
+    work/out/rank-00000.json, the program's truth work/truth.json)."""
     out, log = work / "out", work / "plugin.log"
     log.unlink(missing_ok=True)
     full = clean_env({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "HOME": str(work),
                       "RECORDING_PLUGIN_LOG": str(log), "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
                       "TRAINTIME_OUTPUT": str(out), "TRAINTIME_CUPTI_LIB": str(build_dir / "sim" / "libcupti.so.13")})
     full.update(env)
-    p = subprocess.run([str(build_dir / "tests" / "nccl" / "sim_nccl_ops"), "--truth", str(work / "truth.json")],
+    (out / "rank-00000.json").unlink(missing_ok=True)
+    p = subprocess.run([str(build_dir / "tests" / "nccl" / prog), "--truth", str(work / "truth.json")],
                        env=full, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, f"sim_nccl_ops failed under the preload (exit {p.returncode}):\n{p.stdout}{p.stderr}"
     doc = load_json(out / "rank-00000.json")
@@ -129,4 +131,41 @@ def test_a_failing_chained_init_costs_only_the_chained_plugin(build_dir: Path) -
     c.check(counters.get("profiler_plugin_chained_init_failures") == 2, f"{counters}")
     c.check(counters.get("profiler_plugin_coll_events", 0) > 0, f"traintime lost its own events: {counters}")
     c.check(not log.events and log.finalizes == 0, f"events after the chained plugin's failed init: {len(log.events)}")
+    c.done()
+
+
+def comm_rows(doc: dict) -> list[tuple[str, int, int]]:
+    return sorted((r["op"], r["calls"], r["bytes"]) for r in doc["comm"])
+
+
+def test_nccl_bound_inside_the_program_is_counted_sized_and_timed_from_plugin_events(build_dir: Path) -> None:
+    """sim_nccl_ops_static_nccl has simgpu's NCCL linked inside it with hidden symbols: no
+    interposer sees its calls. The plugin's events count and size every call as the truth says,
+    and the kernels join their calls (GPU time per op, every op completed)."""
+    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
+        work = Path(tmp)
+        counters, _, _ = run(build_dir, {}, work, "sim_nccl_ops_static_nccl")
+        doc, truth = load_json(work / "out" / "rank-00000.json"), load_json(work / "truth.json")
+    c.check(counters.get("profiler_plugin_counted_calls", 0) > 0, f"nothing counted from plugin events: {counters}")
+    c.check(comm_rows(doc) == sorted((r["op"], r["calls"], r["bytes"]) for r in truth["comm"]),
+            f"comm rows {comm_rows(doc)} differ from the truth {truth['comm']}")
+    for row in doc["comm"]:
+        c.check(row["gpu_ns"] > 0 or row["op"] in ("Send", "Recv"), f"{row['op']}: no GPU time joined: {row}")
+    for comm in doc["communicators"]:
+        c.check(comm["ops_enqueued"] > 0 and comm["ops_completed"] == comm["ops_enqueued"],
+                f"communicator {comm['id']}: {comm['ops_completed']} of {comm['ops_enqueued']} ops completed")
+    c.done()
+
+
+def test_with_both_paths_each_call_counts_once(build_dir: Path) -> None:
+    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
+        work = Path(tmp)
+        counters, _, _ = run(build_dir, {}, work)
+        doc, truth = load_json(work / "out" / "rank-00000.json"), load_json(work / "truth.json")
+    c.check(counters.get("profiler_plugin_coll_api_events", 0) > 0, f"the plugin saw no calls: {counters}")
+    c.check(counters.get("profiler_plugin_counted_calls") == 0, f"interposed calls counted again: {counters}")
+    c.check(comm_rows(doc) == sorted((r["op"], r["calls"], r["bytes"]) for r in truth["comm"]),
+            f"comm rows {comm_rows(doc)} differ from the truth {truth['comm']}")
     c.done()
