@@ -169,3 +169,16 @@ def test_with_both_paths_each_call_counts_once(build_dir: Path) -> None:
     c.check(comm_rows(doc) == sorted((r["op"], r["calls"], r["bytes"]) for r in truth["comm"]),
             f"comm rows {comm_rows(doc)} differ from the truth {truth['comm']}")
     c.done()
+
+
+def test_a_plugin_of_an_unknown_version_is_left_to_nccl_with_one_warning(build_dir: Path) -> None:
+    c = Checks()
+    future = str(SIM.plugin_dir(build_dir) / "libnccl-profiler-future.so")
+    with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
+        work = Path(tmp)
+        env = {"NCCL_PROFILER_PLUGIN": future}
+        counters, _, stderr = run(build_dir, env, work)
+    warnings = [line for line in stderr.splitlines() if "ncclProfiler_v9" in line]
+    c.check(len(warnings) == 1 and future in warnings[0], f"expected one warning naming {future} and v9: {stderr}")
+    c.check("profiler_plugin_inits" not in counters, f"traintime took the place of the user's plugin: {counters}")
+    c.done()
