@@ -62,6 +62,7 @@
 
 #include "nccl_registry.h"
 #include "profiler_plugin.h"
+#include "traintime/core/rank_file.h"
 #include "nccl_resolve.h"
 #include "pending_calls.h"
 #include "traintime/nccl/nccl_interposer.h"
@@ -310,6 +311,7 @@ ncclResult_t run_op(const void* caller, CommOp op, Extent extent, size_t count,
       count_unregistered_call();
     } else if (!captured) {
       ce->counters->count(op, bytes, seq);
+      ce->counters->note_seen(core::kSeenByInterposer);
       note_counted_call();
     }
     // A one-sided call in a group has no share of the group's kernel.
@@ -474,6 +476,7 @@ const Call* current_call() noexcept {
 }
 
 bool in_interposed_call() noexcept { return t_nccl.call_active; }
+uint32_t interposed_comm_id() noexcept { return t_nccl.call_active ? t_nccl.call.comm_id : 0; }
 
 }  // namespace traintime::nccl
 

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "nccl_registry.h"
+#include "traintime/core/rank_file.h"
 #include "traintime/nccl/profiler_plugin_convert.h"
 
 namespace traintime::nccl::plugin {
@@ -77,13 +78,6 @@ void refresh_mask(Context* c) {
 }
 
 // ---- counting the calls interposition cannot see ----
-core::CommOp op_named(const char* func) {
-  for (auto op = static_cast<uint8_t>(core::CommOp::kAllReduce); op <= static_cast<uint8_t>(core::CommOp::kRecv); ++op) {
-    if (core::comm_op_name(static_cast<core::CommOp>(op)) == func) return static_cast<core::CommOp>(op);
-  }
-  return core::CommOp::kNone;
-}
-
 // Element size of NCCL's datatype names (ncclDatatypeToString); 0: unknown.
 uint64_t element_size(const char* datatype) {
   if (!datatype || std::strncmp(datatype, "nccl", 4) != 0) return 0;
@@ -105,9 +99,16 @@ bool times_ranks(core::CommOp op) {
 // One NCCL call seen through the plugin (its API event, or its task event before v5, which has
 // no API events). A call made through an interposed wrapper is counted there, once.
 void count_call(Context* c, const char* func, size_t count, const char* datatype) {
-  if (!recording() || in_interposed_call()) return;
-  const core::CommOp op = op_named(func);
-  if (op == core::CommOp::kNone) return;
+  if (!recording()) return;
+  if (in_interposed_call()) {
+    // Counted by the wrapper; the communicator was seen both ways.
+    if (const uint32_t id = interposed_comm_id(); id != 0) {
+      if (core::CommCallTable::Counters* k = call_table().counters(id - 1)) k->note_seen(core::kSeenByPlugin);
+    }
+    return;
+  }
+  const core::CommOp op = core::comm_op_from_name(func ? func : "");
+  if (op == core::CommOp::kNone || op == core::CommOp::kUnknown) return;
   uint32_t id = c->comm_id.load(std::memory_order_acquire);
   if (id == 0) {
     // The context names the communicator for its life; NCCL's commHash names it on every rank.
@@ -123,6 +124,7 @@ void count_call(Context* c, const char* func, size_t count, const char* datatype
   if (times_ranks(op)) bytes *= static_cast<uint64_t>(c->nranks);
   const uint64_t seq = k->next_seq();
   k->count(op, bytes, seq);
+  k->note_seen(core::kSeenByPlugin);
   if (!t_group_has_call) {
     t_group_call = Call{op, false, id, seq, bytes, 0};
     t_group_has_call = true;

@@ -30,6 +30,8 @@ namespace traintime::nccl {
 // Whether this thread is inside an interposed NCCL call (nccl_wrappers.cpp): its calls are
 // counted there, not from the plugin's events. No side effect (unlike current_call()).
 bool in_interposed_call() noexcept;
+// The communicator (table index + 1) of that call, 0 when none or unregistered.
+uint32_t interposed_comm_id() noexcept;
 }  // namespace traintime::nccl
 
 namespace traintime::nccl::plugin {

@@ -117,6 +117,9 @@ def test_none_is_respected_and_traintime_nccl_0_changes_nothing(build_dir: Path)
                           ("none in NCCL_CONF_FILE", {"NCCL_CONF_FILE": str(conf)})):
             counters, log, _ = run(build_dir, env, work)
             c.check("profiler_plugin_inits" not in counters, f"{what}: NCCL loaded traintime's plugin: {counters}")
+            rows = load_json(work / "out" / "rank-00000.json")["comm"]
+            c.check(rows and all(r.get("seen_by") == "interposer" for r in rows),
+                    f"{what}: seen_by {[r.get('seen_by') for r in rows]}, not all 'interposer'")
         counters, log, _ = run(build_dir, {"TRAINTIME_NCCL": "0", "NCCL_PROFILER_PLUGIN": SIM.recorder(build_dir)}, work)
         c.check(len(log.inits) == 2 and "profiler_plugin_inits" not in counters,
                 f"TRAINTIME_NCCL=0: the user's plugin inits {len(log.inits)}, traintime's {counters}")
@@ -152,6 +155,7 @@ def test_nccl_bound_inside_the_program_is_counted_sized_and_timed_from_plugin_ev
             f"comm rows {comm_rows(doc)} differ from the truth {truth['comm']}")
     for row in doc["comm"]:
         c.check(row["gpu_ns"] > 0 or row["op"] in ("Send", "Recv"), f"{row['op']}: no GPU time joined: {row}")
+        c.check(row.get("seen_by") == "plugin", f"{row['op']}: seen_by {row.get('seen_by')!r}, not 'plugin'")
     for comm in doc["communicators"]:
         c.check(comm["ops_enqueued"] > 0 and comm["ops_completed"] == comm["ops_enqueued"],
                 f"communicator {comm['id']}: {comm['ops_completed']} of {comm['ops_enqueued']} ops completed")
@@ -168,6 +172,8 @@ def test_with_both_paths_each_call_counts_once(build_dir: Path) -> None:
     c.check(counters.get("profiler_plugin_counted_calls") == 0, f"interposed calls counted again: {counters}")
     c.check(comm_rows(doc) == sorted((r["op"], r["calls"], r["bytes"]) for r in truth["comm"]),
             f"comm rows {comm_rows(doc)} differ from the truth {truth['comm']}")
+    for row in doc["comm"]:
+        c.check(row.get("seen_by") == "both", f"{row['op']}: seen_by {row.get('seen_by')!r}, not 'both'")
     c.done()
 
 
