@@ -170,8 +170,10 @@ sys.exit(rc)' "$OUT/$name.json" "$OUT/$name.stats" "$REPLAY" "$REPLAY_TRACE" --s
 }
 variant() {
   case "$1" in
-    nccl_bare) gbench "nccl_bare_$2" bench_sim_nccl "${SIMENV[@]}" ;;
-    nccl_preloaded) gbench "nccl_preloaded_$2" bench_sim_nccl "${SIMENV[@]}" "LD_PRELOAD=$LIB" ;;
+    # The wrapper rows measure the wrappers alone: NCCL's profiler plugin (libtraintime.so's own,
+    # nccl/src/profiler_plugin.h) is kept out, as its callbacks are not the wrapper's cost.
+    nccl_bare) gbench "nccl_bare_$2" bench_sim_nccl "${SIMENV[@]}" NCCL_PROFILER_PLUGIN=none ;;
+    nccl_preloaded) gbench "nccl_preloaded_$2" bench_sim_nccl "${SIMENV[@]}" NCCL_PROFILER_PLUGIN=none "LD_PRELOAD=$LIB" ;;
     launch_bare) gbench "launch_bare_$2" bench_sim_launch "${SIMENV[@]}" ;;
     launch_tracer) gbench "launch_tracer_$2" bench_sim_launch "${SIMENV[@]}" \
                      "CUDA_INJECTION64_PATH=$BIN/libbench_bare_cupti_tracer.so" ;;

@@ -253,6 +253,7 @@ CommCallTable::Snapshot CommCallTable::snapshot() const {
     s.stable_id = c->stable_id.load(std::memory_order_relaxed);
     s.retired = c->retired.load(std::memory_order_relaxed);
     s.ops_enqueued = c->seq.load(std::memory_order_relaxed);
+    s.seen_by = c->seen_by.load(std::memory_order_relaxed);
     for (const Counters::Enqueued& e : c->enqueued) {
       const uint64_t seq = e.seq.load(std::memory_order_acquire);
       if (seq == 0) continue;

@@ -54,6 +54,7 @@ void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) 
       const CommCallTable::OpCounts& oc = cs.ops[o];
       if (oc.calls == 0) continue;
       RowAcc& acc = rows[{static_cast<CommOp>(o), cs.size}];
+      acc.row.seen_by |= cs.seen_by;
       acc.row.calls += oc.calls;
       acc.row.bytes += oc.bytes;
       for (uint32_t b = 0; b < kSizeBuckets; ++b) {

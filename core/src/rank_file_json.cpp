@@ -221,6 +221,7 @@ json comm_json(const CommRow& c) {
     out["backend"] = c.backend;
     out["cpu_ns"] = c.cpu_ns;
   }
+  if (c.seen_by != 0) out["seen_by"] = seen_by_name(c.seen_by);
   return out;
 }
 
@@ -818,6 +819,8 @@ CommRow comm_from(const J& j, const Path& w) {
   // Added after 1.0: a row of collectives run on the CPU (gloo, MPI).
   c.backend = opt_str(j, "backend", w, "");
   c.cpu_ns = opt_u64(j, "cpu_ns", w, 0);
+  // Added with NCCL's profiler plugin: which path saw the calls.
+  c.seen_by = seen_by_from_name(opt_str(j, "seen_by", w, ""));
   return c;
 }
 

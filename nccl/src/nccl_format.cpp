@@ -31,6 +31,11 @@ std::string messages::groups_lost(uint64_t n, const ModuleCounters&) {
          " NCCL group(s) could not be recorded (two threads raced for one slot); their kernels "
          "count for the group's first op";
 }
+std::string messages::profiler_plugin_chained_init_failures(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) +
+         " communicator(s): the chained NCCL profiler plugin's init failed; it sees no events "
+         "of those communicators, as it would see none without traintime";
+}
 
 namespace {
 constexpr core::CounterTable kTables[] = {core::counter_table(kCounters)};

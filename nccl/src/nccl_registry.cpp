@@ -15,6 +15,7 @@
 
 #include "nccl_resolve.h"
 #include "pending_calls.h"
+#include "profiler_plugin.h"
 #include "traintime/support/log.h"
 
 namespace traintime::nccl {
@@ -130,6 +131,7 @@ void configure(core::CommCallTable* table, bool enabled, const Hooks& hooks) noe
   // call.
   g_first_call_pending.store(true, std::memory_order_relaxed);
   g_recording.store(enabled, std::memory_order_release);
+  plugin::setup(enabled);
 }
 
 
@@ -149,6 +151,7 @@ core::CommSummary summary() {
   if (r.table == nullptr) return out;
   core::Section& sec = out.section;
   sec.count(kCounters, Counter::missing_real, g_missing_real.load(std::memory_order_relaxed));
+  plugin::add_to_summary(sec);
   cost_into(sec);
   sec.own_memory("call table", r.table->bytes());
   out.calls = r.table->snapshot();

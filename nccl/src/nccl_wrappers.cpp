@@ -61,6 +61,8 @@
 #pragma GCC visibility pop
 
 #include "nccl_registry.h"
+#include "profiler_plugin.h"
+#include "traintime/core/rank_file.h"
 #include "nccl_resolve.h"
 #include "pending_calls.h"
 #include "traintime/core/self_cost.h"
@@ -391,6 +393,7 @@ __attribute__((always_inline)) inline ncclResult_t op_body(const void* caller, C
       count_unregistered_call();
     } else if (!captured) {
       ce->counters->count(op, bytes, seq);
+      ce->counters->note_seen(core::kSeenByInterposer);
       note_counted_call();
     }
     // A one-sided call in a group has no share of the group's kernel.
@@ -591,10 +594,13 @@ void forget_cost_after_fork() noexcept {
 
 const Call* current_call() noexcept {
   ThreadState& t = t_nccl;
-  if (!t.call_active) return nullptr;
+  if (!t.call_active) return plugin::launch_call();  // a launch NCCL's plugin events announced
   t.call_launched = true;  // launched inside the call: nothing waits for NCCL's own thread
   return &t.call;
 }
+
+bool in_interposed_call() noexcept { return t_nccl.call_active; }
+uint32_t interposed_comm_id() noexcept { return t_nccl.call_active ? t_nccl.call.comm_id : 0; }
 
 }  // namespace traintime::nccl
 

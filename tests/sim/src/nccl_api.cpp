@@ -24,6 +24,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "nccl_profiler.h"
 #include "simgpu/engine.h"
 #include "simgpu/nvcc_runtime_decls.h"
 #include "traintime/nccl/nccl_2_32.h"
@@ -49,6 +50,7 @@ struct ncclComm {
   uint64_t epoch_ns;  // creation time: every rank is taken to start from here
   bool blocking = true;  // ncclConfig_t.blocking
   std::shared_ptr<AsyncJob> job;
+  simgpu_prof::CommState* prof = nullptr;  // the profiler plugin's state, NULL without one
 };
 
 namespace {
@@ -148,6 +150,7 @@ struct Op {
   bool p2p;
   ncclComm* comm;
   cudaStream_t stream;
+  simgpu_prof::TaskTag tag;  // what the profiler plugin's task events describe
 };
 
 thread_local int tls_group_depth = 0;
@@ -169,7 +172,10 @@ LaunchExFn driver_launch() {
   return fn;
 }
 
-ncclResult_t launch(const std::string& own_kernel, double bus_bytes, ncclComm* comm, cudaStream_t stream) {
+ncclResult_t launch(const std::string& own_kernel, double bus_bytes, ncclComm* comm, cudaStream_t stream,
+                    simgpu_prof::TaskTag* tags, size_t ntags) {
+  void* launch_event = nullptr;
+  simgpu_prof::launch_begin(comm->prof, tags, ntags, stream, &launch_event);
   // sim_replay: the kernel a recording names (NCCL's names differ between releases).
   const char* recorded = simgpu_replay_next_name();
   const std::string kernel = recorded != nullptr ? std::string(recorded) : own_kernel;
@@ -195,12 +201,15 @@ ncclResult_t launch(const std::string& own_kernel, double bus_bytes, ncclComm* c
     ok = cudaLaunchKernel(kernel_for(kernel), dim3(kChannels), dim3(kThreads), args, 0, stream) == cudaSuccess;
   }
   simgpu_set_next_collective(nullptr);
+  uint64_t gpu_start = 0, gpu_end = 0;
+  const bool ran = ok && simgpu_last_collective_span(&gpu_start, &gpu_end) != 0;
+  simgpu_prof::launch_end(comm->prof, tags, ntags, launch_event, ran, gpu_start, gpu_end, kChannels);
   return ok ? ncclSuccess : ncclUnhandledCudaError;
 }
 
 // The launches of a group (or of one op): one kernel per stream for everything grouped on it,
 // named after the operation when all agree, SendRecv for p2p, ncclDevKernel_Generic otherwise.
-ncclResult_t launch_group(const std::vector<Op>& ops) {
+ncclResult_t launch_group(std::vector<Op>& ops) {
   std::vector<bool> done(ops.size(), false);
   ncclResult_t result = ncclSuccess;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -208,15 +217,17 @@ ncclResult_t launch_group(const std::vector<Op>& ops) {
     std::string kernel = ops[i].kernel;
     double bus_bytes = 0;
     bool all_p2p = true;
+    std::vector<simgpu_prof::TaskTag> tags;
     for (size_t j = i; j < ops.size(); ++j) {
       if (done[j] || ops[j].stream != ops[i].stream) continue;
       done[j] = true;
+      tags.push_back(ops[j].tag);
       bus_bytes += ops[j].bus_bytes;
       all_p2p = all_p2p && ops[j].p2p;
       if (ops[j].kernel != kernel) kernel.clear();
     }
     if (kernel.empty()) kernel = all_p2p ? "ncclDevKernel_SendRecv" : "ncclDevKernel_Generic";
-    const ncclResult_t r = launch(kernel, bus_bytes, ops[i].comm, ops[i].stream);
+    const ncclResult_t r = launch(kernel, bus_bytes, ops[i].comm, ops[i].stream, tags.data(), tags.size());
     if (r != ncclSuccess) result = r;
   }
   return result;
@@ -238,7 +249,7 @@ ncclResult_t launch_async(std::vector<Op> ops) {
     op.comm->job = job;
   }
   AsyncJob* raw = job.get();
-  job->thread = std::thread([raw, ops = std::move(ops)] {
+  job->thread = std::thread([raw, ops = std::move(ops)]() mutable {
     cudaSetDevice(0);
     launch_group(ops);
     raw->done.store(true, std::memory_order_release);
@@ -247,23 +258,36 @@ ncclResult_t launch_async(std::vector<Op> ops) {
 }
 
 // One collective or p2p operation. `s` is the nccl-tests size S, `factor` its bus factor;
-// `self_copy` is what a world of 1 copies (0: nothing) when sendbuff != recvbuff.
-ncclResult_t submit(const std::string& kernel, double s, double factor, bool p2p, ncclComm* comm,
-                    cudaStream_t stream, const void* sendbuff, void* recvbuff, size_t self_copy) {
-  if (!comm) return ncclInvalidArgument;
-  if (comm->nranks == 1 && !p2p) {
+// `self_copy` is what a world of 1 copies (0: nothing) when sendbuff != recvbuff. Like NCCL, the
+// call is a group of its own inside any group the application opened: the profiler plugin sees
+// its API events, then (at the outermost group end) the launch.
+ncclResult_t enqueue(const std::string& kernel, double s, double factor, const simgpu_prof::Call& call, ncclComm* comm,
+                     cudaStream_t stream, size_t self_copy) {
+  simgpu_prof::TaskTag tag;
+  simgpu_prof::api_begin(comm->prof, call, stream, tls_group_depth, &tag);
+  simgpu_prof::api_end(comm->prof);
+  simgpu_prof::group_end_begin();
+  ncclResult_t r = ncclSuccess;
+  if (comm->nranks == 1 && !call.p2p) {
     // Real NCCL at one rank launches no collective kernel: a copy when out of place, else nothing.
-    if (sendbuff != recvbuff && self_copy)
-      return cudaMemcpyAsync(recvbuff, sendbuff, self_copy, cudaMemcpyDeviceToDevice, stream) == cudaSuccess
-                 ? ncclSuccess : ncclUnhandledCudaError;
-    return ncclSuccess;
+    if (call.sendbuff != call.recvbuff && self_copy)
+      r = cudaMemcpyAsync(call.recvbuff, call.sendbuff, self_copy, cudaMemcpyDeviceToDevice, stream) == cudaSuccess
+              ? ncclSuccess : ncclUnhandledCudaError;
+  } else if (tls_group_depth > 0) {
+    tls_group.push_back({kernel, s * factor, call.p2p, comm, stream, tag});
+  } else if (!comm->blocking) {
+    r = launch_async({{kernel, s * factor, call.p2p, comm, stream, tag}});
+  } else {
+    r = launch(kernel, s * factor, comm, stream, &tag, 1);
   }
-  if (tls_group_depth > 0) {
-    tls_group.push_back({kernel, s * factor, p2p, comm, stream});
-    return ncclSuccess;
-  }
-  if (!comm->blocking) return launch_async({{kernel, s * factor, p2p, comm, stream}});
-  return launch(kernel, s * factor, comm, stream);
+  simgpu_prof::group_end_exit();
+  return r;
+}
+
+ncclResult_t submit(const std::string& kernel, double s, double factor, const simgpu_prof::Call& call, ncclComm* comm,
+                    cudaStream_t stream, size_t self_copy) {
+  if (!comm) return ncclInvalidArgument;
+  return enqueue(kernel, s, factor, call, comm, stream, self_copy);
 }
 
 double ring_factor(ncclComm* c) { return c->nranks > 1 ? double(c->nranks - 1) / c->nranks : 0.0; }
@@ -276,17 +300,18 @@ uint64_t fnv1a(const void* data, size_t n) {
 }
 
 // Gather and Scatter: S = count x type size x n over the whole communicator, factor (n-1)/n.
-ncclResult_t rooted_sendrecv(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
-                             ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t rooted_sendrecv(const char* func, const void* sendbuff, void* recvbuff, size_t count,
+                             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   const size_t per_rank = count * type_size(datatype);
-  return submit("ncclDevKernel_SendRecv", double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream,
-                sendbuff, recvbuff, per_rank);
+  return submit("ncclDevKernel_SendRecv", double(per_rank) * comm->nranks, ring_factor(comm),
+                {func, count, datatype, root, false, sendbuff, recvbuff}, comm, stream, per_rank);
 }
 
-ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank) {
+ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, const char* comm_name = nullptr) {
   if (!comm || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   *comm = new ncclComm{nranks, rank, fnv1a(id.internal, sizeof id.internal), simgpu_host_now(), true, nullptr};
+  (*comm)->prof = simgpu_prof::comm_init((*comm)->key, comm_name, nranks, rank);
   return ncclSuccess;
 }
 
@@ -327,7 +352,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
 ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                      ncclConfig_t* config) {
   if (ncclResult_t f = injected("ncclCommInitRankConfig")) return f;
-  const ncclResult_t r = init_rank(comm, nranks, commId, rank);
+  const ncclResult_t r = init_rank(comm, nranks, commId, rank, config ? config->commName : nullptr);
   if (r == ncclSuccess && config != nullptr && config->blocking == 0) (*comm)->blocking = false;
   return r;
 }
@@ -347,7 +372,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) SIM
 
 // Without communication a rank cannot learn the others' colors: the simulation assumes every
 // rank passes the same color and key order, so the new communicator mirrors the parent.
-ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm, ncclConfig_t*) {
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm, ncclConfig_t* config) {
   if (ncclResult_t f = injected("ncclCommSplit")) return f;
   if (!comm || !newcomm) return ncclInvalidArgument;
   if (color == NCCL_SPLIT_NOCOLOR) {
@@ -356,6 +381,8 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm
   }
   const uint64_t key = comm->key * 31 + static_cast<uint64_t>(color) + 1;
   *newcomm = new ncclComm{comm->nranks, comm->rank, key, simgpu_host_now(), comm->blocking, nullptr};
+  (*newcomm)->prof = simgpu_prof::comm_init(key, config ? config->commName : nullptr,
+                                            comm->nranks, comm->rank);
   return ncclSuccess;
 }
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config)
@@ -369,7 +396,10 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclCommFinaliz
 
 ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (ncclResult_t f = injected("ncclCommDestroy")) return f;
-  if (comm) finish_job(comm);
+  if (comm) {
+    finish_job(comm);
+    simgpu_prof::comm_finalize(comm->prof);
+  }
   delete comm;
   return ncclSuccess;
 }
@@ -377,7 +407,10 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) SIMGPU_NCCL_ALIAS(ncclCommDestroy)
 
 ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (ncclResult_t f = injected("ncclCommAbort")) return f;
-  if (comm) finish_job(comm);
+  if (comm) {
+    finish_job(comm);
+    simgpu_prof::comm_finalize(comm->prof);
+  }
   delete comm;
   return ncclSuccess;
 }
@@ -444,8 +477,8 @@ static ncclResult_t enqueue_AllReduce(const void* sendbuff, void* recvbuff, size
   if (!comm) return ncclInvalidArgument;
   const size_t bytes = count * type_size(datatype);
   const std::string k = std::string("ncclDevKernel_AllReduce_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
-  return submit(k, double(bytes), comm->nranks > 1 ? 2.0 * (comm->nranks - 1) / comm->nranks : 0.0, false, comm,
-                stream, sendbuff, recvbuff, bytes);
+  return submit(k, double(bytes), comm->nranks > 1 ? 2.0 * (comm->nranks - 1) / comm->nranks : 0.0,
+                {"AllReduce", count, datatype, 0, false, sendbuff, recvbuff}, comm, stream, bytes);
 }
 ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                             ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
@@ -468,7 +501,8 @@ static ncclResult_t enqueue_Broadcast(const void* sendbuff, void* recvbuff, size
                             ncclComm_t comm, cudaStream_t stream) {
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   const size_t bytes = count * type_size(datatype);
-  return submit("ncclDevKernel_Broadcast_RING_LL", double(bytes), 1.0, false, comm, stream, sendbuff, recvbuff, bytes);
+  return submit("ncclDevKernel_Broadcast_RING_LL", double(bytes), 1.0, {"Broadcast", count, datatype, root, false, sendbuff, recvbuff},
+                comm, stream, bytes);
 }
 ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                             ncclComm_t comm, cudaStream_t stream) {
@@ -501,7 +535,7 @@ static ncclResult_t enqueue_Reduce(const void* sendbuff, void* recvbuff, size_t 
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   const size_t bytes = count * type_size(datatype);
   const std::string k = std::string("ncclDevKernel_Reduce_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
-  return submit(k, double(bytes), 1.0, false, comm, stream, sendbuff, recvbuff, bytes);
+  return submit(k, double(bytes), 1.0, {"Reduce", count, datatype, root, false, sendbuff, recvbuff}, comm, stream, bytes);
 }
 ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                          ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
@@ -524,8 +558,8 @@ static ncclResult_t enqueue_AllGather(const void* sendbuff, void* recvbuff, size
                             ncclComm_t comm, cudaStream_t stream) {
   if (!comm) return ncclInvalidArgument;
   const size_t per_rank = sendcount * type_size(datatype);
-  return submit("ncclDevKernel_AllGather_RING_LL", double(per_rank) * comm->nranks, ring_factor(comm), false, comm,
-                stream, sendbuff, recvbuff, per_rank);
+  return submit("ncclDevKernel_AllGather_RING_LL", double(per_rank) * comm->nranks, ring_factor(comm),
+                {"AllGather", sendcount, datatype, 0, false, sendbuff, recvbuff}, comm, stream, per_rank);
 }
 ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                             ncclComm_t comm, cudaStream_t stream) {
@@ -549,7 +583,8 @@ static ncclResult_t enqueue_ReduceScatter(const void* sendbuff, void* recvbuff, 
   if (!comm) return ncclInvalidArgument;
   const size_t per_rank = recvcount * type_size(datatype);
   const std::string k = std::string("ncclDevKernel_ReduceScatter_") + op_name(op, datatype) + "_" + type_name(datatype) + "_RING_LL";
-  return submit(k, double(per_rank) * comm->nranks, ring_factor(comm), false, comm, stream, sendbuff, recvbuff, per_rank);
+  return submit(k, double(per_rank) * comm->nranks, ring_factor(comm),
+                {"ReduceScatter", recvcount, datatype, 0, false, sendbuff, recvbuff}, comm, stream, per_rank);
 }
 ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
@@ -573,8 +608,8 @@ static ncclResult_t enqueue_AlltoAll(const void* sendbuff, void* recvbuff, size_
                            ncclComm_t comm, cudaStream_t stream) {
   if (!comm) return ncclInvalidArgument;
   const size_t per_peer = count * type_size(datatype);
-  return submit("ncclDevKernel_SendRecv", double(per_peer) * comm->nranks, ring_factor(comm), false, comm, stream,
-                sendbuff, recvbuff, per_peer);
+  return submit("ncclDevKernel_SendRecv", double(per_peer) * comm->nranks, ring_factor(comm),
+                {"AlltoAll", count, datatype, 0, false, sendbuff, recvbuff}, comm, stream, per_peer);
 }
 ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
@@ -595,7 +630,7 @@ ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t cou
 
 static ncclResult_t enqueue_Gather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) {
-  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
+  return rooted_sendrecv("Gather", sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) {
@@ -616,7 +651,7 @@ ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count
 
 static ncclResult_t enqueue_Scatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                           ncclComm_t comm, cudaStream_t stream) {
-  return rooted_sendrecv(sendbuff, recvbuff, count, datatype, root, comm, stream);
+  return rooted_sendrecv("Scatter", sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                           ncclComm_t comm, cudaStream_t stream) {
@@ -639,8 +674,8 @@ ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t dataty
                        cudaStream_t stream) {
   if (ncclResult_t f = injected("ncclSend")) return f;
   if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
-  return submit("ncclDevKernel_SendRecv", double(count * type_size(datatype)), 1.0, true, comm, stream, sendbuff,
-                nullptr, 0);
+  return submit("ncclDevKernel_SendRecv", double(count * type_size(datatype)), 1.0,
+                {"Send", count, datatype, peer, true, sendbuff, nullptr}, comm, stream, 0);
 }
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclSend);
@@ -649,8 +684,8 @@ ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, in
                        cudaStream_t stream) {
   if (ncclResult_t f = injected("ncclRecv")) return f;
   if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
-  return submit("ncclDevKernel_SendRecv", double(count * type_size(datatype)), 1.0, true, comm, stream, nullptr,
-                recvbuff, 0);
+  return submit("ncclDevKernel_SendRecv", double(count * type_size(datatype)), 1.0,
+                {"Recv", count, datatype, peer, true, nullptr, recvbuff}, comm, stream, 0);
 }
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) SIMGPU_NCCL_ALIAS(ncclRecv);
@@ -718,12 +753,16 @@ ncclResult_t ncclGroupStart() SIMGPU_NCCL_ALIAS(ncclGroupStart);
 ncclResult_t pncclGroupEnd() {
   if (ncclResult_t f = injected("ncclGroupEnd")) return f;
   if (tls_group_depth == 0) return ncclInvalidUsage;
-  if (--tls_group_depth > 0) return ncclSuccess;
-  std::vector<Op> ops;
-  ops.swap(tls_group);
-  // NCCL requires every communicator of a group to share one blocking mode.
-  if (!ops.empty() && !ops.front().comm->blocking) return launch_async(std::move(ops));
-  return launch_group(ops);
+  simgpu_prof::group_end_begin();
+  ncclResult_t r = ncclSuccess;
+  if (--tls_group_depth == 0) {
+    std::vector<Op> ops;
+    ops.swap(tls_group);
+    // NCCL requires every communicator of a group to share one blocking mode.
+    r = !ops.empty() && !ops.front().comm->blocking ? launch_async(std::move(ops)) : launch_group(ops);
+  }
+  simgpu_prof::group_end_exit();
+  return r;
 }
 ncclResult_t ncclGroupEnd() SIMGPU_NCCL_ALIAS(ncclGroupEnd);
 

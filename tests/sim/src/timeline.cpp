@@ -122,6 +122,8 @@ thread_local uint64_t tls_label = 0;
 thread_local simgpu_api_frame* tls_frame = nullptr;
 thread_local bool tls_has_collective = false;
 thread_local simgpu_collective tls_collective{};
+thread_local bool tls_has_collective_span = false;  // simgpu_last_collective_span
+thread_local uint64_t tls_collective_start = 0, tls_collective_end = 0;
 // simgpuReplayNext: this thread's schedule, taken one entry per enqueued piece of work.
 thread_local std::vector<simgpu_replay_work> tls_replay;
 thread_local size_t tls_replay_next = 0;
@@ -370,6 +372,7 @@ int simgpu_enqueue(void* stream, const simgpu_launch* l) {
     collective = &coll;
   }
   tls_has_collective = false;
+  if (collective) tls_has_collective_span = false;
   Graph* capturing = nullptr;
   Node* node = nullptr;
   simgpu_work done{};
@@ -393,6 +396,11 @@ int simgpu_enqueue(void* stream, const simgpu_launch* l) {
       const bool bounded = !replaying(e);  // before execute() takes this thread's replay entry
       done = execute(e, s, w, l->duration_ns, collective);
       queued(e, done, bounded);
+      if (collective) {
+        tls_has_collective_span = true;
+        tls_collective_start = done.start_ns;
+        tls_collective_end = done.end_ns;
+      }
     }
   }
   if (stuck) block_forever();
@@ -407,6 +415,13 @@ int simgpu_enqueue(void* stream, const simgpu_launch* l) {
 void simgpu_set_next_collective(const simgpu_collective* c) {
   tls_has_collective = c != nullptr;
   if (c) tls_collective = *c;
+}
+
+int simgpu_last_collective_span(uint64_t* start_ns, uint64_t* end_ns) {
+  if (!tls_has_collective_span) return 0;
+  *start_ns = tls_collective_start;
+  *end_ns = tls_collective_end;
+  return 1;
 }
 
 int simgpu_stream_create(void** stream) {

@@ -131,6 +131,13 @@ class CommCallTable {
       std::atomic<uint64_t> bytes{0};
     };
     std::array<Enqueued, kEnqueuedRing> enqueued;
+    // Which paths saw this communicator's calls: kSeenByInterposer, kSeenByPlugin (NCCL's
+    // profiler plugin events), both. Written as the rank file's comm[].seen_by.
+    std::atomic<uint8_t> seen_by{0};
+    // Hot path: one relaxed load once the bits are set.
+    void note_seen(uint8_t bits) noexcept {
+      if ((seen_by.load(std::memory_order_relaxed) & bits) != bits) seen_by.fetch_or(bits, std::memory_order_relaxed);
+    }
 
     // Hot path: the call's sequence number on this communicator, 1, 2, ... Unique while, as
     // NCCL requires, no two threads use one communicator at the same time: so the increment needs
@@ -211,6 +218,7 @@ class CommCallTable {
     uint64_t stable_id = 0;
     bool retired = false;
     uint64_t ops_enqueued = 0;  // sequence numbers handed out
+    uint8_t seen_by = 0;        // Counters::seen_by
     std::array<OpCounts, kCommOpCount> ops{};  // indexed by CommOp
     // The last calls enqueued (at most kEnqueuedRing), oldest first.
     struct Enqueued {

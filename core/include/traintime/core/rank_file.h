@@ -210,7 +210,27 @@ struct CommRow {
   // and gpu_ns and the bandwidths are 0.
   std::string backend;
   uint64_t cpu_ns = 0;
+  // NCCL rows: the paths that saw the calls (kSeenByInterposer | kSeenByPlugin), written as
+  // seen_by_name(); 0 when not recorded (a row from GPU records alone, an older rank file).
+  uint8_t seen_by = 0;
 };
+
+inline constexpr uint8_t kSeenByInterposer = 1;  // the NCCL wrappers
+inline constexpr uint8_t kSeenByPlugin = 2;      // NCCL's profiler plugin events
+// "interposer", "plugin", "both"; "" for 0.
+constexpr std::string_view seen_by_name(uint8_t seen_by) {
+  switch (seen_by) {
+    case kSeenByInterposer: return "interposer";
+    case kSeenByPlugin: return "plugin";
+    case kSeenByInterposer | kSeenByPlugin: return "both";
+    default: return "";
+  }
+}
+constexpr uint8_t seen_by_from_name(std::string_view name) {
+  for (uint8_t s = 1; s <= 3; ++s)
+    if (seen_by_name(s) == name) return s;
+  return 0;
+}
 
 struct RecentCollective {
   uint64_t seq = 0;

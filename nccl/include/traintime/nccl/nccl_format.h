@@ -17,7 +17,14 @@ inline constexpr std::size_t kMaxPending = 64;
   X(pending_dropped, &messages::pending_dropped) \
   X(children_unnamed, &messages::children_unnamed) \
   X(calls_without_communicator, &messages::calls_without_communicator) \
-  X(groups_lost, &messages::groups_lost)
+  X(groups_lost, &messages::groups_lost) \
+  X(profiler_plugin_inits, nullptr) \
+  X(profiler_plugin_version, nullptr) \
+  X(profiler_plugin_chained_version, nullptr) \
+  X(profiler_plugin_chained_init_failures, &messages::profiler_plugin_chained_init_failures) \
+  X(profiler_plugin_counted_calls, nullptr) \
+  X(profiler_plugin_coll_events, nullptr) \
+  X(profiler_plugin_coll_api_events, nullptr)
 
 #define TRAINTIME_NCCL_MESSAGE(key, message) std::string key(uint64_t n, const core::ModuleCounters& all);
 namespace messages { TRAINTIME_NCCL_COUNTERS(TRAINTIME_NCCL_MESSAGE) }

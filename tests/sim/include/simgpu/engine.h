@@ -143,6 +143,10 @@ typedef struct simgpu_collective {
 /* Makes the next kernel this thread enqueues an NCCL collective (the fake NCCL sets it just
  * before it launches its kernel through the runtime). Consumed by that enqueue. */
 void simgpu_set_next_collective(const simgpu_collective* c);
+/* The virtual GPU start and end of the last collective kernel this thread enqueued (not captured):
+ * what NCCL's kernel writes for its proxy thread's kernel-channel profiler events. Returns 0 when
+ * there is none; start and end are ~0 for a collective that never runs (a peer never arrives). */
+int simgpu_last_collective_span(uint64_t* start_ns, uint64_t* end_ns);
 /* Enqueues work on `stream` (or adds a node when the stream is capturing). Returns a cudaError_t. */
 int simgpu_enqueue(void* stream, const simgpu_launch* l);
 /* Streams, events, graphs. All return cudaError_t values. */

@@ -1,0 +1,364 @@
+// traintime's NCCL profiler plugin tables (ncclProfiler_v3 ... ncclProfiler_v7) and the calls
+// passed on to the user's plugin (profiler_plugin.h). Every version NCCL calls is read as v7
+// (profiler_plugin_convert.h); a chained plugin gets the version it offers, with its own
+// activation mask, its own context per communicator and its own event handles, its parents
+// translated to its own handles.
+//
+// Contract with NCCL: only init may fail; every other callback returns ncclSuccess, accepts a
+// NULL handle (an event neither traintime nor the chained plugin wanted has none) and never
+// blocks. Event handles come from a fixed ring (no allocation on NCCL's threads): NCCL names a
+// task event as the parent of its kernel-channel events after stopping it, so a handle must
+// outlive its stop; the ring recycles a slot only kHandleSlots events later.
+#include "profiler_plugin.h"
+
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "nccl_registry.h"
+#include "traintime/nccl/nccl_format.h"
+#include "traintime/core/rank_file.h"
+#include "traintime/nccl/profiler_plugin_convert.h"
+
+namespace traintime::nccl::plugin {
+
+namespace detail {
+thread_local bool t_launch_active = false;
+thread_local Call t_launch_call{};
+}  // namespace detail
+
+namespace {
+
+// The calls counted from this thread's API events since its GroupApi event started: the first
+// one, with the bytes of all (what the wrappers record for a group's kernel).
+thread_local bool t_group_has_call = false;
+thread_local Call t_group_call{};
+
+namespace np = traintime::nccl_profiler;
+
+// What traintime itself asks NCCL for: the API-level and task events.
+constexpr int kOwnMask = np::kCollApi | np::kP2pApi | np::kColl | np::kP2p | np::kKernelLaunch;
+
+struct Context {
+  int* nccl_mask = nullptr;  // NCCL's one live activation mask
+  std::atomic<int> their_mask{0};  // the chained plugin's own (it may change it any time)
+  void* their_context = nullptr;
+  uint64_t comm_hash = 0;
+  int nranks = 0;
+  int rank = 0;
+  char name[64] = "";
+  int nccl_version = 0;  // the version NCCL calls
+  // The communicator's index + 1 in the call table when the plugin counts its calls (0: not yet).
+  std::atomic<uint32_t> comm_id{0};
+};
+
+struct Handle {
+  uint64_t type;
+  Context* context;
+  void* their;  // the chained plugin's handle of this event, or NULL
+};
+
+constexpr uint32_t kHandleSlots = 1u << 15;
+Handle g_handles[kHandleSlots];
+std::atomic<uint32_t> g_next_handle{0};
+
+// Counters for the rank file (relaxed: figures, read at the end).
+std::atomic<uint64_t> g_inits{0};
+std::atomic<int> g_nccl_version{0};
+std::atomic<uint64_t> g_their_init_failures{0};
+std::atomic<uint64_t> g_events[16] = {};
+std::atomic<uint64_t> g_counted{0};  // calls counted from plugin events alone
+
+void nccl_log_noop(int, unsigned long, const char*, int, const char*, ...) {}
+
+void refresh_mask(Context* c) {
+  const int want = kOwnMask | c->their_mask.load(std::memory_order_relaxed);
+  if (__atomic_load_n(c->nccl_mask, __ATOMIC_RELAXED) != want) __atomic_store_n(c->nccl_mask, want, __ATOMIC_RELAXED);
+}
+
+// ---- counting the calls interposition cannot see ----
+// Element size of NCCL's datatype names (ncclDatatypeToString); 0: unknown.
+uint64_t element_size(const char* datatype) {
+  if (!datatype || std::strncmp(datatype, "nccl", 4) != 0) return 0;
+  const std::string_view t(datatype + 4);
+  if (t == "Int8" || t == "Uint8" || t == "Float8e4m3" || t == "Float8e5m2") return 1;
+  if (t == "Float16" || t == "Bfloat16") return 2;
+  if (t == "Int32" || t == "Uint32" || t == "Float32") return 4;
+  if (t == "Int64" || t == "Uint64" || t == "Float64") return 8;
+  return 0;
+}
+
+// Whether an op's bytes are its count times the communicator's size (nccl-tests conventions, as
+// the wrappers size them: AllGather's sendcount, ReduceScatter's recvcount, the per-peer counts).
+bool times_ranks(core::CommOp op) {
+  return op == core::CommOp::kAllGather || op == core::CommOp::kReduceScatter || op == core::CommOp::kAlltoAll ||
+         op == core::CommOp::kGather || op == core::CommOp::kScatter;
+}
+
+// One NCCL call seen through the plugin (its API event, or its task event before v5, which has
+// no API events). A call made through an interposed wrapper is counted there, once.
+void count_call(Context* c, const char* func, size_t count, const char* datatype) {
+  if (!recording()) return;
+  if (in_interposed_call()) {
+    // Counted by the wrapper; the communicator was seen both ways.
+    if (const uint32_t id = interposed_comm_id(); id != 0) {
+      if (core::CommCallTable::Counters* k = call_table().counters(id - 1)) k->note_seen(core::kSeenByPlugin);
+    }
+    return;
+  }
+  const core::CommOp op = core::comm_op_from_name(func ? func : "");
+  if (op == core::CommOp::kNone || op == core::CommOp::kUnknown) return;
+  uint32_t id = c->comm_id.load(std::memory_order_acquire);
+  if (id == 0) {
+    // The context names the communicator for its life; NCCL's commHash names it on every rank.
+    const uint32_t index = call_table().register_communicator(reinterpret_cast<uintptr_t>(c), c->nranks, c->rank,
+                                                              c->comm_hash);
+    if (index == core::CommCallTable::kNoComm) return;
+    id = index + 1;
+    c->comm_id.store(id, std::memory_order_release);
+  }
+  core::CommCallTable::Counters* k = call_table().counters(id - 1);
+  if (!k) return;
+  uint64_t bytes = static_cast<uint64_t>(count) * element_size(datatype);
+  if (times_ranks(op)) bytes *= static_cast<uint64_t>(c->nranks);
+  const uint64_t seq = k->next_seq();
+  k->count(op, bytes, seq);
+  k->note_seen(core::kSeenByPlugin);
+  if (!t_group_has_call) {
+    t_group_call = Call{op, false, id, seq, bytes, 0};
+    t_group_has_call = true;
+  } else {
+    t_group_call.bytes += bytes;
+  }
+  g_counted.fetch_add(1, std::memory_order_relaxed);
+  note_counted_call();
+}
+
+void* their(void* handle) { return handle ? static_cast<Handle*>(handle)->their : nullptr; }
+
+// ---- the chained plugin, in its own version ----
+bool their_init(Context* c, np::DebugLogger log) {
+  const Chained& ch = chained();
+  int* mask = reinterpret_cast<int*>(&c->their_mask);  // std::atomic<int> is an int (static_assert below)
+  ncclResult_t r = ncclInternalError;
+  switch (ch.version) {
+    case 7: r = static_cast<const np::PluginV7*>(ch.table)->init(&c->their_context, c->comm_hash, mask, c->name, 1, c->nranks, c->rank, log); break;
+    case 6: r = static_cast<const np::PluginV6*>(ch.table)->init(&c->their_context, c->comm_hash, mask, c->name, 1, c->nranks, c->rank, log); break;
+    case 5: r = static_cast<const np::PluginV5*>(ch.table)->init(&c->their_context, c->comm_hash, mask, c->name, 1, c->nranks, c->rank, log); break;
+    case 4: r = static_cast<const np::PluginV4*>(ch.table)->init(&c->their_context, mask, c->name, c->comm_hash, 1, c->nranks, c->rank, log); break;
+    case 3: r = static_cast<const np::PluginV3*>(ch.table)->init(&c->their_context, mask); break;
+    default: return false;
+  }
+  if (r != ncclSuccess) {
+    c->their_context = nullptr;
+    c->their_mask.store(0, std::memory_order_relaxed);
+  }
+  return r == ncclSuccess;
+}
+static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
+
+void* their_start(Context* c, np::EventDescrV7 d) {
+  d.parent = their(d.parent);
+  if (d.type == np::kColl) d.coll.parent_group = their(d.coll.parent_group);
+  if (d.type == np::kP2p) d.p2p.parent_group = their(d.p2p.parent_group);
+  const Chained& ch = chained();
+  void* h = nullptr;
+  switch (ch.version) {
+    case 7: static_cast<const np::PluginV7*>(ch.table)->start_event(c->their_context, &h, &d); break;
+    case 6: {
+      np::EventDescrV6 o = np::convert_v5_like<np::EventDescrV6>(d);
+      static_cast<const np::PluginV6*>(ch.table)->start_event(c->their_context, &h, &o);
+      break;
+    }
+    case 5: {
+      np::EventDescrV5 o = np::convert_v5_like<np::EventDescrV5>(d);
+      static_cast<const np::PluginV5*>(ch.table)->start_event(c->their_context, &h, &o);
+      break;
+    }
+    case 4: {
+      np::EventDescrV4 o;
+      if (np::to_v4(d, &o)) static_cast<const np::PluginV4*>(ch.table)->start_event(c->their_context, &h, &o);
+      break;
+    }
+    case 3: {
+      np::EventDescrV3 o;
+      if (d.type != np::kKernelCh && np::to_v3(d, c->name, c->comm_hash, &o))
+        static_cast<const np::PluginV3*>(ch.table)->start_event(c->their_context, &h, &o);
+      break;
+    }
+    default: break;
+  }
+  return h;
+}
+
+// ---- the tables' callbacks ----
+Context* new_context(int* mask, uint64_t comm_hash, const char* name, int nranks, int rank) {
+  auto* c = new (std::nothrow) Context();
+  if (!c) return nullptr;
+  c->nccl_mask = mask;
+  c->comm_hash = comm_hash;
+  c->nranks = nranks;
+  c->rank = rank;
+  if (name) std::strncpy(c->name, name, sizeof c->name - 1);
+  return c;
+}
+
+ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_hash, const char* name, int nranks,
+                         int rank, np::DebugLogger log) {
+  Context* c = new_context(mask, comm_hash, name, nranks, rank);
+  if (!c) return ncclSystemError;  // NCCL continues without the profiler
+  c->nccl_version = version;
+  if (chained().version && !their_init(c, log ? log : reinterpret_cast<np::DebugLogger>(&nccl_log_noop)))
+    g_their_init_failures.fetch_add(1, std::memory_order_relaxed);
+  g_inits.fetch_add(1, std::memory_order_relaxed);
+  g_nccl_version.store(version, std::memory_order_relaxed);
+  refresh_mask(c);
+  *context = c;
+  return ncclSuccess;
+}
+
+template <typename D>
+ncclResult_t start_event(void* context, void** handle, D* descr) {
+  *handle = nullptr;
+  auto* c = static_cast<Context*>(context);
+  if (!c || !descr) return ncclSuccess;
+  const np::EventDescrV7 d = np::to_v7(*descr);
+  const int their_mask = c->their_mask.load(std::memory_order_relaxed);
+  void* theirs = c->their_context && np::nccl_starts(d.type, static_cast<uint64_t>(their_mask)) ? their_start(c, d) : nullptr;
+  const bool ours = np::nccl_starts(d.type, kOwnMask);
+  if (ours) g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
+  if (d.type == np::kKernelLaunch && t_group_has_call) {
+    detail::t_launch_call = t_group_call;
+    detail::t_launch_active = true;
+  }
+  if (c->nccl_version >= 5) {
+    if (d.type == np::kCollApi) count_call(c, d.coll_api.func, d.coll_api.count, d.coll_api.datatype);
+    if (d.type == np::kP2pApi) count_call(c, d.p2p_api.func, d.p2p_api.count, d.p2p_api.datatype);
+  } else {
+    if (d.type == np::kColl) count_call(c, d.coll.func, d.coll.count, d.coll.datatype);
+    if (d.type == np::kP2p) count_call(c, d.p2p.func, d.p2p.count, d.p2p.datatype);
+  }
+  if (d.type == np::kGroupApi || d.type == np::kCollApi) refresh_mask(c);  // the chained plugin may have changed its mask
+  if (!ours && !theirs) return ncclSuccess;
+  Handle* h = &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
+  h->type = d.type;
+  h->context = c;
+  h->their = theirs;
+  *handle = h;
+  return ncclSuccess;
+}
+
+ncclResult_t stop_event(void* handle) {
+  if (handle) {
+    const uint64_t type = static_cast<Handle*>(handle)->type;
+    if (type == np::kKernelLaunch) detail::t_launch_active = false;
+    if (type == np::kGroupApi) t_group_has_call = false;
+  }
+  void* theirs = their(handle);
+  if (!theirs) return ncclSuccess;
+  // Every version's stopEvent has the same place and signature.
+  static_cast<const np::PluginV7*>(chained().table)->stop_event(theirs);
+  return ncclSuccess;
+}
+
+// NCCL v4 ... v7 pass np::StateArgsV4 (one layout); v3 its own.
+template <typename Args>
+ncclResult_t record_event_state(void* handle, int state, Args* args) {
+  void* theirs = their(handle);
+  if (!theirs) return ncclSuccess;
+  const Chained& ch = chained();
+  if (ch.version >= 4) {
+    np::StateArgsV4 a{};
+    if (args) {
+      if constexpr (std::is_same_v<Args, np::StateArgsV3>) {
+        a.proxy_step.trans_size = args->proxy_op.trans_size;
+      } else {
+        a = *args;
+      }
+    }
+    static_cast<const np::PluginV4*>(ch.table)->record_event_state(theirs, state, args ? &a : nullptr);
+  } else {
+    np::StateArgsV3 a{};
+    if (args) {
+      if constexpr (std::is_same_v<Args, np::StateArgsV3>) {
+        a = *args;
+      } else {
+        a.proxy_op.trans_size = args->proxy_step.trans_size;
+      }
+    }
+    static_cast<const np::PluginV3*>(ch.table)->record_event_state(theirs, state, args ? &a : nullptr);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t finalize(void* context) {
+  auto* c = static_cast<Context*>(context);
+  if (!c) return ncclSuccess;
+  if (c->their_context) static_cast<const np::PluginV7*>(chained().table)->finalize(c->their_context);
+  // The context's address may name the next communicator: its counters stay, its key is retired.
+  if (const uint32_t id = c->comm_id.load(std::memory_order_acquire); id != 0 && recording())
+    call_table().retire_communicator(id - 1);
+  delete c;
+  return ncclSuccess;
+}
+
+ncclResult_t init_v5_like_7(void** ctx, uint64_t hash, int* mask, const char* name, int, int nranks, int rank,
+                            np::DebugLogger log) {
+  return init_common(7, ctx, mask, hash, name, nranks, rank, log);
+}
+ncclResult_t init_v5_like_6(void** ctx, uint64_t hash, int* mask, const char* name, int, int nranks, int rank,
+                            np::DebugLogger log) {
+  return init_common(6, ctx, mask, hash, name, nranks, rank, log);
+}
+ncclResult_t init_v5_like_5(void** ctx, uint64_t hash, int* mask, const char* name, int, int nranks, int rank,
+                            np::DebugLogger log) {
+  return init_common(5, ctx, mask, hash, name, nranks, rank, log);
+}
+ncclResult_t init_v4(void** ctx, int* mask, const char* name, uint64_t hash, int, int nranks, int rank,
+                     np::DebugLogger log) {
+  return init_common(4, ctx, mask, hash, name, nranks, rank, log);
+}
+ncclResult_t init_v3(void** ctx, int* mask) { return init_common(3, ctx, mask, 0, nullptr, 0, 0, nullptr); }
+
+}  // namespace
+
+void add_to_summary(core::Section& section) {
+  const uint64_t inits = g_inits.load(std::memory_order_relaxed);
+  if (inits == 0) return;
+  section.count(kCounters, Counter::profiler_plugin_inits, inits);
+  section.count(kCounters, Counter::profiler_plugin_version,
+                static_cast<uint64_t>(g_nccl_version.load(std::memory_order_relaxed)));
+  section.count(kCounters, Counter::profiler_plugin_chained_version, static_cast<uint64_t>(chained().version));
+  section.count(kCounters, Counter::profiler_plugin_chained_init_failures,
+                g_their_init_failures.load(std::memory_order_relaxed));
+  section.count(kCounters, Counter::profiler_plugin_counted_calls, g_counted.load(std::memory_order_relaxed));
+  section.count(kCounters, Counter::profiler_plugin_coll_events,
+                g_events[__builtin_ctz(np::kColl)].load(std::memory_order_relaxed));
+  section.count(kCounters, Counter::profiler_plugin_coll_api_events,
+                g_events[__builtin_ctz(np::kCollApi)].load(std::memory_order_relaxed));
+}
+
+}  // namespace traintime::nccl::plugin
+
+namespace tp = traintime::nccl::plugin;
+namespace tnp = traintime::nccl_profiler;
+
+extern "C" {
+__attribute__((visibility("default"))) tnp::PluginV7 ncclProfiler_v7 = {
+    "traintime", tp::init_v5_like_7, tp::start_event<tnp::EventDescrV7>, tp::stop_event,
+    tp::record_event_state<tnp::StateArgsV7>, tp::finalize};
+__attribute__((visibility("default"))) tnp::PluginV6 ncclProfiler_v6 = {
+    "traintime", tp::init_v5_like_6, tp::start_event<tnp::EventDescrV6>, tp::stop_event,
+    tp::record_event_state<tnp::StateArgsV5>, tp::finalize};
+__attribute__((visibility("default"))) tnp::PluginV5 ncclProfiler_v5 = {
+    "traintime", tp::init_v5_like_5, tp::start_event<tnp::EventDescrV5>, tp::stop_event,
+    tp::record_event_state<tnp::StateArgsV5>, tp::finalize};
+__attribute__((visibility("default"))) tnp::PluginV4 ncclProfiler_v4 = {
+    "traintime", tp::init_v4, tp::start_event<tnp::EventDescrV4>, tp::stop_event,
+    tp::record_event_state<tnp::StateArgsV4>, tp::finalize};
+__attribute__((visibility("default"))) tnp::PluginV3 ncclProfiler_v3 = {
+    "traintime", tp::init_v3, tp::start_event<tnp::EventDescrV3>, tp::stop_event,
+    tp::record_event_state<tnp::StateArgsV3>, tp::finalize};
+}

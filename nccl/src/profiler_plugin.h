@@ -1,0 +1,64 @@
+// libtraintime.so as NCCL's profiler plugin (NCCL >= 2.23): the tables NCCL looks up
+// (ncclProfiler_v3 ... ncclProfiler_v7, exported), how NCCL is made to find them, and the
+// plugin of the user's that traintime chains to.
+//
+// Registration (setup(), once per process at configure()): NCCL loads one profiler plugin, named
+// by NCCL_PROFILER_PLUGIN (from the environment, else from NCCL's configuration files:
+// NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf, which NCCL applies only to variables not
+// set), else libnccl-profiler.so on the loader path, else the profiler the net plugin exports.
+//  - NCCL_PROFILER_PLUGIN=none (wherever set): nothing is done; NCCL loads no plugin.
+//  - No plugin anywhere: NCCL_PROFILER_PLUGIN=STATIC_PLUGIN is set, so NCCL looks in the process
+//    itself and finds traintime's tables.
+//  - The user's plugin: traintime loads it itself (as NCCL would), sets STATIC_PLUGIN and passes
+//    the user's plugin every call NCCL makes, with its own activation mask and its own event
+//    handles, so it sees what it would see without traintime. When it cannot be chained (no
+//    version traintime can call, or it cannot be loaded), traintime steps aside and warns once:
+//    NCCL then loads it as before, and traintime counts through interposition alone.
+// NCCL older than 2.23 never reads the variable: everything works as without the plugin.
+//
+// Thread safety: setup() runs once, before any communicator exists. The tables' callbacks run
+// on NCCL's threads (the application's, NCCL's proxy thread, its host-stream callbacks).
+#pragma once
+
+#include <cstdint>
+
+#include "traintime/core/section.h"
+#include "traintime/nccl/nccl_interposer.h"
+#include "traintime/nccl/profiler_plugin_api.h"
+
+namespace traintime::nccl {
+// Whether this thread is inside an interposed NCCL call (nccl_wrappers.cpp): its calls are
+// counted there, not from the plugin's events. No side effect (unlike current_call()).
+bool in_interposed_call() noexcept;
+// The communicator (table index + 1) of that call, 0 when none or unregistered.
+uint32_t interposed_comm_id() noexcept;
+}  // namespace traintime::nccl
+
+namespace traintime::nccl::plugin {
+
+namespace detail {
+extern thread_local bool t_launch_active;
+extern thread_local Call t_launch_call;
+}  // namespace detail
+
+// The NCCL call whose kernel this thread is launching, as the plugin's KernelLaunch event
+// brackets it, when no interposed call is active (NCCL bound inside its object): the launch
+// callback joins the kernel to it as it does to an interposed call. One thread-local read.
+inline const Call* launch_call() noexcept { return detail::t_launch_active ? &detail::t_launch_call : nullptr; }
+
+
+// The user's plugin traintime passes calls to (loaded by setup()); version 0 when none.
+struct Chained {
+  int version = 0;
+  const void* table = nullptr;  // np::PluginV<version>
+  void* lib = nullptr;
+};
+const Chained& chained() noexcept;
+
+// Decides and arranges how NCCL finds the plugin (see above). `enabled`: TRAINTIME_NCCL is on.
+void setup(bool enabled) noexcept;
+
+// The plugin's counters in the nccl section of the rank file.
+void add_to_summary(core::Section& section);
+
+}  // namespace traintime::nccl::plugin
