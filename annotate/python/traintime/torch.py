@@ -358,13 +358,17 @@ def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Option
         if on_enter is not None:
             on_enter(args, kwargs)
 
+    # While Dynamo traces, a hook does nothing of ours (enter() returns at once) and is neither
+    # counted nor timed: the cost row's counter and clock must stay out of the traced graph.
     if with_kwargs:
         def pre_hook_kw(m: Any, args: Any, kwargs: Any) -> None:
-            cost.call(enter, args, kwargs)
+            if not _is_compiling():
+                cost.call(enter, args, kwargs)
         pre = module.register_forward_pre_hook(pre_hook_kw, with_kwargs=True)
     else:
         def pre_hook(m: Any, args: Any) -> None:
-            cost.call(enter, args, {})
+            if not _is_compiling():
+                cost.call(enter, args, {})
         pre = module.register_forward_pre_hook(pre_hook)
 
     def leave() -> None:
@@ -373,7 +377,10 @@ def _forward_hooks(module: Any, name: str, stack: _RegionStack, on_enter: Option
             stack.open.pop().__exit__(None, None, None)
 
     def post_hook(m: Any, args: Any, output: Any) -> None:
-        cost.call(leave)
+        if _is_compiling():
+            leave()
+        else:
+            cost.call(leave)
 
     post = (module.register_forward_hook(post_hook, always_call=True) if always_call
             else module.register_forward_hook(post_hook))
@@ -402,10 +409,12 @@ def _backward_range_hooks(module: Any, name: str) -> List[Any]:
             traintime.range_end(rid)
 
     def pre_hook(m: Any, grad_output: Any) -> None:
-        cost.call(start)
+        if not _is_compiling():
+            cost.call(start)
 
     def post_hook(m: Any, grad_input: Any, grad_output: Any) -> None:
-        cost.call(end)
+        if not _is_compiling():
+            cost.call(end)
 
     # A module whose inputs need no gradient (an embedding of token ids) makes PyTorch warn that
     # the post hook fires at its outputs' gradients instead; these ranges expect exactly that.
