@@ -132,7 +132,8 @@ void add_self_cost_tables(const SelfCostView& v, Document& d) {
            "traintime's own buffers and tables by its accounting (not the RSS; the job row: the highest rank's); "
            "wrote: files before the final one; n/a: hot paths with calls and none timed (not measured).";
   if (v.ranks == 0) {
-    t.note = "No rank file has self_cost (written since traintime reports its own cost; older files lack it).";
+    // Left out with the other empty tables, in their one line (render.h shown_tables).
+    t.empty_why = "no rank file has self_cost: older files lack it";
     d.tables.push_back(t);
     return;
   }
