@@ -207,6 +207,7 @@ Context* new_context(int* mask, uint64_t comm_hash, const char* name, int nranks
 
 ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_hash, const char* name, int nranks,
                          int rank, np::DebugLogger log) {
+  resolve_chained();
   Context* c = new_context(mask, comm_hash, name, nranks, rank);
   if (!c) return ncclSystemError;  // NCCL continues without the profiler
   c->nccl_version = version;

@@ -56,7 +56,13 @@ struct Chained {
 const Chained& chained() noexcept;
 
 // Decides and arranges how NCCL finds the plugin (see above). `enabled`: TRAINTIME_NCCL is on.
+// A plugin named in NCCL_PROFILER_PLUGIN is loaded here; with none named, the loader-path search
+// (libnccl-profiler.so, the net plugin's profiler) is made by resolve_chained().
 void setup(bool enabled) noexcept;
+
+// At NCCL's first init of traintime's plugin, before anything is passed on: the user's plugin
+// NCCL would have found on the loader path, chained. Once; later calls return at once.
+void resolve_chained() noexcept;
 
 // The plugin's counters in the nccl section of the rank file.
 void add_to_summary(core::Section& section);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,10 @@ namespace {
 namespace np = traintime::nccl_profiler;
 
 Chained g_chained;
+// No plugin named (NCCL_PROFILER_PLUGIN unset): the loader-path search for the user's plugin is left
+// to NCCL's first init of ours (resolve_chained), not made in every process at start.
+bool g_search_pending = false;
+std::mutex g_search_mu;
 
 // A variable's value in one of NCCL's configuration files (NAME=VALUE lines, # comments).
 std::optional<std::string> conf_value(const std::string& path, const char* name) {
@@ -81,6 +86,66 @@ Chained probe(void* lib, int* newest_seen) {
 
 const Chained& chained() noexcept { return g_chained; }
 
+namespace {
+
+// `lib` probed: chained when traintime can call its version, else closed with one warning. `taken`:
+// traintime's plugin already holds NCCL's slot (the search came after NCCL_PROFILER_PLUGIN was set).
+bool adopt(void* lib, const std::string& what, bool taken) {
+  int newest = 0;
+  Chained c = probe(lib, &newest);
+  if (c.version == 0) {
+    if (taken)
+      support::warn_once("nccl_profiler_plugin_version",
+                         "the NCCL profiler plugin {} offers ncclProfiler_v{}, a version traintime cannot pass calls "
+                         "to (it knows v3 ... v7), so NCCL calls traintime's plugin in its place; name it in "
+                         "NCCL_PROFILER_PLUGIN to have NCCL load it instead (traintime then counts NCCL calls by "
+                         "interposition only)",
+                         what, newest);
+    else
+      support::warn_once("nccl_profiler_plugin_version",
+                         "the NCCL profiler plugin {} offers ncclProfiler_v{}, a version traintime cannot "
+                         "pass calls to (it knows v3 ... v7); NCCL loads it as before and traintime counts NCCL calls "
+                         "by interposition only",
+                         what, newest);
+    dlclose(lib);
+    return false;
+  }
+  g_chained = c;
+  return true;
+}
+
+// The plugin NCCL would load with no NCCL_PROFILER_PLUGIN: a libnccl-profiler.so on the loader
+// path, else the net plugin's own profiler (NCCL's ncclGetNetPluginLib), when it has one.
+void search_loader_path() {
+  if (void* lib = open_like_nccl(std::nullopt, "libnccl-profiler")) {
+    adopt(lib, "libnccl-profiler.so", true);
+    return;
+  }
+  const std::optional<std::string> net = nccl_variable("NCCL_NET_PLUGIN");
+  if (net && strcasecmp(net->c_str(), "none") == 0) return;
+  void* lib = open_like_nccl(net, "libnccl-net");
+  if (!lib) return;
+  int newest = 0;
+  if (probe(lib, &newest).version == 0 && newest == 0) {
+    dlclose(lib);  // a net plugin without a profiler: NCCL loads none
+    return;
+  }
+  adopt(lib, net ? *net : "libnccl-net.so", true);
+}
+
+}  // namespace
+
+void resolve_chained() noexcept {
+  std::lock_guard<std::mutex> lock(g_search_mu);
+  if (!g_search_pending) return;
+  g_search_pending = false;
+  try {
+    search_loader_path();
+  } catch (...) {
+    // Allocation failure: no plugin chained.
+  }
+}
+
 void setup(bool enabled) noexcept {
   static bool done = false;  // a fork child inherits the decision (and its environment)
   if (!enabled || done) return;
@@ -93,40 +158,18 @@ void setup(bool enabled) noexcept {
       // program's own static plugin, which NCCL would find before traintime's): nothing to add.
       return;
     }
-    void* lib = open_like_nccl(name, "libnccl-profiler");
-    std::string what = name ? *name : "libnccl-profiler.so";
-    if (!lib && !name) {
-      // The net plugin's own profiler (NCCL's ncclGetNetPluginLib), when the net plugin has one.
-      const std::optional<std::string> net = nccl_variable("NCCL_NET_PLUGIN");
-      if (!(net && strcasecmp(net->c_str(), "none") == 0)) {
-        lib = open_like_nccl(net, "libnccl-net");
-        what = net ? *net : "libnccl-net.so";
-        int newest = 0;
-        if (lib && probe(lib, &newest).version == 0 && newest == 0) {
-          dlclose(lib);  // a net plugin without a profiler: NCCL loads none
-          lib = nullptr;
-        }
-      }
-    }
-    if (lib) {
-      int newest = 0;
-      Chained c = probe(lib, &newest);
-      if (c.version == 0) {
-        support::warn_once("nccl_profiler_plugin_version",
-                       "the NCCL profiler plugin {} offers ncclProfiler_v{}, a version traintime cannot "
-                       "pass calls to (it knows v3 ... v7); NCCL loads it as before and traintime counts NCCL calls "
-                       "by interposition only",
-                       what, newest);
-        dlclose(lib);
-        return;
-      }
-      g_chained = c;
-    } else if (name) {
+    if (!name) {
+      // Whether NCCL would find a plugin on the loader path is settled at its first init of ours:
+      // two failed dlopen searches cost every process, NCCL or not, about 0.2 ms at start.
+      g_search_pending = true;
+    } else if (void* lib = open_like_nccl(name, "libnccl-profiler")) {
+      if (!adopt(lib, *name, false)) return;  // left to NCCL
+    } else {
       // NCCL would fail to load it too (it reports that itself): traintime takes the empty slot.
       support::warn_once("nccl_profiler_plugin_missing",
-                     "NCCL_PROFILER_PLUGIN={} names no loadable library; traintime's own NCCL profiler "
-                     "plugin is used instead",
-                     *name);
+                         "NCCL_PROFILER_PLUGIN={} names no loadable library; traintime's own NCCL profiler "
+                         "plugin is used instead",
+                         *name);
     }
     setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
   } catch (...) {
