@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <new>
 #include <string>
 
@@ -19,7 +20,14 @@ void add_double(std::atomic<double>& x, double v) noexcept {
 
 void add_u64(std::atomic<uint64_t>& x, uint64_t v) noexcept { x.fetch_add(v, std::memory_order_relaxed); }
 
-uint64_t clamp_ns(double ns) { return ns > 0 && std::isfinite(ns) ? static_cast<uint64_t>(std::llround(ns)) : 0; }
+// Rounded to the nearest ns without libm (llround): the library needs no libm at all, whose
+// loading every preloaded process would pay at start (core/CMakeLists.txt builds this file with
+// -fno-math-errno, so std::sqrt below is one instruction, not a libm call either).
+uint64_t round_u64(double x) {
+  if (!(x > 0) || !std::isfinite(x)) return 0;
+  return x >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(x + 0.5);
+}
+uint64_t clamp_ns(double ns) { return round_u64(ns); }
 
 }  // namespace
 
@@ -76,7 +84,7 @@ CostSums::SoFar CostSums::so_far(uint64_t pair_ticks) const noexcept {
 uint64_t window_ticks(uint64_t calls, uint64_t samples, uint64_t own_from, uint64_t own_to) {
   if (samples == 0 || own_to <= own_from) return 0;
   const double share = static_cast<double>(own_to - own_from) / static_cast<double>(samples);
-  return static_cast<uint64_t>(std::llround(static_cast<double>(calls) * share));
+  return round_u64(static_cast<double>(calls) * share);
 }
 
 ThreadCalls::Counter* ThreadCalls::join() noexcept {
