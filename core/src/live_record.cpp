@@ -76,6 +76,34 @@ bool read_whole(int fd, std::string* bytes) {
   }
 }
 
+// The two step blocks read again on their own, after the whole file: a step is stored in
+// nanoseconds while reading a file of rank files takes far longer, so the blocks are taken from
+// small reads of just them. Three reads each try: the words, the blocks, the words again; a block
+// whose word stood still and even across them was read whole in the middle one (one read alone
+// proves nothing: the kernel's copy need not read the word before the counters). A block that
+// never stood still in kTries tries is marked torn: skipped.
+void reread_steps(int fd, std::string* bytes) {
+  constexpr std::size_t kAt = offsetof(LiveRecordHeader, steps);
+  constexpr std::size_t kLen = 2 * sizeof(LiveStepsBlock);
+  if (bytes->size() < kAt + kLen) return;
+  constexpr int kTries = 256;
+  bool have[2] = {false, false};
+  LiveStepsBlock before[2], blocks[2], after[2];
+  for (int attempt = 0; attempt < kTries && !(have[0] && have[1]); ++attempt) {
+    std::size_t got = 0;
+    for (LiveStepsBlock* r : {before, blocks, after})
+      if (!pread_all(fd, reinterpret_cast<char*>(r), kLen, kAt, &got) || got < kLen) return;
+    for (int b = 0; b < 2; ++b) {
+      if (have[b] || before[b].seq != after[b].seq || before[b].seq % 2 != 0 || blocks[b].seq != before[b].seq)
+        continue;
+      std::memcpy(bytes->data() + kAt + b * sizeof(LiveStepsBlock), &blocks[b], sizeof blocks[b]);
+      have[b] = true;
+    }
+  }
+  for (int b = 0; b < 2; ++b)
+    if (!have[b]) mark_torn(bytes, kAt + b * sizeof(LiveStepsBlock));
+}
+
 }  // namespace
 
 void live_record_init(LiveRecordHeader* h) noexcept {
@@ -158,25 +186,15 @@ bool read_live_record(const std::string& path, std::string* bytes, std::string* 
     auto steady = [&](const uint64_t& b, const uint64_t& a) { return b == a && b % 2 == 0; };
     const bool slot_ok = before.current == after.current &&
                          (before.current > 1 || steady(before.slot_seq[before.current], after.slot_seq[before.current]));
-    bool steps_ok = false;  // the block a reader would take is one that stood still
-    for (int b = 0; b < 2; ++b) steps_ok = steps_ok || steady(before.steps[b].seq, after.steps[b].seq);
-    steps_ok = steps_ok || (before.steps[0].seq == 0 && before.steps[1].seq == 0);
-    if (slot_ok && steps_ok) {
-      // A block that moved while the other stood still is the step being stored now: skipped.
-      for (int b = 0; b < 2; ++b)
-        if (!steady(before.steps[b].seq, after.steps[b].seq) && before.steps[b].seq != 0)
-          mark_torn(bytes, offsetof(LiveRecordHeader, steps) + b * sizeof(LiveStepsBlock));
-      break;
-    }
-    if (attempt + 1 == kTries) {  // still moving: every block that did is skipped
-      for (int b = 0; b < 2; ++b)
-        if (!steady(before.steps[b].seq, after.steps[b].seq))
-          mark_torn(bytes, offsetof(LiveRecordHeader, steps) + b * sizeof(LiveStepsBlock));
+    // The step blocks are taken by reread_steps below, whatever they did meanwhile.
+    if (slot_ok) break;
+    if (attempt + 1 == kTries) {  // still moving: every slot that did is skipped
       for (int k = 0; k < 2; ++k)
         if (!steady(before.slot_seq[k], after.slot_seq[k]) || before.current != after.current)
           mark_torn(bytes, offsetof(LiveRecordHeader, slot_seq) + k * sizeof(uint64_t));
     }
   }
+  if (ok && is_live_record(*bytes) && after.version == kLiveRecordVersion) reread_steps(fd, bytes);
   ::close(fd);
   if (!ok) return fail("read failed");
   errno = saved;

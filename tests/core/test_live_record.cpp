@@ -236,8 +236,17 @@ TEST_CASE("a reader never sees a record torn while its writer stores steps and s
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> slots_written{0};
+  // A step every 2 us (a fast training step is a millisecond): steps_writer spins between stores.
+  auto spin_us = [](int us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
   std::thread steps_writer([&] {
-    for (uint64_t n = 2; !stop.load(std::memory_order_relaxed); ++n) live_record_store_steps(h, steps_at(n));
+    for (uint64_t n = 2; !stop.load(std::memory_order_relaxed); ++n) {
+      live_record_store_steps(h, steps_at(n));
+      spin_us(2);
+    }
   });
   // Slots large enough that copying one takes longer than rewriting the other, prepared ahead so
   // the writer does nothing but write: without the sequence words, reads come out torn.
@@ -255,6 +264,8 @@ TEST_CASE("a reader never sees a record torn while its writer stores steps and s
     for (uint64_t g = 1; !stop.load(std::memory_order_relaxed); ++g) {
       live_record_write_slot(h, fd, &file_end, texts[g % kTexts]);
       slots_written.fetch_add(1, std::memory_order_relaxed);
+      // A slot every 0.5 ms, a thousand times the snapshot rate: reads still overlap writes often.
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
   });
   uint64_t reads = 0, last_count = 0, bad = 0;
