@@ -236,6 +236,7 @@ const ThreadState::ChildSlot* RegionRegistry::child_slow(ThreadState* ts, PathId
     ts->child_table_ = std::move(bigger);
     ts->children_ = ts->child_table_.get();
     ts->child_mask_ = size - 1;
+    ts->child_slots_.store(size, std::memory_order_relaxed);
   }
   const uint64_t key = child_key(parent, name);
   std::size_t i = child_hash(key, ts->child_mask_);
@@ -550,7 +551,7 @@ bool RegionRegistry::summary_until(const Deadline& deadline, CpuSummary* summary
   out.section.cost(cost_row("steps", sum_over(threads, &ThreadState::steps_called_), kStepCostEvery, step_cost_));
   std::size_t thread_bytes = 0;
   for (const ThreadState* t : threads)
-    thread_bytes += sizeof(ThreadState) + (t->child_mask_ + 1) * sizeof(ThreadState::ChildSlot) +
+    thread_bytes += sizeof(ThreadState) + t->child_slots_.load(std::memory_order_relaxed) * sizeof(ThreadState::ChildSlot) +
                     t->stats_.allocated_bytes();
   out.section.own_memory("thread states", thread_bytes);
   out.section.own_memory("names and paths", names_bytes());

@@ -174,6 +174,9 @@ class alignas(64) ThreadState {
   uint64_t tid_ = 0;  // kernel thread id of the owner
   std::unique_ptr<ChildSlot[]> child_table_;  // children_ points into it
   std::size_t child_count_ = 0;
+  // child_mask_ + 1, stored by the owner as the table grows: self_cost's memory row reads it from
+  // the summarising thread (child_mask_ is the owner's alone).
+  std::atomic<std::size_t> child_slots_{64};
   ChildSlot no_path_;  // what a name without a path (unregistrable) resolves to: the sink
   NameSlot names_[kNameCacheSize];
   TextSlot texts_[kTextCacheSize];
