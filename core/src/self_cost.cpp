@@ -96,6 +96,16 @@ ThreadCalls::Counter* ThreadCalls::join() noexcept {
   return c;
 }
 
+void ThreadCalls::forget() noexcept {
+  Counter* chain = head_.exchange(nullptr, std::memory_order_acq_rel);
+  if (chain == nullptr) return;
+  Counter* tail = chain;
+  while (tail->next != nullptr) tail = tail->next;
+  tail->next = retired_.load(std::memory_order_relaxed);
+  while (!retired_.compare_exchange_weak(tail->next, chain, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+}
+
 uint64_t ThreadCalls::total() const noexcept {
   uint64_t n = 0;
   for (const Counter* c = head_.load(std::memory_order_acquire); c != nullptr; c = c->next)

@@ -114,12 +114,14 @@ class ThreadCalls {
   Counter* join() noexcept;
   // Every thread's calls so far.
   uint64_t total() const noexcept;
-  // A fork child: the parent's counts are the parent's (their nodes are left, unlinked). The
-  // module forgets the forking thread's pointer itself.
-  void forget() noexcept { head_.store(nullptr, std::memory_order_release); }
+  // A fork child: the parent's counts are the parent's (their nodes are unlinked from the count
+  // but kept, reachable from a list of their own: a thread may still hold its node). The module
+  // forgets the forking thread's pointer itself.
+  void forget() noexcept;
 
  private:
   std::atomic<Counter*> head_{nullptr};
+  std::atomic<Counter*> retired_{nullptr};
 };
 
 // A path's row: calls x the mean timed call (each less its pairs' cost), in ns; spread_ns the
