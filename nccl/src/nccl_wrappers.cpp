@@ -565,9 +565,6 @@ ncclResult_t group_start(const void* caller) {
   return group_start_body(caller, invoke);
 }
 
-}  // namespace
-
-namespace {
 // The calls published, and the calling thread's own since its last publication.
 uint64_t calls_so_far() noexcept {
   const ThreadState& t = t_nccl;

@@ -330,7 +330,6 @@ class RegionRegistry {
   CostSums& call_cost() const { return call_cost_; }
   CostSums& step_cost() const { return step_cost_; }
   // The annotation calls' time so far (the marks of self_cost.pct, lock-free); with `calls`, the
-  // calls counted on every thread too (takes the registry's lock: not at a step's mark).
   // calls counted on every thread too (takes the registry's lock, waiting until `deadline`: not
   // at a step's mark); false when the lock was not had, the calls left 0.
   bool cost_so_far(CostSoFar& c, uint64_t pair_ticks, const Deadline* calls) const {
