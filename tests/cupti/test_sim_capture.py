@@ -72,12 +72,6 @@ class Mode:
     bucket_layers: int = 0       # sim_train --bucket-layers (0: its default)
     slowdown: str = ""           # SIMGPU_SLOWDOWN=RANK:FACTOR: a straggler
     train_args: tuple = ()       # more sim_train options (--accumulate, --eval-every, --pause-at)
-    # TRAINTIME_STEPS (unset: the default, auto). With "marker": from about 2700 layers on, auto
-    # mode's step detection, running until the first tt_step, takes each layer of step 0's
-    # backward pass (the same three kernels) for a step of its own, and those steps stay once the
-    # markers come (steps.count about steps + layers): a bug of step detection's, not of the
-    # launch-context window the runs that set this are about.
-    steps_env: str = ""
 
 
 MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
@@ -154,8 +148,6 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_SNAPSHOT_SEC"] = str(mode.snapshot_sec)
     if mode.slowdown:
         env["SIMGPU_SLOWDOWN"] = mode.slowdown
-    if mode.steps_env:
-        env["TRAINTIME_STEPS"] = mode.steps_env
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -467,6 +459,20 @@ def test_sim_capture_mpirun4_no_marker_accumulation_eval_straggler_steps_found_m
             train_args=("--accumulate", "2", "--eval-every", "5", "--pause-at", "7:40"))
 
 
+def test_sim_capture_no_marker_long_first_step_of_identical_layers_steps_found_match_truth(capture) -> None:
+    # 3000 layers: one backward layer (three kernels) repeats 3000 times in a row, past the
+    # mid-run evidence, before the optimizer breaks it for good. That layer is not a step (it was:
+    # 3000 detected steps, period 9); the three steps are.
+    capture(no_marker=True, steps=3, layers=3000)
+
+
+def test_sim_capture_marker_after_a_long_first_step_of_identical_layers_matches_truth(capture) -> None:
+    # The same with tt_step: detection runs until the first marker, through the first step's
+    # 3000 identical backward layers, and must not leave a step per layer before it (it left
+    # 1000: steps.count 1003).
+    capture(steps=3, layers=3000)
+
+
 def test_sim_capture_mpirun4_graphs_matches_truth(capture) -> None:
     capture(np=4, graphs=True)
 
@@ -565,8 +571,9 @@ def test_sim_capture_rarely_launching_thread_beside_a_launch_bound_loop_keeps_it
     # a flush, so flushes by time or by steps alone let its contexts be evicted before its records
     # arrive (every one of them was, before); the window asks for a flush every quarter of itself.
     # Every rare kernel is in "io" (the truth), none is unattributed, no context is lost. Steps by
-    # marker only (Mode.steps_env says why).
-    capture(steps=6, layers=4000, train_args=("--rare-thread",), steps_env="marker")
+    # sim_train's steps by tt_step, with auto mode's detection running until the first one
+    # through step 0's 4000 identical backward layers.
+    capture(steps=6, layers=4000, train_args=("--rare-thread",))
 
 
 def test_sim_capture_rarely_launching_thread_beside_a_10000_launch_step_matches_truth(capture) -> None:
