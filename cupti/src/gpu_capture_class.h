@@ -228,6 +228,7 @@ class GpuCapture {
   std::mutex vmm_mu_;
   core::VmmLedger vmm_;
   std::vector<core::MemoryEvent> vmm_events_;  // made since the last take_vmm
+  std::vector<uint32_t> vmm_event_calls_;      // the correlation id of each one's call
   std::vector<uint32_t> vmm_calls_;            // correlation ids of VMM calls since then
 
   std::mutex flush_mu_;

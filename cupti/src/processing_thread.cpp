@@ -168,8 +168,9 @@ void GpuCapture::take_vmm(bool wait) {
     return;
   }
   if (vmm_events_.empty() && vmm_calls_.empty()) return;
-  pipeline_->add_vmm(vmm_events_, vmm_calls_);
+  pipeline_->add_vmm(vmm_events_, vmm_event_calls_, vmm_calls_);
   vmm_events_.clear();
+  vmm_event_calls_.clear();
   vmm_calls_.clear();
 }
 

@@ -685,6 +685,12 @@ def test_sim_capture_vmm_memory_matches_truth(capture) -> None:
     capture(alloc_per_step=True, vmm=True, steps=8)
 
 
+def test_sim_capture_no_marker_vmm_memory_per_detected_step_matches_truth(capture) -> None:
+    # No marker: the VMM calls' events (no memory record, no launch) take the detected step their
+    # call falls in, as tt_step would give them (they were all in step 0).
+    capture(alloc_per_step=True, vmm=True, steps=8, no_marker=True)
+
+
 def test_sim_capture_vmm_memory_per_step_exact_across_mid_run_summaries(capture) -> None:
     # The VMM calls' events arrive at once, the CUPTI records of the same step only with their
     # buffer: snapshots (and the hang watchdog's summaries, every second) in the middle of the
