@@ -158,6 +158,15 @@ class GpuCapture {
   // The steps below this one have all their memory records in (MemoryTracker::set_complete_below).
   // Asks the steps_completed hook: not under agg_mu_.
   uint64_t complete_steps();
+  // Detected steps (no marker): notes how many have ended with the pool's hand-out count
+  // `handed`, and returns how many had ended as of the newest note whose buffers are all back
+  // (below `back_below`): positions up to that - 2 have all their records in (publish_live
+  // says why). Caller holds agg_mu_; both counts read from the pool before it.
+  uint64_t detected_whole(uint64_t back_below, uint64_t handed);
+  // What set_complete_below gets: `marker_complete` (complete_steps()) in marker steps; with
+  // detected steps, the number after the newest detected step whose records are all in.
+  // Caller holds agg_mu_.
+  uint64_t memory_complete_below(uint64_t marker_complete, uint64_t back_below, uint64_t handed);
   // The first launch's one-time work, and the fixture recorder.
   void after_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   // Resource callbacks (rare), errno kept.

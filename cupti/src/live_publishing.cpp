@@ -31,16 +31,7 @@ void GpuCapture::publish_live() {
     std::lock_guard<std::mutex> agg(agg_mu_);
     const uint64_t ended = step_feed_ ? step_feed_->detected_ended() : 0;
     if (ended > 0) {
-      if (detected_notes_.empty() || detected_notes_.back().ended < ended) {
-        if (detected_notes_.size() == kDetectedNotes) detected_notes_.pop_front();
-        detected_notes_.push_back({ended, handed});
-      }
-      uint64_t whole = 0;  // steps ended, as of the newest note whose buffers are all back
-      while (!detected_notes_.empty() && detected_notes_.front().handed_out <= back_below) {
-        whole = detected_notes_.front().ended;
-        detected_notes_.pop_front();
-      }
-      if (whole > 0) detected_notes_.push_front({whole, 0});  // kept: it stays whole
+      const uint64_t whole = detected_whole(back_below, handed);
       if (whole < 2 || (published_step_ >= 0 && whole - 2 <= static_cast<uint64_t>(published_step_))) return;
       detected = step_feed_->live_steps(whole - 2, &counters.totals.steps, &counters.totals.wall_ns,
                                         &counters.last_wall_ns);
@@ -64,6 +55,30 @@ void GpuCapture::publish_live() {
   live_valid_ = true;
   live_detected_ = counters;
   live_detected_valid_ = detected;
+}
+
+uint64_t GpuCapture::detected_whole(uint64_t back_below, uint64_t handed) {
+  const uint64_t ended = step_feed_ ? step_feed_->detected_ended() : 0;
+  if (ended == 0) return 0;
+  if (detected_notes_.empty() || detected_notes_.back().ended < ended) {
+    if (detected_notes_.size() == kDetectedNotes) detected_notes_.pop_front();
+    detected_notes_.push_back({ended, handed});
+  }
+  uint64_t whole = 0;  // steps ended, as of the newest note whose buffers are all back
+  while (!detected_notes_.empty() && detected_notes_.front().handed_out <= back_below) {
+    whole = detected_notes_.front().ended;
+    detected_notes_.pop_front();
+  }
+  if (whole > 0) detected_notes_.push_front({whole, 0});  // kept: it stays whole
+  return whole;
+}
+
+uint64_t GpuCapture::memory_complete_below(uint64_t marker_complete, uint64_t back_below, uint64_t handed) {
+  if (!step_feed_ || step_feed_->detected_ended() == 0) return marker_complete + memory_offset();
+  // The records of a detected step's calls went into buffers handed out before the note of the
+  // next step's end, as its GPU records did; the step feed handed them on when the step ended.
+  const uint64_t whole = detected_whole(back_below, handed);
+  return whole >= 2 ? step_feed_->ended_number(whole - 2) + 1 : 0;
 }
 
 void GpuCapture::enable_live() noexcept { live_.store(true, std::memory_order_relaxed); }

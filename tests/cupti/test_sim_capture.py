@@ -765,3 +765,57 @@ def test_sim_capture_no_marker_snapshot_before_sigkill_counts_undecided_work(bui
         c.check(rf.get("steps", {}).get("partial_final_step") is True,
                 "the undecided work is not the partial step in progress")
     c.done()
+
+
+def test_sim_capture_no_marker_mid_run_file_has_the_memory_rows_of_complete_steps(build_dir: Path, tmp_path: Path) -> None:
+    # No marker, a snapshot every second while 5000 short steps run (the GPU kept up with the
+    # CPU, as a real launch queue makes it): once detection has locked, a file written mid-run
+    # carries the device memory rows of the detected steps whose records are all in, as a marked
+    # run's snapshot carries its complete steps' rows (they had none: memory.complete_below 0).
+    # Each row equals the truth's step of the same index.
+    import time
+    sim = build_dir / "sim"
+    out = tmp_path / "out"
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        "TRAINTIME_OUTPUT": str(out),
+        "TRAINTIME_SNAPSHOT_SEC": "1",
+        "SIMGPU_SLOWDOWN": "0:0.05",
+    })
+    cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "5000", "--no-step-marker", "--alloc-per-step",
+           "--step-sleep-us", "500", "--truth", str(tmp_path / "truth-%r.json")]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rank_file = out / "rank-00000.json"
+    kept = None  # the newest mid-run file with detected steps that has memory rows
+    seen = []
+    deadline = time.monotonic() + 200
+    while p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            doc = load_json(rank_file)
+        except (OSError, ValueError):
+            continue
+        if not doc.get("snapshot"):
+            continue
+        steps = doc.get("steps", {})
+        seen.append((steps.get("source"), steps.get("count"),
+                     sum(1 for row in steps.get("detail", []) if "memory" in row)))
+        if steps.get("source") == "detected" and any("memory" in row for row in steps.get("detail", [])):
+            kept = doc
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    c = Checks()
+    if c.check(kept is not None, f"no mid-run file had detected steps with memory rows (source, count, rows): {seen}"):
+        truth = {s["index"]: s for s in load_json(tmp_path / "truth-0.json")["memory"]["by_step"]}
+        rows = [row for row in kept["steps"]["detail"] if "memory" in row]
+        c.check(len(rows) >= 2, f"{len(rows)} memory rows in the mid-run file")
+        for row in rows:
+            want = truth.get(row["index"])
+            if c.check(want is not None, f"mid-run step {row['index']}: not in the truth"):
+                got = (row["memory"]["peak_bytes"], row["memory"]["in_use_bytes"])
+                c.check(got == (want["peak_bytes"], want["in_use_bytes"]),
+                        f"mid-run step {row['index']}: memory (peak, in use) {got}, truth "
+                        f"{(want['peak_bytes'], want['in_use_bytes'])}")
+    c.done()

@@ -122,6 +122,8 @@ class StepFeed {
   // Steps ended by detection so far; 0 when steps are not detected (TRAINTIME_STEPS other than
   // auto, or a marker decides).
   uint64_t detected_ended() const { return marker_seen_ || opt_.mode != StepsMode::kAuto ? 0 : ends_.size(); }
+  // The step number of ended step `position` (0 .. detected_ended() - 1; Numbering above).
+  uint64_t ended_number(uint64_t position) const { return numbers_[position]; }
   // Live figures of detected step `step` (the preload's tt_metrics, Prometheus file): false
   // unless steps are detected, `step` and the next one have ended and none of its records is
   // still held. A detected step's wall time is the time from its first GPU start to the next
