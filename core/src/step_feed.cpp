@@ -451,7 +451,9 @@ StepsOrigin StepFeed::origin() const {
   o.late_launches = late_launches_;
   o.folded_blocks = folded_blocks_;
   o.folded_launches = folded_launches_;
-  o.numbering = seq_numbered_ > 0 ? "nccl" : "local";
+  // How the detected steps were numbered; with none, nothing (the step in progress, numbered
+  // from its first collective at the end, is no detected step).
+  if (o.steps > 0) o.numbering = seq_numbered_ > 0 ? "nccl" : "local";
   o.tokens_over_cap = tokens_over_cap_;
   for (const Held& h : held_)
     o.undecided_launches += any_known_ && h.activity.correlation_id <= known_through_ ? 0 : 1;
