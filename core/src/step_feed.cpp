@@ -439,6 +439,20 @@ bool StepFeed::live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uin
   return true;
 }
 
+StepAt StepFeed::step_at(uint64_t ns, uint64_t* step) const {
+  if (opt_.mode != StepsMode::kAuto || marker_seen_) return StepAt::kMarker;
+  const uint64_t progress = progress_numbered_ ? progress_number_ : next_number();
+  // The last kept step that started at or before ns (the most recent steps are the usual answer).
+  auto it = first_ns_.end();
+  while (it != first_ns_.begin() && std::prev(it)->second > ns) --it;
+  if (it == first_ns_.begin()) {  // before every kept step: the oldest one, once it ended
+    *step = first_ns_.empty() ? progress : first_ns_.begin()->first;
+    return !first_ns_.empty() && *step < next_number() ? StepAt::kKnown : StepAt::kNotYet;
+  }
+  *step = std::prev(it)->first;
+  return it != first_ns_.end() && *step < next_number() ? StepAt::kKnown : StepAt::kNotYet;
+}
+
 StepsOrigin StepFeed::origin() const {
   StepsOrigin out;
   StepDetection& o = out.detection;

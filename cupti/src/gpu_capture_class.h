@@ -63,6 +63,8 @@ class GpuCapture {
   void enable_live() noexcept;
   bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
   bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns);
+  bool clock_now(uint64_t* ns) noexcept;
+  core::StepAt step_at(uint64_t ns, uint64_t* step) noexcept;
   std::string device_name();
 
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

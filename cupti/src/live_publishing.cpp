@@ -91,6 +91,20 @@ bool GpuCapture::live_detected_steps(core::StepCounters* totals, uint64_t* last_
   return true;
 }
 
+bool GpuCapture::clock_now(uint64_t* ns) noexcept {
+  const State state = state_.load(std::memory_order_acquire);
+  if (state != State::kCapturing || forked_.load(std::memory_order_relaxed)) return false;
+  return lib_.api().cuptiGetTimestamp != nullptr && lib_.api().cuptiGetTimestamp(ns) == CUPTI_SUCCESS;
+}
+
+core::StepAt GpuCapture::step_at(uint64_t ns, uint64_t* step) noexcept {
+  const State state = state_.load(std::memory_order_acquire);
+  if ((state != State::kCapturing && state != State::kStopped) || forked_.load(std::memory_order_relaxed))
+    return core::StepAt::kMarker;
+  std::lock_guard<std::mutex> agg(agg_mu_);
+  return step_feed_ ? step_feed_->step_at(ns, step) : core::StepAt::kMarker;
+}
+
 bool GpuCapture::live_step(core::GpuStepFigures* out, uint64_t* late_records) {
   *late_records = live_late_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(live_mu_);

@@ -819,3 +819,28 @@ def test_sim_capture_no_marker_mid_run_file_has_the_memory_rows_of_complete_step
                         f"mid-run step {row['index']}: memory (peak, in use) {got}, truth "
                         f"{(want['peak_bytes'], want['in_use_bytes'])}")
     c.done()
+
+
+def test_sim_capture_no_marker_gpu_health_rows_take_the_detected_steps(build_dir: Path, tmp_path: Path) -> None:
+    # No marker, an NVML sample every 10 ms through 20 steps of 50 ms: each sample goes to the
+    # detected step its time falls in (they all went to marker step 0). Every sample is in a
+    # step row at exit, the rows spread over the run's steps, and none is past its last step.
+    sim = build_dir / "sim"
+    out = tmp_path / "out"
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        "TRAINTIME_OUTPUT": str(out),
+        "TRAINTIME_NVML_INTERVAL_MS": "10",
+    })
+    cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "20", "--no-step-marker", "--step-sleep-us", "50000"]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    rf = load_json(out / "rank-00000.json")
+    assert rf["steps"]["source"] == "detected" and rf["steps"]["count"] == 20, rf["steps"]
+    device = rf["gpu_health"]["devices"][0]
+    rows = {s["index"]: s["samples"] for s in device["steps"]}
+    assert sum(rows.values()) == device["run"]["samples"], (rows, device["run"])
+    assert len(rows) >= 10, f"samples in only {len(rows)} detected steps: {rows}"
+    assert max(rows) <= 19, rows

@@ -131,6 +131,10 @@ class StepFeed {
   // through `step`, `*wall_ns` their wall time (from step 0's first GPU start), `*last_wall_ns`
   // its own. `step` is a position (0 .. detected_ended() - 1); *steps - 1 is its step number.
   bool live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uint64_t* last_wall_ns) const;
+  // The detected step that time `ns` (GPU activity clock) falls in: a step runs from its first
+  // GPU start to the next step's. Known once a later step's first start is known and the step
+  // ended; before that kNotYet with the step it would be now.
+  StepAt step_at(uint64_t ns, uint64_t* step) const;
   // The device of the first activity ingested (held or not); -1 before one.
   int first_device() const { return first_device_; }
 
