@@ -105,6 +105,48 @@ void BM_StepFeedIngest(benchmark::State& state) {
 }
 BENCHMARK(BM_StepFeedIngest);
 
+// A mid-run summary while step detection holds a full window (core/step_feed.h "Snapshots"): no
+// step found yet and max_held activities held (never settled, so none is fed or decided), the
+// aggregator holding the records handed on before. A snapshot, the hang watchdog's file and a
+// terminating signal's write each clone the aggregator, ingest the held activities into the
+// copy, and summarise it. held:0 is the same summary with nothing held (no copy made), for the
+// ratio; held:2 the copy alone (clone and snapshot_into, no summary). What the copy costs in
+// memory: copy_bytes (the clone's held intervals after it took the window).
+void BM_StepFeedSnapshot(benchmark::State& state) {
+  const bool held = state.range(0) != 0;
+  const bool summarise = state.range(0) != 2;
+  const SyntheticWorkload& w = workload();
+  core::GpuAggregator aggregator;
+  core::StepFeed feed(aggregator, core::StepFeedOptions{});
+  const std::size_t window = core::StepFeedOptions{}.max_held;
+  core::GpuActivity a;
+  core::LaunchContext ctx;
+  core::Category cat;
+  for (std::size_t i = 0; i < window; ++i) {
+    w.get(i % w.size(), i / w.size(), &a, &ctx, &cat);
+    ctx.step = 0;
+    if (held) {
+      feed.ingest(a, ctx, cat);
+    } else {
+      aggregator.ingest(a, ctx, cat);
+    }
+  }
+  uint64_t copy_bytes = 0;
+  for (auto _ : state) {
+    if (held) {
+      const std::unique_ptr<core::GpuAggregator> copy = aggregator.clone();
+      feed.snapshot_into(*copy);
+      if (summarise) benchmark::DoNotOptimize(copy->summary(0));
+      copy_bytes = copy->held_bytes();
+    } else {
+      benchmark::DoNotOptimize(aggregator.summary(0));
+    }
+  }
+  state.counters["held"] = static_cast<double>(feed.held());
+  state.counters["copy_bytes"] = static_cast<double>(copy_bytes);
+}
+BENCHMARK(BM_StepFeedSnapshot)->ArgName("held")->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond);
+
 // One chunk of the workload as CUPTI 13.0 lays it out in a buffer.
 class CuptiBuffer {
  public:

@@ -149,6 +149,8 @@ core::ModuleHost module_host(Session& s, bool fork_child) {
   h.on_capture_begin = &nccl::note_capture_begin;
   h.capture_watch = &nccl::set_capture_watch;
   h.on_detected_steps = &mark_step_cost;
+  h.gpu_clock_ns = &cupti::clock_now;
+  h.step_at = &cupti::step_at;
   return h;
 }
 

@@ -334,6 +334,18 @@ if v:
                  "reported", "-"))
     std = v[1].get("_stddev")
     figure("step_feed_ingest_mps", rate, "M/s", std / 1e6 if std is not None else None)
+# A mid-run summary (snapshot, hang watchdog, terminating signal) while detection holds a full
+# window: the held activities go into a copy of the aggregator; against the same summary with
+# nothing held, in the same run.
+snap = gbench("ingest", "BM_StepFeedSnapshot/held:1")
+bare = gbench("ingest", "BM_StepFeedSnapshot/held:0")
+if snap:
+    ms = snap[0] / 1e6
+    versus = f"{snap[0] / bare[0]:.0f} x the summary with nothing held; " if bare else ""
+    rows.append(("  mid-run summary with the step feed's window full (copy of the held activities)",
+                 f"{ms:.1f} ms CPU ({versus}{snap[1].get('held', 0):.0f} held, "
+                 f"{snap[1].get('copy_bytes', 0) / 2**20:.1f} MiB copied)", "reported", "-"))
+    figure("step_feed_snapshot_ms", ms, "ms", None)
 # 6. Memory: growth after N kernels, and the cost of each distinct kernel name kept beyond its
 # own characters (the run with 100 000 names against the plain one; the aggregator keeps 65 536).
 mem = load_json("memory.out")

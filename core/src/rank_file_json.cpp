@@ -193,7 +193,7 @@ json steps_json(const Steps& s) {
     json d = u64_object(s.detection, kDetectionFields);
     d["coverage"] = finite(s.detection.coverage);
     d["reason"] = s.detection.reason;
-    d["numbering"] = s.detection.numbering;
+    if (!s.detection.numbering.empty()) d["numbering"] = s.detection.numbering;
     out["detection"] = std::move(d);
   }
   if (s.flops_per_step > 0) {

@@ -116,24 +116,32 @@ bool StepDetector::search(bool final, Candidate* out) {
   for (const DetectorLaunch& l : held_) has_collectives |= l.collective;
   const bool was_fine = fine_;  // a locked pattern's keys, kept if nothing new is found
   fine_ = false;
+  // The period that explains the most launches wins, the smallest of equals: one layer of a long
+  // backward pass repeats exactly too, but explains only that pass, while the step explains
+  // every step (and a multiple of the step, or a cycle of steps and evaluation, no more).
+  Candidate best;
   for (const auto& [support, p] : cand) {
-    if (!evaluate(p, final, has_collectives, out)) continue;
-    // The grids decide between the period and a multiple of it: where the launches repeat
-    // with their grids too at k periods (k = 1 first), the step is k periods (a micro-batch of
-    // another shape is not the same work) and the grids count from then on. Where they repeat
-    // at no small multiple, the grids follow the data (a batch's sizes) and are left out.
-    fine_ = true;
-    Candidate refined;
-    for (uint32_t k = 1; k <= kMaxGridMultiple && std::size_t{k} * p <= n / 2; ++k)
-      if (evaluate(k * p, final, has_collectives, &refined)) {
-        *out = refined;
-        return true;
-      }
-    fine_ = false;
-    return true;
+    Candidate c;
+    if (evaluate(p, final, has_collectives, &c) && c.covered > best.covered) best = c;
   }
-  fine_ = was_fine;
-  return false;
+  if (best.period == 0) {
+    fine_ = was_fine;
+    return false;
+  }
+  *out = best;
+  // The grids decide between the period and a multiple of it: where the launches repeat with
+  // their grids too at k periods (k = 1 first), the step is k periods (a micro-batch of another
+  // shape is not the same work) and the grids count from then on. Where they repeat at no small
+  // multiple, the grids follow the data (a batch's sizes) and are left out.
+  fine_ = true;
+  Candidate refined;
+  for (uint32_t k = 1; k <= kMaxGridMultiple && std::size_t{k} * best.period <= n / 2; ++k)
+    if (evaluate(k * best.period, final, has_collectives, &refined)) {
+      *out = refined;
+      return true;
+    }
+  fine_ = false;
+  return true;
 }
 
 bool StepDetector::evaluate(uint32_t p, bool final, bool has_collectives, Candidate* out) {
@@ -154,9 +162,18 @@ bool StepDetector::evaluate(uint32_t p, bool final, bool has_collectives, Candid
     run = 0;
   }
   if (stretches.empty()) return false;
-  const std::size_t need =
-      final ? 2 * std::size_t{p} : std::max<std::size_t>(std::size_t{opt_.min_repeats} * p, opt_.min_evidence);
-  if (longest < need) return false;
+  if (final) {
+    if (longest < 2 * std::size_t{p}) return false;
+  } else {
+    // Mid-run the repetition must still hold at the newest launch, in a run of its own of
+    // min_repeats periods, min_evidence launches and twice everything before it: a repetition
+    // that broke and has not come back, or that is young beside what preceded it, may be one
+    // phase of a longer step (the identical layers of a backward pass after its forward pass).
+    // A forced decision (exit, a full window) takes two repeats anywhere, as before.
+    const auto [from, to] = stretches.back();
+    const std::size_t need = std::max({std::size_t{opt_.min_repeats} * p, opt_.min_evidence, 2 * from});
+    if (to != n || to - from < need) return false;
+  }
   const std::size_t s0 = stretches.front().first;
   // (a) A step of a job with collectives has one: DDP's no_sync micro-batches have none.
   if (has_collectives) {
@@ -190,8 +207,18 @@ bool StepDetector::evaluate(uint32_t p, bool final, bool has_collectives, Candid
       if (++s.gaps >= 2) return false;
     }
   }
+  // What it explains: its repeats, and the launches between and after them that are its own
+  // (an evaluation loop runs the step's kernels; one layer's pattern explains no forward pass).
+  std::size_t covered = 0, at = s0;
+  for (const auto& [from, to] : stretches) {
+    for (; at < from; ++at) covered += std::binary_search(scratch_.begin(), scratch_.end(), key(at)) ? 1 : 0;
+    covered += to - from;
+    at = to;
+  }
+  for (; at < n; ++at) covered += std::binary_search(scratch_.begin(), scratch_.end(), key(at)) ? 1 : 0;
   out->period = p;
   out->start = s0;
+  out->covered = covered;
   return true;
 }
 

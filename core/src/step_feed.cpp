@@ -439,6 +439,20 @@ bool StepFeed::live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uin
   return true;
 }
 
+StepAt StepFeed::step_at(uint64_t ns, uint64_t* step) const {
+  if (opt_.mode != StepsMode::kAuto || marker_seen_) return StepAt::kMarker;
+  const uint64_t progress = progress_numbered_ ? progress_number_ : next_number();
+  // The last kept step that started at or before ns (the most recent steps are the usual answer).
+  auto it = first_ns_.end();
+  while (it != first_ns_.begin() && std::prev(it)->second > ns) --it;
+  if (it == first_ns_.begin()) {  // before every kept step: the oldest one, once it ended
+    *step = first_ns_.empty() ? progress : first_ns_.begin()->first;
+    return !first_ns_.empty() && *step < next_number() ? StepAt::kKnown : StepAt::kNotYet;
+  }
+  *step = std::prev(it)->first;
+  return it != first_ns_.end() && *step < next_number() ? StepAt::kKnown : StepAt::kNotYet;
+}
+
 StepsOrigin StepFeed::origin() const {
   StepsOrigin out;
   StepDetection& o = out.detection;
@@ -451,7 +465,9 @@ StepsOrigin StepFeed::origin() const {
   o.late_launches = late_launches_;
   o.folded_blocks = folded_blocks_;
   o.folded_launches = folded_launches_;
-  o.numbering = seq_numbered_ > 0 ? "nccl" : "local";
+  // How the detected steps were numbered; with none, nothing (the step in progress, numbered
+  // from its first collective at the end, is no detected step).
+  if (o.steps > 0) o.numbering = seq_numbered_ > 0 ? "nccl" : "local";
   o.tokens_over_cap = tokens_over_cap_;
   for (const Held& h : held_)
     o.undecided_launches += any_known_ && h.activity.correlation_id <= known_through_ ? 0 : 1;

@@ -44,7 +44,7 @@ void ActivityPipeline::join_rest(const core::GpuActivity& a, bool found, core::L
 }
 
 void ActivityPipeline::add_vmm(const std::vector<core::MemoryEvent>& events,
-                               const std::vector<uint32_t>& calls) {
+                               const std::vector<uint32_t>& event_calls, const std::vector<uint32_t>& calls) {
   for (const uint32_t id : calls) {
     if (!vmm_calls_.insert(id).second) continue;
     vmm_order_.push_back(id);
@@ -53,9 +53,14 @@ void ActivityPipeline::add_vmm(const std::vector<core::MemoryEvent>& events,
       vmm_order_.pop_front();
     }
   }
-  for (const core::MemoryEvent& e : events) {
-    if (!e.release) ++stats_.vmm_allocations;
-    memory_.add(e);
+  const bool feed = feed_ != nullptr && feed_->takes_memory();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (!events[i].release) ++stats_.vmm_allocations;
+    if (feed && i < event_calls.size()) {
+      feed_->memory(events[i], event_calls[i]);
+    } else {
+      memory_.add(events[i]);
+    }
   }
 }
 

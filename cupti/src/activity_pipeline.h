@@ -107,8 +107,11 @@ class ActivityPipeline {
   // correlation ids of the VMM calls made so far. A memory record CUPTI makes for one of those
   // calls is dropped, so the allocation counts once whether CUPTI reports VMM memory or not.
   // Ids must come before the buffers holding their records (the adapter takes them at a call's
-  // entry and hands them over before each buffer). Caller serialises as for process().
-  void add_vmm(const std::vector<core::MemoryEvent>& events, const std::vector<uint32_t>& calls);
+  // entry and hands them over before each buffer). `event_calls`: the correlation id of each
+  // event's call, by which steps detected without a marker place it (the step feed, as a memory
+  // record). Caller serialises as for process().
+  void add_vmm(const std::vector<core::MemoryEvent>& events, const std::vector<uint32_t>& event_calls,
+               const std::vector<uint32_t>& calls);
   // The join's counters, each kind of trouble with its warning, into the GPU section.
   void count_into(core::Section& out) const;
 

@@ -50,6 +50,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
   // the steps the processing thread last knew complete (it sets them before every buffer).
   const bool bounded = deadline.bounded();
   const uint64_t memory_complete = bounded ? 0 : complete_steps();
+  const uint64_t back_below = bounded ? 0 : pool_->min_outstanding_handout();  // leaf locks, before agg_mu_
+  const uint64_t handed = bounded ? 0 : pool_->handed_out();
   std::unique_lock<std::mutex> agg(agg_mu_, std::defer_lock);
   if (!core::lock_until(agg, deadline)) {
     // The processing thread (or a snapshot) holds it, stopped by the terminating signal.
@@ -118,7 +120,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
   take_vmm(false);
   // Without CUPTI's memory records, VMM memory alone would pass for all of it: no figures.
   // Before the end, the steps still open have no memory figures yet (memory_tracker.h).
-  if (!bounded) pipeline_->memory().set_complete_below(memory_complete + memory_offset());
+  if (!bounded) pipeline_->memory().set_complete_below(memory_complete_below(memory_complete, back_below, handed));
   if (!memory_refused_) out.memory = pipeline_->memory().summary(state == State::kStopped);
   if (memory_refused_)
     out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "

@@ -37,6 +37,8 @@ bool live_step(core::GpuStepFigures* out, uint64_t* late_records) {
   return GpuCapture::get().live_step(out, late_records);
 }
 std::string device_name() { return GpuCapture::get().device_name(); }
+bool clock_now(uint64_t* ns) noexcept { return GpuCapture::get().clock_now(ns); }
+core::StepAt step_at(uint64_t ns, uint64_t* step) noexcept { return GpuCapture::get().step_at(ns, step); }
 void cost_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
   GpuCapture::get().cost_so_far(c, pair_ticks, calls);
 }

@@ -63,6 +63,8 @@ class GpuCapture {
   void enable_live() noexcept;
   bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
   bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns);
+  bool clock_now(uint64_t* ns) noexcept;
+  core::StepAt step_at(uint64_t ns, uint64_t* step) noexcept;
   std::string device_name();
 
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -158,6 +160,15 @@ class GpuCapture {
   // The steps below this one have all their memory records in (MemoryTracker::set_complete_below).
   // Asks the steps_completed hook: not under agg_mu_.
   uint64_t complete_steps();
+  // Detected steps (no marker): notes how many have ended with the pool's hand-out count
+  // `handed`, and returns how many had ended as of the newest note whose buffers are all back
+  // (below `back_below`): positions up to that - 2 have all their records in (publish_live
+  // says why). Caller holds agg_mu_; both counts read from the pool before it.
+  uint64_t detected_whole(uint64_t back_below, uint64_t handed);
+  // What set_complete_below gets: `marker_complete` (complete_steps()) in marker steps; with
+  // detected steps, the number after the newest detected step whose records are all in.
+  // Caller holds agg_mu_.
+  uint64_t memory_complete_below(uint64_t marker_complete, uint64_t back_below, uint64_t handed);
   // The first launch's one-time work, and the fixture recorder.
   void after_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   // Resource callbacks (rare), errno kept.
@@ -228,6 +239,7 @@ class GpuCapture {
   std::mutex vmm_mu_;
   core::VmmLedger vmm_;
   std::vector<core::MemoryEvent> vmm_events_;  // made since the last take_vmm
+  std::vector<uint32_t> vmm_event_calls_;      // the correlation id of each one's call
   std::vector<uint32_t> vmm_calls_;            // correlation ids of VMM calls since then
 
   std::mutex flush_mu_;

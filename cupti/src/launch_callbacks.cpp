@@ -294,6 +294,8 @@ void GpuCapture::vmm_call(ApiRole role, const CUpti_CallbackData* cb) {
       default:
         break;
     }
+    // Each event's call: steps without a marker place it as they place a memory record.
+    vmm_event_calls_.resize(vmm_events_.size(), cb->correlationId);
   }
 }
 

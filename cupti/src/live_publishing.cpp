@@ -31,16 +31,7 @@ void GpuCapture::publish_live() {
     std::lock_guard<std::mutex> agg(agg_mu_);
     const uint64_t ended = step_feed_ ? step_feed_->detected_ended() : 0;
     if (ended > 0) {
-      if (detected_notes_.empty() || detected_notes_.back().ended < ended) {
-        if (detected_notes_.size() == kDetectedNotes) detected_notes_.pop_front();
-        detected_notes_.push_back({ended, handed});
-      }
-      uint64_t whole = 0;  // steps ended, as of the newest note whose buffers are all back
-      while (!detected_notes_.empty() && detected_notes_.front().handed_out <= back_below) {
-        whole = detected_notes_.front().ended;
-        detected_notes_.pop_front();
-      }
-      if (whole > 0) detected_notes_.push_front({whole, 0});  // kept: it stays whole
+      const uint64_t whole = detected_whole(back_below, handed);
       if (whole < 2 || (published_step_ >= 0 && whole - 2 <= static_cast<uint64_t>(published_step_))) return;
       detected = step_feed_->live_steps(whole - 2, &counters.totals.steps, &counters.totals.wall_ns,
                                         &counters.last_wall_ns);
@@ -66,6 +57,30 @@ void GpuCapture::publish_live() {
   live_detected_valid_ = detected;
 }
 
+uint64_t GpuCapture::detected_whole(uint64_t back_below, uint64_t handed) {
+  const uint64_t ended = step_feed_ ? step_feed_->detected_ended() : 0;
+  if (ended == 0) return 0;
+  if (detected_notes_.empty() || detected_notes_.back().ended < ended) {
+    if (detected_notes_.size() == kDetectedNotes) detected_notes_.pop_front();
+    detected_notes_.push_back({ended, handed});
+  }
+  uint64_t whole = 0;  // steps ended, as of the newest note whose buffers are all back
+  while (!detected_notes_.empty() && detected_notes_.front().handed_out <= back_below) {
+    whole = detected_notes_.front().ended;
+    detected_notes_.pop_front();
+  }
+  if (whole > 0) detected_notes_.push_front({whole, 0});  // kept: it stays whole
+  return whole;
+}
+
+uint64_t GpuCapture::memory_complete_below(uint64_t marker_complete, uint64_t back_below, uint64_t handed) {
+  if (!step_feed_ || step_feed_->detected_ended() == 0) return marker_complete + memory_offset();
+  // The records of a detected step's calls went into buffers handed out before the note of the
+  // next step's end, as its GPU records did; the step feed handed them on when the step ended.
+  const uint64_t whole = detected_whole(back_below, handed);
+  return whole >= 2 ? step_feed_->ended_number(whole - 2) + 1 : 0;
+}
+
 void GpuCapture::enable_live() noexcept { live_.store(true, std::memory_order_relaxed); }
 
 bool GpuCapture::live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns) {
@@ -74,6 +89,20 @@ bool GpuCapture::live_detected_steps(core::StepCounters* totals, uint64_t* last_
   *totals = live_detected_.totals;
   *last_wall_ns = live_detected_.last_wall_ns;
   return true;
+}
+
+bool GpuCapture::clock_now(uint64_t* ns) noexcept {
+  const State state = state_.load(std::memory_order_acquire);
+  if (state != State::kCapturing || forked_.load(std::memory_order_relaxed)) return false;
+  return lib_.api().cuptiGetTimestamp != nullptr && lib_.api().cuptiGetTimestamp(ns) == CUPTI_SUCCESS;
+}
+
+core::StepAt GpuCapture::step_at(uint64_t ns, uint64_t* step) noexcept {
+  const State state = state_.load(std::memory_order_acquire);
+  if ((state != State::kCapturing && state != State::kStopped) || forked_.load(std::memory_order_relaxed))
+    return core::StepAt::kMarker;
+  std::lock_guard<std::mutex> agg(agg_mu_);
+  return step_feed_ ? step_feed_->step_at(ns, step) : core::StepAt::kMarker;
 }
 
 bool GpuCapture::live_step(core::GpuStepFigures* out, uint64_t* late_records) {

@@ -80,12 +80,14 @@ void GpuCapture::processing_loop() {
     if (recorder_) recorder_->on_buffer(item.buffer, item.valid_size);
     // Steps whose memory records are all in (this buffer is still out): asked before agg_mu_.
     const uint64_t memory_complete = complete_steps();
+    const uint64_t back_below = pool_->min_outstanding_handout();  // leaf locks, before agg_mu_
+    const uint64_t handed = pool_->handed_out();
     uint64_t detected = 0;
     {
       std::lock_guard<std::mutex> agg(agg_mu_);
       transfer_dropped();
       take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
-      pipeline_->memory().set_complete_below(memory_complete + memory_offset());
+      pipeline_->memory().set_complete_below(memory_complete_below(memory_complete, back_below, handed));
       const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
       pipeline_->free_overhead_data(!item.client_overhead);
       pipeline_->process(item.buffer, item.valid_size);
@@ -168,8 +170,9 @@ void GpuCapture::take_vmm(bool wait) {
     return;
   }
   if (vmm_events_.empty() && vmm_calls_.empty()) return;
-  pipeline_->add_vmm(vmm_events_, vmm_calls_);
+  pipeline_->add_vmm(vmm_events_, vmm_event_calls_, vmm_calls_);
   vmm_events_.clear();
+  vmm_event_calls_.clear();
   vmm_calls_.clear();
 }
 

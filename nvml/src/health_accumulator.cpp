@@ -65,7 +65,7 @@ core::HealthFigures HealthAccumulator::figures() const {
   return f;
 }
 
-void DeviceHealth::add(uint64_t step, const Sample& s) {
+void DeviceHealth::add_step(uint64_t step, const Sample& s) {
   if (!current_.empty() && step != current_step_) {
     finished_ = core::step_health(-1, current_.figures());
     finished_step_ = current_step_;
@@ -74,7 +74,6 @@ void DeviceHealth::add(uint64_t step, const Sample& s) {
   }
   current_step_ = step;
   current_.add(s);
-  run_.add(s);
   if (keep_ == 0) return;
   steps_[step].add(s);
   while (steps_.size() > keep_) steps_.erase(steps_.begin());

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -107,7 +108,32 @@ struct State {
   core::StepHealth live;
   // What summary() last handed out, for a signal-time write that cannot take mu.
   core::LastPublished<core::HealthSummary> published;
+  // Steps detected without a marker: each device's samples (by index in devices) whose step is
+  // not known yet, with their time, oldest first. timed_mu is taken before the hooks (which take
+  // the GPU capture's lock) and before mu, never under either.
+  std::mutex timed_mu;
+  std::vector<std::deque<std::pair<uint64_t, Sample>>> timed;
 };
+
+constexpr std::size_t kMaxTimed = 4096;  // samples a device keeps waiting; older ones are placed
+
+// The waiting samples whose detected step is known now go to their step; `force` (the end, or
+// a queue past kMaxTimed) places the rest in the step they would be in now.
+void place_timed(State& st, bool force) {
+  std::lock_guard<std::mutex> timed(st.timed_mu);
+  for (std::size_t i = 0; i < st.timed.size(); ++i) {
+    auto& q = st.timed[i];
+    while (!q.empty()) {
+      uint64_t step = 0;
+      const core::StepAt at = st.hooks.step_at(q.front().first, &step);
+      if (at == core::StepAt::kMarker) step = st.hooks.steps_completed ? st.hooks.steps_completed() : 0;
+      else if (at == core::StepAt::kNotYet && !force && q.size() <= kMaxTimed) break;
+      std::lock_guard<std::mutex> lock(st.mu);
+      st.devices[i].health.add_step(step, q.front().second);
+      q.pop_front();
+    }
+  }
+}
 
 std::atomic<State*> g_state{nullptr};
 uint32_t g_generation = 0;  // configure() only (before threads, or in a fork child)
@@ -269,17 +295,34 @@ void sampler_main(uint32_t generation) {
       for (std::size_t i = 0; i < st.devices.size(); ++i) handles.emplace_back(i, st.devices[i].handle);
     }
     uint64_t step = last_step;
+    bool timed = false;
     for (const auto& [i, handle] : handles) {
       step = st.hooks.steps_completed ? st.hooks.steps_completed() : 0;
+      // Steps detected without a marker: the sample's step is the detected step its time falls
+      // in, known later (the marker's count stays 0).
+      uint64_t ns = 0, now = 0;
+      const bool by_time = st.hooks.gpu_clock_ns && st.hooks.step_at && st.hooks.gpu_clock_ns(&ns) &&
+                           st.hooks.step_at(ns, &now) != core::StepAt::kMarker;
       uint64_t failed = 0;
       const Sample s = read_device(nvml, handle, &failed);
+      if (by_time) {
+        std::lock_guard<std::mutex> lock(st.timed_mu);
+        if (st.timed.size() <= i) st.timed.resize(i + 1);
+        st.timed[i].emplace_back(ns, s);
+        timed = true;
+      }
       std::lock_guard<std::mutex> lock(st.mu);
-      st.devices[i].health.add(step, s);
+      if (by_time) {
+        st.devices[i].health.add_run(s);
+      } else {
+        st.devices[i].health.add(step, s);
+      }
       ++st.samples;
       st.failed_reads += failed;
     }
-    // A step can only have finished when the step count moved.
-    if (step != last_step) publish_live(st, &published);
+    if (timed) place_timed(st, false);
+    // A step can only have finished when the step count moved (or a detected one was placed).
+    if (step != last_step || timed) publish_live(st, &published);
     last_step = step;
   };
   for (;;) {
@@ -373,6 +416,17 @@ core::HealthSummary summary(const core::Deadline& deadline) {
   core::HealthSummary out;
   State* st = g_state.load(std::memory_order_acquire);
   if (!st) return out;
+  // Samples waiting for their detected step: those known now go to it, and at the end (the
+  // sampler stopped, the GPU capture's steps all ended) every one; never at a signal, which may
+  // have stopped a thread holding the GPU capture's lock.
+  if (!deadline.bounded() && st->hooks.step_at) {
+    bool done = false;
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      done = st->stop && !st->running;
+    }
+    place_timed(*st, done);
+  }
   // Lock order: core/lock_order.h (mu is a leaf; a signal-time write waits until its deadline).
   std::unique_lock<std::mutex> lock(st->mu, std::defer_lock);
   if (!core::lock_until(lock, deadline)) {
@@ -412,7 +466,7 @@ const core::Module kModule{&kFormat,
                              options.enabled = host.config->nvml;
                              options.interval_ms = host.config->nvml_interval_ms;
                              options.step_detail = host.config->step_detail;
-                             configure(options, Hooks{host.steps_completed});
+                             configure(options, Hooks{host.steps_completed, host.gpu_clock_ns, host.step_at});
                            },
                            &start,
                            [](const char*, bool signal, const core::Deadline&) {

@@ -110,6 +110,46 @@ TEST_CASE("a mid-run lock waits for its evidence, then the held launches get the
   CHECK(ends(out) == s.truth);
 }
 
+TEST_CASE("a long first step of identical layers is not taken for a step per layer", "[step_detector]") {
+  // A deep model's step: embedding e, 20 forward layers (f g), 20 backward layers (a b c), a
+  // collective C and the optimizer o. One backward layer repeats exactly 20 times in a row, past
+  // the mid-run evidence (3 repeats, 48 launches: more than the forward pass, less than the
+  // backward pass) and without a break until the optimizer: a period that then breaks for good,
+  // one phase of the step, never the step.
+  std::string step = "e";
+  for (int i = 0; i < 20; ++i) step += "fg";
+  for (int i = 0; i < 20; ++i) step += "abc";
+  step += "Co";
+  Seq s;
+  s.repeat(step, 6);
+  DetectorOptions o = small();
+  o.min_evidence = 48;
+  StepDetector d(o);
+  std::vector<DetectedBoundary> out;
+  for (std::size_t i = 0; i < s.launches.size(); ++i) {
+    d.add(s.launches[i]);
+    d.decide(false, &out);
+    // Mid-run, only whole steps end (none inside the first step's backward pass).
+    for (const DetectedBoundary& b : out) REQUIRE(b.end % step.size() == 0);
+  }
+  d.decide(true, &out);
+  CHECK(ends(out) == s.truth);
+  CHECK(d.stats().period == step.size());
+}
+
+TEST_CASE("at the end, two steps of identical layers: the step explains more than one layer", "[step_detector]") {
+  // Two repeats of the step are all there is: the layer's repeats close (one gap between them
+  // cannot show that the forward pass recurs), so the period that explains the most launches
+  // decides: the step explains all of them, one layer its backward passes only.
+  std::string step = "e";
+  for (int i = 0; i < 20; ++i) step += "fg";
+  for (int i = 0; i < 20; ++i) step += "abc";
+  step += "o";
+  Seq s;
+  s.repeat(step, 2);
+  expect_steps(s, static_cast<uint32_t>(step.size()));
+}
+
 TEST_CASE("gradient accumulation: the optimizer's launches make the micro-batches one step", "[step_detector]") {
   // Four micro-batches (forward f g, backward b d) and an optimizer (o p) per step; no NCCL.
   Seq s;

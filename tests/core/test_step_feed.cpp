@@ -217,6 +217,27 @@ TEST_CASE("a sequence with no period has no detected steps and says why", "[step
   CHECK(got.detail[0].partial);
 }
 
+TEST_CASE("a file with no detected steps says no numbering, though its collectives had sequence numbers", "[step_feed]") {
+  // Inference-like: nothing repeats, and every fifth launch is an AllReduce with its NCCL
+  // sequence number. The step in progress (all of it) is numbered from its first collective at
+  // the end, but no step was detected: nothing was numbered "by NCCL" (it said "nccl").
+  auto recs = unrepeated(300, [](uint32_t i) { return i * 7919u % 1000u; });
+  uint64_t seq = 0;
+  for (std::size_t i = 0; i < recs.size(); i += 5) {
+    recs[i].ctx.comm.op = CommOp::kAllReduce;
+    recs[i].ctx.comm.comm_id = 1;
+    recs[i].ctx.comm.bytes = 4096 * (i + 1);
+    recs[i].ctx.comm.seq = ++seq;
+  }
+  GpuAggregator agg;
+  StepFeed feed(agg, small_window());
+  feed_all(feed, recs, false);
+  const StepsOrigin o = feed.origin();
+  CHECK(o.source == "none");
+  CHECK(o.detection.steps == 0);
+  CHECK(o.detection.numbering.empty());
+}
+
 TEST_CASE("the anchor ends a step at each launch it names", "[step_feed]") {
   const auto recs = training(5, 3);
   GpuAggregator agg;

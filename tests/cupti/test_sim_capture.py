@@ -72,12 +72,6 @@ class Mode:
     bucket_layers: int = 0       # sim_train --bucket-layers (0: its default)
     slowdown: str = ""           # SIMGPU_SLOWDOWN=RANK:FACTOR: a straggler
     train_args: tuple = ()       # more sim_train options (--accumulate, --eval-every, --pause-at)
-    # TRAINTIME_STEPS (unset: the default, auto). With "marker": from about 2700 layers on, auto
-    # mode's step detection, running until the first tt_step, takes each layer of step 0's
-    # backward pass (the same three kernels) for a step of its own, and those steps stay once the
-    # markers come (steps.count about steps + layers): a bug of step detection's, not of the
-    # launch-context window the runs that set this are about.
-    steps_env: str = ""
 
 
 MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
@@ -154,8 +148,6 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_SNAPSHOT_SEC"] = str(mode.snapshot_sec)
     if mode.slowdown:
         env["SIMGPU_SLOWDOWN"] = mode.slowdown
-    if mode.steps_env:
-        env["TRAINTIME_STEPS"] = mode.steps_env
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -467,6 +459,20 @@ def test_sim_capture_mpirun4_no_marker_accumulation_eval_straggler_steps_found_m
             train_args=("--accumulate", "2", "--eval-every", "5", "--pause-at", "7:40"))
 
 
+def test_sim_capture_no_marker_long_first_step_of_identical_layers_steps_found_match_truth(capture) -> None:
+    # 3000 layers: one backward layer (three kernels) repeats 3000 times in a row, past the
+    # mid-run evidence, before the optimizer breaks it for good. That layer is not a step (it was:
+    # 3000 detected steps, period 9); the three steps are.
+    capture(no_marker=True, steps=3, layers=3000)
+
+
+def test_sim_capture_marker_after_a_long_first_step_of_identical_layers_matches_truth(capture) -> None:
+    # The same with tt_step: detection runs until the first marker, through the first step's
+    # 3000 identical backward layers, and must not leave a step per layer before it (it left
+    # 1000: steps.count 1003).
+    capture(steps=3, layers=3000)
+
+
 def test_sim_capture_mpirun4_graphs_matches_truth(capture) -> None:
     capture(np=4, graphs=True)
 
@@ -565,8 +571,9 @@ def test_sim_capture_rarely_launching_thread_beside_a_launch_bound_loop_keeps_it
     # a flush, so flushes by time or by steps alone let its contexts be evicted before its records
     # arrive (every one of them was, before); the window asks for a flush every quarter of itself.
     # Every rare kernel is in "io" (the truth), none is unattributed, no context is lost. Steps by
-    # marker only (Mode.steps_env says why).
-    capture(steps=6, layers=4000, train_args=("--rare-thread",), steps_env="marker")
+    # sim_train's steps by tt_step, with auto mode's detection running until the first one
+    # through step 0's 4000 identical backward layers.
+    capture(steps=6, layers=4000, train_args=("--rare-thread",))
 
 
 def test_sim_capture_rarely_launching_thread_beside_a_10000_launch_step_matches_truth(capture) -> None:
@@ -678,6 +685,12 @@ def test_sim_capture_vmm_memory_matches_truth(capture) -> None:
     capture(alloc_per_step=True, vmm=True, steps=8)
 
 
+def test_sim_capture_no_marker_vmm_memory_per_detected_step_matches_truth(capture) -> None:
+    # No marker: the VMM calls' events (no memory record, no launch) take the detected step their
+    # call falls in, as tt_step would give them (they were all in step 0).
+    capture(alloc_per_step=True, vmm=True, steps=8, no_marker=True)
+
+
 def test_sim_capture_vmm_memory_per_step_exact_across_mid_run_summaries(capture) -> None:
     # The VMM calls' events arrive at once, the CUPTI records of the same step only with their
     # buffer: snapshots (and the hang watchdog's summaries, every second) in the middle of the
@@ -752,3 +765,82 @@ def test_sim_capture_no_marker_snapshot_before_sigkill_counts_undecided_work(bui
         c.check(rf.get("steps", {}).get("partial_final_step") is True,
                 "the undecided work is not the partial step in progress")
     c.done()
+
+
+def test_sim_capture_no_marker_mid_run_file_has_the_memory_rows_of_complete_steps(build_dir: Path, tmp_path: Path) -> None:
+    # No marker, a snapshot every second while 5000 short steps run (the GPU kept up with the
+    # CPU, as a real launch queue makes it): once detection has locked, a file written mid-run
+    # carries the device memory rows of the detected steps whose records are all in, as a marked
+    # run's snapshot carries its complete steps' rows (they had none: memory.complete_below 0).
+    # Each row equals the truth's step of the same index.
+    import time
+    sim = build_dir / "sim"
+    out = tmp_path / "out"
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        "TRAINTIME_OUTPUT": str(out),
+        "TRAINTIME_SNAPSHOT_SEC": "1",
+        "SIMGPU_SLOWDOWN": "0:0.05",
+    })
+    cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "5000", "--no-step-marker", "--alloc-per-step",
+           "--step-sleep-us", "500", "--truth", str(tmp_path / "truth-%r.json")]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rank_file = out / "rank-00000.json"
+    kept = None  # the newest mid-run file with detected steps that has memory rows
+    seen = []
+    deadline = time.monotonic() + 200
+    while p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            doc = load_json(rank_file)
+        except (OSError, ValueError):
+            continue
+        if not doc.get("snapshot"):
+            continue
+        steps = doc.get("steps", {})
+        seen.append((steps.get("source"), steps.get("count"),
+                     sum(1 for row in steps.get("detail", []) if "memory" in row)))
+        if steps.get("source") == "detected" and any("memory" in row for row in steps.get("detail", [])):
+            kept = doc
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    c = Checks()
+    if c.check(kept is not None, f"no mid-run file had detected steps with memory rows (source, count, rows): {seen}"):
+        truth = {s["index"]: s for s in load_json(tmp_path / "truth-0.json")["memory"]["by_step"]}
+        rows = [row for row in kept["steps"]["detail"] if "memory" in row]
+        c.check(len(rows) >= 2, f"{len(rows)} memory rows in the mid-run file")
+        for row in rows:
+            want = truth.get(row["index"])
+            if c.check(want is not None, f"mid-run step {row['index']}: not in the truth"):
+                got = (row["memory"]["peak_bytes"], row["memory"]["in_use_bytes"])
+                c.check(got == (want["peak_bytes"], want["in_use_bytes"]),
+                        f"mid-run step {row['index']}: memory (peak, in use) {got}, truth "
+                        f"{(want['peak_bytes'], want['in_use_bytes'])}")
+    c.done()
+
+
+def test_sim_capture_no_marker_gpu_health_rows_take_the_detected_steps(build_dir: Path, tmp_path: Path) -> None:
+    # No marker, an NVML sample every 10 ms through 20 steps of 50 ms: each sample goes to the
+    # detected step its time falls in (they all went to marker step 0). Every sample is in a
+    # step row at exit, the rows spread over the run's steps, and none is past its last step.
+    sim = build_dir / "sim"
+    out = tmp_path / "out"
+    env = clean_env({
+        "LD_LIBRARY_PATH": str(sim),
+        "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+        "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+        "TRAINTIME_OUTPUT": str(out),
+        "TRAINTIME_NVML_INTERVAL_MS": "10",
+    })
+    cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "20", "--no-step-marker", "--step-sleep-us", "50000"]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    rf = load_json(out / "rank-00000.json")
+    assert rf["steps"]["source"] == "detected" and rf["steps"]["count"] == 20, rf["steps"]
+    device = rf["gpu_health"]["devices"][0]
+    rows = {s["index"]: s["samples"] for s in device["steps"]}
+    assert sum(rows.values()) == device["run"]["samples"], (rows, device["run"])
+    assert len(rows) >= 10, f"samples in only {len(rows)} detected steps: {rows}"
+    assert max(rows) <= 19, rows

@@ -473,13 +473,15 @@ class Trainer {
 
   void forward() {
     if (opt_.alloc_per_step) {
-      // Each layer's activations (layer i: i + 1 MiB), kept until the optimizer; one 64 KiB
-      // buffer a step that is never freed before teardown, as a caching allocator grows.
+      // The VMM calls first: a step whose first memory event has no CUPTI record (nothing
+      // else places it in its step). Each layer's activations (layer i: i + 1 MiB), kept until
+      // the optimizer; one 64 KiB buffer a step that is never freed before teardown, as a
+      // caching allocator grows.
+      if (opt_.vmm) vmm_grow();
       activations_.assign(opt_.layers, nullptr);
       for (int i = 0; i < opt_.layers; ++i) dev_malloc(&activations_[i], size_t(i + 1) << 20);
       cache_.push_back(nullptr);
       dev_malloc(&cache_.back(), 64u << 10);
-      if (opt_.vmm) vmm_grow();
     }
     if (opt_.graphs) {
       // Replayed from outside any region: attribution has to come from capture time.

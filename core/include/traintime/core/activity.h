@@ -130,4 +130,9 @@ struct GpuActivity {
   std::string_view name;       // kernel name (mangled as CUPTI gives it); valid during ingest only
 };
 
+// The step at a time on the GPU activity clock (StepFeed::step_at): kMarker when steps are not
+// detected (the marker's count at that moment is the step), kKnown when detection placed it,
+// kNotYet when it has not yet (the step it would be now is given).
+enum class StepAt : uint8_t { kMarker, kKnown, kNotYet };
+
 }  // namespace traintime::core

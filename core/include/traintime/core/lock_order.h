@@ -31,6 +31,8 @@
 //                                   group's members are asked between two holds, steps and path
 //                                   names before or after) -> vmm_mu_, GraphNodeTable::mu_,
 //                                   FixtureRecorder::mu_.
+//   4b. nvml State::timed_mu       the GPU health samples waiting for their detected step; the
+//                                   hook that places them takes agg_mu_ (5), then State::mu (7).
 //   6. nccl Registry::mutex         communicator registration -> CommCallTable::register_mutex_.
 //   7. leaves (nothing is taken under them but the logger's): ClientMux::out_mu_ (and the
 //      client's own buffer lock its callbacks take), RegionRegistry::mu_,

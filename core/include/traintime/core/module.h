@@ -54,6 +54,11 @@ struct ModuleHost {
   void (*capture_watch)(bool watching) noexcept = nullptr;
   // Detected steps ended (no marker): self_cost's step window moves as with tt_step.
   void (*on_detected_steps)(uint64_t ended) noexcept = nullptr;
+  // Steps detected without a marker, for what is sampled by time (GPU health): the GPU activity
+  // clock now (false: no capture), and the step at such a time (core::StepAt). Take the GPU
+  // capture's lock: never call them under a lock of one's own.
+  bool (*gpu_clock_ns)(uint64_t* ns) noexcept = nullptr;
+  StepAt (*step_at)(uint64_t ns, uint64_t* step) noexcept = nullptr;
 };
 
 struct Module {

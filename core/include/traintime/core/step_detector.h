@@ -15,8 +15,13 @@
 //     micro-batches do not), and (b) is closed: no launch outside the pattern recurs in two of
 //     the stretches that interrupt its repeats (an optimizer between FSDP micro-batches recurs,
 //     so the micro-batch is not the step; an evaluation loop runs the step's own kernels, so it
-//     is an interruption). Mid-run a lock needs min_repeats repeats over min_evidence launches
-//     unbroken; at the end two repeats suffice.
+//     is an interruption). Of those, the one that explains the most launches wins (its repeats
+//     and the launches of its own tokens between and after them; the smallest of equals): one
+//     layer of a long backward pass repeats exactly too, but explains that pass only. Mid-run a
+//     lock needs the repetition to still hold at the newest launch, in one unbroken run of
+//     min_repeats repeats, min_evidence launches and twice what is held before it (a repetition
+//     that broke, or is young beside what preceded it, may be one phase of a longer step); at
+//     the end, or when the window is full, two repeats anywhere suffice.
 //   - Grids: the search compares launches without their kernels' grids (a batch's data decides
 //     some grids: cub's reductions over a batch's unique keys). A period found so is tried again
 //     with the grids, at 1 to 8 times its length: the first that holds is the step, and the lock
@@ -50,8 +55,9 @@ struct DetectorLaunch {
 struct DetectorOptions {
   bool anchor = false;  // TRAINTIME_STEP_ANCHOR set: a step ends at each anchor launch
   // A lock before the end: the pattern must have repeated min_repeats times and over
-  // min_evidence launches without a break (a young run's micro-batches are not taken for steps).
-  std::size_t min_evidence = 8192;
+  // min_evidence launches without a break up to the newest launch (a young run's micro-batches,
+  // a deep model's layers, are not taken for steps).
+  std::size_t min_evidence = 32768;
   uint32_t min_repeats = 4;
 };
 
@@ -110,6 +116,7 @@ class StepDetector {
   struct Candidate {
     uint32_t period = 0;
     std::size_t start = 0;  // index in held_ where the first repeat starts
+    std::size_t covered = 0;  // launches in its repeats' stretches
   };
   bool search(bool final, Candidate* out);
   bool evaluate(uint32_t p, bool final, bool has_collectives, Candidate* out);

@@ -122,6 +122,8 @@ class StepFeed {
   // Steps ended by detection so far; 0 when steps are not detected (TRAINTIME_STEPS other than
   // auto, or a marker decides).
   uint64_t detected_ended() const { return marker_seen_ || opt_.mode != StepsMode::kAuto ? 0 : ends_.size(); }
+  // The step number of ended step `position` (0 .. detected_ended() - 1; Numbering above).
+  uint64_t ended_number(uint64_t position) const { return numbers_[position]; }
   // Live figures of detected step `step` (the preload's tt_metrics, Prometheus file): false
   // unless steps are detected, `step` and the next one have ended and none of its records is
   // still held. A detected step's wall time is the time from its first GPU start to the next
@@ -129,6 +131,10 @@ class StepFeed {
   // through `step`, `*wall_ns` their wall time (from step 0's first GPU start), `*last_wall_ns`
   // its own. `step` is a position (0 .. detected_ended() - 1); *steps - 1 is its step number.
   bool live_steps(uint64_t step, uint64_t* steps, uint64_t* wall_ns, uint64_t* last_wall_ns) const;
+  // The detected step that time `ns` (GPU activity clock) falls in: a step runs from its first
+  // GPU start to the next step's. Known once a later step's first start is known and the step
+  // ended; before that kNotYet with the step it would be now.
+  StepAt step_at(uint64_t ns, uint64_t* step) const;
   // The device of the first activity ingested (held or not); -1 before one.
   int first_device() const { return first_device_; }
 

@@ -118,6 +118,12 @@ bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
 bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns);
 // The CUDA name of the device the first record ran on ("" until one arrived).
 std::string device_name();
+// CUPTI's clock now, the GPU activity records' clock (false when capture is not running).
+bool clock_now(uint64_t* ns) noexcept;
+// The step at time `ns` of that clock when steps are detected (core::StepFeed::step_at);
+// kMarker when they are not (or no capture ran). Takes the aggregator's lock: never under a
+// lock that ingest may wait on.
+core::StepAt step_at(uint64_t ns, uint64_t* step) noexcept;
 
 // TRAINTIME_TRACE=1 timeline ("traintime-trace/1", docs/attribution.md "Trace dump"); null when
 // no capture ran.

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "traintime/core/activity.h"
 #include "traintime/core/lock_order.h"
 #include "traintime/core/summaries.h"
 
@@ -26,6 +27,10 @@ namespace traintime::nvml {
 struct Hooks {
   // tt_step calls so far: the index of the step in progress. Lock-free, called by the sampler.
   uint32_t (*steps_completed)() noexcept = nullptr;
+  // Steps detected without a marker (core::ModuleHost): the GPU activity clock now, and the step
+  // at such a time. A sample then waits, with its time, until its step is known. May be null.
+  bool (*gpu_clock_ns)(uint64_t* ns) noexcept = nullptr;
+  core::StepAt (*step_at)(uint64_t ns, uint64_t* step) noexcept = nullptr;
 };
 
 struct Options {
@@ -99,7 +104,13 @@ class HealthAccumulator {
 class DeviceHealth {
  public:
   explicit DeviceHealth(uint32_t keep_steps) : keep_(keep_steps) {}
-  void add(uint64_t step, const Sample& s);
+  void add(uint64_t step, const Sample& s) {
+    add_run(s);
+    add_step(step, s);
+  }
+  // The run's figures at once; the step's when it is known (steps detected without a marker).
+  void add_run(const Sample& s) { run_.add(s); }
+  void add_step(uint64_t step, const Sample& s);
   // run and steps of a core::HealthDevice (identity fields left to the caller).
   void fill(core::HealthDevice* out) const;
   // The figures of the newest step that had samples and ended (a sample of a later step came),
