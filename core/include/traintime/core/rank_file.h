@@ -238,6 +238,9 @@ struct RecentCollective {
   uint64_t bytes = 0;
   uint64_t gpu_start_ns = 0;
   uint64_t gpu_end_ns = 0;
+  // With CUPTI's times above: the same collective's GPU time from NCCL's own timers (its profiler
+  // plugin's kernel-channel events, first channel's start to last channel's stop); 0: not measured.
+  uint64_t kernel_ch_ns = 0;
 };
 
 // An operation enqueued (CPU side) whose GPU work had not completed when the file was written.
