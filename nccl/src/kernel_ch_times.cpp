@@ -25,8 +25,11 @@ std::atomic<int> g_request{static_cast<int>(Request::kAuto)};
 std::atomic<int> g_wanted{-1};  // -1 undecided, 0, 1
 std::atomic<int> g_nccl_version{0};
 
-// A kernel: its tasks (members), and how many of them, plus the open group itself, have not
-// finished. Slots are reused kSlots kernels later; a channel of a reused slot's kernel is lost.
+// A kernel: its tasks (members), and what keeps it open: kOpen while the group is open (its
+// close takes kOpen less its task count off, so adding a task costs no locked instruction on
+// the planning thread), and one per task whose channels have not all stopped. Slots are reused
+// kSlots kernels later; a channel of a reused slot's kernel is lost.
+constexpr uint32_t kOpen = 1u << 30;
 constexpr uint32_t kSlots = 512;
 constexpr uint32_t kMembers = 64;
 struct Member {
@@ -128,8 +131,8 @@ void finish(Slot& slot) {
   }
 }
 
-void release(Slot& slot, uint64_t serial) {
-  if (slot.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+void release(Slot& slot, uint64_t serial, uint32_t n) {
+  if (slot.pending.fetch_sub(n, std::memory_order_acq_rel) != n) return;
   if (slot.serial.load(std::memory_order_acquire) == serial) finish(slot);
 }
 
@@ -186,7 +189,7 @@ uint64_t open_group() noexcept {
   if (slot.pending.load(std::memory_order_acquire) != 0) g_lost.fetch_add(1, std::memory_order_relaxed);
   slot.serial.store(0, std::memory_order_release);  // channels of the kernel it held are dropped
   slot.count = 0;
-  slot.pending.store(1, std::memory_order_relaxed);  // the open group itself
+  slot.pending.store(kOpen, std::memory_order_relaxed);
   slot.serial.store(serial, std::memory_order_release);
   return serial;
 }
@@ -205,12 +208,11 @@ Place add_member(uint64_t serial, const Call& call, unsigned channels) noexcept 
   m.done.store(0, std::memory_order_relaxed);
   m.start.store(~uint64_t{0}, std::memory_order_relaxed);
   m.stop.store(0, std::memory_order_relaxed);
-  slot->pending.fetch_add(1, std::memory_order_release);
   return {serial, i};
 }
 
 void close_group(uint64_t serial) noexcept {
-  if (Slot* slot = slot_of(serial)) release(*slot, serial);
+  if (Slot* slot = slot_of(serial)) release(*slot, serial, kOpen - slot->count);
 }
 
 void channel_done(const Place& p, uint64_t start_ns, uint64_t stop_ns) noexcept {
@@ -221,7 +223,7 @@ void channel_done(const Place& p, uint64_t start_ns, uint64_t stop_ns) noexcept 
     store_min(m.start, start_ns);
     store_max(m.stop, stop_ns);
   }
-  if (m.done.fetch_add(1, std::memory_order_acq_rel) + 1 == m.channels) release(*slot, p.serial);
+  if (m.done.fetch_add(1, std::memory_order_acq_rel) + 1 == m.channels) release(*slot, p.serial, 1);
 }
 
 void add_to(core::CommSummary::KernelCh& out) {

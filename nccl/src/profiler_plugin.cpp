@@ -89,6 +89,27 @@ struct Handle {
 constexpr uint32_t kHandleSlots = 1u << 15;
 Handle g_handles[kHandleSlots];
 std::atomic<uint32_t> g_next_handle{0};
+// Each thread takes slots in blocks (one locked add per block, not per event).
+constexpr uint32_t kHandleBlock = 64;
+thread_local uint32_t t_handle_next = 0, t_handle_end = 0;
+Handle* new_handle() {
+  if (t_handle_next == t_handle_end) {
+    t_handle_next = g_next_handle.fetch_add(kHandleBlock, std::memory_order_relaxed);
+    t_handle_end = t_handle_next + kHandleBlock;
+  }
+  return &g_handles[t_handle_next++ % kHandleSlots];
+}
+
+// NCCL's names (ncclFuncToString, ncclDatatypeToString) are its static strings: the last one a
+// thread read is remembered by address, so a collective's events compare no string twice.
+thread_local const char* t_func = nullptr;
+thread_local core::CommOp t_func_op = core::CommOp::kNone;
+core::CommOp op_of(const char* func) {
+  if (func == t_func && func) return t_func_op;
+  t_func_op = core::comm_op_from_name(func ? func : "");
+  t_func = func;
+  return t_func_op;
+}
 
 // Counters for the rank file (relaxed: figures, read at the end).
 std::atomic<uint64_t> g_inits{0};
@@ -106,7 +127,7 @@ void refresh_mask(Context* c) {
 
 // ---- counting the calls interposition cannot see ----
 // Element size of NCCL's datatype names (ncclDatatypeToString); 0: unknown.
-uint64_t element_size(const char* datatype) {
+uint64_t element_size_of(const char* datatype) {
   if (!datatype || std::strncmp(datatype, "nccl", 4) != 0) return 0;
   const std::string_view t(datatype + 4);
   if (t == "Int8" || t == "Uint8" || t == "Float8e4m3" || t == "Float8e5m2") return 1;
@@ -114,6 +135,16 @@ uint64_t element_size(const char* datatype) {
   if (t == "Int32" || t == "Uint32" || t == "Float32") return 4;
   if (t == "Int64" || t == "Uint64" || t == "Float64") return 8;
   return 0;
+}
+
+thread_local const char* t_datatype = nullptr;
+thread_local uint64_t t_datatype_size = 0;
+uint64_t element_size(const char* datatype) {
+  if (datatype != t_datatype || !datatype) {
+    t_datatype_size = element_size_of(datatype);
+    t_datatype = datatype;
+  }
+  return t_datatype_size;
 }
 
 // Whether an op's bytes are its count times the communicator's size (nccl-tests conventions, as
@@ -144,7 +175,7 @@ Call count_call(Context* c, const char* func, size_t count, const char* datatype
     }
     return *w;
   }
-  const core::CommOp op = core::comm_op_from_name(func ? func : "");
+  const core::CommOp op = op_of(func);
   if (op == core::CommOp::kNone || op == core::CommOp::kUnknown) return Call{};
   uint32_t id = c->comm_id.load(std::memory_order_acquire);
   if (id == 0) {
@@ -178,7 +209,7 @@ Call count_call(Context* c, const char* func, size_t count, const char* datatype
 
 // An API event's call, entered for its task event (the seqNumber join above).
 void enter_for_task(Context* c, const Call& call, const char* func) {
-  const core::CommOp op = call.op != core::CommOp::kNone ? call.op : core::comm_op_from_name(func ? func : "");
+  const core::CommOp op = call.op != core::CommOp::kNone ? call.op : op_of(func);
   const auto oi = static_cast<std::size_t>(op);
   if (oi >= core::kCommOpCount) return;
   const uint64_t n = c->api_calls[oi]++;
@@ -190,7 +221,7 @@ void enter_for_task(Context* c, const Call& call, const char* func) {
 
 // The call of a task event: NCCL's number of it within its type (coll.seqNumber; p2p: counted).
 Call call_of_task(Context* c, const char* func, bool p2p, uint64_t seq_number) {
-  const core::CommOp op = core::comm_op_from_name(func ? func : "");
+  const core::CommOp op = op_of(func);
   const auto oi = static_cast<std::size_t>(op);
   if (oi >= core::kCommOpCount) return Call{};
   const uint64_t n = p2p ? c->p2p_tasks[oi]++ : seq_number;
@@ -289,12 +320,20 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   *handle = nullptr;
   auto* c = static_cast<Context*>(context);
   if (!c || !descr) return ncclSuccess;
-  const np::EventDescrV7 d = np::to_v7(*descr);
+  // v7 is read in place; older versions are converted to it once.
+  np::EventDescrV7 converted;
+  if constexpr (!std::is_same_v<D, np::EventDescrV7>) converted = np::to_v7(*descr);
+  const np::EventDescrV7& d = [&]() -> const np::EventDescrV7& {
+    if constexpr (std::is_same_v<D, np::EventDescrV7>) return *descr;
+    else return converted;
+  }();
   const int their_mask = c->their_mask.load(std::memory_order_relaxed);
   void* theirs = c->their_context && np::nccl_starts(d.type, static_cast<uint64_t>(their_mask)) ? their_start(c, d) : nullptr;
   const int mask = own_mask();
   const bool ours = np::nccl_starts(d.type, static_cast<uint64_t>(mask));
-  if (ours) g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
+  // The kinds the rank file reports (one locked add per collective each, not per event).
+  if (ours && (d.type == np::kColl || d.type == np::kCollApi))
+    g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
   kernel_ch::Place place;
   uint64_t channel_start = 0;
   switch (d.type) {
@@ -341,7 +380,7 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
     default: break;
   }
   if (!ours && !theirs) return ncclSuccess;
-  Handle* h = &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
+  Handle* h = new_handle();
   h->type = d.type;
   h->context = c;
   h->their = theirs;

@@ -238,8 +238,9 @@ struct RecentCollective {
   uint64_t bytes = 0;
   uint64_t gpu_start_ns = 0;
   uint64_t gpu_end_ns = 0;
-  // With CUPTI's times above: the same collective's GPU time from NCCL's own timers (its profiler
-  // plugin's kernel-channel events, first channel's start to last channel's stop); 0: not measured.
+  // The same collective's GPU time from NCCL's own timers (its profiler plugin's kernel-channel
+  // events, first channel's start to last channel's stop of its kernel); 0: not measured. Without
+  // CUPTI, gpu_start_ns/gpu_end_ns above are those timers too.
   uint64_t kernel_ch_ns = 0;
 };
 
