@@ -226,6 +226,14 @@ void channel_done(const Place& p, uint64_t start_ns, uint64_t stop_ns) noexcept 
   if (m.done.fetch_add(1, std::memory_order_acq_rel) + 1 == m.channels) release(*slot, p.serial, 1);
 }
 
+void forget_after_fork() noexcept {
+  new (&g_mu) std::mutex();
+  g_times = nullptr;
+  g_slots.store(nullptr, std::memory_order_release);
+  g_timed.store(0, std::memory_order_relaxed);
+  g_lost.store(0, std::memory_order_relaxed);
+}
+
 void add_to(core::CommSummary::KernelCh& out) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_times) return;

@@ -57,6 +57,10 @@ void close_group(uint64_t serial) noexcept;
 // One channel of the task at `p` stopped: its GPU start and stop (ns, NCCL's GPU timer).
 void channel_done(const Place& p, uint64_t start_ns, uint64_t stop_ns) noexcept;
 
+// In a fork child (the nccl module's configure()): the parent's times and open kernels are
+// forgotten (left allocated: a parent's thread may have held the lock at the fork).
+void forget_after_fork() noexcept;
+
 // The times so far (every collective whose channels all stopped).
 void add_to(core::CommSummary::KernelCh& out);
 // Its counters into the nccl section (kernel_ch requested, collectives timed, NCCL's version).

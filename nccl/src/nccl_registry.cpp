@@ -315,7 +315,7 @@ const core::Module kModule{&kFormat,
                              hooks.on_first_call = host.on_first_record;
                              hooks.on_communicator = host.on_communicator;
                              hooks.on_world_rank = host.on_world_rank;
-                             plugin::set_kernel_ch_request(host.config->nccl_kernel_ch);
+                             plugin::set_kernel_ch_request(host.config->nccl_kernel_ch, host.fork_child);
                              configure(host.comm_table, host.config->nccl, hooks);
                            },
                            nullptr, nullptr, nullptr};

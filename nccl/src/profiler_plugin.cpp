@@ -492,7 +492,10 @@ void add_to_summary(core::Section& section) {
   kernel_ch::add_counters(section);
 }
 
-void set_kernel_ch_request(const std::string& setting) noexcept { kernel_ch::set_request(setting); }
+void set_kernel_ch_request(const std::string& setting, bool fork_child) noexcept {
+  if (fork_child) kernel_ch::forget_after_fork();
+  kernel_ch::set_request(setting);
+}
 void add_kernel_ch_times(core::CommSummary::KernelCh& out) { kernel_ch::add_to(out); }
 
 }  // namespace traintime::nccl::plugin

@@ -74,8 +74,9 @@ void resolve_chained() noexcept;
 // The plugin's counters in the nccl section of the rank file.
 void add_to_summary(core::Section& section);
 
-// TRAINTIME_NCCL_KERNEL_CH, from the nccl module's configure() (kernel_ch_times.h).
-void set_kernel_ch_request(const std::string& setting) noexcept;
+// TRAINTIME_NCCL_KERNEL_CH, from the nccl module's configure() (kernel_ch_times.h); in a fork
+// child the parent's kernel-channel times are forgotten too.
+void set_kernel_ch_request(const std::string& setting, bool fork_child) noexcept;
 // The GPU times NCCL's own timers gave (CommSummary::KernelCh).
 void add_kernel_ch_times(core::CommSummary::KernelCh& out);
 
