@@ -368,6 +368,8 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
                               : count_call(c, func, d.coll.count, d.coll.datatype);
       if (mask & np::kKernelCh) {
         void* group = p2p ? d.p2p.parent_group : d.coll.parent_group;
+        // v4 has no parent group: its task events' parent is the Group event.
+        if (!group && d.parent && static_cast<Handle*>(d.parent)->type == np::kGroup) group = d.parent;
         const uint64_t serial = group ? static_cast<Handle*>(group)->place.serial : 0;
         place = kernel_ch::add_member(serial, call, p2p ? d.p2p.n_channels : d.coll.n_channels);
       }

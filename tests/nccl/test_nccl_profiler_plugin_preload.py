@@ -214,7 +214,9 @@ def test_without_cupti_collectives_are_timed_by_nccls_kernel_channel_timers(buil
     from the plugin's kernel-channel events; the grouped Send+Recv kernel is split across both."""
     c = Checks()
     cases = (("TRAINTIME_CUPTI=0", {"TRAINTIME_CUPTI": "0"}),
-             ("a libcupti refused", {"TRAINTIME_CUPTI_LIB": "/nonexistent/libcupti.so.13"}))
+             ("a libcupti refused", {"TRAINTIME_CUPTI_LIB": "/nonexistent/libcupti.so.13"}),
+             ("NCCL 2.25 (plugin v4: no API events, a task's parent is its Group)",
+              {"TRAINTIME_CUPTI": "0", "SIMGPU_NCCL_PROFILER_MAX_VERSION": "4"}))
     with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
         work = Path(tmp)
         for what, env in cases:
