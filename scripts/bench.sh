@@ -213,6 +213,10 @@ echo "bench.sh: measuring (results in $OUT) ..." >&2
 gbench annotation_preloaded bench_annotation "LD_PRELOAD=$LIB"
 gbench annotation_bare bench_annotation
 
+# 2b. NCCL's profiler plugin: libtraintime.so's callbacks for one collective as NCCL calls them,
+# on the calling thread and (its own row) on NCCL's proxy thread.
+gbench nccl_plugin bench_nccl_plugin "LD_PRELOAD=$LIB"
+
 # 3-4. The paired process runs (variant above).
 GB_PAIRED=1
 for i in $(seq 1 "$PAIRS"); do

@@ -149,6 +149,26 @@ for bench, what, key in (("BM_TtScope", "annotation, not preloaded (TT_SCOPE)", 
         rows.append((what, ns(v[0]) + " per pair (median of repetitions)", "<= 1 ns", judge(v[0] <= 1.0)))
         figure(key, v[0], "ns", rep_spread(v[1]))
 
+# 2b. NCCL's profiler plugin (bench/nccl_plugin_bench.cpp): its callbacks per collective, less
+# the same calls into a plugin that does nothing (building NCCL's descriptors, calling through the
+# table), in the same process: on the calling thread and, reported, on NCCL's proxy thread (4
+# channels). The rank file must have counted the calls from the events.
+plugin_rows = {b: gbench("nccl_plugin", b) for b in ("BM_PluginCollective", "BM_NoopCollective",
+                                                      "BM_PluginKernelCh", "BM_NoopKernelCh")}
+rf = rank_file("nccl_plugin") if all(plugin_rows.values()) else None
+if rf is not None and not rf.get("modules", {}).get("nccl", {}).get("counters", {}).get("profiler_plugin_counted_calls"):
+    problems.append("nccl_plugin: the rank file counts no call from plugin events: the plugin did not record")
+    rf = None
+if rf is not None:
+    calls = plugin_rows["BM_PluginCollective"][0] - plugin_rows["BM_NoopCollective"][0]
+    rows.append(("NCCL profiler plugin, one collective's callbacks (calling thread)",
+                 f"{ns(calls)} (median {ns(plugin_rows['BM_PluginCollective'][0])} - "
+                 f"{ns(plugin_rows['BM_NoopCollective'][0])} no-op plugin)", "<= 100 ns", judge(calls <= 100.0)))
+    figure("nccl_plugin_collective_ns", calls, "ns", rep_spread(plugin_rows["BM_PluginCollective"][1]))
+    proxy = plugin_rows["BM_PluginKernelCh"][0] - plugin_rows["BM_NoopKernelCh"][0]
+    rows.append(("  its kernel-channel events, 4 channels (NCCL's proxy thread)", ns(proxy), "reported", "-"))
+    figure("nccl_plugin_kernel_ch_ns", proxy, "ns", rep_spread(plugin_rows["BM_PluginKernelCh"][1]))
+
 # 3-4. Paired process runs: run i of one variant against run i of another.
 def paired(prefix: str, variants: tuple[str, ...] | list[str], bench: str) -> list[dict]:
     runs = []

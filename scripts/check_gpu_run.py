@@ -9,6 +9,7 @@
     check_gpu_run.py memory   --rank-file R --events E
     check_gpu_run.py health   --rank-file R --smi-log L
     check_gpu_run.py abort    --rank-file R --status S --steps N
+    check_gpu_run.py plugin   --rank-file R
     check_gpu_run.py health --print-query
     check_gpu_run.py --self-test
 
@@ -52,6 +53,13 @@ abort     cuda_mlp --abort-after N: the program called abort() with work in flig
           gpu_records_complete is true, and the steps the GPU had run are in steps.detail. The
           CPU runs ahead of the GPU (CUDA queues about a thousand launches), so the steps with
           GPU work are a prefix: at least a third of them in a run of about 3 s.
+plugin    A real NCCL under the preload at world size 1 (nccl_sweep): NCCL found traintime as its
+          profiler plugin with no user step and initialised it per communicator
+          (profiler_plugin_inits >= 1) in the newest version it probes (3 ... 7), traintime read
+          NCCL's version (profiler_plugin_nccl_version), the API events of the collectives called
+          arrived (profiler_plugin_coll_api_events > 0) and none was counted twice
+          (profiler_plugin_counted_calls 0: the wrappers counted them). At world size 1 NCCL
+          enqueues no collective, so no task or kernel-channel event is expected.
 
 Exit status: 0 the check passes, 1 it fails, 2 unusable input. Standard library only (it runs
 on the GPU machine); rank files are read with compare_events.py's reader.
@@ -412,6 +420,29 @@ def check_abort(rank: dict, status: int, steps: int) -> Result:
     return _verdict(lines, failures, "abort() with work in flight")
 
 
+def check_plugin(rank: dict) -> Result:
+    c = rank.get("modules", {}).get("nccl", {}).get("counters", {})
+    keys = ("profiler_plugin_inits", "profiler_plugin_version", "profiler_plugin_nccl_version",
+            "profiler_plugin_kernel_ch", "profiler_plugin_coll_api_events", "profiler_plugin_counted_calls",
+            "profiler_plugin_chained_version")
+    lines = ["nccl counters: " + ", ".join(f"{k} {c.get(k, 'absent')}" for k in keys)]
+    failures = []
+    if int(c.get("profiler_plugin_inits", 0)) < 1:
+        failures.append("NCCL never initialised traintime's profiler plugin (no profiler_plugin_inits): "
+                        "the STATIC_PLUGIN registration did not reach this NCCL")
+    elif int(c.get("profiler_plugin_version", 0)) not in range(3, 8):
+        failures.append(f"plugin API version {c.get('profiler_plugin_version')} is not one traintime offers (3 ... 7)")
+    if c.get("profiler_plugin_inits") and int(c.get("profiler_plugin_nccl_version", 0)) < 22300:
+        failures.append(f"NCCL's version read as {c.get('profiler_plugin_nccl_version')}: ncclGetVersion was "
+                        "not found, though a NCCL with the plugin API (>= 2.23) called the plugin")
+    if c.get("profiler_plugin_inits") and int(c.get("profiler_plugin_coll_api_events", 0)) == 0:
+        failures.append("no CollApi event arrived although collectives were called")
+    if int(c.get("profiler_plugin_counted_calls", 0)) != 0:
+        failures.append(f"{c.get('profiler_plugin_counted_calls')} call(s) counted from plugin events although "
+                        "the wrappers saw every call: calls counted twice")
+    return _verdict(lines, failures, "NCCL profiler plugin on real NCCL")
+
+
 def _read_metrics(path: str) -> list[dict]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -438,11 +469,16 @@ def run(args: argparse.Namespace) -> Result:
         return check_health(rank, _read_smi(args.smi_log))
     if args.check == "abort":
         return check_abort(rank, args.status, args.steps)
+    if args.check == "plugin":
+        return check_plugin(rank)
     return check_live(rank, _read_metrics(args.metrics_log))
 
 
 def self_test() -> int:
     """Hand-made rank files and side files, each with the exit status it must give."""
+    plugin_ok = {"profiler_plugin_inits": 1, "profiler_plugin_version": 7, "profiler_plugin_nccl_version": 23203,
+                 "profiler_plugin_coll_api_events": 40, "profiler_plugin_counted_calls": 0}
+
     def rank(**over: Any) -> dict:
         r = {"schema": "traintime/1", "gpu_capture": "cupti", "gpu_capture_reason": "CUPTI 130000",
              "exit_reason": "exit", "snapshot": False, "gpu_records_complete": True,
@@ -597,6 +633,14 @@ def self_test() -> int:
         ("live: nothing published mid-run fails",
          lambda: check_live(rank(), [{"traintime/gpu_step": -1}, {"traintime/gpu_step": 3}]),
          EXIT_DISAGREE, "no GPU step was published"),
+        ("plugin: registered, initialised, API events, nothing counted twice passes",
+         lambda: check_plugin(rank(modules={"nccl": {"counters": plugin_ok}})), EXIT_OK, "profiler_plugin_inits 1"),
+        ("plugin: never initialised fails",
+         lambda: check_plugin(rank(modules={"nccl": {"counters": {"missing_real": 0}}})), EXIT_DISAGREE,
+         "never initialised"),
+        ("plugin: calls counted twice fail",
+         lambda: check_plugin(rank(modules={"nccl": {"counters": {**plugin_ok, "profiler_plugin_counted_calls": 4}}})),
+         EXIT_DISAGREE, "counted twice"),
     ]
     failures = []
     for name, fn, want, needle in cases:
@@ -633,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="check")
     for name, extra in (("context", []), ("profiler", ["--trace"]), ("graphs", ["--events"]),
                         ("exit", ["--expect"]), ("live", ["--metrics-log"]), ("memory", ["--events"]),
-                        ("health", ["--smi-log"]), ("abort", ["--status", "--steps"])):
+                        ("health", ["--smi-log"]), ("abort", ["--status", "--steps"]), ("plugin", [])):
         p = sub.add_parser(name)
         if name == "health":
             p.add_argument("--print-query", action="store_true",
@@ -652,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.self_test:
         return self_test()
     if not a.check:
-        ap.error("name a check (context, profiler, graphs, exit, live, memory, health, abort) or "
+        ap.error("name a check (context, profiler, graphs, exit, live, memory, health, abort, plugin) or "
                  "--self-test")
     if a.check == "health" and a.print_query:
         print(",".join(SMI_FIELDS))

@@ -46,6 +46,8 @@
 #        10. nccl_sweep: AllReduce, AllGather, Broadcast, ReduceScatter from 1 KiB to 256 MiB, each
 #            call timed with CUDA events; calls and bytes must match (times are shown, not judged:
 #            world size 1).
+#            `plugin`: NCCL found and initialised traintime's profiler plugin with no user step,
+#            its API events arrived, none was counted twice (check_gpu_run.py plugin).
 #        11. torch_loop --api instrument (traintime.torch.instrument): printed, not judged.
 #       --only runs the named runs alone (cuda_mlp, torch_regions, overhead, torch_profiler,
 #       abort, torch_graphs, torch_vmm, torch_exit, cupti, nccl_sweep, torch_instrument).
@@ -482,6 +484,7 @@ if [ "$SKIP_SWEEP" = 0 ] && fits nccl_sweep 60; then
   if run_profiled nccl_sweep "${LAUNCH[@]}" "$SWEEP" \
        --events-out "$RESULTS/nccl_sweep/events-%r.json"; then
     compare nccl_sweep
+    check nccl_sweep plugin
   else
     note_status 2
   fi

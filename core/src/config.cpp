@@ -66,6 +66,9 @@ const Row kRows[] = {
       "0 disables NCCL interposition; communication is then found by kernel name only (bytes "
       "unknown)."},
      Kind::kBool, &Config::nccl},
+    {{"TRAINTIME_NCCL_KERNEL_CH", "auto",
+      "NCCL's own GPU timers per collective (its profiler plugin's kernel-channel events): the collectives' GPU time when CUPTI cannot capture, and a cross-check of CUPTI's when it can. auto: on, except on NCCL 2.31.x, where they slow small collectives (NVIDIA/nccl issue 2355); 1: on everywhere; 0: off."},
+     Kind::kString, &Config::nccl_kernel_ch},
     {{"TRAINTIME_SNAPSHOT_SEC", "0",
       "Write a snapshot of the rank file every N seconds (0 = only at exit)."},
      Kind::kU32, &Config::snapshot_sec, 0, kU32Max},

@@ -42,28 +42,22 @@ void add_regions(RankFile& f, const CpuSummary& cpu, const GpuSummary& gpu) {
   }
 }
 
-// Comm rows per (op, comm_size): CPU calls/bytes from the call table, GPU time from records.
-void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) {
-  struct RowAcc {
-    CommRow row;  // calls, bytes, bytes_known and gpu_ns; the rest is set below
-    std::array<SizeBucket, kSizeBuckets> sizes{};
-  };
-  std::map<std::pair<CommOp, uint32_t>, RowAcc> rows;
-  for (const CommCallTable::CommSnapshot& cs : comm.calls.comms) {
-    for (std::size_t o = 1; o < kCommOpCount; ++o) {
-      const CommCallTable::OpCounts& oc = cs.ops[o];
-      if (oc.calls == 0) continue;
-      RowAcc& acc = rows[{static_cast<CommOp>(o), cs.size}];
-      acc.row.seen_by |= cs.seen_by;
-      acc.row.calls += oc.calls;
-      acc.row.bytes += oc.bytes;
-      for (uint32_t b = 0; b < kSizeBuckets; ++b) {
-        acc.sizes[b].calls += oc.bucket_calls[b];
-        acc.sizes[b].bytes += oc.bucket_bytes[b];
-      }
-    }
-  }
-  for (const GpuSummary::Comm& c : gpu.comm) {
+// Whether the collectives' GPU times come from NCCL's own timers (its profiler plugin's
+// kernel-channel events) instead of CUPTI's records: CUPTI did not capture (held by another
+// tool, refused, turned off) and the plugin measured some.
+bool times_from_kernel_ch(const GpuSummary& gpu, const CommSummary& comm) {
+  return gpu.capture != GpuCapture::kCupti && !comm.kernel_ch.rings.empty();
+}
+
+struct RowAcc {
+  CommRow row;  // calls, bytes, bytes_known and gpu_ns; the rest is set in add_comm_rows
+  std::array<SizeBucket, kSizeBuckets> sizes{};
+};
+using CommRows = std::map<std::pair<CommOp, uint32_t>, RowAcc>;
+
+// GPU time per (communicator, op) into the rows of its op and communicator size.
+void add_gpu_time(CommRows& rows, const std::vector<GpuSummary::Comm>& times, const CommSummary& comm) {
+  for (const GpuSummary::Comm& c : times) {
     const CommGpuTime& g = c.time;
     if (c.comm_index == GpuSummary::kByName) {
       CommRow& row = rows[{c.op, 0}].row;
@@ -83,6 +77,26 @@ void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) 
       acc.sizes[b].bytes += g.bucket_captured_bytes[b];
     }
   }
+}
+
+// Comm rows per (op, comm_size): CPU calls/bytes from the call table, GPU time from records.
+void add_comm_rows(RankFile& f, const GpuSummary& gpu, const CommSummary& comm) {
+  CommRows rows;
+  for (const CommCallTable::CommSnapshot& cs : comm.calls.comms) {
+    for (std::size_t o = 1; o < kCommOpCount; ++o) {
+      const CommCallTable::OpCounts& oc = cs.ops[o];
+      if (oc.calls == 0) continue;
+      RowAcc& acc = rows[{static_cast<CommOp>(o), cs.size}];
+      acc.row.seen_by |= cs.seen_by;
+      acc.row.calls += oc.calls;
+      acc.row.bytes += oc.bytes;
+      for (uint32_t b = 0; b < kSizeBuckets; ++b) {
+        acc.sizes[b].calls += oc.bucket_calls[b];
+        acc.sizes[b].bytes += oc.bucket_bytes[b];
+      }
+    }
+  }
+  add_gpu_time(rows, times_from_kernel_ch(gpu, comm) ? comm.kernel_ch.comm : gpu.comm, comm);
   // Rows ordered by op name, then size (as the schema's readers have always seen them).
   std::map<std::pair<std::string, uint32_t>, std::pair<CommOp, const RowAcc*>> ordered;
   for (const auto& [key, ra] : rows)
@@ -133,9 +147,11 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     c.rank = cs.rank;
     c.ops_enqueued = cs.ops_enqueued;
   }
-  // What was enqueued and has not completed: only where GPU completion is observed at all.
-  const bool completion_known = gpu.capture == GpuCapture::kCupti;
-  for (const GpuSummary::Ring& ring : gpu.rings) {
+  // What was enqueued and has not completed: only where GPU completion is observed at all
+  // (CUPTI's records, else NCCL's own timers).
+  const bool kernel_ch = times_from_kernel_ch(gpu, comm);
+  const bool completion_known = gpu.capture == GpuCapture::kCupti || kernel_ch;
+  for (const GpuSummary::Ring& ring : kernel_ch ? comm.kernel_ch.rings : gpu.rings) {
     auto [it, fresh] = comms.try_emplace(ring.comm_index);
     Communicator& c = it->second;
     if (fresh) {
@@ -144,6 +160,17 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     }
     c.ops_completed = ring.ops_completed;
     c.recent = ring.recent;
+  }
+  // With both: NCCL's own GPU time of each collective beside CUPTI's, by sequence number.
+  if (!kernel_ch) {
+    for (const GpuSummary::Ring& ring : comm.kernel_ch.rings) {
+      auto it = comms.find(ring.comm_index);
+      if (it == comms.end()) continue;
+      std::unordered_map<uint64_t, uint64_t> ns_of_seq;
+      for (const RecentCollective& r : ring.recent) ns_of_seq[r.seq] = r.kernel_ch_ns;
+      for (RecentCollective& r : it->second.recent)
+        if (auto found = ns_of_seq.find(r.seq); found != ns_of_seq.end()) r.kernel_ch_ns = found->second;
+    }
   }
   if (completion_known) {
     for (const CommCallTable::CommSnapshot& cs : comm.calls.comms) {

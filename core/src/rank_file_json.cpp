@@ -227,12 +227,15 @@ json comm_json(const CommRow& c) {
 
 json communicator_json(const Communicator& c) {
   json recent = json::array();
-  for (const RecentCollective& r : c.recent)
-    recent.push_back({{"seq", r.seq},
-                      {"op", comm_op_name(r.op)},
-                      {"bytes", r.bytes},
-                      {"gpu_start_ns", r.gpu_start_ns},
-                      {"gpu_end_ns", r.gpu_end_ns}});
+  for (const RecentCollective& r : c.recent) {
+    json row = {{"seq", r.seq},
+                {"op", comm_op_name(r.op)},
+                {"bytes", r.bytes},
+                {"gpu_start_ns", r.gpu_start_ns},
+                {"gpu_end_ns", r.gpu_end_ns}};
+    if (r.kernel_ch_ns != 0) row["kernel_ch_ns"] = r.kernel_ch_ns;  // optional: measured only
+    recent.push_back(std::move(row));
+  }
   json out = {{"id", c.id},
               {"size", c.size},
               {"rank", c.rank},
@@ -838,7 +841,7 @@ Communicator communicator_from(const J& j, const Path& w) {
     const Path rw = indexed(recent_w, i);
     expect_object(rj, rw);
     c.recent.push_back({u64(rj, "seq", rw), comm_op_from_name(str(rj, "op", rw)), u64(rj, "bytes", rw),
-                        u64(rj, "gpu_start_ns", rw), u64(rj, "gpu_end_ns", rw)});
+                        u64(rj, "gpu_start_ns", rw), u64(rj, "gpu_end_ns", rw), opt_u64(rj, "kernel_ch_ns", rw, 0)});
   });
   const Path in_flight_w = join(w, "in_flight");
   each_in_opt_array(j, "in_flight", w, [&](std::size_t i, const J& ij) {

@@ -37,6 +37,13 @@ std::string messages::profiler_plugin_chained_init_failures(uint64_t n, const Mo
          "of those communicators, as it would see none without traintime";
 }
 
+std::string messages::profiler_plugin_kernel_ch_lost(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) +
+         " NCCL kernel(s) still ran when 512 newer ones had been planned, or had more than 64 tasks: "
+         "NCCL's kernel-channel timers of those collectives were not kept (their GPU time is missing "
+         "where CUPTI did not capture)";
+}
+
 namespace {
 constexpr core::CounterTable kTables[] = {core::counter_table(kCounters)};
 }  // namespace

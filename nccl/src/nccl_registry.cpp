@@ -155,6 +155,7 @@ core::CommSummary summary() {
   cost_into(sec);
   sec.own_memory("call table", r.table->bytes());
   out.calls = r.table->snapshot();
+  plugin::add_kernel_ch_times(out.kernel_ch);
   if (out.calls.comms.empty()) return out;
   sec.count(kCounters, Counter::unregistered, r.unregistered.load(std::memory_order_relaxed));
   sec.count(kCounters, Counter::pending_dropped, pending_dropped());
@@ -314,6 +315,7 @@ const core::Module kModule{&kFormat,
                              hooks.on_first_call = host.on_first_record;
                              hooks.on_communicator = host.on_communicator;
                              hooks.on_world_rank = host.on_world_rank;
+                             plugin::set_kernel_ch_request(host.config->nccl_kernel_ch, host.fork_child);
                              configure(host.comm_table, host.config->nccl, hooks);
                            },
                            nullptr, nullptr, nullptr};

@@ -496,7 +496,7 @@ __attribute__((always_inline)) inline ncclResult_t group_end_body(const void* ca
   const bool group_launches = outermost && launches && t.group_count > 0;
   if (group_launches) {
     const core::CommGroupMember& first = t.members[0];
-    const uint64_t group_id = g_next_group.fetch_add(1, std::memory_order_relaxed) + 1;
+    const uint64_t group_id = next_group_id();
     call_table().record_group(group_id, t.members, t.group_count);
     t.call = Call{first.op, t.group_captured, first.comm_id, first.seq, t.group_bytes, group_id};
     t.call_active = true;
@@ -598,6 +598,8 @@ const Call* current_call() noexcept {
 
 bool in_interposed_call() noexcept { return t_nccl.call_active; }
 uint32_t interposed_comm_id() noexcept { return t_nccl.call_active ? t_nccl.call.comm_id : 0; }
+const Call* interposed_call() noexcept { return t_nccl.call_active ? &t_nccl.call : nullptr; }
+uint64_t next_group_id() noexcept { return g_next_group.fetch_add(1, std::memory_order_relaxed) + 1; }
 
 }  // namespace traintime::nccl
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernel_ch_times.h"
 #include "nccl_registry.h"
 #include "traintime/nccl/nccl_format.h"
 #include "traintime/core/rank_file.h"
@@ -32,14 +33,31 @@ thread_local Call t_launch_call{};
 namespace {
 
 // The calls counted from this thread's API events since its GroupApi event started: the first
-// one, with the bytes of all (what the wrappers record for a group's kernel).
+// one, with the bytes of all (what the wrappers record for a group's kernel), and the members
+// (CommCallTable::record_group) the GPU aggregator splits the group's kernel across.
 thread_local bool t_group_has_call = false;
 thread_local Call t_group_call{};
+constexpr uint32_t kGroupMembers = core::CommGroupRecord::kMaxMembers;
+thread_local uint32_t t_group_count = 0;
+thread_local core::CommGroupMember t_group_members[kGroupMembers];
 
 namespace np = traintime::nccl_profiler;
 
-// What traintime itself asks NCCL for: the API-level and task events.
-constexpr int kOwnMask = np::kCollApi | np::kP2pApi | np::kColl | np::kP2p | np::kKernelLaunch;
+// What traintime itself asks NCCL for: the API-level and task events, and the kernel-channel
+// events when NCCL's own GPU timers are wanted (kernel_ch_times.h). Set at NCCL's first init.
+constexpr int kBaseMask = np::kCollApi | np::kP2pApi | np::kColl | np::kP2p | np::kKernelLaunch;
+std::atomic<int> g_own_mask{kBaseMask};
+int own_mask() { return g_own_mask.load(std::memory_order_relaxed); }
+
+// NCCL numbers its collectives per (communicator, collective type) (coll.seqNumber, from 0), and
+// traintime per communicator: each API event of a type enters the call traintime counted for it
+// (the wrapper's, or the plugin's own) under the type's running number, and the task event finds
+// its call there. P2p task events carry no number: the n-th Send task is the n-th Send call.
+constexpr uint32_t kJoinSlots = 64;
+struct Joined {
+  std::atomic<uint64_t> number{~uint64_t{0}};  // the type's running number; stored last (release)
+  Call call{};
+};
 
 struct Context {
   int* nccl_mask = nullptr;  // NCCL's one live activation mask
@@ -52,17 +70,46 @@ struct Context {
   int nccl_version = 0;  // the version NCCL calls
   // The communicator's index + 1 in the call table when the plugin counts its calls (0: not yet).
   std::atomic<uint32_t> comm_id{0};
+  // The seqNumber join (above), per core::CommOp: API calls made, p2p tasks planned.
+  uint64_t api_calls[core::kCommOpCount] = {};
+  uint64_t p2p_tasks[core::kCommOpCount] = {};
+  Joined joined[core::kCommOpCount][kJoinSlots];
 };
 
 struct Handle {
   uint64_t type;
   Context* context;
   void* their;  // the chained plugin's handle of this event, or NULL
+  // Group: its kernel's serial. Coll/P2p and KernelCh: the task's place in its kernel.
+  kernel_ch::Place place;
+  uint64_t channel_start;  // KernelCh: the channel's start (GPU ns)
+  uint64_t channel_stop;   // KernelCh: its stop (KernelChStop state)
 };
 
 constexpr uint32_t kHandleSlots = 1u << 15;
 Handle g_handles[kHandleSlots];
 std::atomic<uint32_t> g_next_handle{0};
+// Each thread takes slots in blocks (one locked add per block, not per event).
+constexpr uint32_t kHandleBlock = 64;
+thread_local uint32_t t_handle_next = 0, t_handle_end = 0;
+Handle* new_handle() {
+  if (t_handle_next == t_handle_end) {
+    t_handle_next = g_next_handle.fetch_add(kHandleBlock, std::memory_order_relaxed);
+    t_handle_end = t_handle_next + kHandleBlock;
+  }
+  return &g_handles[t_handle_next++ % kHandleSlots];
+}
+
+// NCCL's names (ncclFuncToString, ncclDatatypeToString) are its static strings: the last one a
+// thread read is remembered by address, so a collective's events compare no string twice.
+thread_local const char* t_func = nullptr;
+thread_local core::CommOp t_func_op = core::CommOp::kNone;
+core::CommOp op_of(const char* func) {
+  if (func == t_func && func) return t_func_op;
+  t_func_op = core::comm_op_from_name(func ? func : "");
+  t_func = func;
+  return t_func_op;
+}
 
 // Counters for the rank file (relaxed: figures, read at the end).
 std::atomic<uint64_t> g_inits{0};
@@ -74,13 +121,13 @@ std::atomic<uint64_t> g_counted{0};  // calls counted from plugin events alone
 void nccl_log_noop(int, unsigned long, const char*, int, const char*, ...) {}
 
 void refresh_mask(Context* c) {
-  const int want = kOwnMask | c->their_mask.load(std::memory_order_relaxed);
+  const int want = own_mask() | c->their_mask.load(std::memory_order_relaxed);
   if (__atomic_load_n(c->nccl_mask, __ATOMIC_RELAXED) != want) __atomic_store_n(c->nccl_mask, want, __ATOMIC_RELAXED);
 }
 
 // ---- counting the calls interposition cannot see ----
 // Element size of NCCL's datatype names (ncclDatatypeToString); 0: unknown.
-uint64_t element_size(const char* datatype) {
+uint64_t element_size_of(const char* datatype) {
   if (!datatype || std::strncmp(datatype, "nccl", 4) != 0) return 0;
   const std::string_view t(datatype + 4);
   if (t == "Int8" || t == "Uint8" || t == "Float8e4m3" || t == "Float8e5m2") return 1;
@@ -90,6 +137,16 @@ uint64_t element_size(const char* datatype) {
   return 0;
 }
 
+thread_local const char* t_datatype = nullptr;
+thread_local uint64_t t_datatype_size = 0;
+uint64_t element_size(const char* datatype) {
+  if (datatype != t_datatype || !datatype) {
+    t_datatype_size = element_size_of(datatype);
+    t_datatype = datatype;
+  }
+  return t_datatype_size;
+}
+
 // Whether an op's bytes are its count times the communicator's size (nccl-tests conventions, as
 // the wrappers size them: AllGather's sendcount, ReduceScatter's recvcount, the per-peer counts).
 bool times_ranks(core::CommOp op) {
@@ -97,43 +154,80 @@ bool times_ranks(core::CommOp op) {
          op == core::CommOp::kGather || op == core::CommOp::kScatter;
 }
 
-// One NCCL call seen through the plugin (its API event, or its task event before v5, which has
-// no API events). A call made through an interposed wrapper is counted there, once.
-void count_call(Context* c, const char* func, size_t count, const char* datatype) {
-  if (!recording()) return;
-  if (in_interposed_call()) {
-    // Counted by the wrapper; the communicator was seen both ways.
-    if (const uint32_t id = interposed_comm_id(); id != 0) {
-      if (core::CommCallTable::Counters* k = call_table().counters(id - 1)) k->note_seen(core::kSeenByPlugin);
-    }
-    return;
+// The group's members for the GPU aggregator (members beyond its record fold into the first).
+void note_member(const Call& call) {
+  if (t_group_count < kGroupMembers) {
+    t_group_members[t_group_count++] = core::CommGroupMember{call.op, call.comm_id, call.seq, call.bytes};
+  } else {
+    t_group_members[0].bytes += call.bytes;
   }
-  const core::CommOp op = core::comm_op_from_name(func ? func : "");
-  if (op == core::CommOp::kNone || op == core::CommOp::kUnknown) return;
+}
+
+// One NCCL call seen through the plugin (its API event, or its task event before v5, which has
+// no API events): the call traintime counts for it (op kNone: none). A call made through an
+// interposed wrapper is counted there, once, and is the wrapper's.
+Call count_call(Context* c, const char* func, size_t count, const char* datatype) {
+  if (!recording()) return Call{};
+  if (const Call* w = interposed_call()) {
+    // Counted by the wrapper; the communicator was seen both ways.
+    if (w->comm_id != 0) {
+      if (core::CommCallTable::Counters* k = call_table().counters(w->comm_id - 1)) k->note_seen(core::kSeenByPlugin);
+    }
+    return *w;
+  }
+  const core::CommOp op = op_of(func);
+  if (op == core::CommOp::kNone || op == core::CommOp::kUnknown) return Call{};
   uint32_t id = c->comm_id.load(std::memory_order_acquire);
   if (id == 0) {
     // The context names the communicator for its life; NCCL's commHash names it on every rank.
     const uint32_t index = call_table().register_communicator(reinterpret_cast<uintptr_t>(c), c->nranks, c->rank,
                                                               c->comm_hash);
-    if (index == core::CommCallTable::kNoComm) return;
+    if (index == core::CommCallTable::kNoComm) return Call{};
     id = index + 1;
     c->comm_id.store(id, std::memory_order_release);
   }
   core::CommCallTable::Counters* k = call_table().counters(id - 1);
-  if (!k) return;
+  if (!k) return Call{};
   uint64_t bytes = static_cast<uint64_t>(count) * element_size(datatype);
   if (times_ranks(op)) bytes *= static_cast<uint64_t>(c->nranks);
   const uint64_t seq = k->next_seq();
   k->count(op, bytes, seq);
   k->note_seen(core::kSeenByPlugin);
+  const Call call{op, false, id, seq, bytes, 0};
   if (!t_group_has_call) {
-    t_group_call = Call{op, false, id, seq, bytes, 0};
+    t_group_call = call;
     t_group_has_call = true;
+    t_group_count = 0;
   } else {
     t_group_call.bytes += bytes;
   }
+  note_member(call);
   g_counted.fetch_add(1, std::memory_order_relaxed);
   note_counted_call();
+  return call;
+}
+
+// An API event's call, entered for its task event (the seqNumber join above).
+void enter_for_task(Context* c, const Call& call, const char* func) {
+  const core::CommOp op = call.op != core::CommOp::kNone ? call.op : op_of(func);
+  const auto oi = static_cast<std::size_t>(op);
+  if (oi >= core::kCommOpCount) return;
+  const uint64_t n = c->api_calls[oi]++;
+  Joined& j = c->joined[oi][n % kJoinSlots];
+  j.number.store(~uint64_t{0}, std::memory_order_relaxed);
+  j.call = call;
+  j.number.store(n, std::memory_order_release);
+}
+
+// The call of a task event: NCCL's number of it within its type (coll.seqNumber; p2p: counted).
+Call call_of_task(Context* c, const char* func, bool p2p, uint64_t seq_number) {
+  const core::CommOp op = op_of(func);
+  const auto oi = static_cast<std::size_t>(op);
+  if (oi >= core::kCommOpCount) return Call{};
+  const uint64_t n = p2p ? c->p2p_tasks[oi]++ : seq_number;
+  const Joined& j = c->joined[oi][n % kJoinSlots];
+  if (j.number.load(std::memory_order_acquire) != n) return Call{};
+  return j.call;
 }
 
 void* their(void* handle) { return handle ? static_cast<Handle*>(handle)->their : nullptr; }
@@ -208,6 +302,7 @@ Context* new_context(int* mask, uint64_t comm_hash, const char* name, int nranks
 ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_hash, const char* name, int nranks,
                          int rank, np::DebugLogger log) {
   resolve_chained();
+  if (kernel_ch::wanted()) g_own_mask.store(kBaseMask | np::kKernelCh, std::memory_order_relaxed);
   Context* c = new_context(mask, comm_hash, name, nranks, rank);
   if (!c) return ncclSystemError;  // NCCL continues without the profiler
   c->nccl_version = version;
@@ -225,37 +320,91 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   *handle = nullptr;
   auto* c = static_cast<Context*>(context);
   if (!c || !descr) return ncclSuccess;
-  const np::EventDescrV7 d = np::to_v7(*descr);
+  // v7 is read in place; older versions are converted to it once.
+  np::EventDescrV7 converted;
+  if constexpr (!std::is_same_v<D, np::EventDescrV7>) converted = np::to_v7(*descr);
+  const np::EventDescrV7& d = [&]() -> const np::EventDescrV7& {
+    if constexpr (std::is_same_v<D, np::EventDescrV7>) return *descr;
+    else return converted;
+  }();
   const int their_mask = c->their_mask.load(std::memory_order_relaxed);
   void* theirs = c->their_context && np::nccl_starts(d.type, static_cast<uint64_t>(their_mask)) ? their_start(c, d) : nullptr;
-  const bool ours = np::nccl_starts(d.type, kOwnMask);
-  if (ours) g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
-  if (d.type == np::kKernelLaunch && t_group_has_call) {
-    detail::t_launch_call = t_group_call;
-    detail::t_launch_active = true;
+  const int mask = own_mask();
+  const bool ours = np::nccl_starts(d.type, static_cast<uint64_t>(mask));
+  // The kinds the rank file reports (one locked add per collective each, not per event).
+  if (ours && (d.type == np::kColl || d.type == np::kCollApi))
+    g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
+  kernel_ch::Place place;
+  uint64_t channel_start = 0;
+  switch (d.type) {
+    case np::kKernelLaunch:
+      if (t_group_has_call) {
+        detail::t_launch_call = t_group_call;
+        if (t_group_count > 1) {
+          // A group counted here: its members, for the aggregator to split the kernel across.
+          detail::t_launch_call.group_id = next_group_id();
+          call_table().record_group(detail::t_launch_call.group_id, t_group_members, t_group_count);
+        }
+        detail::t_launch_active = true;
+      }
+      break;
+    case np::kCollApi:
+      if (c->nccl_version >= 5) enter_for_task(c, count_call(c, d.coll_api.func, d.coll_api.count, d.coll_api.datatype), d.coll_api.func);
+      refresh_mask(c);  // the chained plugin may have changed its mask
+      break;
+    case np::kP2pApi:
+      if (c->nccl_version >= 5) enter_for_task(c, count_call(c, d.p2p_api.func, d.p2p_api.count, d.p2p_api.datatype), d.p2p_api.func);
+      break;
+    case np::kGroupApi: refresh_mask(c); break;
+    case np::kGroup:
+      if (mask & np::kKernelCh) place.serial = kernel_ch::open_group();
+      break;
+    case np::kColl:
+    case np::kP2p: {
+      const bool p2p = d.type == np::kP2p;
+      const char* func = p2p ? d.p2p.func : d.coll.func;
+      const Call call = c->nccl_version >= 5 ? call_of_task(c, func, p2p, d.coll.seq_number)
+                        : p2p ? count_call(c, func, d.p2p.count, d.p2p.datatype)
+                              : count_call(c, func, d.coll.count, d.coll.datatype);
+      if (mask & np::kKernelCh) {
+        void* group = p2p ? d.p2p.parent_group : d.coll.parent_group;
+        // v4 has no parent group: its task events' parent is the Group event.
+        if (!group && d.parent && static_cast<Handle*>(d.parent)->type == np::kGroup) group = d.parent;
+        const uint64_t serial = group ? static_cast<Handle*>(group)->place.serial : 0;
+        place = kernel_ch::add_member(serial, call, p2p ? d.p2p.n_channels : d.coll.n_channels);
+      }
+      break;
+    }
+    case np::kKernelCh:
+      if (d.parent) place = static_cast<Handle*>(d.parent)->place;
+      channel_start = d.kernel_ch.gpu_timer;
+      break;
+    default: break;
   }
-  if (c->nccl_version >= 5) {
-    if (d.type == np::kCollApi) count_call(c, d.coll_api.func, d.coll_api.count, d.coll_api.datatype);
-    if (d.type == np::kP2pApi) count_call(c, d.p2p_api.func, d.p2p_api.count, d.p2p_api.datatype);
-  } else {
-    if (d.type == np::kColl) count_call(c, d.coll.func, d.coll.count, d.coll.datatype);
-    if (d.type == np::kP2p) count_call(c, d.p2p.func, d.p2p.count, d.p2p.datatype);
-  }
-  if (d.type == np::kGroupApi || d.type == np::kCollApi) refresh_mask(c);  // the chained plugin may have changed its mask
   if (!ours && !theirs) return ncclSuccess;
-  Handle* h = &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
+  Handle* h = new_handle();
   h->type = d.type;
   h->context = c;
   h->their = theirs;
+  h->place = place;
+  h->channel_start = channel_start;
+  h->channel_stop = 0;
   *handle = h;
   return ncclSuccess;
 }
 
 ncclResult_t stop_event(void* handle) {
   if (handle) {
-    const uint64_t type = static_cast<Handle*>(handle)->type;
-    if (type == np::kKernelLaunch) detail::t_launch_active = false;
-    if (type == np::kGroupApi) t_group_has_call = false;
+    Handle* h = static_cast<Handle*>(handle);
+    switch (h->type) {
+      case np::kKernelLaunch: detail::t_launch_active = false; break;
+      case np::kGroupApi: t_group_has_call = false; break;
+      case np::kGroup: kernel_ch::close_group(h->place.serial); break;
+      case np::kKernelCh:
+        if (h->place.serial) kernel_ch::channel_done(h->place, h->channel_start, h->channel_stop);
+        break;
+      default: break;
+    }
   }
   void* theirs = their(handle);
   if (!theirs) return ncclSuccess;
@@ -267,6 +416,9 @@ ncclResult_t stop_event(void* handle) {
 // NCCL v4 ... v7 pass np::StateArgsV4 (one layout); v3 its own.
 template <typename Args>
 ncclResult_t record_event_state(void* handle, int state, Args* args) {
+  if constexpr (!std::is_same_v<Args, np::StateArgsV3>) {
+    if (handle && args && state == np::kKernelChStop) static_cast<Handle*>(handle)->channel_stop = args->kernel_ch.gpu_timer;
+  }
   void* theirs = their(handle);
   if (!theirs) return ncclSuccess;
   const Chained& ch = chained();
@@ -339,7 +491,14 @@ void add_to_summary(core::Section& section) {
                 g_events[__builtin_ctz(np::kColl)].load(std::memory_order_relaxed));
   section.count(kCounters, Counter::profiler_plugin_coll_api_events,
                 g_events[__builtin_ctz(np::kCollApi)].load(std::memory_order_relaxed));
+  kernel_ch::add_counters(section);
 }
+
+void set_kernel_ch_request(const std::string& setting, bool fork_child) noexcept {
+  if (fork_child) kernel_ch::forget_after_fork();
+  kernel_ch::set_request(setting);
+}
+void add_kernel_ch_times(core::CommSummary::KernelCh& out) { kernel_ch::add_to(out); }
 
 }  // namespace traintime::nccl::plugin
 

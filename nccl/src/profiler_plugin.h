@@ -21,8 +21,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "traintime/core/section.h"
+#include "traintime/core/summaries.h"
 #include "traintime/nccl/nccl_interposer.h"
 #include "traintime/nccl/profiler_plugin_api.h"
 
@@ -32,6 +34,11 @@ namespace traintime::nccl {
 bool in_interposed_call() noexcept;
 // The communicator (table index + 1) of that call, 0 when none or unregistered.
 uint32_t interposed_comm_id() noexcept;
+// That call (as the wrapper counted it: seq 0 when captured into a graph), else nullptr. No side
+// effect.
+const Call* interposed_call() noexcept;
+// A process-unique group id for CommCallTable::record_group (shared with the wrappers' groups).
+uint64_t next_group_id() noexcept;
 }  // namespace traintime::nccl
 
 namespace traintime::nccl::plugin {
@@ -66,5 +73,11 @@ void resolve_chained() noexcept;
 
 // The plugin's counters in the nccl section of the rank file.
 void add_to_summary(core::Section& section);
+
+// TRAINTIME_NCCL_KERNEL_CH, from the nccl module's configure() (kernel_ch_times.h); in a fork
+// child the parent's kernel-channel times are forgotten too.
+void set_kernel_ch_request(const std::string& setting, bool fork_child) noexcept;
+// The GPU times NCCL's own timers gave (CommSummary::KernelCh).
+void add_kernel_ch_times(core::CommSummary::KernelCh& out);
 
 }  // namespace traintime::nccl::plugin

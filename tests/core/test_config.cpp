@@ -31,7 +31,7 @@ Config parse(const std::map<std::string, std::string>& vars, std::vector<std::st
 bool same(const Config& a, const Config& b) {
   return a.output_dir == b.output_dir && a.disable == b.disable && a.log_level == b.log_level &&
          a.warmup_steps == b.warmup_steps && a.cupti == b.cupti && a.cupti_lib == b.cupti_lib &&
-         a.nccl == b.nccl && a.snapshot_sec == b.snapshot_sec && a.trace == b.trace &&
+         a.nccl == b.nccl && a.nccl_kernel_ch == b.nccl_kernel_ch && a.snapshot_sec == b.snapshot_sec && a.trace == b.trace &&
          a.trace_max_events == b.trace_max_events && a.step_detail == b.step_detail && a.top_kernels == b.top_kernels &&
          a.category_rules == b.category_rules && a.buffer_mb == b.buffer_mb &&
          a.buffer_count == b.buffer_count && a.nvml == b.nvml &&
@@ -76,7 +76,7 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
   const std::vector<std::string> expected = {
       "TRAINTIME_OUTPUT",         "TRAINTIME_DISABLE",          "TRAINTIME_LOG_LEVEL",
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
-      "TRAINTIME_NCCL",           "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",
+      "TRAINTIME_NCCL",           "TRAINTIME_NCCL_KERNEL_CH",   "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",
       "TRAINTIME_NVML",           "TRAINTIME_NVML_INTERVAL_MS", "TRAINTIME_TRACE",
       "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_STEPS",
       "TRAINTIME_STEP_ANCHOR",    "TRAINTIME_TOP_KERNELS",  "TRAINTIME_CATEGORY_RULES",

@@ -8,7 +8,7 @@
 // (recvcount), AlltoAll, Gather and Scatter (per-peer count).
 //
 //   sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking |
-//                              --v2-32]
+//                              --v2-32 | --hang SECONDS]
 //
 // Rank/world from OMPI_COMM_WORLD_RANK/SIZE (else 0 of 1). With --expect-fail (run it with the
 // same SIMGPU_NCCL_FAIL), every call of FUNCTION must return CODE with errno EREMOTEIO (the
@@ -24,7 +24,12 @@
 // the one-sided calls run on a registered window: ncclPutSignal (its bytes: count x element
 // size), ncclSignal and ncclWaitSignal (no bytes). These launch no kernel and take no sequence
 // number, so they add to the comm rows but not to ops_enqueued.
+// With --hang SECONDS, after the usual calls an AllGather and an AllReduce on `world` complete,
+// then the next AllReduce never does (simgpuHangNextCollective, as when a peer never enters it):
+// the program writes its truth (hung_seq: that AllReduce's sequence number on `world`), waits
+// SECONDS for the hang watchdog, and exits without synchronising.
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -281,6 +286,7 @@ int main(int argc, char** argv) {
   std::string truth_path;
   int graph_replays = 0;
   bool v2_32 = false;
+  int hang_sec = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--truth" && i + 1 < argc) {
@@ -295,11 +301,13 @@ int main(int argc, char** argv) {
       g_nonblocking = true;
     } else if (a == "--v2-32") {
       v2_32 = true;
+    } else if (a == "--hang" && i + 1 < argc) {
+      hang_sec = std::atoi(argv[++i]);
     } else if (a == "--graph-replays" && i + 1 < argc) {
       graph_replays = std::atoi(argv[++i]);
     } else {
       die("usage: sim_nccl_ops --truth FILE [--expect-fail FUNCTION:CODE | --graph-replays K | --nonblocking | "
-          "--v2-32]");
+          "--v2-32 | --hang SECONDS]");
     }
   }
   if (truth_path.empty()) die("--truth FILE is required");
@@ -330,7 +338,23 @@ int main(int argc, char** argv) {
   } else {
     run(world, twin, stream, buf);
   }
-  if (cudaStreamSynchronize(stream) != cudaSuccess) die("cudaStreamSynchronize");
+  uint64_t hung_seq = 0;
+  if (hang_sec >= 0) {
+    nccl("ncclAllGather", "AllGather", 64 * 4 * uint64_t(g_world), world, "AllGather",
+         [&] { return ncclAllGather(buf, buf, 64, ncclFloat32, world.handle, stream); });
+    nccl("ncclAllReduce", "AllReduce", 4096 * 4, world, "AllReduce",
+         [&] { return ncclAllReduce(buf, buf, 4096, ncclFloat32, ncclSum, world.handle, stream); });
+    if (cudaStreamSynchronize(stream) != cudaSuccess) die("cudaStreamSynchronize");
+    // simgpu's engine (libcudart here, or linked in): looked up so both builds of the program link alike.
+    auto hang_next = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "simgpuHangNextCollective"));
+    if (!hang_next) die("simgpuHangNextCollective not found");
+    hang_next();
+    nccl("ncclAllReduce", "AllReduce", 8192 * 4, world, "AllReduce",
+         [&] { return ncclAllReduce(buf, buf, 8192, ncclFloat32, ncclSum, world.handle, stream); });
+    hung_seq = world.enqueued;
+  } else if (cudaStreamSynchronize(stream) != cudaSuccess) {
+    die("cudaStreamSynchronize");
+  }
 
   nlohmann::json truth;
   truth["simulated"] = true;
@@ -347,7 +371,12 @@ int main(int argc, char** argv) {
         {{"name", c->name}, {"size", c->size}, {"rank", g_rank}, {"ops_enqueued", c->enqueued}});
   }
   truth["kernels_by_name"] = g_kernels;
+  if (hang_sec >= 0) truth["hung_seq"] = hung_seq;
   std::ofstream(truth_path) << truth.dump(2) << "\n";
+  if (hang_sec >= 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(hang_sec));
+    std::exit(0);  // the hung work never completes: no synchronisation, no teardown
+  }
 
   ncclCommDestroy(twin.handle);
   ncclCommDestroy(world.handle);

@@ -21,7 +21,8 @@ HERE = Path(__file__).resolve().parent
 SIM = load_module(HERE / "test_nccl_profiler_plugin_sim.py", "test_nccl_profiler_plugin_sim")
 
 
-def run(build_dir: Path, env: dict[str, str], work: Path, prog: str = "sim_nccl_ops") -> tuple[dict, "SIM.Log", str]:
+def run(build_dir: Path, env: dict[str, str], work: Path, prog: str = "sim_nccl_ops",
+        args: tuple[str, ...] = ()) -> tuple[dict, "SIM.Log", str]:
     """The rank file's nccl counters, the user's plugin's log, and stderr (the rank file is
     work/out/rank-00000.json, the program's truth work/truth.json)."""
     out, log = work / "out", work / "plugin.log"
@@ -31,7 +32,7 @@ def run(build_dir: Path, env: dict[str, str], work: Path, prog: str = "sim_nccl_
                       "TRAINTIME_OUTPUT": str(out), "TRAINTIME_CUPTI_LIB": str(build_dir / "sim" / "libcupti.so.13")})
     full.update(env)
     (out / "rank-00000.json").unlink(missing_ok=True)
-    p = subprocess.run([str(build_dir / "tests" / "nccl" / prog), "--truth", str(work / "truth.json")],
+    p = subprocess.run([str(build_dir / "tests" / "nccl" / prog), "--truth", str(work / "truth.json"), *args],
                        env=full, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, f"sim_nccl_ops failed under the preload (exit {p.returncode}):\n{p.stdout}{p.stderr}"
     doc = load_json(out / "rank-00000.json")
@@ -154,8 +155,9 @@ def test_nccl_bound_inside_the_program_is_counted_sized_and_timed_from_plugin_ev
     c.check(comm_rows(doc) == sorted((r["op"], r["calls"], r["bytes"]) for r in truth["comm"]),
             f"comm rows {comm_rows(doc)} differ from the truth {truth['comm']}")
     for row in doc["comm"]:
-        c.check(row["gpu_ns"] > 0 or row["op"] in ("Send", "Recv"), f"{row['op']}: no GPU time joined: {row}")
+        c.check(row["gpu_ns"] > 0, f"{row['op']}: no GPU time joined: {row}")
         c.check(row.get("seen_by") == "plugin", f"{row['op']}: seen_by {row.get('seen_by')!r}, not 'plugin'")
+    check_send_recv_share(c, doc, "CUPTI")
     for comm in doc["communicators"]:
         c.check(comm["ops_enqueued"] > 0 and comm["ops_completed"] == comm["ops_enqueued"],
                 f"communicator {comm['id']}: {comm['ops_completed']} of {comm['ops_enqueued']} ops completed")
@@ -187,4 +189,129 @@ def test_a_plugin_of_an_unknown_version_is_left_to_nccl_with_one_warning(build_d
     warnings = [line for line in stderr.splitlines() if "ncclProfiler_v9" in line]
     c.check(len(warnings) == 1 and future in warnings[0], f"expected one warning naming {future} and v9: {stderr}")
     c.check("profiler_plugin_inits" not in counters, f"traintime took the place of the user's plugin: {counters}")
+    c.done()
+
+
+def check_send_recv_share(c: Checks, doc: dict, what: str) -> None:
+    """sim_nccl_ops groups a Send and a Recv of the same size into one kernel: each gets half its
+    time (split by bytes, as the wrappers' groups are), not the first op all of it."""
+    rows = {r["op"]: r for r in doc["comm"]}
+    send, recv = rows["Send"]["gpu_ns"], rows["Recv"]["gpu_ns"]
+    c.check(send > 0 and recv > 0 and abs(send - recv) <= 3,
+            f"{what}: the grouped Send+Recv kernel is not split evenly: Send {send} ns, Recv {recv} ns")
+
+
+def world_of(doc: dict, truth: dict) -> dict:
+    """The rank file's `world` communicator (sim_nccl_ops' first; `twin` has as many ranks)."""
+    enqueued = {t["name"]: t["ops_enqueued"] for t in truth["communicators"]}
+    [world] = [m for m in doc["communicators"] if m["ops_enqueued"] == enqueued["world"]]
+    return world
+
+
+def test_without_cupti_collectives_are_timed_by_nccls_kernel_channel_timers(build_dir: Path) -> None:
+    """NCCL bound inside the program and CUPTI not capturing (off, or a libcupti that cannot be
+    loaded): every collective's GPU time, the completed sequence numbers and the recent ring come
+    from the plugin's kernel-channel events; the grouped Send+Recv kernel is split across both."""
+    c = Checks()
+    cases = (("TRAINTIME_CUPTI=0", {"TRAINTIME_CUPTI": "0"}),
+             ("a libcupti refused", {"TRAINTIME_CUPTI_LIB": "/nonexistent/libcupti.so.13"}),
+             ("NCCL 2.25 (plugin v4: no API events, a task's parent is its Group)",
+              {"TRAINTIME_CUPTI": "0", "SIMGPU_NCCL_PROFILER_MAX_VERSION": "4"}))
+    with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
+        work = Path(tmp)
+        for what, env in cases:
+            counters, _, _ = run(build_dir, env, work, "sim_nccl_ops_static_nccl")
+            doc, truth = load_json(work / "out" / "rank-00000.json"), load_json(work / "truth.json")
+            c.check(doc["gpu_capture"] != "cupti", f"{what}: CUPTI captured after all")
+            c.check(counters.get("profiler_plugin_kernel_ch") == 1, f"{what}: KernelCh not requested: {counters}")
+            c.check(comm_rows(doc) == sorted((r["op"], r["calls"], r["bytes"]) for r in truth["comm"]),
+                    f"{what}: comm rows {comm_rows(doc)} differ from the truth")
+            for row in doc["comm"]:
+                c.check(row["gpu_ns"] > 0 and row["busbw_gbps"] >= 0, f"{what}: {row['op']} has no GPU time: {row}")
+            check_send_recv_share(c, doc, what)
+            for comm in doc["communicators"]:
+                c.check(comm["ops_enqueued"] > 0 and comm["ops_completed"] == comm["ops_enqueued"],
+                        f"{what}: communicator {comm['id']}: {comm['ops_completed']} of {comm['ops_enqueued']} completed")
+                seqs = [r["seq"] for r in comm["recent"]]
+                c.check(seqs == list(range(1, comm["ops_enqueued"] + 1)),
+                        f"{what}: communicator {comm['id']}: recent seqs {seqs}")
+                c.check(all(r["gpu_end_ns"] > r["gpu_start_ns"] for r in comm["recent"]),
+                        f"{what}: a recent collective without a GPU span: {comm['recent']}")
+    c.done()
+
+
+def agreement(c: Checks, doc: dict, what: str) -> None:
+    """Every collective of the recent rings has NCCL's own GPU time beside CUPTI's, within 2 us +
+    1 % of it (KernelCh spans first channel's start to last channel's stop, CUPTI the kernel)."""
+    n = 0
+    for comm in doc["communicators"]:
+        c.check(comm["recent"], f"{what}: communicator {comm['id']} has no recent collectives")
+        for r in comm["recent"]:
+            cupti = r["gpu_end_ns"] - r["gpu_start_ns"]
+            kch = r.get("kernel_ch_ns")
+            if not c.check(kch is not None, f"{what}: {r['op']} seq {r['seq']}: no kernel_ch_ns"):
+                continue
+            n += 1
+            c.check(abs(kch - cupti) <= 2000 + cupti // 100,
+                    f"{what}: {r['op']} seq {r['seq']} on {comm['id']}: KernelCh {kch} ns, CUPTI {cupti} ns")
+    c.check(n > 20, f"{what}: only {n} collectives compared")
+
+
+def test_with_cupti_too_nccls_timers_agree_with_cuptis_per_collective(build_dir: Path) -> None:
+    """Both paths (interposed wrappers and plugin) and the plugin alone (NCCL inside the program),
+    on AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, ... interleaved on one communicator:
+    NCCL numbers each collective type on its own (coll.seqNumber), so each kernel-channel span is
+    joined to traintime's call per (communicator, type); a join per communicator would put one
+    op's time beside another's."""
+    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
+        work = Path(tmp)
+        for prog in ("sim_nccl_ops", "sim_nccl_ops_static_nccl"):
+            counters, _, _ = run(build_dir, {}, work, prog)
+            doc = load_json(work / "out" / "rank-00000.json")
+            c.check(doc["gpu_capture"] == "cupti", f"{prog}: CUPTI did not capture")
+            c.check(counters.get("profiler_plugin_kernel_ch_collectives", 0) > 0, f"{prog}: {counters}")
+            agreement(c, doc, prog)
+    c.done()
+
+
+def test_kernel_channel_events_are_off_on_nccl_2_31_unless_asked(build_dir: Path) -> None:
+    """NVIDIA/nccl issue 2355: KernelCh costs GPU time on NCCL 2.31.x. The version is NCCL's own
+    (ncclGetVersion; simgpu plays 2.31.5 with SIMGPU_NCCL_VERSION)."""
+    c = Checks()
+    cases = (("2.31.5", {"SIMGPU_NCCL_VERSION": "23105"}, 23105, 0),
+             ("2.31.5, asked", {"SIMGPU_NCCL_VERSION": "23105", "TRAINTIME_NCCL_KERNEL_CH": "1"}, 23105, 1),
+             ("2.32.3", {"SIMGPU_NCCL_VERSION": "23203"}, 23203, 1),
+             ("2.32.3, refused", {"SIMGPU_NCCL_VERSION": "23203", "TRAINTIME_NCCL_KERNEL_CH": "0"}, 23203, 0))
+    with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
+        work = Path(tmp)
+        for what, env, version, on in cases:
+            counters, _, _ = run(build_dir, env, work)
+            doc = load_json(work / "out" / "rank-00000.json")
+            c.check(counters.get("profiler_plugin_nccl_version") == version, f"{what}: version read {counters}")
+            c.check(counters.get("profiler_plugin_kernel_ch") == on, f"{what}: KernelCh requested: {counters}")
+            timed = [r for m in doc["communicators"] for r in m["recent"] if "kernel_ch_ns" in r]
+            c.check(bool(timed) == bool(on), f"{what}: {len(timed)} collectives timed by KernelCh")
+    c.done()
+
+
+def test_a_hang_is_named_from_plugin_events_alone(build_dir: Path) -> None:
+    """NCCL inside the program, no CUPTI: the collective that never completes is what the hang
+    watchdog names, and the rank file's ring and in-flight list name it and what came before."""
+    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="nccl_plugin_") as tmp:
+        work = Path(tmp)
+        _, _, stderr = run(build_dir, {"TRAINTIME_CUPTI": "0", "TRAINTIME_HANG_SEC": "1"}, work,
+                           "sim_nccl_ops_static_nccl", ("--hang", "4"))
+        doc, truth = load_json(work / "out" / "rank-00000.json"), load_json(work / "truth.json")
+    world = world_of(doc, truth)
+    hung = truth["hung_seq"]
+    lines = [line for line in stderr.splitlines() if "suspected hang" in line]
+    c.check(len(lines) == 1 and f"waiting in AllReduce seq {hung} on communicator {world['id']}" in lines[0],
+            f"expected one line naming AllReduce seq {hung} on {world['id']}: {lines}")
+    c.check(world["ops_completed"] == hung - 1, f"ops_completed {world['ops_completed']}, hung seq {hung}")
+    c.check([(r["op"], r["seq"]) for r in world.get("in_flight", [])] == [("AllReduce", hung)],
+            f"in flight: {world.get('in_flight')}")
+    last = [(r["op"], r["seq"]) for r in world["recent"][-2:]]
+    c.check(last == [("AllGather", hung - 2), ("AllReduce", hung - 1)], f"the ring ends with {last}")
     c.done()

@@ -324,7 +324,9 @@ extern "C" {
 ncclResult_t pncclGetVersion(int* version) {
   if (ncclResult_t f = injected("ncclGetVersion")) return f;
   if (!version) return ncclInvalidArgument;
-  *version = NCCL_VERSION_CODE;
+  // SIMGPU_NCCL_VERSION=CODE plays another release (23105: 2.31.5).
+  const char* v = std::getenv("SIMGPU_NCCL_VERSION");
+  *version = v != nullptr && *v != '\0' ? std::atoi(v) : NCCL_VERSION_CODE;
   return ncclSuccess;
 }
 ncclResult_t ncclGetVersion(int* version) SIMGPU_NCCL_ALIAS(ncclGetVersion);

@@ -24,6 +24,7 @@ struct Config {
   bool cupti = true;                           // TRAINTIME_CUPTI (0 turns GPU capture off)
   std::string cupti_lib;                       // TRAINTIME_CUPTI_LIB (path to libcupti to load)
   bool nccl = true;                            // TRAINTIME_NCCL (0: no NCCL interposition)
+  std::string nccl_kernel_ch = "auto";        // TRAINTIME_NCCL_KERNEL_CH: auto|1|0
   uint32_t snapshot_sec = 0;                   // TRAINTIME_SNAPSHOT_SEC (0 = off)
   uint32_t hang_sec = 300;                     // TRAINTIME_HANG_SEC (0 = off)
   bool nvml = true;                            // TRAINTIME_NVML (0: no GPU health sampling)

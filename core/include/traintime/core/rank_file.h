@@ -238,6 +238,10 @@ struct RecentCollective {
   uint64_t bytes = 0;
   uint64_t gpu_start_ns = 0;
   uint64_t gpu_end_ns = 0;
+  // The same collective's GPU time from NCCL's own timers (its profiler plugin's kernel-channel
+  // events, first channel's start to last channel's stop of its kernel); 0: not measured. Without
+  // CUPTI, gpu_start_ns/gpu_end_ns above are those timers too.
+  uint64_t kernel_ch_ns = 0;
 };
 
 // An operation enqueued (CPU side) whose GPU work had not completed when the file was written.

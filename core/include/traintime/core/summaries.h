@@ -135,6 +135,14 @@ struct GpuSummary {
 struct CommSummary {
   CommCallTable::Snapshot calls;  // per communicator: size, rank, stable id, counters
   Section section{"nccl"};        // the interposer's counters and warnings
+  // The GPU time NCCL's own timers gave (its profiler plugin's kernel-channel events), per
+  // (communicator, op) and per communicator as GpuSummary has them from CUPTI: the rank file's
+  // GPU time of collectives when CUPTI did not capture, and kernel_ch_ns beside CUPTI's when it did.
+  struct KernelCh {
+    std::vector<GpuSummary::Comm> comm;
+    std::vector<GpuSummary::Ring> rings;
+  };
+  KernelCh kernel_ch;
   // The collectives traintime.torch recorded on the CPU (gloo, MPI process groups), with their
   // own section: communicators[] with "clock": "cpu" and comm[] rows with a backend.
   CpuCollectives::Summary cpu;

@@ -108,8 +108,15 @@ inline bool to_v4(const EventDescrV7& d, EventDescrV4* o) {
   *o = EventDescrV4{};
   o->type = static_cast<uint8_t>(d.type), o->parent = d.parent, o->rank = d.rank;
   switch (d.type) {
-    case kColl: convert_detail::coll_common(o->coll, d.coll); break;
-    case kP2p: convert_detail::p2p_common(o->p2p, d.p2p); break;
+    // v4 has no API events and no parent-group field: a task's parent is its Group event.
+    case kColl:
+      convert_detail::coll_common(o->coll, d.coll);
+      if (d.coll.parent_group) o->parent = d.coll.parent_group;
+      break;
+    case kP2p:
+      convert_detail::p2p_common(o->p2p, d.p2p);
+      if (d.p2p.parent_group) o->parent = d.p2p.parent_group;
+      break;
     case kProxyOp: o->proxy_op = d.proxy_op; break;
     case kProxyStep: o->proxy_step = d.proxy_step; break;
     case kKernelCh: o->kernel_ch = d.kernel_ch; break;

@@ -24,7 +24,11 @@ inline constexpr std::size_t kMaxPending = 64;
   X(profiler_plugin_chained_init_failures, &messages::profiler_plugin_chained_init_failures) \
   X(profiler_plugin_counted_calls, nullptr) \
   X(profiler_plugin_coll_events, nullptr) \
-  X(profiler_plugin_coll_api_events, nullptr)
+  X(profiler_plugin_coll_api_events, nullptr) \
+  X(profiler_plugin_nccl_version, nullptr) \
+  X(profiler_plugin_kernel_ch, nullptr) \
+  X(profiler_plugin_kernel_ch_collectives, nullptr) \
+  X(profiler_plugin_kernel_ch_lost, &messages::profiler_plugin_kernel_ch_lost)
 
 #define TRAINTIME_NCCL_MESSAGE(key, message) std::string key(uint64_t n, const core::ModuleCounters& all);
 namespace messages { TRAINTIME_NCCL_COUNTERS(TRAINTIME_NCCL_MESSAGE) }
