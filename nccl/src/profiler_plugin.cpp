@@ -14,10 +14,12 @@
 #include <atomic>
 #include <cstring>
 #include <new>
+#include <unistd.h>
 #include <string>
 #include <type_traits>
 
 #include "nccl_registry.h"
+#include "proxy_progress.h"
 #include "traintime/nccl/nccl_format.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/nccl/profiler_plugin_convert.h"
@@ -52,12 +54,20 @@ struct Context {
   int nccl_version = 0;  // the version NCCL calls
   // The communicator's index + 1 in the call table when the plugin counts its calls (0: not yet).
   std::atomic<uint32_t> comm_id{0};
+  // Its index + 1 however its calls are counted (interposed or here), for proxy_progress.
+  std::atomic<uint32_t> progress_comm{0};
 };
 
 struct Handle {
   uint64_t type;
-  Context* context;
+  Context* context;  // NULL for a PXN op's events (another process's context)
   void* their;  // the chained plugin's handle of this event, or NULL
+  // proxy_progress (proxy_progress.h): a task's op and NCCL seq; a ProxyOp's or KernelCh's row;
+  // a ProxyStep's row and the bytes its states reported.
+  uint32_t row;
+  uint8_t op;
+  uint64_t seq;
+  uint64_t bytes;
 };
 
 constexpr uint32_t kHandleSlots = 1u << 15;
@@ -73,8 +83,11 @@ std::atomic<uint64_t> g_counted{0};  // calls counted from plugin events alone
 
 void nccl_log_noop(int, unsigned long, const char*, int, const char*, ...) {}
 
+// NCCL's pid check for PXN (src/plugin/profiler.cc): the process NCCL loaded the plugin in.
+std::atomic<int32_t> g_pid{0};
+
 void refresh_mask(Context* c) {
-  const int want = kOwnMask | c->their_mask.load(std::memory_order_relaxed);
+  const int want = kOwnMask | proxy::mask_bits() | c->their_mask.load(std::memory_order_relaxed);
   if (__atomic_load_n(c->nccl_mask, __ATOMIC_RELAXED) != want) __atomic_store_n(c->nccl_mask, want, __ATOMIC_RELAXED);
 }
 
@@ -208,6 +221,7 @@ Context* new_context(int* mask, uint64_t comm_hash, const char* name, int nranks
 ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_hash, const char* name, int nranks,
                          int rank, np::DebugLogger log) {
   resolve_chained();
+  g_pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
   Context* c = new_context(mask, comm_hash, name, nranks, rank);
   if (!c) return ncclSystemError;  // NCCL continues without the profiler
   c->nccl_version = version;
@@ -220,12 +234,77 @@ ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_h
   return ncclSuccess;
 }
 
+Handle* new_handle(uint64_t type, Context* c, void* theirs) {
+  Handle* h = &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
+  h->type = type;
+  h->context = c;
+  h->their = theirs;
+  h->row = proxy::kNone;
+  h->op = static_cast<uint8_t>(core::CommOp::kUnknown);
+  h->seq = core::ProxyProgress::kUnknown;
+  h->bytes = 0;
+  return h;
+}
+
+// A PXN op (another process's, NCCL's proxy here progresses it) and its steps: neither its
+// context nor its parent is ours, so neither is read; the chained plugin, whose context for it
+// lives in that other process, is not called.
+bool pxn_event(const np::EventDescrV7& d) {
+  if (d.type == np::kProxyOp) return d.proxy_op.pid != g_pid.load(std::memory_order_relaxed);
+  if (d.type == np::kProxyStep) return d.parent && static_cast<Handle*>(d.parent)->context == nullptr;
+  return false;
+}
+
+// proxy_progress's rows, from our own handles only.
+void progress_start(Context* c, const np::EventDescrV7& d, Handle* h) {
+  auto* parent = static_cast<Handle*>(d.parent);
+  switch (d.type) {
+    case np::kColl:
+      h->op = static_cast<uint8_t>(core::comm_op_from_name(d.coll.func ? d.coll.func : ""));
+      h->seq = d.coll.seq_number;
+      proxy::note_task();
+      break;
+    case np::kP2p:
+      h->op = static_cast<uint8_t>(core::comm_op_from_name(d.p2p.func ? d.p2p.func : ""));
+      proxy::note_task();
+      break;
+    case np::kProxyOp: {
+      const bool pxn = c == nullptr;
+      const uint32_t comm = pxn ? 0 : c->progress_comm.load(std::memory_order_relaxed);
+      const uint8_t op = pxn || !parent ? static_cast<uint8_t>(core::CommOp::kUnknown) : parent->op;
+      const uint64_t seq = pxn || !parent ? core::ProxyProgress::kUnknown : parent->seq;
+      h->row = proxy::start_op(comm, d.rank, op, seq, d.proxy_op.channel_id, d.proxy_op.peer, d.proxy_op.n_steps,
+                               d.proxy_op.is_send != 0, pxn);
+      break;
+    }
+    case np::kProxyStep:
+      if (parent) {
+        h->row = parent->row;
+        proxy::start_step(h->row, d.proxy_step.step);
+      }
+      break;
+    case np::kKernelCh:
+      h->row = proxy::start_kernel_channel(c->progress_comm.load(std::memory_order_relaxed), d.rank,
+                                           parent ? parent->op : static_cast<uint8_t>(core::CommOp::kUnknown),
+                                           parent ? parent->seq : core::ProxyProgress::kUnknown,
+                                           d.kernel_ch.channel_id);
+      break;
+    default: break;
+  }
+}
+
 template <typename D>
 ncclResult_t start_event(void* context, void** handle, D* descr) {
   *handle = nullptr;
-  auto* c = static_cast<Context*>(context);
-  if (!c || !descr) return ncclSuccess;
+  if (!context || !descr) return ncclSuccess;
   const np::EventDescrV7 d = np::to_v7(*descr);
+  if (pxn_event(d)) {
+    Handle* h = new_handle(d.type, nullptr, nullptr);
+    progress_start(nullptr, d, h);
+    *handle = h;
+    return ncclSuccess;
+  }
+  auto* c = static_cast<Context*>(context);
   const int their_mask = c->their_mask.load(std::memory_order_relaxed);
   void* theirs = c->their_context && np::nccl_starts(d.type, static_cast<uint64_t>(their_mask)) ? their_start(c, d) : nullptr;
   const bool ours = np::nccl_starts(d.type, kOwnMask);
@@ -241,21 +320,28 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
     if (d.type == np::kColl) count_call(c, d.coll.func, d.coll.count, d.coll.datatype);
     if (d.type == np::kP2p) count_call(c, d.p2p.func, d.p2p.count, d.p2p.datatype);
   }
-  if (d.type == np::kGroupApi || d.type == np::kCollApi) refresh_mask(c);  // the chained plugin may have changed its mask
-  if (!ours && !theirs) return ncclSuccess;
-  Handle* h = &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
-  h->type = d.type;
-  h->context = c;
-  h->their = theirs;
+  if (d.type == np::kCollApi || d.type == np::kP2pApi || (c->nccl_version < 5 && (d.type == np::kColl || d.type == np::kP2p)))
+    c->progress_comm.store(in_interposed_call() ? interposed_comm_id() : c->comm_id.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+  // The chained plugin may have changed its mask; ProxyStep may have been switched.
+  if (d.type == np::kGroupApi || d.type == np::kCollApi || d.type == np::kP2pApi) refresh_mask(c);
+  const bool progress = np::nccl_starts(d.type, static_cast<uint64_t>(proxy::mask_bits()));
+  if (!ours && !theirs && !progress) return ncclSuccess;
+  Handle* h = new_handle(d.type, c, theirs);
+  progress_start(c, d, h);
   *handle = h;
   return ncclSuccess;
 }
 
 ncclResult_t stop_event(void* handle) {
   if (handle) {
-    const uint64_t type = static_cast<Handle*>(handle)->type;
+    auto* h = static_cast<Handle*>(handle);
+    const uint64_t type = h->type;
     if (type == np::kKernelLaunch) detail::t_launch_active = false;
     if (type == np::kGroupApi) t_group_has_call = false;
+    if (type == np::kProxyOp) proxy::stop_op(h->row);
+    if (type == np::kProxyStep) proxy::stop_step(h->row, h->bytes);
+    if (type == np::kKernelCh) proxy::stop_kernel_channel(h->row);
   }
   void* theirs = their(handle);
   if (!theirs) return ncclSuccess;
@@ -267,6 +353,21 @@ ncclResult_t stop_event(void* handle) {
 // NCCL v4 ... v7 pass np::StateArgsV4 (one layout); v3 its own.
 template <typename Args>
 ncclResult_t record_event_state(void* handle, int state, Args* args) {
+  if (handle) {
+    auto* h = static_cast<Handle*>(handle);
+    if (h->type == np::kProxyOp) proxy::op_state(h->row, state);
+    if (h->type == np::kProxyStep) {
+      proxy::step_state(h->row, state);
+      // transSize: the bytes the step sent or received (SendWait, RecvFlushWait carry them).
+      if (args && (state == np::kProxyStepSendWait || state == np::kProxyStepRecvFlushWait)) {
+        if constexpr (std::is_same_v<Args, np::StateArgsV3>) {
+          h->bytes = args->proxy_op.trans_size;
+        } else {
+          h->bytes = args->proxy_step.trans_size;
+        }
+      }
+    }
+  }
   void* theirs = their(handle);
   if (!theirs) return ncclSuccess;
   const Chained& ch = chained();
@@ -324,6 +425,8 @@ ncclResult_t init_v4(void** ctx, int* mask, const char* name, uint64_t hash, int
 ncclResult_t init_v3(void** ctx, int* mask) { return init_common(3, ctx, mask, 0, nullptr, 0, 0, nullptr); }
 
 }  // namespace
+
+uint64_t inits() noexcept { return g_inits.load(std::memory_order_relaxed); }
 
 void add_to_summary(core::Section& section) {
   const uint64_t inits = g_inits.load(std::memory_order_relaxed);

@@ -66,5 +66,7 @@ void resolve_chained() noexcept;
 
 // The plugin's counters in the nccl section of the rank file.
 void add_to_summary(core::Section& section);
+// Communicators NCCL initialised the plugin for (0: NCCL never loaded it).
+uint64_t inits() noexcept;
 
 }  // namespace traintime::nccl::plugin

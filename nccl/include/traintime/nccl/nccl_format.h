@@ -24,7 +24,13 @@ inline constexpr std::size_t kMaxPending = 64;
   X(profiler_plugin_chained_init_failures, &messages::profiler_plugin_chained_init_failures) \
   X(profiler_plugin_counted_calls, nullptr) \
   X(profiler_plugin_coll_events, nullptr) \
-  X(profiler_plugin_coll_api_events, nullptr)
+  X(profiler_plugin_coll_api_events, nullptr) \
+  X(profiler_plugin_proxy_ops, nullptr) \
+  X(profiler_plugin_proxy_steps, nullptr) \
+  X(profiler_plugin_pxn_proxy_ops, nullptr) \
+  X(profiler_plugin_kernel_channels, nullptr) \
+  X(profiler_plugin_suspected, nullptr) \
+  X(profiler_plugin_progress_dropped, &messages::profiler_plugin_progress_dropped)
 
 #define TRAINTIME_NCCL_MESSAGE(key, message) std::string key(uint64_t n, const core::ModuleCounters& all);
 namespace messages { TRAINTIME_NCCL_COUNTERS(TRAINTIME_NCCL_MESSAGE) }
