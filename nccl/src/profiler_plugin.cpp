@@ -234,8 +234,16 @@ ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_h
   return ncclSuccess;
 }
 
-Handle* new_handle(uint64_t type, Context* c, void* theirs) {
-  Handle* h = &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
+// A ProxyOp or KernelCh event with a proxy_progress row has its handle beside the row, and a
+// ProxyStep one of NCCL_STEPS (8) slots of its op's row, by step, as NCCL keeps them
+// (pHandles[step % NCCL_STEPS]): a long op's steps would otherwise cycle the ring under its
+// own handle while NCCL still holds it.
+constexpr uint32_t kStepSlots = 8;
+Handle g_row_handles[proxy::kRows];
+Handle g_step_handles[proxy::kRows * kStepSlots];
+
+Handle* new_handle(uint64_t type, Context* c, void* theirs, Handle* slot = nullptr) {
+  Handle* h = slot ? slot : &g_handles[g_next_handle.fetch_add(1, std::memory_order_relaxed) % kHandleSlots];
   h->type = type;
   h->context = c;
   h->their = theirs;
@@ -255,9 +263,8 @@ bool pxn_event(const np::EventDescrV7& d) {
   return false;
 }
 
-// proxy_progress's rows, from our own handles only.
-void progress_start(Context* c, const np::EventDescrV7& d, Handle* h) {
-  auto* parent = static_cast<Handle*>(d.parent);
+// A task event's op and NCCL seq, for its proxy and kernel-channel events.
+void progress_task(const np::EventDescrV7& d, Handle* h) {
   switch (d.type) {
     case np::kColl:
       h->op = static_cast<uint8_t>(core::comm_op_from_name(d.coll.func ? d.coll.func : ""));
@@ -268,29 +275,47 @@ void progress_start(Context* c, const np::EventDescrV7& d, Handle* h) {
       h->op = static_cast<uint8_t>(core::comm_op_from_name(d.p2p.func ? d.p2p.func : ""));
       proxy::note_task();
       break;
+    default: break;
+  }
+}
+
+// The event's handle, with proxy_progress's row for a proxy or kernel-channel event (read from
+// our own handles only: a parent is always one of ours).
+Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
+  auto* parent = static_cast<Handle*>(d.parent);
+  uint32_t row = proxy::kNone;
+  Handle* slot = nullptr;
+  switch (d.type) {
     case np::kProxyOp: {
       const bool pxn = c == nullptr;
       const uint32_t comm = pxn ? 0 : c->progress_comm.load(std::memory_order_relaxed);
       const uint8_t op = pxn || !parent ? static_cast<uint8_t>(core::CommOp::kUnknown) : parent->op;
       const uint64_t seq = pxn || !parent ? core::ProxyProgress::kUnknown : parent->seq;
-      h->row = proxy::start_op(comm, d.rank, op, seq, d.proxy_op.channel_id, d.proxy_op.peer, d.proxy_op.n_steps,
-                               d.proxy_op.is_send != 0, pxn);
+      row = proxy::start_op(comm, d.rank, op, seq, d.proxy_op.channel_id, d.proxy_op.peer, d.proxy_op.n_steps,
+                            d.proxy_op.is_send != 0, pxn);
+      if (row != proxy::kNone) slot = &g_row_handles[row - 1];
       break;
     }
     case np::kProxyStep:
       if (parent) {
-        h->row = parent->row;
-        proxy::start_step(h->row, d.proxy_step.step);
+        row = parent->row;
+        proxy::start_step(row, d.proxy_step.step);
+        if (row != proxy::kNone)
+          slot = &g_step_handles[(row - 1) * kStepSlots + static_cast<uint32_t>(d.proxy_step.step) % kStepSlots];
       }
       break;
     case np::kKernelCh:
-      h->row = proxy::start_kernel_channel(c->progress_comm.load(std::memory_order_relaxed), d.rank,
-                                           parent ? parent->op : static_cast<uint8_t>(core::CommOp::kUnknown),
-                                           parent ? parent->seq : core::ProxyProgress::kUnknown,
-                                           d.kernel_ch.channel_id);
+      row = proxy::start_kernel_channel(c->progress_comm.load(std::memory_order_relaxed), d.rank,
+                                        parent ? parent->op : static_cast<uint8_t>(core::CommOp::kUnknown),
+                                        parent ? parent->seq : core::ProxyProgress::kUnknown, d.kernel_ch.channel_id);
+      if (row != proxy::kNone) slot = &g_row_handles[row - 1];
       break;
     default: break;
   }
+  Handle* h = new_handle(d.type, c, theirs, slot);
+  h->row = row;
+  progress_task(d, h);
+  return h;
 }
 
 template <typename D>
@@ -299,9 +324,7 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   if (!context || !descr) return ncclSuccess;
   const np::EventDescrV7 d = np::to_v7(*descr);
   if (pxn_event(d)) {
-    Handle* h = new_handle(d.type, nullptr, nullptr);
-    progress_start(nullptr, d, h);
-    *handle = h;
+    *handle = open_handle(nullptr, d, nullptr);
     return ncclSuccess;
   }
   auto* c = static_cast<Context*>(context);
@@ -327,26 +350,26 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   if (d.type == np::kGroupApi || d.type == np::kCollApi || d.type == np::kP2pApi) refresh_mask(c);
   const bool progress = np::nccl_starts(d.type, static_cast<uint64_t>(proxy::mask_bits()));
   if (!ours && !theirs && !progress) return ncclSuccess;
-  Handle* h = new_handle(d.type, c, theirs);
-  progress_start(c, d, h);
-  *handle = h;
+  *handle = open_handle(c, d, theirs);
   return ncclSuccess;
+}
+
+// proxy_progress at an event's stop: last, since freeing an op's row frees the handle beside it.
+void progress_stop(Handle* h) {
+  if (h->type == np::kProxyOp) proxy::stop_op(h->row);
+  if (h->type == np::kProxyStep) proxy::stop_step(h->row, h->bytes);
+  if (h->type == np::kKernelCh) proxy::stop_kernel_channel(h->row);
 }
 
 ncclResult_t stop_event(void* handle) {
   if (handle) {
-    auto* h = static_cast<Handle*>(handle);
-    const uint64_t type = h->type;
+    const uint64_t type = static_cast<Handle*>(handle)->type;
     if (type == np::kKernelLaunch) detail::t_launch_active = false;
     if (type == np::kGroupApi) t_group_has_call = false;
-    if (type == np::kProxyOp) proxy::stop_op(h->row);
-    if (type == np::kProxyStep) proxy::stop_step(h->row, h->bytes);
-    if (type == np::kKernelCh) proxy::stop_kernel_channel(h->row);
   }
-  void* theirs = their(handle);
-  if (!theirs) return ncclSuccess;
   // Every version's stopEvent has the same place and signature.
-  static_cast<const np::PluginV7*>(chained().table)->stop_event(theirs);
+  if (void* theirs = their(handle)) static_cast<const np::PluginV7*>(chained().table)->stop_event(theirs);
+  if (handle) progress_stop(static_cast<Handle*>(handle));
   return ncclSuccess;
 }
 

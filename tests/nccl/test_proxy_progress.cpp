@@ -161,3 +161,41 @@ TEST_CASE("the plugin never reads a PXN op's parent or context, and keeps its ro
   CHECK(rows_now().empty());
   CHECK(ncclProfiler_v7.finalize(context) == ncclSuccess);
 }
+
+TEST_CASE("a long op's steps never take its own handle: every step counts after the handle ring wrapped",
+          "[nccl][proxy][plugin]") {
+  proxy::configure("on");
+  void* context = nullptr;
+  int mask = 0;
+  REQUIRE(ncclProfiler_v7.init(&context, 43, &mask, "long-op", 1, 2, 0, nullptr) == ncclSuccess);
+  np::EventDescrV7 d{};
+  d.type = np::kProxyOp;
+  d.proxy_op.pid = static_cast<int32_t>(getpid());
+  d.proxy_op.channel_id = 1;
+  d.proxy_op.peer = 1;
+  d.proxy_op.n_steps = 50000;
+  d.proxy_op.is_send = 0;
+  void* op = nullptr;
+  REQUIRE(ncclProfiler_v7.start_event(context, &op, &d) == ncclSuccess);
+  np::StateArgsV7 args{};
+  args.proxy_step.trans_size = 100;
+  constexpr int kSteps = 40000;  // more than the plugin's ring of handles (32768)
+  for (int i = 0; i < kSteps; ++i) {
+    np::EventDescrV7 s{};
+    s.type = np::kProxyStep;
+    s.parent = op;
+    s.proxy_step.step = i;
+    void* step = nullptr;
+    ncclProfiler_v7.start_event(context, &step, &s);
+    ncclProfiler_v7.record_event_state(step, np::kProxyStepRecvFlushWait, &args);
+    ncclProfiler_v7.stop_event(step);
+  }
+  auto rows = rows_now();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].second.steps_done == kSteps);
+  CHECK(rows[0].second.bytes_done == 100u * kSteps);
+  CHECK(rows[0].second.direction == "recv");
+  ncclProfiler_v7.stop_event(op);
+  CHECK(rows_now().empty());
+  CHECK(ncclProfiler_v7.finalize(context) == ncclSuccess);
+}
