@@ -11,10 +11,11 @@
 // outlive its stop; the ring recycles a slot only kHandleSlots events later.
 #include "profiler_plugin.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <new>
-#include <unistd.h>
 #include <string>
 #include <type_traits>
 
