@@ -40,6 +40,9 @@ struct Row {
 
 Row g_rows[kRows];
 std::atomic<uint32_t> g_cursor{0};
+// Whether a row was ever claimed: configure() clears the table only then, so a process that
+// never loads NCCL never touches its pages (the inert-process budget).
+std::atomic<bool> g_used{false};
 std::atomic<uint8_t> g_mode{static_cast<uint8_t>(Mode::kAuto)};
 std::atomic<int64_t> g_budget{0};  // auto: collectives left with ProxyStep on
 
@@ -63,6 +66,7 @@ Row* row_of(uint32_t row) noexcept { return row == kNone || row > kRows ? nullpt
 // Claims a free row near the cursor: a few probes, then counted as dropped.
 uint32_t claim() noexcept {
   constexpr uint32_t kProbes = 32;
+  if (!g_used.load(kRelaxed)) g_used.store(true, kRelaxed);
   const uint32_t first = g_cursor.fetch_add(1, kRelaxed);
   for (uint32_t i = 0; i < kProbes; ++i) {
     const uint32_t index = (first + i) % kRows;
@@ -104,7 +108,8 @@ void configure(std::string_view mode) noexcept {
   g_mode.store(static_cast<uint8_t>(m), kRelaxed);
   g_budget.store(0, kRelaxed);
   // A fork child starts with none of the parent's ops (its proxy threads did not survive).
-  for (Row& r : g_rows) r.live.store(0, kRelaxed);
+  if (g_used.load(kRelaxed))
+    for (Row& r : g_rows) r.live.store(0, kRelaxed);
 }
 
 int mask_bits() noexcept {
