@@ -19,6 +19,7 @@
 #include <string>
 
 #include "session.h"
+#include "traintime/nccl/nccl_interposer.h"
 #include "traintime/support/log.h"
 #include "traintime/support/threads.h"
 
@@ -107,7 +108,7 @@ void report_hang(Session& s, uint32_t idle_sec) {
 void watchdog_loop(uint32_t hang_sec) {
   Control* c = g_control;
   Progress last;
-  bool seen = false, reported = false;
+  bool seen = false, reported = false, suspected = false;
   Clock::time_point last_change = Clock::now();
   auto period = std::chrono::duration_cast<Clock::duration>(kMinPeriod);
   std::unique_lock<std::mutex> lock(c->mu);
@@ -139,6 +140,7 @@ void watchdog_loop(uint32_t hang_sec) {
     if (have && hang_sec > 0 && !reported) {
       if (!seen || !(now_progress == last)) {
         seen = true;
+        suspected = false;
         last = now_progress;
         last_change = end;
       } else if (end - last_change >= std::chrono::seconds(hang_sec) &&
@@ -146,6 +148,11 @@ void watchdog_loop(uint32_t hang_sec) {
         reported = true;
         report_hang(*s, static_cast<uint32_t>(
                             std::chrono::duration_cast<std::chrono::seconds>(end - last_change).count()));
+      } else if (!suspected && in_flight && (end - last_change) * 2 >= std::chrono::seconds(hang_sec)) {
+        // Half the wait: NCCL's per-step proxy events for what is enqueued next (a collective
+        // already in flight keeps the mask it was enqueued with).
+        suspected = true;
+        nccl::suspect_hang();
       }
     }
     lock.lock();

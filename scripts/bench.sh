@@ -234,6 +234,9 @@ GB_PAIRED=
 # 5. Ingest on one core.
 gbench ingest bench_ingest
 
+# 5b. NCCL's proxy thread calling traintime's profiler plugin, against a plugin doing nothing.
+gbench proxy_progress bench_proxy_progress
+
 # 6. Memory growth after N kernels.
 run memory -- "$BIN/bench_memory_growth" "$KERNELS"
 run memory_names -- "$BIN/bench_memory_growth" "$KERNELS" 100000

@@ -312,6 +312,20 @@ if runs:
 elif os.path.exists(os.path.join(out, "replay_bare_1.err")):
     problems.append("replay: no complete pair of runs")
 
+# 5b. NCCL's proxy thread: a ProxyOp's and a ProxyStep's callbacks into traintime's plugin beyond
+# a plugin that does nothing, called the same way in the same process (nccl/src/proxy_progress.h).
+for bare_name, ours_name, what, budget, key in (
+        ("BM_BareProxyOp", "BM_TraintimeProxyOp",
+         "NCCL proxy thread: a ProxyOp's plugin callbacks (start, in progress, stop)", 100, "proxy_op_ns"),
+        ("BM_BareProxyStep", "BM_TraintimeProxyStep",
+         "  a ProxyStep's (start, 2 states, stop; on when asked for)", None, "proxy_step_ns")):
+    bare, ours = gbench("proxy_progress", bare_name), gbench("proxy_progress", ours_name)
+    if bare and ours:
+        extra = ours[0] - bare[0]
+        rows.append((what, f"+{ns(extra)} (traintime {ns(ours[0])}, a plugin doing nothing {ns(bare[0])})",
+                     f"<= {budget} ns" if budget else "reported", judge(extra <= budget) if budget else "-"))
+        figure(key, extra, "ns", rep_spread(ours[1]))
+
 # 5. Ingest.
 for bench, what, budget, key in (
         ("BM_AggregatorIngest", "activity ingest, GpuAggregator::ingest", 40, "ingest_mps"),

@@ -8,6 +8,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -141,3 +144,41 @@ def wheel_venv(build_dir: Path, torch: bool = False) -> Path:
         missing_dependency(f"{venv}/bin/traintime is missing: the wheel was not built and installed "
                            "(ctest -R wheel_build_and_install; it needs PyPI)")
     return venv
+
+
+def kill_job(p: subprocess.Popen) -> None:
+    """SIGKILL to mpirun and its ranks at once (the ranks sit in process groups of their own, and
+    a rank whose mpirun is gone can run on forever)."""
+    pids = [p.pid]
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.getsid(int(proc.name)) == p.pid:
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    p.wait(timeout=60)
+
+
+def mpirun() -> str:
+    path = shutil.which("mpirun")
+    check(path, "mpirun not found (install openmpi-bin)")
+    return str(path)
+
+
+def sim_cmd(build_dir: Path, out: Path, np: int, env: dict[str, str], argv: list[str]) -> list[str]:
+    """mpirun of `argv` as NP simulated ranks (simgpu from build/sim) under libtraintime.so,
+    writing into OUT, with `env` exported to every rank."""
+    for f in (build_dir / "lib" / "libtraintime.so", build_dir / "bin" / "sim_train",
+              build_dir / "sim" / "libcupti.so.13"):
+        check(f.exists(), f"{f} is not built")
+    cmd = [mpirun(), "--oversubscribe", "-np", str(np), "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
+           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}", "-x", f"TRAINTIME_OUTPUT={out}"]
+    for k, v in env.items():
+        cmd += ["-x", f"{k}={v}"]
+    return cmd + argv

@@ -26,7 +26,7 @@ using U32Field = uint32_t Config::*;
 using U64Field = uint64_t Config::*;
 using DoubleField = double Config::*;
 
-enum class Kind { kString, kBool, kU32, kU64, kDouble, kLogLevel, kCategoryRules, kNvtxDomains, kDtype, kSteps };
+enum class Kind { kString, kBool, kU32, kU64, kDouble, kLogLevel, kCategoryRules, kNvtxDomains, kDtype, kSteps, kProxySteps };
 
 // The field a row fills; the alternative matches the row's Kind (string kinds use StringField).
 using Field = std::variant<StringField, BoolField, U32Field, U64Field, DoubleField>;
@@ -75,6 +75,12 @@ const Row kRows[] = {
     {{"TRAINTIME_HANG_SEC", "300",
       "Seconds without progress (a collective in flight, or no step ended) after which the rank file is written once, marked as a suspected hang, and one line names what the rank waits in; the job is never touched (0 = off)."},
      Kind::kU32, &Config::hang_sec, 0, kU32Max},
+    {{"TRAINTIME_NCCL_PROXY_STEPS", "auto",
+      "NCCL's per-step network events (bytes and state of each step, through its profiler "
+      "plugin), for the hang report's progress per channel and peer: auto (on for the next "
+      "collectives once a rank is suspected: a collective in flight past half of "
+      "TRAINTIME_HANG_SEC), on (always; costs the proxy thread a few events per step) or off."},
+     Kind::kProxySteps, &Config::nccl_proxy_steps},
     {{"TRAINTIME_NVML", "1",
       "0 turns GPU health sampling off (SM and memory clocks, power, temperature, clock-event "
       "reasons, PCIe link, memory used, read from libnvidia-ml.so.1 on a thread of its own once "
@@ -242,6 +248,12 @@ std::string apply(const Row& row, std::string_view value, Config& cfg) {
     case Kind::kDtype: {
       const std::string v = lower(trim(value));
       if (!is_peak_dtype(v)) return warning(row.var, value, "one of bf16, fp16, fp8, tf32, fp32");
+      cfg.*std::get<StringField>(row.field) = v;
+      return "";
+    }
+    case Kind::kProxySteps: {
+      const std::string v = lower(trim(value));
+      if (v != "auto" && v != "on" && v != "off") return warning(row.var, value, "one of auto, on, off");
       cfg.*std::get<StringField>(row.field) = v;
       return "";
     }

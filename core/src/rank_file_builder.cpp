@@ -179,6 +179,16 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
         if (e.seq > c.ops_completed) c.in_flight.push_back({e.seq, e.op, e.bytes});
     }
   }
+  f.proxy_steps = comm.proxy_steps;
+  for (const auto& [index, row] : comm.proxy_progress) {
+    ProxyProgress p = row;
+    if (index != CommCallTable::kNoComm) {
+      const auto it = comms.find(index);
+      const CommCallTable::CommSnapshot* cs = comm.calls.find(index);
+      p.communicator = it != comms.end() ? it->second.id : hex_id(cs != nullptr ? cs->stable_id : 0);
+    }
+    f.proxy_progress.push_back(std::move(p));
+  }
   for (auto& [index, c] : comms) f.communicators.push_back(std::move(c));
   for (const CpuCollectives::Group& g : comm.cpu.groups) {
     Communicator c;

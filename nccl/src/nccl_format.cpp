@@ -36,6 +36,11 @@ std::string messages::profiler_plugin_chained_init_failures(uint64_t n, const Mo
          " communicator(s): the chained NCCL profiler plugin's init failed; it sees no events "
          "of those communicators, as it would see none without traintime";
 }
+std::string messages::profiler_plugin_progress_dropped(uint64_t n, const ModuleCounters&) {
+  return std::to_string(n) +
+         " NCCL proxy operation(s) or kernel channel(s) found the progress table full and are missing "
+         "from proxy_progress (the hang report may not name every channel)";
+}
 
 std::string messages::profiler_plugin_kernel_ch_lost(uint64_t n, const ModuleCounters&) {
   return std::to_string(n) +

@@ -16,6 +16,7 @@
 #include "nccl_resolve.h"
 #include "pending_calls.h"
 #include "profiler_plugin.h"
+#include "proxy_progress.h"
 #include "traintime/support/log.h"
 
 namespace traintime::nccl {
@@ -152,6 +153,11 @@ core::CommSummary summary() {
   core::Section& sec = out.section;
   sec.count(kCounters, Counter::missing_real, g_missing_real.load(std::memory_order_relaxed));
   plugin::add_to_summary(sec);
+  if (plugin::inits() > 0) {  // what the plugin saw of the channels in flight (proxy_progress.h)
+    proxy::Summary progress = proxy::summary(sec);
+    out.proxy_progress = std::move(progress.rows);
+    out.proxy_steps = std::string(progress.mode);
+  }
   cost_into(sec);
   sec.own_memory("call table", r.table->bytes());
   out.calls = r.table->snapshot();
@@ -316,6 +322,7 @@ const core::Module kModule{&kFormat,
                              hooks.on_communicator = host.on_communicator;
                              hooks.on_world_rank = host.on_world_rank;
                              plugin::set_kernel_ch_request(host.config->nccl_kernel_ch, host.fork_child);
+                             proxy::configure(host.config->nccl_proxy_steps);
                              configure(host.comm_table, host.config->nccl, hooks);
                            },
                            nullptr, nullptr, nullptr};

@@ -11,6 +11,8 @@
 // outlive its stop; the ring recycles a slot only kHandleSlots events later.
 #include "profiler_plugin.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <new>
@@ -19,6 +21,7 @@
 
 #include "kernel_ch_times.h"
 #include "nccl_registry.h"
+#include "proxy_progress.h"
 #include "traintime/nccl/nccl_format.h"
 #include "traintime/core/rank_file.h"
 #include "traintime/nccl/profiler_plugin_convert.h"
@@ -70,6 +73,8 @@ struct Context {
   int nccl_version = 0;  // the version NCCL calls
   // The communicator's index + 1 in the call table when the plugin counts its calls (0: not yet).
   std::atomic<uint32_t> comm_id{0};
+  // Its index + 1 however its calls are counted (interposed or here), for proxy_progress.
+  std::atomic<uint32_t> progress_comm{0};
   // The seqNumber join (above), per core::CommOp: API calls made, p2p tasks planned.
   uint64_t api_calls[core::kCommOpCount] = {};
   uint64_t p2p_tasks[core::kCommOpCount] = {};
@@ -78,12 +83,18 @@ struct Context {
 
 struct Handle {
   uint64_t type;
-  Context* context;
+  Context* context;  // NULL for a PXN op's events (another process's context)
   void* their;  // the chained plugin's handle of this event, or NULL
   // Group: its kernel's serial. Coll/P2p and KernelCh: the task's place in its kernel.
   kernel_ch::Place place;
   uint64_t channel_start;  // KernelCh: the channel's start (GPU ns)
   uint64_t channel_stop;   // KernelCh: its stop (KernelChStop state)
+  // proxy_progress (proxy_progress.h): a task's op and NCCL seq; a ProxyOp's or KernelCh's row;
+  // a ProxyStep's row and the bytes its states reported.
+  uint32_t row;
+  uint8_t op;
+  uint64_t seq;
+  uint64_t bytes;
 };
 
 constexpr uint32_t kHandleSlots = 1u << 15;
@@ -92,7 +103,7 @@ std::atomic<uint32_t> g_next_handle{0};
 // Each thread takes slots in blocks (one locked add per block, not per event).
 constexpr uint32_t kHandleBlock = 64;
 thread_local uint32_t t_handle_next = 0, t_handle_end = 0;
-Handle* new_handle() {
+Handle* ring_handle() {
   if (t_handle_next == t_handle_end) {
     t_handle_next = g_next_handle.fetch_add(kHandleBlock, std::memory_order_relaxed);
     t_handle_end = t_handle_next + kHandleBlock;
@@ -120,8 +131,11 @@ std::atomic<uint64_t> g_counted{0};  // calls counted from plugin events alone
 
 void nccl_log_noop(int, unsigned long, const char*, int, const char*, ...) {}
 
+// NCCL's pid check for PXN (src/plugin/profiler.cc): the process NCCL loaded the plugin in.
+std::atomic<int32_t> g_pid{0};
+
 void refresh_mask(Context* c) {
-  const int want = own_mask() | c->their_mask.load(std::memory_order_relaxed);
+  const int want = own_mask() | proxy::mask_bits() | c->their_mask.load(std::memory_order_relaxed);
   if (__atomic_load_n(c->nccl_mask, __ATOMIC_RELAXED) != want) __atomic_store_n(c->nccl_mask, want, __ATOMIC_RELAXED);
 }
 
@@ -303,6 +317,7 @@ ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_h
                          int rank, np::DebugLogger log) {
   resolve_chained();
   if (kernel_ch::wanted()) g_own_mask.store(kBaseMask | np::kKernelCh, std::memory_order_relaxed);
+  g_pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
   Context* c = new_context(mask, comm_hash, name, nranks, rank);
   if (!c) return ncclSystemError;  // NCCL continues without the profiler
   c->nccl_version = version;
@@ -313,6 +328,93 @@ ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_h
   refresh_mask(c);
   *context = c;
   return ncclSuccess;
+}
+
+// A ProxyOp or KernelCh event with a proxy_progress row has its handle beside the row, and a
+// ProxyStep one of NCCL_STEPS (8) slots of its op's row, by step, as NCCL keeps them
+// (pHandles[step % NCCL_STEPS]): a long op's steps would otherwise cycle the ring under its
+// own handle while NCCL still holds it.
+constexpr uint32_t kStepSlots = 8;
+Handle g_row_handles[proxy::kRows];
+Handle g_step_handles[proxy::kRows * kStepSlots];
+
+Handle* new_handle(uint64_t type, Context* c, void* theirs, Handle* slot = nullptr) {
+  Handle* h = slot ? slot : ring_handle();
+  h->type = type;
+  h->context = c;
+  h->their = theirs;
+  h->row = proxy::kNone;
+  h->op = static_cast<uint8_t>(core::CommOp::kUnknown);
+  h->seq = core::ProxyProgress::kUnknown;
+  h->bytes = 0;
+  h->place = kernel_ch::Place{};
+  h->channel_start = 0;
+  h->channel_stop = 0;
+  return h;
+}
+
+// A PXN op (another process's, NCCL's proxy here progresses it) and its steps: neither its
+// context nor its parent is ours, so neither is read; the chained plugin, whose context for it
+// lives in that other process, is not called.
+bool pxn_event(const np::EventDescrV7& d) {
+  if (d.type == np::kProxyOp) return d.proxy_op.pid != g_pid.load(std::memory_order_relaxed);
+  if (d.type == np::kProxyStep) return d.parent && static_cast<Handle*>(d.parent)->context == nullptr;
+  return false;
+}
+
+// A task event's op and NCCL seq, for its proxy and kernel-channel events.
+void progress_task(const np::EventDescrV7& d, Handle* h) {
+  switch (d.type) {
+    case np::kColl:
+      h->op = static_cast<uint8_t>(op_of(d.coll.func));
+      h->seq = d.coll.seq_number;
+      proxy::note_task();
+      break;
+    case np::kP2p:
+      h->op = static_cast<uint8_t>(op_of(d.p2p.func));
+      proxy::note_task();
+      break;
+    default: break;
+  }
+}
+
+// The event's handle, with proxy_progress's row for a proxy or kernel-channel event (read from
+// our own handles only: a parent is always one of ours).
+Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
+  auto* parent = static_cast<Handle*>(d.parent);
+  uint32_t row = proxy::kNone;
+  Handle* slot = nullptr;
+  switch (d.type) {
+    case np::kProxyOp: {
+      const bool pxn = c == nullptr;
+      const uint32_t comm = pxn ? 0 : c->progress_comm.load(std::memory_order_relaxed);
+      const uint8_t op = pxn || !parent ? static_cast<uint8_t>(core::CommOp::kUnknown) : parent->op;
+      const uint64_t seq = pxn || !parent ? core::ProxyProgress::kUnknown : parent->seq;
+      row = proxy::start_op(comm, d.rank, op, seq, d.proxy_op.channel_id, d.proxy_op.peer, d.proxy_op.n_steps,
+                            d.proxy_op.is_send != 0, pxn);
+      if (row != proxy::kNone) slot = &g_row_handles[row - 1];
+      break;
+    }
+    case np::kProxyStep:
+      if (parent) {
+        row = parent->row;
+        proxy::start_step(row, d.proxy_step.step);
+        if (row != proxy::kNone)
+          slot = &g_step_handles[(row - 1) * kStepSlots + static_cast<uint32_t>(d.proxy_step.step) % kStepSlots];
+      }
+      break;
+    case np::kKernelCh:
+      row = proxy::start_kernel_channel(c->progress_comm.load(std::memory_order_relaxed), d.rank,
+                                        parent ? parent->op : static_cast<uint8_t>(core::CommOp::kUnknown),
+                                        parent ? parent->seq : core::ProxyProgress::kUnknown, d.kernel_ch.channel_id);
+      if (row != proxy::kNone) slot = &g_row_handles[row - 1];
+      break;
+    default: break;
+  }
+  Handle* h = new_handle(d.type, c, theirs, slot);
+  h->row = row;
+  progress_task(d, h);
+  return h;
 }
 
 template <typename D>
@@ -327,6 +429,10 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
     if constexpr (std::is_same_v<D, np::EventDescrV7>) return *descr;
     else return converted;
   }();
+  if (pxn_event(d)) {
+    *handle = open_handle(nullptr, d, nullptr);
+    return ncclSuccess;
+  }
   const int their_mask = c->their_mask.load(std::memory_order_relaxed);
   void* theirs = c->their_context && np::nccl_starts(d.type, static_cast<uint64_t>(their_mask)) ? their_start(c, d) : nullptr;
   const int mask = own_mask();
@@ -354,6 +460,7 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
       break;
     case np::kP2pApi:
       if (c->nccl_version >= 5) enter_for_task(c, count_call(c, d.p2p_api.func, d.p2p_api.count, d.p2p_api.datatype), d.p2p_api.func);
+      refresh_mask(c);  // ProxyStep may have been switched
       break;
     case np::kGroupApi: refresh_mask(c); break;
     case np::kGroup:
@@ -381,16 +488,24 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
       break;
     default: break;
   }
-  if (!ours && !theirs) return ncclSuccess;
-  Handle* h = new_handle();
-  h->type = d.type;
-  h->context = c;
-  h->their = theirs;
+  if (d.type == np::kCollApi || d.type == np::kP2pApi || (c->nccl_version < 5 && (d.type == np::kColl || d.type == np::kP2p)))
+    c->progress_comm.store(in_interposed_call() ? interposed_comm_id() : c->comm_id.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+  const bool progress = np::nccl_starts(d.type, static_cast<uint64_t>(proxy::mask_bits()));
+  if (!ours && !theirs && !progress) return ncclSuccess;
+  Handle* h = open_handle(c, d, theirs);
   h->place = place;
   h->channel_start = channel_start;
   h->channel_stop = 0;
   *handle = h;
   return ncclSuccess;
+}
+
+// proxy_progress at an event's stop: last, since freeing an op's row frees the handle beside it.
+void progress_stop(Handle* h) {
+  if (h->type == np::kProxyOp) proxy::stop_op(h->row);
+  if (h->type == np::kProxyStep) proxy::stop_step(h->row, h->bytes);
+  if (h->type == np::kKernelCh) proxy::stop_kernel_channel(h->row);
 }
 
 ncclResult_t stop_event(void* handle) {
@@ -406,10 +521,9 @@ ncclResult_t stop_event(void* handle) {
       default: break;
     }
   }
-  void* theirs = their(handle);
-  if (!theirs) return ncclSuccess;
   // Every version's stopEvent has the same place and signature.
-  static_cast<const np::PluginV7*>(chained().table)->stop_event(theirs);
+  if (void* theirs = their(handle)) static_cast<const np::PluginV7*>(chained().table)->stop_event(theirs);
+  if (handle) progress_stop(static_cast<Handle*>(handle));
   return ncclSuccess;
 }
 
@@ -418,6 +532,21 @@ template <typename Args>
 ncclResult_t record_event_state(void* handle, int state, Args* args) {
   if constexpr (!std::is_same_v<Args, np::StateArgsV3>) {
     if (handle && args && state == np::kKernelChStop) static_cast<Handle*>(handle)->channel_stop = args->kernel_ch.gpu_timer;
+  }
+  if (handle) {
+    auto* h = static_cast<Handle*>(handle);
+    if (h->type == np::kProxyOp) proxy::op_state(h->row, state);
+    if (h->type == np::kProxyStep) {
+      proxy::step_state(h->row, state);
+      // transSize: the bytes the step sent or received (SendWait, RecvFlushWait carry them).
+      if (args && (state == np::kProxyStepSendWait || state == np::kProxyStepRecvFlushWait)) {
+        if constexpr (std::is_same_v<Args, np::StateArgsV3>) {
+          h->bytes = args->proxy_op.trans_size;
+        } else {
+          h->bytes = args->proxy_step.trans_size;
+        }
+      }
+    }
   }
   void* theirs = their(handle);
   if (!theirs) return ncclSuccess;
@@ -476,6 +605,8 @@ ncclResult_t init_v4(void** ctx, int* mask, const char* name, uint64_t hash, int
 ncclResult_t init_v3(void** ctx, int* mask) { return init_common(3, ctx, mask, 0, nullptr, 0, 0, nullptr); }
 
 }  // namespace
+
+uint64_t inits() noexcept { return g_inits.load(std::memory_order_relaxed); }
 
 void add_to_summary(core::Section& section) {
   const uint64_t inits = g_inits.load(std::memory_order_relaxed);

@@ -73,6 +73,8 @@ void resolve_chained() noexcept;
 
 // The plugin's counters in the nccl section of the rank file.
 void add_to_summary(core::Section& section);
+// Communicators NCCL initialised the plugin for (0: NCCL never loaded it).
+uint64_t inits() noexcept;
 
 // TRAINTIME_NCCL_KERNEL_CH, from the nccl module's configure() (kernel_ch_times.h); in a fork
 // child the parent's kernel-channel times are forgotten too.

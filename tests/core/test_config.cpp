@@ -35,7 +35,8 @@ bool same(const Config& a, const Config& b) {
          a.trace_max_events == b.trace_max_events && a.step_detail == b.step_detail && a.top_kernels == b.top_kernels &&
          a.category_rules == b.category_rules && a.buffer_mb == b.buffer_mb &&
          a.buffer_count == b.buffer_count && a.nvml == b.nvml &&
-         a.nvml_interval_ms == b.nvml_interval_ms && a.steps == b.steps && a.step_anchor == b.step_anchor;
+         a.nvml_interval_ms == b.nvml_interval_ms && a.steps == b.steps && a.step_anchor == b.step_anchor &&
+         a.nccl_proxy_steps == b.nccl_proxy_steps;
 }
 
 }  // namespace
@@ -77,6 +78,7 @@ TEST_CASE("config table lists every variable once, with a doc string, in README 
       "TRAINTIME_OUTPUT",         "TRAINTIME_DISABLE",          "TRAINTIME_LOG_LEVEL",
       "TRAINTIME_WARMUP_STEPS",   "TRAINTIME_CUPTI",            "TRAINTIME_CUPTI_LIB",
       "TRAINTIME_NCCL",           "TRAINTIME_NCCL_KERNEL_CH",   "TRAINTIME_SNAPSHOT_SEC",     "TRAINTIME_HANG_SEC",
+      "TRAINTIME_NCCL_PROXY_STEPS",
       "TRAINTIME_NVML",           "TRAINTIME_NVML_INTERVAL_MS", "TRAINTIME_TRACE",
       "TRAINTIME_TRACE_MAX_EVENTS", "TRAINTIME_STEP_DETAIL",    "TRAINTIME_STEPS",
       "TRAINTIME_STEP_ANCHOR",    "TRAINTIME_TOP_KERNELS",  "TRAINTIME_CATEGORY_RULES",
@@ -168,6 +170,21 @@ TEST_CASE("config reads TRAINTIME_STEPS and TRAINTIME_STEP_ANCHOR, refusing an u
   CHECK(warnings[0].find("TRAINTIME_STEPS") != std::string::npos);
   CHECK(warnings[0].find("detect") != std::string::npos);
   CHECK(warnings[0].find("auto") != std::string::npos);
+}
+
+TEST_CASE("config reads TRAINTIME_NCCL_PROXY_STEPS, refusing an unknown mode", "[config]") {
+  std::vector<std::string> warnings;
+  CHECK(Config{}.nccl_proxy_steps == "auto");
+  Config c = parse({{"TRAINTIME_NCCL_PROXY_STEPS", " ON "}}, warnings);
+  CHECK(warnings.empty());
+  CHECK(c.nccl_proxy_steps == "on");
+  c = parse({{"TRAINTIME_NCCL_PROXY_STEPS", "off"}}, warnings);
+  CHECK(c.nccl_proxy_steps == "off");
+  c = parse({{"TRAINTIME_NCCL_PROXY_STEPS", "always"}}, warnings);
+  CHECK(c.nccl_proxy_steps == "auto");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("TRAINTIME_NCCL_PROXY_STEPS") != std::string::npos);
+  CHECK(warnings[0].find("always") != std::string::npos);
 }
 
 TEST_CASE("config rejects bad numbers and dtypes, naming the variable and the default", "[config]") {

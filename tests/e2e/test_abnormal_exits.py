@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from testlib import SOURCE_DIR, check, clean_env, load_json
+from testlib import SOURCE_DIR, check, clean_env, kill_job, load_json, mpirun, sim_cmd
 
 sys.path.insert(0, str(SOURCE_DIR / "tests" / "report"))
 from reportlib import summary  # noqa: E402
@@ -27,42 +27,6 @@ from reportlib import summary  # noqa: E402
 # sim_train makes two bucketed AllReduces per step (4 layers, 2 per bucket): step 3's first
 # collective is the 7th on the world communicator.
 HUNG_STEP, HUNG_SEQ = 3, 7
-
-
-def mpirun() -> str:
-    path = shutil.which("mpirun")
-    check(path, "mpirun not found (install openmpi-bin)")
-    return str(path)
-
-
-def sim_cmd(build_dir: Path, out: Path, np: int, env: dict[str, str], argv: list[str]) -> list[str]:
-    for f in (build_dir / "lib" / "libtraintime.so", build_dir / "bin" / "sim_train",
-              build_dir / "sim" / "libcupti.so.13"):
-        check(f.exists(), f"{f} is not built")
-    cmd = [mpirun(), "--oversubscribe", "-np", str(np), "-x", f"LD_LIBRARY_PATH={build_dir / 'sim'}",
-           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libtraintime.so'}",
-           "-x", f"TRAINTIME_CUPTI_LIB={build_dir / 'sim' / 'libcupti.so.13'}", "-x", f"TRAINTIME_OUTPUT={out}"]
-    for k, v in env.items():
-        cmd += ["-x", f"{k}={v}"]
-    return cmd + argv
-
-
-def kill_job(p: subprocess.Popen) -> None:
-    """SIGKILL to mpirun and its ranks at once (the ranks sit in process groups of their own, and
-    a rank whose mpirun is gone can run on forever)."""
-    pids = [p.pid]
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and os.getsid(int(proc.name)) == p.pid:
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    p.wait(timeout=60)
 
 
 def hidden_leftovers(out: Path) -> list[str]:

@@ -99,6 +99,16 @@ ncclResult_t start_common(void* context, void** handle, const D* d) {
                     static_cast<unsigned long long>(d->coll.seq_number), d->coll.count,
                     static_cast<unsigned long long>(d->coll.comm_hash));
   }
+  // A ProxyOp of another process (PXN): its parent is that process's pointer, never read
+  // (NCCL's plugins/profiler/README.md: check the pid first).
+  bool foreign = false;
+  if (type == np::kProxyOp) {
+    foreign = d->proxy_op.pid != static_cast<int32_t>(getpid());
+    std::snprintf(extra, sizeof extra, " pid=%d channel=%u peer=%d steps=%d chunk=%d send=%d pxn=%d", d->proxy_op.pid,
+                  d->proxy_op.channel_id, d->proxy_op.peer, d->proxy_op.n_steps, d->proxy_op.chunk_size,
+                  d->proxy_op.is_send, foreign ? 1 : 0);
+  }
+  if (type == np::kProxyStep) std::snprintf(extra, sizeof extra, " step=%d", d->proxy_step.step);
   if constexpr (version >= 4) {
     if (type == np::kKernelCh)
       std::snprintf(extra, sizeof extra, " channel=%u timer=%llu", d->kernel_ch.channel_id,
@@ -106,7 +116,7 @@ ncclResult_t start_common(void* context, void** handle, const D* d) {
   }
   line("start v%d ctx=%p id=%llu type=%llu parent=%llu tid=%ld%s", version, context,
        static_cast<unsigned long long>(e->id), static_cast<unsigned long long>(type),
-       static_cast<unsigned long long>(id_of(d->parent)), tid(), extra);
+       static_cast<unsigned long long>(foreign ? 0 : id_of(d->parent)), tid(), extra);
   return ncclSuccess;
 }
 
@@ -116,8 +126,10 @@ ncclResult_t stop(void* handle) {
 }
 
 ncclResult_t record(void* handle, int state, np::StateArgsV4* args) {
-  line("state id=%llu state=%d timer=%llu tid=%ld", static_cast<unsigned long long>(id_of(handle)), state,
-       static_cast<unsigned long long>(args && state == np::kKernelChStop ? args->kernel_ch.gpu_timer : 0), tid());
+  // timer: KernelChStop's GPU time; bytes: a ProxyStep state's transSize.
+  line("state id=%llu state=%d timer=%llu bytes=%zu tid=%ld", static_cast<unsigned long long>(id_of(handle)), state,
+       static_cast<unsigned long long>(args && state == np::kKernelChStop ? args->kernel_ch.gpu_timer : 0),
+       args && state != np::kKernelChStop ? args->proxy_step.trans_size : size_t{0}, tid());
   return ncclSuccess;
 }
 

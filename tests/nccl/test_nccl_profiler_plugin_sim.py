@@ -181,3 +181,55 @@ def test_a_failed_init_leaves_nccl_working_without_the_plugin(build_dir: Path) -
     c.check(len(log.inits) == 2, f"{len(log.inits)} inits")
     c.check(not log.events and log.finalizes == 0, f"events after a failed init: {len(log.events)}")
     c.done()
+
+
+PROXY_OP, PROXY_STEP = 8, 16
+SEND_GPU_WAIT, SEND_WAIT, RECV_WAIT, RECV_FLUSH_WAIT, RECV_GPU_WAIT, PROXY_OP_IN_PROGRESS = 8, 9, 10, 11, 12, 19
+
+
+def test_the_network_transport_emits_nccls_proxy_events(build_dir: Path) -> None:
+    """SIMGPU_NCCL_TRANSPORT=net (tests/sim/src/nccl_net.h), as NCCL's net.cc: per task and channel
+    a ProxyOp to the next rank (send) and from the previous (receive), child of its task event,
+    with this process's pid, nSteps and chunkSize, ProxyOpInProgress, then its ProxyStep events
+    (posted, NCCL's states in order, the step's bytes at SendWait / RecvFlushWait), every one
+    stopped; a PXN op (SIMGPU_NCCL_PXN) carries another pid and a parent the recorder must not
+    read (it checks the pid first, as NCCL's README asks). The intra-node default has none."""
+    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="nccl_prof_") as tmp:
+        net = run(build_dir, 2, {"NCCL_PROFILER_PLUGIN": recorder(build_dir), "SIMGPU_NCCL_TRANSPORT": "net",
+                                 "SIMGPU_NCCL_PXN": "1"}, Path(tmp))
+        intra = run(build_dir, 2, {"NCCL_PROFILER_PLUGIN": recorder(build_dir)}, Path(tmp))
+    ev = net.events
+    ops = {i: e for i, e in ev.items() if e.type == PROXY_OP}
+    own = {i: e for i, e in ops.items() if e.fields["pxn"] == "0"}
+    pxn = {i: e for i, e in ops.items() if e.fields["pxn"] == "1"}
+    c.check(len(own) > 0 and len(pxn) > 0, f"{len(own)} own and {len(pxn)} PXN ProxyOps")
+    for i, e in own.items():
+        f = e.fields
+        parent = ev.get(int(f["parent"]))
+        c.check(parent is not None and parent.type in (COLL, P2P), f"ProxyOp {i}'s parent is no task event")
+        if parent is not None:
+            c.check(parent.fields["tid"] != f["tid"], f"ProxyOp {i} came from the thread that enqueued")
+        c.check(int(f["chunk"]) == 65536 and int(f["steps"]) >= 1, f"ProxyOp {i}: {f}")
+        c.check(f["peer"] == "1", f"ProxyOp {i}: rank 0 of 2 has rank 1 as its peer both ways: {f}")
+        c.check([s for s, _ in e.states] == [PROXY_OP_IN_PROGRESS], f"ProxyOp {i} states {e.states}")
+        c.check(e.stopped, f"ProxyOp {i} was never stopped")
+    for i, e in pxn.items():
+        c.check(e.fields["parent"] == "0" and e.stopped, f"PXN ProxyOp {i}: {e.fields}")
+    sends = sum(1 for e in own.values() if e.fields["send"] == "1")
+    c.check(sends * 2 == len(own), f"{sends} sends of {len(own)} ProxyOps: a ring sends and receives on each channel")
+    steps = [e for e in ev.values() if e.type == PROXY_STEP]
+    c.check(len(steps) > 0, "no ProxyStep events with every kind asked for")
+    for e in steps:
+        op = ev.get(int(e.fields["parent"]))
+        c.check(op is not None and op.type == PROXY_OP, f"ProxyStep {e.fields['id']}'s parent is no ProxyOp")
+        if op is None:
+            continue
+        states = [s for s, _ in e.states]
+        want = [SEND_GPU_WAIT, SEND_WAIT] if op.fields["send"] == "1" else [RECV_WAIT, RECV_FLUSH_WAIT, RECV_GPU_WAIT]
+        c.check(states == want, f"ProxyStep {e.fields['id']} states {states}, NCCL records {want}")
+        c.check(e.stopped, f"ProxyStep {e.fields['id']} was never stopped")
+    kinds = Counter(e.type for e in intra.events.values())
+    c.check(kinds[PROXY_OP] == 0 and kinds[PROXY_STEP] == 0 and kinds[KERNEL_CH] > 0,
+            f"the intra-node transport: {kinds}")
+    c.done()

@@ -125,8 +125,78 @@ TEST_CASE("docs/schema.md documents the hang fields", "[rank_file][hang][doc]") 
   std::ifstream in(doc);
   REQUIRE(in.good());
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* field : {"`in_flight`", "`threads`", "`tid`", "`step`", "`open_regions`", "no hang data"}) {
+  for (const char* field : {"`in_flight`", "`threads`", "`tid`", "`step`", "`open_regions`", "no hang data",
+                            "`proxy_progress`", "`proxy_steps`", "`steps_done`", "`bytes_done`", "`since_ns`",
+                            "`pxn`"}) {
     INFO(field);
     CHECK(text.find(field) != std::string::npos);
   }
+}
+
+TEST_CASE("proxy_progress round-trips, a figure not measured stays absent, and older files have none",
+          "[rank_file][hang]") {
+  RankFile f = hung_rank_file();
+  f.proxy_steps = "auto";
+  ProxyProgress sent;
+  sent.communicator = "00112233445566aa";
+  sent.nccl_seq = 6;
+  sent.op = CommOp::kAllReduce;
+  sent.rank = 2;
+  sent.channel = 3;
+  sent.peer = 3;
+  sent.direction = "send";
+  sent.state = "send_wait";
+  sent.source = "proxy_step";
+  sent.steps_total = 8;
+  sent.steps_posted = 8;
+  sent.steps_done = 2;
+  sent.bytes_done = 131072;
+  sent.since_ns = 123456789;
+  sent.idle_ns = 2000000000;
+  ProxyProgress pxn;  // another process's op: no communicator, no steps (ProxyStep off)
+  pxn.rank = 5;
+  pxn.channel = 1;
+  pxn.peer = 6;
+  pxn.direction = "recv";
+  pxn.state = "in_progress";
+  pxn.source = "proxy_op";
+  pxn.pxn = true;
+  pxn.steps_total = 4;
+  f.proxy_progress = {sent, pxn};
+  const json j = rank_file_to_json(f);
+  CHECK(j.at("proxy_steps") == "auto");
+  REQUIRE(j.at("proxy_progress").size() == 2);
+  CHECK(j["proxy_progress"][0].at("bytes_done") == 131072);
+  CHECK(j["proxy_progress"][0].at("op") == "AllReduce");
+  CHECK_FALSE(j["proxy_progress"][1].contains("steps_done"));  // n/a, never 0
+  CHECK_FALSE(j["proxy_progress"][1].contains("bytes_done"));
+  CHECK_FALSE(j["proxy_progress"][1].contains("op"));
+  CHECK(j["proxy_progress"][1].at("pxn") == true);
+  const RankFile back = rank_file_from_json(json::parse(j.dump()));
+  REQUIRE(back.proxy_progress.size() == 2);
+  const ProxyProgress& b = back.proxy_progress[0];
+  CHECK(b.communicator == sent.communicator);
+  CHECK(b.nccl_seq == 6);
+  CHECK(b.op == CommOp::kAllReduce);
+  CHECK((b.rank == 2 && b.channel == 3 && b.peer == 3));
+  CHECK((b.direction == "send" && b.state == "send_wait" && b.source == "proxy_step"));
+  CHECK((b.steps_total == 8 && b.steps_posted == 8 && b.steps_done == 2 && b.bytes_done == 131072));
+  CHECK((b.since_ns == 123456789 && b.idle_ns == 2000000000));
+  const ProxyProgress& p = back.proxy_progress[1];
+  CHECK(p.pxn);
+  CHECK(p.communicator.empty());
+  CHECK(p.steps_done == ProxyProgress::kUnknown);
+  CHECK(p.bytes_done == ProxyProgress::kUnknown);
+  CHECK(p.op == CommOp::kUnknown);
+  CHECK(back.proxy_steps == "auto");
+
+  json old = j;
+  old.erase("proxy_progress");
+  old.erase("proxy_steps");
+  const RankFile older = rank_file_from_json(old);
+  CHECK(older.proxy_progress.empty());
+  CHECK(older.proxy_steps.empty());
+  json bad = j;
+  bad["proxy_progress"][0].erase("channel");
+  CHECK_THROWS_WITH(rank_file_from_json(bad), Catch::Contains("proxy_progress[0].channel"));
 }

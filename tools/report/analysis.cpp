@@ -481,6 +481,7 @@ void find_hangs(const Job& job, Report& rep) {
     if (!r.data.threads.empty()) rep.hang_data = true;
     for (const core::Communicator& c : r.data.communicators)
       if (!c.in_flight.empty()) rep.hang_data = true;
+    if (!r.data.proxy_progress.empty()) rep.hang_data = true;
   }
   if (!rep.hang_data) return;
   std::map<std::string, std::vector<const RankInput*>> by_comm;
@@ -512,10 +513,16 @@ void find_hangs(const Job& job, Report& rep) {
         not_completed = c->ops_completed + 1;
     }
     uint64_t oldest = 0;
+    // A member's watchdog saw no progress for TRAINTIME_HANG_SEC: a collective every member
+    // entered that never completes (a transfer that stopped part way) is a hang too.
+    bool suspected = false;
+    for (const RankInput* m : members) suspected = suspected || m->data.exit_reason == "suspected hang";
     if (members.size() < size_of[id]) {
       oldest = not_completed;  // a member without a file entered nothing we know of
     } else if (most > least) {
       oldest = least + 1;
+    } else if (suspected) {
+      oldest = not_completed;
     }
     if (oldest == 0) continue;
     bool completed = false;
@@ -564,8 +571,13 @@ void find_hangs(const Job& job, Report& rep) {
                  ": no rank file, so it never reported entering; it may have died before writing one";
       h.missing.push_back(mm);
     }
-    if (h.missing.empty()) continue;  // every member entered: not a missing-rank hang
-    if (const core::CommOp op = core::comm_op_from_name(h.op); op == core::CommOp::kSend || op == core::CommOp::kRecv) {
+    // Every member entered: a hang only where a watchdog said so.
+    if (h.missing.empty() && !suspected) continue;
+    h.all_entered = h.missing.empty();
+    for (const RankInput* m : members)
+      add_rank_progress(h.progress, m->data.rank, rows_of_hung(m->data, id, h.op));
+    if (const core::CommOp op = core::comm_op_from_name(h.op);
+        !h.all_entered && (op == core::CommOp::kSend || op == core::CommOp::kRecv)) {
       // Only the peer had to enter a point-to-point op, and the files do not record which rank
       // that is: naming the members that did not enter would accuse ranks that had no part in it.
       std::string who;

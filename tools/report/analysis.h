@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "hang_progress.h"
 #include "job.h"
 #include "self_cost_view.h"
 
@@ -232,6 +233,10 @@ struct Hang {
   std::vector<int64_t> missing_ranks;  // global ranks that never entered seq (known ones)
   std::vector<MissingMember> missing;  // every member that never entered, with what it was doing
   bool from_snapshots = false;         // some files are periodic snapshots of a running job
+  // Every member entered it and it never completed (a member's suspected-hang file says no
+  // progress): missing is empty, and progress says which channel and peer stopped moving.
+  bool all_entered = false;
+  HangProgress progress;  // each member's channels of it (rank file proxy_progress)
 };
 
 // The rank files' warnings grouped, so that 4096 ranks each counting dropped records with their

@@ -26,6 +26,8 @@ std::string f2(double v) {
 std::string u(uint64_t v) { return std::to_string(v); }
 std::string i(int64_t v) { return std::to_string(v); }
 
+}  // namespace
+
 std::string bytes_text(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int k = 0;
@@ -37,6 +39,8 @@ std::string bytes_text(double b) {
   std::snprintf(buf, sizeof buf, k == 0 ? "%.0f %s" : "%.1f %s", b, units[k]);
   return buf;
 }
+
+namespace {
 
 // A warning's number as written: integers without decimals.
 std::string number_text(double v) {
@@ -289,12 +293,25 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
     std::vector<int64_t> missing = hg.missing_ranks;
     std::string who = missing.empty() ? std::to_string(hg.missing.size()) + " member(s) without a rank file"
                                       : "rank(s) " + rank_list(missing);
-    h.lines.push_back("communicator " + hg.communicator + " (" +
-                      u(hg.comm_size) + " ranks): " + who + " never entered " + hg.op + " seq " + u(hg.seq) +
-                      (hg.bytes ? " (" + bytes_text(static_cast<double>(hg.bytes)) + ")" : "") + ", which rank(s) " +
-                      rank_list(hg.waiting_ranks) + " wait in" +
-                      (hg.from_snapshots ? " (from snapshot or signal files of a running job)" : ""));
+    const std::string what = hg.op + " seq " + u(hg.seq) +
+                             (hg.bytes ? " (" + bytes_text(static_cast<double>(hg.bytes)) + ")" : "");
+    const std::string files = hg.from_snapshots ? " (from snapshot or signal files of a running job)" : "";
+    if (hg.all_entered)
+      h.lines.push_back("communicator " + hg.communicator + " (" + u(hg.comm_size) + " ranks): every rank entered " +
+                        what + " and it never completed: rank(s) " + rank_list(hg.waiting_ranks) +
+                        " wait in it, with no progress for TRAINTIME_HANG_SEC" + files);
+    else
+      h.lines.push_back("communicator " + hg.communicator + " (" + u(hg.comm_size) + " ranks): " + who +
+                        " never entered " + what + ", which rank(s) " + rank_list(hg.waiting_ranks) + " wait in" + files);
     for (const MissingMember& mm : hg.missing) h.lines.push_back("  " + mm.doing);
+    // Inside it: where each channel had got to (proxy_progress of the ranks' files).
+    if (hg.progress.rows.empty()) {
+      h.lines.push_back("  inside it: no channel progress in these files (traintime was not NCCL's profiler plugin, "
+                        "or NCCL is older than 2.23)");
+    } else {
+      h.lines.push_back("  inside it (" + hg.progress.detail() + "): " + stopped_line(hg.progress));
+      for (const std::string& line : progress_lines(hg.progress, 8)) h.lines.push_back("    " + line);
+    }
   }
   d.diagnosis.push_back(h);
 

@@ -170,9 +170,22 @@ json summary_json(const Report& r, const Extras& x) {
       missing.push_back({{"rank", m.rank >= 0 ? json(m.rank) : json(nullptr)}, {"comm_rank", m.comm_rank},
                          {"has_file", m.has_file}, {"last_seq", m.last_enqueued},
                          {"last_op", m.last_op}, {"doing", m.doing}});
+    // Inside it, per rank, channel and peer (docs/report.md): a figure not measured is null.
+    json progress = json::array();
+    const auto known = [](uint64_t v) { return v == core::ProxyProgress::kUnknown ? json(nullptr) : json(v); };
+    for (const ChannelProgress& c : h.progress.rows) {
+      const core::ProxyProgress& p = c.row;
+      progress.push_back({{"rank", c.rank}, {"channel", p.channel}, {"peer", p.peer >= 0 ? json(p.peer) : json(nullptr)},
+                          {"direction", p.direction}, {"state", p.state}, {"steps_done", known(p.steps_done)},
+                          {"steps_posted", known(p.steps_posted)}, {"steps_total", known(p.steps_total)},
+                          {"bytes_done", known(p.bytes_done)}, {"since_ns", p.since_ns}, {"idle_ns", p.idle_ns},
+                          {"source", p.source}, {"stopped_short", c.stopped_short}});
+    }
     hangs.push_back({{"communicator", h.communicator}, {"comm_size", h.comm_size}, {"op", h.op}, {"seq", h.seq},
                      {"bytes", h.bytes}, {"missing_ranks", h.missing_ranks}, {"waiting_ranks", h.waiting_ranks},
-                     {"missing", missing}, {"from_snapshots", h.from_snapshots}});
+                     {"missing", missing}, {"from_snapshots", h.from_snapshots}, {"all_entered", h.all_entered},
+                     {"progress", std::move(progress)}, {"progress_detail", h.progress.detail()},
+                     {"stopped", stopped_line(h.progress)}});
   }
   out["hangs"] = hangs;
   out["p2p_waits"] = r.p2p_waits;

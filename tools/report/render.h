@@ -70,6 +70,8 @@ std::string render_html(const Document& d, const Report& r, const Extras& x);
 nlohmann::json summary_json(const Report& r, const Extras& x);
 
 // Display width of UTF-8 text (code points; every name here is narrow).
+// "1.5 MiB": bytes in binary units, one decimal above 1 KiB.
+std::string bytes_text(double b);
 std::size_t display_width(const std::string& s);
 
 // A demangled C++ signature (a kernel's name) within `width` columns, each step taken only while it

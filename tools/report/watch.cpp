@@ -190,8 +190,13 @@ std::string watch_screen(const Job& job, const Report& r, double interval_s, con
          h.op + " seq " + std::to_string(h.seq) + " on communicator " + h.communicator + ": rank(s) " +
          ranks_text(h.waiting_ranks) + " wait in it" +
          (held && before ? " for more than " + f3(interval_s).substr(0, f3(interval_s).find('.') + 2) + " s" : "") +
-         "; never entered: " + (h.missing_ranks.empty() ? std::to_string(h.missing.size()) + " member(s) without a rank file"
-                                                          : "rank(s) " + ranks_text(h.missing_ranks)) + "\n";
+         (h.all_entered ? "; every rank entered it"
+                        : "; never entered: " + (h.missing_ranks.empty()
+                                                     ? std::to_string(h.missing.size()) + " member(s) without a rank file"
+                                                     : "rank(s) " + ranks_text(h.missing_ranks))) + "\n";
+    // Inside it, live: the channel and peer that stopped moving, and the channels of every rank.
+    if (const std::string stopped = stopped_line(h.progress); !stopped.empty()) s += "  " + stopped + "\n";
+    for (const std::string& line : progress_lines(h.progress, 4)) s += "    " + line + "\n";
   }
 
   // The diagnosis so far (stragglers, hangs, ...), as the text report says it.

@@ -24,6 +24,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "nccl_net.h"
 #include "nccl_profiler.h"
 #include "simgpu/engine.h"
 #include "simgpu/nvcc_runtime_decls.h"
@@ -51,6 +52,7 @@ struct ncclComm {
   bool blocking = true;  // ncclConfig_t.blocking
   std::shared_ptr<AsyncJob> job;
   simgpu_prof::CommState* prof = nullptr;  // the profiler plugin's state, NULL without one
+  std::atomic<uint64_t> launches{0};        // kernels launched (SIMGPU_NET_STALL counts them)
 };
 
 namespace {
@@ -185,6 +187,8 @@ ncclResult_t launch(const std::string& own_kernel, double bus_bytes, ncclComm* c
   c.epoch_ns = comm->epoch_ns;
   c.nranks = comm->nranks;
   c.rank = comm->rank;
+  const uint64_t launch_seq = comm->launches.fetch_add(1) + 1;
+  if (simgpu_net::stalls(launch_seq, comm->nranks)) simgpuHangNextCollective();  // nccl_net.h
   simgpu_set_next_collective(&c);
   void* args[1] = {nullptr};
   bool ok = false;
@@ -203,7 +207,7 @@ ncclResult_t launch(const std::string& own_kernel, double bus_bytes, ncclComm* c
   simgpu_set_next_collective(nullptr);
   uint64_t gpu_start = 0, gpu_end = 0;
   const bool ran = ok && simgpu_last_collective_span(&gpu_start, &gpu_end) != 0;
-  simgpu_prof::launch_end(comm->prof, tags, ntags, launch_event, ran, gpu_start, gpu_end, kChannels);
+  simgpu_prof::launch_end(comm->prof, tags, ntags, launch_event, ran, gpu_start, gpu_end, kChannels, launch_seq);
   return ok ? ncclSuccess : ncclUnhandledCudaError;
 }
 
@@ -264,7 +268,9 @@ ncclResult_t launch_async(std::vector<Op> ops) {
 ncclResult_t enqueue(const std::string& kernel, double s, double factor, const simgpu_prof::Call& call, ncclComm* comm,
                      cudaStream_t stream, size_t self_copy) {
   simgpu_prof::TaskTag tag;
-  simgpu_prof::api_begin(comm->prof, call, stream, tls_group_depth, &tag);
+  simgpu_prof::Call sized = call;
+  sized.bus_bytes = static_cast<uint64_t>(s * factor + 0.5);
+  simgpu_prof::api_begin(comm->prof, sized, stream, tls_group_depth, &tag);
   simgpu_prof::api_end(comm->prof);
   simgpu_prof::group_end_begin();
   ncclResult_t r = ncclSuccess;

@@ -1,6 +1,7 @@
 // SIMULATION: simgpu's NCCL calling a profiler plugin as NCCL does (nccl_profiler.h says what is
 // followed, from which NCCL source file).
 #include "nccl_profiler.h"
+#include "nccl_net.h"
 
 #include <dlfcn.h>
 #include <strings.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "simgpu/engine.h"
 #include "traintime/nccl/profiler_plugin_api.h"
 #include "traintime/nccl/profiler_plugin_convert.h"
 
@@ -30,6 +32,8 @@ namespace {
 constexpr uint64_t kFirstChannelLagNs = 300;
 constexpr uint64_t kLastChannelLeadNs = 200;
 constexpr uint64_t kChannelSkewNs = 15;  // channel c starts c x this after channel 0
+// In a stalled collective (SIMGPU_NET_STALL), how long the channels that finish take.
+constexpr uint64_t kStalledChannelNs = 100000;
 
 // NCCL's initEnv (src/misc/param.cc): configuration files set only variables not already set.
 void apply_conf_file(const std::string& path) {
@@ -157,8 +161,11 @@ struct CommState {
   struct Job {
     void* parent;
     unsigned channels;
-    uint64_t start, end;
+    uint64_t start, end;  // ~0: the kernel never ran (a peer never arrived, or a stalled transfer)
+    simgpu_net::Task net;  // its network transfers (nccl_net.h)
   };
+  int nranks = 1;
+  uint64_t first_never_ran = 0;  // the first launch whose kernel never ran (later ones queue behind it)
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Job> jobs;
@@ -168,32 +175,36 @@ struct CommState {
 
 namespace {
 
-ncclResult_t start_event(CommState* c, void** handle, const np::EventDescrV7& d) {
+ncclResult_t start_with(void* context, const char* name, uint64_t hash, void** handle, const np::EventDescrV7& d) {
   *handle = nullptr;
   Plugin& p = plugin();
   switch (p.version) {
-    case 7: return static_cast<const np::PluginV7*>(p.table)->start_event(c->context, handle, const_cast<np::EventDescrV7*>(&d));
+    case 7: return static_cast<const np::PluginV7*>(p.table)->start_event(context, handle, const_cast<np::EventDescrV7*>(&d));
     case 6: {
       np::EventDescrV6 o = np::convert_v5_like<np::EventDescrV6>(d);
-      return static_cast<const np::PluginV6*>(p.table)->start_event(c->context, handle, &o);
+      return static_cast<const np::PluginV6*>(p.table)->start_event(context, handle, &o);
     }
     case 5: {
       np::EventDescrV5 o = np::convert_v5_like<np::EventDescrV5>(d);
-      return static_cast<const np::PluginV5*>(p.table)->start_event(c->context, handle, &o);
+      return static_cast<const np::PluginV5*>(p.table)->start_event(context, handle, &o);
     }
     case 4: {
       np::EventDescrV4 o;
       if (!np::to_v4(d, &o)) return ncclSuccess;
-      return static_cast<const np::PluginV4*>(p.table)->start_event(c->context, handle, &o);
+      return static_cast<const np::PluginV4*>(p.table)->start_event(context, handle, &o);
     }
     case 3: {
       // v3 has no GPU timers: NCCL sends it no kernel-channel events.
       np::EventDescrV3 o;
-      if (d.type == np::kKernelCh || !np::to_v3(d, c->name.c_str(), c->hash, &o)) return ncclSuccess;
-      return static_cast<const np::PluginV3*>(p.table)->start_event(c->context, handle, &o);
+      if (d.type == np::kKernelCh || !np::to_v3(d, name, hash, &o)) return ncclSuccess;
+      return static_cast<const np::PluginV3*>(p.table)->start_event(context, handle, &o);
     }
     default: return ncclSuccess;
   }
+}
+
+ncclResult_t start_event(CommState* c, void** handle, const np::EventDescrV7& d) {
+  return start_with(c->context, c->name.c_str(), c->hash, handle, d);
 }
 
 void stop_event(void* handle) {
@@ -231,6 +242,20 @@ void record_group_api_state(int state) {
   if (record && tls_api.group_api) record_state(tls_api.group_api, state, nullptr);
 }
 
+// The network transport's events (nccl_net.cpp) go through the same calls; its states exist
+// from v4 on (a v3 plugin gets none: simgpu's network transport starts at v4).
+void* net_start(void* context, const np::EventDescrV7& d) {
+  void* h = nullptr;
+  start_with(context, "", 0, &h, d);
+  return h;
+}
+void net_state(void* handle, int state, size_t trans_size) {
+  np::StateArgsV4 args{};
+  args.proxy_step.trans_size = trans_size;
+  record_state(handle, state, &args);
+}
+constexpr simgpu_net::Events kNetEvents{net_start, net_state, stop_event};
+
 void proxy_loop(CommState* c) {
   for (;;) {
     CommState::Job job;
@@ -241,17 +266,26 @@ void proxy_loop(CommState* c) {
       job = c->jobs.front();
       c->jobs.pop_front();
     }
+    if (plugin().version >= 4) simgpu_net::progress(kNetEvents, c->context, job.net);
+    // A kernel queued behind one that never completes has not started: no channel events.
+    if (!(job.net.mask & np::kKernelCh) || job.net.behind) continue;
+    const bool never_ran = job.start == ~uint64_t{0};
+    // A kernel that never completes: its channels started (the time of the launch), and those a
+    // stalled transfer holds never stop; every channel, when a peer never arrived.
+    const uint64_t start = never_ran ? simgpu_host_now() : job.start;
     for (unsigned ch = 0; ch < job.channels; ++ch) {
       np::EventDescrV7 d{};
       d.type = np::kKernelCh;
       d.parent = job.parent;
       d.rank = c->rank;
       d.kernel_ch.channel_id = static_cast<uint8_t>(ch);
-      d.kernel_ch.gpu_timer = job.start + kFirstChannelLagNs + ch * kChannelSkewNs;
+      d.kernel_ch.gpu_timer = start + kFirstChannelLagNs + ch * kChannelSkewNs;
       void* h = nullptr;
       start_event(c, &h, d);
+      if (never_ran && (job.net.peer_missing || ch == simgpu_net::stalled_channel())) continue;
       np::StateArgsV4 args{};
-      args.kernel_ch.gpu_timer = job.end - kLastChannelLeadNs - (job.channels - 1 - ch) * kChannelSkewNs;
+      const uint64_t end = never_ran ? start + kStalledChannelNs : job.end;
+      args.kernel_ch.gpu_timer = end - kLastChannelLeadNs - (job.channels - 1 - ch) * kChannelSkewNs;
       record_state(h, np::kKernelChStop, &args);
       stop_event(h);
     }
@@ -275,6 +309,7 @@ CommState* comm_init(uint64_t comm_hash, const char* comm_name, int nranks, int 
   c->hash = comm_hash;
   c->name = comm_name ? comm_name : "";
   c->rank = rank;
+  c->nranks = nranks;
   const char* name = comm_name;
   ncclResult_t r = ncclSuccess;
   auto log = reinterpret_cast<np::DebugLogger>(&nccl_log);
@@ -379,7 +414,7 @@ void launch_begin(CommState* c, TaskTag* tags, size_t n, void* stream, void** la
 }
 
 void launch_end(CommState* c, TaskTag* tags, size_t n, void* launch_event, bool ran, uint64_t gpu_start,
-                uint64_t gpu_end, unsigned channels) {
+                uint64_t gpu_end, unsigned channels, uint64_t launch_seq) {
   if (!c) return;
   stop_event(launch_event);
   // hostStreamPlanTask: the Group event, the task events started, the proxy ops handed to the
@@ -419,9 +454,25 @@ void launch_end(CommState* c, TaskTag* tags, size_t n, void* launch_event, bool 
       d.p2p.n_channels = static_cast<uint8_t>(channels);
       start_event(c, &t.task, d);
     }
-    if (ran && t.task && (t.mask & np::kKernelCh) && gpu_start != ~uint64_t{0}) {
+    // Proxy work: kernel-channel events, and the network transport's proxy events.
+    if (ran && t.task && (t.mask & (np::kKernelCh | np::kProxyOp | np::kProxyStep))) {
+      const bool never_ran = gpu_start == ~uint64_t{0};
+      simgpu_net::Task net{};
+      net.parent = t.task;
+      net.mask = t.mask;
+      net.rank = c->rank;
+      net.nranks = c->nranks;
+      net.p2p = call.p2p;
+      net.is_send = call.p2p && call.sendbuff != nullptr;
+      net.peer = call.root_or_peer;
+      net.bus_bytes = call.bus_bytes;
+      net.channels = channels;
+      net.launch_seq = launch_seq;
       std::lock_guard<std::mutex> lock(c->mu);
-      c->jobs.push_back({t.task, channels, gpu_start, gpu_end});
+      if (never_ran && c->first_never_ran == 0) c->first_never_ran = launch_seq;
+      net.behind = never_ran && launch_seq > c->first_never_ran;
+      net.peer_missing = never_ran && !net.behind && !simgpu_net::stalls(launch_seq, c->nranks);
+      c->jobs.push_back({t.task, channels, gpu_start, gpu_end, net});
       c->cv.notify_one();
     }
   }

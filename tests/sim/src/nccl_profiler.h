@@ -11,7 +11,9 @@
 //  - GroupApi / CollApi / P2pApi events on the calling thread inside each call; at the launch,
 //    KernelLaunch around the kernel, then Group, Coll/P2p task events started and stopped
 //    ("enqueued"); KernelCh events (start, KernelChStop with the GPU stop time, stop) from the
-//    communicator's own proxy thread, one per channel, the GPU times being the kernel's;
+//    communicator's own proxy thread, one per channel, the GPU times being the kernel's; on the
+//    network transport (SIMGPU_NCCL_TRANSPORT=net) the ProxyOp/ProxyStep events before them
+//    (nccl_net.h);
 //  - at world size 1 no collective is enqueued: only init and the API-level events.
 // simgpu has no network plugin, so NCCL's last place to look (a profiler exported by the net
 // plugin) does not exist here. Versions 1 and 2 are probed but cannot be called (their layouts
@@ -37,6 +39,7 @@ struct Call {
   bool p2p;
   const void* sendbuff;
   void* recvbuff;
+  uint64_t bus_bytes = 0;  // what crosses the network from this rank (nccl-tests' S x factor)
 };
 
 // What a task carries from its API call to its launch (NCCL's ncclTaskColl/ncclTaskP2p fields).
@@ -64,7 +67,8 @@ void group_end_exit();
 // One kernel launch of `n` tasks on `stream`: launch_begin before it, launch_end after it with
 // the kernel's GPU span (simgpu_last_collective_span; ran = false when it has none).
 void launch_begin(CommState* c, TaskTag* tags, size_t n, void* stream, void** launch_event);
+// `launch_seq`: the kernel's launch number on the communicator (1-based; SIMGPU_NET_STALL).
 void launch_end(CommState* c, TaskTag* tags, size_t n, void* launch_event, bool ran, uint64_t gpu_start,
-                uint64_t gpu_end, unsigned channels);
+                uint64_t gpu_end, unsigned channels, uint64_t launch_seq);
 
 }  // namespace simgpu_prof

@@ -27,6 +27,7 @@ struct Config {
   std::string nccl_kernel_ch = "auto";        // TRAINTIME_NCCL_KERNEL_CH: auto|1|0
   uint32_t snapshot_sec = 0;                   // TRAINTIME_SNAPSHOT_SEC (0 = off)
   uint32_t hang_sec = 300;                     // TRAINTIME_HANG_SEC (0 = off)
+  std::string nccl_proxy_steps = "auto";       // TRAINTIME_NCCL_PROXY_STEPS: auto|on|off
   bool nvml = true;                            // TRAINTIME_NVML (0: no GPU health sampling)
   uint32_t nvml_interval_ms = 100;             // TRAINTIME_NVML_INTERVAL_MS
   bool trace = false;                          // TRAINTIME_TRACE

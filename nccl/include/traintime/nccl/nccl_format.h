@@ -28,7 +28,13 @@ inline constexpr std::size_t kMaxPending = 64;
   X(profiler_plugin_nccl_version, nullptr) \
   X(profiler_plugin_kernel_ch, nullptr) \
   X(profiler_plugin_kernel_ch_collectives, nullptr) \
-  X(profiler_plugin_kernel_ch_lost, &messages::profiler_plugin_kernel_ch_lost)
+  X(profiler_plugin_kernel_ch_lost, &messages::profiler_plugin_kernel_ch_lost) \
+  X(profiler_plugin_proxy_ops, nullptr) \
+  X(profiler_plugin_proxy_steps, nullptr) \
+  X(profiler_plugin_pxn_proxy_ops, nullptr) \
+  X(profiler_plugin_kernel_channels, nullptr) \
+  X(profiler_plugin_suspected, nullptr) \
+  X(profiler_plugin_progress_dropped, &messages::profiler_plugin_progress_dropped)
 
 #define TRAINTIME_NCCL_MESSAGE(key, message) std::string key(uint64_t n, const core::ModuleCounters& all);
 namespace messages { TRAINTIME_NCCL_COUNTERS(TRAINTIME_NCCL_MESSAGE) }

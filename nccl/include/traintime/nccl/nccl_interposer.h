@@ -69,6 +69,11 @@ bool take_pending_call(const void* stream, Call* out) noexcept;
 // kernel-name check on the launches of a process with no nonblocking communicator in flight.
 bool calls_waiting() noexcept;
 
+// A collective has been in flight on this rank past half of TRAINTIME_HANG_SEC (the watchdog):
+// with TRAINTIME_NCCL_PROXY_STEPS=auto, NCCL's per-step proxy events are asked for the
+// collectives enqueued next, so a hang that follows reports bytes per channel and peer. Lock-free.
+void suspect_hang() noexcept;
+
 // The call table's snapshot (stable ids included) and the interposer's section ("nccl"): its
 // counters (calls that found no NCCL, calls on communicators it could not register, groups
 // lost, table overflow), each with its warning. Empty when nothing was recorded.

@@ -1,0 +1,148 @@
+"""Inside a hung collective (docs/report.md "Hang forensics"): SIMULATED 2-rank jobs of sim_train
+under mpirun and LD_PRELOAD, with traintime as simgpu's NCCL's profiler plugin. simgpu's network
+transport (SIMGPU_NCCL_TRANSPORT=net, tests/sim/src/nccl_net.h) emits ProxyOp/ProxyStep events as
+NCCL's net.cc does; SIMGPU_NET_STALL=7:0:3:2 stops rank 0's transfers on channel 3 after 2 of their
+8 steps in the 7th collective (step 3's first AllReduce), so do rank 1's with rank 0 there, and
+every other channel finishes. Each rank's watchdog (TRAINTIME_HANG_SEC=2) writes its
+suspected-hang file; the report must name the channel and peer that stopped and the bytes moved,
+from the steps when ProxyStep was on, from the ops alone when it was off, and from the kernel
+channels alone on an intra-node transport (no proxy events there).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from reportlib import run, summary
+from testlib import check, clean_env, kill_job, load_json, sim_cmd
+
+STALL = "7:0:3:2"          # 7th collective, rank 0, channel 3, after 2 steps
+STEPS, STEP_BYTES = 8, 64 << 10  # an 8 MiB AllReduce over 16 channels: 8 steps of 64 KiB each
+
+
+def hung_files(build_dir: Path, tmp_path: Path, env: dict[str, str]) -> Path:
+    """Runs the job until both ranks wrote their suspected-hang file; returns their copies."""
+    out = tmp_path / "job"
+    out.mkdir()
+    # Steps of a second (real time), so the watchdog's once-a-second refresh flushes the records of
+    # the steps before the hang: simgpu, like a normal CUPTI flush, never delivers a buffer that
+    # also holds work that has not completed.
+    cmd = sim_cmd(build_dir, out, 2, {"TRAINTIME_HANG_SEC": "2", **env},
+                  [str(build_dir / "bin" / "sim_train"), "--steps", "8", "--step-sleep-us", "1000000"])
+    p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    saved = tmp_path / "hang-files"
+    saved.mkdir()
+    try:
+        deadline = time.monotonic() + 90
+        hung: set[int] = set()
+        while time.monotonic() < deadline and len(hung) < 2:
+            time.sleep(0.2)
+            check(p.poll() is None, "the hung job ended by itself")
+            for r in range(2):
+                f = out / f"rank-{r:05d}.json"
+                try:
+                    doc = load_json(f)
+                except (OSError, ValueError):
+                    continue
+                if doc.get("exit_reason") == "suspected hang" and r not in hung:
+                    hung.add(r)
+                    shutil.copy(f, saved / f.name)
+        check(len(hung) == 2, f"suspected-hang files from ranks {sorted(hung)} only")
+    finally:
+        kill_job(p)
+    return saved
+
+
+def the_hang(build_dir: Path, files: Path) -> dict:
+    s, proc = summary(build_dir, files)
+    assert proc.returncode == 0, proc.stderr
+    assert len(s["hangs"]) == 1, s["hangs"]
+    h = s["hangs"][0]
+    assert h["op"] == "AllReduce" and h["seq"] == 7, (h["op"], h["seq"], h["waiting_ranks"])
+    return h
+
+
+def network_rows(h: dict) -> list[dict]:
+    return [r for r in h["progress"] if r["direction"] != "kernel"]
+
+
+def test_a_transfer_stopped_part_way_is_named_with_its_channel_peer_and_bytes(build_dir: Path,
+                                                                              tmp_path: Path) -> None:
+    """ProxyStep on from the start: every rank entered, nobody is missing, and the report names
+    channel 3 between ranks 0 and 1, 2 of 8 steps done (128 KiB) in each direction, 8 posted,
+    waiting in send_wait / recv_wait; the kernel channel 3 never finished on either rank; the
+    other 15 channels finished and are not listed. A PXN op of another process (SIMGPU_NCCL_PXN)
+    is progressed on every collective and never read as ours."""
+    files = hung_files(build_dir, tmp_path, {"SIMGPU_NCCL_TRANSPORT": "net", "SIMGPU_NET_STALL": STALL,
+                                             "TRAINTIME_NCCL_PROXY_STEPS": "on", "SIMGPU_NCCL_PXN": "1"})
+    for r in range(2):
+        doc = load_json(files / f"rank-{r:05d}.json")
+        assert doc["proxy_steps"] == "on", doc.get("proxy_steps")
+        counters = doc["modules"]["nccl"]["counters"]
+        assert counters["profiler_plugin_proxy_steps"] > 0 and counters["profiler_plugin_pxn_proxy_ops"] >= 7, counters
+    h = the_hang(build_dir, files)
+    assert h["all_entered"] is True and h["missing_ranks"] == [] and h["waiting_ranks"] == [0, 1], h
+    assert h["progress_detail"] == "kernel_channel+proxy_step", h["progress_detail"]
+    net = network_rows(h)
+    assert sorted((r["rank"], r["direction"], r["peer"]) for r in net) == \
+        [(0, "recv", 1), (0, "send", 1), (1, "recv", 0), (1, "send", 0)], net
+    for r in net:
+        assert r["channel"] == 3 and r["source"] == "proxy_step", r
+        assert (r["steps_done"], r["steps_posted"], r["steps_total"]) == (2, STEPS, STEPS), r
+        assert r["bytes_done"] == 2 * STEP_BYTES and r["stopped_short"] is True, r
+        assert r["state"] == ("send_wait" if r["direction"] == "send" else "recv_wait"), r
+        assert r["idle_ns"] > 0 and r["since_ns"] > 0, r
+    kernel = [r for r in h["progress"] if r["direction"] == "kernel"]
+    assert sorted((r["rank"], r["channel"]) for r in kernel) == [(0, 3), (1, 3)], kernel
+    assert all(r["peer"] is None and r["steps_done"] is None and r["bytes_done"] is None for r in kernel), kernel
+    assert h["stopped"].startswith("stopped moving: rank ") and " channel 3 " in h["stopped"], h["stopped"]
+    assert "2 of 8 steps done (128.0 KiB)" in h["stopped"], h["stopped"]
+    text = run(build_dir, files).stdout
+    assert "every rank entered AllReduce seq 7" in text, text
+    assert "inside it (kernel_channel+proxy_step): stopped moving: rank" in text, text
+    flat = " ".join(text.split())
+    assert "rank 0 channel 3 send to rank 1: 2 of 8 steps done (128.0 KiB), 8 posted; in send_wait" in flat, text
+    assert "rank 1 channel 3: kernel channel never finished" in flat, text
+    screen = " ".join(run(build_dir, files, "--watch", "--once").stdout.split())
+    assert "every rank entered it" in screen and "stopped moving: rank" in screen, screen
+
+
+def test_with_proxy_steps_off_the_stopped_transfers_are_named_without_bytes(build_dir: Path,
+                                                                             tmp_path: Path) -> None:
+    """TRAINTIME_NCCL_PROXY_STEPS=auto (the default): the watchdog suspects the rank at half of
+    TRAINTIME_HANG_SEC, too late for the collective already in flight, so its rows come from the
+    ProxyOp events alone: the same channel and peers, their total steps, steps and bytes n/a
+    (null, never 0)."""
+    files = hung_files(build_dir, tmp_path, {"SIMGPU_NCCL_TRANSPORT": "net", "SIMGPU_NET_STALL": STALL})
+    for r in range(2):
+        doc = load_json(files / f"rank-{r:05d}.json")
+        assert doc["proxy_steps"] == "auto", doc.get("proxy_steps")
+        counters = doc["modules"]["nccl"]["counters"]
+        assert counters["profiler_plugin_proxy_steps"] == 0, counters
+        assert counters["profiler_plugin_suspected"] == 1, counters
+    h = the_hang(build_dir, files)
+    assert h["progress_detail"] == "kernel_channel+proxy_op", h["progress_detail"]
+    net = network_rows(h)
+    assert sorted((r["rank"], r["channel"], r["direction"]) for r in net) == \
+        [(0, 3, "recv"), (0, 3, "send"), (1, 3, "recv"), (1, 3, "send")], net
+    for r in net:
+        assert r["source"] == "proxy_op" and r["state"] == "in_progress" and r["steps_total"] == STEPS, r
+        assert r["steps_done"] is None and r["steps_posted"] is None and r["bytes_done"] is None, r
+    text = " ".join(run(build_dir, files).stdout.split())
+    assert "steps done n/a (ProxyStep was off)" in text, text
+
+
+def test_an_intra_node_transport_names_the_channels_that_never_finished(build_dir: Path, tmp_path: Path) -> None:
+    """The default transport (intra-node: no proxy): no ProxyOp at all; the report names the
+    kernel channel that never finished on each rank (channel 3) and nothing else."""
+    files = hung_files(build_dir, tmp_path, {"SIMGPU_NET_STALL": STALL})
+    for r in range(2):
+        counters = load_json(files / f"rank-{r:05d}.json")["modules"]["nccl"]["counters"]
+        assert counters["profiler_plugin_proxy_ops"] == 0, counters
+    h = the_hang(build_dir, files)
+    assert h["progress_detail"] == "kernel_channel", h["progress_detail"]
+    assert sorted((r["rank"], r["channel"], r["direction"]) for r in h["progress"]) == \
+        [(0, 3, "kernel"), (1, 3, "kernel")], h["progress"]

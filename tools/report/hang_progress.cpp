@@ -1,0 +1,109 @@
+// Inside a hung collective (hang_progress.h).
+#include "hang_progress.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "render.h"
+
+namespace traintime::report {
+namespace {
+
+constexpr uint64_t kUnknown = core::ProxyProgress::kUnknown;
+
+bool network(const core::ProxyProgress& p) { return p.direction != "kernel"; }
+
+std::string seconds(uint64_t ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", static_cast<double>(ns) / 1e9);
+  return b;
+}
+
+}  // namespace
+
+std::vector<core::ProxyProgress> rows_of_hung(const core::RankFile& f, const std::string& communicator,
+                                              const std::string& op) {
+  // NCCL numbers each op type of a communicator on its own, from 0: the hung one is the oldest
+  // of its type in flight; a collective of another type there is counted only when `op` is not
+  // known.
+  uint64_t oldest = kUnknown;
+  for (const core::ProxyProgress& p : f.proxy_progress)
+    if (p.communicator == communicator && !p.pxn && (op.empty() || op == core::comm_op_name(p.op)))
+      oldest = std::min(oldest, p.nccl_seq);
+  std::vector<core::ProxyProgress> out;
+  for (const core::ProxyProgress& p : f.proxy_progress)
+    if (p.communicator == communicator && !p.pxn && (op.empty() || op == core::comm_op_name(p.op)) &&
+        p.nccl_seq == oldest)
+      out.push_back(p);
+  return out;
+}
+
+std::string HangProgress::detail() const {
+  std::string out;
+  for (const std::string& s : sources) out += (out.empty() ? "" : "+") + s;
+  return out.empty() ? "none" : out;
+}
+
+void add_rank_progress(HangProgress& p, int64_t rank, std::vector<core::ProxyProgress> rows) {
+  for (core::ProxyProgress& r : rows) {
+    p.sources.insert(r.source);
+    ChannelProgress c;
+    c.rank = rank;
+    c.stopped_short = r.steps_done != kUnknown && r.steps_total != kUnknown && r.steps_done > 0 &&
+                      r.steps_done < r.steps_total;
+    c.row = std::move(r);
+    p.rows.push_back(std::move(c));
+  }
+  std::stable_sort(p.rows.begin(), p.rows.end(), [](const ChannelProgress& a, const ChannelProgress& b) {
+    if (a.rank != b.rank) return a.rank < b.rank;
+    if (network(a.row) != network(b.row)) return network(a.row);
+    return a.row.channel < b.row.channel;
+  });
+}
+
+namespace {
+
+std::string row_line(const ChannelProgress& c) {
+  const core::ProxyProgress& r = c.row;
+  std::string s = "rank " + std::to_string(c.rank) + " channel " + std::to_string(r.channel);
+  if (!network(r)) return s + ": kernel channel never finished (running for " + seconds(r.idle_ns) + ")";
+  s += r.direction == "send" ? " send to rank " : " recv from rank ";
+  s += std::to_string(r.peer) + ": ";
+  if (r.steps_done != kUnknown) {
+    s += std::to_string(r.steps_done) + " of " + (r.steps_total != kUnknown ? std::to_string(r.steps_total) : "?") +
+         " steps done";
+    if (r.bytes_done != kUnknown) s += " (" + bytes_text(static_cast<double>(r.bytes_done)) + ")";
+    if (r.steps_posted != kUnknown) s += ", " + std::to_string(r.steps_posted) + " posted";
+  } else {
+    s += (r.steps_total != kUnknown ? std::to_string(r.steps_total) + " steps, " : std::string()) +
+         "steps done n/a (ProxyStep was off)";
+  }
+  return s + "; in " + r.state + " for " + seconds(r.idle_ns);
+}
+
+}  // namespace
+
+std::vector<std::string> progress_lines(const HangProgress& p, std::size_t max) {
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < p.rows.size() && k < max; ++k) out.push_back(row_line(p.rows[k]));
+  if (p.rows.size() > max)
+    out.push_back("... " + std::to_string(p.rows.size() - max) + " more channel(s) (--format json lists them all)");
+  return out;
+}
+
+std::string stopped_line(const HangProgress& p) {
+  const ChannelProgress* pick = nullptr;
+  for (const ChannelProgress& c : p.rows)
+    if (c.stopped_short && (!pick || c.row.idle_ns > pick->row.idle_ns)) pick = &c;
+  if (!pick) {
+    for (const ChannelProgress& c : p.rows)
+      if (network(c.row)) {
+        pick = &c;
+        break;
+      }
+  }
+  if (!pick && !p.rows.empty()) pick = &p.rows.front();
+  return pick ? "stopped moving: " + row_line(*pick) : std::string();
+}
+
+}  // namespace traintime::report
