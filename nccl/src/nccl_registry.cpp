@@ -316,6 +316,6 @@ const core::Module kModule{&kFormat,
                              hooks.on_world_rank = host.on_world_rank;
                              configure(host.comm_table, host.config->nccl, hooks);
                            },
-                           nullptr, nullptr, nullptr};
+                           nullptr, nullptr, nullptr, &cost_so_far};
 
 }  // namespace traintime::nccl

@@ -20,6 +20,7 @@
 
 #include "traintime/core/lock_order.h"
 #include "traintime/core/summaries.h"
+#include "traintime/nvml/gpu_health.h"
 
 namespace traintime::nvml {
 
@@ -85,7 +86,7 @@ class HealthAccumulator {
  public:
   void add(const Sample& s);
   bool empty() const { return samples_ == 0; }
-  core::HealthFigures figures() const;
+  HealthFigures figures() const;
 
  private:
   uint64_t samples_ = 0;
@@ -100,8 +101,8 @@ class DeviceHealth {
  public:
   explicit DeviceHealth(uint32_t keep_steps) : keep_(keep_steps) {}
   void add(uint64_t step, const Sample& s);
-  // run and steps of a core::HealthDevice (identity fields left to the caller).
-  void fill(core::HealthDevice* out) const;
+  // run and steps of a HealthDevice (identity fields left to the caller).
+  void fill(HealthDevice* out) const;
   // The figures of the newest step that had samples and ended (a sample of a later step came),
   // cuda_device left -1; false before one did. Kept whatever keep_steps is.
   bool last_finished(uint64_t* step, core::StepHealth* out) const;
