@@ -46,6 +46,13 @@ TEST_CASE("its report half adds its figures to every output and names the gate t
   CHECK(d.tables[0].rows[0] == std::vector<std::string>{"largest_call_bytes", "900",
                                                         "the largest call any rank made, in bytes (its data section)"});
   CHECK(report::render_text(d).find("largest_call_bytes") != std::string::npos);
+  // A whole number in full (bytes past 10^6 are not 1.07374e+09), a fraction to 6 digits, n/a as -.
+  report::Document big;
+  report::add_module_tables({{"x", {{"bytes", "", 1073741824.0}, {"ratio", "", 0.125}, {"none", "", std::nullopt}}}}, &big);
+  REQUIRE(big.tables.size() == 1);
+  CHECK(big.tables[0].rows[0][1] == "1073741824");
+  CHECK(big.tables[0].rows[1][1] == "0.125");
+  CHECK(big.tables[0].rows[2][1] == "-");
   nlohmann::json modules = nlohmann::json::object();
   report::add_module_figures_json(figures, &modules);
   CHECK(modules == nlohmann::json({{"null", {{"figures", {{"largest_call_bytes", 900.0}, {"largest_call_rank", 1.0}}}}}}));

@@ -2,6 +2,7 @@
 // table, by the list tools/CMakeLists.txt generates of the modules whose folder has one.
 #include "module_reports.h"
 
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -87,8 +88,12 @@ void add_module_tables(const std::vector<ModuleFigures>& figures, Document* d) {
     t.numeric = {false, true, false};
     t.note = "The gate takes each figure as " + mf.module + "_<figure>; - = n/a (no rank measured it).";
     for (const ModuleFigures::Row& row : mf.rows) {
+      // A whole number (a count, bytes, a rank) in full; anything else to 6 significant digits.
       char value[64] = "-";
-      if (row.value) std::snprintf(value, sizeof value, "%.6g", *row.value);
+      if (row.value)
+        std::snprintf(value, sizeof value,
+                      std::floor(*row.value) == *row.value && std::fabs(*row.value) < 1e15 ? "%.0f" : "%.6g",
+                      *row.value);
       t.rows.push_back({row.key, value, row.what});
     }
     d->tables.push_back(std::move(t));
