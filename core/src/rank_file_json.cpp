@@ -820,15 +820,15 @@ json rank_file_to_json(const RankFile& f) {
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
   if (f.memory.present) out["memory"] = memory_json(f.memory);  // optional
   if (f.self_cost.present) out["self_cost"] = self_cost_json(f.self_cost);  // optional
-  // Each module's data section, by its own writer (DataSectionFormat::write), and modules.<name>:
-  // its version, and its counters (core/section.h). A module this build has no format for (a
+  // Each module's data section, by its own writer (DataSectionFormat::write), and modules.<name>
+  // of each module that counted (core/section.h): its counters and its version. A module that
+  // recorded nothing has no modules entry, even with a data section (nvml off: gpu_health says
+  // "off"); its section then reads at version 1. A module this build has no format for (a
   // hand-made file) keeps the version it was read with.
   json modules = json::object();
   for (const auto& [name, data] : f.module_data) {
     const ModuleFormat* m = find_module_format(name);
-    if (!m || !m->data.write || !data) continue;
-    m->data.write(*data, &out);
-    modules[name]["version"] = m->version;
+    if (m && m->data.write && data) m->data.write(*data, &out);
   }
   for (const auto& [name, c] : f.modules) {
     json& entry = modules[name];

@@ -61,7 +61,7 @@ constexpr CounterTable counter_table(const CounterSpec (&specs)[N]) {
 }
 
 // A module's part of the rank file: modules.<name> with its counters (from `tables`) and its
-// version (modules.<name>.version, always written; a file without one reads as version 1), and
+// version (modules.<name>.version, written with its counters; none reads as version 1), and
 // its data section -- the top-level key(s) it owns (nvml: gpu_health), written and read by its
 // own functions (DataSectionFormat), never by core's reader.
 //
