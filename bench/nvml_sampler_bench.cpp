@@ -127,8 +127,10 @@ int main(int argc, char** argv) {
   idle.join();
   const core::HealthSummary s = nvml::summary();
   const auto& c = s.section.counters.counters;
-  if (s.health.status != "sampled" || task.empty() || s0.cpu_s < 0 || s1.cpu_s < 0 || f0.cpu_s < 0) {
-    std::fprintf(stderr, "bench_nvml_sampler: the sampler did not run (status \"%s\")\n", s.health.status.c_str());
+  const nvml::GpuHealth* health = nvml::gpu_health(s);
+  const std::string status = health ? health->status : std::string();
+  if (status != "sampled" || task.empty() || s0.cpu_s < 0 || s1.cpu_s < 0 || f0.cpu_s < 0) {
+    std::fprintf(stderr, "bench_nvml_sampler: the sampler did not run (status \"%s\")\n", status.c_str());
     return 1;
   }
   const double cpu = s1.cpu_s - s0.cpu_s, floor_cpu = f1.cpu_s - f0.cpu_s;

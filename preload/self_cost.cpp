@@ -13,8 +13,6 @@
 
 #include "session.h"
 #include "traintime/core/self_cost.h"
-#include "traintime/cupti/gpu_capture.h"
-#include "traintime/nccl/nccl_interposer.h"
 #include "traintime/support/threads.h"
 
 namespace traintime::preload {
@@ -81,7 +79,7 @@ void reported_so_far(uint64_t* own) {
     own[i] = i < n ? t.own_ns[i].load(std::memory_order_relaxed) : 0;
 }
 
-// The callbacks' time so far: every module's figures. With `calls` the sampled paths' calls too
+// The callbacks' time so far: the region registry's (the annotations) and every module's. With `calls` the sampled paths' calls too
 // (the registry's lock is waited for until *calls): false when it was not had (the annotation
 // calls' share is then left out).
 bool cost_so_far(const Session& s, core::CostSoFar& c, const core::Deadline* calls) {
@@ -89,9 +87,7 @@ bool cost_so_far(const Session& s, core::CostSoFar& c, const core::Deadline* cal
   bool ok = true;
   if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
     ok = r->cost_so_far(c, pair, calls);
-  cupti::cost_so_far(c, pair, calls != nullptr);
-  nccl::cost_so_far(c, pair, calls != nullptr);
-  nvtx::cost_so_far(c, pair, calls != nullptr);
+  module_costs_so_far(c, pair, calls != nullptr);  // through the module table
   return ok;
 }
 

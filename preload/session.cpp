@@ -302,6 +302,11 @@ bool stop_modules(const char* reason, bool signal, const core::Deadline& deadlin
   return complete;
 }
 
+void module_costs_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept {
+  for (const core::Module* m : kModules)
+    if (m->cost_so_far) m->cost_so_far(c, pair_ticks, calls);
+}
+
 std::vector<core::Section> module_sections() {
   std::vector<core::Section> out;
   for (const core::Module* m : kModules)

@@ -148,6 +148,8 @@ void notice_unloads() noexcept;
 // The sections of the modules with nothing to join (NVTX, the null template, the next API
 // family), in the order of the module table (kModules): core::build_rank_file's `modules`.
 std::vector<core::Section> module_sections();
+// Every module's hot paths' time so far (core::Module::cost_so_far), for self_cost.
+void module_costs_so_far(core::CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept;
 // finish(): every module's stop (core/module.h), in the reverse of the table's order; false when
 // one could not hand in all it holds by `deadline` (a terminating signal's bounded flush).
 bool stop_modules(const char* reason, bool signal, const core::Deadline& deadline);

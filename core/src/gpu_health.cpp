@@ -1,4 +1,4 @@
-// NVML's clock-event reasons by name, and the compact per-step health (rank_file.h StepHealth).
+// NVML's clock-event reasons by name (rank_file.h StepHealth).
 #include <charconv>
 #include <iterator>
 #include <string>
@@ -29,18 +29,6 @@ uint64_t health_reason_bit(std::string_view name) {
   const auto [end, ec] = std::from_chars(name.data() + kPrefix.size(), last, bit);
   if (ec != std::errc() || end != last || bit < std::size(kHealthReasonNames) || bit >= 64) return 0;
   return uint64_t{1} << bit;
-}
-
-StepHealth step_health(int32_t cuda_device, const HealthFigures& f) {
-  StepHealth h;
-  h.cuda_device = cuda_device;
-  h.samples = f.samples;
-  h.sm_clock_mhz_median = f.sm_clock_mhz_median;
-  h.sm_clock_mhz_min = f.sm_clock_mhz_min;
-  h.power_w_median = f.power_w_median;
-  h.temperature_c_max = f.temperature_c_max;
-  for (const std::string& name : f.clock_event_reasons) h.clock_event_reasons |= health_reason_bit(name);
-  return h;
 }
 
 }  // namespace traintime::core

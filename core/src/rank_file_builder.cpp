@@ -246,16 +246,13 @@ std::vector<Steps::Detail> join_step_detail(const std::vector<Steps::Detail>& cp
   return out;
 }
 
-// steps.detail[].gpu_health: each device's compact figures of the row's step, from
-// gpu_health.devices[].steps[] (both oldest first; a step without samples gets none).
-void add_step_health(std::vector<Steps::Detail>& detail, const GpuHealth& health) {
-  for (const HealthDevice& device : health.devices) {
-    auto row = detail.begin();
-    for (const HealthDevice::Step& st : device.steps) {
-      while (row != detail.end() && row->index < st.index) ++row;
-      if (row == detail.end()) break;
-      if (row->index == st.index) row->gpu_health.push_back(step_health(device.cuda_device, st.figures));
-    }
+// steps.detail[].gpu_health: each device's compact figures of the row's step (a step without
+// samples gets none), in the order of the rows (device by device).
+void add_step_health(std::vector<Steps::Detail>& detail, const std::vector<HealthSummary::StepRow>& rows) {
+  for (const HealthSummary::StepRow& r : rows) {
+    const auto row = std::lower_bound(detail.begin(), detail.end(), r.index,
+                                      [](const Steps::Detail& d, uint64_t i) { return d.index < i; });
+    if (row != detail.end() && row->index == r.index) row->gpu_health.push_back(r.health);
   }
 }
 
@@ -334,8 +331,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.threads = cpu.threads;
   f.dropped_records = gpu.dropped_records;
   f.capture_stats = gpu.capture_stats;
-  f.gpu_health = health.health;
-  add_step_health(f.steps.detail, f.gpu_health);
+  add_step_health(f.steps.detail, health.steps);
   add_step_memory(f.steps.detail, gpu.memory);
   f.memory = gpu.memory.run;
 
@@ -347,6 +343,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   add_self_cost(f, identity.cost, sections);
   for (const Section* s : sections) {
     f.warnings.insert(f.warnings.end(), s->warnings.begin(), s->warnings.end());
+    if (s->data) f.module_data[std::string(s->name)] = s->data;
     if (s->name.empty() || s->counters.counters.empty()) continue;
     std::map<std::string, uint64_t>& into = f.modules[std::string(s->name)].counters;
     for (const auto& [key, count] : s->counters.counters) into[key] += count;

@@ -3,7 +3,9 @@
 // writer and the reader of every field sit side by side, so a field changed in one is seen to
 // need changing in the other.
 #include "traintime/core/rank_file_json.h"
+#include "traintime/core/json_read.h"
 #include "traintime/core/live_record.h"
+#include "traintime/core/module_format.h"
 
 #include "file_errors.h"
 
@@ -93,7 +95,7 @@ json u64_object(const T& value, const U64Field<T> (&fields)[N]) {
 
 // ---- writing ---------------------------------------------------------------------------------
 
-double finite(double v) { return std::isfinite(v) ? v : 0.0; }
+using json_read::finite;
 
 json totals_json(const CategoryTotals& t) { return u64_object(t, kCategoryTotalsFields); }
 
@@ -255,36 +257,6 @@ json communicator_json(const Communicator& c) {
   return out;
 }
 
-json health_figures_json(const HealthFigures& h) {
-  return {{"samples", h.samples},
-          {"sm_clock_mhz", {{"median", finite(h.sm_clock_mhz_median)}, {"min", h.sm_clock_mhz_min}}},
-          {"mem_clock_mhz", {{"median", finite(h.mem_clock_mhz_median)}}},
-          {"power_w", {{"median", finite(h.power_w_median)}, {"limit", finite(h.power_limit_w)}}},
-          {"temperature_c", {{"max", h.temperature_c_max}}},
-          {"clock_event_reasons", h.clock_event_reasons},
-          {"pcie", {{"gen", h.pcie_gen_min}, {"width", h.pcie_width_min}}},
-          {"memory", {{"used_bytes_max", h.memory_used_bytes_max},
-                      {"total_bytes", h.memory_total_bytes}}}};
-}
-
-json gpu_health_json(const GpuHealth& g) {
-  json devices = json::array();
-  for (const HealthDevice& d : g.devices) {
-    json steps = json::array();
-    for (const HealthDevice::Step& st : d.steps) {
-      json row = health_figures_json(st.figures);
-      row["index"] = st.index;
-      steps.push_back(std::move(row));
-    }
-    devices.push_back({{"cuda_device", d.cuda_device},
-                       {"pci_bus_id", d.pci_bus_id},
-                       {"mig", d.mig},
-                       {"run", health_figures_json(d.run)},
-                       {"steps", std::move(steps)}});
-  }
-  return {{"status", g.status}, {"interval_ms", g.interval_ms}, {"devices", std::move(devices)}};
-}
-
 json threads_json(const std::vector<ThreadSnapshot>& threads) {
   json out = json::array();
   for (const ThreadSnapshot& t : threads)
@@ -347,273 +319,10 @@ json self_cost_json(const SelfCost& c) {
 }
 
 // ---- reading ---------------------------------------------------------------------------------
-// One reader, written once against two document types: nlohmann::json (rank_file_from_json, the
-// records of core/live_record.h, and every refusal's message) and a simdjson DOM element
-// (read_rank_file's fast path, SimdValue below). Only the primitives differ; the reading of
-// every field is the same template. Every accessor names the field by its full path
-// ("regions[3].cpu_ns") in its error.
-
-[[noreturn]] void fail(const std::string& message) {
-  throw std::runtime_error("rank file: " + message);
-}
-
-// A field's place in the document ("steps.detail[3].totals"): a chain of links on the stack,
-// spelled out only when an error names it, so reading a valid file builds no path text.
-struct Path {
-  static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
-  const Path* parent = nullptr;
-  std::string_view key;          // a member name; empty for an array element or the top level
-  std::size_t index = kNoIndex;  // an array element's index
-  Path() = default;
-  Path(const char* top) : key(top) {}  // NOLINT: a top-level member, by name
-  Path(const Path* p, std::string_view k, std::size_t i) : parent(p), key(k), index(i) {}
-  bool top() const { return parent == nullptr && key.empty() && index == kNoIndex; }
-  std::string str() const {
-    std::string out = parent ? parent->str() : std::string();
-    if (index != kNoIndex) return out + "[" + std::to_string(index) + "]";
-    if (!out.empty() && !key.empty()) out += ".";
-    return out.append(key);
-  }
-};
-
-Path join(const Path& where, std::string_view key) { return {&where, key, Path::kNoIndex}; }
-Path indexed(const Path& where, std::size_t i) { return {&where, {}, i}; }
-std::string name_of(const Path& p) { return p.str(); }
-
-// ---- the nlohmann::json primitives ----
-bool is_object(const json& j) { return j.is_object(); }
-bool is_array(const json& j) { return j.is_array(); }
-const char* type_name(const json& j) { return j.type_name(); }
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-const json* find(const json& obj, std::string_view key) {
-  const auto it = obj.find(std::string(key));
-  return it == obj.end() ? nullptr : &*it;
-}
-std::size_t size_of(const json& arr) { return arr.size(); }
-template <class F>
-void each_element(const json& arr, F&& f) {
-  for (std::size_t i = 0; i < arr.size(); ++i) f(i, arr[i]);
-}
-template <class F>
-void each_member(const json& obj, F&& f) {
-  for (const auto& [key, value] : obj.items()) f(std::string_view(key), value);
-}
-std::optional<uint64_t> get_u64(const json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
-  return std::nullopt;
-}
-std::optional<int64_t> get_i64(const json& v) {
-  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
-  if (v.is_number_unsigned() &&
-      v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    return static_cast<int64_t>(v.get<uint64_t>());
-  return std::nullopt;
-}
-std::optional<double> get_double(const json& v) {
-  if (!v.is_number()) return std::nullopt;
-  return v.get<double>();
-}
-std::optional<bool> get_bool(const json& v) {
-  if (!v.is_boolean()) return std::nullopt;
-  return v.get<bool>();
-}
-bool get_string(const json& v, std::string* out) {
-  if (!v.is_string()) return false;
-  *out = v.get_ref<const std::string&>();
-  return true;
-}
-
-// ---- the simdjson DOM primitives ----
-// Refusals on this path are never shown: read_rank_file reads a refused file again through
-// nlohmann::json, whose messages (type names, values, the byte where parsing stopped) are the
-// ones users and tests see.
-struct SimdValue {
-  simdjson::dom::element e;
-};
-bool is_object(const SimdValue& v) { return v.e.is_object(); }
-bool is_array(const SimdValue& v) { return v.e.is_array(); }
-const char* type_name(const SimdValue&) { return "value"; }
-std::string dump(const SimdValue&) { return {}; }
-std::optional<SimdValue> find(const SimdValue& obj, std::string_view key) {
-  simdjson::dom::element out;
-  if (obj.e.get_object().at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
-  return SimdValue{out};
-}
-std::size_t size_of(const SimdValue& arr) {
-  simdjson::dom::array a;
-  return arr.e.get_array().get(a) == simdjson::SUCCESS ? a.size() : 0;
-}
-template <class F>
-void each_element(const SimdValue& arr, F&& f) {
-  simdjson::dom::array a;
-  if (arr.e.get_array().get(a) != simdjson::SUCCESS) return;  // callers checked is_array
-  std::size_t i = 0;
-  for (simdjson::dom::element el : a) f(i++, SimdValue{el});
-}
-template <class F>
-void each_member(const SimdValue& obj, F&& f) {
-  simdjson::dom::object o;
-  if (obj.e.get_object().get(o) != simdjson::SUCCESS) return;  // callers checked is_object
-  for (simdjson::dom::key_value_pair kv : o) f(kv.key, SimdValue{kv.value});
-}
-std::optional<uint64_t> get_u64(const SimdValue& v) {
-  uint64_t x = 0;
-  if (v.e.get_uint64().get(x) != simdjson::SUCCESS) return std::nullopt;
-  return x;
-}
-std::optional<int64_t> get_i64(const SimdValue& v) {
-  int64_t x = 0;
-  if (v.e.get_int64().get(x) != simdjson::SUCCESS) return std::nullopt;
-  return x;
-}
-std::optional<double> get_double(const SimdValue& v) {
-  double x = 0;
-  if (v.e.get_double().get(x) != simdjson::SUCCESS) return std::nullopt;
-  return x;
-}
-std::optional<bool> get_bool(const SimdValue& v) {
-  bool x = false;
-  if (v.e.get_bool().get(x) != simdjson::SUCCESS) return std::nullopt;
-  return x;
-}
-bool get_string(const SimdValue& v, std::string* out) {
-  std::string_view s;
-  if (v.e.get_string().get(s) != simdjson::SUCCESS) return false;
-  out->assign(s.data(), s.size());
-  return true;
-}
-
-// ---- the reader, on either ----
-template <class J>
-void expect_object(const J& j, const Path& where) {
-  if (!is_object(j))
-    fail(where.top() ? std::string("top level must be an object (got ") + type_name(j) + ")"
-                     : "field \"" + where.str() + "\" must be an object (got " + type_name(j) + ")");
-}
-
-// A found value: a reference into the nlohmann document, a simdjson element by value.
-template <class J>
-const J& deref(const J* p) { return *p; }
-template <class J>
-J deref(const std::optional<J>& p) { return *p; }
-// What find returns, for a value in hand.
-const json* ref_to(const json& v) { return &v; }
-std::optional<SimdValue> ref_to(const SimdValue& v) { return v; }
-
-template <class J, class N>
-[[noreturn]] void wrong_type(const J& v, const N& name, const char* expected) {
-  fail("field \"" + name_of(name) + "\" must be " + expected + " (got " + type_name(v) + " " + dump(v) + ")");
-}
-
-template <class J, class N>
-uint64_t as_u64(const J& v, const N& name) {
-  if (const std::optional<uint64_t> x = get_u64(v)) return *x;
-  wrong_type(v, name, "an unsigned integer");
-}
-
-template <class J, class N>
-int64_t as_i64(const J& v, const N& name) {
-  if (const std::optional<int64_t> x = get_i64(v)) return *x;
-  wrong_type(v, name, "an integer");
-}
-
-template <class J, class N>
-uint32_t as_u32(const J& v, const N& name) {
-  const uint64_t x = as_u64(v, name);
-  if (x > std::numeric_limits<uint32_t>::max()) wrong_type(v, name, "an unsigned 32-bit integer");
-  return static_cast<uint32_t>(x);
-}
-
-template <class J, class N>
-double as_double(const J& v, const N& name) {
-  if (const std::optional<double> x = get_double(v)) return *x;
-  wrong_type(v, name, "a number");
-}
-
-template <class J, class N>
-bool as_bool(const J& v, const N& name) {
-  if (const std::optional<bool> x = get_bool(v)) return *x;
-  wrong_type(v, name, "a boolean");
-}
-
-template <class J, class N>
-std::string as_string(const J& v, const N& name) {
-  std::string out;
-  if (!get_string(v, &out)) wrong_type(v, name, "a string");
-  return out;
-}
-
-template <class J>
-decltype(auto) need(const J& obj, std::string_view key, const Path& where) {
-  const auto v = find(obj, key);
-  if (!v) fail("missing field \"" + join(where, key).str() + "\"");
-  return deref(v);
-}
-
-// Required fields.
-template <class J> uint64_t u64(const J& o, std::string_view k, const Path& w) { return as_u64(need(o, k, w), join(w, k)); }
-template <class J> uint32_t u32(const J& o, std::string_view k, const Path& w) { return as_u32(need(o, k, w), join(w, k)); }
-template <class J> int64_t i64(const J& o, std::string_view k, const Path& w) { return as_i64(need(o, k, w), join(w, k)); }
-template <class J> double dbl(const J& o, std::string_view k, const Path& w) { return as_double(need(o, k, w), join(w, k)); }
-template <class J> bool boolean(const J& o, std::string_view k, const Path& w) { return as_bool(need(o, k, w), join(w, k)); }
-template <class J> std::string str(const J& o, std::string_view k, const Path& w) { return as_string(need(o, k, w), join(w, k)); }
-
-// Optional fields: outside the contract, so files from writers that predate them still read.
-template <class J>
-uint64_t opt_u64(const J& o, std::string_view k, const Path& w, uint64_t d) {
-  const auto v = find(o, k);
-  return v ? as_u64(deref(v), join(w, k)) : d;
-}
-template <class J>
-double opt_dbl(const J& o, std::string_view k, const Path& w, double d) {
-  const auto v = find(o, k);
-  return v ? as_double(deref(v), join(w, k)) : d;
-}
-template <class J>
-bool opt_bool(const J& o, std::string_view k, const Path& w, bool d) {
-  const auto v = find(o, k);
-  return v ? as_bool(deref(v), join(w, k)) : d;
-}
-template <class J>
-std::string opt_str(const J& o, std::string_view k, const Path& w, std::string d) {
-  const auto v = find(o, k);
-  return v ? as_string(deref(v), join(w, k)) : d;
-}
-
-template <class J>
-decltype(auto) need_object(const J& o, std::string_view k, const Path& w) {
-  decltype(auto) v = need(o, k, w);
-  expect_object(v, join(w, k));
-  return v;
-}
-
-// Calls f(index, element) for each element of the array o[k].
-template <class J, class F>
-void each_in_array(const J& o, std::string_view k, const Path& w, F&& f) {
-  const auto& v = need(o, k, w);
-  if (!is_array(v)) wrong_type(v, join(w, k), "an array");
-  each_element(v, f);
-}
-
-// The same for an optional array: absent reads as empty.
-template <class J, class F>
-void each_in_opt_array(const J& o, std::string_view k, const Path& w, F&& f) {
-  const auto v = find(o, k);
-  if (!v) return;
-  if (!is_array(deref(v))) wrong_type(deref(v), join(w, k), "an array");
-  each_element(deref(v), f);
-}
-
-// The same, reading into `out` (room made for all elements at once).
-template <class J, class T, class F>
-void each_in_opt_array(const J& o, std::string_view k, const Path& w, std::vector<T>& out, F&& f) {
-  const auto v = find(o, k);
-  if (!v) return;
-  if (!is_array(deref(v))) wrong_type(deref(v), join(w, k), "an array");
-  out.reserve(out.size() + size_of(deref(v)));
-  each_element(deref(v), f);
-}
+// ---- reading ---------------------------------------------------------------------------------
+// The primitives (Path, find, need, u64, ...) are json_read.h's, shared with the modules' own
+// section readers.
+using namespace json_read;
 
 Category category_named(std::string_view name, const Path& where) {
   const std::optional<Category> c = category_from_name(name);
@@ -695,22 +404,6 @@ RegionRow region_from(const J& j, const Path& w) {
   r.by_category = by_category_from(need_object(j, "by_category", w), join(w, "by_category"));
   r.top_kernels = kernels_from(j, w);
   return r;
-}
-
-// The figures steps.detail[].gpu_health[] shares with gpu_health.devices[].run and .steps[]:
-// samples, SM clock, power median, temperature (the reasons are read by each, as they keep them).
-template <class J>
-StepHealth shared_health_from(const J& j, const Path& w) {
-  expect_object(j, w);
-  StepHealth h;
-  h.samples = u64(j, "samples", w);
-  const Path sw = join(w, "sm_clock_mhz");
-  const auto& sm = need_object(j, "sm_clock_mhz", w);
-  h.sm_clock_mhz_median = dbl(sm, "median", sw);
-  h.sm_clock_mhz_min = u32(sm, "min", sw);
-  h.power_w_median = dbl(need_object(j, "power_w", w), "median", join(w, "power_w"));
-  h.temperature_c_max = u32(need_object(j, "temperature_c", w), "max", join(w, "temperature_c"));
-  return h;
 }
 
 template <class J>
@@ -926,8 +619,8 @@ std::vector<ProxyProgress> proxy_progress_from(const J& top) {
   return out;
 }
 
-// modules: {"<name>": {"counters": {"<key>": count, ...}}, ...}; optional (added with the
-// module sections), and so is each module's counters object.
+// modules: {"<name>": {"version": n, "counters": {"<key>": count, ...}}, ...}; optional (added
+// with the module sections), and so is each module's version and counters object.
 template <class J>
 std::map<std::string, ModuleCounters> modules_from(const J& top) {
   std::map<std::string, ModuleCounters> out;
@@ -939,6 +632,7 @@ std::map<std::string, ModuleCounters> modules_from(const J& top) {
     const Path nw = join(mw, name);
     expect_object(m, nw);
     ModuleCounters& mc = out[std::string(name)];
+    mc.version = static_cast<uint32_t>(opt_u64(m, "version", nw, 0));  // added with the data sections
     const auto counters = find(m, "counters");
     if (!counters) return;
     const Path cw = join(nw, "counters");
@@ -950,63 +644,33 @@ std::map<std::string, ModuleCounters> modules_from(const J& top) {
   return out;
 }
 
-// gpu_health.devices[].run and .steps[] (added with the nvml module).
-template <class J>
-HealthFigures health_figures_from(const J& j, const Path& w) {
-  const StepHealth shared = shared_health_from(j, w);
-  HealthFigures h;
-  h.samples = shared.samples;
-  h.sm_clock_mhz_median = shared.sm_clock_mhz_median;
-  h.sm_clock_mhz_min = shared.sm_clock_mhz_min;
-  h.power_w_median = shared.power_w_median;
-  h.temperature_c_max = shared.temperature_c_max;
-  h.mem_clock_mhz_median = dbl(need_object(j, "mem_clock_mhz", w), "median", join(w, "mem_clock_mhz"));
-  h.power_limit_w = dbl(need_object(j, "power_w", w), "limit", join(w, "power_w"));
-  const Path rw = join(w, "clock_event_reasons");
-  each_in_array(j, "clock_event_reasons", w, [&](std::size_t i, const J& reason) {
-    h.clock_event_reasons.push_back(as_string(reason, indexed(rw, i)));
-  });
-  const Path lw = join(w, "pcie");
-  const auto& pcie = need_object(j, "pcie", w);
-  h.pcie_gen_min = u32(pcie, "gen", lw);
-  h.pcie_width_min = u32(pcie, "width", lw);
-  const Path mw = join(w, "memory");
-  const auto& memory = need_object(j, "memory", w);
-  h.memory_used_bytes_max = u64(memory, "used_bytes_max", mw);
-  h.memory_total_bytes = u64(memory, "total_bytes", mw);
-  return h;
+// Each module's data section, by its own reader (DataSectionFormat::read): the modules of this build
+// that have one. A section whose modules.<name>.version is above the reader's own is left out
+// and said so in read_notes (a newer writer's: its shape may have changed); the rest is read.
+std::shared_ptr<const ModuleData> module_data_from(const ModuleFormat& m, const json& top) {
+  return m.data.read ? m.data.read(top) : nullptr;
+}
+std::shared_ptr<const ModuleData> module_data_from(const ModuleFormat& m, const SimdValue& top) {
+  return m.data.read_fast ? m.data.read_fast(top) : nullptr;
 }
 
 template <class J>
-GpuHealth gpu_health_from(const J& top) {
-  GpuHealth g;
-  const auto found = find(top, "gpu_health");
-  if (!found) return g;
-  const J& j = deref(found);
-  const Path w = "gpu_health";
-  expect_object(j, w);
-  g.status = str(j, "status", w);
-  g.interval_ms = u32(j, "interval_ms", w);
-  const Path dw = join(w, "devices");
-  each_in_array(j, "devices", w, [&](std::size_t i, const J& dj) {
-    const Path iw = indexed(dw, i);
-    expect_object(dj, iw);
-    HealthDevice d;
-    d.cuda_device = static_cast<int32_t>(i64(dj, "cuda_device", iw));
-    d.pci_bus_id = str(dj, "pci_bus_id", iw);
-    d.mig = boolean(dj, "mig", iw);
-    d.run = health_figures_from(need(dj, "run", iw), join(iw, "run"));
-    const Path stw = join(iw, "steps");
-    each_in_array(dj, "steps", iw, [&](std::size_t k, const J& sj) {
-      const Path kw = indexed(stw, k);
-      HealthDevice::Step st;
-      st.figures = health_figures_from(sj, kw);
-      st.index = u64(sj, "index", kw);
-      d.steps.push_back(std::move(st));
-    });
-    g.devices.push_back(std::move(d));
-  });
-  return g;
+void module_sections_from(const J& top, RankFile& f) {
+  for (const ModuleFormat* m : module_formats()) {
+    const auto it = f.modules.find(std::string(m->name));
+    const uint32_t version = it == f.modules.end() ? 0 : it->second.version;
+    if (version > m->version) {
+      f.read_notes.push_back(
+          "module \"" + std::string(m->name) + "\" is at format version " + std::to_string(version) +
+          ", newer than this reader's " + std::to_string(m->version) + ": its counters are read" +
+          (m->data.keys.empty() ? std::string()
+                                : ", its section (" + std::string(m->data.keys) + ") is left out") +
+          "; read the file with the traintime-report of the release that wrote it, or a newer one");
+      continue;
+    }
+    if (std::shared_ptr<const ModuleData> d = module_data_from(*m, top))
+      f.module_data[std::string(m->name)] = std::move(d);
+  }
 }
 
 // self_cost: optional (added with it); within it every field but pct and the rows' estimates.
@@ -1152,13 +816,13 @@ RankFile rank_file_from(const J& j) {
     s.overwritten = opt_u64(c, "overwritten", cw, 0);
   }
   f.modules = modules_from(j);
+  module_sections_from(j, f);
   each_in_array(j, "warnings", w, [&](std::size_t i, const J& warning) {
     f.warnings.push_back(as_string(warning, indexed("warnings", i)));
   });
   f.threads = threads_from(j);
   f.proxy_progress = proxy_progress_from(j);
   f.proxy_steps = opt_str(j, "proxy_steps", w, "");
-  f.gpu_health = gpu_health_from(j);
   f.memory = memory_from(j, Path());
   f.self_cost = self_cost_from(j);
   return f;
@@ -1213,14 +877,25 @@ json rank_file_to_json(const RankFile& f) {
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
   if (!f.proxy_progress.empty()) out["proxy_progress"] = proxy_progress_json(f.proxy_progress);  // optional
   if (!f.proxy_steps.empty()) out["proxy_steps"] = f.proxy_steps;  // optional: the plugin was registered
-  if (!f.gpu_health.status.empty()) out["gpu_health"] = gpu_health_json(f.gpu_health);  // optional
   if (f.memory.present) out["memory"] = memory_json(f.memory);  // optional
   if (f.self_cost.present) out["self_cost"] = self_cost_json(f.self_cost);  // optional
-  if (!f.modules.empty()) {  // optional: each module's counters (core/section.h)
-    json modules = json::object();
-    for (const auto& [name, m] : f.modules) modules[name] = {{"counters", m.counters}};
-    out["modules"] = std::move(modules);
+  // Each module's data section, by its own writer (DataSectionFormat::write), and modules.<name>
+  // of each module that counted (core/section.h): its counters and its version. A module that
+  // recorded nothing has no modules entry, even with a data section (nvml off: gpu_health says
+  // "off"); its section then reads at version 1. A module this build has no format for (a
+  // hand-made file) keeps the version it was read with.
+  json modules = json::object();
+  for (const auto& [name, data] : f.module_data) {
+    const ModuleFormat* m = find_module_format(name);
+    if (m && m->data.write && data) m->data.write(*data, &out);
   }
+  for (const auto& [name, c] : f.modules) {
+    json& entry = modules[name];
+    entry["counters"] = c.counters;
+    const ModuleFormat* m = find_module_format(name);
+    if (const uint32_t version = m ? m->version : c.version; version > 0) entry["version"] = version;
+  }
+  if (!modules.empty()) out["modules"] = std::move(modules);  // optional
   if (const CaptureStats& c = f.capture_stats; c.present) {
     out["capture_stats"] = {{"buffers", c.buffers},
                             {"records", c.records},

@@ -49,18 +49,7 @@ void configure_module(const core::ModuleHost& host) {
     on_fork_child();
     return;
   }
-  Hooks hooks;
-  hooks.launch_context = host.launch_context;
-  hooks.pending_comm_call = host.pending_comm_call;
-  hooks.comm_calls_waiting = host.comm_calls_waiting;
-  hooks.steps_completed = host.steps_completed;
-  hooks.on_first_launch = host.on_first_gpu_launch;
-  hooks.path_name = host.path_name;
-  hooks.comm_group = host.comm_group;
-  hooks.on_capture_begin = host.on_capture_begin;
-  hooks.capture_watch = host.capture_watch;
-  hooks.on_detected_steps = host.on_detected_steps;
-  configure(hooks, *host.config);
+  configure(host, *host.config);  // its hooks: the host as it is (Hooks is ModuleHost)
 }
 
 // At exit: CUPTI's records flushed and ingested (forced flush), before CUDA's own teardown
@@ -74,6 +63,6 @@ bool stop_module(const char* reason, bool signal, const core::Deadline& deadline
 
 // The runtime half the module table registers (core/module.h); its summary is joined by the root.
 extern const core::Module kModule;  // listed in the module table (module_table.h)
-const core::Module kModule{&kFormat, &configure_module, nullptr, &stop_module, nullptr};
+const core::Module kModule{&kFormat, &configure_module, nullptr, &stop_module, nullptr, &cost_so_far};
 
 }  // namespace traintime::cupti

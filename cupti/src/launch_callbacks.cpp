@@ -308,7 +308,7 @@ __attribute__((noinline)) void GpuCapture::after_launch(CUpti_CallbackDomain dom
     // teardown: the root re-registers its exit hook here (core/module.h on_first_gpu_launch),
     // so the forced flush (this module's stop) runs before CUDA tears down even when the process
     // recorded a region (and registered that hook) before cuInit.
-    if (hooks_.on_first_launch) hooks_.on_first_launch();  // the process has GPU work
+    if (hooks_.on_first_gpu_launch) hooks_.on_first_gpu_launch();  // the process has GPU work
   }
   if (recorder_) recorder_->on_api(domain, cbid, cb, t_nest.ctx);
   errno = saved_errno;

@@ -325,6 +325,6 @@ const core::Module kModule{&kFormat,
                              proxy::configure(host.config->nccl_proxy_steps);
                              configure(host.comm_table, host.config->nccl, hooks);
                            },
-                           nullptr, nullptr, nullptr};
+                           nullptr, nullptr, nullptr, &cost_so_far};
 
 }  // namespace traintime::nccl

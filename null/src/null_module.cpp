@@ -3,6 +3,7 @@
 #include "traintime/null/null_module.h"
 
 #include <atomic>
+#include <memory>
 #include <cerrno>
 #include <string>
 
@@ -17,6 +18,7 @@ std::atomic<bool> g_first_call_seen{false};
 std::atomic<uint64_t> g_calls{0};
 std::atomic<uint64_t> g_bytes{0};
 std::atomic<uint64_t> g_failed{0};
+std::atomic<uint64_t> g_largest{0};  // its data section's one field
 Hooks g_hooks;
 // The calls open on this thread (begin_call without its end_call yet): 0 outside any.
 thread_local uint32_t t_open_calls = 0;
@@ -31,6 +33,7 @@ void configure(bool enabled, const Hooks& hooks) {
   g_calls.store(0, std::memory_order_relaxed);
   g_bytes.store(0, std::memory_order_relaxed);
   g_failed.store(0, std::memory_order_relaxed);
+  g_largest.store(0, std::memory_order_relaxed);
   g_first_call_seen.store(false, std::memory_order_relaxed);
   g_enabled.store(enabled, std::memory_order_release);
 }
@@ -40,6 +43,10 @@ void note_call(uint64_t bytes, bool ok) noexcept {
   g_calls.fetch_add(1, std::memory_order_relaxed);
   g_bytes.fetch_add(bytes, std::memory_order_relaxed);
   if (!ok) g_failed.fetch_add(1, std::memory_order_relaxed);
+  // A relaxed maximum: a store only when the call is the largest so far.
+  for (uint64_t seen = g_largest.load(std::memory_order_relaxed);
+       bytes > seen && !g_largest.compare_exchange_weak(seen, bytes, std::memory_order_relaxed);) {
+  }
   // One relaxed load on every later call; the exchange runs the hook once even when two threads
   // make their first calls together.
   if (g_first_call_seen.load(std::memory_order_relaxed)) return;
@@ -64,6 +71,10 @@ core::Section section() {
   out.count(kCounters, Counter::bytes, g_bytes.load(std::memory_order_relaxed));
   // Its warning's text comes from its table (null_format.h), which the report renders too.
   out.count(kCounters, Counter::failed_calls, g_failed.load(std::memory_order_relaxed));
+  // Its data section, as its own type: the format (null_format.cpp) writes it.
+  auto d = std::make_shared<NullData>();
+  d->largest_call_bytes = g_largest.load(std::memory_order_relaxed);
+  out.data = std::move(d);
   return out;
 }
 
@@ -72,6 +83,6 @@ core::Section section() {
 extern const core::Module kModule;  // listed in the module table (module_table.h)
 const core::Module kModule{
     &kFormat, [](const core::ModuleHost& host) { configure(true, Hooks{host.on_first_record}); }, nullptr,
-    nullptr, &section};
+    nullptr, &section, nullptr};
 
 }  // namespace traintime::null

@@ -9,17 +9,26 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/null/null_format.h"
 #include "traintime/null/null_module.h"
+#include "traintime/modules/module_report.h"
 
 #include <nlohmann/json.hpp>
 
 using namespace traintime;
+
+namespace traintime::null {
+extern const modules::ModuleReport kReport;  // null_report.cpp
+}  // namespace traintime::null
 
 namespace {
 
@@ -170,6 +179,54 @@ TEST_CASE("the section reaches the rank file under modules.null, its warning in 
   const core::RankFile read = core::rank_file_from_json(j);
   REQUIRE(read.modules.count("null") == 1);
   CHECK(read.modules.at("null").counters.at("failed_calls") == 1);
+}
+
+TEST_CASE("its data section is written and read by its own format, through both readers", "[null][schema]") {
+  configure_counting();
+  null::note_call(64, true);
+  null::note_call(4096, true);
+  null::note_call(100, false);
+  const core::RankFile built = core::build_rank_file({}, {}, {}, {}, {null::section()});
+  const nlohmann::json j = core::rank_file_to_json(built);
+  CHECK(j.at("null") == nlohmann::json({{"largest_call_bytes", 4096}}));
+  CHECK(j.at("modules").at("null").at("version") == null::kFormat.version);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("null-data-" + std::to_string(getpid()) + ".json")).string();
+  std::string error;
+  REQUIRE(core::write_rank_file(path, built, &error));
+  const std::optional<core::RankFile> fast = core::read_rank_file(path, &error);
+  std::filesystem::remove(path);
+  REQUIRE(fast);
+  for (const core::RankFile& f : {core::rank_file_from_json(j), *fast}) {
+    REQUIRE(null::data(f));
+    CHECK(null::data(f)->largest_call_bytes == 4096);
+  }
+  // A file without it (an older writer) reads as none; a mistyped one is refused naming it.
+  nlohmann::json old = j;
+  old.erase("null");
+  CHECK(null::data(core::rank_file_from_json(old)) == nullptr);
+  old["null"] = {{"largest_call_bytes", "big"}};
+  CHECK_THROWS_WITH(core::rank_file_from_json(old),
+                    Catch::Contains("\"null.largest_call_bytes\" must be an unsigned integer"));
+}
+
+TEST_CASE("its report half merges the ranks' data sections into its figures", "[null][report]") {
+  // The report half alone (module_report.h); traintime-report's use of it is tested with the
+  // report (tests/report/test_module_reports.cpp).
+  std::unique_ptr<modules::ReportMerge> merged = null::kReport.start();
+  REQUIRE(null::kReport.figure_count == 2);
+  CHECK(null::kReport.figures[0].key == "largest_call_bytes");
+  CHECK_FALSE(null::kReport.value(*merged, 0));  // no rank yet: n/a
+  for (int64_t rank : {0, 1, 2}) {
+    configure_counting();
+    null::note_call(rank == 1 ? 900 : 10 * static_cast<uint64_t>(rank + 1), true);
+    core::Identity id;
+    id.rank = rank;
+    id.world_size = 3;
+    null::kReport.merge(core::build_rank_file(id, {}, {}, {}, {null::section()}), *merged);
+  }
+  CHECK(null::kReport.value(*merged, 0) == 900.0);
+  CHECK(null::kReport.value(*merged, 1) == 1.0);  // rank 1 made it
 }
 
 TEST_CASE("docs/schema.md lists the module and every key it counts", "[null][doc]") {

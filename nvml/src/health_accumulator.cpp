@@ -48,8 +48,8 @@ void HealthAccumulator::add(const Sample& s) {
   ++samples_;
 }
 
-core::HealthFigures HealthAccumulator::figures() const {
-  core::HealthFigures f;
+HealthFigures HealthAccumulator::figures() const {
+  HealthFigures f;
   f.samples = samples_;
   f.sm_clock_mhz_median = median_of(sm_, samples_);
   f.sm_clock_mhz_min = sm_min_;
@@ -67,7 +67,7 @@ core::HealthFigures HealthAccumulator::figures() const {
 
 void DeviceHealth::add_step(uint64_t step, const Sample& s) {
   if (!current_.empty() && step != current_step_) {
-    finished_ = core::step_health(-1, current_.figures());
+    finished_ = step_health(-1, current_.figures());
     finished_step_ = current_step_;
     have_finished_ = true;
     current_ = HealthAccumulator();
@@ -79,11 +79,11 @@ void DeviceHealth::add_step(uint64_t step, const Sample& s) {
   while (steps_.size() > keep_) steps_.erase(steps_.begin());
 }
 
-void DeviceHealth::fill(core::HealthDevice* out) const {
+void DeviceHealth::fill(HealthDevice* out) const {
   out->run = run_.figures();
   out->steps.clear();
   for (const auto& [index, acc] : steps_) {
-    core::HealthDevice::Step st;
+    HealthDevice::Step st;
     st.index = index;
     st.figures = acc.figures();
     out->steps.push_back(std::move(st));

@@ -96,7 +96,7 @@ struct State {
   std::condition_variable cv;
   bool stop = false;
   bool running = false;
-  std::string status;  // "" until start(); see core::GpuHealth::status
+  std::string status;  // "" until start(); see GpuHealth::status
   std::vector<Device> devices;
   uint64_t samples = 0;
   uint64_t failed_reads = 0;
@@ -431,22 +431,29 @@ core::HealthSummary summary(const core::Deadline& deadline) {
   std::unique_lock<std::mutex> lock(st->mu, std::defer_lock);
   if (!core::lock_until(lock, deadline)) {
     const auto last = st->published.get(deadline);
-    if (last.figures) out = *last.figures;
-    else out.health.status = "unavailable: the sampler's figures could not be read at the signal";
+    if (last.figures) {
+      out = *last.figures;
+    } else {
+      auto health = std::make_shared<GpuHealth>();
+      health->status = "unavailable: the sampler's figures could not be read at the signal";
+      out.section.data = std::move(health);
+    }
     core::count_last_publish<core::HealthSummary>(out.section, kCounters, last);
     return out;
   }
-  out.health.status = st->status;
-  if (st->status.empty()) return out;
-  out.health.interval_ms = st->options.enabled ? st->options.interval_ms : 0;
+  if (st->status.empty()) return out;  // no gpu_health: start() never ran
+  auto health = std::make_shared<GpuHealth>();
+  health->status = st->status;
+  health->interval_ms = st->options.enabled ? st->options.interval_ms : 0;
   for (const Device& d : st->devices) {
-    core::HealthDevice hd;
+    HealthDevice hd;
     hd.cuda_device = d.cuda_device;
     hd.pci_bus_id = d.pci_bus_id;
     hd.mig = d.mig;
     d.health.fill(&hd);
-    out.health.devices.push_back(std::move(hd));
+    health->devices.push_back(std::move(hd));
   }
+  hand_up(std::move(health), &out);
   if (st->options.enabled) {
     out.section.count(kCounters, Counter::samples, st->samples);
     out.section.count(kCounters, Counter::failed_reads, st->failed_reads);
@@ -473,6 +480,6 @@ const core::Module kModule{&kFormat,
                              if (!signal) stop();
                              return true;
                            },
-                           nullptr};
+                           nullptr, nullptr};
 
 }  // namespace traintime::nvml

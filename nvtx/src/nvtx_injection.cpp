@@ -404,6 +404,6 @@ const core::Module kModule{&kFormat,
                            [](const core::ModuleHost& host) {
                              if (host.fork_child) on_fork_child();
                            },
-                           nullptr, nullptr, &section};
+                           nullptr, nullptr, &section, &cost_so_far};
 
 }  // namespace traintime::nvtx

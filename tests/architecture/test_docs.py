@@ -66,7 +66,9 @@ def test_design_md_states_the_layer_rules_the_layer_test_enforces() -> None:
 
 
 def test_a_changed_layer_rule_would_be_caught() -> None:
-    text = DESIGN.read_text().replace("| `null` | `core` |", "| `null` | `core`, `support` |")
+    rule = "| `nvml` | `core`, `support` |"
+    assert rule in DESIGN.read_text()  # the row the change below edits: the test must be able to fail
+    text = DESIGN.read_text().replace(rule, "| `nvml` | `core` |")
     assert design_layer_table(text) != layers.DOCUMENTED
 
 

@@ -573,8 +573,10 @@ TEST_CASE("an empty rank file still has every category and memcpy key, all zero"
 
 TEST_CASE("module counters are written per module as {key: count}", "[rank_file][sections]") {
   const json j = rank_file_to_json(full_rank_file());
-  CHECK(j.at("modules") == json{{"cupti", {{"counters", {{"dropped_records", 7}, {"missing_context", 0}}}}},
-                                {"nvtx", {{"counters", {{"untracked_ranges", 44}}}}}});
+  // Each with its format's version (core/module_format.h), read back as it was written.
+  CHECK(j.at("modules") == json{{"cupti", {{"counters", {{"dropped_records", 7}, {"missing_context", 0}}}, {"version", 1}}},
+                                {"nvtx", {{"counters", {{"untracked_ranges", 44}}}, {"version", 1}}}});
+  CHECK(rank_file_from_json(j).modules.at("cupti").version == 1);
 }
 
 TEST_CASE("rank files with and without module counters both read", "[rank_file][sections]") {

@@ -24,6 +24,7 @@
 #include "simgpu/engine.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/nvml/nvml_format.h"
 #include "traintime/nvml/nvml_sampler.h"
 
 using namespace traintime;
@@ -67,7 +68,8 @@ core::HealthSummary wait_for_samples(uint64_t n) {
   for (int i = 0; i < 1000; ++i) {
     core::HealthSummary s = nvml::summary();
     const auto& c = s.section.counters.counters;
-    const bool settled = s.health.status.find("not found") != std::string::npos;
+    const nvml::GpuHealth* h = nvml::gpu_health(s);
+    const bool settled = h && h->status.find("not found") != std::string::npos;
     if (settled || (c.count("samples") && c.at("samples") >= n)) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -90,7 +92,7 @@ std::optional<core::RankFile> through_the_file(const core::RankFile& built) {
 TEST_CASE("medians are exact over odd and even counts, minimum and maximum kept", "[nvml]") {
   nvml::HealthAccumulator a;
   for (uint32_t sm : {1980u, 1400u, 1980u}) a.add(sample(sm));
-  core::HealthFigures f = a.figures();
+  nvml::HealthFigures f = a.figures();
   CHECK(f.samples == 3);
   CHECK(f.sm_clock_mhz_median == 1980);
   CHECK(f.sm_clock_mhz_min == 1400);
@@ -131,7 +133,7 @@ TEST_CASE("per-step figures keep the last steps that had samples, the run keeps 
   d.add(1, sample(1500));
   d.add(1, sample(1700));
   d.add(3, sample(1000));
-  core::HealthDevice out;
+  nvml::HealthDevice out;
   d.fill(&out);
   CHECK(out.run.samples == 4);
   CHECK(out.run.sm_clock_mhz_min == 1000);
@@ -169,19 +171,21 @@ TEST_CASE("a step's figures are final, for the live metrics, once a later step's
 }
 
 TEST_CASE("steps.detail rows get each device's figures of their step, through both readers", "[nvml][schema]") {
-  core::HealthSummary health;
-  health.health.status = "sampled";
-  health.health.interval_ms = 100;
+  auto g = std::make_shared<nvml::GpuHealth>();
+  g->status = "sampled";
+  g->interval_ms = 100;
   for (int32_t device : {2, 0}) {
     nvml::DeviceHealth d(8);
     d.add(1, sample(1500, 400000, device == 2 ? 0x40 : 0x1));
     d.add(3, sample(1400 + device));
     d.add(9, sample(1980));  // no detail row of step 9
-    core::HealthDevice hd;
+    nvml::HealthDevice hd;
     hd.cuda_device = device;
     d.fill(&hd);
-    health.health.devices.push_back(std::move(hd));
+    g->devices.push_back(std::move(hd));
   }
+  core::HealthSummary health;
+  nvml::hand_up(g, &health);
   core::CpuSummary cpu;
   for (uint64_t k : {1, 2, 3}) {
     core::Steps::Detail row;
@@ -234,7 +238,7 @@ TEST_CASE("steps.detail rows get each device's figures of their step, through bo
 
 TEST_CASE("nothing is written before CUDA is in use, and off is one status", "[nvml]") {
   nvml::configure(options(SIMGPU_NVML_LIB), hooks());
-  CHECK(nvml::summary().health.status.empty());
+  CHECK(nvml::gpu_health(nvml::summary()) == nullptr);
   core::RankFile f = core::build_rank_file({}, {}, {}, {}, {}, nvml::summary());
   CHECK_FALSE(core::rank_file_to_json(f).contains("gpu_health"));
 
@@ -246,8 +250,9 @@ TEST_CASE("nothing is written before CUDA is in use, and off is one status", "[n
   uint64_t live_step = 0;
   core::StepHealth live;
   CHECK_FALSE(nvml::live_health(&live_step, &live));
-  CHECK(s.health.status == "off");
-  CHECK(s.health.devices.empty());
+  REQUIRE(nvml::gpu_health(s));
+  CHECK(nvml::gpu_health(s)->status == "off");
+  CHECK(nvml::gpu_health(s)->devices.empty());
   CHECK(s.section.counters.counters.empty());
 }
 
@@ -258,11 +263,12 @@ TEST_CASE("a missing NVML is one status line, start() keeps errno", "[nvml]") {
   CHECK(errno == 42);
   const core::HealthSummary s = wait_for_samples(1);
   nvml::stop();
-  CHECK(s.health.status == "unavailable: libnvidia-ml-missing.so.1 not found");
+  REQUIRE(nvml::gpu_health(s));
+  CHECK(nvml::gpu_health(s)->status == "unavailable: libnvidia-ml-missing.so.1 not found");
   uint64_t live_step = 0;
   core::StepHealth live;
   CHECK_FALSE(nvml::live_health(&live_step, &live));
-  CHECK(s.health.devices.empty());
+  CHECK(nvml::gpu_health(s)->devices.empty());
 }
 
 TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per step", "[nvml][sim]") {
@@ -281,14 +287,16 @@ TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per 
   g_step = 6;
   const core::HealthSummary s = wait_for_samples(6);
   nvml::stop();
-  REQUIRE(s.health.status == "sampled");
-  CHECK(s.health.interval_ms == 10);
-  REQUIRE(s.health.devices.size() == 1);
-  const core::HealthDevice& d = s.health.devices[0];
+  const nvml::GpuHealth* health = nvml::gpu_health(s);
+  REQUIRE(health);
+  REQUIRE(health->status == "sampled");
+  CHECK(health->interval_ms == 10);
+  REQUIRE(health->devices.size() == 1);
+  const nvml::HealthDevice& d = health->devices[0];
   CHECK(d.cuda_device == 0);
   CHECK(d.pci_bus_id == "0000:02:00.0");
   CHECK_FALSE(d.mig);
-  const core::HealthFigures& run = d.run;
+  const nvml::HealthFigures& run = d.run;
   CHECK(run.samples >= 6);
   CHECK(run.sm_clock_mhz_median == truth.sm_clock_mhz);
   CHECK(run.sm_clock_mhz_min == truth.sm_clock_mhz);
@@ -326,14 +334,94 @@ TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per 
   const nlohmann::json j = core::rank_file_to_json(built);
   CHECK(j.at("modules").at("nvml").at("counters").at("samples") == run.samples);
   const core::RankFile back = core::rank_file_from_json(j);
-  REQUIRE(back.gpu_health.devices.size() == 1);
-  CHECK(back.gpu_health.devices[0].run.sm_clock_mhz_median == truth.sm_clock_mhz);
-  CHECK(back.gpu_health.devices[0].steps[1].figures.clock_event_reasons == run.clock_event_reasons);
+  const nvml::GpuHealth* read = nvml::gpu_health(back);
+  REQUIRE(read);
+  REQUIRE(read->devices.size() == 1);
+  CHECK(read->devices[0].run.sm_clock_mhz_median == truth.sm_clock_mhz);
+  CHECK(read->devices[0].steps[1].figures.clock_event_reasons == run.clock_event_reasons);
   const std::optional<core::RankFile> fast = through_the_file(built);
   REQUIRE(fast);
-  CHECK(fast->gpu_health.status == "sampled");
-  CHECK(fast->gpu_health.devices[0].run.power_w_median == Approx(truth.power_mw / 1000.0));
-  CHECK(fast->gpu_health.devices[0].steps[0].index == 5);
+  const nvml::GpuHealth* read_fast = nvml::gpu_health(*fast);
+  REQUIRE(read_fast);
+  CHECK(read_fast->status == "sampled");
+  CHECK(read_fast->devices[0].run.power_w_median == Approx(truth.power_mw / 1000.0));
+  CHECK(read_fast->devices[0].steps[0].index == 5);
+}
+
+TEST_CASE("gpu_health of a file an older release wrote on a real GPU reads through the module's reader", "[nvml][schema]") {
+  // Written on an H200 before the module's section had a version (modules.nvml.version absent)
+  // and before gpu_health moved out of core's schema: read through both readers alike.
+  const std::string path = std::string(SOURCE_DIR) + "/tests/fixtures/gpu-20261128/torch_profiler/rank.json";
+  std::string error, bytes;
+  REQUIRE(core::read_file_bytes(path, &bytes, &error));
+  const std::optional<core::RankFile> slow = core::rank_file_from_text(path, bytes, &error);
+  const std::optional<core::RankFile> fast = core::read_rank_file(path, &error);
+  INFO(error);
+  REQUIRE(slow);
+  REQUIRE(fast);
+  for (const core::RankFile* f : {&*slow, &*fast}) {
+    CHECK(f->read_notes.empty());
+    CHECK(f->modules.at("nvml").version == 0);  // none written then
+    const nvml::GpuHealth* h = nvml::gpu_health(*f);
+    REQUIRE(h);
+    CHECK(h->status == "sampled");
+    CHECK(h->interval_ms == 100);
+    REQUIRE(h->devices.size() == 1);
+    CHECK(h->devices[0].pci_bus_id == "0000:00:06.0");
+    CHECK(h->devices[0].run.samples == 86);
+    CHECK(h->devices[0].run.sm_clock_mhz_median == 1980);
+    CHECK(h->devices[0].steps.size() == 5);
+    REQUIRE_FALSE(f->steps.detail.empty());
+    REQUIRE(f->steps.detail[0].gpu_health.size() == 1);
+    CHECK(f->steps.detail[0].gpu_health[0].samples == 61);
+  }
+  // Written again by this release: the same gpu_health, now with the module's version.
+  const nlohmann::json original = nlohmann::json::parse(bytes);
+  const nlohmann::json again = core::rank_file_to_json(*fast);
+  CHECK(again.at("gpu_health") == original.at("gpu_health"));
+  CHECK(again.at("modules").at("nvml").at("version") == nvml::kFormat.version);
+}
+
+TEST_CASE("a module section newer than the reader: one note, its counters read, its data left out", "[nvml][schema]") {
+  auto g = std::make_shared<nvml::GpuHealth>();
+  g->status = "sampled";
+  g->interval_ms = 100;
+  core::HealthSummary health;
+  nvml::hand_up(g, &health);
+  health.section.count(nvml::kCounters, nvml::Counter::samples, 12);
+  core::CpuSummary cpu;
+  cpu.steps.count = 3;
+  nlohmann::json j = core::rank_file_to_json(core::build_rank_file({}, cpu, {}, {}, {}, health));
+  REQUIRE(j.at("modules").at("nvml").at("version") == nvml::kFormat.version);
+  REQUIRE(j.contains("gpu_health"));
+  j["modules"]["nvml"]["version"] = nvml::kFormat.version + 1;
+  j["gpu_health"] = {{"status", 7}, {"shape", "changed"}};  // what this reader could not read
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("nvml-newer-" + std::to_string(getpid()) + ".json")).string();
+  {
+    std::ofstream(path) << j.dump();
+  }
+  std::string error;
+  const std::optional<core::RankFile> fast = core::read_rank_file(path, &error);
+  std::filesystem::remove(path);
+  INFO(error);
+  REQUIRE(fast);
+  for (const core::RankFile& f : {core::rank_file_from_json(j), *fast}) {
+    CHECK(nvml::gpu_health(f) == nullptr);
+    CHECK(f.modules.at("nvml").counters.at("samples") == 12);
+    CHECK(f.modules.at("nvml").version == nvml::kFormat.version + 1);
+    CHECK(f.steps.count == 3);
+    REQUIRE(f.read_notes.size() == 1);
+    const std::string& note = f.read_notes[0];
+    CHECK(note.find("module \"nvml\"") != std::string::npos);
+    CHECK(note.find("version " + std::to_string(nvml::kFormat.version + 1)) != std::string::npos);
+    CHECK(note.find("gpu_health") != std::string::npos);
+    CHECK(note.find("traintime-report") != std::string::npos);  // what to do
+    CHECK(note.find('\n') == std::string::npos);
+  }
+  // At the version it knows, the same broken section refuses the file, naming the field.
+  j["modules"]["nvml"]["version"] = nvml::kFormat.version;
+  CHECK_THROWS_WITH(core::rank_file_from_json(j), Catch::Contains("\"gpu_health.status\" must be a string"));
 }
 
 TEST_CASE("docs/schema.md lists gpu_health and the module's counters", "[nvml][doc]") {

@@ -1239,3 +1239,24 @@ def test_module_counters_merged_typed(build_dir: Path, tmp_path: Path) -> None:
             "dropped_records": {"sum": 16, "max": 9, "max_rank": 2, "ranks_nonzero": 2},
             "no_timestamps": {"sum": 0, "max": 0, "max_rank": None, "ranks_nonzero": 0}}},
         "nvtx": {"counters": {"untracked_ranges": {"sum": 9, "max": 9, "max_rank": 1, "ranks_nonzero": 1}}}}
+
+
+def test_a_module_section_newer_than_the_report_is_one_line_and_the_rest_is_read(build_dir: Path, tmp_path: Path) -> None:
+    """A rank file whose modules.<module>.version is newer than this report knows: the module's
+    counters are merged, its data section left out, the rest of the file read, and one problem line
+    names the first such file, the module, the version and what to do, with the count of the others."""
+    d = copy_golden(tmp_path / "job")
+    for f in sorted(d.glob("rank-*.json")):
+        edit(f, lambda doc: doc.update(modules={"nvml": {"version": 99, "counters": {"samples": 5}}},
+                                       gpu_health={"shape": "of a later release"}))
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    assert s["ranks"] == 3
+    assert s["modules"]["nvml"]["counters"]["samples"]["sum"] == 15
+    notes = [p for p in s["problems"] if "version 99" in p["problem"]]
+    assert len(notes) == 1, s["problems"]
+    assert notes[0]["file"].endswith("rank-00000.json")
+    text = notes[0]["problem"]
+    assert 'module "nvml"' in text and "gpu_health" in text and "traintime-report" in text
+    assert text.endswith("(and 2 more files)")
+    assert all(r["gpu_health"] is None for r in s["per_rank"])

@@ -14,7 +14,7 @@
 #include "render.h"
 #include "traintime/core/section.h"
 #include "traintime/cupti/cupti_format.h"
-#include "traintime/modules/formats.h"
+#include "traintime/core/module_format.h"
 
 using nlohmann::json;
 using namespace traintime::report;
@@ -65,8 +65,8 @@ std::string dropped_text(uint64_t n) {
 
 TEST_CASE("every counter of every module format has its key once; a message only where it states a problem",
           "[report][warnings]") {
-  for (const core::ModuleFormat* f : traintime::modules::all_formats()) {
-    REQUIRE(traintime::modules::find_format(f->name) == f);
+  for (const core::ModuleFormat* f : core::module_formats()) {
+    REQUIRE(core::find_module_format(f->name) == f);
     std::vector<std::string_view> keys;
     for (std::size_t t = 0; t < f->table_count; ++t)
       for (std::size_t i = 0; i < f->tables[t].size; ++i) keys.push_back(f->tables[t].specs[i].key);
@@ -75,7 +75,7 @@ TEST_CASE("every counter of every module format has its key once; a message only
       CHECK(std::count(keys.begin(), keys.end(), k) == 1);
     }
   }
-  CHECK(traintime::modules::find_format("no-such-module") == nullptr);
+  CHECK(core::find_module_format("no-such-module") == nullptr);
 }
 
 TEST_CASE("a counted warning is one group, summed, the largest named, its text rendered from the counters",

@@ -13,7 +13,8 @@
 
 #include "rank_fates.h"
 #include "traintime/core/comm_stats.h"
-#include "traintime/modules/formats.h"
+#include "traintime/core/module_format.h"
+#include "traintime/nvml/gpu_health.h"
 
 namespace traintime::report {
 namespace {
@@ -597,7 +598,7 @@ void find_hangs(const Job& job, Report& rep) {
 // The warnings of the ranks, grouped as they are read (WarningGroup): per group the ranks and
 // their counts only, and one text, so 16384 ranks cost two numbers per rank and warning. A
 // warning a module counted is found from the rank's counters (modules.<module>.counters) and its
-// text rendered from the module's table (traintime/modules/formats.h), the same function the
+// text rendered from the module's table (core/module_format.h module_formats), the same function the
 // writer formatted it with; the rank's own copy of that text in warnings[] is then not read again.
 // No text is parsed for a number.
 class WarningGrouper {
@@ -605,7 +606,7 @@ class WarningGrouper {
   void add_rank(const core::RankFile& f) {
     std::vector<std::string> rendered;  // this rank's texts made from its counters
     for (const auto& [name, m] : f.modules) {
-      const core::ModuleFormat* format = modules::find_format(name);
+      const core::ModuleFormat* format = core::find_module_format(name);
       if (format == nullptr) continue;  // a newer writer's module: its texts group as texts
       for (const auto& [key, v] : m.counters) {
         if (v == 0) continue;
@@ -723,6 +724,7 @@ Report analyze(const Job& job) {
   rep.aux_files = job.aux_files;
   rep.other_jobs = job.other_jobs;
   rep.modules = job.modules;
+  rep.module_figures = job.module_figures;
   rep.files_seen = job.files_seen;
   if (job.ranks.empty()) return rep;
 
@@ -790,8 +792,12 @@ Report analyze(const Job& job) {
     if (!unthrottled_own.empty()) v.other_step_ms /= static_cast<double>(unthrottled_own.size());
     v.unthrottled_own_ms = median(std::move(unthrottled_own));
     v.throttle_reasons = core::health_reason_names(throttle_mask & ~core::kHealthReasonGpuIdle);
-    if (!f.gpu_health.devices.empty()) {
-      const core::HealthFigures& h = f.gpu_health.devices.front().run;
+    // The nvml module's data section, through its reader (nvml/gpu_health.h).
+    const nvml::GpuHealth* health = nvml::gpu_health(f);
+    const nvml::HealthDevice* first_device =
+        health && !health->devices.empty() ? &health->devices.front() : nullptr;
+    if (first_device) {
+      const nvml::HealthFigures& h = first_device->run;
       v.sm_clock_mhz = h.sm_clock_mhz_median;
       v.sm_clock_min_mhz = h.sm_clock_mhz_min;
       v.power_w = h.power_w_median;
@@ -801,15 +807,15 @@ Report analyze(const Job& job) {
         if (reason != "gpu_idle") v.clock_event_reasons.push_back(reason);
       v.memory_used_bytes = h.memory_used_bytes_max;
       v.memory_total_bytes = h.memory_total_bytes;
-      v.mig = f.gpu_health.devices.front().mig;
+      v.mig = first_device->mig;
     }
     if (f.memory.present) {
       v.allocated_known = true;
       v.allocated_peak_bytes = f.memory.peak_bytes;
       // Beside NVML's figure, the same device's own peak.
-      if (!f.gpu_health.devices.empty())
+      if (first_device)
         for (const core::DeviceMemory& d : f.memory.devices)
-          if (d.cuda_device == f.gpu_health.devices.front().cuda_device) v.allocated_peak_bytes = d.peak_bytes;
+          if (d.cuda_device == first_device->cuda_device) v.allocated_peak_bytes = d.peak_bytes;
     }
     ++devices[f.device_name.empty() ? std::string("not recorded in the rank file") : f.device_name];
     if (is_simulated(f.device_name)) rep.simulated = true;

@@ -318,6 +318,7 @@ struct Report {
   std::vector<int64_t> incomplete_ranks;  // gpu_records_complete false
   std::vector<WarningGroup> rank_warnings;  // by key, then text
   ModuleCountersAcross modules;  // every module counter merged typed (JSON modules)
+  std::vector<ModuleFigures> module_figures;  // the modules' report halves (module_reports.h)
   std::vector<std::string> capture;  // distinct "gpu_capture: reason" lines with rank counts
   SelfCostView self_cost;            // traintime's own cost (self_cost_view.h)
 };

@@ -763,6 +763,7 @@ Document build_document(const Report& r, const Extras& x) {
   p.empty_why = "every file was read and merged";
   d.tables.push_back(p);
   add_summary(r, x, d);
+  add_module_tables(r.module_figures, &d);  // each module's report half
   return d;
 }
 

@@ -240,6 +240,7 @@ json summary_json(const Report& r, const Extras& x) {
                  {"ranks_nonzero", c.ranks_nonzero}};
     modules[name] = {{"counters", std::move(cs)}};
   }
+  add_module_figures_json(r.module_figures, &modules);  // each module's report half
   out["modules"] = std::move(modules);
   json problems = json::array();
   for (const Problem& p : r.problems) problems.push_back({{"file", p.file}, {"problem", p.message}});

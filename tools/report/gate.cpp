@@ -77,6 +77,21 @@ const Metric* find_metric(const std::vector<Metric>& ms, const std::string& name
   return nullptr;
 }
 
+// A module's figure (module_reports.h) as a metric of `r`: n/a when no rank file held the
+// module's part or no rank measured it.
+Metric module_metric(const Report& r, const std::string& name) {
+  Metric m;
+  m.name = name;
+  if (const ModuleFigures::Row* row = find_module_figure(r.module_figures, name)) {
+    m.what = row->what;
+    m.value = row->value;
+    m.missing_why = "no rank measured it";
+  } else {
+    m.missing_why = "no rank file holds its module's part";
+  }
+  return m;
+}
+
 std::string trim(const std::string& s) {
   std::size_t a = 0, b = s.size();
   while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
@@ -199,6 +214,7 @@ const char* unit_label(Unit u) {
 std::vector<std::string> metric_names() {
   std::vector<std::string> out;
   for (const MetricDef& d : kMetrics) out.push_back(d.name);
+  for (std::string& n : module_figure_names()) out.push_back(std::move(n));  // <module>_<figure>
   return out;
 }
 
@@ -262,6 +278,7 @@ std::vector<Metric> headline_metrics(const Report& r) {
   v["ranks"] = static_cast<double>(r.ranks);
   std::vector<Metric> out;
   for (const MetricDef& d : kMetrics) out.push_back({d.name, d.unit, d.what, v[d.name], why[d.name], spread[d.name]});
+  for (const std::string& n : module_figure_names()) out.push_back(module_metric(r, n));  // each module's report half
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "module_reports.h"
 #include "traintime/core/rank_file.h"
 
 namespace traintime::report {
@@ -109,6 +110,7 @@ struct Job {
   std::map<std::string, RegionAcross> regions;  // by path
   std::map<std::string, KernelAcross> kernels;  // by name
   ModuleCountersAcross modules;  // every module counter any merged rank wrote
+  std::vector<ModuleFigures> module_figures;  // the modules' report halves (module_reports.h)
   std::vector<std::string> aux_files;  // "FILE (rank R, pid P, host H)": listed, not merged
   std::vector<std::string> trace_files;  // rank-*.trace.json beside the rank files
   std::vector<Problem> problems;  // files left out or doubtful, one line each

@@ -18,7 +18,7 @@
 #include "job.h"
 #include "rank_fates.h"
 #include "traintime/core/rank_file_json.h"
-#include "traintime/modules/formats.h"
+#include "traintime/core/module_format.h"
 
 namespace traintime::report {
 
@@ -204,6 +204,7 @@ struct JobAcc {
   std::map<std::string, RegionAcross> regions;
   std::map<std::string, KernelAcross> kernels;
   ModuleCountersAcross modules;
+  ModuleMerges module_merges;  // the modules' report halves
   std::vector<std::string> aux_files;
   std::vector<std::string> files;  // every file of this job, for the "other job" lines
   std::vector<Problem> problems;
@@ -245,11 +246,11 @@ std::vector<std::pair<std::string, double>> merge_regions(JobAcc& acc, core::Ran
 
 // Adds the file's module counters to the job's, typed: nothing read from a warning's text. The
 // rank keeps only the sections that counted a warning, which analysis renders from them
-// (traintime/modules/formats.h): the others would be memory held per rank for nothing.
+// (core/module_format.h module_formats): the others would be memory held per rank for nothing.
 void merge_modules(JobAcc& acc, core::RankFile& f) {
   for (auto it = f.modules.begin(); it != f.modules.end();) {
     auto& merged = acc.modules[it->first];
-    const core::ModuleFormat* format = modules::find_format(it->first);
+    const core::ModuleFormat* format = core::find_module_format(it->first);
     bool warned = format == nullptr;  // a newer writer's module: kept as it is
     for (const auto& [key, v] : it->second.counters) {
       merged[key].add(v, f.rank);
@@ -284,6 +285,7 @@ void accept(JobAcc& acc, const std::string& path, core::RankFile&& f) {
   acc.file_of_rank[f.rank] = path;
   ++acc.world_sizes[f.world_size];
   std::vector<std::pair<std::string, double>> top = merge_regions(acc, f);
+  acc.module_merges.merge(f);
   merge_modules(acc, f);
   acc.ranks.push_back({path, std::move(f), std::nullopt, std::move(top)});
 }
@@ -433,6 +435,9 @@ Job load_job(const std::string& given, const LoadOptions& options) {
       slot_ready.notify_all();
     }
   };
+  // What the reader kept reading past (a module section newer than it knows): one line per kind,
+  // naming the first file that had it and how many more did.
+  std::map<std::string, std::pair<std::string, std::size_t>> notes;
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads && t < n; ++t) pool.emplace_back(worker);
   for (std::size_t i = 0; i < n; ++i) {
@@ -460,11 +465,19 @@ Job load_job(const std::string& given, const LoadOptions& options) {
         const auto written = std::filesystem::last_write_time(path, ec);
         if (!ec && written > acc.newest) acc.newest = written;
       }
+      for (std::string& note : p.file->read_notes) {
+        auto& [first, count] = notes[std::move(note)];
+        if (count++ == 0) first = path;
+      }
       accept(acc, path, std::move(*p.file));
     }
     progress.update(i + 1);
   }
   for (std::thread& t : pool) t.join();
+  for (const auto& [note, at] : notes)
+    job.problems.push_back({at.first, note + (at.second > 1 ? " (and " + std::to_string(at.second - 1) +
+                                                                  " more files)"
+                                                            : std::string())});
   if (options.cache) options.cache->impl().forget_unseen();
   if (jobs.empty()) return job;
 
@@ -490,6 +503,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
   job.regions = std::move(acc.regions);
   job.kernels = std::move(acc.kernels);
   job.modules = std::move(acc.modules);
+  job.module_figures = acc.module_merges.figures();
   job.ranks = std::move(acc.ranks);
   std::sort(job.ranks.begin(), job.ranks.end(),
             [](const RankInput& a, const RankInput& b) { return a.data.rank < b.data.rank; });

@@ -21,6 +21,7 @@
 #include "traintime/core/lock_order.h"
 #include "traintime/core/module_format.h"
 #include "traintime/core/section.h"
+#include "traintime/core/self_cost.h"
 
 namespace traintime::core {
 
@@ -37,22 +38,46 @@ struct ModuleHost {
   void (*on_first_record)() noexcept = nullptr;
   // The process's first GPU launch (after CUDA initialised): activates it, re-registers the
   // root's exit hook so it runs before CUDA's own atexit teardown, and starts the modules.
+  // Called once, by the cupti module's launch callback.
   void (*on_first_gpu_launch)() noexcept = nullptr;
   // A new NCCL communicator: where GPU capture may start lazily (DESIGN §2).
   void (*on_communicator)() noexcept = nullptr;
   // A communicator's rank and size, for a process with no launcher rank.
   void (*on_world_rank)(int64_t rank, int64_t world_size) noexcept = nullptr;
-  uint32_t (*steps_completed)() noexcept = nullptr;  // tt_step calls so far
-  std::string (*path_name)(PathId path) = nullptr;   // slow: traces and fixtures only
-  // The joins of GPU work with what launched it (cupti/include/traintime/cupti/gpu_capture.h
-  // Hooks says what each answers).
+  uint32_t (*steps_completed)() noexcept = nullptr;  // tt_step calls so far (lock-free)
+  // The name of a region path (slow: trace dump and fixtures only; never under a module's lock).
+  std::string (*path_name)(PathId path) = nullptr;
+  // The joins of GPU work with what launched it (the cupti module keeps a copy of this host).
+  // Attribution context for work the calling thread launches now: region, step, entry, the
+  // region's category and the NCCL call it is inside, written to *out (every field). Called in
+  // every launch callback: lock-free, no allocation, errno untouched. Written in place, not
+  // returned: the launch callback keeps it in thread-local storage, and copying a just-built
+  // context there stalls on store forwarding at every launch.
   void (*launch_context)(LaunchContext* out) noexcept = nullptr;
+  // An NCCL kernel launched while its thread is in no NCCL call (nonblocking communicators:
+  // NCCL launches from a thread it creates): fills ctx's comm fields with the call waiting for
+  // it on `stream` and returns true, else false. Lock-free when nothing waits. May be null.
   bool (*pending_comm_call)(const void* stream, LaunchContext* ctx) noexcept = nullptr;
+  // Whether any NCCL call waits for such a kernel (one relaxed load, called on every kernel
+  // launch made outside an NCCL call): only then is pending_comm_call's name check made. Null:
+  // pending_comm_call is never called.
   bool (*comm_calls_waiting)() noexcept = nullptr;
+  // The members of the NCCL group recorded under group_id (the NCCL call table's find_group),
+  // for splitting a group kernel's time: true and *out filled when found. Lock-free; called on
+  // the processing thread, with no lock held, for group kernels only. May be null (group
+  // kernels then count for their first op).
   bool (*comm_group)(uint64_t group_id, CommGroupRecord* out) noexcept = nullptr;
+  // Stream capture, for the NCCL wrappers (nccl_interposer.h, set_capture_watch): a capture
+  // begins (called at the entry of cudaStreamBeginCapture* / cuStreamBeginCapture*), and
+  // whether every capture begin is seen (true once subscribed from cuInit on; false when capture
+  // stops). Lock-free. May be null.
   void (*on_capture_begin)() noexcept = nullptr;
   void (*capture_watch)(bool watching) noexcept = nullptr;
-  // Detected steps ended (no marker): self_cost's step window moves as with tt_step.
+  // Steps detected without a marker (core/step_feed.h): `ended` of them have ended, as the
+  // processing thread learned it (a buffer ingested; several steps may end at once), called with
+  // no lock of the adapter's held, each time the count grows. What a marker's step end does for
+  // the preload's marks (self_cost.pct): self_cost's step window moves as with tt_step.
+  // Lock-free. May be null.
   void (*on_detected_steps)(uint64_t ended) noexcept = nullptr;
   // Steps detected without a marker, for what is sampled by time (GPU health): the GPU activity
   // clock now (false: no capture), and the step at such a time (core::StepAt). Take the GPU
@@ -77,6 +102,11 @@ struct Module {
   // Its section of the rank file, for a module with nothing to join (null, nvtx, the next API
   // family). Null for a module whose typed summary the root's builder joins (cupti, nccl, nvml).
   Section (*section)() = nullptr;
+  // The time its hot paths took so far (core/self_cost.h CostSoFar: the slot of each of its
+  // paths), for self_cost's step window: read at step ends (rarely: every ~1 ms of steps) and
+  // when a file is written; with `calls` the sampled paths' call counts too. Lock-free,
+  // noexcept. Null: the module times no hot path.
+  void (*cost_so_far)(CostSoFar& c, uint64_t pair_ticks, bool calls) noexcept = nullptr;
 };
 
 }  // namespace traintime::core

@@ -25,9 +25,18 @@
 #include <string>
 #include <string_view>
 
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
 #include "traintime/core/rank_file.h"
 
 namespace traintime::core {
+
+namespace json_read {
+struct SimdValue;  // json_read.h
+}  // namespace json_read
 
 struct CounterSpec {
   std::string_view key;  // rank file modules.<module>.counters.<key>
@@ -51,19 +60,59 @@ constexpr CounterTable counter_table(const CounterSpec (&specs)[N]) {
   return {specs, N};
 }
 
-// A module's section of the rank file: modules.<name>, written at `version` (modules.<name>.version
-// when above 1: files before the format had a version read as 1), its counters from `tables`.
+// A module's part of the rank file: modules.<name> with its counters (from `tables`) and its
+// version (modules.<name>.version, written with its counters; none reads as version 1), and
+// its data section -- the top-level key(s) it owns (nvml: gpu_health), written and read by its
+// own functions (DataSectionFormat), never by core's reader.
+//
+// The rank-file reader (rank_file_json.h, read_rank_file) meets a module's section at a version
+// above `version` (a newer writer's): it reads the counters, leaves the data section out, keeps
+// the rest of the file and adds one line saying so to RankFile::read_notes.
+// Its data section: the top-level key(s) of the rank file it owns, and its writer and reader.
+struct DataSectionFormat {
+  // For messages and docs ("gpu_health"); empty: the module has no data section.
+  std::string_view keys;
+  // Writes `data` (what the module's Section::data held: its own type) under its keys of `top`,
+  // the rank file's object.
+  void (*write)(const ModuleData& data, nlohmann::json* top) = nullptr;
+  // Reads its keys of the rank file's object back: null when the file has none. Throws
+  // std::runtime_error naming the field (json_read.h fail) on a field it cannot read, as core's
+  // reader does. One template instantiated for both documents (json_read.h).
+  std::shared_ptr<const ModuleData> (*read)(const nlohmann::json& top) = nullptr;
+  std::shared_ptr<const ModuleData> (*read_fast)(const json_read::SimdValue& top) = nullptr;
+};
+
 struct ModuleFormat {
   std::string_view name;
   uint32_t version = 1;
   const CounterTable* tables = nullptr;
   std::size_t table_count = 0;
+  DataSectionFormat data;
+
+  constexpr ModuleFormat(std::string_view name_, uint32_t version_, const CounterTable* tables_,
+                         std::size_t table_count_, DataSectionFormat data_ = {})
+      : name(name_), version(version_), tables(tables_), table_count(table_count_), data(data_) {}
   const CounterSpec* find(std::string_view key) const {
     for (std::size_t t = 0; t < table_count; ++t)
       if (const CounterSpec* s = tables[t].find(key)) return s;
     return nullptr;
   }
 };
+
+// Every module format of this build (the module table's and core's own sections). Declared
+// here, defined by traintime_formats (modules/src/formats.cpp), which every program linking
+// traintime_core links too: the rank file's writer and reader find each module's format here.
+// A plain array, never destroyed: the exit path's writer reads it after static destructors ran.
+struct ModuleFormatList {
+  const ModuleFormat* const* first;
+  std::size_t size;
+  const ModuleFormat* const* begin() const { return first; }
+  const ModuleFormat* const* end() const { return first + size; }
+};
+ModuleFormatList module_formats();
+// The format of modules.<name>; null for a name no module of this build writes (a newer
+// writer's: its counters still merge, its warnings are grouped by their text).
+const ModuleFormat* find_module_format(std::string_view name);
 
 // A counter's value in one section's counters (0 when not counted).
 inline uint64_t counter(const ModuleCounters& all, std::string_view key) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,7 +82,8 @@ struct StepTotals {
 
 // One device's NVML health in one step, compact: steps.detail[].gpu_health[] and the live
 // metrics' health_* figures (docs/schema.md, docs/metrics.md). The step's full figures (memory
-// clock, PCIe link, NVML's memory) are in gpu_health.devices[] (cuda_device) .steps[] (index).
+// clock, PCIe link, NVML's memory) are in the nvml module's data section, gpu_health.devices[]
+// (cuda_device) .steps[] (index): nvml/include/traintime/nvml/gpu_health.h.
 struct StepHealth {
   int32_t cuda_device = -1;  // the CUDA ordinal: which gpu_health.devices[] entry
   uint64_t samples = 0;      // NVML readings taken in the step
@@ -348,51 +350,19 @@ inline std::optional<GpuCapture> gpu_capture_from_name(std::string_view name) {
 // measured". Each warning of the module is formatted from one of these (core/section.h).
 struct ModuleCounters {
   std::map<std::string, uint64_t> counters;
+  // modules.<name>.version: the version of the module's part of the file (ModuleFormat::version)
+  // as read; 0 when the file has none (written before versions were, or a hand-made file). The
+  // writer writes its own format's version.
+  uint32_t version = 0;
   bool operator==(const ModuleCounters& o) const { return counters == o.counters; }
 };
 
-// NVML's view of one GPU over a set of samples (a step, or the whole run): rank file
-// gpu_health.devices[].run and .steps[] (docs/schema.md). Sampled by the nvml/ module's own
-// thread every TRAINTIME_NVML_INTERVAL_MS, so a step shorter than that may have no sample.
-struct HealthFigures {
-  uint64_t samples = 0;
-  double sm_clock_mhz_median = 0;
-  uint32_t sm_clock_mhz_min = 0;
-  double mem_clock_mhz_median = 0;
-  double power_w_median = 0;
-  double power_limit_w = 0;  // the enforced limit (the largest seen)
-  uint32_t temperature_c_max = 0;
-  // NVML's clock-event (throttle) reasons seen in any sample, by name, in NVML's bit order
-  // ("sw_power_cap", "hw_thermal_slowdown", ...; health_reason_names()).
-  std::vector<std::string> clock_event_reasons;
-  uint32_t pcie_gen_min = 0;    // the current link generation, lowest seen (0 unknown)
-  uint32_t pcie_width_min = 0;  // the current link width, lowest seen
-  uint64_t memory_used_bytes_max = 0;  // driver-level used bytes (every process), highest seen
-  uint64_t memory_total_bytes = 0;
-};
-
-// One CUDA device the rank used, matched to NVML by PCI bus id.
-struct HealthDevice {
-  int32_t cuda_device = -1;  // the CUDA ordinal in this process (after CUDA_VISIBLE_DEVICES)
-  std::string pci_bus_id;    // as CUDA gives it, e.g. "0000:3B:00.0"
-  // Under MIG the clocks, power, temperature and PCIe link are the whole GPU's, shared with
-  // every other instance on it.
-  bool mig = false;
-  HealthFigures run;  // every sample of the run
-  struct Step {
-    uint64_t index = 0;  // as steps.detail[].index: the step in progress when sampled
-    HealthFigures figures;
-  };
-  std::vector<Step> steps;  // the last TRAINTIME_STEP_DETAIL steps that have samples, oldest first
-};
-
-// Rank file gpu_health: absent (status "") when the process never used CUDA.
-struct GpuHealth {
-  // "sampled"; "off" (TRAINTIME_NVML=0); "unavailable: <why>" (no libnvidia-ml.so.1, a failing
-  // nvmlInit, no device matched): the one line a missing NVML costs.
-  std::string status;
-  uint32_t interval_ms = 0;
-  std::vector<HealthDevice> devices;
+// A module's own data (its data section: the top-level key(s) of the rank file its format owns,
+// e.g. nvml's gpu_health), as its module's type, which derives from this one. Core holds it
+// without knowing its type; the module's format (core/module_format.h ModuleFormat::data: DataSectionFormat)
+// writes and reads it, and the module's own accessor hands it to readers (nvml::gpu_health()).
+struct ModuleData {
+  virtual ~ModuleData() = default;
 };
 
 // NVML's clock-event reason bits (nvml.h nvmlClocksEventReason*), by bit index: the names the
@@ -418,8 +388,6 @@ uint64_t health_reason_bit(std::string_view name);
 // A clock-event reason other than gpu_idle: the clocks were held down (power, thermal, a
 // hardware slowdown, a clock setting).
 constexpr bool health_throttled(uint64_t mask) { return (mask & ~kHealthReasonGpuIdle) != 0; }
-// The compact figures of one device's step (figures from the same set of samples).
-StepHealth step_health(int32_t cuda_device, const HealthFigures& f);
 
 // What traintime itself cost the process (rank file self_cost, docs/schema.md "self_cost").
 // The CPU time of a thread traintime started, from the thread's own CPU clock, by its name
@@ -514,7 +482,12 @@ struct RankFile : RankIdentity {
   // empty when the plugin was not registered.
   std::vector<ProxyProgress> proxy_progress;
   std::string proxy_steps;
-  GpuHealth gpu_health;                 // omitted from the file when status is empty
+  // Each module's data section, by module name (ModuleData): written by the module's format,
+  // read back by it; absent when the module had nothing (nvml: no CUDA in the process).
+  std::map<std::string, std::shared_ptr<const ModuleData>> module_data;
+  // What the reader kept reading past, one line each without the file's name, for the reader's
+  // caller to show with it (a module section newer than this reader knows). Never written.
+  std::vector<std::string> read_notes;
   MemoryFigures memory;                 // the run's; omitted when !present
   SelfCost self_cost;                   // omitted when !present
 };

@@ -24,7 +24,9 @@ namespace traintime::core {
 // - communicators: one per CommCallTable index seen by either side, `id` = the table's stable
 //   id as 16 lower-case hex digits, ops_enqueued from the CPU side, ops_completed and recent
 //   from the GPU side.
-// - gpu_health: the nvml module's summary as it is, its section after the NCCL one.
+// - module_data: each section's data as it is (nvml's gpu_health), written by its module;
+// - steps.detail[].gpu_health: the nvml summary's step rows joined with the steps; its section
+//   after the NCCL one.
 // `modules` are the sections of the modules with nothing to join (NVTX, the null template, the
 // next API family), in the order the composition root registered them: a new module adds a
 // section there, never a parameter here.

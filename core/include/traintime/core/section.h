@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,9 @@ struct Section {
   std::vector<std::string> warnings;  // in the order the module counted them
   std::vector<CallbackCost> costs;    // self_cost.callbacks rows, in the order added (cost())
   std::vector<MemoryCost> memory;     // self_cost.memory rows (own_memory())
+  // Its data section (DataSectionFormat::write: its own top-level keys), as its own type; null: none.
+  // Immutable once handed up, so a copy (a signal-time summary's last publication) shares it.
+  std::shared_ptr<const ModuleData> data;
 
   Section() = default;
   explicit Section(std::string_view module_name) noexcept : name(module_name) {}

@@ -7,7 +7,8 @@
 //   CpuSummary   core::RegionRegistry::summary()   regions, steps, annotation counters
 //   GpuSummary   core::GpuAggregator::summary(), wrapped by cupti/ with the capture status
 //   CommSummary  nccl/      CommCallTable::snapshot() (stable ids included)
-//   HealthSummary nvml/     the GPUs' clocks, power, temperature per step (gpu_health)
+//   HealthSummary nvml/     the GPUs' clocks, power, temperature per step (its section's data:
+//                           gpu_health; the per-step rows the builder joins with the steps)
 //   Section      any module with nothing to join (nvtx/, null/, the next API family): its
 //                counters and warnings only (core/section.h)
 //
@@ -155,8 +156,16 @@ struct CommSummary {
 };
 
 struct HealthSummary {
-  GpuHealth health;          // rank file gpu_health, as the nvml module summarised its samples
-  Section section{"nvml"};   // the sampler's counters (samples, failed samples)
+  // The sampler's counters (samples, failed samples) and its data section (section.data: the
+  // module's gpu_health, nvml/include/traintime/nvml/gpu_health.h).
+  Section section{"nvml"};
+  // Each device's compact figures of each step it has samples of (device by device, each
+  // oldest first), for the builder's join with the steps: steps.detail[].gpu_health.
+  struct StepRow {
+    uint64_t index = 0;  // the step, as steps.detail[].index
+    StepHealth health;
+  };
+  std::vector<StepRow> steps;
 };
 
 }  // namespace traintime::core

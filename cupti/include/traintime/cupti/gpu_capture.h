@@ -28,50 +28,17 @@
 #include "traintime/core/config.h"
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/lock_order.h"
+#include "traintime/core/module.h"
 #include "traintime/core/self_cost.h"
 #include "traintime/core/summaries.h"
 
 namespace traintime::cupti {
 
-struct Hooks {
-  // Attribution context for work the calling thread launches now: region, step, entry, the
-  // region's category and the NCCL call it is inside, written to *out (every field). Called in every launch callback:
-  // lock-free, no allocation, errno untouched. Written in place, not returned: the launch
-  // callback keeps it in thread-local storage, and copying a just-built context there stalls on
-  // store forwarding at every launch.
-  void (*launch_context)(core::LaunchContext* out) noexcept = nullptr;
-  // An NCCL kernel launched while its thread is in no NCCL call (nonblocking communicators:
-  // NCCL launches from a thread it creates): fills ctx's comm fields with the call waiting for
-  // it on `stream` and returns true, else false. Lock-free when nothing waits. May be null.
-  bool (*pending_comm_call)(const void* stream, core::LaunchContext* ctx) noexcept = nullptr;
-  // Whether any NCCL call waits for such a kernel (one relaxed load, called on every kernel
-  // launch made outside an NCCL call): only then is pending_comm_call's name check made. Null:
-  // pending_comm_call is never called.
-  bool (*comm_calls_waiting)() noexcept = nullptr;
-  // Number of tt_step calls so far. Lock-free.
-  uint32_t (*steps_completed)() noexcept = nullptr;
-  // The first launch this process made: it now has something to write. Called once.
-  void (*on_first_launch)() noexcept = nullptr;
-  // The name of a region path (slow: trace dump and fixtures only; never under a lock of the
-  // adapter's).
-  std::string (*path_name)(core::PathId path) = nullptr;
-  // The members of the NCCL group recorded under group_id (the NCCL call table's find_group),
-  // for splitting a group kernel's time: true and *out filled when found. Lock-free; called on
-  // the processing thread, with no lock held, for group kernels only. May be null (group
-  // kernels then count for their first op).
-  bool (*comm_group)(uint64_t group_id, core::CommGroupRecord* out) noexcept = nullptr;
-  // Stream capture, for the NCCL wrappers (nccl_interposer.h, set_capture_watch): a capture
-  // begins (called at the entry of cudaStreamBeginCapture* / cuStreamBeginCapture*), and
-  // whether every capture begin is seen (true once subscribed from cuInit on; false when capture
-  // stops). Lock-free. May be null.
-  void (*on_capture_begin)() noexcept = nullptr;
-  void (*capture_watch)(bool watching) noexcept = nullptr;
-  // Steps detected without a marker (core/step_feed.h): `ended` of them have ended, as the
-  // processing thread learned it (a buffer ingested; several steps may end at once), called with
-  // no lock of the adapter's held, each time the count grows. What a marker's step end does for
-  // the preload's marks (self_cost.pct). Lock-free. May be null.
-  void (*on_detected_steps)(uint64_t ended) noexcept = nullptr;
-};
+// What the adapter is given: the root's ModuleHost (core/module.h), which says what each pointer
+// answers; the adapter keeps its copy (launch_context, pending_comm_call, comm_calls_waiting,
+// steps_completed, on_first_gpu_launch, path_name, comm_group, on_capture_begin, capture_watch,
+// on_detected_steps).
+using Hooks = core::ModuleHost;
 
 // Once, before any start: the hooks and the configuration (TRAINTIME_CUPTI, _CUPTI_LIB,
 // _BUFFER_MB, _BUFFER_COUNT, _WARMUP_STEPS, _STEP_DETAIL, _TRACE, _TRACE_MAX_EVENTS,

@@ -4,7 +4,7 @@
 // `kModule` (its runtime half: core/module.h, in libtraintime.so). The composition root
 // (preload/session.cpp) configures, starts and stops the modules in this order and stops them in
 // the reverse; traintime-report finds each module's counters and warnings through it
-// (traintime/modules/formats.h). A new API family copied from null/ adds its line here.
+// (core/module_format.h module_formats). A new API family copied from null/ adds its line here.
 #pragma once
 
 #define TRAINTIME_MODULES(X) \

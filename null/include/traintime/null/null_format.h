@@ -20,6 +20,16 @@ enum class Counter : uint16_t { TRAINTIME_NULL_COUNTERS(TRAINTIME_COUNTER_ENUM) 
 inline constexpr core::CounterSpec kCounters[] = {TRAINTIME_NULL_COUNTERS(TRAINTIME_COUNTER_SPEC)};
 
 // Rank file modules.null.
+// Its data section (core/module_format.h DataSectionFormat): the rank file's top-level `null`,
+// {"largest_call_bytes": n}, the module's own type, written and read only by its format. A
+// figure no counter carries (a largest value is not a sum): the report's half (null_report.cpp)
+// takes its largest over the ranks.
+struct NullData : core::ModuleData {
+  uint64_t largest_call_bytes = 0;
+};
+// The file's `null` as the module's reader read it; null when the file has none.
+const NullData* data(const core::RankFile& f);
+
 extern const core::ModuleFormat kFormat;
 
 }  // namespace traintime::null

@@ -2,9 +2,14 @@
 // new intercepted API family goes"). Copy null/ (its tests in null/tests/), rename, and replace note_call()
 // by the family's wrappers; everything else keeps its shape:
 //
-//   - its format (null_format.h, core/module_format.h): the section's name and version, and its
+//   - its format (null_format.h, core/module_format.h): the section's name and version, its
 //     counters as an X-macro list -- the enum the code counts with, each key, and the one
-//     function that formats each warning, which traintime-report renders again from the counters.
+//     function that formats each warning, which traintime-report renders again from the counters
+//     -- and its data section (NullData: the rank file's top-level `null`), its own type with
+//     its own writer and reader (null_format.cpp, on core/json_read.h's primitives).
+//   - its report half, kReport (null_report.cpp, modules/module_report.h): compiled into
+//     traintime-report because the file is there; it merges the ranks' data sections into
+//     named figures, rows of every output format and names --fail-if takes.
 //   - its runtime half, kModule (null_module.cpp, core/module.h), listed once in the module table
 //     (modules/include/traintime/modules/module_table.h): configure() is called at start-up and
 //     again in a fork child (the child starts clean); what the module needs from the process
@@ -19,7 +24,8 @@
 //     inside it: the parent's call ending in the child counts nothing and never makes the child
 //     write a file. null/tests's "fork with state open" checks this with a real fork().
 //   - section(): the module's part of the rank file (core/section.h), built when the file is
-//     written: its typed counters, each warning formatted once from its counter's table entry.
+//     written: its typed counters, each warning formatted once from its counter's table entry,
+//     and its data (Section::data), which the rank file's writer hands to its format.
 #pragma once
 
 #include <cstdint>

@@ -21,6 +21,7 @@
 #include "traintime/core/activity.h"
 #include "traintime/core/lock_order.h"
 #include "traintime/core/summaries.h"
+#include "traintime/nvml/gpu_health.h"
 
 namespace traintime::nvml {
 
@@ -90,7 +91,7 @@ class HealthAccumulator {
  public:
   void add(const Sample& s);
   bool empty() const { return samples_ == 0; }
-  core::HealthFigures figures() const;
+  HealthFigures figures() const;
 
  private:
   uint64_t samples_ = 0;
@@ -111,8 +112,8 @@ class DeviceHealth {
   // The run's figures at once; the step's when it is known (steps detected without a marker).
   void add_run(const Sample& s) { run_.add(s); }
   void add_step(uint64_t step, const Sample& s);
-  // run and steps of a core::HealthDevice (identity fields left to the caller).
-  void fill(core::HealthDevice* out) const;
+  // run and steps of a HealthDevice (identity fields left to the caller).
+  void fill(HealthDevice* out) const;
   // The figures of the newest step that had samples and ended (a sample of a later step came),
   // cuda_device left -1; false before one did. Kept whatever keep_steps is.
   bool last_finished(uint64_t* step, core::StepHealth* out) const;
