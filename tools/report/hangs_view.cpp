@@ -1,0 +1,138 @@
+// Hangs: the collective a job hangs in, the ranks that wait in it and what each member that never
+// entered it was doing (docs/report.md, "Hangs").
+#include "views.h"
+
+#include <algorithm>
+#include <set>
+
+namespace traintime::report::views {
+namespace {
+
+std::string join_paths(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : " > ") + s;
+  return out;
+}
+
+std::string what_it_was_doing(const core::RankFile& f) {
+  std::string s = "rank " + std::to_string(f.rank) + " (host " + f.host + ", pid " + std::to_string(f.pid) + ", " +
+                  (f.snapshot ? std::string("snapshot") : f.exit_reason) + "): ";
+  if (f.threads.empty()) return s + "no thread data in its file";
+  std::string t;
+  for (const core::ThreadSnapshot& th : f.threads) {
+    if (!t.empty()) t += "; ";
+    t += "thread " + std::to_string(th.tid) + " in step " + std::to_string(th.step) +
+         (th.open_regions.empty() ? std::string(", no region open")
+                                  : " inside " + th.open_regions.back() + " (open: " + join_paths(th.open_regions) + ")");
+  }
+  return s + t;
+}
+
+}  // namespace
+
+void find_hangs(const Job& job, Report& rep) {
+  for (const RankInput& r : job.ranks) {
+    if (!r.data.threads.empty()) rep.hang_data = true;
+    for (const core::Communicator& c : r.data.communicators)
+      if (!c.in_flight.empty()) rep.hang_data = true;
+  }
+  if (!rep.hang_data) return;
+  std::map<std::string, std::vector<const RankInput*>> by_comm;
+  std::map<std::string, uint32_t> size_of;
+  for (const RankInput& r : job.ranks)
+    for (const core::Communicator& c : r.data.communicators) {
+      by_comm[c.id].push_back(&r);
+      size_of[c.id] = std::max(size_of[c.id], c.size);
+    }
+  auto comm_in = [](const RankInput* r, const std::string& id) -> const core::Communicator* {
+    for (const core::Communicator& c : r->data.communicators)
+      if (c.id == id) return &c;
+    return nullptr;
+  };
+  for (const auto& [id, members] : by_comm) {
+    // The collective the job hangs in: the oldest seq that some member entered and another
+    // never did (a member with no file never entered anything we know of), and that no member
+    // completed (a collective cannot complete without all of them). Completion is not needed to
+    // find it: GPU records may not have been delivered when a hung rank's file was written.
+    uint64_t least = ~uint64_t{0};
+    uint64_t most = 0;
+    uint64_t not_completed = 0;  // the oldest seq some member entered and has not completed
+    for (const RankInput* m : members) {
+      const core::Communicator* c = comm_in(m, id);
+      least = std::min(least, c->ops_enqueued);
+      most = std::max(most, c->ops_enqueued);
+      if (c->ops_completed < c->ops_enqueued &&
+          (not_completed == 0 || c->ops_completed + 1 < not_completed))
+        not_completed = c->ops_completed + 1;
+    }
+    uint64_t oldest = 0;
+    if (members.size() < size_of[id]) {
+      oldest = not_completed;  // a member without a file entered nothing we know of
+    } else if (most > least) {
+      oldest = least + 1;
+    }
+    if (oldest == 0) continue;
+    bool completed = false;
+    for (const RankInput* m : members) completed = completed || comm_in(m, id)->ops_completed >= oldest;
+    if (completed) continue;
+    Hang h;
+    h.communicator = id;
+    h.comm_size = size_of[id];
+    h.seq = oldest;
+    std::set<int64_t> comm_ranks_seen;
+    bool identity = size_of[id] == job.world_size;  // comm rank == global rank for every file?
+    for (const RankInput* m : members) {
+      const core::Communicator* c = comm_in(m, id);
+      comm_ranks_seen.insert(c->rank);
+      identity = identity && static_cast<int64_t>(c->rank) == m->data.rank;
+      if (m->data.snapshot || m->data.exit_reason.rfind("signal", 0) == 0) h.from_snapshots = true;
+      if (c->ops_enqueued >= oldest) {
+        if (c->ops_completed < oldest) h.waiting_ranks.push_back(m->data.rank);
+        for (const core::InFlightOp& op : c->in_flight)
+          if (op.seq == oldest && h.op.empty()) {
+            h.op = op_text(op.op);
+            h.bytes = op.bytes;
+          }
+        continue;
+      }
+      MissingMember mm;
+      mm.rank = m->data.rank;
+      mm.comm_rank = c->rank;
+      mm.has_file = true;
+      mm.last_enqueued = c->ops_enqueued;
+      for (const core::InFlightOp& op : c->in_flight)
+        if (op.seq == c->ops_enqueued) mm.last_op = op_text(op.op);
+      for (const core::RecentCollective& rc : c->recent)
+        if (rc.seq == c->ops_enqueued) mm.last_op = op_text(rc.op);
+      mm.doing = what_it_was_doing(m->data) + "; its last call on this communicator was seq " +
+                 std::to_string(c->ops_enqueued) + (mm.last_op.empty() ? "" : " (" + mm.last_op + ")");
+      h.missing.push_back(mm);
+    }
+    for (uint32_t cr = 0; cr < size_of[id]; ++cr) {
+      if (comm_ranks_seen.count(cr)) continue;
+      MissingMember mm;
+      mm.comm_rank = cr;
+      mm.rank = identity ? cr : -1;
+      mm.doing = "communicator rank " + std::to_string(cr) +
+                 (identity ? " (rank " + std::to_string(cr) + ")" : std::string()) +
+                 ": no rank file, so it never reported entering; it may have died before writing one";
+      h.missing.push_back(mm);
+    }
+    if (h.missing.empty()) continue;  // every member entered: not a missing-rank hang
+    if (const core::CommOp op = core::comm_op_from_name(h.op); op == core::CommOp::kSend || op == core::CommOp::kRecv) {
+      // Only the peer had to enter a point-to-point op, and the files do not record which rank
+      // that is: naming the members that did not enter would accuse ranks that had no part in it.
+      std::string who;
+      for (int64_t r : h.waiting_ranks) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      rep.p2p_waits.push_back("rank(s) " + who + " wait in " + h.op + " seq " + std::to_string(h.seq) +
+                              " on communicator " + id + "; its peer is not recorded in the rank files");
+      continue;
+    }
+    if (h.op.empty()) h.op = "unknown";
+    for (const MissingMember& mm : h.missing)
+      if (mm.rank >= 0) h.missing_ranks.push_back(mm.rank);
+    std::sort(h.missing_ranks.begin(), h.missing_ranks.end());
+    rep.hangs.push_back(std::move(h));
+  }
+}
+}  // namespace traintime::report::views
