@@ -56,11 +56,89 @@ std::vector<CommView> comm_view(const Job& job) {
   return out;
 }
 
-void analyze_waits(const Job& job, Report& rep) {
-  struct Member {
-    std::size_t idx;  // into job.ranks
-    const core::Communicator* c;
+namespace {
+
+struct Member {
+  std::size_t idx;  // into job.ranks
+  const core::Communicator* c;
+};
+struct Entry {
+  std::size_t member;
+  uint64_t dur;
+  const core::RecentCollective* rc;
+};
+using Bandwidths = std::map<std::tuple<std::string, uint32_t, uint64_t>, BwAcc>;
+
+// One collective (communicator, seq) that every member kept: who waited how long, who arrived
+// last and what it cost the others, and (timed on the GPU) its wait-free bandwidth.
+void line_up(const Job& job, const std::vector<Member>& members, std::vector<Entry>& entries,
+             std::vector<WaitTotals>& tot, Bandwidths& bw, Report& rep) {
+  // The first to finish (the shortest wait, the lowest rank on a tie: it arrived last) and the
+  // next shortest duration: two linear passes, no sort (16384 entries per collective).
+  const auto before = [&](const Entry& a, const Entry& b) {
+    return a.dur != b.dur ? a.dur < b.dur
+                          : job.ranks[members[a.member].idx].data.rank < job.ranks[members[b.member].idx].data.rank;
   };
+  std::iter_swap(entries.begin(), std::min_element(entries.begin(), entries.end(), before));
+  const uint64_t d0 = entries[0].dur;
+  uint64_t d1 = entries[1].dur;
+  for (std::size_t k = 2; k < entries.size(); ++k) d1 = std::min(d1, entries[k].dur);
+  for (const Entry& e : entries) {
+    tot[e.member].wait_ns += static_cast<double>(e.dur - d0);
+    ++tot[e.member].matched;
+  }
+  if (d1 > d0) {  // a tie means nobody arrived last
+    tot[entries[0].member].caused_ns += static_cast<double>(d1 - d0);
+    ++tot[entries[0].member].last;
+  }
+  ++rep.collectives_matched;
+  // Collectives timed on the CPU (gloo, MPI) tell who waited for whom, not the links' speed.
+  if (members[0].c->cpu_clock) {
+    ++rep.cpu_collectives_matched;
+    return;
+  }
+  const core::RecentCollective& rc = *entries[0].rc;
+  BwAcc& b = bw[{op_text(rc.op), members[0].c->size, bucket_of(rc.bytes)}];
+  b.op = rc.op;
+  ++b.collectives;
+  b.bytes += static_cast<double>(rc.bytes);
+  b.min_ns += static_cast<double>(d0);
+  for (const Entry& e : entries) {
+    b.all_bytes += static_cast<double>(e.rc->bytes);
+    b.all_ns += static_cast<double>(e.dur);
+  }
+}
+
+// Every collective of one communicator lined up; each member's totals into its rank's row, per
+// step: collectives per step on this communicator, as the rank counted them.
+void line_up_communicator(const Job& job, const std::vector<Member>& members, Bandwidths& bw, Report& rep) {
+  std::map<uint64_t, std::vector<Entry>> by_seq;
+  for (std::size_t m = 0; m < members.size(); ++m)
+    for (const core::RecentCollective& rc : members[m].c->recent)
+      by_seq[rc.seq].push_back({m, rc.gpu_end_ns > rc.gpu_start_ns ? rc.gpu_end_ns - rc.gpu_start_ns : 0, &rc});
+  std::vector<WaitTotals> tot(members.size());
+  for (auto& [seq, entries] : by_seq)
+    if (entries.size() == members.size()) line_up(job, members, entries, tot, bw, rep);  // kept by every member
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    if (tot[m].matched == 0) continue;
+    const std::size_t i = members[m].idx;
+    const core::RankFile& f = job.ranks[i].data;
+    double ops = static_cast<double>(members[m].c->ops_enqueued);
+    if (ops == 0)
+      for (const core::CommRow& row : f.comm)
+        if (row.comm_size == members[m].c->size) ops += static_cast<double>(row.calls);
+    const double per_step = ops / steps_of(f) / static_cast<double>(tot[m].matched);
+    RankView& v = rep.per_rank[i];
+    v.wait_ms += tot[m].wait_ns / kNsPerMs * per_step;
+    v.caused_ms += tot[m].caused_ns / kNsPerMs * per_step;
+    v.matched += tot[m].matched;
+    v.last_arrivals += tot[m].last;
+  }
+}
+
+}  // namespace
+
+void analyze_waits(const Job& job, Report& rep) {
   std::map<std::string, std::vector<Member>> by_comm;
   for (std::size_t i = 0; i < job.ranks.size(); ++i)
     for (const core::Communicator& c : job.ranks[i].data.communicators) by_comm[c.id].push_back({i, &c});
@@ -69,81 +147,13 @@ void analyze_waits(const Job& job, Report& rep) {
     if (members.front().c->cpu_clock) cpu_backends.insert(members.front().c->backend);
   for (const std::string& b : cpu_backends) rep.cpu_backends += (rep.cpu_backends.empty() ? "" : ", ") + b;
 
-  std::vector<double> wait_ms(job.ranks.size(), 0), caused_ms(job.ranks.size(), 0);
-  std::vector<uint64_t> matched(job.ranks.size(), 0), last(job.ranks.size(), 0);
-  std::map<std::tuple<std::string, uint32_t, uint64_t>, BwAcc> bw;
-
-  struct Entry {
-    std::size_t member;
-    uint64_t dur;
-    const core::RecentCollective* rc;
-  };
-  for (const auto& [id, members] : by_comm) {
-    if (members.size() < 2) continue;
-    std::map<uint64_t, std::vector<Entry>> by_seq;
-    for (std::size_t m = 0; m < members.size(); ++m)
-      for (const core::RecentCollective& rc : members[m].c->recent)
-        by_seq[rc.seq].push_back({m, rc.gpu_end_ns > rc.gpu_start_ns ? rc.gpu_end_ns - rc.gpu_start_ns : 0, &rc});
-    std::vector<WaitTotals> tot(members.size());
-    for (auto& [seq, entries] : by_seq) {
-      if (entries.size() != members.size()) continue;  // not kept by every member
-      // The first to finish (the shortest wait, the lowest rank on a tie: it arrived last) and the
-      // next shortest duration: two linear passes, no sort (16384 entries per collective).
-      const auto before = [&](const Entry& a, const Entry& b) {
-        return a.dur != b.dur ? a.dur < b.dur
-                              : job.ranks[members[a.member].idx].data.rank < job.ranks[members[b.member].idx].data.rank;
-      };
-      std::iter_swap(entries.begin(), std::min_element(entries.begin(), entries.end(), before));
-      const uint64_t d0 = entries[0].dur;
-      uint64_t d1 = entries[1].dur;
-      for (std::size_t k = 2; k < entries.size(); ++k) d1 = std::min(d1, entries[k].dur);
-      for (const Entry& e : entries) {
-        tot[e.member].wait_ns += static_cast<double>(e.dur - d0);
-        ++tot[e.member].matched;
-      }
-      if (d1 > d0) {  // a tie means nobody arrived last
-        tot[entries[0].member].caused_ns += static_cast<double>(d1 - d0);
-        ++tot[entries[0].member].last;
-      }
-      ++rep.collectives_matched;
-      // Collectives timed on the CPU (gloo, MPI) tell who waited for whom, not the links' speed.
-      if (members[0].c->cpu_clock) {
-        ++rep.cpu_collectives_matched;
-        continue;
-      }
-      const core::RecentCollective& rc = *entries[0].rc;
-      BwAcc& b = bw[{op_text(rc.op), members[0].c->size, bucket_of(rc.bytes)}];
-      b.op = rc.op;
-      ++b.collectives;
-      b.bytes += static_cast<double>(rc.bytes);
-      b.min_ns += static_cast<double>(d0);
-      for (const Entry& e : entries) {
-        b.all_bytes += static_cast<double>(e.rc->bytes);
-        b.all_ns += static_cast<double>(e.dur);
-      }
-    }
-    // Per step: collectives per step on this communicator, as the rank counted them.
-    for (std::size_t m = 0; m < members.size(); ++m) {
-      if (tot[m].matched == 0) continue;
-      const std::size_t i = members[m].idx;
-      const core::RankFile& f = job.ranks[i].data;
-      double ops = static_cast<double>(members[m].c->ops_enqueued);
-      if (ops == 0)
-        for (const core::CommRow& row : f.comm)
-          if (row.comm_size == members[m].c->size) ops += static_cast<double>(row.calls);
-      const double per_step = ops / steps_of(f) / static_cast<double>(tot[m].matched);
-      wait_ms[i] += tot[m].wait_ns / kNsPerMs * per_step;
-      caused_ms[i] += tot[m].caused_ns / kNsPerMs * per_step;
-      matched[i] += tot[m].matched;
-      last[i] += tot[m].last;
-    }
+  for (RankView& v : rep.per_rank) {
+    v.wait_ms = v.caused_ms = 0;
+    v.matched = v.last_arrivals = 0;
   }
-  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
-    rep.per_rank[i].wait_ms = wait_ms[i];
-    rep.per_rank[i].caused_ms = caused_ms[i];
-    rep.per_rank[i].matched = matched[i];
-    rep.per_rank[i].last_arrivals = last[i];
-  }
+  Bandwidths bw;
+  for (const auto& [id, members] : by_comm)
+    if (members.size() >= 2) line_up_communicator(job, members, bw, rep);
   for (const auto& [key, b] : bw) {
     BandwidthView v;
     std::tie(v.op, v.comm_size, v.lo_bytes) = key;
@@ -154,4 +164,5 @@ void analyze_waits(const Job& job, Report& rep) {
     rep.bandwidth.push_back(v);
   }
 }
+
 }  // namespace traintime::report::views

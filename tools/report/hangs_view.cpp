@@ -3,6 +3,7 @@
 #include "views.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace traintime::report::views {
@@ -28,96 +29,119 @@ std::string what_it_was_doing(const core::RankFile& f) {
   return s + t;
 }
 
+using Members = std::vector<const RankInput*>;
+
+const core::Communicator* comm_in(const RankInput* r, const std::string& id) {
+  for (const core::Communicator& c : r->data.communicators)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+// The collective the job hangs in: the oldest seq that some member entered and another never did
+// (a member with no file never entered anything we know of), and that no member completed (a
+// collective cannot complete without all of them). Completion is not needed to find it: GPU
+// records may not have been delivered when a hung rank's file was written. 0: none.
+uint64_t oldest_stuck_seq(const std::string& id, const Members& members, uint32_t size) {
+  uint64_t least = ~uint64_t{0};
+  uint64_t most = 0;
+  uint64_t not_completed = 0;  // the oldest seq some member entered and has not completed
+  for (const RankInput* m : members) {
+    const core::Communicator* c = comm_in(m, id);
+    least = std::min(least, c->ops_enqueued);
+    most = std::max(most, c->ops_enqueued);
+    if (c->ops_completed < c->ops_enqueued && (not_completed == 0 || c->ops_completed + 1 < not_completed))
+      not_completed = c->ops_completed + 1;
+  }
+  uint64_t oldest = 0;
+  if (members.size() < size) {
+    oldest = not_completed;  // a member without a file entered nothing we know of
+  } else if (most > least) {
+    oldest = least + 1;
+  }
+  if (oldest == 0) return 0;
+  for (const RankInput* m : members)
+    if (comm_in(m, id)->ops_completed >= oldest) return 0;
+  return oldest;
+}
+
+// A member with a file that never entered h.seq, and what it was doing.
+MissingMember missing_with_file(const RankInput* m, const core::Communicator* c) {
+  MissingMember mm;
+  mm.rank = m->data.rank;
+  mm.comm_rank = c->rank;
+  mm.has_file = true;
+  mm.last_enqueued = c->ops_enqueued;
+  for (const core::InFlightOp& op : c->in_flight)
+    if (op.seq == c->ops_enqueued) mm.last_op = op_text(op.op);
+  for (const core::RecentCollective& rc : c->recent)
+    if (rc.seq == c->ops_enqueued) mm.last_op = op_text(rc.op);
+  mm.doing = what_it_was_doing(m->data) + "; its last call on this communicator was seq " +
+             std::to_string(c->ops_enqueued) + (mm.last_op.empty() ? "" : " (" + mm.last_op + ")");
+  return mm;
+}
+
+// The hang at h.seq on communicator `id`: who waits in it, who never entered it.
+Hang hang_at(const Job& job, const std::string& id, const Members& members, uint32_t size, uint64_t seq) {
+  Hang h;
+  h.communicator = id;
+  h.comm_size = size;
+  h.seq = seq;
+  std::set<int64_t> comm_ranks_seen;
+  bool identity = size == job.world_size;  // comm rank == global rank for every file?
+  for (const RankInput* m : members) {
+    const core::Communicator* c = comm_in(m, id);
+    comm_ranks_seen.insert(c->rank);
+    identity = identity && static_cast<int64_t>(c->rank) == m->data.rank;
+    if (m->data.snapshot || m->data.exit_reason.rfind("signal", 0) == 0) h.from_snapshots = true;
+    if (c->ops_enqueued < seq) {
+      h.missing.push_back(missing_with_file(m, c));
+      continue;
+    }
+    if (c->ops_completed < seq) h.waiting_ranks.push_back(m->data.rank);
+    for (const core::InFlightOp& op : c->in_flight)
+      if (op.seq == seq && h.op.empty()) {
+        h.op = op_text(op.op);
+        h.bytes = op.bytes;
+      }
+  }
+  for (uint32_t cr = 0; cr < size; ++cr) {
+    if (comm_ranks_seen.count(cr)) continue;
+    MissingMember mm;
+    mm.comm_rank = cr;
+    mm.rank = identity ? cr : -1;
+    mm.doing = "communicator rank " + std::to_string(cr) +
+               (identity ? " (rank " + std::to_string(cr) + ")" : std::string()) +
+               ": no rank file, so it never reported entering; it may have died before writing one";
+    h.missing.push_back(mm);
+  }
+  return h;
+}
+
+bool has_hang_data(const Job& job) {
+  for (const RankInput& r : job.ranks) {
+    if (!r.data.threads.empty()) return true;
+    for (const core::Communicator& c : r.data.communicators)
+      if (!c.in_flight.empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void find_hangs(const Job& job, Report& rep) {
-  for (const RankInput& r : job.ranks) {
-    if (!r.data.threads.empty()) rep.hang_data = true;
-    for (const core::Communicator& c : r.data.communicators)
-      if (!c.in_flight.empty()) rep.hang_data = true;
-  }
+  rep.hang_data = has_hang_data(job);
   if (!rep.hang_data) return;
-  std::map<std::string, std::vector<const RankInput*>> by_comm;
+  std::map<std::string, Members> by_comm;
   std::map<std::string, uint32_t> size_of;
   for (const RankInput& r : job.ranks)
     for (const core::Communicator& c : r.data.communicators) {
       by_comm[c.id].push_back(&r);
       size_of[c.id] = std::max(size_of[c.id], c.size);
     }
-  auto comm_in = [](const RankInput* r, const std::string& id) -> const core::Communicator* {
-    for (const core::Communicator& c : r->data.communicators)
-      if (c.id == id) return &c;
-    return nullptr;
-  };
   for (const auto& [id, members] : by_comm) {
-    // The collective the job hangs in: the oldest seq that some member entered and another
-    // never did (a member with no file never entered anything we know of), and that no member
-    // completed (a collective cannot complete without all of them). Completion is not needed to
-    // find it: GPU records may not have been delivered when a hung rank's file was written.
-    uint64_t least = ~uint64_t{0};
-    uint64_t most = 0;
-    uint64_t not_completed = 0;  // the oldest seq some member entered and has not completed
-    for (const RankInput* m : members) {
-      const core::Communicator* c = comm_in(m, id);
-      least = std::min(least, c->ops_enqueued);
-      most = std::max(most, c->ops_enqueued);
-      if (c->ops_completed < c->ops_enqueued &&
-          (not_completed == 0 || c->ops_completed + 1 < not_completed))
-        not_completed = c->ops_completed + 1;
-    }
-    uint64_t oldest = 0;
-    if (members.size() < size_of[id]) {
-      oldest = not_completed;  // a member without a file entered nothing we know of
-    } else if (most > least) {
-      oldest = least + 1;
-    }
-    if (oldest == 0) continue;
-    bool completed = false;
-    for (const RankInput* m : members) completed = completed || comm_in(m, id)->ops_completed >= oldest;
-    if (completed) continue;
-    Hang h;
-    h.communicator = id;
-    h.comm_size = size_of[id];
-    h.seq = oldest;
-    std::set<int64_t> comm_ranks_seen;
-    bool identity = size_of[id] == job.world_size;  // comm rank == global rank for every file?
-    for (const RankInput* m : members) {
-      const core::Communicator* c = comm_in(m, id);
-      comm_ranks_seen.insert(c->rank);
-      identity = identity && static_cast<int64_t>(c->rank) == m->data.rank;
-      if (m->data.snapshot || m->data.exit_reason.rfind("signal", 0) == 0) h.from_snapshots = true;
-      if (c->ops_enqueued >= oldest) {
-        if (c->ops_completed < oldest) h.waiting_ranks.push_back(m->data.rank);
-        for (const core::InFlightOp& op : c->in_flight)
-          if (op.seq == oldest && h.op.empty()) {
-            h.op = op_text(op.op);
-            h.bytes = op.bytes;
-          }
-        continue;
-      }
-      MissingMember mm;
-      mm.rank = m->data.rank;
-      mm.comm_rank = c->rank;
-      mm.has_file = true;
-      mm.last_enqueued = c->ops_enqueued;
-      for (const core::InFlightOp& op : c->in_flight)
-        if (op.seq == c->ops_enqueued) mm.last_op = op_text(op.op);
-      for (const core::RecentCollective& rc : c->recent)
-        if (rc.seq == c->ops_enqueued) mm.last_op = op_text(rc.op);
-      mm.doing = what_it_was_doing(m->data) + "; its last call on this communicator was seq " +
-                 std::to_string(c->ops_enqueued) + (mm.last_op.empty() ? "" : " (" + mm.last_op + ")");
-      h.missing.push_back(mm);
-    }
-    for (uint32_t cr = 0; cr < size_of[id]; ++cr) {
-      if (comm_ranks_seen.count(cr)) continue;
-      MissingMember mm;
-      mm.comm_rank = cr;
-      mm.rank = identity ? cr : -1;
-      mm.doing = "communicator rank " + std::to_string(cr) +
-                 (identity ? " (rank " + std::to_string(cr) + ")" : std::string()) +
-                 ": no rank file, so it never reported entering; it may have died before writing one";
-      h.missing.push_back(mm);
-    }
+    const uint64_t seq = oldest_stuck_seq(id, members, size_of[id]);
+    if (seq == 0) continue;
+    Hang h = hang_at(job, id, members, size_of[id], seq);
     if (h.missing.empty()) continue;  // every member entered: not a missing-rank hang
     if (const core::CommOp op = core::comm_op_from_name(h.op); op == core::CommOp::kSend || op == core::CommOp::kRecv) {
       // Only the peer had to enter a point-to-point op, and the files do not record which rank
