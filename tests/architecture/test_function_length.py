@@ -22,7 +22,6 @@ STILL_LONG: set[str] = {
     "tools/report/format_html.cpp:charts",
     "tools/report/format_json.cpp:summary_json",
     "tools/report/load.cpp:load_job",
-    "tools/report/main.cpp:main",
     "tools/report/trace_export.cpp:export_trace",
 }
 
