@@ -16,10 +16,7 @@ json across(const Across& a) {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-}  // namespace
-
-json summary_json(const Report& r, const Extras& x) {
-  json out;
+void add_run(const Report& r, json& out) {
   out["format"] = "traintime-report/1";
   out["dir"] = r.dir;
   out["job_id"] = r.job_id;
@@ -29,7 +26,9 @@ json summary_json(const Report& r, const Extras& x) {
   out["files_seen"] = r.files_seen;
   out["steps"] = r.steps_max;
   out["warmup"] = r.warmup;
+}
 
+void add_steps(const Report& r, json& out) {
   json metrics = json::object();
   for (const Metric& m : headline_metrics(r)) metrics[m.name] = opt(m.value);
   out["metrics"] = metrics;
@@ -60,7 +59,9 @@ json summary_json(const Report& r, const Extras& x) {
                        {"ranks_with_hfu", r.throughput.hfu_rank.n},
                        {"peak_sources", r.throughput.peak_sources},
                        {"summed_over", "ranks (data parallelism: each rank consumes its own samples)"}};
+}
 
+void add_tables(const Report& r, json& out) {
   json cats = json::array();
   for (const CategoryView& c : r.categories) cats.push_back({{"category", c.name}, {"gpu_busy_ms_per_step", across(c.busy_ms)}});
   out["categories"] = cats;
@@ -84,7 +85,9 @@ json summary_json(const Report& r, const Extras& x) {
   out["bandwidth"] = bw;
   out["collectives_matched"] = r.collectives_matched;
   out["cpu_collectives_matched"] = r.cpu_collectives_matched;
+}
 
+void add_per_rank(const Report& r, json& out) {
   json ranks = json::array();
   for (const RankView& v : r.per_rank)
     ranks.push_back({{"rank", v.rank},
@@ -131,8 +134,9 @@ json summary_json(const Report& r, const Extras& x) {
                                                {"throttle_reasons", v.throttle_reasons}}
                                         : json(nullptr)}});
   out["per_rank"] = ranks;
-  out["self_cost"] = self_cost_json(r.self_cost);
+}
 
+void add_stragglers(const Report& r, json& out) {
   json st = json::array();
   for (const Straggler& s : r.stragglers) {
     json clock = nullptr;
@@ -161,7 +165,9 @@ json summary_json(const Report& r, const Extras& x) {
                                ? json(nullptr)
                                : json{{"ranks", r.straggler_group}, {"step_ms", r.steps.reference_ms()},
                                       {"step_ms_without", r.group_step_ms_without}};
+}
 
+void add_hangs(const Report& r, json& out) {
   out["hang_data"] = r.hang_data;
   json hangs = json::array();
   for (const Hang& h : r.hangs) {
@@ -176,6 +182,9 @@ json summary_json(const Report& r, const Extras& x) {
   }
   out["hangs"] = hangs;
   out["p2p_waits"] = r.p2p_waits;
+}
+
+void add_memory(const Report& r, json& out) {
   json memory = json::array();
   for (const MemoryHeadroom& m : r.memory)
     memory.push_back({{"rank", m.rank}, {"host", m.host}, {"nvml", m.nvml},
@@ -186,6 +195,9 @@ json summary_json(const Report& r, const Extras& x) {
                       {"near_capacity", m.nvml && m.headroom_pct < kNearCapacityPct},
                       {"allocated_peak_bytes", m.allocated_known ? json(m.allocated_peak_bytes) : json(nullptr)}});
   out["memory"] = memory;
+}
+
+void add_fates(const Report& r, json& out) {
   json stopped = json::array(), running = json::array();
   for (const RankFate& fate : r.fates) {
     if (fate.running()) {
@@ -198,6 +210,9 @@ json summary_json(const Report& r, const Extras& x) {
   }
   out["stopped_ranks"] = stopped;
   out["running_ranks"] = running;
+}
+
+void add_kernels(const Report& r, json& out) {
   json kernels = json::array();
   for (std::size_t k = 0; k < r.kernels.size() && k < 50; ++k) {
     const KernelView& kv = r.kernels[k];
@@ -205,7 +220,9 @@ json summary_json(const Report& r, const Extras& x) {
                        {"gpu_ms_per_step", kv.per_step_ms}, {"ranks", kv.ranks}});
   }
   out["top_kernels"] = kernels;
+}
 
+void add_warnings(const Report& r, json& out) {
   out["dropped_records"] = r.dropped_records;
   out["ranks_dropping_records"] = r.ranks_dropping;
   out["incomplete_gpu_records_ranks"] = r.incomplete_ranks;
@@ -218,6 +235,9 @@ json summary_json(const Report& r, const Extras& x) {
                         {"total", g.has_number ? number(g.total) : json(nullptr)}, {"worst", worst}});
   }
   out["rank_warnings"] = warnings;
+}
+
+void add_modules(const Report& r, json& out) {
   // What each module counted, merged typed across the ranks (docs/report.md, JSON).
   json modules = json::object();
   for (const auto& [name, counters] : r.modules) {
@@ -228,12 +248,17 @@ json summary_json(const Report& r, const Extras& x) {
     modules[name] = {{"counters", std::move(cs)}};
   }
   out["modules"] = std::move(modules);
+}
+
+void add_problems(const Report& r, json& out) {
   json problems = json::array();
   for (const Problem& p : r.problems) problems.push_back({{"file", p.file}, {"problem", p.message}});
   out["problems"] = problems;
   out["aux_files"] = r.aux_files;
   out["other_jobs"] = r.other_jobs;
+}
 
+void add_compare(const Extras& x, json& out) {
   if (x.comparison) {
     const Comparison& c = *x.comparison;
     json ms = json::array();
@@ -250,12 +275,36 @@ json summary_json(const Report& r, const Extras& x) {
                       {"metrics", ms}, {"moved_most_region", mover(c.region)},
                       {"moved_most_collective", mover(c.collective)}};
   }
+}
+
+void add_gate(const Extras& x, json& out) {
   if (x.verdicts) {
     json g = json::array();
     for (const Verdict& v : *x.verdicts)
       g.push_back({{"condition", v.condition.text}, {"holds", v.holds}, {"explanation", v.explanation}});
     out["gate"] = g;
   }
+}
+
+}  // namespace
+
+json summary_json(const Report& r, const Extras& x) {
+  json out;
+  add_run(r, out);
+  add_steps(r, out);
+  add_tables(r, out);
+  add_per_rank(r, out);
+  out["self_cost"] = self_cost_json(r.self_cost);
+  add_stragglers(r, out);
+  add_hangs(r, out);
+  add_memory(r, out);
+  add_fates(r, out);
+  add_kernels(r, out);
+  add_warnings(r, out);
+  add_modules(r, out);
+  add_problems(r, out);
+  add_compare(x, out);
+  add_gate(x, out);
   return out;
 }
 
