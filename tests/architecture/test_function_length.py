@@ -19,7 +19,6 @@ CHECKED = ROOT / "tools" / "report"
 # Functions written before the limit, each still to be split (FILE:NAME). The list only shrinks: a
 # function on it that fits fails the check too, so that it is taken off.
 STILL_LONG: set[str] = {
-    "tools/report/load.cpp:load_job",
     "tools/report/trace_export.cpp:export_trace",
 }
 
