@@ -136,7 +136,7 @@ Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline) {
   return m;
 }
 
-core::RankFile assemble_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m) {
+core::RankFile assemble_locked(Session& s, bool snapshot, core::ExitReason exit_reason, const Measured& m) {
   core::Identity id;
   id.job_id = s.identity.job_id;
   effective_rank(s, &id.rank, &id.world_size);
@@ -228,7 +228,7 @@ void claim_locked(Session& s) {
   out.claimed_rank = rank;
 }
 
-bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m) {
+bool write_rank_file_locked(Session& s, bool snapshot, core::ExitReason exit_reason, const Measured& m) {
   if (s.output.final_written) return false;
   claim_locked(s);
   if (s.output.file_path.empty()) return false;

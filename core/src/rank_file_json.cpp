@@ -1030,7 +1030,9 @@ RankFile rank_file_from(const J& j) {
   f.host = str(j, "host", w);
   f.pid = i64(j, "pid", w);
   f.snapshot = boolean(j, "snapshot", w);
-  f.exit_reason = str(j, "exit_reason", w);
+  const std::string exit_reason = str(j, "exit_reason", w);
+  f.exit_reason = exit_reason.empty() ? ExitReason::kNone : exit_reason_from_name(exit_reason);
+  if (f.exit_reason == ExitReason::kOther) f.exit_reason_text = exit_reason;
   const std::string capture = str(j, "gpu_capture", w);
   const std::optional<GpuCapture> c = gpu_capture_from_name(capture);
   if (!c)
@@ -1137,7 +1139,7 @@ json rank_file_to_json(const RankFile& f) {
              {"host", f.host},
              {"pid", f.pid},
              {"snapshot", f.snapshot},
-             {"exit_reason", f.exit_reason},
+             {"exit_reason", f.exit_reason_written()},
              {"gpu_capture", gpu_capture_name(f.gpu_capture)},
              {"gpu_capture_reason", f.gpu_capture_reason},
              {"gpu_records_complete", f.gpu_records_complete},

@@ -57,7 +57,7 @@ RankFile full_rank_file() {
   f.host = "node-17";
   f.pid = 4242;
   f.snapshot = true;
-  f.exit_reason = "signal SIGTERM";
+  f.exit_reason = ExitReason::kSigterm;
   f.gpu_capture = GpuCapture::kCupti;
   f.gpu_capture_reason = "CUPTI 13.0.1 loaded from /usr/local/cuda/lib64";
   f.gpu_records_complete = false;  // a snapshot
@@ -546,6 +546,26 @@ TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_fil
   CHECK(cs.at("overwritten") == 7);
   CHECK(j.at("unbalanced_pops") == 2);
   CHECK(j.at("warnings").size() == 2);
+}
+
+TEST_CASE("exit reasons are read as states and written back by name, an unknown one as written", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  for (const auto& [name, reason] : std::vector<std::pair<std::string, ExitReason>>{
+           {"exit", ExitReason::kExit}, {"snapshot", ExitReason::kSnapshot},
+           {"suspected hang", ExitReason::kSuspectedHang}, {"killed", ExitReason::kKilled},
+           {"signal SIGTERM", ExitReason::kSigterm}, {"signal SIGINT", ExitReason::kSigint},
+           {"signal SIGABRT", ExitReason::kSigabrt}, {"signal", ExitReason::kSignal},
+           {"drained by the scheduler", ExitReason::kOther}, {"", ExitReason::kNone}}) {
+    INFO(name);
+    j["exit_reason"] = name;
+    const RankFile f = rank_file_from_json(j);
+    CHECK(f.exit_reason == reason);
+    CHECK(signal_exit(f.exit_reason) == (name.rfind("signal", 0) == 0));
+    CHECK(rank_file_to_json(f).at("exit_reason") == name);
+  }
+  CHECK(exit_signal_name(ExitReason::kSigabrt) == "SIGABRT");
+  CHECK(exit_signal_name(ExitReason::kSignal).empty());
+  CHECK(exit_signal_name(ExitReason::kExit).empty());
 }
 
 TEST_CASE("an empty rank file still has every category and memcpy key, all zero", "[rank_file]") {

@@ -114,9 +114,9 @@ Section memory_section(const std::vector<MemoryHeadroom>& memory) {
 // The order the dead are named in: what killed a rank first, then hangs, then the signals a
 // launcher sends the others once one died.
 int fate_order(const RankFate& f) {
-  if (f.state == "killed") return 0;
-  if (f.state == "suspected hang") return 1;
-  if (f.state == "signal SIGABRT") return 2;
+  if (f.state.kind == RankState::Kind::kKilled) return 0;
+  if (f.state.kind == RankState::Kind::kSuspectedHang) return 1;
+  if (f.state.kind == RankState::Kind::kAsWritten && f.state.reason == core::ExitReason::kSigabrt) return 2;
   return 3;
 }
 
@@ -659,7 +659,7 @@ void add_ranks_table(const Report& r, Document& d) {
       row.push_back(v.tflops > 0 ? f1(v.tflops) : "-");
       row.push_back(v.mfu > 0 ? f1(100 * v.mfu) : "-");
     }
-    row.push_back(v.state);
+    row.push_back(v.state.name());
     ranks.rows.push_back(std::move(row));
   }
   ranks.text_rows = 64;

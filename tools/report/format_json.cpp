@@ -93,7 +93,7 @@ void add_per_rank(const Report& r, json& out) {
     ranks.push_back({{"rank", v.rank},
                      {"host", v.host},
                      {"file", v.file},
-                     {"state", v.state},
+                     {"state", v.state.name()},
                      {"gpu_capture", v.gpu_capture},
                      {"gpu_capture_reason", v.gpu_capture_reason},
                      {"steps", v.steps},
@@ -205,7 +205,7 @@ void add_fates(const Report& r, json& out) {
                          {"last_step_age_s", fate.last_step_age_s ? json(*fate.last_step_age_s) : json(nullptr)}});
       continue;
     }
-    stopped.push_back({{"rank", fate.rank}, {"host", fate.host}, {"state", fate.state}, {"how", fate.how},
+    stopped.push_back({{"rank", fate.rank}, {"host", fate.host}, {"state", fate.state.name()}, {"how", fate.how},
                        {"evidence", fate.evidence}, {"steps", fate.steps}, {"finished_ranks_steps", fate.others_steps}});
   }
   out["stopped_ranks"] = stopped;

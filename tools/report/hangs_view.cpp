@@ -17,7 +17,7 @@ std::string join_paths(const std::vector<std::string>& v) {
 
 std::string what_it_was_doing(const core::RankFile& f) {
   std::string s = "rank " + std::to_string(f.rank) + " (host " + f.host + ", pid " + std::to_string(f.pid) + ", " +
-                  (f.snapshot ? std::string("snapshot") : f.exit_reason) + "): ";
+                  (f.snapshot ? std::string("snapshot") : f.exit_reason_written()) + "): ";
   if (f.threads.empty()) return s + "no thread data in its file";
   std::string t;
   for (const core::ThreadSnapshot& th : f.threads) {
@@ -92,7 +92,7 @@ Hang hang_at(const Job& job, const std::string& id, const Members& members, uint
     const core::Communicator* c = comm_in(m, id);
     comm_ranks_seen.insert(c->rank);
     identity = identity && static_cast<int64_t>(c->rank) == m->data.rank;
-    if (m->data.snapshot || m->data.exit_reason.rfind("signal", 0) == 0) h.from_snapshots = true;
+    if (m->data.snapshot || core::signal_exit(m->data.exit_reason)) h.from_snapshots = true;
     if (c->ops_enqueued < seq) {
       h.missing.push_back(missing_with_file(m, c));
       continue;
