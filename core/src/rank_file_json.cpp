@@ -28,8 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kMemcpyKinds[] = {"HtoD", "DtoH", "DtoD", "PtoP"};
-
 // Objects made only of unsigned counters are described once, here, and both written and read
 // from these tables, so a field name cannot differ between the writer and the reader.
 template <class T>
@@ -1077,9 +1075,10 @@ RankFile rank_file_from(const J& j) {
   });
 
   const auto& memcpy_stats = need_object(j, "memcpy", w);
-  for (const char* kind : kMemcpyKinds) {
+  for (const CopyKind kind : kStandardCopyKinds) {
+    const std::string_view name = copy_kind_name(kind);
     f.memcpy[kind] =
-        u64_object_from(need(memcpy_stats, kind, "memcpy"), join("memcpy", kind), kMemcpyFields);
+        u64_object_from(need(memcpy_stats, name, "memcpy"), join("memcpy", name), kMemcpyFields);
   }
 
   f.dropped_records = u64(j, "dropped_records", w);
@@ -1117,10 +1116,10 @@ json rank_file_to_json(const RankFile& f) {
     categories[std::string(kCategoryNames[c])] = totals_json(f.categories[static_cast<Category>(c)]);
 
   json memcpy_stats = json::object();
-  for (const char* kind : kMemcpyKinds) {
+  for (const CopyKind kind : kStandardCopyKinds) {
     const auto it = f.memcpy.find(kind);
     const MemcpyStat m = it == f.memcpy.end() ? MemcpyStat{} : it->second;
-    memcpy_stats[kind] = u64_object(m, kMemcpyFields);
+    memcpy_stats[std::string(copy_kind_name(kind))] = u64_object(m, kMemcpyFields);
   }
 
   json regions = json::array();

@@ -168,10 +168,10 @@ RankFile full_rank_file() {
   group.cpu_clock = true;
   f.communicators.push_back(group);
 
-  f.memcpy["HtoD"] = {5, 500, 50};
-  f.memcpy["DtoH"] = {6, 600, 60};
-  f.memcpy["DtoD"] = {7, 700, 70};
-  f.memcpy["PtoP"] = {8, 800, 80};
+  f.memcpy[CopyKind::kHtoD] = {5, 500, 50};
+  f.memcpy[CopyKind::kDtoH] = {6, 600, 60};
+  f.memcpy[CopyKind::kDtoD] = {7, 700, 70};
+  f.memcpy[CopyKind::kPtoP] = {8, 800, 80};
   f.dropped_records = 17;
   f.capture_stats = {true, 40, 123456, 120000, 3.25, 123000, 400, 56, 7};
   f.warnings = {"TRAINTIME_WARMUP_STEPS=\"abc\" is not a non-negative integer; using the default 2",
@@ -437,7 +437,7 @@ void check_same(const RankFile& a, const RankFile& b) {
 
   REQUIRE(a.memcpy.size() == b.memcpy.size());
   for (const auto& [kind, m] : a.memcpy) {
-    INFO("memcpy " << kind);
+    INFO("memcpy " << copy_kind_name(kind));
     REQUIRE(b.memcpy.count(kind) == 1);
     CHECK(m.count == b.memcpy.at(kind).count);
     CHECK(m.bytes == b.memcpy.at(kind).bytes);

@@ -508,7 +508,7 @@ struct RankFile : RankIdentity {
   Steps steps;
   std::vector<CommRow> comm;
   std::vector<Communicator> communicators;
-  std::map<std::string, MemcpyStat> memcpy;  // HtoD, DtoH, DtoD, PtoP
+  std::map<CopyKind, MemcpyStat> memcpy;  // kStandardCopyKinds, named by copy_kind_name
   uint64_t dropped_records = 0;
   CaptureStats capture_stats;  // omitted from the file when !present
   // What each module counted (rank file `modules`), by module name: written by the module's
