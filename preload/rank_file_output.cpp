@@ -82,9 +82,10 @@ bool claim_main_name(Session& s, const std::string& claim, const std::string& ra
       // read_rank_file's simdjson path is not linked into this library: the same reader on
       // nlohmann::json.
       std::string bytes;
+      core::ReadError* const unread = nullptr;  // a file that cannot be read is not this job's
       const std::optional<core::RankFile> earlier =
-          core::read_file_bytes(rank_file, &bytes, nullptr)
-              ? core::rank_file_from_text(rank_file, bytes, nullptr)
+          core::read_file_bytes(rank_file, &bytes, unread)
+              ? core::rank_file_from_text(rank_file, bytes, unread)
               : std::nullopt;
       if (earlier && earlier->job_id == s.identity.job_id) {
         unlink(claim.c_str());

@@ -171,7 +171,7 @@ bool live_record_write_slot(LiveRecordHeader* h, int fd, uint64_t* file_end, con
 bool read_live_record(const std::string& path, std::string* bytes, std::string* error) {
   const int saved = errno;
   auto fail = [&](const std::string& why) {
-    if (error) *error = path + ": " + why;
+    if (error) *error = why;
     bytes->clear();
     errno = saved;
     return false;

@@ -326,9 +326,14 @@ json self_cost_json(const SelfCost& c) {
 // every field is the same template. Every accessor names the field by its full path
 // ("regions[3].cpu_ns") in its error.
 
-[[noreturn]] void fail(const std::string& message) {
-  throw std::runtime_error("rank file: " + message);
-}
+// What rank_file_from_json throws for a document outside the contract: what() is the line
+// ("rank file: missing field ..."), `detail` the reason alone, for ReadError.
+struct SchemaError : std::runtime_error {
+  explicit SchemaError(const std::string& reason) : std::runtime_error("rank file: " + reason), detail(reason) {}
+  std::string detail;
+};
+
+[[noreturn]] void fail(const std::string& message) { throw SchemaError(message); }
 
 // A field's place in the document ("steps.detail[3].totals"): a chain of links on the stack,
 // spelled out only when an error names it, so reading a valid file builds no path text.
@@ -1246,10 +1251,24 @@ bool write_rank_file(const std::string& path, const RankFile& f, std::string* er
   return write_text_file(path, text, error, mode);
 }
 
-bool read_file_bytes(const std::string& path, std::string* bytes, std::string* error) {
+namespace {
+
+bool read_failed(ReadError* error, ReadError::Kind kind, const std::string& path, std::string detail) {
+  if (error) *error = ReadError{kind, path, std::move(detail)};
+  return false;
+}
+
+}  // namespace
+
+std::string read_error_line(const ReadError& e) {
+  return e.file + (e.kind == ReadError::Kind::kSchema ? ": rank file: " : ": ") + e.detail;
+}
+
+bool read_file_bytes(const std::string& path, std::string* bytes, ReadError* error) {
+  using Kind = ReadError::Kind;
   ErrnoGuard keep_errno;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return set_error(error, path + ": cannot open: " + errno_text(errno));
+  if (fd < 0) return read_failed(error, Kind::kUnreadable, path, "cannot open: " + errno_text(errno));
   // Read straight into the string, sized from fstat (one read for a file that does not grow),
   // with simdjson's padding reserved behind the text so its parser never copies it.
   struct stat st {};
@@ -1266,7 +1285,7 @@ bool read_file_bytes(const std::string& path, std::string* bytes, std::string* e
     if (n < 0) {
       ::close(fd);
       bytes->clear();
-      return set_error(error, path + ": read failed");
+      return read_failed(error, Kind::kUnreadable, path, "read failed");
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
@@ -1276,38 +1295,52 @@ bool read_file_bytes(const std::string& path, std::string* bytes, std::string* e
   return true;
 }
 
+bool read_file_bytes(const std::string& path, std::string* bytes, std::string* error) {
+  return as_line(error, [&](ReadError* e) { return read_file_bytes(path, bytes, e); });
+}
+
 std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
-                                            std::string* error) {
+                                            ReadError* error) {
+  using Kind = ReadError::Kind;
   ErrnoGuard keep_errno;
   if (is_live_record(bytes)) {  // the record a killed process left (core/live_record.h)
     std::string why;
     std::optional<RankFile> f = rank_file_from_live_record(bytes, &why);
-    if (!f) set_error(error, path + ": " + why);
+    if (!f) read_failed(error, Kind::kBadRecord, path, why);
     return f;
   }
   json j;
   try {
     j = parse_rank_file_json(bytes.data(), bytes.data() + bytes.size());
   } catch (const DuplicateKey& e) {
-    set_error(error, path + ": " + e.what());
+    read_failed(error, Kind::kDuplicateKey, path, e.what());
     return std::nullopt;
   } catch (const json::out_of_range&) {
     // nlohmann's lexer throws this one, not a parse_error, for a number no type holds (1E400).
-    set_error(error, path + ": not valid JSON: a number too large for any type (a double holds up to 1.8e308)");
+    read_failed(error, Kind::kNotJson, path,
+                "not valid JSON: a number too large for any type (a double holds up to 1.8e308)");
     return std::nullopt;
   } catch (const json::parse_error& e) {
     // The parser's own message ("[json.exception.parse_error.101] ...") means nothing to a
     // person; where the text stops making sense does.
-    set_error(error, path + ": not valid JSON (truncated or corrupt?): unreadable from byte " +
-                         std::to_string(e.byte > 0 ? e.byte - 1 : 0) + " of " + std::to_string(bytes.size()));
+    read_failed(error, Kind::kNotJson, path,
+                "not valid JSON (truncated or corrupt?): unreadable from byte " +
+                    std::to_string(e.byte > 0 ? e.byte - 1 : 0) + " of " + std::to_string(bytes.size()));
     return std::nullopt;
   }
   try {
     return rank_file_from_json(j);
-  } catch (const std::exception& e) {
-    set_error(error, path + ": " + e.what());
-    return std::nullopt;
+  } catch (const SchemaError& e) {
+    read_failed(error, Kind::kSchema, path, e.detail);
+  } catch (const std::exception& e) {  // not one of the reader's own refusals: said as it is
+    read_failed(error, Kind::kSchema, path, e.what());
   }
+  return std::nullopt;
+}
+
+std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
+                                            std::string* error) {
+  return as_line(error, [&](ReadError* e) { return rank_file_from_text(path, bytes, e); });
 }
 
 std::optional<RankFile> rank_file_from_simdjson(simdjson::dom::element root) {

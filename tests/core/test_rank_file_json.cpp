@@ -17,6 +17,7 @@
 
 #include "traintime/core/cpu_collectives.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/live_record.h"
 #include "traintime/core/rank_file_json.h"
 #include "traintime/core/region_registry.h"
 #include "traintime/core/section.h"
@@ -893,6 +894,48 @@ TEST_CASE("read_rank_file refuses a mistyped field with the same message as the 
   CHECK_FALSE(read_rank_file(path.string(), &error));
   CHECK(error == path.string() +
                      ": rank file: field \"steps.detail[0].span_ns\" must be an unsigned integer (got number -4)");
+}
+
+TEST_CASE("read_rank_file's typed error says what failed, the file, and the reason alone",
+          "[rank_file]") {
+  TempDir dir;
+  const fs::path path = dir.path / "rank-00000.json";
+  const auto read = [&](const std::string& text) {
+    write_text(path, text);
+    ReadError e;
+    CHECK_FALSE(read_rank_file(path.string(), &e));
+    CHECK(e.file == path.string());
+    return e;
+  };
+  ReadError e = read(R"({"schema": "nsys/1"})");
+  CHECK(e.kind == ReadError::Kind::kSchema);
+  CHECK(e.detail == "unsupported schema \"nsys/1\" (this reader understands \"traintime/1\")");
+  CHECK(read_error_line(e) == path.string() + ": rank file: " + e.detail);
+
+  json j = rank_file_to_json(full_rank_file());
+  j["memcpy"].erase("PtoP");
+  e = read(j.dump());
+  CHECK(e.kind == ReadError::Kind::kSchema);
+  CHECK(e.detail == "missing field \"memcpy.PtoP\"");
+
+  e = read(R"({"schema": "traintime/1", "schema": "traintime/1"})");
+  CHECK(e.kind == ReadError::Kind::kDuplicateKey);
+  CHECK(e.detail.rfind("duplicate key \"schema\"", 0) == 0);
+  CHECK(read_error_line(e) == path.string() + ": " + e.detail);
+
+  e = read("{\"schema\": ");
+  CHECK(e.kind == ReadError::Kind::kNotJson);
+  CHECK(e.detail.rfind("not valid JSON (truncated or corrupt?)", 0) == 0);
+
+  e = read(std::string(kLiveRecordMagic, sizeof kLiveRecordMagic));
+  CHECK(e.kind == ReadError::Kind::kBadRecord);
+  CHECK(e.detail == "not a traintime record (bad header)");
+
+  const std::string missing = (dir.path / "missing.json").string();
+  CHECK_FALSE(read_rank_file(missing, &e));
+  CHECK(e.kind == ReadError::Kind::kUnreadable);
+  CHECK(e.file == missing);
+  CHECK(e.detail == "cannot open: No such file or directory");
 }
 
 TEST_CASE("writing a rank file leaves exactly that file, no temporaries", "[rank_file]") {

@@ -170,14 +170,9 @@ Parsed parse_one(const std::string& path, uint64_t max_bytes, ParseCache* cache)
                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
   if (cache)
     if (std::shared_ptr<const Parsed> hit = cache->impl().find(path, key)) return *hit;
-  std::string error;
+  core::ReadError error;
   p.file = core::read_rank_file(path, &error);
-  if (!p.file) {
-    // read_rank_file says "<path>: <reason>"; the caller puts the path in front itself.
-    const std::string prefix = path + ": ";
-    p.error = error.rfind(prefix, 0) == 0 ? error.substr(prefix.size()) : error;
-    if (p.error.rfind("rank file: ", 0) == 0) p.error = p.error.substr(11);
-  }
+  if (!p.file) p.error = error.detail;  // the problem's line names the file itself
   if (cache) cache->impl().put(path, key, p);
   return p;
 }

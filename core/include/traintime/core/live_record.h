@@ -120,7 +120,8 @@ bool is_live_record(const std::string& bytes);
 // The whole record at `path` into *bytes, read consistently against a writer (the header's
 // sequence words before and after; a block that moved is read again, up to a few times within
 // about 20 ms, then marked in *bytes as being written, so rank_file_from_live_record skips it).
-// false with *error = "<path>: <reason>" when the file cannot be read. errno is preserved.
+// false with *error = the reason alone ("cannot open: ...", "read failed": the caller names the
+// file) when the file cannot be read. errno is preserved.
 bool read_live_record(const std::string& path, std::string* bytes, std::string* error);
 
 // The record's rank file: the newest complete slot, its steps brought up to the header's
