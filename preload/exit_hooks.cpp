@@ -197,7 +197,7 @@ void snapshot_loop(uint32_t period_sec) {
         // Measured (CUPTI flushed and ingested) before the file lock: core/lock_order.h.
         const Measured m = measure(*s, true, core::Deadline::never());
         std::lock_guard<std::mutex> state_lock(s->output.mu);
-        write_rank_file_locked(*s, true, "snapshot", m);
+        write_rank_file_locked(*s, true, core::ExitReason::kSnapshot, m);
       }
       write_prometheus(*s);
     }
@@ -224,7 +224,7 @@ void install_signal_handlers() {
   }
 }
 
-void on_exit_handler() { finish("exit", false); }
+void on_exit_handler() { finish(core::ExitReason::kExit, false); }
 
 }  // namespace
 
@@ -258,7 +258,7 @@ void install_exit_hooks(Session& s) {
   start_watchdog(s);
 }
 
-void finish(const char* exit_reason, bool signal) {
+void finish(core::ExitReason exit_reason, bool signal) {
   Session* s = session();
   if (!s || !s->recorder.activated.load(std::memory_order_acquire)) return;
   if (g_finished.exchange(true)) return;
@@ -267,7 +267,7 @@ void finish(const char* exit_reason, bool signal) {
   // ingests them while this thread waits (an abort() on a healthy process loses nothing that
   // ran; the GPU work of its last steps was still in CUPTI's buffers).
   const bool flushed =
-      signal && stop_modules(exit_reason, true, core::Deadline::after(kSignalFlushWait));
+      signal && stop_modules(core::exit_reason_name(exit_reason).data(), true, core::Deadline::after(kSignalFlushWait));
   // Lock order: core/lock_order.h. On a terminating signal every lock is waited for until one
   // deadline at most: the thread the signal stopped may hold any of them for ever.
   const core::Deadline deadline =
@@ -285,13 +285,13 @@ void finish(const char* exit_reason, bool signal) {
   // At exit the modules stop, in the reverse of the table's order, before their summaries are
   // taken: the GPU health sampler takes no sample after the final file's summary, and records
   // still in CUPTI's buffers are flushed and ingested.
-  if (!signal) stop_modules(exit_reason, false, core::Deadline::never());
+  if (!signal) stop_modules(core::exit_reason_name(exit_reason).data(), false, core::Deadline::never());
   // On a signal: launchers kill a signalled rank soon after, so what has been processed is
   // written; CUPTI was waited on only as long as kSignalFlushWait (its flush can block on a lock
   // the interrupted thread holds).
   Measured m = measure(*s, false, deadline);
   if (signal && !flushed && m.gpu.capture == core::GpuCapture::kCupti)
-    m.gpu.section.note(std::string("written on ") + exit_reason +
+    m.gpu.section.note(std::string("written on ") + std::string(core::exit_reason_name(exit_reason)) +
                        " before CUPTI's records were all in (its flush did not finish within " +
                        std::to_string(kSignalFlushWait.count()) +
                        " ms): GPU work of the latest steps is missing");

@@ -91,7 +91,7 @@ void report_hang(Session& s, uint32_t idle_sec) {
   {
     std::lock_guard<std::mutex> lock(s.output.mu);
     if (s.output.final_written || s.output.file_path.empty()) return;
-    const core::RankFile f = assemble_locked(s, true, "suspected hang", m);
+    const core::RankFile f = assemble_locked(s, true, core::ExitReason::kSuspectedHang, m);
     live_record_update_locked(s, f);
     written = write_assembled_locked(s, f);
     path = s.output.file_path;
@@ -128,7 +128,7 @@ void watchdog_loop(uint32_t hang_sec) {
       if (s->output.final_written) return;
       claim_locked(*s);
       if (!s->output.file_path.empty()) {
-        const core::RankFile f = assemble_locked(*s, true, "snapshot", m);
+        const core::RankFile f = assemble_locked(*s, true, core::ExitReason::kSnapshot, m);
         live_record_update_locked(*s, f);
         now_progress = progress_of(f);
         in_flight = waiting_in(f) != nullptr;

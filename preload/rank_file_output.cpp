@@ -82,9 +82,10 @@ bool claim_main_name(Session& s, const std::string& claim, const std::string& ra
       // read_rank_file's simdjson path is not linked into this library: the same reader on
       // nlohmann::json.
       std::string bytes;
+      core::ReadError* const unread = nullptr;  // a file that cannot be read is not this job's
       const std::optional<core::RankFile> earlier =
-          core::read_file_bytes(rank_file, &bytes, nullptr)
-              ? core::rank_file_from_text(rank_file, bytes, nullptr)
+          core::read_file_bytes(rank_file, &bytes, unread)
+              ? core::rank_file_from_text(rank_file, bytes, unread)
               : std::nullopt;
       if (earlier && earlier->job_id == s.identity.job_id) {
         unlink(claim.c_str());
@@ -136,7 +137,7 @@ Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline) {
   return m;
 }
 
-core::RankFile assemble_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m) {
+core::RankFile assemble_locked(Session& s, bool snapshot, core::ExitReason exit_reason, const Measured& m) {
   core::Identity id;
   id.job_id = s.identity.job_id;
   effective_rank(s, &id.rank, &id.world_size);
@@ -228,7 +229,7 @@ void claim_locked(Session& s) {
   out.claimed_rank = rank;
 }
 
-bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m) {
+bool write_rank_file_locked(Session& s, bool snapshot, core::ExitReason exit_reason, const Measured& m) {
   if (s.output.final_written) return false;
   claim_locked(s);
   if (s.output.file_path.empty()) return false;

@@ -174,10 +174,10 @@ struct Measured {
 Measured measure(Session& s, bool flush_gpu, const core::Deadline& deadline);
 // Claims this process's file name if not yet done and writes the rank file (and, for the final
 // write with TRAINTIME_TRACE=1, the trace). Needs output.mu held.
-bool write_rank_file_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m);
+bool write_rank_file_locked(Session& s, bool snapshot, core::ExitReason exit_reason, const Measured& m);
 // The rank file as it would be written now (needs output.mu: role and rank), and its write.
 // The final write (f.snapshot false) also drops the always-current record and the rank's claim.
-core::RankFile assemble_locked(Session& s, bool snapshot, const char* exit_reason, const Measured& m);
+core::RankFile assemble_locked(Session& s, bool snapshot, core::ExitReason exit_reason, const Measured& m);
 bool write_assembled_locked(Session& s, const core::RankFile& f);
 // This host's name, as rank files and the Prometheus labels give it ("unknown" if none).
 std::string host_name();
@@ -244,7 +244,7 @@ void install_exit_hooks(Session& s);  // atexit, signal handlers, writer and sna
 // The final write, once per process. At exit GPU capture is shut down first (forced flush, all
 // delivered records ingested); on a terminating signal (`signal` true) the file is written from
 // what has been processed and CUPTI is never waited on.
-void finish(const char* exit_reason, bool signal);
+void finish(core::ExitReason exit_reason, bool signal);
 // At the process's first GPU launch: registers the exit hook again, once, so that it runs before
 // the atexit teardown CUDA registered at cuInit (DESIGN §2), even when the process was activated
 // (and registered it) before CUDA initialised.

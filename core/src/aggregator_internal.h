@@ -81,9 +81,6 @@ constexpr uint64_t kClassOf = [] {
   return bits;
 }();
 
-constexpr std::array<std::string_view, 6> kCopyNames = {"", "HtoD", "DtoH", "DtoD", "PtoP",
-                                                        "Other"};
-
 // A mangled C++ kernel name made readable; anything else unchanged.
 std::string demangle(std::string_view name);
 

@@ -21,7 +21,10 @@ nlohmann::json GpuAggregator::trace_json(const std::function<std::string(PathId)
   j["categories"] = cats;
   j["kinds"] = {"kernel", "memcpy", "memset"};
   json copies = json::array();
-  for (auto n : kCopyNames) copies.push_back(n.empty() ? std::string("none") : std::string(n));
+  for (auto k = static_cast<uint8_t>(CopyKind::kNone); k <= static_cast<uint8_t>(CopyKind::kOther); ++k) {
+    const std::string_view n = copy_kind_name(static_cast<CopyKind>(k));
+    copies.push_back(n.empty() ? std::string("none") : std::string(n));
+  }
   j["copy_kinds"] = copies;
   json ops = json::array();
   for (std::size_t o = 0; o < kCommOpCount; ++o) {

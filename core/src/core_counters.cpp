@@ -7,9 +7,12 @@
 namespace traintime::core {
 
 std::string last_publish_message(std::string_view what, const ModuleCounters& all) {
+  // Every section that counts these spells them alike (TRAINTIME_LAST_PUBLISH_COUNTERS): the
+  // GPU table's enum names them for all three.
   std::string text(what);
-  if (counter(all, "last_publish_missing") == 0)
-    text += " are those last published, " + std::to_string(counter(all, "last_publish_age_ms")) +
+  if (counter(all, kGpuCounters, GpuCounter::last_publish_missing) == 0)
+    text += " are those last published, " +
+            std::to_string(counter(all, kGpuCounters, GpuCounter::last_publish_age_ms)) +
             " ms before this file";
   else
     text += " are missing (none had been published yet)";

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "traintime/core/rank_file_json.h"
+
 namespace traintime::core {
 
 // Restores errno on every return path: the writer runs inside the profiled application.
@@ -20,5 +22,15 @@ inline bool set_error(std::string* error, const std::string& message) {
 }
 
 inline std::string errno_text(int err) { return std::strerror(err); }
+
+// A reader's overload that says its failure as one line: `read` run with a ReadError, the
+// failure (when `error` is not null) made read_error_line.
+template <class Read>
+auto as_line(std::string* error, Read read) {
+  ReadError e;
+  auto result = read(error ? &e : nullptr);
+  if (!result && error) *error = read_error_line(e);
+  return result;
+}
 
 }  // namespace traintime::core

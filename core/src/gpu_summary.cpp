@@ -153,7 +153,7 @@ GpuSummary GpuAggregator::summary(uint64_t steps_completed) const {
 
   for (std::size_t k = 1; k < memcpy_.size(); ++k) {
     const bool standard = k <= static_cast<std::size_t>(CopyKind::kPtoP);
-    if (standard || memcpy_[k].count > 0) out.memcpy[std::string(kCopyNames[k])] = memcpy_[k];
+    if (standard || memcpy_[k].count > 0) out.memcpy[static_cast<CopyKind>(k)] = memcpy_[k];
   }
 
   // GPU time of NCCL work per (communicator, op), in key order (deterministic output).

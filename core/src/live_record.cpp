@@ -171,7 +171,7 @@ bool live_record_write_slot(LiveRecordHeader* h, int fd, uint64_t* file_end, con
 bool read_live_record(const std::string& path, std::string* bytes, std::string* error) {
   const int saved = errno;
   auto fail = [&](const std::string& why) {
-    if (error) *error = path + ": " + why;
+    if (error) *error = why;
     bytes->clear();
     errno = saved;
     return false;
@@ -212,13 +212,13 @@ bool read_live_record(const std::string& path, std::string* bytes, std::string* 
   return true;
 }
 
-const char* signal_exit_reason(uint64_t sig) {
+ExitReason signal_exit_reason(uint64_t sig) {
   switch (sig) {
-    case SIGTERM: return "signal SIGTERM";
-    case SIGINT: return "signal SIGINT";
-    case SIGABRT: return "signal SIGABRT";
+    case SIGTERM: return ExitReason::kSigterm;
+    case SIGINT: return ExitReason::kSigint;
+    case SIGABRT: return ExitReason::kSigabrt;
   }
-  return "signal";
+  return ExitReason::kSignal;
 }
 
 bool is_live_record(const std::string& bytes) {
@@ -255,7 +255,7 @@ std::optional<RankFile> from_v1(const std::string& bytes, std::string* why) {
   }
   std::optional<RankFile> f = slot_file(bytes, h.header_bytes, h.slot_offset[h.current], h.slot_bytes[h.current], why);
   if (f && h.steps_current <= 1) apply_steps(f->steps, h.steps[h.steps_current]);
-  if (f) f->exit_reason = h.signal != 0 ? signal_exit_reason(h.signal) : "killed";
+  if (f) f->exit_reason = h.signal != 0 ? signal_exit_reason(h.signal) : ExitReason::kKilled;
   return f;
 }
 
@@ -287,7 +287,7 @@ std::optional<RankFile> from_v2(const std::string& bytes, std::string* why) {
   for (const LiveStepsBlock& b : h.steps)
     if (complete(b.seq) && (!steps || b.steps.count > steps->count)) steps = &b.steps;
   if (steps) apply_steps(f->steps, *steps);
-  f->exit_reason = h.signal != 0 ? signal_exit_reason(h.signal) : "killed";
+  f->exit_reason = h.signal != 0 ? signal_exit_reason(h.signal) : ExitReason::kKilled;
   return f;
 }
 

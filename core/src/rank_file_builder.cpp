@@ -304,7 +304,7 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
 
   for (std::size_t c = 0; c < kCategoryCount; ++c)
     f.categories.set(static_cast<Category>(c)) = gpu.categories[c];
-  for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP"}) f.memcpy[k] = MemcpyStat{};
+  for (const CopyKind k : kStandardCopyKinds) f.memcpy[k] = MemcpyStat{};
   for (const auto& [kind, stat] : gpu.memcpy) f.memcpy[kind] = stat;
 
   add_regions(f, cpu, gpu);

@@ -30,8 +30,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kMemcpyKinds[] = {"HtoD", "DtoH", "DtoD", "PtoP"};
-
 // Objects made only of unsigned counters are described once, here, and both written and read
 // from these tables, so a field name cannot differ between the writer and the reader.
 template <class T>
@@ -749,7 +747,9 @@ RankFile rank_file_from(const J& j) {
   f.host = str(j, "host", w);
   f.pid = i64(j, "pid", w);
   f.snapshot = boolean(j, "snapshot", w);
-  f.exit_reason = str(j, "exit_reason", w);
+  const std::string exit_reason = str(j, "exit_reason", w);
+  f.exit_reason = exit_reason.empty() ? ExitReason::kNone : exit_reason_from_name(exit_reason);
+  if (f.exit_reason == ExitReason::kOther) f.exit_reason_text = exit_reason;
   const std::string capture = str(j, "gpu_capture", w);
   const std::optional<GpuCapture> c = gpu_capture_from_name(capture);
   if (!c)
@@ -794,9 +794,10 @@ RankFile rank_file_from(const J& j) {
   });
 
   const auto& memcpy_stats = need_object(j, "memcpy", w);
-  for (const char* kind : kMemcpyKinds) {
+  for (const CopyKind kind : kStandardCopyKinds) {
+    const std::string_view name = copy_kind_name(kind);
     f.memcpy[kind] =
-        u64_object_from(need(memcpy_stats, kind, "memcpy"), join("memcpy", kind), kMemcpyFields);
+        u64_object_from(need(memcpy_stats, name, "memcpy"), join("memcpy", name), kMemcpyFields);
   }
 
   f.dropped_records = u64(j, "dropped_records", w);
@@ -836,10 +837,10 @@ json rank_file_to_json(const RankFile& f) {
     categories[std::string(kCategoryNames[c])] = totals_json(f.categories[static_cast<Category>(c)]);
 
   json memcpy_stats = json::object();
-  for (const char* kind : kMemcpyKinds) {
+  for (const CopyKind kind : kStandardCopyKinds) {
     const auto it = f.memcpy.find(kind);
     const MemcpyStat m = it == f.memcpy.end() ? MemcpyStat{} : it->second;
-    memcpy_stats[kind] = u64_object(m, kMemcpyFields);
+    memcpy_stats[std::string(copy_kind_name(kind))] = u64_object(m, kMemcpyFields);
   }
 
   json regions = json::array();
@@ -858,7 +859,7 @@ json rank_file_to_json(const RankFile& f) {
              {"host", f.host},
              {"pid", f.pid},
              {"snapshot", f.snapshot},
-             {"exit_reason", f.exit_reason},
+             {"exit_reason", f.exit_reason_written()},
              {"gpu_capture", gpu_capture_name(f.gpu_capture)},
              {"gpu_capture_reason", f.gpu_capture_reason},
              {"gpu_records_complete", f.gpu_records_complete},
@@ -979,10 +980,24 @@ bool write_rank_file(const std::string& path, const RankFile& f, std::string* er
   return write_text_file(path, text, error, mode);
 }
 
-bool read_file_bytes(const std::string& path, std::string* bytes, std::string* error) {
+namespace {
+
+bool read_failed(ReadError* error, ReadError::Kind kind, const std::string& path, std::string detail) {
+  if (error) *error = ReadError{kind, path, std::move(detail)};
+  return false;
+}
+
+}  // namespace
+
+std::string read_error_line(const ReadError& e) {
+  return e.file + (e.kind == ReadError::Kind::kSchema ? ": rank file: " : ": ") + e.detail;
+}
+
+bool read_file_bytes(const std::string& path, std::string* bytes, ReadError* error) {
+  using Kind = ReadError::Kind;
   ErrnoGuard keep_errno;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return set_error(error, path + ": cannot open: " + errno_text(errno));
+  if (fd < 0) return read_failed(error, Kind::kUnreadable, path, "cannot open: " + errno_text(errno));
   // Read straight into the string, sized from fstat (one read for a file that does not grow),
   // with simdjson's padding reserved behind the text so its parser never copies it.
   struct stat st {};
@@ -999,7 +1014,7 @@ bool read_file_bytes(const std::string& path, std::string* bytes, std::string* e
     if (n < 0) {
       ::close(fd);
       bytes->clear();
-      return set_error(error, path + ": read failed");
+      return read_failed(error, Kind::kUnreadable, path, "read failed");
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
@@ -1009,38 +1024,52 @@ bool read_file_bytes(const std::string& path, std::string* bytes, std::string* e
   return true;
 }
 
+bool read_file_bytes(const std::string& path, std::string* bytes, std::string* error) {
+  return as_line(error, [&](ReadError* e) { return read_file_bytes(path, bytes, e); });
+}
+
 std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
-                                            std::string* error) {
+                                            ReadError* error) {
+  using Kind = ReadError::Kind;
   ErrnoGuard keep_errno;
   if (is_live_record(bytes)) {  // the record a killed process left (core/live_record.h)
     std::string why;
     std::optional<RankFile> f = rank_file_from_live_record(bytes, &why);
-    if (!f) set_error(error, path + ": " + why);
+    if (!f) read_failed(error, Kind::kBadRecord, path, why);
     return f;
   }
   json j;
   try {
     j = parse_rank_file_json(bytes.data(), bytes.data() + bytes.size());
   } catch (const DuplicateKey& e) {
-    set_error(error, path + ": " + e.what());
+    read_failed(error, Kind::kDuplicateKey, path, e.what());
     return std::nullopt;
   } catch (const json::out_of_range&) {
     // nlohmann's lexer throws this one, not a parse_error, for a number no type holds (1E400).
-    set_error(error, path + ": not valid JSON: a number too large for any type (a double holds up to 1.8e308)");
+    read_failed(error, Kind::kNotJson, path,
+                "not valid JSON: a number too large for any type (a double holds up to 1.8e308)");
     return std::nullopt;
   } catch (const json::parse_error& e) {
     // The parser's own message ("[json.exception.parse_error.101] ...") means nothing to a
     // person; where the text stops making sense does.
-    set_error(error, path + ": not valid JSON (truncated or corrupt?): unreadable from byte " +
-                         std::to_string(e.byte > 0 ? e.byte - 1 : 0) + " of " + std::to_string(bytes.size()));
+    read_failed(error, Kind::kNotJson, path,
+                "not valid JSON (truncated or corrupt?): unreadable from byte " +
+                    std::to_string(e.byte > 0 ? e.byte - 1 : 0) + " of " + std::to_string(bytes.size()));
     return std::nullopt;
   }
   try {
     return rank_file_from_json(j);
-  } catch (const std::exception& e) {
-    set_error(error, path + ": " + e.what());
-    return std::nullopt;
+  } catch (const SchemaError& e) {
+    read_failed(error, Kind::kSchema, path, e.detail);
+  } catch (const std::exception& e) {  // not one of the reader's own refusals: said as it is
+    read_failed(error, Kind::kSchema, path, e.what());
   }
+  return std::nullopt;
+}
+
+std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
+                                            std::string* error) {
+  return as_line(error, [&](ReadError* e) { return rank_file_from_text(path, bytes, e); });
 }
 
 std::optional<RankFile> rank_file_from_simdjson(simdjson::dom::element root) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "file_errors.h"
 #include "rank_file_simdjson.h"
 #include "traintime/core/live_record.h"
 #include "traintime/core/rank_file_json.h"
@@ -62,7 +63,7 @@ std::optional<RankFile> rank_file_fast(simdjson::dom::element root) {
   return rank_file_from_simdjson(root);
 }
 
-std::optional<RankFile> read_rank_file(const std::string& path, std::string* error) {
+std::optional<RankFile> read_rank_file(const std::string& path, ReadError* error) {
   const int saved_errno = errno;
   // One buffer per thread, reused: no allocation per file (traintime-report reads thousands).
   thread_local std::string bytes;
@@ -73,7 +74,13 @@ std::optional<RankFile> read_rank_file(const std::string& path, std::string* err
   } release;
   if (!read_file_bytes(path, &bytes, error)) return std::nullopt;
   // A record is written in place while it is read: read again, against its sequence words.
-  if (is_live_record(bytes) && !read_live_record(path, &bytes, error)) return std::nullopt;
+  if (is_live_record(bytes)) {
+    std::string why;
+    if (!read_live_record(path, &bytes, &why)) {
+      if (error) *error = ReadError{ReadError::Kind::kUnreadable, path, std::move(why)};
+      return std::nullopt;
+    }
+  }
   if (!is_live_record(bytes)) {
     // One parser per thread, reused: its buffers grow to the largest file once.
     thread_local simdjson::dom::parser parser;
@@ -89,6 +96,10 @@ std::optional<RankFile> read_rank_file(const std::string& path, std::string* err
   std::optional<RankFile> f = rank_file_from_text(path, bytes, error);
   errno = saved_errno;
   return f;
+}
+
+std::optional<RankFile> read_rank_file(const std::string& path, std::string* error) {
+  return as_line(error, [&](ReadError* e) { return read_rank_file(path, e); });
 }
 
 }  // namespace traintime::core

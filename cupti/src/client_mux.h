@@ -96,6 +96,11 @@ ForwardCounts forward_records(const CuptiLibrary& lib, uint8_t* buffer, size_t v
                               const std::atomic<uint8_t>* wanted, ClientSink& sink,
                               const ClientClock* clock = nullptr);
 
+// An activity kind of this header's enum (a newer CUPTI's kinds lie outside it).
+inline bool valid_kind(CUpti_ActivityKind kind) {
+  return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
+}
+
 class ClientMux {
  public:
   static ClientMux& get();

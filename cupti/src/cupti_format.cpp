@@ -18,15 +18,15 @@ std::string messages::memory_missing_context(uint64_t n, const ModuleCounters&) 
 std::string messages::overwritten(uint64_t n, const ModuleCounters& all) {
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.1f",
-                static_cast<double>(counter(all, "correlation_ids_per_1000_launches")) / 1000.0);
-  const uint64_t late = counter(all, "overwritten_late");
-  const uint64_t peak = counter(all, "launching_threads_peak");
-  const uint64_t bound = counter(all, "launching_threads_bound");
+                static_cast<double>(counter(all, kCounters, Counter::correlation_ids_per_1000_launches)) / 1000.0);
+  const uint64_t late = counter(all, kCounters, Counter::overwritten_late);
+  const uint64_t peak = counter(all, kCounters, Counter::launching_threads_peak);
+  const uint64_t bound = counter(all, kCounters, Counter::launching_threads_bound);
   std::string why;
   if (late > 0)
     why = std::to_string(late) + " came in buffers that reached traintime late while it kept up with the "
           "launches (CUPTI hands a thread's partly filled buffer over only at a flush, asked for at least every " +
-          std::to_string(counter(all, "launch_flush_every")) + " launches)";
+          std::to_string(counter(all, kCounters, Counter::launch_flush_every)) + " launches)";
   if (late < n)
     why += (why.empty() ? "" : "; ") + std::to_string(n - late) +
            " arrived after the processing thread had fallen behind the launches";
@@ -34,14 +34,14 @@ std::string messages::overwritten(uint64_t n, const ModuleCounters& all) {
     why += "; " + std::to_string(peak) + " threads launched at once, more than the " + std::to_string(bound) +
            " the table is sized for";
   return std::to_string(n) + " activity record(s) arrived after " +
-         std::to_string(counter(all, "launch_slots")) +
+         std::to_string(counter(all, kCounters, Counter::launch_slots)) +
          " newer launches had taken their launch context's place (correlation ids: " + rate +
          " per launch): " + why;
 }
 std::string messages::launching_threads_over_bound(uint64_t n, const ModuleCounters& all) {
-  const uint64_t slots = counter(all, "launch_slots");
-  const uint64_t bound = counter(all, "launching_threads_bound");
-  return std::to_string(counter(all, "launching_threads_peak")) + " threads held launch-context chunks at once, " +
+  const uint64_t slots = counter(all, kCounters, Counter::launch_slots);
+  const uint64_t bound = counter(all, kCounters, Counter::launching_threads_bound);
+  return std::to_string(counter(all, kCounters, Counter::launching_threads_peak)) + " threads held launch-context chunks at once, " +
          std::to_string(n) + " more than the " + std::to_string(bound) +
          " the table is sized for (each holds up to " + std::to_string(bound > 0 ? slots / (2 * bound) : 0) +
          " of its " + std::to_string(slots) +
@@ -50,7 +50,7 @@ std::string messages::launching_threads_over_bound(uint64_t n, const ModuleCount
 }
 std::string messages::missing_context(uint64_t n, const ModuleCounters& all) {
   return std::to_string(n) + " GPU activities had no launch context (counted as unattributed); " +
-         std::to_string(counter(all, "overwritten")) +
+         std::to_string(counter(all, kCounters, Counter::overwritten)) +
          " of them because later launches reused their correlation slot before the record arrived";
 }
 std::string messages::no_timestamps(uint64_t n, const ModuleCounters&) {
@@ -74,7 +74,7 @@ std::string messages::dropped_records(uint64_t n, const ModuleCounters&) {
 }
 std::string messages::buffer_requests_refused(uint64_t n, const ModuleCounters& all) {
   return std::to_string(n) + " CUPTI buffer requests refused (pool of " +
-         std::to_string(counter(all, "buffer_count")) + " x " + std::to_string(counter(all, "buffer_kib")) +
+         std::to_string(counter(all, kCounters, Counter::buffer_count)) + " x " + std::to_string(counter(all, kCounters, Counter::buffer_kib)) +
          " KiB exhausted; raise TRAINTIME_BUFFER_COUNT): their records were dropped";
 }
 

@@ -9,7 +9,7 @@
 namespace traintime::null {
 
 std::string messages::failed_calls(uint64_t n, const core::ModuleCounters& all) {
-  return std::to_string(n) + " of " + std::to_string(core::counter(all, "calls")) +
+  return std::to_string(n) + " of " + std::to_string(core::counter(all, kCounters, Counter::calls)) +
          " null-module call(s) failed (the null module's example warning)";
 }
 

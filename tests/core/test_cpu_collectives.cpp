@@ -149,7 +149,7 @@ TEST_CASE("CPU collectives survive the rank file's JSON round trip; older files 
   CHECK(!j["comm"][0].contains("backend"));
   CHECK(j["communicators"][1]["clock"] == "cpu");
   CHECK(!j["communicators"][0].contains("clock"));
-  const std::optional<RankFile> back = rank_file_from_text("f", j.dump(), nullptr);
+  const std::optional<RankFile> back = rank_file_from_text("f", j.dump(), static_cast<ReadError*>(nullptr));
   REQUIRE(back.has_value());
   CHECK((back->comm[1].backend == "gloo" && back->comm[1].cpu_ns == 300 && back->comm[0].backend.empty()));
   CHECK((back->communicators[1].cpu_clock && back->communicators[1].backend == "gloo"));

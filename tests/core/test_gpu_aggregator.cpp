@@ -443,13 +443,13 @@ TEST_CASE("memcpy is broken down by direction with bytes and time", "[aggregator
                          copy(50, 55, CopyKind::kDtoH, 7, 1, Category::kIo), copy(60, 61, CopyKind::kDtoD, 8, 1, Category::kIo),
                          copy(70, 80, CopyKind::kPtoP, 9, 1, Category::kIo)},
                    1);
-  CHECK(f.memcpy.at("HtoD").count == 2);
-  CHECK(f.memcpy.at("HtoD").bytes == 400);
-  CHECK(f.memcpy.at("HtoD").gpu_ns == 30);
-  CHECK(f.memcpy.at("DtoH").bytes == 7);
-  CHECK(f.memcpy.at("DtoD").gpu_ns == 1);
-  CHECK(f.memcpy.at("PtoP").count == 1);
-  CHECK(f.memcpy.count("Other") == 0);
+  CHECK(f.memcpy.at(CopyKind::kHtoD).count == 2);
+  CHECK(f.memcpy.at(CopyKind::kHtoD).bytes == 400);
+  CHECK(f.memcpy.at(CopyKind::kHtoD).gpu_ns == 30);
+  CHECK(f.memcpy.at(CopyKind::kDtoH).bytes == 7);
+  CHECK(f.memcpy.at(CopyKind::kDtoD).gpu_ns == 1);
+  CHECK(f.memcpy.at(CopyKind::kPtoP).count == 1);
+  CHECK(f.memcpy.count(CopyKind::kOther) == 0);
   CHECK(f.categories[Category::kIo].gpu_busy_ns == 46);
 }
 
@@ -458,9 +458,9 @@ TEST_CASE("a batched memcpy record counts every copy it stands for", "[aggregato
   Act batch = copy(0, 50, CopyKind::kHtoD, 3 * 1024, 1, Category::kIo);
   batch.a.copies = 3;  // CUPTI's copyCount of a cudaMemcpyBatchAsync record
   RankFile f = run(agg, {batch, copy(60, 70, CopyKind::kHtoD, 100, 1, Category::kIo)}, 1);
-  CHECK(f.memcpy.at("HtoD").count == 4);
-  CHECK(f.memcpy.at("HtoD").bytes == 3 * 1024 + 100);
-  CHECK(f.memcpy.at("HtoD").gpu_ns == 60);
+  CHECK(f.memcpy.at(CopyKind::kHtoD).count == 4);
+  CHECK(f.memcpy.at(CopyKind::kHtoD).bytes == 3 * 1024 + 100);
+  CHECK(f.memcpy.at(CopyKind::kHtoD).gpu_ns == 60);
   CHECK(f.categories[Category::kIo].count == 2);  // activities, not copies
 }
 

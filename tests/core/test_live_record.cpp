@@ -34,7 +34,7 @@ RankFile slot_file(uint64_t steps) {
   f.host = "node3";
   f.pid = 4242;
   f.snapshot = true;
-  f.exit_reason = "snapshot";
+  f.exit_reason = ExitReason::kSnapshot;
   f.steps.count = steps;
   f.steps.warmup = 2;
   f.communicators.push_back({});
@@ -106,7 +106,7 @@ TEST_CASE("a record reads as its newest slot's rank file, marked as killed", "[l
   CHECK(f->rank == 1);
   CHECK(f->steps.count == 5);
   CHECK(f->snapshot);
-  CHECK(f->exit_reason == "killed");
+  CHECK(f->exit_reason == ExitReason::kKilled);
   REQUIRE(f->communicators.size() == 1);
   REQUIRE(f->communicators[0].in_flight.size() == 1);
   CHECK(f->communicators[0].in_flight[0].seq == 7);
@@ -136,7 +136,7 @@ TEST_CASE("a record says the signal its process was ending by", "[live_record]")
   const std::optional<RankFile> f =
       rank_file_from_live_record(record(slot_file(2), 0, nullptr, SIGABRT), nullptr);
   REQUIRE(f);
-  CHECK(f->exit_reason == "signal SIGABRT");
+  CHECK(f->exit_reason == ExitReason::kSigabrt);
 }
 
 TEST_CASE("a record without a complete slot, truncated, or of another version is refused",
@@ -165,7 +165,7 @@ TEST_CASE("a version 1 record is still read", "[live_record]") {
   REQUIRE(f);
   CHECK(f->job_id == "job-7");
   CHECK(f->steps.count == 9);
-  CHECK(f->exit_reason == "killed");
+  CHECK(f->exit_reason == ExitReason::kKilled);
   const std::optional<RankFile> g = rank_file_from_live_record(record_v1(slot_file(5), nullptr), nullptr);
   REQUIRE(g);
   CHECK(g->steps.count == 5);

@@ -87,6 +87,16 @@ std::string m_last_publish(uint64_t, const ModuleCounters& all) { return last_pu
 const CounterSpec kCounters[] = {M_COUNTERS(TRAINTIME_COUNTER_SPEC)};
 }  // namespace m_table
 
+TEST_CASE("a counter read by its table's enum is the one counted under its key", "[lock_order]") {
+  enum class M : uint16_t { M_COUNTERS(TRAINTIME_COUNTER_ENUM) };
+  ModuleCounters all;
+  all.counters["last_publish_age_ms"] = 42;
+  all.counters["summary_from_last_publish"] = 1;
+  CHECK(counter(all, m_table::kCounters, M::last_publish_age_ms) == 42);
+  CHECK(counter(all, m_table::kCounters, M::summary_from_last_publish) == 1);
+  CHECK(counter(all, m_table::kCounters, M::last_publish_missing) == 0);  // not counted
+}
+
 TEST_CASE("count_last_publish: the counter, and one warning saying how old the figures are",
           "[lock_order]") {
   LastPublished<int> last;

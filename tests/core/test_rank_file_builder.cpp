@@ -178,7 +178,7 @@ TEST_CASE("kernels found by name make a size-0 row with bytes unknown", "[builde
 TEST_CASE("every category and the four standard copy kinds are always present", "[builder]") {
   const RankFile f = build_rank_file({}, {}, {}, {});
   CHECK(f.categories.size() == kCategoryCount);
-  for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP"}) CHECK(f.memcpy.count(k) == 1);
+  for (const CopyKind k : kStandardCopyKinds) CHECK(f.memcpy.count(k) == 1);
   CHECK(f.gpu_capture == GpuCapture::kNone);
 }
 

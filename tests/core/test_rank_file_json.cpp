@@ -17,6 +17,7 @@
 
 #include "traintime/core/cpu_collectives.h"
 #include "traintime/core/gpu_aggregator.h"
+#include "traintime/core/live_record.h"
 #include "traintime/core/rank_file_json.h"
 #include "traintime/core/region_registry.h"
 #include "traintime/core/section.h"
@@ -57,7 +58,7 @@ RankFile full_rank_file() {
   f.host = "node-17";
   f.pid = 4242;
   f.snapshot = true;
-  f.exit_reason = "signal SIGTERM";
+  f.exit_reason = ExitReason::kSigterm;
   f.gpu_capture = GpuCapture::kCupti;
   f.gpu_capture_reason = "CUPTI 13.0.1 loaded from /usr/local/cuda/lib64";
   f.gpu_records_complete = false;  // a snapshot
@@ -168,10 +169,10 @@ RankFile full_rank_file() {
   group.cpu_clock = true;
   f.communicators.push_back(group);
 
-  f.memcpy["HtoD"] = {5, 500, 50};
-  f.memcpy["DtoH"] = {6, 600, 60};
-  f.memcpy["DtoD"] = {7, 700, 70};
-  f.memcpy["PtoP"] = {8, 800, 80};
+  f.memcpy[CopyKind::kHtoD] = {5, 500, 50};
+  f.memcpy[CopyKind::kDtoH] = {6, 600, 60};
+  f.memcpy[CopyKind::kDtoD] = {7, 700, 70};
+  f.memcpy[CopyKind::kPtoP] = {8, 800, 80};
   f.dropped_records = 17;
   f.capture_stats = {true, 40, 123456, 120000, 3.25, 123000, 400, 56, 7};
   f.warnings = {"TRAINTIME_WARMUP_STEPS=\"abc\" is not a non-negative integer; using the default 2",
@@ -437,7 +438,7 @@ void check_same(const RankFile& a, const RankFile& b) {
 
   REQUIRE(a.memcpy.size() == b.memcpy.size());
   for (const auto& [kind, m] : a.memcpy) {
-    INFO("memcpy " << kind);
+    INFO("memcpy " << copy_kind_name(kind));
     REQUIRE(b.memcpy.count(kind) == 1);
     CHECK(m.count == b.memcpy.at(kind).count);
     CHECK(m.bytes == b.memcpy.at(kind).bytes);
@@ -546,6 +547,26 @@ TEST_CASE("rank file JSON uses the contract's field names and units", "[rank_fil
   CHECK(cs.at("overwritten") == 7);
   CHECK(j.at("unbalanced_pops") == 2);
   CHECK(j.at("warnings").size() == 2);
+}
+
+TEST_CASE("exit reasons are read as states and written back by name, an unknown one as written", "[rank_file]") {
+  json j = rank_file_to_json(full_rank_file());
+  for (const auto& [name, reason] : std::vector<std::pair<std::string, ExitReason>>{
+           {"exit", ExitReason::kExit}, {"snapshot", ExitReason::kSnapshot},
+           {"suspected hang", ExitReason::kSuspectedHang}, {"killed", ExitReason::kKilled},
+           {"signal SIGTERM", ExitReason::kSigterm}, {"signal SIGINT", ExitReason::kSigint},
+           {"signal SIGABRT", ExitReason::kSigabrt}, {"signal", ExitReason::kSignal},
+           {"drained by the scheduler", ExitReason::kOther}, {"", ExitReason::kNone}}) {
+    INFO(name);
+    j["exit_reason"] = name;
+    const RankFile f = rank_file_from_json(j);
+    CHECK(f.exit_reason == reason);
+    CHECK(signal_exit(f.exit_reason) == (name.rfind("signal", 0) == 0));
+    CHECK(rank_file_to_json(f).at("exit_reason") == name);
+  }
+  CHECK(exit_signal_name(ExitReason::kSigabrt) == "SIGABRT");
+  CHECK(exit_signal_name(ExitReason::kSignal).empty());
+  CHECK(exit_signal_name(ExitReason::kExit).empty());
 }
 
 TEST_CASE("an empty rank file still has every category and memcpy key, all zero", "[rank_file]") {
@@ -875,6 +896,48 @@ TEST_CASE("read_rank_file refuses a mistyped field with the same message as the 
   CHECK_FALSE(read_rank_file(path.string(), &error));
   CHECK(error == path.string() +
                      ": rank file: field \"steps.detail[0].span_ns\" must be an unsigned integer (got number -4)");
+}
+
+TEST_CASE("read_rank_file's typed error says what failed, the file, and the reason alone",
+          "[rank_file]") {
+  TempDir dir;
+  const fs::path path = dir.path / "rank-00000.json";
+  const auto read = [&](const std::string& text) {
+    write_text(path, text);
+    ReadError e;
+    CHECK_FALSE(read_rank_file(path.string(), &e));
+    CHECK(e.file == path.string());
+    return e;
+  };
+  ReadError e = read(R"({"schema": "nsys/1"})");
+  CHECK(e.kind == ReadError::Kind::kSchema);
+  CHECK(e.detail == "unsupported schema \"nsys/1\" (this reader understands \"traintime/1\")");
+  CHECK(read_error_line(e) == path.string() + ": rank file: " + e.detail);
+
+  json j = rank_file_to_json(full_rank_file());
+  j["memcpy"].erase("PtoP");
+  e = read(j.dump());
+  CHECK(e.kind == ReadError::Kind::kSchema);
+  CHECK(e.detail == "missing field \"memcpy.PtoP\"");
+
+  e = read(R"({"schema": "traintime/1", "schema": "traintime/1"})");
+  CHECK(e.kind == ReadError::Kind::kDuplicateKey);
+  CHECK(e.detail.rfind("duplicate key \"schema\"", 0) == 0);
+  CHECK(read_error_line(e) == path.string() + ": " + e.detail);
+
+  e = read("{\"schema\": ");
+  CHECK(e.kind == ReadError::Kind::kNotJson);
+  CHECK(e.detail.rfind("not valid JSON (truncated or corrupt?)", 0) == 0);
+
+  e = read(std::string(kLiveRecordMagic, sizeof kLiveRecordMagic));
+  CHECK(e.kind == ReadError::Kind::kBadRecord);
+  CHECK(e.detail == "not a traintime record (bad header)");
+
+  const std::string missing = (dir.path / "missing.json").string();
+  CHECK_FALSE(read_rank_file(missing, &e));
+  CHECK(e.kind == ReadError::Kind::kUnreadable);
+  CHECK(e.file == missing);
+  CHECK(e.detail == "cannot open: No such file or directory");
 }
 
 TEST_CASE("writing a rank file leaves exactly that file, no temporaries", "[rank_file]") {

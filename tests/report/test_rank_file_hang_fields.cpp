@@ -21,7 +21,7 @@ RankFile hung_rank_file() {
   f.rank = 2;
   f.world_size = 4;
   f.snapshot = true;
-  f.exit_reason = "signal SIGTERM";
+  f.exit_reason = ExitReason::kSigterm;
   Communicator c;
   c.id = "00112233445566aa";
   c.size = 4;

@@ -93,11 +93,22 @@ struct BandwidthView {
   double recorded_busbw_gbps = 0;  // from every rank's duration, waiting included
 };
 
+// How a rank ended, or that it still runs (rank_fates.h): its file's exit reason where the file
+// says it (an exit, a signal), else what the report concludes from the files: killed, hung, or
+// running. name() is the word the per-rank table and the JSON summary write.
+struct RankState {
+  enum class Kind : uint8_t { kAsWritten, kKilled, kSuspectedHang, kRunning };
+  Kind kind = Kind::kAsWritten;
+  core::ExitReason reason = core::ExitReason::kNone;  // kAsWritten: the file's
+  std::string reason_text;  // kAsWritten with ExitReason::kOther: the reason as the file wrote it
+  std::string name() const;  // "exit", "signal SIGTERM", "killed", "suspected hang", "running"
+};
+
 struct RankView {
   int64_t rank = 0;
   std::string host;
   std::string file;
-  std::string state;  // "exit", "snapshot", "signal SIGTERM", ...
+  RankState state;
   std::string gpu_capture, gpu_capture_reason;  // as in the rank file ("cupti", "unavailable", "none")
   uint64_t steps = 0;       // tt_step calls in the newest file
   double step_p50_ms = 0;   // median step time, from the job's step source (StepView::step)
@@ -146,13 +157,13 @@ struct RankView {
 struct RankFate {
   int64_t rank = 0;
   std::string host;
-  std::string state;     // "killed", "signal SIGTERM", "suspected hang" (still running), "running"
+  RankState state;       // a signal's (as written), killed, suspected hang (still running), running
   std::string how;       // as people read it: "killed", "stopped by SIGTERM (launcher teardown)", ...
   std::string evidence;  // why it is taken for dead or running, one clause
   uint64_t steps = 0;         // steps it finished
   uint64_t others_steps = 0;  // the most steps another rank finished
   std::optional<double> last_step_age_s;  // running: from its newest step's end to its file's time
-  bool running() const { return state == "running"; }
+  bool running() const { return state.kind == RankState::Kind::kRunning; }
 };
 
 // A kernel's GPU time summed over the ranks (top_kernels of every region of every rank file).

@@ -118,9 +118,9 @@ Section memory_section(const std::vector<MemoryHeadroom>& memory) {
 // The order the dead are named in: what killed a rank first, then hangs, then the signals a
 // launcher sends the others once one died.
 int fate_order(const RankFate& f) {
-  if (f.state == "killed") return 0;
-  if (f.state == "suspected hang") return 1;
-  if (f.state == "signal SIGABRT") return 2;
+  if (f.state.kind == RankState::Kind::kKilled) return 0;
+  if (f.state.kind == RankState::Kind::kSuspectedHang) return 1;
+  if (f.state.kind == RankState::Kind::kAsWritten && f.state.reason == core::ExitReason::kSigabrt) return 2;
   return 3;
 }
 
@@ -206,10 +206,7 @@ std::string cost_sentence(const Straggler& st, double step) {
   return "its GPU compute above the median rank's, which the others wait for in their collectives";
 }
 
-void add_diagnosis(const Report& r, const Extras& x, Document& d) {
-  add_dead_ranks(r, d);
-  add_run(r, d);
-  add_running_ranks(r, d);
+void add_stragglers(const Report& r, Document& d) {
   Section s{"Stragglers", {}, true};
   const double step = r.steps.reference_ms();
   if (!r.stragglers_measured) {
@@ -243,7 +240,10 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                       "; one of them alone gains only what it is slower than the next");
   }
   d.diagnosis.push_back(s);
+}
 
+// Where the GPU step time goes: the shares; without GPU time, the largest regions' CPU time.
+void add_where_time_goes(const Report& r, Document& d) {
   Section g{r.gpu_data ? "Where the GPU step time goes" : "Where the step time goes (CPU)", {}, true};
   if (r.gpu_data) {
     g.lines.push_back("exposed comm " + f1(r.exposed_comm_pct) +
@@ -277,10 +277,9 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
     }
   }
   d.diagnosis.push_back(g);
+}
 
-
-  if (!r.memory.empty() && r.memory.front().nvml) d.diagnosis.push_back(memory_section(r.memory));
-
+void add_hangs(const Report& r, Document& d) {
   Section h{"Hangs", {}};
   if (!r.hang_data) {
     h.lines.push_back("no hang data: these rank files have no communicators[].in_flight or threads[] "
@@ -314,7 +313,9 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
     }
   }
   d.diagnosis.push_back(h);
+}
 
+void add_ranks_and_records(const Report& r, Document& d) {
   Section k{"Ranks and records", {}};
   k.lines.push_back(u(r.ranks) + " of " + i(r.world_size) + " ranks merged" +
                     (r.missing_ranks.empty() ? "" : "; missing: rank(s) " + rank_list(r.missing_ranks, 32) +
@@ -334,8 +335,9 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
   if (!r.aux_files.empty())
     k.lines.push_back(u(r.aux_files.size()) + " aux file(s) (other processes that claimed a rank) listed, not merged");
   d.diagnosis.push_back(k);
-  add_self_cost_diagnosis(r.self_cost, d);
+}
 
+void add_comparison(const Extras& x, Document& d) {
   if (x.comparison) {
     const Comparison& c = *x.comparison;
     Section cs{"Compared with " + c.base_dir, {}};
@@ -353,11 +355,28 @@ void add_diagnosis(const Report& r, const Extras& x, Document& d) {
                          human_ms(c.collective->now_ms) + " per step (" + c.collective->measure + ", mean over ranks)");
     d.diagnosis.push_back(cs);
   }
+}
+
+void add_gate(const Extras& x, Document& d) {
   if (x.verdicts) {
     Section gs{"Gate (--fail-if)", {}};
     for (const Verdict& v : *x.verdicts) gs.lines.push_back(std::string(v.holds ? "HOLDS  " : "ok     ") + v.explanation);
     d.diagnosis.push_back(gs);
   }
+}
+
+void add_diagnosis(const Report& r, const Extras& x, Document& d) {
+  add_dead_ranks(r, d);
+  add_run(r, d);
+  add_running_ranks(r, d);
+  add_stragglers(r, d);
+  add_where_time_goes(r, d);
+  if (!r.memory.empty() && r.memory.front().nvml) d.diagnosis.push_back(memory_section(r.memory));
+  add_hangs(r, d);
+  add_ranks_and_records(r, d);
+  add_self_cost_diagnosis(r.self_cost, d);
+  add_comparison(x, d);
+  add_gate(x, d);
 }
 
 void dist_row(Table& t, const char* name, const Dist& dd) {
@@ -448,17 +467,10 @@ void add_summary(const Report& r, const Extras& x, Document& d) {
                                 : "HTML: " + x.html_path + " (the same, with charts)");
 }
 
-}  // namespace
+const std::string kNoGpu = "Without GPU time on any rank the GPU columns are left out.";
 
-Document build_document(const Report& r, const Extras& x) {
-  Document d;
-  d.heading = "traintime-report: job " + r.job_id + ", " + u(r.ranks) + " of " + i(r.world_size) + " ranks, " +
-              u(r.steps_max) + " steps (warm-up " + u(r.warmup) + "), from " + r.dir +
-              (r.simulated ? " -- SIMULATED GPU (simgpu)" : "");
-  add_diagnosis(r, x, d);
+void add_steps_table(const Report& r, Document& d) {
   const bool gpu = r.gpu_data;
-  const std::string no_gpu = "Without GPU time on any rank the GPU columns are left out.";
-
   Table steps = make("steps", std::string("Step time (") + r.steps.step_source() + ")" +
                                   (gpu ? " and its GPU breakdown" : "") + " per step (ms)",
                      {{"component", false}, {"n", true}, {"mean", true}, {"p50", true}, {"p90", true}, {"max", true}},
@@ -471,7 +483,7 @@ Document build_document(const Report& r, const Extras& x) {
                                            ? "CPU wall time over every (rank, step) row of steps.detail after warm-up. "
                                            : "CPU wall time from each rank's steps.wall_ns (p50/p90 = median of the "
                                              "ranks' p50/p90). ") +
-                               no_gpu);
+                               kNoGpu);
   dist_row(steps, gpu ? "step time (GPU step span)" : "step time (CPU wall)", r.steps.step());
   if (gpu) {
     dist_row(steps, "GPU busy", r.steps.gpu_busy);
@@ -487,7 +499,10 @@ Document build_document(const Report& r, const Extras& x) {
     dist_row(steps, "idle", r.steps.idle);
   }
   d.tables.push_back(steps);
+}
 
+void add_throughput_table(const Report& r, Document& d) {
+  const bool gpu = r.gpu_data;
   Table tp = make("throughput", "Throughput after warm-up (the job's total; min, mean and max per rank)",
                   {{"metric", false}, {"job total", true}, {"ranks", true}, {"min", true}, {"mean", true},
                    {"max", true}, {kMaxRank, true}},
@@ -524,7 +539,10 @@ Document build_document(const Report& r, const Extras& x) {
     tp.note += " Rates are the ranks' own, over their CPU wall time between steps.";
   tp.empty_why = "the job gave tt_step no samples or tokens, and no model FLOPs";
   d.tables.push_back(tp);
+}
 
+void add_categories_table(const Report& r, Document& d) {
+  const bool gpu = r.gpu_data;
   if (gpu) {
     Table cat = make("categories", "GPU busy per category (ms/step, across ranks)",
                      {{"category", false}, {"mean", true}, {"min", true}, {"max", true}, {kMaxRank, true}, {"spread %", true}},
@@ -536,7 +554,10 @@ Document build_document(const Report& r, const Extras& x) {
     }
     d.tables.push_back(cat);
   }
+}
 
+void add_regions_table(const Report& r, Document& d) {
+  const bool gpu = r.gpu_data;
   if (gpu) {
     Table reg = make("regions", "Regions: self GPU busy (ms/step, across ranks)",
                      {{"region", false}, {"category", false}, {"ranks", true}, {"mean", true}, {"min", true}, {"max", true},
@@ -564,7 +585,10 @@ Document build_document(const Report& r, const Extras& x) {
     reg.text_rows = 25;
     d.tables.push_back(reg);
   }
+}
 
+void add_kernels_table(const Report& r, Document& d) {
+  const bool gpu = r.gpu_data;
   if (gpu && !r.kernels.empty()) {
     // The name last, in the width the numbers leave: a long demangled signature is shortened (short_signature).
     Table k = make("kernels", "Top kernels by GPU time (all ranks)",
@@ -579,7 +603,10 @@ Document build_document(const Report& r, const Extras& x) {
     k.signature_column = 4;
     d.tables.push_back(k);
   }
+}
 
+void add_comm_tables(const Report& r, Document& d) {
+  const bool gpu = r.gpu_data;
   if (gpu) {
     Table comm = make("comm", "Communication per op and communicator size (per step, across ranks)",
                       {{"op", false}, {"size", true}, {"calls", true}, {"bytes/call", true}, {"gpu ms mean", true},
@@ -607,9 +634,12 @@ Document build_document(const Report& r, const Extras& x) {
                          f2(b.waitfree_busbw_gbps), f2(b.recorded_busbw_gbps)});
     d.tables.push_back(bw);
   } else if (!r.comm.empty()) {
-    d.tables.push_back(cpu_comm_table(r, no_gpu));
+    d.tables.push_back(cpu_comm_table(r, kNoGpu));
   }
+}
 
+void add_ranks_table(const Report& r, Document& d) {
+  const bool gpu = r.gpu_data;
   Table ranks = gpu ? make("ranks", "Per rank (ms/step)",
                            {{"rank", true}, {"host", false}, {"steps", true}, {"p50 step", true}, {"compute", true},
                             {"exp comm", true}, {"io+other", true}, {"idle", true}, {"wait", true}, {"caused", true},
@@ -618,7 +648,7 @@ Document build_document(const Report& r, const Extras& x) {
                            "the others; caused = the wait of the job that this rank alone caused by arriving last.")
                     : make("ranks", "Per rank (ms/step)",
                            {{"rank", true}, {"host", false}, {"steps", true}, {"p50 step", true}, {"state", false}},
-                           "p50 step = the rank's median CPU wall time per step. " + no_gpu);
+                           "p50 step = the rank's median CPU wall time per step. " + kNoGpu);
   // A recompute column (part of compute) only when some rank has recompute.
   const bool recompute = gpu && r.has_recompute;
   if (recompute) {
@@ -646,12 +676,14 @@ Document build_document(const Report& r, const Extras& x) {
       row.push_back(v.tflops > 0 ? f1(v.tflops) : "-");
       row.push_back(v.mfu > 0 ? f1(100 * v.mfu) : "-");
     }
-    row.push_back(v.state);
+    row.push_back(v.state.name());
     ranks.rows.push_back(std::move(row));
   }
   ranks.text_rows = 64;
   d.tables.push_back(ranks);
+}
 
+void add_gpu_health_table(const Report& r, Document& d) {
   // GPU health (rank file gpu_health) only when some rank sampled it.
   bool health = false;
   for (const RankView& v : r.per_rank) health = health || v.sm_clock_mhz > 0;
@@ -685,7 +717,9 @@ Document build_document(const Report& r, const Extras& x) {
     h.text_rows = 64;
     d.tables.push_back(h);
   }
+}
 
+void add_memory_table(const Report& r, Document& d) {
   if (!r.memory.empty()) {
     Table m = make("memory", "GPU memory headroom per rank (NVML, GiB), least left first, and the peak allocated (CUPTI)",
                    {{"rank", true}, {"host", false}, {"GiB used (highest)", true}, {"GiB total", true},
@@ -707,7 +741,9 @@ Document build_document(const Report& r, const Extras& x) {
     m.text_rows = 16;
     d.tables.push_back(m);
   }
+}
 
+void add_compare_table(const Extras& x, Document& d) {
   if (x.comparison) {
     Table c = make("compare", "Compared with " + x.comparison->base_dir,
                    {{"metric", false}, {"this run", true}, {"baseline", true}, {"change", true}, {"change %", true},
@@ -733,9 +769,9 @@ Document build_document(const Report& r, const Extras& x) {
     c.empty_why = "no metric was measured in either run";
     d.tables.push_back(c);
   }
+}
 
-  add_self_cost_tables(r.self_cost, d);
-
+void add_warnings_table(const Report& r, Document& d) {
   Table w = make("warnings", "Warnings written in the rank files",
                  {{"ranks", false}, {"warning", false}, {"across ranks", false}},
                  "A warning a module counted is one row for every rank that counted it: the text is the "
@@ -753,7 +789,9 @@ Document build_document(const Report& r, const Extras& x) {
   w.text_rows = 50;
   w.empty_why = "no rank file has one";
   d.tables.push_back(w);
+}
 
+void add_problems_table(const Report& r, Document& d) {
   Table p = make("problems", "Input problems (each file named; the rest is still reported)",
                  {{"file", false}, {"problem", false}});
   for (const Problem& pr : r.problems) p.rows.push_back({pr.file, pr.message});
@@ -762,6 +800,29 @@ Document build_document(const Report& r, const Extras& x) {
   p.text_rows = 200;
   p.empty_why = "every file was read and merged";
   d.tables.push_back(p);
+}
+
+}  // namespace
+
+Document build_document(const Report& r, const Extras& x) {
+  Document d;
+  d.heading = "traintime-report: job " + r.job_id + ", " + u(r.ranks) + " of " + i(r.world_size) + " ranks, " +
+              u(r.steps_max) + " steps (warm-up " + u(r.warmup) + "), from " + r.dir +
+              (r.simulated ? " -- SIMULATED GPU (simgpu)" : "");
+  add_diagnosis(r, x, d);
+  add_steps_table(r, d);
+  add_throughput_table(r, d);
+  add_categories_table(r, d);
+  add_regions_table(r, d);
+  add_kernels_table(r, d);
+  add_comm_tables(r, d);
+  add_ranks_table(r, d);
+  add_gpu_health_table(r, d);
+  add_memory_table(r, d);
+  add_compare_table(x, d);
+  add_self_cost_tables(r.self_cost, d);
+  add_warnings_table(r, d);
+  add_problems_table(r, d);
   add_summary(r, x, d);
   add_module_tables(r.module_figures, &d);  // each module's report half
   return d;

@@ -254,95 +254,83 @@ std::string compare_chart(const Comparison& c) {
                    "metric", "% of the baseline");
 }
 
-std::string charts(const Report& r) {
-  std::string out;
-  std::vector<std::string> labels;
-  for (const RankView& v : r.per_rank) labels.push_back(std::to_string(v.rank));
+// 1. Per-rank breakdown of a step (GPU time).
+std::string breakdown_chart(const Report& r, const std::vector<std::string>& labels) {
+  // With activation checkpointing, recompute is its own series, taken out of compute.
+  const bool rc = r.has_recompute;
+  std::vector<Series> s{{rc ? "compute without recompute" : "compute", "#4e79a7", {}}, {"exposed comm", "#e15759", {}},
+                        {"io + other", "#f28e2b", {}}, {"idle", "#bab0ac", {}}};
+  if (rc) s.insert(s.begin() + 1, Series{"recompute", "#9c755f", {}});
+  for (const RankView& v : r.per_rank) {
+    std::size_t k = 0;
+    s[k++].values.push_back(rc ? std::max(0.0, v.compute_ms - v.recompute_ms) : v.compute_ms);
+    if (rc) s[k++].values.push_back(v.recompute_ms);
+    s[k++].values.push_back(v.exposed_comm_ms);
+    s[k++].values.push_back(v.io_other_ms);
+    s[k++].values.push_back(v.idle_ms);
+  }
+  return bar_chart("chart-breakdown",
+                   std::string("GPU time per step by rank: compute, ") + (rc ? "recompute, " : "") + "exposed comm, io, idle",
+                   labels, s, true, "rank", "ms per step");
+}
 
-  // 1. Per-rank breakdown of a step.
-  if (!r.gpu_data) {
-    out += "<p class=\"note\">No GPU time on any rank: the charts of GPU time (bus bandwidth, GPU breakdown) are "
-           "left out; the step's CPU time is shown per rank by its top-level regions, and the step time is CPU "
-           "wall time.</p>";
-    out += cpu_region_chart(r, labels);
-  } else {
-    // With activation checkpointing, recompute is its own series, taken out of compute.
-    const bool rc = r.has_recompute;
-    std::vector<Series> s{{rc ? "compute without recompute" : "compute", "#4e79a7", {}}, {"exposed comm", "#e15759", {}},
-                          {"io + other", "#f28e2b", {}}, {"idle", "#bab0ac", {}}};
-    if (rc) s.insert(s.begin() + 1, Series{"recompute", "#9c755f", {}});
-    for (const RankView& v : r.per_rank) {
-      std::size_t k = 0;
-      s[k++].values.push_back(rc ? std::max(0.0, v.compute_ms - v.recompute_ms) : v.compute_ms);
-      if (rc) s[k++].values.push_back(v.recompute_ms);
-      s[k++].values.push_back(v.exposed_comm_ms);
-      s[k++].values.push_back(v.io_other_ms);
-      s[k++].values.push_back(v.idle_ms);
-    }
-    out += bar_chart("chart-breakdown",
-                     std::string("GPU time per step by rank: compute, ") + (rc ? "recompute, " : "") + "exposed comm, io, idle",
-                     labels, s, true, "rank", "ms per step");
+// 2. Step time over the run, for at most 16 ranks: the stragglers first, then spread over the ranks.
+// On a GPU run each rank's GPU step span (solid), and beside it its CPU wall time per step
+// (dashed, the same colour) when the rank files carry one, for at most 8 ranks.
+std::string steps_chart(const Report& r) {
+  bool with_wall = false;
+  if (r.steps.gpu)
+    for (const RankView& v : r.per_rank) with_wall = with_wall || !v.cpu_wall_ms.empty();
+  const std::size_t most = with_wall ? 8 : 16;
+  std::vector<const RankView*> pick;
+  for (const Straggler& st : r.stragglers)
+    for (const RankView& v : r.per_rank)
+      if (v.rank == st.rank && pick.size() < most) pick.push_back(&v);
+  const std::size_t n = r.per_rank.size();
+  for (std::size_t k = 0; k < n && pick.size() < most; k += std::max<std::size_t>(1, n / most))
+    if (std::find(pick.begin(), pick.end(), &r.per_rank[k]) == pick.end()) pick.push_back(&r.per_rank[k]);
+  std::vector<Line> lines;
+  for (std::size_t k = 0; k < pick.size(); ++k) {
+    const std::string rank = "rank " + std::to_string(pick[k]->rank);
+    Line l{with_wall ? rank + " GPU span" : rank, kPalette[k % 16], {}};
+    for (const auto& [idx, ms] : pick[k]->step_ms) l.points.emplace_back(static_cast<double>(idx), ms);
+    if (!l.points.empty()) lines.push_back(l);
+    if (!with_wall) continue;
+    Line w{rank + " CPU wall", kPalette[k % 16], {}, true};
+    for (const auto& [idx, ms] : pick[k]->cpu_wall_ms) w.points.emplace_back(static_cast<double>(idx), ms);
+    if (!w.points.empty()) lines.push_back(w);
   }
-  // 2. Step time over the run, for at most 16 ranks: the stragglers first, then spread over the ranks.
-  // On a GPU run each rank's GPU step span (solid), and beside it its CPU wall time per step
-  // (dashed, the same colour) when the rank files carry one, for at most 8 ranks.
-  {
-    bool with_wall = false;
-    if (r.steps.gpu)
-      for (const RankView& v : r.per_rank) with_wall = with_wall || !v.cpu_wall_ms.empty();
-    const std::size_t most = with_wall ? 8 : 16;
-    std::vector<const RankView*> pick;
-    for (const Straggler& st : r.stragglers)
-      for (const RankView& v : r.per_rank)
-        if (v.rank == st.rank && pick.size() < most) pick.push_back(&v);
-    const std::size_t n = r.per_rank.size();
-    for (std::size_t k = 0; k < n && pick.size() < most; k += std::max<std::size_t>(1, n / most))
-      if (std::find(pick.begin(), pick.end(), &r.per_rank[k]) == pick.end()) pick.push_back(&r.per_rank[k]);
-    std::vector<Line> lines;
-    for (std::size_t k = 0; k < pick.size(); ++k) {
-      const std::string rank = "rank " + std::to_string(pick[k]->rank);
-      Line l{with_wall ? rank + " GPU span" : rank, kPalette[k % 16], {}};
-      for (const auto& [idx, ms] : pick[k]->step_ms) l.points.emplace_back(static_cast<double>(idx), ms);
-      if (!l.points.empty()) lines.push_back(l);
-      if (!with_wall) continue;
-      Line w{rank + " CPU wall", kPalette[k % 16], {}, true};
-      for (const auto& [idx, ms] : pick[k]->cpu_wall_ms) w.points.emplace_back(static_cast<double>(idx), ms);
-      if (!w.points.empty()) lines.push_back(w);
-    }
-    const std::string title = "Step time over the run" + std::string(n > pick.size() ? " (" + std::to_string(pick.size()) +
-                                                                                            " of " + std::to_string(n) + " ranks)"
-                                                                                      : "");
-    out += lines.empty() ? empty_chart("chart-steps", title, "no per-step rows (steps.detail) in the rank files")
-                         : line_chart("chart-steps", title, lines, "step",
-                                      with_wall ? std::string("step time, ms (GPU step span; CPU wall dashed)")
-                                                : std::string("step time, ms (") + r.steps.step_source() + ")");
+  const std::string title = "Step time over the run" + std::string(n > pick.size() ? " (" + std::to_string(pick.size()) +
+                                                                                          " of " + std::to_string(n) + " ranks)"
+                                                                                    : "");
+  return lines.empty() ? empty_chart("chart-steps", title, "no per-step rows (steps.detail) in the rank files")
+                       : line_chart("chart-steps", title, lines, "step",
+                                    with_wall ? std::string("step time, ms (GPU step span; CPU wall dashed)")
+                                              : std::string("step time, ms (") + r.steps.step_source() + ")");
+}
+
+// 3. Bus bandwidth by op and message size.
+std::string bandwidth_chart(const Report& r) {
+  std::vector<std::string> bl;
+  std::vector<Series> s{{"wait-free", "#59a14f", {}}, {"recorded (incl. waiting)", "#bab0ac", {}}};
+  for (const BandwidthView& b : r.bandwidth) {
+    const double lo = static_cast<double>(b.lo_bytes);
+    const std::string size = lo >= 1 << 20 ? num(lo / (1 << 20), "%g") + " MiB"
+                             : lo >= 1 << 10 ? num(lo / (1 << 10), "%g") + " KiB" : num(lo, "%g") + " B";
+    bl.push_back(b.op + " " + size);
+    s[0].values.push_back(b.waitfree_busbw_gbps);
+    s[1].values.push_back(b.recorded_busbw_gbps);
   }
-  if (!r.gpu_data) {
-    // Collectives timed on the CPU (gloo, MPI) still tell who waited for whom.
-    if (r.cpu_collectives_matched > 0) out += waits_chart(r, labels);
-    return out;
-  }
-  // 3. Bus bandwidth by op and message size.
-  {
-    std::vector<std::string> bl;
-    std::vector<Series> s{{"wait-free", "#59a14f", {}}, {"recorded (incl. waiting)", "#bab0ac", {}}};
-    for (const BandwidthView& b : r.bandwidth) {
-      const double lo = static_cast<double>(b.lo_bytes);
-      const std::string size = lo >= 1 << 20 ? num(lo / (1 << 20), "%g") + " MiB"
-                               : lo >= 1 << 10 ? num(lo / (1 << 10), "%g") + " KiB" : num(lo, "%g") + " B";
-      bl.push_back(b.op + " " + size);
-      s[0].values.push_back(b.waitfree_busbw_gbps);
-      s[1].values.push_back(b.recorded_busbw_gbps);
-    }
-    out += bl.empty() ? empty_chart("chart-bandwidth", "Bus bandwidth by op and message size",
-                                    "no collective lined up across ranks (one rank, or no communicators[].recent)")
-                      : bar_chart("chart-bandwidth", "Bus bandwidth by op and message size (messages from the size shown)",
-                                  bl, s, false, "op and message size", "busbw, GB/s (1e9 B/s)");
-  }
-  // 4. Who waits and who makes the others wait.
-  out += waits_chart(r, labels);
-  // 5-6. GPU health (gpu_health), only when some rank sampled it: clocks and NVML's memory, with
-  // CUPTI's peak allocated beside it (or alone, when only CUPTI's memory records are there).
+  return bl.empty() ? empty_chart("chart-bandwidth", "Bus bandwidth by op and message size",
+                                  "no collective lined up across ranks (one rank, or no communicators[].recent)")
+                    : bar_chart("chart-bandwidth", "Bus bandwidth by op and message size (messages from the size shown)",
+                                bl, s, false, "op and message size", "busbw, GB/s (1e9 B/s)");
+}
+
+// 5-6. GPU health (gpu_health), only when some rank sampled it: clocks and NVML's memory, with
+// CUPTI's peak allocated beside it (or alone, when only CUPTI's memory records are there).
+std::string health_charts(const Report& r, const std::vector<std::string>& labels) {
+  std::string out;
   bool health = false, allocated = false;
   for (const RankView& v : r.per_rank) {
     health = health || v.sm_clock_mhz > 0;
@@ -373,6 +361,30 @@ std::string charts(const Report& r) {
                                             : "GPU memory per rank (CUPTI's peak allocated)",
                      labels, memory, false, "rank", "GiB");
   }
+  return out;
+}
+
+std::string charts(const Report& r) {
+  std::string out;
+  std::vector<std::string> labels;
+  for (const RankView& v : r.per_rank) labels.push_back(std::to_string(v.rank));
+  if (!r.gpu_data) {
+    out += "<p class=\"note\">No GPU time on any rank: the charts of GPU time (bus bandwidth, GPU breakdown) are "
+           "left out; the step's CPU time is shown per rank by its top-level regions, and the step time is CPU "
+           "wall time.</p>";
+    out += cpu_region_chart(r, labels);
+  } else {
+    out += breakdown_chart(r, labels);
+  }
+  out += steps_chart(r);
+  if (!r.gpu_data) {
+    // Collectives timed on the CPU (gloo, MPI) still tell who waited for whom.
+    if (r.cpu_collectives_matched > 0) out += waits_chart(r, labels);
+    return out;
+  }
+  out += bandwidth_chart(r);
+  out += waits_chart(r, labels);  // 4. Who waits and who makes the others wait.
+  out += health_charts(r, labels);
   return out;
 }
 

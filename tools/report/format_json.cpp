@@ -16,10 +16,7 @@ json across(const Across& a) {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-}  // namespace
-
-json summary_json(const Report& r, const Extras& x) {
-  json out;
+void add_run(const Report& r, json& out) {
   out["format"] = "traintime-report/1";
   out["dir"] = r.dir;
   out["job_id"] = r.job_id;
@@ -29,7 +26,9 @@ json summary_json(const Report& r, const Extras& x) {
   out["files_seen"] = r.files_seen;
   out["steps"] = r.steps_max;
   out["warmup"] = r.warmup;
+}
 
+void add_steps(const Report& r, json& out) {
   json metrics = json::object();
   for (const Metric& m : headline_metrics(r)) metrics[m.name] = opt(m.value);
   out["metrics"] = metrics;
@@ -60,7 +59,9 @@ json summary_json(const Report& r, const Extras& x) {
                        {"ranks_with_hfu", r.throughput.hfu_rank.n},
                        {"peak_sources", r.throughput.peak_sources},
                        {"summed_over", "ranks (data parallelism: each rank consumes its own samples)"}};
+}
 
+void add_tables(const Report& r, json& out) {
   json cats = json::array();
   for (const CategoryView& c : r.categories) cats.push_back({{"category", c.name}, {"gpu_busy_ms_per_step", across(c.busy_ms)}});
   out["categories"] = cats;
@@ -84,13 +85,15 @@ json summary_json(const Report& r, const Extras& x) {
   out["bandwidth"] = bw;
   out["collectives_matched"] = r.collectives_matched;
   out["cpu_collectives_matched"] = r.cpu_collectives_matched;
+}
 
+void add_per_rank(const Report& r, json& out) {
   json ranks = json::array();
   for (const RankView& v : r.per_rank)
     ranks.push_back({{"rank", v.rank},
                      {"host", v.host},
                      {"file", v.file},
-                     {"state", v.state},
+                     {"state", v.state.name()},
                      {"gpu_capture", v.gpu_capture},
                      {"gpu_capture_reason", v.gpu_capture_reason},
                      {"steps", v.steps},
@@ -131,8 +134,9 @@ json summary_json(const Report& r, const Extras& x) {
                                                {"throttle_reasons", v.throttle_reasons}}
                                         : json(nullptr)}});
   out["per_rank"] = ranks;
-  out["self_cost"] = self_cost_json(r.self_cost);
+}
 
+void add_stragglers(const Report& r, json& out) {
   json st = json::array();
   for (const Straggler& s : r.stragglers) {
     json clock = nullptr;
@@ -161,7 +165,9 @@ json summary_json(const Report& r, const Extras& x) {
                                ? json(nullptr)
                                : json{{"ranks", r.straggler_group}, {"step_ms", r.steps.reference_ms()},
                                       {"step_ms_without", r.group_step_ms_without}};
+}
 
+void add_hangs(const Report& r, json& out) {
   out["hang_data"] = r.hang_data;
   json hangs = json::array();
   for (const Hang& h : r.hangs) {
@@ -189,6 +195,9 @@ json summary_json(const Report& r, const Extras& x) {
   }
   out["hangs"] = hangs;
   out["p2p_waits"] = r.p2p_waits;
+}
+
+void add_memory(const Report& r, json& out) {
   json memory = json::array();
   for (const MemoryHeadroom& m : r.memory)
     memory.push_back({{"rank", m.rank}, {"host", m.host}, {"nvml", m.nvml},
@@ -199,6 +208,9 @@ json summary_json(const Report& r, const Extras& x) {
                       {"near_capacity", m.nvml && m.headroom_pct < kNearCapacityPct},
                       {"allocated_peak_bytes", m.allocated_known ? json(m.allocated_peak_bytes) : json(nullptr)}});
   out["memory"] = memory;
+}
+
+void add_fates(const Report& r, json& out) {
   json stopped = json::array(), running = json::array();
   for (const RankFate& fate : r.fates) {
     if (fate.running()) {
@@ -206,11 +218,14 @@ json summary_json(const Report& r, const Extras& x) {
                          {"last_step_age_s", fate.last_step_age_s ? json(*fate.last_step_age_s) : json(nullptr)}});
       continue;
     }
-    stopped.push_back({{"rank", fate.rank}, {"host", fate.host}, {"state", fate.state}, {"how", fate.how},
+    stopped.push_back({{"rank", fate.rank}, {"host", fate.host}, {"state", fate.state.name()}, {"how", fate.how},
                        {"evidence", fate.evidence}, {"steps", fate.steps}, {"finished_ranks_steps", fate.others_steps}});
   }
   out["stopped_ranks"] = stopped;
   out["running_ranks"] = running;
+}
+
+void add_kernels(const Report& r, json& out) {
   json kernels = json::array();
   for (std::size_t k = 0; k < r.kernels.size() && k < 50; ++k) {
     const KernelView& kv = r.kernels[k];
@@ -218,7 +233,9 @@ json summary_json(const Report& r, const Extras& x) {
                        {"gpu_ms_per_step", kv.per_step_ms}, {"ranks", kv.ranks}});
   }
   out["top_kernels"] = kernels;
+}
 
+void add_warnings(const Report& r, json& out) {
   out["dropped_records"] = r.dropped_records;
   out["ranks_dropping_records"] = r.ranks_dropping;
   out["incomplete_gpu_records_ranks"] = r.incomplete_ranks;
@@ -231,6 +248,9 @@ json summary_json(const Report& r, const Extras& x) {
                         {"total", g.has_number ? number(g.total) : json(nullptr)}, {"worst", worst}});
   }
   out["rank_warnings"] = warnings;
+}
+
+void add_modules(const Report& r, json& out) {
   // What each module counted, merged typed across the ranks (docs/report.md, JSON).
   json modules = json::object();
   for (const auto& [name, counters] : r.modules) {
@@ -242,12 +262,17 @@ json summary_json(const Report& r, const Extras& x) {
   }
   add_module_figures_json(r.module_figures, &modules);  // each module's report half
   out["modules"] = std::move(modules);
+}
+
+void add_problems(const Report& r, json& out) {
   json problems = json::array();
   for (const Problem& p : r.problems) problems.push_back({{"file", p.file}, {"problem", p.message}});
   out["problems"] = problems;
   out["aux_files"] = r.aux_files;
   out["other_jobs"] = r.other_jobs;
+}
 
+void add_compare(const Extras& x, json& out) {
   if (x.comparison) {
     const Comparison& c = *x.comparison;
     json ms = json::array();
@@ -264,12 +289,36 @@ json summary_json(const Report& r, const Extras& x) {
                       {"metrics", ms}, {"moved_most_region", mover(c.region)},
                       {"moved_most_collective", mover(c.collective)}};
   }
+}
+
+void add_gate(const Extras& x, json& out) {
   if (x.verdicts) {
     json g = json::array();
     for (const Verdict& v : *x.verdicts)
       g.push_back({{"condition", v.condition.text}, {"holds", v.holds}, {"explanation", v.explanation}});
     out["gate"] = g;
   }
+}
+
+}  // namespace
+
+json summary_json(const Report& r, const Extras& x) {
+  json out;
+  add_run(r, out);
+  add_steps(r, out);
+  add_tables(r, out);
+  add_per_rank(r, out);
+  out["self_cost"] = self_cost_json(r.self_cost);
+  add_stragglers(r, out);
+  add_hangs(r, out);
+  add_memory(r, out);
+  add_fates(r, out);
+  add_kernels(r, out);
+  add_warnings(r, out);
+  add_modules(r, out);
+  add_problems(r, out);
+  add_compare(x, out);
+  add_gate(x, out);
   return out;
 }
 

@@ -170,14 +170,9 @@ Parsed parse_one(const std::string& path, uint64_t max_bytes, ParseCache* cache)
                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
   if (cache)
     if (std::shared_ptr<const Parsed> hit = cache->impl().find(path, key)) return *hit;
-  std::string error;
+  core::ReadError error;
   p.file = core::read_rank_file(path, &error);
-  if (!p.file) {
-    // read_rank_file says "<path>: <reason>"; the caller puts the path in front itself.
-    const std::string prefix = path + ": ";
-    p.error = error.rfind(prefix, 0) == 0 ? error.substr(prefix.size()) : error;
-    if (p.error.rfind("rank file: ", 0) == 0) p.error = p.error.substr(11);
-  }
+  if (!p.file) p.error = error.detail;  // the problem's line names the file itself
   if (cache) cache->impl().put(path, key, p);
   return p;
 }
@@ -327,34 +322,39 @@ std::vector<std::string> folders_with_rank_files(const std::string& dir) {
   return {found.begin(), found.end()};
 }
 
-}  // namespace
-
-Job load_job(const std::string& given, const LoadOptions& options) {
-  Job job;
-  job.dir = given;
+// The folder of the job asked for: `given`, or the folder of the rank file it names; nullopt (a
+// problem said in job) when it is neither.
+std::optional<std::string> job_folder(const std::string& given, Job& job) {
   std::string dir = given;
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     job.problems.push_back({dir, "no such directory (give the folder the rank files were written to, "
                                  "TRAINTIME_OUTPUT or traintime-out/): " + kWhyNoRankFiles});
-    return job;
+    return std::nullopt;
   }
   if (!fs::is_directory(dir, ec)) {
     if (kind_of(fs::path(dir).filename().string()) != Kind::kRankFile) {
       job.problems.push_back({dir, "neither a folder nor a rank file (give the folder that holds the rank-*.json "
                                    "files, or one of them)"});
-      return job;
+      return std::nullopt;
     }
     // A rank file's path: its job, from the folder it sits in.
     dir = fs::path(dir).parent_path().string();
     if (dir.empty()) dir = ".";
     job.dir = dir;
   }
+  return dir;
+}
+
+// The rank files and records of the folder, a record paired with the rank file of the same name;
+// the traces into job.trace_files. Listing problems go to job.problems; nullopt: it cannot be listed.
+std::optional<std::vector<Input>> list_inputs(const std::string& dir, Job& job) {
+  std::error_code ec;
   std::vector<std::string> files, records;
   fs::directory_iterator it(dir, ec), end;
   if (ec) {
     job.problems.push_back({dir, "cannot list: " + ec.message()});
-    return job;
+    return std::nullopt;
   }
   for (; it != end; it.increment(ec)) {
     if (ec) {
@@ -381,30 +381,66 @@ Job load_job(const std::string& given, const LoadOptions& options) {
   std::sort(inputs.begin(), inputs.end(), [](const Input& a, const Input& b) { return a.file < b.file; });
   std::sort(job.trace_files.begin(), job.trace_files.end());
   job.files_seen = inputs.size();
-  if (options.cache) {
-    std::lock_guard<std::mutex> lock(options.cache->impl().mu);
-    ++options.cache->impl().load;
-  }
-  if (inputs.empty()) {
-    // traintime-out/ after the demo holds traintime-out/demo/: look below for job folders.
-    const std::vector<std::string> below = folders_with_rank_files(dir);
-    if (below.size() == 1) return load_job(below[0], options);
-    if (below.empty()) {
-      job.problems.push_back({dir, "no rank files (rank-*.json) in this directory or below it: " + kWhyNoRankFiles});
-    } else {
-      std::string list;
-      for (std::size_t k = 0; k < below.size() && k < 8; ++k) list += (k ? ", " : "") + below[k];
-      if (below.size() > 8) list += " and " + std::to_string(below.size() - 8) + " more";
-      job.problems.push_back({dir, "no rank files here, but " + std::to_string(below.size()) +
-                                       " folders below it have some: " + list +
-                                       "; give one of them, e.g. traintime-report " + below[0]});
-    }
-    return job;
-  }
+  return inputs;
+}
 
+// No rank file in the folder, and not one folder below with some: say where to look.
+void no_rank_files(const std::string& dir, const std::vector<std::string>& below, Job& job) {
+  if (below.empty()) {
+    job.problems.push_back({dir, "no rank files (rank-*.json) in this directory or below it: " + kWhyNoRankFiles});
+  } else {
+    std::string list;
+    for (std::size_t k = 0; k < below.size() && k < 8; ++k) list += (k ? ", " : "") + below[k];
+    if (below.size() > 8) list += " and " + std::to_string(below.size() - 8) + " more";
+    job.problems.push_back({dir, "no rank files here, but " + std::to_string(below.size()) +
+                                     " folders below it have some: " + list +
+                                     "; give one of them, e.g. traintime-report " + below[0]});
+  }
+}
+
+// What the reader kept reading past (a module section newer than it knows), by line: the first
+// file that had it and how many did.
+using ReadNotes = std::map<std::string, std::pair<std::string, std::size_t>>;
+
+// One line per kind among the problems, naming the first file and how many more had it.
+void report_read_notes(const ReadNotes& notes, Job& job) {
+  for (const auto& [note, at] : notes)
+    job.problems.push_back({at.first, note + (at.second > 1 ? " (and " + std::to_string(at.second - 1) +
+                                                                  " more files)"
+                                                            : std::string())});
+}
+
+// One parsed input merged into the job it belongs to (or named as left out).
+void merge_one(Parsed& p, const Input& input, const LoadOptions& options, Job& job, std::map<std::string, JobAcc>& jobs,
+               ReadNotes& notes) {
+  const std::string& path = p.record.empty() ? input.file : p.record;
+  if (!p.file) {
+    job.problems.push_back({path, p.error});
+  } else if (options.job && p.file->job_id != *options.job) {
+    ++job.other_jobs[p.file->job_id];
+    job.problems.push_back({path, "job \"" + p.file->job_id + "\", not the job asked for (--job " +
+                                      *options.job + "); left out"});
+  } else {
+    const std::string id = p.file->job_id;
+    JobAcc& acc = jobs[id];
+    if (options.latest) {
+      std::error_code ec;
+      const auto written = std::filesystem::last_write_time(path, ec);
+      if (!ec && written > acc.newest) acc.newest = written;
+    }
+    for (std::string& note : p.file->read_notes) {
+      auto& [first, count] = notes[std::move(note)];
+      if (count++ == 0) first = path;
+    }
+    accept(acc, path, std::move(*p.file));
+  }
+}
+
+// Every input parsed and merged, in file-name order, into the jobs they belong to.
+void parse_and_merge(const std::vector<Input>& inputs, const LoadOptions& options, Job& job,
+                     std::map<std::string, JobAcc>& jobs) {
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, 16);
-  std::map<std::string, JobAcc> jobs;
   Progress progress(options.progress, inputs.size());
 
   // `threads` workers parse files into a window of slots, at most `window` files ahead of the
@@ -435,9 +471,7 @@ Job load_job(const std::string& given, const LoadOptions& options) {
       slot_ready.notify_all();
     }
   };
-  // What the reader kept reading past (a module section newer than it knows): one line per kind,
-  // naming the first file that had it and how many more did.
-  std::map<std::string, std::pair<std::string, std::size_t>> notes;
+  ReadNotes notes;
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads && t < n; ++t) pool.emplace_back(worker);
   for (std::size_t i = 0; i < n; ++i) {
@@ -450,39 +484,16 @@ Job load_job(const std::string& given, const LoadOptions& options) {
       merged = i + 1;
     }
     slot_free.notify_all();
-    const std::string& path = p.record.empty() ? inputs[i].file : p.record;
-    if (!p.file) {
-      job.problems.push_back({path, p.error});
-    } else if (options.job && p.file->job_id != *options.job) {
-      ++job.other_jobs[p.file->job_id];
-      job.problems.push_back({path, "job \"" + p.file->job_id + "\", not the job asked for (--job " +
-                                        *options.job + "); left out"});
-    } else {
-      const std::string id = p.file->job_id;
-      JobAcc& acc = jobs[id];
-      if (options.latest) {
-        std::error_code ec;
-        const auto written = std::filesystem::last_write_time(path, ec);
-        if (!ec && written > acc.newest) acc.newest = written;
-      }
-      for (std::string& note : p.file->read_notes) {
-        auto& [first, count] = notes[std::move(note)];
-        if (count++ == 0) first = path;
-      }
-      accept(acc, path, std::move(*p.file));
-    }
+    merge_one(p, inputs[i], options, job, jobs, notes);
     progress.update(i + 1);
   }
   for (std::thread& t : pool) t.join();
-  for (const auto& [note, at] : notes)
-    job.problems.push_back({at.first, note + (at.second > 1 ? " (and " + std::to_string(at.second - 1) +
-                                                                  " more files)"
-                                                            : std::string())});
-  if (options.cache) options.cache->impl().forget_unseen();
-  if (jobs.empty()) return job;
+  report_read_notes(notes, job);
+}
 
-  // The job reported: the one asked for, else the one written last (--latest), else the one with
-  // the most rank files.
+// The job reported: the one asked for, else the one written last (--latest), else the one with
+// the most rank files; the files of the others named as left out.
+JobAcc& choose_job(std::map<std::string, JobAcc>& jobs, const LoadOptions& options, Job& job) {
   auto chosen = jobs.begin();
   for (auto j = jobs.begin(); j != jobs.end(); ++j)
     if (options.latest ? j->second.newest > chosen->second.newest
@@ -496,8 +507,12 @@ Job load_job(const std::string& given, const LoadOptions& options) {
       job.problems.push_back({file, "job \"" + id + "\", not the job reported (\"" + chosen->first + "\", " + why +
                                         "); left out (--job " + id + " reports it)"});
   }
-  JobAcc& acc = chosen->second;
   job.job_id = chosen->first;
+  return chosen->second;
+}
+
+// The chosen job's merged figures into job: its ranks by rank, its world size, the ranks missing.
+void finish_job(JobAcc& acc, Job& job) {
   for (Problem& p : acc.problems) job.problems.push_back(std::move(p));
   job.aux_files = std::move(acc.aux_files);
   job.regions = std::move(acc.regions);
@@ -525,6 +540,36 @@ Job load_job(const std::string& given, const LoadOptions& options) {
   for (const RankInput& r : job.ranks) present.insert(r.data.rank);
   for (int64_t r = 0; r < job.world_size; ++r)
     if (!present.count(r)) job.missing_ranks.push_back(r);
+}
+
+}  // namespace
+
+Job load_job(const std::string& given, const LoadOptions& options) {
+  Job job;
+  job.dir = given;
+  const std::optional<std::string> folder = job_folder(given, job);
+  if (!folder) return job;
+  const std::string& dir = *folder;
+  job.dir = dir;
+  const std::optional<std::vector<Input>> listed = list_inputs(dir, job);
+  if (!listed) return job;
+  const std::vector<Input>& inputs = *listed;
+  if (options.cache) {
+    std::lock_guard<std::mutex> lock(options.cache->impl().mu);
+    ++options.cache->impl().load;
+  }
+  if (inputs.empty()) {
+    // traintime-out/ after the demo holds traintime-out/demo/: look below for job folders.
+    const std::vector<std::string> below = folders_with_rank_files(dir);
+    if (below.size() == 1) return load_job(below[0], options);
+    no_rank_files(dir, below, job);
+    return job;
+  }
+  std::map<std::string, JobAcc> jobs;
+  parse_and_merge(inputs, options, job, jobs);
+  if (options.cache) options.cache->impl().forget_unseen();
+  if (jobs.empty()) return job;
+  finish_job(choose_job(jobs, options, job), job);
   return job;
 }
 

@@ -50,13 +50,14 @@ std::optional<double> process_start_s(int64_t pid) {
 }
 
 bool final_file(const core::RankFile& f) { return !f.snapshot; }
-bool signal_exit(const std::string& reason) { return reason.rfind("signal ", 0) == 0; }
+// Ended by a signal the file names (a record of another signal reads as "signal" alone).
+bool named_signal_exit(core::ExitReason reason) { return !core::exit_signal_name(reason).empty(); }
 
 // What the rank's newest data is, for the evidence: "its newest file is a periodic snapshot".
 std::string newest_source(const RankInput& r) {
   const std::string& p = r.file;
   if (p.size() >= 5 && p.compare(p.size() - 5, 5, ".live") == 0) return "its newest data is its always-current record";
-  if (r.data.exit_reason == "suspected hang") return "its newest file is its suspected-hang file";
+  if (r.data.exit_reason == core::ExitReason::kSuspectedHang) return "its newest file is its suspected-hang file";
   return "its newest file is a periodic snapshot";
 }
 
@@ -98,9 +99,19 @@ std::optional<bool> process_running(const core::RankFile& f) {
   return true;
 }
 
-std::string signal_words(const std::string& exit_reason) {
-  if (!signal_exit(exit_reason)) return exit_reason;
-  const std::string sig = exit_reason.substr(7);
+std::string RankState::name() const {
+  switch (kind) {
+    case Kind::kKilled: return "killed";
+    case Kind::kSuspectedHang: return "suspected hang";
+    case Kind::kRunning: return "running";
+    case Kind::kAsWritten: break;
+  }
+  return reason == core::ExitReason::kOther ? reason_text : std::string(core::exit_reason_name(reason));
+}
+
+std::string signal_words(core::ExitReason exit_reason) {
+  if (!named_signal_exit(exit_reason)) return std::string(core::exit_reason_name(exit_reason));
+  const std::string sig(core::exit_signal_name(exit_reason));
   std::string why;
   if (sig == "SIGTERM") why = " (launcher teardown)";
   if (sig == "SIGINT") why = " (Ctrl-C)";
@@ -114,8 +125,8 @@ void find_rank_fates(const Job& job, Report& rep) {
   for (std::size_t i = 0; i < job.ranks.size(); ++i) {
     const core::RankFile& f = job.ranks[i].data;
     RankView& view = rep.per_rank[i];
-    if (final_file(f) && !signal_exit(f.exit_reason)) {
-      view.state = f.exit_reason;  // "exit"
+    if (final_file(f) && !named_signal_exit(f.exit_reason)) {
+      view.state = {RankState::Kind::kAsWritten, f.exit_reason, f.exit_reason_text};  // an exit
       continue;
     }
     RankFate fate;
@@ -124,22 +135,22 @@ void find_rank_fates(const Job& job, Report& rep) {
     fate.steps = f.steps.count;
     for (const RankInput& o : job.ranks)
       if (&o != &job.ranks[i]) fate.others_steps = std::max(fate.others_steps, o.data.steps.count);
-    const bool hang = f.exit_reason == "suspected hang";
+    const bool hang = f.exit_reason == core::ExitReason::kSuspectedHang;
     const std::string gone = final_file(f) ? std::string() : gone_because(job, i, newest_end);
-    if (final_file(f) || (!gone.empty() && signal_exit(f.exit_reason))) {
-      fate.state = f.exit_reason;
+    if (final_file(f) || (!gone.empty() && named_signal_exit(f.exit_reason))) {
+      fate.state = {RankState::Kind::kAsWritten, f.exit_reason, f.exit_reason_text};
       fate.how = signal_words(f.exit_reason);
       fate.evidence = final_file(f) ? "it wrote its file on the signal" : newest_source(job.ranks[i]) + " and " + gone;
     } else if (!gone.empty()) {
-      fate.state = "killed";
+      fate.state.kind = RankState::Kind::kKilled;
       fate.how = hang ? "killed after a suspected hang" : "killed";
       fate.evidence = newest_source(job.ranks[i]) + " and " + gone;
     } else if (hang) {
-      fate.state = "suspected hang";
+      fate.state.kind = RankState::Kind::kSuspectedHang;
       fate.how = "hung: no progress for TRAINTIME_HANG_SEC seconds (its suspected-hang file), still running";
       fate.evidence = job.ranks[i].running ? "its process still runs on this host" : "";
     } else {
-      fate.state = "running";
+      fate.state.kind = RankState::Kind::kRunning;
       fate.how = "running";
       fate.evidence = job.ranks[i].running ? "its process still runs on this host"
                                            : "its record is as recent as the job's other files";

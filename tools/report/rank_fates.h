@@ -24,9 +24,9 @@ inline constexpr uint64_t kStaleRecordNs = 30'000'000'000ull;
 // recycled pid is not taken for it). nullopt for another host or an unknown pid.
 std::optional<bool> process_running(const core::RankFile& f);
 
-// The reader's words for a terminating signal's exit_reason ("signal SIGTERM" -> "stopped by
-// SIGTERM (launcher teardown)"); the reason itself when it is not a signal's.
-std::string signal_words(const std::string& exit_reason);
+// The reader's words for a known terminating signal's exit_reason (kSigterm -> "stopped by
+// SIGTERM (launcher teardown)"); the reason's name when it is not a known signal's.
+std::string signal_words(core::ExitReason exit_reason);
 
 // Report::fates and each RankView's state ("exit", "signal SIG…", "killed", "suspected hang",
 // "running"), from the job's newest files and RankInput::running.

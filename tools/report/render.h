@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -68,6 +69,21 @@ std::string render_csv(const Document& d);
 std::vector<std::pair<std::string, std::string>> render_csv_tables(const Document& d);
 std::string render_html(const Document& d, const Report& r, const Extras& x);
 nlohmann::json summary_json(const Report& r, const Extras& x);
+
+// One output format of --format (format_table.cpp): every format is reached through this table.
+struct Format {
+  const char* name;
+  // The text report's summary names a report.html beside the rank files that is current (Extras).
+  bool names_html;
+  // The report in this format, one text.
+  std::string (*render)(const Report& r, const Extras& x);
+  // For -o naming a folder: one (name, text) per file, FILE = name + ".csv"; null: one file only.
+  std::vector<std::pair<std::string, std::string>> (*render_files)(const Report& r, const Extras& x);
+};
+// The formats' names, the default (text) first.
+std::vector<std::string> format_names();
+// The format of that name; null when there is none.
+const Format* find_format(const std::string& name);
 
 // Display width of UTF-8 text (code points; every name here is narrow).
 // "1.5 MiB": bytes in binary units, one decimal above 1 KiB.

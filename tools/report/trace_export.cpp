@@ -110,132 +110,138 @@ class Writer {
 
 double us(uint64_t ns, uint64_t origin) { return static_cast<double>(ns - std::min(ns, origin)) / 1000.0; }
 
-}  // namespace
+using Span = std::pair<uint64_t, uint64_t>;
 
-std::size_t export_trace(const Job& job, const std::string& out_path, std::vector<std::string>& problems) {
-  // One constant origin for every rank keeps microsecond timestamps exact in a double; ranks are
-  // never shifted against each other.
+// Why no trace is written when no merged rank kept a timeline.
+void say_no_trace(const Job& job, const std::string& out_path, std::vector<std::string>& problems) {
+  bool gpu = false;
+  for (const RankInput& r : job.ranks) gpu = gpu || r.data.steps.totals.gpu_busy_ns > 0;
+  // Without GPU work there is nothing TRAINTIME_TRACE=1 could have kept: never send someone who
+  // ran with it back to run with it again.
+  if (!gpu)
+    problems.push_back(out_path + ": not written: no rank ran GPU work, and the trace is a timeline of GPU "
+                                  "activities (the kernels, copies and memsets TRAINTIME_TRACE=1 keeps); traintime "
+                                  "keeps no timeline of CPU regions, only their time per step (the report's regions "
+                                  "table)");
+  else
+    problems.push_back(out_path + ": not written: no merged rank has a timeline (run with TRAINTIME_TRACE=1 to keep "
+                                  "rank-*.trace.json beside the rank files)");
+}
+
+// The earliest recorded start over every rank (parsing each dump once more when writing keeps one
+// dump in memory at a time); 0 when none.
+uint64_t earliest_start(const std::vector<std::pair<const RankInput*, std::string>>& with_trace) {
   uint64_t origin = std::numeric_limits<uint64_t>::max();
-  std::vector<std::pair<const RankInput*, std::string>> with_trace;
-  for (const RankInput& r : job.ranks) {
-    const std::string path = trace_path_of(r.file);
-    std::ifstream probe(path);
-    if (probe) with_trace.emplace_back(&r, path);
-  }
-  if (with_trace.empty()) {
-    bool gpu = false;
-    for (const RankInput& r : job.ranks) gpu = gpu || r.data.steps.totals.gpu_busy_ns > 0;
-    // Without GPU work there is nothing TRAINTIME_TRACE=1 could have kept: never send someone who
-    // ran with it back to run with it again.
-    if (!gpu)
-      problems.push_back(out_path + ": not written: no rank ran GPU work, and the trace is a timeline of GPU "
-                                    "activities (the kernels, copies and memsets TRAINTIME_TRACE=1 keeps); traintime "
-                                    "keeps no timeline of CPU regions, only their time per step (the report's regions "
-                                    "table)");
-    else
-      problems.push_back(out_path + ": not written: no merged rank has a timeline (run with TRAINTIME_TRACE=1 to keep "
-                                    "rank-*.trace.json beside the rank files)");
-    return 0;
-  }
-  // First pass: the earliest recorded start over every rank (parsing each dump once more below
-  // keeps one dump in memory at a time).
-  {
-    std::vector<std::string> ignored;  // reported by the second pass
-    for (const auto& [rank, path] : with_trace) {
-      const std::optional<json> dump = read_trace(path, ignored);
-      if (!dump) continue;
-      const Columns c = columns_of((*dump)["columns"]);
-      for (const json& e : (*dump)["events"])
-        if (c.usable() && e.is_array()) origin = std::min(origin, u64_at(e, c.start));
-    }
-    if (origin == std::numeric_limits<uint64_t>::max()) origin = 0;
-  }
-
-  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    problems.push_back(out_path + ": cannot write the trace here (check the folder exists and is writable)");
-    return 0;
-  }
-  std::size_t written = 0;
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-  Writer w(out);
+  std::vector<std::string> ignored;  // reported by the second pass
   for (const auto& [rank, path] : with_trace) {
-    std::optional<json> dump = read_trace(path, problems);
+    const std::optional<json> dump = read_trace(path, ignored);
     if (!dump) continue;
-    const json& j = *dump;
-    const Columns c = columns_of(j["columns"]);
-    if (!c.usable()) {
-      problems.push_back(path + ": no start_ns/end_ns columns; rank left out of the trace");
-      continue;
-    }
-    const json& events = j["events"];
-    const int64_t pid = rank->data.rank;
-    w.event({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
-             {"args", {{"name", "rank " + std::to_string(pid) + " (" + rank->data.host + ")"}}}});
-    w.event({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
-
-    // Tracks: tid 1 = steps, 2.. = regions (by path), 1000.. = GPU streams (by device, stream).
-    std::map<std::pair<uint64_t, uint64_t>, int> stream_tid;
-    std::map<uint64_t, int> path_tid;
-    // [first start, last end] per step, and per (step, path).
-    std::map<uint64_t, std::pair<uint64_t, uint64_t>> step_span;
-    std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, uint64_t>> region_span;
-    auto widen = [](std::pair<uint64_t, uint64_t>& s, uint64_t a, uint64_t b, bool fresh) {
-      if (fresh) s = {a, b};
-      s.first = std::min(s.first, a);
-      s.second = std::max(s.second, b);
-    };
-    const json& paths = j.contains("paths") && j["paths"].is_object() ? j["paths"] : json::object();
-    for (const json& e : events) {
-      if (!e.is_array()) continue;
-      const uint64_t start = u64_at(e, c.start), end = std::max(start, u64_at(e, c.end));
-      const uint64_t device = u64_at(e, c.device), stream = u64_at(e, c.stream), step = u64_at(e, c.step);
-      const uint64_t path = u64_at(e, c.path), kind = u64_at(e, c.kind);
-      auto [st, fresh_stream] = stream_tid.try_emplace({device, stream}, 1000 + static_cast<int>(stream_tid.size()));
-      if (fresh_stream)
-        w.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", st->second},
-                 {"args", {{"name", "GPU " + std::to_string(device) + " stream " + std::to_string(stream)}}}});
-      std::string name = demangled(name_at(j["names"], u64_at(e, c.name)));
-      const std::string kind_name = name_at(j["kinds"], kind);
-      if (kind_name == "memcpy") name = "memcpy " + name_at(j["copy_kinds"], u64_at(e, c.copy));
-      if (kind_name == "memset") name = "memset";
-      if (name.empty()) name = kind_name.empty() ? "activity" : kind_name;
-      const std::string key = std::to_string(path);
-      const std::string path_name = path && paths.contains(key) && paths[key].is_string() ? paths[key].get<std::string>() : "";
-      json args = {{"step", step}, {"region", path_name}};
-      if (u64_at(e, c.bytes)) args["bytes"] = u64_at(e, c.bytes);
-      const std::string op = name_at(j["comm_ops"], u64_at(e, c.comm_op));
-      if (!op.empty() && op != "none") args["comm_op"] = op;
-      w.event({{"ph", "X"}, {"pid", pid}, {"tid", st->second}, {"ts", us(start, origin)},
-               {"dur", static_cast<double>(end - start) / 1000.0}, {"name", name},
-               {"cat", name_at(j["categories"], u64_at(e, c.category))}, {"args", args}});
-      auto [ss, fresh_step] = step_span.try_emplace(step);
-      widen(ss->second, start, end, fresh_step);
-      if (path) {
-        auto [rs, fresh_region] = region_span.try_emplace({step, path});
-        widen(rs->second, start, end, fresh_region);
-        if (path_tid.try_emplace(path, 2 + static_cast<int>(path_tid.size())).second)
-          w.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", path_tid[path]},
-                   {"args", {{"name", "region " + path_name}}}});
-      }
-    }
-    w.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 1}, {"args", {{"name", "steps (GPU span)"}}}});
-    for (const auto& [step, span] : step_span)
-      w.event({{"ph", "X"}, {"pid", pid}, {"tid", 1}, {"ts", us(span.first, origin)},
-               {"dur", static_cast<double>(span.second - span.first) / 1000.0}, {"name", "step " + std::to_string(step)},
-               {"cat", "step"}});
-    for (const auto& [key, span] : region_span) {
-      const std::string k = std::to_string(key.second);
-      w.event({{"ph", "X"}, {"pid", pid}, {"tid", path_tid[key.second]}, {"ts", us(span.first, origin)},
-               {"dur", static_cast<double>(span.second - span.first) / 1000.0},
-               {"name", paths.contains(k) && paths[k].is_string() ? paths[k].get<std::string>() : "region"},
-               {"cat", "region"}, {"args", {{"step", key.first}}}});
-    }
-    if (j.value("truncated", false))
-      problems.push_back(path + ": the timeline was capped while recording (events_dropped " +
-                         std::to_string(j.value("events_dropped", 0)) + "); its trace shows the first events only");
-    ++written;
+    const Columns c = columns_of((*dump)["columns"]);
+    for (const json& e : (*dump)["events"])
+      if (c.usable() && e.is_array()) origin = std::min(origin, u64_at(e, c.start));
   }
+  return origin == std::numeric_limits<uint64_t>::max() ? 0 : origin;
+}
+
+// One rank's timeline as trace events. Tracks: tid 1 = steps, 2.. = regions (by path), 1000.. =
+// GPU streams (by device, stream).
+class RankTrace {
+ public:
+  RankTrace(Writer& w, const json& dump, const Columns& c, int64_t pid, uint64_t origin)
+      : w_(w), j_(dump), c_(c), pid_(pid), origin_(origin),
+        paths_(dump.contains("paths") && dump["paths"].is_object() ? dump["paths"] : empty_) {}
+
+  void write(const std::string& host) {
+    w_.event({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_},
+              {"args", {{"name", "rank " + std::to_string(pid_) + " (" + host + ")"}}}});
+    w_.event({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid_}, {"args", {{"sort_index", pid_}}}});
+    for (const json& e : j_["events"])
+      if (e.is_array()) activity(e);
+    spans();
+  }
+
+ private:
+  static void widen(Span& s, uint64_t a, uint64_t b, bool fresh) {
+    if (fresh) s = {a, b};
+    s.first = std::min(s.first, a);
+    s.second = std::max(s.second, b);
+  }
+
+  std::string path_name(uint64_t path) const {
+    const std::string key = std::to_string(path);
+    return path && paths_.contains(key) && paths_[key].is_string() ? paths_[key].get<std::string>() : "";
+  }
+
+  int stream_track(uint64_t device, uint64_t stream) {
+    auto [st, fresh] = stream_tid_.try_emplace({device, stream}, 1000 + static_cast<int>(stream_tid_.size()));
+    if (fresh)
+      w_.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_}, {"tid", st->second},
+                {"args", {{"name", "GPU " + std::to_string(device) + " stream " + std::to_string(stream)}}}});
+    return st->second;
+  }
+
+  std::string name_of(const json& e) const {
+    std::string name = demangled(name_at(j_["names"], u64_at(e, c_.name)));
+    const std::string kind_name = name_at(j_["kinds"], u64_at(e, c_.kind));
+    if (kind_name == "memcpy") name = "memcpy " + name_at(j_["copy_kinds"], u64_at(e, c_.copy));
+    if (kind_name == "memset") name = "memset";
+    if (name.empty()) name = kind_name.empty() ? "activity" : kind_name;
+    return name;
+  }
+
+  // One GPU activity on its stream's track; its step's and region's spans widened.
+  void activity(const json& e) {
+    const uint64_t start = u64_at(e, c_.start), end = std::max(start, u64_at(e, c_.end));
+    const uint64_t step = u64_at(e, c_.step), path = u64_at(e, c_.path);
+    const int tid = stream_track(u64_at(e, c_.device), u64_at(e, c_.stream));
+    const std::string region = path_name(path);
+    json args = {{"step", step}, {"region", region}};
+    if (u64_at(e, c_.bytes)) args["bytes"] = u64_at(e, c_.bytes);
+    const std::string op = name_at(j_["comm_ops"], u64_at(e, c_.comm_op));
+    if (!op.empty() && op != "none") args["comm_op"] = op;
+    w_.event({{"ph", "X"}, {"pid", pid_}, {"tid", tid}, {"ts", us(start, origin_)},
+              {"dur", static_cast<double>(end - start) / 1000.0}, {"name", name_of(e)},
+              {"cat", name_at(j_["categories"], u64_at(e, c_.category))}, {"args", args}});
+    auto [ss, fresh_step] = step_span_.try_emplace(step);
+    widen(ss->second, start, end, fresh_step);
+    if (!path) return;
+    auto [rs, fresh_region] = region_span_.try_emplace({step, path});
+    widen(rs->second, start, end, fresh_region);
+    if (path_tid_.try_emplace(path, 2 + static_cast<int>(path_tid_.size())).second)
+      w_.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_}, {"tid", path_tid_[path]},
+                {"args", {{"name", "region " + region}}}});
+  }
+
+  // The steps' and the regions' [first start, last end].
+  void spans() {
+    w_.event({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_}, {"tid", 1}, {"args", {{"name", "steps (GPU span)"}}}});
+    for (const auto& [step, span] : step_span_)
+      w_.event({{"ph", "X"}, {"pid", pid_}, {"tid", 1}, {"ts", us(span.first, origin_)},
+                {"dur", static_cast<double>(span.second - span.first) / 1000.0}, {"name", "step " + std::to_string(step)},
+                {"cat", "step"}});
+    for (const auto& [key, span] : region_span_) {
+      const std::string k = std::to_string(key.second);
+      w_.event({{"ph", "X"}, {"pid", pid_}, {"tid", path_tid_[key.second]}, {"ts", us(span.first, origin_)},
+                {"dur", static_cast<double>(span.second - span.first) / 1000.0},
+                {"name", paths_.contains(k) && paths_[k].is_string() ? paths_[k].get<std::string>() : "region"},
+                {"cat", "region"}, {"args", {{"step", key.first}}}});
+    }
+  }
+
+  inline static const json empty_ = json::object();
+  Writer& w_;
+  const json& j_;
+  const Columns& c_;
+  const int64_t pid_;
+  const uint64_t origin_;
+  const json& paths_;
+  std::map<std::pair<uint64_t, uint64_t>, int> stream_tid_;
+  std::map<uint64_t, int> path_tid_;
+  std::map<uint64_t, Span> step_span_;                          // per step
+  std::map<std::pair<uint64_t, uint64_t>, Span> region_span_;  // per (step, path)
+};
+
+void write_metadata(std::ofstream& out, const Job& job, uint64_t origin) {
   out << "\n],\"metadata\":"
       << json({{"producer", "traintime-report"},
                {"job_id", job.job_id},
@@ -246,6 +252,47 @@ std::size_t export_trace(const Job& job, const std::string& out_path, std::vecto
                           "launched in the region, per step), 1000.. = GPU streams"}})
              .dump(-1, ' ', false, json::error_handler_t::replace)
       << "}\n";
+}
+
+}  // namespace
+
+std::size_t export_trace(const Job& job, const std::string& out_path, std::vector<std::string>& problems) {
+  std::vector<std::pair<const RankInput*, std::string>> with_trace;
+  for (const RankInput& r : job.ranks) {
+    const std::string path = trace_path_of(r.file);
+    std::ifstream probe(path);
+    if (probe) with_trace.emplace_back(&r, path);
+  }
+  if (with_trace.empty()) {
+    say_no_trace(job, out_path, problems);
+    return 0;
+  }
+  // One constant origin for every rank keeps microsecond timestamps exact in a double; ranks are
+  // never shifted against each other.
+  const uint64_t origin = earliest_start(with_trace);
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    problems.push_back(out_path + ": cannot write the trace here (check the folder exists and is writable)");
+    return 0;
+  }
+  std::size_t written = 0;
+  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  Writer w(out);
+  for (const auto& [rank, path] : with_trace) {
+    const std::optional<json> dump = read_trace(path, problems);
+    if (!dump) continue;
+    const Columns c = columns_of((*dump)["columns"]);
+    if (!c.usable()) {
+      problems.push_back(path + ": no start_ns/end_ns columns; rank left out of the trace");
+      continue;
+    }
+    RankTrace(w, *dump, c, rank->data.rank, origin).write(rank->data.host);
+    if (dump->value("truncated", false))
+      problems.push_back(path + ": the timeline was capped while recording (events_dropped " +
+                         std::to_string(dump->value("events_dropped", 0)) + "); its trace shows the first events only");
+    ++written;
+  }
+  write_metadata(out, job, origin);
   out.close();
   if (!out) {
     problems.push_back(out_path + ": write failed (disk full?)");

@@ -17,6 +17,23 @@ enum class ActivityKind : uint8_t { kKernel, kMemcpy, kMemset };
 
 enum class CopyKind : uint8_t { kNone, kHtoD, kDtoH, kDtoD, kPtoP, kOther };
 
+// The four kinds a rank file always writes (DESIGN §6), in the order it writes them.
+inline constexpr CopyKind kStandardCopyKinds[] = {CopyKind::kHtoD, CopyKind::kDtoH,
+                                                  CopyKind::kDtoD, CopyKind::kPtoP};
+
+// A copy kind as the rank file and the trace spell it; "" for kNone.
+constexpr std::string_view copy_kind_name(CopyKind k) {
+  switch (k) {
+    case CopyKind::kHtoD: return "HtoD";
+    case CopyKind::kDtoH: return "DtoH";
+    case CopyKind::kDtoD: return "DtoD";
+    case CopyKind::kPtoP: return "PtoP";
+    case CopyKind::kOther: return "Other";
+    case CopyKind::kNone: break;
+  }
+  return "";
+}
+
 // NCCL operations, spelled in the rank file as DESIGN §6 says (comm_op_name).
 enum class CommOp : uint8_t {
   kNone,

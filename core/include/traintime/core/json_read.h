@@ -29,9 +29,14 @@ namespace traintime::core::json_read {
 
 using nlohmann::json;
 
-[[noreturn]] inline void fail(const std::string& message) {
-  throw std::runtime_error("rank file: " + message);
-}
+// What rank_file_from_json throws for a document outside the contract: what() is the line
+// ("rank file: missing field ..."), `detail` the reason alone, for ReadError.
+struct SchemaError : std::runtime_error {
+  explicit SchemaError(const std::string& reason) : std::runtime_error("rank file: " + reason), detail(reason) {}
+  std::string detail;
+};
+
+[[noreturn]] inline void fail(const std::string& message) { throw SchemaError(message); }
 
 // A field's place in the document ("steps.detail[3].totals"): a chain of links on the stack,
 // spelled out only when an error names it, so reading a valid file builds no path text.

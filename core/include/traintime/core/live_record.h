@@ -110,9 +110,9 @@ void live_record_store_steps(LiveRecordHeader* h, const LiveSteps& steps) noexce
 // `fd` is the record's file. false when the write failed (the slot is then left unused).
 bool live_record_write_slot(LiveRecordHeader* h, int fd, uint64_t* file_end, const std::string& text) noexcept;
 
-// The exit_reason of a file written on (or a record left by) a terminating signal:
-// "signal SIGTERM", "signal SIGINT", "signal SIGABRT", else "signal".
-const char* signal_exit_reason(uint64_t sig);
+// The exit_reason of a file written on (or a record left by) a terminating signal: kSigterm,
+// kSigint, kSigabrt, else kSignal. Async-signal-safe.
+ExitReason signal_exit_reason(uint64_t sig);
 
 // True when `bytes` starts like a record (the reader's dispatch).
 bool is_live_record(const std::string& bytes);
@@ -120,7 +120,8 @@ bool is_live_record(const std::string& bytes);
 // The whole record at `path` into *bytes, read consistently against a writer (the header's
 // sequence words before and after; a block that moved is read again, up to a few times within
 // about 20 ms, then marked in *bytes as being written, so rank_file_from_live_record skips it).
-// false with *error = "<path>: <reason>" when the file cannot be read. errno is preserved.
+// false with *error = the reason alone ("cannot open: ...", "read failed": the caller names the
+// file) when the file cannot be read. errno is preserved.
 bool read_live_record(const std::string& path, std::string* bytes, std::string* error);
 
 // The record's rank file: the newest complete slot, its steps brought up to the header's

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <memory>
 #include <vector>
@@ -118,6 +119,14 @@ const ModuleFormat* find_module_format(std::string_view name);
 inline uint64_t counter(const ModuleCounters& all, std::string_view key) {
   const auto it = all.counters.find(std::string(key));
   return it == all.counters.end() ? 0 : it->second;
+}
+
+// The same by the counter's table and enum, as Section::count counts it: a message names the
+// other counters it reads this way, never by a key spelled again.
+template <std::size_t N, class E>
+uint64_t counter(const ModuleCounters& all, const CounterSpec (&table)[N], E c) {
+  static_assert(std::is_enum_v<E>, "a counter is named by its table's enum");
+  return counter(all, table[static_cast<std::size_t>(c)].key);
 }
 
 // The warning a signal-time summary states when it used its module's last published figures

@@ -345,6 +345,36 @@ inline std::optional<GpuCapture> gpu_capture_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+// Why the rank file was written (rank file `exit_reason`): the process exited; it was stopped by a
+// terminating signal (SIGTERM, SIGINT, SIGABRT, or another); a periodic snapshot; the hang
+// watchdog's suspected-hang file; or, read from a record (rank-*.live) that no handler finished, the
+// process was killed. kOther: a word this reader does not know (a newer writer's), kept as written
+// in RankIdentity::exit_reason_text; kNone: the field was empty. The names appear only where the
+// rank file is read or written.
+enum class ExitReason : uint8_t {
+  kNone, kExit, kSnapshot, kSuspectedHang, kKilled, kSigterm, kSigint, kSigabrt, kSignal, kOther
+};
+inline constexpr std::string_view kExitReasonNames[] = {
+    "", "exit", "snapshot", "suspected hang", "killed", "signal SIGTERM", "signal SIGINT", "signal SIGABRT",
+    "signal", ""};
+// kOther has no name of its own: its text is the file's (RankIdentity::exit_reason_text).
+constexpr std::string_view exit_reason_name(ExitReason r) { return kExitReasonNames[static_cast<std::size_t>(r)]; }
+// Any name but "" (kNone); kOther for a word not known here.
+inline ExitReason exit_reason_from_name(std::string_view name) {
+  for (std::size_t i = 0; i + 1 < std::size(kExitReasonNames); ++i)
+    if (kExitReasonNames[i] == name) return static_cast<ExitReason>(i);
+  return ExitReason::kOther;
+}
+// Ended by a terminating signal, whether or not the signal is known.
+constexpr bool signal_exit(ExitReason r) {
+  return r == ExitReason::kSigterm || r == ExitReason::kSigint || r == ExitReason::kSigabrt || r == ExitReason::kSignal;
+}
+// The signal's name ("SIGTERM"); "" for another signal or another reason.
+constexpr std::string_view exit_signal_name(ExitReason r) {
+  const std::string_view name = exit_reason_name(r);
+  return signal_exit(r) && name.size() > 7 ? name.substr(7) : std::string_view();
+}
+
 // One module's typed counters (rank file modules.<name>.counters): {key, count}, every key the
 // module counts, zero or not, so a reader can sum a key across ranks and tell "none" from "not
 // measured". Each warning of the module is formatted from one of these (core/section.h).
@@ -442,7 +472,12 @@ struct RankIdentity {
   std::string host;
   int64_t pid = 0;
   bool snapshot = false;
-  std::string exit_reason;  // "exit", "signal SIGTERM", "snapshot", ...
+  ExitReason exit_reason = ExitReason::kNone;
+  std::string exit_reason_text;  // kOther: the reason as the file wrote it; else empty
+  // The rank file's exit_reason: its name, or the text of a reason not known here.
+  std::string exit_reason_written() const {
+    return exit_reason == ExitReason::kOther ? exit_reason_text : std::string(exit_reason_name(exit_reason));
+  }
   uint64_t start_unix_ns = 0;
   uint64_t end_unix_ns = 0;
 };
@@ -469,7 +504,7 @@ struct RankFile : RankIdentity {
   Steps steps;
   std::vector<CommRow> comm;
   std::vector<Communicator> communicators;
-  std::map<std::string, MemcpyStat> memcpy;  // HtoD, DtoH, DtoD, PtoP
+  std::map<CopyKind, MemcpyStat> memcpy;  // kStandardCopyKinds, named by copy_kind_name
   uint64_t dropped_records = 0;
   CaptureStats capture_stats;  // omitted from the file when !present
   // What each module counted (rank file `modules`), by module name: written by the module's

@@ -40,19 +40,42 @@ nlohmann::json parse_rank_file_json(const char* begin, const char* end);
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error);  // kCreateNew
 bool write_rank_file(const std::string& path, const RankFile& f, std::string* error, WriteMode mode);
 
-// nullopt with *error = "<path>: <reason>" when the file cannot be read, is not JSON (e.g.
-// truncated) or does not follow the schema. errno is preserved. Reads the always-current record
-// (core/live_record.h) as well. Parses with simdjson: defined in traintime_core_read (core/src/
-// rank_file_read.cpp), which links libsimdjson; libtraintime.so, which must not, uses the two
-// functions below instead.
+// Why a rank file was not read: what went wrong, the file, and the reason alone. A caller that
+// lists problems by file (traintime-report) takes `detail`; read_error_line is the one line.
+struct ReadError {
+  enum class Kind : uint8_t {
+    kUnreadable,    // cannot open or read the file
+    kNotJson,       // not JSON: truncated or corrupt text, a number no type holds
+    kDuplicateKey,  // a key named twice in one object
+    kSchema,        // not the contract: a field missing or of the wrong type, another schema
+    kBadRecord,     // a record (core/live_record.h) that cannot be decoded
+  };
+  Kind kind = Kind::kUnreadable;
+  std::string file;
+  std::string detail;  // e.g. `missing field "memcpy.PtoP"`, `cannot open: No such file or directory`
+};
+
+// "<file>: <detail>", a schema refusal's detail after "rank file: " (what rank_file_from_json
+// throws): the line a reader that keeps only text reports.
+std::string read_error_line(const ReadError& e);
+
+// nullopt with *error set when the file cannot be read, is not JSON (e.g. truncated) or does not
+// follow the schema. errno is preserved. Reads the always-current record (core/live_record.h) as
+// well. Parses with simdjson: defined in traintime_core_read (core/src/rank_file_read.cpp),
+// which links libsimdjson; libtraintime.so, which must not, uses the functions below instead.
+std::optional<RankFile> read_rank_file(const std::string& path, ReadError* error);
+// The same, with *error = read_error_line of the failure.
 std::optional<RankFile> read_rank_file(const std::string& path, std::string* error);
 
-// The whole file into *bytes; false with *error = "<path>: cannot open: <reason>" or
-// "<path>: read failed". errno is preserved.
+// The whole file into *bytes; false with *error (kUnreadable: "cannot open: <reason>" or
+// "read failed") otherwise. errno is preserved.
+bool read_file_bytes(const std::string& path, std::string* bytes, ReadError* error);
 bool read_file_bytes(const std::string& path, std::string* bytes, std::string* error);
 
-// read_rank_file on bytes already read, through nlohmann::json: the same reader and messages,
+// read_rank_file on bytes already read, through nlohmann::json: the same reader and errors,
 // without simdjson's speed.
+std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
+                                            ReadError* error);
 std::optional<RankFile> rank_file_from_text(const std::string& path, const std::string& bytes,
                                             std::string* error);
 

@@ -107,7 +107,7 @@ struct GpuSummary {
   std::string steps_source = "marker";
   StepDetection steps_detection;
   uint64_t steps_count = 0;
-  std::map<std::string, MemcpyStat> memcpy;  // CopyKind names with activity or standard
+  std::map<CopyKind, MemcpyStat> memcpy;  // the standard kinds and any other with activity
   // GPU time of NCCL work per (communicator, op). comm_index is the CommCallTable index,
   // kUnregistered for an interposed call on a communicator the table does not know (size 0), or
   // kByName for kernels found by name only (no interposition: bytes unknown).
