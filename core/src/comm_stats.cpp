@@ -1,9 +1,17 @@
 #include "traintime/core/comm_stats.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <new>
 
 namespace traintime::core {
+
+std::string communicator_id(uint64_t stable_id) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, stable_id);
+  return text;
+}
 
 double busbw_factor(CommOp op, uint32_t n) {
   if (n == 0) return 0.0;

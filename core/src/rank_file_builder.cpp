@@ -5,20 +5,12 @@
 
 #include <algorithm>
 #include <array>
-#include <cinttypes>
-#include <cstdio>
 #include <map>
 #include <unordered_map>
 #include <utility>
 
 namespace traintime::core {
 namespace {
-
-std::string hex_id(uint64_t id) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016" PRIx64, id);
-  return text;
-}
 
 void add_regions(RankFile& f, const CpuSummary& cpu, const GpuSummary& gpu) {
   f.regions = cpu.regions;
@@ -142,7 +134,7 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
   std::map<uint32_t, Communicator> comms;
   for (const CommCallTable::CommSnapshot& cs : comm.calls.comms) {
     Communicator& c = comms[cs.index];
-    c.id = hex_id(cs.stable_id);
+    c.id = communicator_id(cs.stable_id);
     c.size = cs.size;
     c.rank = cs.rank;
     c.ops_enqueued = cs.ops_enqueued;
@@ -156,7 +148,7 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
     Communicator& c = it->second;
     if (fresh) {
       const CommCallTable::CommSnapshot* cs = comm.calls.find(ring.comm_index);
-      c.id = hex_id(cs != nullptr ? cs->stable_id : 0);
+      c.id = communicator_id(cs != nullptr ? cs->stable_id : 0);
     }
     c.ops_completed = ring.ops_completed;
     c.recent = ring.recent;
@@ -178,16 +170,6 @@ void add_communicators(RankFile& f, const GpuSummary& gpu, const CommSummary& co
       for (const CommCallTable::CommSnapshot::Enqueued& e : cs.recent_enqueued)
         if (e.seq > c.ops_completed) c.in_flight.push_back({e.seq, e.op, e.bytes});
     }
-  }
-  f.proxy_steps = comm.proxy_steps;
-  for (const auto& [index, row] : comm.proxy_progress) {
-    ProxyProgress p = row;
-    if (index != CommCallTable::kNoComm) {
-      const auto it = comms.find(index);
-      const CommCallTable::CommSnapshot* cs = comm.calls.find(index);
-      p.communicator = it != comms.end() ? it->second.id : hex_id(cs != nullptr ? cs->stable_id : 0);
-    }
-    f.proxy_progress.push_back(std::move(p));
   }
   for (auto& [index, c] : comms) f.communicators.push_back(std::move(c));
   for (const CpuCollectives::Group& g : comm.cpu.groups) {

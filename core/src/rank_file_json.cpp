@@ -262,28 +262,6 @@ json threads_json(const std::vector<ThreadSnapshot>& threads) {
   return out;
 }
 
-// proxy_progress (docs/schema.md): a figure not measured is absent (n/a, never 0).
-json proxy_progress_json(const std::vector<ProxyProgress>& rows) {
-  json out = json::array();
-  for (const ProxyProgress& p : rows) {
-    json row = {{"communicator", p.communicator}, {"rank", p.rank},     {"channel", p.channel},
-                {"peer", p.peer},                 {"direction", p.direction}, {"state", p.state},
-                {"source", p.source},             {"since_ns", p.since_ns}, {"idle_ns", p.idle_ns}};
-    if (p.op != CommOp::kUnknown) row["op"] = comm_op_name(p.op);
-    if (p.pxn) row["pxn"] = true;
-    const auto known = [&row](const char* key, uint64_t v) {
-      if (v != ProxyProgress::kUnknown) row[key] = v;
-    };
-    known("nccl_seq", p.nccl_seq);
-    known("steps_total", p.steps_total);
-    known("steps_posted", p.steps_posted);
-    known("steps_done", p.steps_done);
-    known("bytes_done", p.bytes_done);
-    out.push_back(std::move(row));
-  }
-  return out;
-}
-
 // self_cost (docs/schema.md): a row's estimate is absent when it is not measured (n/a, never 0).
 json self_cost_json(const SelfCost& c) {
   json threads = json::array();
@@ -587,36 +565,6 @@ std::vector<ThreadSnapshot> threads_from(const J& top) {
   return out;
 }
 
-template <class J>
-std::vector<ProxyProgress> proxy_progress_from(const J& top) {
-  std::vector<ProxyProgress> out;
-  const Path rows_w = "proxy_progress";
-  each_in_opt_array(top, "proxy_progress", Path(), [&](std::size_t i, const J& pj) {
-    const Path pw = indexed(rows_w, i);
-    expect_object(pj, pw);
-    ProxyProgress p;
-    p.communicator = str(pj, "communicator", pw);
-    p.rank = static_cast<int32_t>(i64(pj, "rank", pw));
-    p.channel = u32(pj, "channel", pw);
-    p.peer = static_cast<int32_t>(i64(pj, "peer", pw));
-    p.direction = str(pj, "direction", pw);
-    p.state = str(pj, "state", pw);
-    p.source = str(pj, "source", pw);
-    p.since_ns = u64(pj, "since_ns", pw);
-    p.idle_ns = u64(pj, "idle_ns", pw);
-    p.op = comm_op_from_name(opt_str(pj, "op", pw, "unknown"));
-    p.pxn = opt_bool(pj, "pxn", pw, false);
-    constexpr uint64_t u = ProxyProgress::kUnknown;
-    p.nccl_seq = opt_u64(pj, "nccl_seq", pw, u);
-    p.steps_total = opt_u64(pj, "steps_total", pw, u);
-    p.steps_posted = opt_u64(pj, "steps_posted", pw, u);
-    p.steps_done = opt_u64(pj, "steps_done", pw, u);
-    p.bytes_done = opt_u64(pj, "bytes_done", pw, u);
-    out.push_back(std::move(p));
-  });
-  return out;
-}
-
 // modules: {"<name>": {"version": n, "counters": {"<key>": count, ...}}, ...}; optional (added
 // with the module sections), and so is each module's version and counters object.
 template <class J>
@@ -822,8 +770,6 @@ RankFile rank_file_from(const J& j) {
     f.warnings.push_back(as_string(warning, indexed("warnings", i)));
   });
   f.threads = threads_from(j);
-  f.proxy_progress = proxy_progress_from(j);
-  f.proxy_steps = opt_str(j, "proxy_steps", w, "");
   f.memory = memory_from(j, Path());
   f.self_cost = self_cost_from(j);
   return f;
@@ -876,8 +822,6 @@ json rank_file_to_json(const RankFile& f) {
              {"dropped_records", f.dropped_records},
              {"warnings", f.warnings}};
   if (!f.threads.empty()) out["threads"] = threads_json(f.threads);  // optional, omitted when empty
-  if (!f.proxy_progress.empty()) out["proxy_progress"] = proxy_progress_json(f.proxy_progress);  // optional
-  if (!f.proxy_steps.empty()) out["proxy_steps"] = f.proxy_steps;  // optional: the plugin was registered
   if (f.memory.present) out["memory"] = memory_json(f.memory);  // optional
   if (f.self_cost.present) out["self_cost"] = self_cost_json(f.self_cost);  // optional
   // Each module's data section, by its own writer (DataSectionFormat::write), and modules.<name>

@@ -3,11 +3,13 @@
 // interface, nccl_interposer.h) are here too: they own the registry's lifetime.
 #include "traintime/core/module.h"
 #include "traintime/nccl/nccl_format.h"
+#include "traintime/nccl/proxy_progress_section.h"
 #include "nccl_registry.h"
 
 #include <nccl.h>
 
 #include <array>
+#include <memory>
 #include <atomic>
 #include <cerrno>
 #include <mutex>
@@ -146,6 +148,27 @@ void note_first_counted_call() noexcept {
 }
 core::CommCallTable& call_table() noexcept { return *reg().table; }
 
+namespace {
+
+// The module's data section (proxy_progress_section.h): the plugin's rows, each named by its
+// communicator's id as communicators[].id names it (a PXN op, of another process, by none).
+std::shared_ptr<const ProxyProgressSection> proxy_progress_section(proxy::Summary progress,
+                                                                   const core::CommCallTable::Snapshot& calls) {
+  auto out = std::make_shared<ProxyProgressSection>();
+  out->proxy_steps = std::string(progress.mode);
+  out->rows.reserve(progress.rows.size());
+  for (auto& [index, row] : progress.rows) {
+    if (index != core::CommCallTable::kNoComm) {
+      const core::CommCallTable::CommSnapshot* cs = calls.find(index);
+      row.communicator = core::communicator_id(cs != nullptr ? cs->stable_id : 0);
+    }
+    out->rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace
+
 core::CommSummary summary() {
   core::CommSummary out;
   Registry& r = reg();
@@ -153,14 +176,13 @@ core::CommSummary summary() {
   core::Section& sec = out.section;
   sec.count(kCounters, Counter::missing_real, g_missing_real.load(std::memory_order_relaxed));
   plugin::add_to_summary(sec);
-  if (plugin::inits() > 0) {  // what the plugin saw of the channels in flight (proxy_progress.h)
-    proxy::Summary progress = proxy::summary(sec);
-    out.proxy_progress = std::move(progress.rows);
-    out.proxy_steps = std::string(progress.mode);
-  }
+  proxy::Summary progress;
+  const bool plugin_registered = plugin::inits() > 0;
+  if (plugin_registered) progress = proxy::summary(sec);  // the channels in flight (proxy_progress.h)
   cost_into(sec);
   sec.own_memory("call table", r.table->bytes());
   out.calls = r.table->snapshot();
+  if (plugin_registered) sec.data = proxy_progress_section(std::move(progress), out.calls);
   plugin::add_kernel_ch_times(out.kernel_ch);
   if (out.calls.comms.empty()) return out;
   sec.count(kCounters, Counter::unregistered, r.unregistered.load(std::memory_order_relaxed));

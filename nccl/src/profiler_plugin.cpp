@@ -345,7 +345,7 @@ Handle* new_handle(uint64_t type, Context* c, void* theirs, Handle* slot = nullp
   h->their = theirs;
   h->row = proxy::kNone;
   h->op = static_cast<uint8_t>(core::CommOp::kUnknown);
-  h->seq = core::ProxyProgress::kUnknown;
+  h->seq = ProxyProgress::kUnknown;
   h->bytes = 0;
   h->place = kernel_ch::Place{};
   h->channel_start = 0;
@@ -389,7 +389,7 @@ Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
       const bool pxn = c == nullptr;
       const uint32_t comm = pxn ? 0 : c->progress_comm.load(std::memory_order_relaxed);
       const uint8_t op = pxn || !parent ? static_cast<uint8_t>(core::CommOp::kUnknown) : parent->op;
-      const uint64_t seq = pxn || !parent ? core::ProxyProgress::kUnknown : parent->seq;
+      const uint64_t seq = pxn || !parent ? ProxyProgress::kUnknown : parent->seq;
       row = proxy::start_op(comm, d.rank, op, seq, d.proxy_op.channel_id, d.proxy_op.peer, d.proxy_op.n_steps,
                             d.proxy_op.is_send != 0, pxn);
       if (row != proxy::kNone) slot = &g_row_handles[row - 1];
@@ -406,7 +406,7 @@ Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
     case np::kKernelCh:
       row = proxy::start_kernel_channel(c->progress_comm.load(std::memory_order_relaxed), d.rank,
                                         parent ? parent->op : static_cast<uint8_t>(core::CommOp::kUnknown),
-                                        parent ? parent->seq : core::ProxyProgress::kUnknown, d.kernel_ch.channel_id);
+                                        parent ? parent->seq : ProxyProgress::kUnknown, d.kernel_ch.channel_id);
       if (row != proxy::kNone) slot = &g_row_handles[row - 1];
       break;
     default: break;

@@ -213,7 +213,7 @@ Summary summary(core::Section& section) {
   const uint64_t now = now_ns();
   for (const Row& r : g_rows) {
     if (r.live.load(std::memory_order_acquire) == 0) continue;
-    core::ProxyProgress p;
+    ProxyProgress p;
     const auto kind = static_cast<Kind>(r.kind.load(kRelaxed));
     p.direction = kind == Kind::kSend ? "send" : kind == Kind::kRecv ? "recv" : "kernel";
     p.rank = r.rank.load(kRelaxed);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "traintime/core/rank_file.h"
+#include "traintime/nccl/proxy_progress_section.h"
 #include "traintime/core/section.h"
 
 namespace traintime::nccl::proxy {
@@ -70,7 +71,7 @@ void stop_kernel_channel(uint32_t row) noexcept;
 // The rows in flight now (rank file proxy_progress, each with its communicator's call-table
 // index or CommCallTable::kNoComm), the mode as applied, and the counters of the nccl section.
 struct Summary {
-  std::vector<std::pair<uint32_t, core::ProxyProgress>> rows;
+  std::vector<std::pair<uint32_t, ProxyProgress>> rows;
   std::string_view mode;
 };
 Summary summary(core::Section& section);

@@ -16,7 +16,7 @@ namespace {
 
 namespace np = traintime::nccl_profiler;
 namespace proxy = traintime::nccl::proxy;
-using traintime::core::ProxyProgress;
+using traintime::nccl::ProxyProgress;
 
 std::vector<std::pair<uint32_t, ProxyProgress>> rows_now() {
   traintime::core::Section section("nccl");

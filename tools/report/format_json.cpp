@@ -178,9 +178,9 @@ void add_hangs(const Report& r, json& out) {
                          {"last_op", m.last_op}, {"doing", m.doing}});
     // Inside it, per rank, channel and peer (docs/report.md): a figure not measured is null.
     json progress = json::array();
-    const auto known = [](uint64_t v) { return v == core::ProxyProgress::kUnknown ? json(nullptr) : json(v); };
+    const auto known = [](uint64_t v) { return v == nccl::ProxyProgress::kUnknown ? json(nullptr) : json(v); };
     for (const ChannelProgress& c : h.progress.rows) {
-      const core::ProxyProgress& p = c.row;
+      const nccl::ProxyProgress& p = c.row;
       progress.push_back({{"rank", c.rank}, {"channel", p.channel}, {"peer", p.peer >= 0 ? json(p.peer) : json(nullptr)},
                           {"direction", p.direction}, {"state", p.state}, {"steps_done", known(p.steps_done)},
                           {"steps_posted", known(p.steps_posted)}, {"steps_total", known(p.steps_total)},

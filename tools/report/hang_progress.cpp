@@ -9,9 +9,9 @@
 namespace traintime::report {
 namespace {
 
-constexpr uint64_t kUnknown = core::ProxyProgress::kUnknown;
+constexpr uint64_t kUnknown = nccl::ProxyProgress::kUnknown;
 
-bool network(const core::ProxyProgress& p) { return p.direction != "kernel"; }
+bool network(const nccl::ProxyProgress& p) { return p.direction != "kernel"; }
 
 std::string seconds(uint64_t ns) {
   char b[32];
@@ -21,17 +21,19 @@ std::string seconds(uint64_t ns) {
 
 }  // namespace
 
-std::vector<core::ProxyProgress> rows_of_hung(const core::RankFile& f, const std::string& communicator,
+std::vector<nccl::ProxyProgress> rows_of_hung(const core::RankFile& f, const std::string& communicator,
                                               const std::string& op) {
   // NCCL numbers each op type of a communicator on its own, from 0: the hung one is the oldest
   // of its type in flight; a collective of another type there is counted only when `op` is not
   // known.
+  const nccl::ProxyProgressSection* section = nccl::proxy_progress(f);
+  if (section == nullptr) return {};
   uint64_t oldest = kUnknown;
-  for (const core::ProxyProgress& p : f.proxy_progress)
+  for (const nccl::ProxyProgress& p : section->rows)
     if (p.communicator == communicator && !p.pxn && (op.empty() || op == core::comm_op_name(p.op)))
       oldest = std::min(oldest, p.nccl_seq);
-  std::vector<core::ProxyProgress> out;
-  for (const core::ProxyProgress& p : f.proxy_progress)
+  std::vector<nccl::ProxyProgress> out;
+  for (const nccl::ProxyProgress& p : section->rows)
     if (p.communicator == communicator && !p.pxn && (op.empty() || op == core::comm_op_name(p.op)) &&
         p.nccl_seq == oldest)
       out.push_back(p);
@@ -44,8 +46,8 @@ std::string HangProgress::detail() const {
   return out.empty() ? "none" : out;
 }
 
-void add_rank_progress(HangProgress& p, int64_t rank, std::vector<core::ProxyProgress> rows) {
-  for (core::ProxyProgress& r : rows) {
+void add_rank_progress(HangProgress& p, int64_t rank, std::vector<nccl::ProxyProgress> rows) {
+  for (nccl::ProxyProgress& r : rows) {
     p.sources.insert(r.source);
     ChannelProgress c;
     c.rank = rank;
@@ -64,7 +66,7 @@ void add_rank_progress(HangProgress& p, int64_t rank, std::vector<core::ProxyPro
 namespace {
 
 std::string row_line(const ChannelProgress& c) {
-  const core::ProxyProgress& r = c.row;
+  const nccl::ProxyProgress& r = c.row;
   std::string s = "rank " + std::to_string(c.rank) + " channel " + std::to_string(r.channel);
   if (!network(r)) return s + ": kernel channel never finished (running for " + seconds(r.idle_ns) + ")";
   s += r.direction == "send" ? " send to rank " : " recv from rank ";

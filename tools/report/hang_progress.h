@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "traintime/core/rank_file.h"
+#include "traintime/nccl/proxy_progress_section.h"
 
 namespace traintime::report {
 
 // One channel of a hung collective on one rank (a row of the rank's proxy_progress).
 struct ChannelProgress {
   int64_t rank = 0;
-  core::ProxyProgress row;
+  nccl::ProxyProgress row;
   bool stopped_short = false;  // it moved part of its steps, then stopped (steps known)
 };
 
@@ -33,11 +34,11 @@ struct HangProgress {
 
 // The rows of the collective `op` (CommOp name) a rank's file shows in flight on communicator
 // `communicator`: the oldest NCCL seq of that op there (what follows it queues behind it).
-std::vector<core::ProxyProgress> rows_of_hung(const core::RankFile& f, const std::string& communicator,
+std::vector<nccl::ProxyProgress> rows_of_hung(const core::RankFile& f, const std::string& communicator,
                                               const std::string& op);
 
 // Adds a rank's rows to `p` (keeping the order above).
-void add_rank_progress(HangProgress& p, int64_t rank, std::vector<core::ProxyProgress> rows);
+void add_rank_progress(HangProgress& p, int64_t rank, std::vector<nccl::ProxyProgress> rows);
 
 // One line per row, at most `max` (then one line counting the rest): "rank 0 channel 3 send to
 // rank 1: 2 of 8 steps done (128.0 KiB), 8 posted; in send_wait for 41.2 s".

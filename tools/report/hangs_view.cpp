@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "traintime/nccl/proxy_progress_section.h"
+
 namespace traintime::report::views {
 namespace {
 
@@ -126,7 +128,7 @@ bool has_hang_data(const Job& job) {
     if (!r.data.threads.empty()) return true;
     for (const core::Communicator& c : r.data.communicators)
       if (!c.in_flight.empty()) return true;
-    if (!r.data.proxy_progress.empty()) return true;
+    if (const nccl::ProxyProgressSection* p = nccl::proxy_progress(r.data); p && !p->rows.empty()) return true;
   }
   return false;
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "traintime/core/activity.h"
@@ -32,6 +33,10 @@ namespace traintime::core {
 // For n == 1 the formulas give 0 for the (n−1)/n family, as nccl-tests prints, and 1 for the
 // rest; with one rank NCCL moves no data between GPUs, so treat busbw as meaningless there.
 double busbw_factor(CommOp op, uint32_t n);
+
+// A communicator's stable id (CommCallTable::stable_id) as the rank file names it
+// (communicators[].id, proxy_progress[].communicator): 16 lower-case hex digits.
+std::string communicator_id(uint64_t stable_id);
 
 // Power-of-two message-size histogram: bucket 0 holds 0-byte calls, bucket b ≥ 1 holds bytes in
 // [2^(b−1), 2^b); the last bucket is open-ended.

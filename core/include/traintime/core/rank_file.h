@@ -268,30 +268,6 @@ struct Communicator {
   bool cpu_clock = false;
 };
 
-// Where one channel of a collective in flight had got to, from NCCL's profiler plugin events
-// (hang forensics, docs/schema.md `proxy_progress`): a network transfer with one peer in one
-// direction (ProxyOp, with ProxyStep when it was on), or a kernel channel that had not finished
-// (intra-node transports have no proxy: KernelCh only).
-struct ProxyProgress {
-  static constexpr uint64_t kUnknown = ~uint64_t{0};  // not measured: absent from the file
-  std::string communicator;  // Communicator::id; empty for a PXN op (another process's, below)
-  uint64_t nccl_seq = kUnknown;  // NCCL's seqNumber of its collective (per op type), when known
-  CommOp op = CommOp::kUnknown;  // the collective's, when known
-  int32_t rank = -1;     // the rank whose operation it is (a PXN op: another process's rank)
-  uint32_t channel = 0;
-  int32_t peer = -1;     // -1: a kernel channel (no peer)
-  std::string direction;  // "send", "recv" or "kernel"
-  std::string state;      // the state it waits in (docs/schema.md)
-  std::string source;     // "proxy_step" (bytes known), "proxy_op" or "kernel_channel"
-  bool pxn = false;       // a ProxyOp of another process, progressed by this process's proxy
-  uint64_t steps_total = kUnknown;  // the op's network steps (ProxyOp nSteps)
-  uint64_t steps_posted = kUnknown;
-  uint64_t steps_done = kUnknown;
-  uint64_t bytes_done = kUnknown;
-  uint64_t since_ns = 0;  // CLOCK_MONOTONIC when it entered `state` (it has not moved since)
-  uint64_t idle_ns = 0;   // how long before the file was written that was
-};
-
 // What one application thread was inside when the file was written (hang forensics).
 struct ThreadSnapshot {
   uint64_t tid = 0;
@@ -512,11 +488,6 @@ struct RankFile : RankIdentity {
   std::map<std::string, ModuleCounters> modules;
   std::vector<std::string> warnings;
   std::vector<ThreadSnapshot> threads;  // empty (and omitted from the file) when not recorded
-  // Channels of collectives in flight (NCCL profiler plugin), at most kMaxProxyProgress rows;
-  // empty and omitted when none. proxy_steps: TRAINTIME_NCCL_PROXY_STEPS ("auto", "on", "off"),
-  // empty when the plugin was not registered.
-  std::vector<ProxyProgress> proxy_progress;
-  std::string proxy_steps;
   // Each module's data section, by module name (ModuleData): written by the module's format,
   // read back by it; absent when the module had nothing (nvml: no CUDA in the process).
   std::map<std::string, std::shared_ptr<const ModuleData>> module_data;

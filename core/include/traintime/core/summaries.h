@@ -148,11 +148,6 @@ struct CommSummary {
   // The collectives traintime.torch recorded on the CPU (gloo, MPI process groups), with their
   // own section: communicators[] with "clock": "cpu" and comm[] rows with a backend.
   CpuCollectives::Summary cpu;
-  // NCCL profiler plugin: the channels of collectives in flight, each with the call-table index
-  // of its communicator (CommCallTable::kNoComm: not known, a PXN op), and
-  // TRAINTIME_NCCL_PROXY_STEPS as the plugin applied it (empty: not registered).
-  std::vector<std::pair<uint32_t, ProxyProgress>> proxy_progress;
-  std::string proxy_steps;
 };
 
 struct HealthSummary {
