@@ -42,9 +42,12 @@ bool wanted() noexcept;
 
 // Where a task's channels are accumulated: a kernel slot and the task's place in it. serial 0:
 // not tracked.
+// Trivial (no member initialisers: take one as `Place{}`), so the plugin's static event-handle
+// tables that hold one need no constructor run at load: a process that never loads NCCL never
+// touches their pages (the inert-process budget).
 struct Place {
-  uint64_t serial = 0;
-  uint32_t member = 0;
+  uint64_t serial;
+  uint32_t member;
 };
 
 // The Group event's start: a kernel whose tasks follow. Returns its serial (0: not tracked).

@@ -596,8 +596,6 @@ const Call* current_call() noexcept {
   return &t.call;
 }
 
-bool in_interposed_call() noexcept { return t_nccl.call_active; }
-uint32_t interposed_comm_id() noexcept { return t_nccl.call_active ? t_nccl.call.comm_id : 0; }
 const Call* interposed_call() noexcept { return t_nccl.call_active ? &t_nccl.call : nullptr; }
 uint64_t next_group_id() noexcept { return g_next_group.fetch_add(1, std::memory_order_relaxed) + 1; }
 

@@ -233,6 +233,13 @@ void enter_for_task(Context* c, const Call& call, const char* func) {
   j.number.store(n, std::memory_order_release);
 }
 
+// An API event's call (the wrapper's or the plugin's own): entered for its task event, and the
+// communicator its proxy and kernel-channel rows name (proxy_progress).
+void api_call(Context* c, const Call& call, const char* func) {
+  enter_for_task(c, call, func);
+  c->progress_comm.store(call.comm_id, std::memory_order_relaxed);
+}
+
 // The call of a task event: NCCL's number of it within its type (coll.seqNumber; p2p: counted).
 Call call_of_task(Context* c, const char* func, bool p2p, uint64_t seq_number) {
   const core::CommOp op = op_of(func);
@@ -440,7 +447,7 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   // The kinds the rank file reports (one locked add per collective each, not per event).
   if (ours && (d.type == np::kColl || d.type == np::kCollApi))
     g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
-  kernel_ch::Place place;
+  kernel_ch::Place place{};
   uint64_t channel_start = 0;
   switch (d.type) {
     case np::kKernelLaunch:
@@ -455,12 +462,12 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
       }
       break;
     case np::kCollApi:
-      if (c->nccl_version >= 5) enter_for_task(c, count_call(c, d.coll_api.func, d.coll_api.count, d.coll_api.datatype), d.coll_api.func);
-      refresh_mask(c);  // the chained plugin may have changed its mask
+      if (c->nccl_version >= 5) api_call(c, count_call(c, d.coll_api.func, d.coll_api.count, d.coll_api.datatype), d.coll_api.func);
+      refresh_mask(c);  // the chained plugin may have changed its mask; ProxyStep may have been switched
       break;
     case np::kP2pApi:
-      if (c->nccl_version >= 5) enter_for_task(c, count_call(c, d.p2p_api.func, d.p2p_api.count, d.p2p_api.datatype), d.p2p_api.func);
-      refresh_mask(c);  // ProxyStep may have been switched
+      if (c->nccl_version >= 5) api_call(c, count_call(c, d.p2p_api.func, d.p2p_api.count, d.p2p_api.datatype), d.p2p_api.func);
+      refresh_mask(c);
       break;
     case np::kGroupApi: refresh_mask(c); break;
     case np::kGroup:
@@ -473,6 +480,7 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
       const Call call = c->nccl_version >= 5 ? call_of_task(c, func, p2p, d.coll.seq_number)
                         : p2p ? count_call(c, func, d.p2p.count, d.p2p.datatype)
                               : count_call(c, func, d.coll.count, d.coll.datatype);
+      if (c->nccl_version < 5) c->progress_comm.store(call.comm_id, std::memory_order_relaxed);
       if (mask & np::kKernelCh) {
         void* group = p2p ? d.p2p.parent_group : d.coll.parent_group;
         // v4 has no parent group: its task events' parent is the Group event.
@@ -488,9 +496,6 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
       break;
     default: break;
   }
-  if (d.type == np::kCollApi || d.type == np::kP2pApi || (c->nccl_version < 5 && (d.type == np::kColl || d.type == np::kP2p)))
-    c->progress_comm.store(in_interposed_call() ? interposed_comm_id() : c->comm_id.load(std::memory_order_relaxed),
-                           std::memory_order_relaxed);
   const bool progress = np::nccl_starts(d.type, static_cast<uint64_t>(proxy::mask_bits()));
   if (!ours && !theirs && !progress) return ncclSuccess;
   Handle* h = open_handle(c, d, theirs);

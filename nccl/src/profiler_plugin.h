@@ -29,13 +29,9 @@
 #include "traintime/nccl/profiler_plugin_api.h"
 
 namespace traintime::nccl {
-// Whether this thread is inside an interposed NCCL call (nccl_wrappers.cpp): its calls are
-// counted there, not from the plugin's events. No side effect (unlike current_call()).
-bool in_interposed_call() noexcept;
-// The communicator (table index + 1) of that call, 0 when none or unregistered.
-uint32_t interposed_comm_id() noexcept;
-// That call (as the wrapper counted it: seq 0 when captured into a graph), else nullptr. No side
-// effect.
+// The interposed NCCL call this thread is inside (nccl_wrappers.cpp), as the wrapper counted it
+// (seq 0 when captured into a graph), else nullptr: its calls are counted there, not from the
+// plugin's events. No side effect (unlike current_call()).
 const Call* interposed_call() noexcept;
 // A process-unique group id for CommCallTable::record_group (shared with the wrappers' groups).
 uint64_t next_group_id() noexcept;
