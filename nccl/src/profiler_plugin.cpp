@@ -496,8 +496,8 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
       break;
     default: break;
   }
-  const bool progress = np::nccl_starts(d.type, static_cast<uint64_t>(proxy::mask_bits()));
-  if (!ours && !theirs && !progress) return ncclSuccess;
+  // The progress table's kinds are asked only for events neither mask wanted (proxy events).
+  if (!ours && !theirs && !np::nccl_starts(d.type, static_cast<uint64_t>(proxy::mask_bits()))) return ncclSuccess;
   Handle* h = open_handle(c, d, theirs);
   h->place = place;
   h->channel_start = channel_start;
