@@ -308,6 +308,14 @@ void StepFeed::release() {
       overflow_names_.pop_front();
     held_.pop_front();
   }
+  // Memory records leave in correlation order: a buffer's records that arrived behind a newer
+  // buffer's (per-thread buffers come in any order) must not wait behind records of a step that
+  // has not ended, or a step that ended would lack them in the tracker (memory_complete_below).
+  if (held_memory_unsorted_) {
+    std::stable_sort(held_memory_.begin(), held_memory_.end(),
+                     [](const HeldMemory& x, const HeldMemory& y) { return x.correlation < y.correlation; });
+    held_memory_unsorted_ = false;
+  }
   while (!held_memory_.empty() && held_memory_.front().correlation <= known_through_) {
     MemoryEvent e = held_memory_.front().event;
     e.step = step_of(held_memory_.front().correlation);
@@ -322,6 +330,7 @@ void StepFeed::memory(MemoryEvent e, uint32_t correlation) {
   } else if (pass_) {
     e.step = e.step == 0 && any_known_ ? step_of(correlation) : marker_offset_ + e.step;
   } else if (!any_known_ || correlation > known_through_) {
+    if (!held_memory_.empty() && correlation < held_memory_.back().correlation) held_memory_unsorted_ = true;
     held_memory_.push_back({e, correlation});
     if (held_memory_.size() <= opt_.max_held) return;
     // More than the window holds: the oldest goes to the step in progress.
@@ -332,6 +341,17 @@ void StepFeed::memory(MemoryEvent e, uint32_t correlation) {
     e.step = step_of(correlation);
   }
   memory_->add(e);
+}
+
+uint64_t StepFeed::memory_complete_below(uint64_t whole) const {
+  if (whole < 2 || whole > numbers_.size()) return 0;
+  uint64_t below = numbers_[whole - 2] + 1;
+  if (held_memory_.empty()) return below;
+  // A record still held keeps its step, and every later one, open: the tracker does not have it.
+  uint32_t first = held_memory_.front().correlation;
+  if (held_memory_unsorted_)
+    for (const HeldMemory& m : held_memory_) first = std::min(first, m.correlation);
+  return std::min(below, step_of(first));
 }
 
 void StepFeed::snapshot_into(GpuAggregator& copy) const {
@@ -396,6 +416,7 @@ void StepFeed::take_marker(const GpuActivity& a, const LaunchContext& ctx, Categ
   overflow_names_.clear();
   for (const HeldMemory& m : held_memory_) memory(m.event, m.correlation);
   held_memory_.clear();
+  held_memory_unsorted_ = false;
   direct_ = ends_.empty();  // marker step m is step m: nothing to renumber
   forward(a, ctx, region_category);
 }

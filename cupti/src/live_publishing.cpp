@@ -2,6 +2,7 @@
 // all arrived; the metrics thread reads it. Lock order: core/lock_order.h (agg_mu_, then the
 // leaf live_mu_, never together).
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
 
 #include "gpu_capture_class.h"
@@ -27,6 +28,7 @@ void GpuCapture::publish_live() {
   core::GpuStepFigures figures;
   bool detected = false;
   DetectedLive counters;
+  uint64_t memory_below = UINT64_MAX;  // detected steps: the first whose memory records may be out
   {
     std::lock_guard<std::mutex> agg(agg_mu_);
     const uint64_t ended = step_feed_ ? step_feed_->detected_ended() : 0;
@@ -36,6 +38,7 @@ void GpuCapture::publish_live() {
       detected = step_feed_->live_steps(whole - 2, &counters.totals.steps, &counters.totals.wall_ns,
                                         &counters.last_wall_ns);
       if (!detected) return;
+      memory_below = step_feed_->memory_complete_below(whole);
     } else if (limit < 2) {
       return;
     }
@@ -47,7 +50,7 @@ void GpuCapture::publish_live() {
     aggregator_->set_published_below(step + 1);
     take_vmm(true);
     // Device memory rows are keyed by the same steps (detected ones too: core/step_feed.h).
-    figures.memory_valid = pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
+    figures.memory_valid = step < memory_below && pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
   }
   published_step_ = static_cast<int64_t>(figures.step);
   std::lock_guard<std::mutex> lock(live_mu_);
@@ -76,9 +79,9 @@ uint64_t GpuCapture::detected_whole(uint64_t back_below, uint64_t handed) {
 uint64_t GpuCapture::memory_complete_below(uint64_t marker_complete, uint64_t back_below, uint64_t handed) {
   if (!step_feed_ || step_feed_->detected_ended() == 0) return marker_complete + memory_offset();
   // The records of a detected step's calls went into buffers handed out before the note of the
-  // next step's end, as its GPU records did; the step feed handed them on when the step ended.
-  const uint64_t whole = detected_whole(back_below, handed);
-  return whole >= 2 ? step_feed_->ended_number(whole - 2) + 1 : 0;
+  // next step's end, as its GPU records did; the step feed hands them on once their step ended,
+  // whatever order their buffers came in (StepFeed::memory_complete_below).
+  return step_feed_->memory_complete_below(detected_whole(back_below, handed));
 }
 
 void GpuCapture::enable_live() noexcept { live_.store(true, std::memory_order_relaxed); }

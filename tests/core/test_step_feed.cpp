@@ -469,6 +469,102 @@ TEST_CASE("device memory records take the detected step of their call", "[step_f
   CHECK(got.run.peak_bytes == want.run.peak_bytes);
 }
 
+TEST_CASE("a mid-run step's memory counts complete only once every record of it reached the tracker", "[step_feed]") {
+  // Each step allocates 10 MiB of activations at its start (one address, reused every step) and
+  // a 64 KiB cache block it never frees, and frees the activations before its last launch. Buffers
+  // come in any order: the memory records of steps 110 to 149 (one buffer) arrive before those of
+  // steps 100 to 109 (an older one), both before detection has ended step 100. Once detection has
+  // ended steps past 110, steps 100 to 109 must not count complete without their records: a row
+  // would read the 10 MiB its release takes away (what a mid-run file showed).
+  const auto recs = training(200, 6, 5);
+  StepFeedOptions o = small_window();
+  o.settle_lag = 4096;  // ~75 steps: detection ends a step long after its records came
+  GpuAggregator agg;
+  StepFeed feed(agg, o);
+  MemoryTracker truth_mem(256), got_mem(256);
+  feed.set_memory(&got_mem);
+  struct Call {
+    MemoryEvent e;  // e.step: the true step
+    uint32_t correlation;
+  };
+  std::vector<std::vector<Call>> calls(200);  // by step
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const Rec& r = recs[i];
+    if (i < 5) continue;  // the warm-up allocates nothing
+    const uint32_t s = r.ctx.step;
+    const bool first = recs[i - 1].ctx.step != s || i == 5;
+    const bool last = i + 1 == recs.size() || recs[i + 1].ctx.step != s;
+    MemoryEvent e;
+    e.step = s;
+    if (first) {
+      e.timestamp_ns = r.a.start_ns - 2;
+      e.address = 0x10000000;
+      e.bytes = 10u << 20;
+      calls[s].push_back({e, r.a.correlation_id - 1});
+      e.timestamp_ns = r.a.start_ns - 1;
+      e.address = 0x20000000 + uint64_t{s} * 0x10000;
+      e.bytes = 64u << 10;
+      calls[s].push_back({e, r.a.correlation_id - 1});
+    }
+    if (last) {  // before the optimizer's last launch, as sim_train's before its memset
+      e.timestamp_ns = r.a.start_ns - 1;
+      e.address = 0x10000000;
+      e.bytes = 0;
+      e.release = true;
+      calls[s].push_back({e, r.a.correlation_id - 1});
+    }
+  }
+  for (const auto& step : calls)
+    for (const Call& c : step) truth_mem.add(c.e);
+  auto deliver = [&](uint32_t from, uint32_t to) {
+    for (uint32_t s = from; s < to; ++s)
+      for (Call c : calls[s]) {
+        c.e.step = 0;  // no marker
+        feed.memory(c.e, c.correlation);
+      }
+  };
+  uint32_t delivered = 0;  // steps whose memory records went to the feed
+  std::size_t in_buffer = 0;
+  for (const Rec& r : recs) {
+    const uint32_t s = r.ctx.step;
+    if (s == 150 && delivered == 100) {
+      REQUIRE(feed.detected_ended() < 100);
+      deliver(110, 150);  // the newer buffer first
+      deliver(100, 110);
+      delivered = 150;
+    }
+    if ((s < 100 || s >= 150) && delivered <= s) {  // the others with their step's first launch
+      deliver(delivered, s + 1);
+      delivered = s + 1;
+    }
+    LaunchContext ctx = r.ctx;
+    ctx.step = 0;
+    feed.ingest(r.a, ctx, Category::kOther);
+    if (++in_buffer % 50 == 0) feed.settle();
+  }
+  feed.settle();
+  const uint64_t ended = feed.detected_ended();
+  REQUIRE(ended >= 115);
+  REQUIRE(ended < 150);  // steps 110 to 149's records are held past the ended ones
+  // Every buffer is back: the steps through position ended - 2 have had all their records
+  // ingested; the feed has handed on those of the steps that ended, whatever their order.
+  const uint64_t below = feed.memory_complete_below(ended);
+  CHECK(below == feed.ended_number(ended - 2) + 1);
+  got_mem.set_complete_below(below);
+  const MemorySummary got = got_mem.summary(false);
+  const MemorySummary want = truth_mem.summary(true);
+  std::vector<uint64_t> indexes;
+  for (uint64_t k = 90; k < below; ++k) indexes.push_back(k);
+  const auto got_rows = got.rows_for(indexes);
+  const auto want_rows = want.rows_for(indexes);
+  for (std::size_t i = 0; i < indexes.size(); ++i) {
+    INFO("step " << indexes[i]);
+    REQUIRE(got_rows[i].present);
+    CHECK(got_rows[i].peak_bytes == want_rows[i].peak_bytes);
+    CHECK(got_rows[i].in_use_bytes == want_rows[i].in_use_bytes);
+  }
+}
+
 TEST_CASE("a snapshot counts the activities detection has not placed yet", "[step_feed]") {
   // Mid-run (no finish): the warm-up before any lock and the step in progress are held. A
   // snapshot's copy counts them; the aggregator itself is left as it was.

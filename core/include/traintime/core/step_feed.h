@@ -107,6 +107,12 @@ class StepFeed {
   bool takes_memory() const { return memory_ != nullptr && !direct_; }
   // A memory record (its step: the marker steps before its call) and its call's correlation id.
   void memory(MemoryEvent e, uint32_t correlation);
+  // What MemoryTracker::set_complete_below gets with detected steps: `whole` steps had ended as
+  // of the newest moment whose buffers have all been ingested (GpuCapture::detected_whole), so
+  // the records of the calls of steps through position whole - 2 have all arrived (the next
+  // step's end saw work the GPU ran after them); a step counts complete once none of its records
+  // is still held here either. 0: none complete.
+  uint64_t memory_complete_below(uint64_t whole) const;
   // The held activities into `copy` (a clone of the aggregator): a snapshot's figures count them.
   void snapshot_into(GpuAggregator& copy) const;
   // Marker step m is aggregator step marker_offset() + m (0 unless detected steps came first).
@@ -239,6 +245,7 @@ class StepFeed {
   uint64_t tokens_over_cap_ = 0;
   MemoryTracker* memory_ = nullptr;
   std::deque<HeldMemory> held_memory_;
+  bool held_memory_unsorted_ = false;  // a record came behind a newer one (release() sorts them)
   struct NameSlot {
     const char* ptr = nullptr;
     std::size_t len = 0;
