@@ -294,6 +294,17 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   f.unbalanced_pops = cpu.unbalanced_pops;
 
   f.steps = cpu.steps;
+  // TRAINTIME_STEPS=off: no steps. The GPU side put every activity in step 0; the markers the
+  // program called end no step either: their count and wall times go (the samples and tokens
+  // they reported stay), and the reason says how many there were.
+  const uint64_t ignored_markers = gpu.steps_off ? f.steps.count : 0;
+  if (gpu.steps_off) {
+    f.steps.count = 0;
+    f.steps.wall_ns = DurationStats{};
+    f.steps.samples_per_s = f.steps.tokens_per_s = 0;
+    f.steps.last_end_unix_ns = 0;
+    f.steps.detail.clear();
+  }
   add_model_flops(f, identity.model, gpu.device_name);
   f.steps.totals = gpu.totals;
   f.steps.partial_final_step = gpu.partial_final_step;
@@ -304,7 +315,16 @@ RankFile build_rank_file(const Identity& identity, const CpuSummary& cpu, const 
   const uint64_t shift = gpu.steps_detection.marker_from_step;
   if (gpu.steps_source == "detected" || shift > 0) f.steps.count = gpu.steps_count;
   if (f.steps.source == "marker" && f.steps.count == 0) f.steps.source = "none";
-  std::vector<Steps::Detail> cpu_detail = cpu.steps.detail;
+  if (gpu.steps_off) {
+    f.steps.source = "none";
+    f.steps.detection.present = true;
+    if (f.steps.detection.reason.empty())  // no GPU capture: the GPU side said nothing
+      f.steps.detection.reason = "TRAINTIME_STEPS=off: steps are not told apart";
+    if (ignored_markers > 0)
+      f.steps.detection.reason += "; " + std::to_string(ignored_markers) +
+                                  " step marker(s) (tt_step, NVTX step ranges) were ignored";
+  }
+  std::vector<Steps::Detail> cpu_detail = gpu.steps_off ? std::vector<Steps::Detail>() : cpu.steps.detail;
   for (Steps::Detail& d : cpu_detail) d.index += shift;
   f.steps.detail = join_step_detail(cpu_detail, gpu.detail);
 

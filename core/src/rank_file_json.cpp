@@ -194,6 +194,7 @@ json steps_json(const Steps& s) {
     d["coverage"] = finite(s.detection.coverage);
     d["reason"] = s.detection.reason;
     if (!s.detection.numbering.empty()) d["numbering"] = s.detection.numbering;
+    if (!s.detection.anchor.empty()) d["anchor"] = s.detection.anchor;
     out["detection"] = std::move(d);
   }
   if (s.flops_per_step > 0) {
@@ -454,6 +455,7 @@ Steps steps_from(const J& j, const Path& w) {
     s.detection.coverage = dbl(deref(d), "coverage", dw);
     s.detection.reason = str(deref(d), "reason", dw);
     if (find(deref(d), "numbering")) s.detection.numbering = str(deref(d), "numbering", dw);
+    if (find(deref(d), "anchor")) s.detection.anchor = str(deref(d), "anchor", dw);
   }
   s.count = u64(j, "count", w);
   s.warmup = u64(j, "warmup", w);

@@ -478,7 +478,8 @@ StepsOrigin StepFeed::origin() const {
   StepsOrigin out;
   StepDetection& o = out.detection;
   const DetectorStats& s = detector_.stats();
-  o.present = opt_.mode == StepsMode::kAuto && (s.launches > 0 || !held_.empty());
+  o.present = opt_.mode == StepsMode::kOff || (opt_.mode == StepsMode::kAuto && (s.launches > 0 || !held_.empty()));
+  if (opt_.mode == StepsMode::kAuto) o.anchor = opt_.anchor;
   o.steps = marker_seen_ ? marker_offset_ : ends_.size();
   o.period_calls = s.period;
   o.relocks = s.relocks;
@@ -515,6 +516,7 @@ StepsOrigin StepFeed::origin() const {
               " distinct ones (kernel, grid, collective) were told apart no more";
   if (opt_.mode == StepsMode::kOff) {
     out.source = "none";
+    o.reason = "TRAINTIME_STEPS=off: steps are not told apart, every activity is in one step (step 0)";
   } else if (opt_.mode == StepsMode::kMarker) {
     out.source = "marker";
   } else if (marker_seen_) {
@@ -540,11 +542,17 @@ StepsOrigin StepFeed::origin() const {
   return out;
 }
 
+uint64_t StepFeed::unanchored_launches() const {
+  if (opt_.mode != StepsMode::kAuto || opt_.anchor.empty() || marker_seen_ || !ends_.empty()) return 0;
+  return detector_.stats().launches;
+}
+
 void StepFeed::describe(uint64_t marker_steps, GpuSummary* out) const {
   StepsOrigin o = origin();
   out->steps_source = std::move(o.source);
   out->steps_detection = std::move(o.detection);
   out->steps_count = steps_completed(marker_steps);
+  out->steps_off = opt_.mode == StepsMode::kOff;
 }
 
 }  // namespace traintime::core

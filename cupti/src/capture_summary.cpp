@@ -10,6 +10,7 @@
 
 #include "traintime/core/core_counters.h"
 #include "traintime/cupti/cupti_format.h"
+#include "traintime/support/log.h"
 #include "client_mux.h"
 #include "gpu_capture_class.h"
 
@@ -17,6 +18,8 @@ namespace traintime::cupti {
 
 core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadline) {
   core::GpuSummary out;
+  // TRAINTIME_STEPS=off holds without GPU capture too: the markers end no step.
+  out.steps_off = core::steps_mode_named(config_.steps) == core::StepsMode::kOff;
   const State state = state_.load(std::memory_order_acquire);
   if (forked_.load(std::memory_order_relaxed) && state != State::kIdle) {
     out.capture_reason =
@@ -92,7 +95,19 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
   } else {
     out = aggregator_->summary(steps_done);
   }
-  if (step_feed_) step_feed_->describe(steps, &out);
+  if (step_feed_) {
+    step_feed_->describe(steps, &out);
+    // At the end an anchor that matched no launch surely names nothing this job runs: one line
+    // in the file, and once on stderr at exit (a signal's write is no place to log).
+    if (const uint64_t read = final ? step_feed_->unanchored_launches() : 0) {
+      const std::string line =
+          "TRAINTIME_STEP_ANCHOR=" + config_.step_anchor + " matched none of the " + std::to_string(read) +
+          " launches, so no step was found: set it to part of the name of a kernel that runs once per "
+          "step (or a NCCL op: AllReduce, AllGather, ...), or unset it to let traintime find the period";
+      out.section.note(line);
+      if (state == State::kStopped) support::warn_once("step_anchor", "{}", line);
+    }
+  }
   // While capturing, CUPTI may still hold records it has not delivered (a snapshot flushes
   // complete buffers only; a terminating signal's forced flush may not have finished in time).
   out.records_complete = state == State::kStopped || signal_flushed_.load(std::memory_order_acquire);

@@ -362,3 +362,48 @@ TEST_CASE("detected steps give the count; a marker after them keeps its rows at 
   CHECK(f.steps.source == "none");
   CHECK(f.steps.count == 0);
 }
+
+TEST_CASE("TRAINTIME_STEPS=off: the markers end no step, what they reported stays, the reason says so",
+          "[builder][step_feed]") {
+  CpuSummary cpu;
+  cpu.steps.count = 3;
+  cpu.steps.samples = 96;
+  cpu.steps.wall_ns.count = 2;
+  cpu.steps.wall_ns.total_ns = 2000;
+  cpu.steps.samples_per_s = 5e7;
+  Steps::Detail c;
+  c.index = 1;
+  c.wall_ns = 1000;
+  cpu.steps.detail = {c};
+  GpuSummary gpu;  // the step feed's: every activity in step 0
+  gpu.steps_off = true;
+  gpu.steps_source = "none";
+  gpu.steps_detection.present = true;
+  gpu.steps_detection.reason = "TRAINTIME_STEPS=off: steps are not told apart";
+  Steps::Detail g;
+  g.index = 0;
+  g.span_ns = 500;
+  g.partial = true;
+  gpu.detail = {g};
+  RankFile f = build_rank_file({}, cpu, gpu, {});
+  CHECK(f.steps.source == "none");
+  CHECK(f.steps.count == 0);
+  CHECK(f.steps.wall_ns.count == 0);
+  CHECK(f.steps.samples_per_s == 0);
+  CHECK(f.steps.samples == 96);
+  REQUIRE(f.steps.detail.size() == 1);
+  CHECK(f.steps.detail[0].index == 0);
+  CHECK(f.steps.detail[0].wall_ns == 0);
+  CHECK(f.steps.detection.reason == "TRAINTIME_STEPS=off: steps are not told apart; 3 step marker(s) "
+                                    "(tt_step, NVTX step ranges) were ignored");
+
+  // No GPU capture (a summary with nothing of the step feed's): the same, with a reason of its own.
+  GpuSummary idle;
+  idle.steps_off = true;
+  f = build_rank_file({}, cpu, idle, {});
+  CHECK(f.steps.source == "none");
+  CHECK(f.steps.count == 0);
+  CHECK(f.steps.detail.empty());
+  CHECK(f.steps.detection.present);
+  CHECK(f.steps.detection.reason.find("TRAINTIME_STEPS=off") == 0);
+}

@@ -113,7 +113,7 @@ RankFile full_rank_file() {
   f.steps.partial_final_step = true;
   f.steps.last_end_unix_ns = 1700000000500000000ull;
   f.steps.source = "detected";
-  f.steps.detection = {true, 12, 57, 1250000, 0.875, 2, 31, 3, 1, 900, 0, "nccl", 44, 5, "a reason"};
+  f.steps.detection = {true, 12, 57, 1250000, 0.875, 2, 31, 3, 1, 900, 0, "nccl", 44, 5, "a reason", "amp_update_scale"};
   Steps::Detail d;
   d.index = 11;
   d.wall_ns = 101000000;
@@ -370,6 +370,7 @@ void check_same(const RankFile& a, const RankFile& b) {
   CHECK(s.detection.marker_from_step == t.detection.marker_from_step);
   CHECK(s.detection.reason == t.detection.reason);
   CHECK(s.detection.numbering == t.detection.numbering);
+  CHECK(s.detection.anchor == t.detection.anchor);
   CHECK(s.detection.undecided_launches == t.detection.undecided_launches);
   CHECK(s.detection.tokens_over_cap == t.detection.tokens_over_cap);
   REQUIRE(s.detail.size() == t.detail.size());

@@ -198,7 +198,11 @@ TEST_CASE("TRAINTIME_STEPS=marker and off pass records straight through", "[step
     CHECK(feed.held() == 0);
     const GpuSummary got = agg.summary(feed.steps_completed(6));
     CHECK(got.detail.size() == (mode == StepsMode::kOff ? 1u : 6u));
-    CHECK(feed.origin().source == (mode == StepsMode::kOff ? "none" : "marker"));
+    const StepsOrigin origin = feed.origin();
+    CHECK(origin.source == (mode == StepsMode::kOff ? "none" : "marker"));
+    // Off says so in the file (steps.detection.reason); marker has no detection at all.
+    CHECK(origin.detection.present == (mode == StepsMode::kOff));
+    CHECK((origin.detection.reason.find("TRAINTIME_STEPS=off") == 0) == (mode == StepsMode::kOff));
   }
 }
 
@@ -247,6 +251,20 @@ TEST_CASE("the anchor ends a step at each launch it names", "[step_feed]") {
   feed_all(feed, recs, false);
   CHECK(feed.steps_completed(0) == 5);
   CHECK(feed.origin().source == "detected");
+  CHECK(feed.origin().detection.anchor == "adam_step");
+  CHECK(feed.unanchored_launches() == 0);
+
+  // An anchor that names no launch: no step, and the launches it was looked for in.
+  GpuAggregator agg2;
+  o.anchor = "no_such_kernel";
+  StepFeed missing(agg2, o);
+  feed_all(missing, recs, false);
+  CHECK(missing.steps_completed(0) == 0);
+  CHECK(missing.unanchored_launches() == recs.size());
+  const StepsOrigin origin = missing.origin();
+  CHECK(origin.source == "none");
+  CHECK(origin.detection.anchor == "no_such_kernel");
+  CHECK(origin.detection.reason.find("TRAINTIME_STEP_ANCHOR=no_such_kernel") == 0);
 }
 
 TEST_CASE("past the window's bound an unrepeated stretch folds as one block, nothing lost", "[step_feed]") {

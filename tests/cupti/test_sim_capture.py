@@ -72,6 +72,8 @@ class Mode:
     bucket_layers: int = 0       # sim_train --bucket-layers (0: its default)
     slowdown: str = ""           # SIMGPU_SLOWDOWN=RANK:FACTOR: a straggler
     train_args: tuple = ()       # more sim_train options (--accumulate, --eval-every, --pause-at)
+    # TRAINTIME_STEP_ANCHOR: steps end at each launch it names; the file must say it was used.
+    steps_anchor: str = ""
 
 
 MEMORY2 = 49  # CUPTI_ACTIVITY_KIND_MEMORY2
@@ -148,6 +150,8 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
         env["TRAINTIME_SNAPSHOT_SEC"] = str(mode.snapshot_sec)
     if mode.slowdown:
         env["SIMGPU_SLOWDOWN"] = mode.slowdown
+    if mode.steps_anchor:
+        env["TRAINTIME_STEP_ANCHOR"] = mode.steps_anchor
     if mode.tiny_pool:
         env["TRAINTIME_BUFFER_COUNT"] = "1"
         env["TRAINTIME_BUFFER_MB"] = "1"
@@ -182,7 +186,7 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
                   "SIMGPU_REFUSE_SUBSCRIBE", "TRAINTIME_CUPTI", "CUDA_INJECTION64_PATH",
                   "SIMGPU_CUPTI_API_VERSION", "TRAINTIME_BUFFER_COUNT", "TRAINTIME_BUFFER_MB",
                   "SIMGPU_UNTRACED_IDS", "SIMGPU_BUFFERS_WHEN_FULL", "SIMGPU_VMM_MEMORY_RECORDS",
-                  "SIMGPU_SLOWDOWN", "TRAINTIME_STEPS"]
+                  "SIMGPU_SLOWDOWN", "TRAINTIME_STEPS", "TRAINTIME_STEP_ANCHOR"]
         mpi = ["mpirun", "-np", str(mode.np), "--oversubscribe"]
         for var in passed:
             if var in env:
@@ -223,6 +227,9 @@ def run_capture(build: Path, work: Path, mode: Mode) -> None:
             numbering = rf.get("steps", {}).get("detection", {}).get("numbering")
             want = "nccl" if mode.np > 1 and not mode.graphs else "local"
             c.check(numbering == want, f"{where}: steps.detection.numbering {numbering!r}, want {want!r}")
+            anchor = rf.get("steps", {}).get("detection", {}).get("anchor")
+            c.check(anchor == (mode.steps_anchor or None),
+                    f"{where}: steps.detection.anchor {anchor!r}, TRAINTIME_STEP_ANCHOR {mode.steps_anchor!r}")
         if mode.cupti_lib == "not-cupti":
             reason = rf.get("gpu_capture_reason", "")
             c.check(f"({expected_cupti})" in reason and "TRAINTIME_CUPTI_LIB=" in reason
@@ -457,6 +464,88 @@ def test_sim_capture_mpirun4_no_marker_accumulation_eval_straggler_steps_found_m
     # DDP's no_sync: the gradient AllReduce buckets in the last micro-batch only.
     capture(np=4, no_marker=True, layers=24, bucket_layers=3, slowdown="2:1.5",
             train_args=("--accumulate", "2", "--eval-every", "5", "--pause-at", "7:40"))
+
+
+def test_sim_capture_no_marker_anchor_kernel_steps_match_truth_where_the_search_is_fooled(capture) -> None:
+    # One optimizer step of 24 identical layers: searched alone, a layer's kernels are taken for
+    # the step (8 steps of 6 launches). sim_train --anchor-kernel launches amp_update_scale_kernel
+    # last in every optimizer step; with TRAINTIME_STEP_ANCHOR naming it, the one step is the
+    # truth's, and the file says the anchor made it.
+    capture(no_marker=True, steps=1, layers=24, train_args=("--anchor-kernel",), steps_anchor="amp_update_scale")
+
+
+def test_sim_capture_no_marker_anchor_kernel_accumulation_eval_and_pause_steps_match_truth(capture) -> None:
+    # The anchor ends optimizer steps only: micro-batches, evaluation loops (in the step that
+    # follows, as between two tt_step calls) and a pause change nothing.
+    capture(no_marker=True, layers=24, bucket_layers=3, steps_anchor="amp_update_scale",
+            train_args=("--anchor-kernel", "--accumulate", "3", "--eval-every", "4", "--pause-at", "6:50"))
+
+
+def test_sim_capture_step_anchor_naming_no_launch_is_one_clear_warning(build_dir: Path, tmp_path: Path) -> None:
+    # An anchor that names nothing the job launches: no step is found, nothing recorded is lost,
+    # and one line (stderr at exit, and the file's warnings) names the variable and what to do.
+    out = tmp_path / "out"
+    env = clean_env({"LD_LIBRARY_PATH": str(build_dir / "sim"),
+                     "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+                     "TRAINTIME_CUPTI_LIB": str(build_dir / "sim" / "libcupti.so.13"),
+                     "TRAINTIME_OUTPUT": str(out), "TRAINTIME_STEP_ANCHOR": "no_such_kernel"})
+    cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "5", "--no-step-marker", "--truth",
+           str(tmp_path / "truth-%r.json")]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    rf, truth = load_json(out / "rank-00000.json"), load_json(tmp_path / "truth-0.json")
+    c = Checks()
+    told = [line for line in run.stderr.splitlines() if "TRAINTIME_STEP_ANCHOR" in line]
+    c.check(len(told) == 1 and "no_such_kernel matched none of the" in told[0] and "unset it" in told[0],
+            f"not one warning naming TRAINTIME_STEP_ANCHOR and what to do on stderr: {run.stderr!r}")
+    in_file = [w for w in rf.get("warnings", []) if "TRAINTIME_STEP_ANCHOR" in w]
+    c.check(len(in_file) == 1 and told and in_file[0] in told[0],
+            f"the file's warnings {rf.get('warnings')} do not carry the one line")
+    steps = rf.get("steps", {})
+    detection = steps.get("detection", {})
+    c.check(steps.get("source") == "none" and steps.get("count") == 0 and detection.get("anchor") == "no_such_kernel"
+            and "no_such_kernel matched no launch" in detection.get("reason", ""),
+            f"steps {steps.get('source')!r} count {steps.get('count')}, detection {detection}")
+    c.check(rf.get("categories") == truth["categories"],
+            f"categories {rf.get('categories')} != the truth's {truth['categories']}")
+    c.done()
+
+
+def test_sim_capture_steps_off_has_no_steps_and_says_so(build_dir: Path, tmp_path: Path) -> None:
+    # TRAINTIME_STEPS=off: with no marker, nothing is detected; with tt_step every step, the
+    # markers end no step either. Either way every activity is counted, in one partial step,
+    # and steps.detection.reason says why there are no steps.
+    c = Checks()
+    for marked in (False, True):
+        work = tmp_path / ("marked" if marked else "unmarked")
+        env = clean_env({"LD_LIBRARY_PATH": str(build_dir / "sim"),
+                         "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+                         "TRAINTIME_CUPTI_LIB": str(build_dir / "sim" / "libcupti.so.13"),
+                         "TRAINTIME_OUTPUT": str(work / "out"), "TRAINTIME_STEPS": "off"})
+        cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "20", "--truth", str(work / "truth-%r.json")]
+        run = subprocess.run(cmd + ["--no-step-marker"] * (not marked), env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, run.stderr
+        rf, truth = load_json(work / "out" / "rank-00000.json"), load_json(work / "truth-0.json")
+        where = "marked" if marked else "no marker"
+        steps = rf.get("steps", {})
+        reason = steps.get("detection", {}).get("reason", "")
+        c.check(steps.get("source") == "none" and steps.get("count") == 0 and steps.get("detection", {}).get("steps") == 0,
+                f"{where}: steps.source {steps.get('source')!r}, count {steps.get('count')}, detection "
+                f"{steps.get('detection')}")
+        c.check(reason.startswith("TRAINTIME_STEPS=off: "), f"{where}: steps.detection.reason {reason!r}")
+        c.check(("20 step marker(s)" in reason) == marked, f"{where}: the reason {reason!r} on the markers")
+        c.check(steps.get("wall_ns", {}).get("count", 0) == 0, f"{where}: step wall times {steps.get('wall_ns')}")
+        rows = steps.get("detail", [])
+        c.check([(r.get("index"), r.get("partial")) for r in rows] == [(0, True)],
+                f"{where}: detail rows {[(r.get('index'), r.get('partial')) for r in rows]}, want one partial step 0")
+        if rows:
+            c.check(rows[0].get("totals", {}).get("gpu_busy_ns") == truth["steps"]["totals"]["gpu_busy_ns"],
+                    f"{where}: step 0's GPU busy time {rows[0].get('totals')} is not the run's "
+                    f"{truth['steps']['totals']}")
+        c.check(rf.get("categories") == truth["categories"],
+                f"{where}: categories {rf.get('categories')} != the truth's {truth['categories']}")
+    c.done()
 
 
 def test_sim_capture_no_marker_long_first_step_of_identical_layers_steps_found_match_truth(capture) -> None:

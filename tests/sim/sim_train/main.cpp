@@ -71,6 +71,7 @@ struct Options {
   uint64_t eval_every = 0;      // --eval-every: a forward-only evaluation loop after every K steps
   std::string pause_at;         // --pause-at STEP:MS: the host pauses before STEP (a checkpoint save)
   bool rare_thread = false;     // --rare-thread: a prefetch thread launches one kernel a step in "io"
+  bool anchor_kernel = false;   // --anchor-kernel: AMP's loss-scale update, once per optimizer step, last
 };
 
 // A window of the in-process profiler client (tests/sim/tests/profiler_client.cpp): started
@@ -108,8 +109,8 @@ int env_int(std::initializer_list<const char*> vars, int fallback) {
 // The simulated kernels, registered the way nvcc's generated code registers them; their names
 // are mangled like real kernels so the profiler has to demangle them.
 struct Kernels {
-  char embed, gemm, gelu, loss, gemm_bwd, gelu_bwd, adam;  // host stubs: only the addresses matter
-  cudaKernel_t h_embed, h_gemm, h_gelu, h_loss, h_gemm_bwd, h_gelu_bwd;
+  char embed, gemm, gelu, loss, gemm_bwd, gelu_bwd, adam, scale;  // host stubs: only the addresses matter
+  cudaKernel_t h_embed, h_gemm, h_gelu, h_loss, h_gemm_bwd, h_gelu_bwd, h_scale;
   void register_all() {
     static const char fatbin[] = "simgpu fat binary (simulated)";
     void** handle = __cudaRegisterFatBinary(const_cast<char*>(fatbin));
@@ -117,7 +118,7 @@ struct Kernels {
         {&embed, "_Z16embedding_kernelPKiPKfPfi"}, {&gemm, "_Z11gemm_kernelPKfS0_Pfiii"},
         {&gelu, "_Z15gelu_fwd_kernelPKfPfi"},      {&loss, "_Z11loss_kernelPKfPfi"},
         {&gemm_bwd, "_Z15gemm_bwd_kernelPKfS0_Pfiii"}, {&gelu_bwd, "_Z15gelu_bwd_kernelPKfS0_Pfi"},
-        {&adam, "_Z11adam_kernelPfPKfS_S_fi"}};
+        {&adam, "_Z11adam_kernelPfPKfS_S_fi"},     {&scale, "_Z23amp_update_scale_kernelPfPiPKf"}};
     for (const auto& [fun, name] : table)
       __cudaRegisterFunction(handle, fun, const_cast<char*>(name), name, -1, nullptr, nullptr, nullptr, nullptr, nullptr);
     __cudaRegisterFatBinaryEnd(handle);
@@ -127,6 +128,7 @@ struct Kernels {
     check(__cudaGetKernel(&h_loss, &loss), "__cudaGetKernel");
     check(__cudaGetKernel(&h_gemm_bwd, &gemm_bwd), "__cudaGetKernel");
     check(__cudaGetKernel(&h_gelu_bwd, &gelu_bwd), "__cudaGetKernel");
+    check(__cudaGetKernel(&h_scale, &scale), "__cudaGetKernel");
   }
 };
 
@@ -226,6 +228,7 @@ class Trainer {
       }
       optimizer();
       io_out();
+      if (opt_.anchor_kernel) update_scale();
       if (opt_.step_sleep_us) std::this_thread::sleep_for(std::chrono::microseconds(opt_.step_sleep_us));
       if (opt_.nvtx && marked) regions_.pop();
       else if (marked) mark_step();
@@ -687,6 +690,15 @@ class Trainer {
     regions_.pop();
   }
 
+  // --anchor-kernel: AMP's GradScaler.update() after the loss was read, in the optimizer's
+  // region: the one kernel of its name, launched once per optimizer step as the step's last
+  // launch (what TRAINTIME_STEP_ANCHOR names: a step ends at each of its launches).
+  void update_scale() {
+    regions_.push("optimizer");
+    launch(kernels_.h_scale, 1, Cat::kOptimizer);
+    regions_.pop();
+  }
+
   // Device memory sim_train allocates, every call recorded for the truth (step_ = the step the
   // call is made in); async: the stream-ordered pool calls on the compute stream.
   void dev_malloc(void** p, size_t bytes, bool async = false) {
@@ -844,6 +856,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--pause-at", opt.pause_at, "STEP:MS: the host pauses MS milliseconds before step STEP "
                  "(a checkpoint save)");
+  app.add_flag("--anchor-kernel", opt.anchor_kernel,
+               "launch amp_update_scale_kernel (AMP's loss-scale update) once per optimizer step, as the "
+               "step's last launch: a kernel for TRAINTIME_STEP_ANCHOR");
   app.add_flag("--world-check", opt.world_check, "check that NCCL's rank/size agree with the launcher's");
   app.add_flag("--nccl-2-32", opt.nccl_2_32,
                "NCCL 2.32's calls: ncclAllReduceConfig for the gradients and a one-sided exchange "

@@ -125,7 +125,8 @@ struct TorchMemory {
 };
 
 // steps.detection (docs/attribution.md "Steps without a marker"): how steps were found in a
-// job without a marker; present when detection ran (TRAINTIME_STEPS=auto and GPU work seen).
+// job without a marker; present when detection ran (TRAINTIME_STEPS=auto and GPU work seen), and
+// with TRAINTIME_STEPS=off (its reason says so).
 struct StepDetection {
   bool present = false;
   uint64_t steps = 0;             // steps the detector ended
@@ -144,6 +145,9 @@ struct StepDetection {
   uint64_t undecided_launches = 0;  // mid-run: activities not yet placed, in the step in progress
   uint64_t tokens_over_cap = 0;     // launches whose kind was past the feed's token cap
   std::string reason;             // why no steps were detected, or what overrode them
+  // TRAINTIME_STEP_ANCHOR in force: steps end at each launch it names, no period is searched
+  // ("" when searching). Absent from the file when empty, and in older files.
+  std::string anchor;
 };
 
 struct Steps {

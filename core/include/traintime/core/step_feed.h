@@ -122,6 +122,9 @@ class StepFeed {
   // steps are the marker's, the detected steps (+ marker_steps once a marker took over).
   uint64_t steps_completed(uint64_t marker_steps) const;
   StepsOrigin origin() const;
+  // TRAINTIME_STEP_ANCHOR is set, launches were read, and none of them was the anchor (no step
+  // ended): the launches read; else 0. At the end, the anchor names nothing this job launches.
+  uint64_t unanchored_launches() const;
   // The summary's steps_source, steps_detection and steps_count (build_rank_file reads them).
   void describe(uint64_t marker_steps, GpuSummary* out) const;
   std::size_t held() const { return held_.size(); }

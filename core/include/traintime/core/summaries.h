@@ -107,6 +107,9 @@ struct GpuSummary {
   std::string steps_source = "marker";
   StepDetection steps_detection;
   uint64_t steps_count = 0;
+  // TRAINTIME_STEPS=off: no steps at all, the markers the program called included
+  // (build_rank_file drops their count and wall times).
+  bool steps_off = false;
   std::map<CopyKind, MemcpyStat> memcpy;  // the standard kinds and any other with activity
   // GPU time of NCCL work per (communicator, op). comm_index is the CommCallTable index,
   // kUnregistered for an interposed call on a communicator the table does not know (size 0), or
