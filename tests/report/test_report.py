@@ -639,6 +639,30 @@ def test_docs_list_every_fail_if_metric_and_summary_field(build_dir: Path) -> No
     assert set(s["metrics"]) == set(metrics)
 
 
+def test_module_figures_only_for_a_module_whose_data_a_file_holds(build_dir: Path, tmp_path: Path) -> None:
+    """A module's report-half figures (the template module null's here) are in the JSON metrics,
+    modules.<module>.figures, the module table and --compare only when a rank file holds the
+    module's data section; without it the gate still takes their names, as n/a."""
+    s, proc = summary(build_dir, GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    assert not [m for m in s["metrics"] if m.startswith("null_")]
+    assert "null" not in s.get("modules", {})
+    assert "Module null" not in run(build_dir, GOLDEN).stdout
+    proc = run(build_dir, GOLDEN, "--fail-if", "null_largest_call_bytes>1")
+    assert proc.returncode == 1 and "cannot be judged, no rank file holds its module's part" in proc.stderr
+    d = copy_golden(tmp_path / "null")
+    edit(d / "rank-00001.json", lambda doc: doc.update(null={"largest_call_bytes": 4096}))
+    s, proc = summary(build_dir, d, "--compare", GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    assert (s["metrics"]["null_largest_call_bytes"], s["metrics"]["null_largest_call_rank"]) == (4096, 1)
+    assert s["modules"]["null"]["figures"] == {"largest_call_bytes": 4096, "largest_call_rank": 1}
+    (row,) = [m for m in s["compare"]["metrics"] if m["metric"] == "null_largest_call_bytes"]
+    assert (row["value"], row["baseline"]) == (4096, None)
+    assert "Module null" in run(build_dir, d).stdout
+    assert run(build_dir, d, "--fail-if", "null_largest_call_bytes>1000").returncode == 1
+    assert run(build_dir, d, "--fail-if", "null_largest_call_bytes>5000").returncode == 0
+
+
 def test_tflops_and_mfu_per_rank_and_for_the_job(build_dir: Path, tmp_path: Path) -> None:
     """Ranks 0 and 1 know their FLOPs and peak (an H100 SXM, 989.5 TFLOP/s bf16), rank 2 its
     FLOPs only: the job's MFU counts the ranks with a peak, TFLOP/s every rank with FLOPs."""
