@@ -1060,6 +1060,28 @@ def test_each_rank_counts_its_throttled_steps_in_json_and_the_gpu_health_view(bu
         assert {(row["sampled_steps"], row["throttled_steps"]) for row in csv.DictReader(f)} == {("-", "-")}
 
 
+def test_a_clock_event_reason_this_reader_does_not_know_is_kept_as_written(build_dir: Path, tmp_path: Path) -> None:
+    """A newer writer's reason name (steps.detail[].gpu_health and gpu_health.devices[].run) is
+    neither dropped nor renamed: it shows as written and, like every reason but gpu_idle, makes
+    its step a throttled one."""
+    d = throttled_job(tmp_path, "newer", 1410.0, {1: ["gpu_idle", "a_newer_reason"]}, unthrottled_like_rank0=True)
+
+    def run_too(j: dict) -> None:
+        j["gpu_health"]["devices"][0]["run"]["clock_event_reasons"] = ["gpu_idle", "a_newer_reason"]
+    edit(d / "rank-00002.json", run_too)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    (h,) = [r["gpu_health"] for r in s["per_rank"] if r["rank"] == 2]
+    assert (h["clock_event_reasons"], h["sampled_steps"], h["throttled_steps"], h["throttle_reasons"]) == \
+        (["a_newer_reason"], 4, 1, ["a_newer_reason"]), h
+    out = tmp_path / "csv"
+    out.mkdir()
+    assert run(build_dir, d, "--format", "csv", "-o", out).returncode == 0
+    with open(out / "gpu_health.csv", newline="") as f:
+        rows = {row["rank"]: row for row in csv.DictReader(f)}
+    assert (rows["2"]["clock_event_reasons"], rows["2"]["throttled_steps"]) == ("a_newer_reason", "1"), rows
+
+
 def test_throttled_steps_with_slow_unthrottled_steps_still_claim_equal_clocks(build_dir: Path,
                                                                            tmp_path: Path) -> None:
     d = throttled_job(tmp_path, "slow", 1410.0, THROTTLED, unthrottled_like_rank0=False)

@@ -134,7 +134,7 @@ struct RankView {
   uint32_t sm_clock_min_mhz = 0;
   double power_w = 0, power_limit_w = 0;  // median draw, enforced limit
   uint32_t temperature_max_c = 0;
-  std::vector<std::string> clock_event_reasons;  // seen in any sample, "gpu_idle" left out
+  core::ClockEventReasons clock_event_reasons;  // seen in any sample, gpu_idle left out
   uint64_t memory_used_bytes = 0, memory_total_bytes = 0;  // NVML's, every process on the GPU
   // CUPTI's memory records (rank file memory): the most device memory the rank's own allocations
   // held at once, on the device NVML's figures are of (else all its devices together).
@@ -143,9 +143,9 @@ struct RankView {
   bool mig = false;  // a MIG instance: the clocks, power and temperature are the whole GPU's
   // Per-step throttling, from the steps.detail rows after warm-up (partial steps skipped) that
   // carry gpu_health: such a step is throttled when any of its devices reported a clock-event
-  // reason other than gpu_idle (core::health_throttled). Its step time is the job's step source.
+  // reason other than gpu_idle (core::ClockEventReasons::throttled). Its step time is the job's step source.
   uint64_t sampled_steps = 0, throttled_steps = 0;
-  std::vector<std::string> throttle_reasons;  // seen in the throttled steps, in NVML's bit order
+  core::ClockEventReasons throttle_reasons;  // seen in the throttled steps, gpu_idle left out
   double throttled_step_ms = 0, other_step_ms = 0;  // mean step time of the throttled, the other sampled steps
   // Median time of the unthrottled sampled steps outside exposed comm (the CPU wall without GPU
   // step times); 0 with none.
@@ -216,12 +216,12 @@ struct Straggler {
   // The GPU-side cause seen in gpu_health (both 0: no clocks sampled): its median SM clock
   // against the median of the other ranks', and the clock-event reasons it reported.
   double sm_clock_mhz = 0, others_sm_clock_mhz = 0;
-  std::vector<std::string> clock_event_reasons;
+  core::ClockEventReasons clock_event_reasons;
   bool clock_slower = false;  // its clock is below the others' (else: slower at equal clocks)
   // Its per-step throttling (RankView): steps with an NVML sample, those with a clock-event
   // reason other than gpu_idle, the reasons, the mean step time of those and of the others.
   uint64_t sampled_steps = 0, throttled_steps = 0;
-  std::vector<std::string> throttle_reasons;
+  core::ClockEventReasons throttle_reasons;
   double throttled_step_ms = 0, other_step_ms = 0;
 };
 

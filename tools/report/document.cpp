@@ -700,7 +700,8 @@ void add_gpu_health_table(const Report& r, Document& d) {
     for (const RankView& v : r.per_rank) {
       if (v.sm_clock_mhz <= 0) continue;
       std::string reasons;
-      for (const std::string& reason : v.clock_event_reasons) reasons += (reasons.empty() ? "" : " ") + reason;
+      for (const std::string& reason : core::clock_event_reason_names(v.clock_event_reasons))
+        reasons += (reasons.empty() ? "" : " ") + reason;
       h.rows.push_back({i(v.rank), f1(v.sm_clock_mhz), u(v.sm_clock_min_mhz), f1(v.power_w), f1(v.power_limit_w),
                         u(v.temperature_max_c), f1(static_cast<double>(v.memory_used_bytes) / (1ull << 30)),
                         f1(static_cast<double>(v.memory_total_bytes) / (1ull << 30)),

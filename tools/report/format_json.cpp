@@ -125,13 +125,13 @@ void add_per_rank(const Report& r, json& out) {
                                                {"power_w", v.power_w},
                                                {"power_limit_w", v.power_limit_w},
                                                {"temperature_max_c", v.temperature_max_c},
-                                               {"clock_event_reasons", v.clock_event_reasons},
+                                               {"clock_event_reasons", core::clock_event_reason_names(v.clock_event_reasons)},
                                                {"memory_used_bytes", v.memory_used_bytes},
                                                {"memory_total_bytes", v.memory_total_bytes},
                                                {"mig", v.mig},
                                                {"sampled_steps", v.sampled_steps},
                                                {"throttled_steps", v.throttled_steps},
-                                               {"throttle_reasons", v.throttle_reasons}}
+                                               {"throttle_reasons", core::clock_event_reason_names(v.throttle_reasons)}}
                                         : json(nullptr)}});
   out["per_rank"] = ranks;
 }
@@ -144,11 +144,11 @@ void add_stragglers(const Report& r, json& out) {
       clock = {{"sm_clock_mhz", s.sm_clock_mhz},
                {"others_sm_clock_mhz", s.others_sm_clock_mhz},
                {"slower", s.clock_slower},
-               {"clock_event_reasons", s.clock_event_reasons}};
+               {"clock_event_reasons", core::clock_event_reason_names(s.clock_event_reasons)}};
       if (s.sampled_steps > 0) {
         clock["sampled_steps"] = s.sampled_steps;
         clock["throttled_steps"] = s.throttled_steps;
-        clock["throttle_reasons"] = s.throttle_reasons;
+        clock["throttle_reasons"] = core::clock_event_reason_names(s.throttle_reasons);
         clock["throttled_step_ms"] = s.throttled_steps > 0 ? json(s.throttled_step_ms) : json(nullptr);
         clock["other_step_ms"] = s.throttled_steps < s.sampled_steps ? json(s.other_step_ms) : json(nullptr);
       }

@@ -40,9 +40,9 @@ void explain_clock(const Report& rep, Straggler& s) {
   s.throttle_reasons = self->throttle_reasons;
   s.throttled_step_ms = self->throttled_step_ms;
   s.other_step_ms = self->other_step_ms;
-  const auto join = [](const std::vector<std::string>& v) {
+  const auto join = [](const core::ClockEventReasons& r) {
     std::string out;
-    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+    for (const std::string& x : core::clock_event_reason_names(r)) out += (out.empty() ? "" : ", ") + x;
     return out;
   };
   const std::string reasons = join(s.clock_event_reasons);
