@@ -286,14 +286,14 @@ std::vector<Metric> headline_metrics(const Report& r) {
   why["mfu_pct"] = "no MFU in the rank files (model FLOPs and the GPU's peak are both needed)";
   v["hfu_pct"] = r.throughput.hfu_rank.n ? std::optional<double>(100 * r.throughput.job_hfu) : std::nullopt;
   why["hfu_pct"] = "no HFU in the rank files (it needs MFU and recompute: activation checkpointing)";
-  if (r.stragglers_measured) {
-    v["straggler_cost_ms"] = r.stragglers.empty() ? 0.0 : r.stragglers.front().cost_ms_per_step;
-    v["stragglers"] = static_cast<double>(r.stragglers.size());
+  if (r.stragglers.measured) {
+    v["straggler_cost_ms"] = r.stragglers.found.empty() ? 0.0 : r.stragglers.found.front().cost_ms_per_step;
+    v["stragglers"] = static_cast<double>(r.stragglers.found.size());
   }
   for (const char* n : {"straggler_cost_ms", "stragglers"})
     why[n] = "stragglers were not measured: no rank has GPU time or a collective timed on the CPU (gloo, MPI), "
              "and they are found from the durations of collectives and of GPU compute";
-  v["hangs"] = static_cast<double>(r.hangs.size());
+  v["hangs"] = static_cast<double>(r.hangs.found.size());
   v["missing_ranks"] = static_cast<double>(r.missing_ranks.size());
   v["dropped_records"] = static_cast<double>(r.dropped_records);
   v["bad_files"] = static_cast<double>(r.problems.size());
