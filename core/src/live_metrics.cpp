@@ -144,7 +144,7 @@ std::size_t live_metrics(const LiveInput& in, LiveMetric* out, std::size_t capac
     s.add("traintime/health_sm_clock_mhz", h.sm_clock_mhz_median, d);
     s.add("traintime/health_power_w", h.power_w_median, d);
     s.add("traintime/health_temperature_c", static_cast<double>(h.temperature_c_max), d);
-    s.add("traintime/health_throttled", health_throttled(h.clock_event_reasons) ? 1.0 : 0.0, d);
+    s.add("traintime/health_throttled", h.clock_event_reasons.throttled() ? 1.0 : 0.0, d);
   }
   if (in.self_cost_valid) s.add("traintime/self_cost_pct", in.self_cost_pct);
   return s.count();
@@ -209,7 +209,7 @@ std::string console_line(const StepCounters& interval, const LiveInput& now) {
     const StepHealth& h = now.health;
     std::snprintf(buf, sizeof buf, " | health step %" PRIu64 ": SM %.0f MHz, %.0f W, %u C%s",
                   now.health_step, h.sm_clock_mhz_median, h.power_w_median, h.temperature_c_max,
-                  health_throttled(h.clock_event_reasons) ? ", throttled" : "");
+                  h.clock_event_reasons.throttled() ? ", throttled" : "");
     line += buf;
   }
   // No GPU step yet (or no GPU capture at all): the line says nothing about the GPU rather than

@@ -138,7 +138,7 @@ json step_health_json(const std::vector<StepHealth>& health) {
                    {"sm_clock_mhz", {{"median", finite(h.sm_clock_mhz_median)}, {"min", h.sm_clock_mhz_min}}},
                    {"power_w", {{"median", finite(h.power_w_median)}}},
                    {"temperature_c", {{"max", h.temperature_c_max}}},
-                   {"clock_event_reasons", health_reason_names(h.clock_event_reasons)}});
+                   {"clock_event_reasons", clock_event_reason_names(h.clock_event_reasons)}});
   return out;
 }
 
@@ -387,10 +387,6 @@ template <class J>
 StepHealth step_health_from(const J& j, const Path& w) {
   StepHealth h = shared_health_from(j, w);
   h.cuda_device = static_cast<int32_t>(i64(j, "cuda_device", w));
-  const Path rw = join(w, "clock_event_reasons");
-  each_in_array(j, "clock_event_reasons", w, [&](std::size_t i, const J& reason) {
-    h.clock_event_reasons |= health_reason_bit(as_string(reason, indexed(rw, i)));
-  });
   return h;
 }
 

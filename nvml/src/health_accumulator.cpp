@@ -57,7 +57,7 @@ HealthFigures HealthAccumulator::figures() const {
   f.power_w_median = median_of(power_dw_, samples_) / 10;
   f.power_limit_w = limit_mw_ / 1000.0;
   f.temperature_c_max = temp_max_;
-  f.clock_event_reasons = core::health_reason_names(reasons_);
+  f.clock_event_reasons.bits = reasons_;
   f.pcie_gen_min = pcie_gen_;
   f.pcie_width_min = pcie_width_;
   f.memory_used_bytes_max = used_max_;

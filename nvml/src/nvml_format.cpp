@@ -21,7 +21,7 @@ core::StepHealth step_health(int32_t cuda_device, const HealthFigures& f) {
   h.sm_clock_mhz_min = f.sm_clock_mhz_min;
   h.power_w_median = f.power_w_median;
   h.temperature_c_max = f.temperature_c_max;
-  for (const std::string& name : f.clock_event_reasons) h.clock_event_reasons |= core::health_reason_bit(name);
+  h.clock_event_reasons = f.clock_event_reasons;
   return h;
 }
 
@@ -54,7 +54,7 @@ json health_figures_json(const HealthFigures& h) {
           {"mem_clock_mhz", {{"median", finite(h.mem_clock_mhz_median)}}},
           {"power_w", {{"median", finite(h.power_w_median)}, {"limit", finite(h.power_limit_w)}}},
           {"temperature_c", {{"max", h.temperature_c_max}}},
-          {"clock_event_reasons", h.clock_event_reasons},
+          {"clock_event_reasons", core::clock_event_reason_names(h.clock_event_reasons)},
           {"pcie", {{"gen", h.pcie_gen_min}, {"width", h.pcie_width_min}}},
           {"memory", {{"used_bytes_max", h.memory_used_bytes_max},
                       {"total_bytes", h.memory_total_bytes}}}};
@@ -90,12 +90,9 @@ HealthFigures health_figures_from(const J& j, const Path& w) {
   h.sm_clock_mhz_min = shared.sm_clock_mhz_min;
   h.power_w_median = shared.power_w_median;
   h.temperature_c_max = shared.temperature_c_max;
+  h.clock_event_reasons = shared.clock_event_reasons;
   h.mem_clock_mhz_median = dbl(need_object(j, "mem_clock_mhz", w), "median", join(w, "mem_clock_mhz"));
   h.power_limit_w = dbl(need_object(j, "power_w", w), "limit", join(w, "power_w"));
-  const Path rw = join(w, "clock_event_reasons");
-  each_in_array(j, "clock_event_reasons", w, [&](std::size_t i, const J& reason) {
-    h.clock_event_reasons.push_back(as_string(reason, indexed(rw, i)));
-  });
   const Path lw = join(w, "pcie");
   const auto& pcie = need_object(j, "pcie", w);
   h.pcie_gen_min = u32(pcie, "gen", lw);

@@ -150,16 +150,16 @@ TEST_CASE("live metrics: GPU health of the newest finished sampled step, absent 
   in.health.sm_clock_mhz_min = 1300;
   in.health.power_w_median = 455.5;
   in.health.temperature_c_max = 87;
-  in.health.clock_event_reasons = 0x1;  // gpu_idle alone is no throttle
+  in.health.clock_event_reasons.bits = 0x1;  // gpu_idle alone is no throttle
   auto m = as_map(in);
   CHECK(m.at("traintime/health_step") == 0);
   CHECK(m.at("traintime/health_sm_clock_mhz") == 1386);
   CHECK(m.at("traintime/health_power_w") == 455.5);
   CHECK(m.at("traintime/health_temperature_c") == 87);
   CHECK(m.at("traintime/health_throttled") == 0);
-  in.health.clock_event_reasons = 0x1 | 0x40;  // hw_thermal_slowdown
+  in.health.clock_event_reasons.bits = 0x1 | 0x40;  // hw_thermal_slowdown
   CHECK(as_map(in).at("traintime/health_throttled") == 1);
-  in.health.clock_event_reasons = 0x4;  // sw_power_cap
+  in.health.clock_event_reasons.bits = 0x4;  // sw_power_cap
   CHECK(as_map(in).at("traintime/health_throttled") == 1);
   // Each health figure carries its device (for Prometheus); the others none.
   LiveMetric all[kMaxLiveMetrics];
@@ -180,20 +180,43 @@ TEST_CASE("live metrics: traintime's own cost once a step after warm-up ended, a
   CHECK(m.size() == 5);
 }
 
-TEST_CASE("clock-event reason names and bits round-trip, unknown names are no bit", "[live][nvml]") {
-  const uint64_t mask = 0x1 | 0x40 | (uint64_t{1} << 40);
-  const std::vector<std::string> names = health_reason_names(mask);
+TEST_CASE("clock-event reasons: names only at the edge, an unknown name kept as written", "[live][nvml]") {
+  ClockEventReasons r;
+  r.bits = clock_event_bit(ClockEventReason::kGpuIdle) | clock_event_bit(ClockEventReason::kHwThermalSlowdown) |
+           (uint64_t{1} << 40);
+  const std::vector<std::string> names = clock_event_reason_names(r);
   CHECK(names == std::vector<std::string>{"gpu_idle", "hw_thermal_slowdown", "bit_40"});
-  uint64_t back = 0;
-  for (const std::string& name : names) back |= health_reason_bit(name);
-  CHECK(back == mask);
-  CHECK(health_reason_bit("sw_power_cap") == 0x4);
-  CHECK(health_reason_bit("bit_3") == 0);  // written by its name, never as bit_3
-  CHECK(health_reason_bit("bit_") == 0);
-  CHECK(health_reason_bit("bit_64") == 0);
-  CHECK(health_reason_bit("a_reason_of_tomorrow") == 0);
-  CHECK_FALSE(health_throttled(0x1));
-  CHECK(health_throttled(0x2));
+  ClockEventReasons back;
+  for (const std::string& name : names) add_clock_event_reason(name, &back);
+  CHECK(back == r);
+  CHECK(back.unknown.empty());
+  const auto read = [](std::string_view name) {
+    ClockEventReasons one;
+    add_clock_event_reason(name, &one);
+    return one;
+  };
+  CHECK(read("sw_power_cap").bits == 0x4);
+  CHECK(read("sw_power_cap").has(ClockEventReason::kSwPowerCap));
+  // A name this reader does not know (a newer writer's, or bit_<n> where a name is written) is
+  // kept as written, once, and written back so; it counts as a throttle, as every reason but
+  // gpu_idle does.
+  for (const char* other : {"bit_3", "bit_", "bit_64", "a_reason_of_tomorrow"}) {
+    INFO(other);
+    const ClockEventReasons kept = read(other);
+    CHECK(kept.bits == 0);
+    CHECK(kept.unknown == std::vector<std::string>{other});
+    CHECK(clock_event_reason_names(kept) == std::vector<std::string>{other});
+    CHECK(kept.throttled());
+  }
+  ClockEventReasons both = read("a_reason_of_tomorrow");
+  both |= read("a_reason_of_tomorrow");
+  both |= read("gpu_idle");
+  CHECK(clock_event_reason_names(both) == std::vector<std::string>{"gpu_idle", "a_reason_of_tomorrow"});
+  CHECK(clock_event_reason_names(both.without(ClockEventReason::kGpuIdle)) ==
+        std::vector<std::string>{"a_reason_of_tomorrow"});
+  CHECK_FALSE(read("gpu_idle").throttled());
+  CHECK(read("applications_clocks_setting").throttled());
+  CHECK(std::size(kClockEventReasonNames) == static_cast<std::size_t>(ClockEventReason::kDisplayClockSetting) + 1);
 }
 
 TEST_CASE("live metrics: a short buffer gets what fits and learns the full count", "[live]") {
@@ -228,10 +251,10 @@ TEST_CASE("console line: interval averages, TFLOP/s with MFU, and the GPU breakd
   now.health.sm_clock_mhz_median = 1386;
   now.health.power_w_median = 455.5;
   now.health.temperature_c_max = 87;
-  now.health.clock_event_reasons = 0x1;  // gpu_idle only
+  now.health.clock_event_reasons.bits = 0x1;  // gpu_idle only
   line = console_line(interval, now);
   CHECK(line.substr(line.find(" | health")) == " | health step 1: SM 1386 MHz, 456 W, 87 C");
-  now.health.clock_event_reasons = 0x40;
+  now.health.clock_event_reasons.bits = 0x40;
   line = console_line(interval, now);
   CHECK(line.substr(line.find(" | health")) == " | health step 1: SM 1386 MHz, 456 W, 87 C, throttled");
 }

@@ -111,7 +111,8 @@ TEST_CASE("clock-event reasons are the union of the samples', by NVML's names", 
   a.add(sample(1980, 500000, 0x1));   // GPU idle
   a.add(sample(1400, 500000, 0x40));  // HW thermal slowdown
   a.add(sample(1400, 500000, 0x4 | (uint64_t{1} << 40)));
-  CHECK(a.figures().clock_event_reasons ==
+  CHECK(a.figures().clock_event_reasons.bits == (0x1 | 0x4 | 0x40 | (uint64_t{1} << 40)));
+  CHECK(core::clock_event_reason_names(a.figures().clock_event_reasons) ==
         std::vector<std::string>{"gpu_idle", "sw_power_cap", "hw_thermal_slowdown", "bit_40"});
 }
 
@@ -159,7 +160,7 @@ TEST_CASE("a step's figures are final, for the live metrics, once a later step's
   CHECK(h.sm_clock_mhz_min == 1500);
   CHECK(h.power_w_median == 500.0);
   CHECK(h.temperature_c_max == 1700 / 30);
-  CHECK(h.clock_event_reasons == (0x1 | 0x40));
+  CHECK(h.clock_event_reasons.bits == (0x1 | 0x40));
   d.add(5, sample(1000));
   REQUIRE(d.last_finished(&step, &h));
   CHECK(step == 3);  // step 5 is still the one in progress
@@ -167,7 +168,7 @@ TEST_CASE("a step's figures are final, for the live metrics, once a later step's
   REQUIRE(d.last_finished(&step, &h));
   CHECK(step == 5);
   CHECK(h.sm_clock_mhz_median == 1490);  // (1000 + 1980) / 2
-  CHECK(h.clock_event_reasons == 0);
+  CHECK(h.clock_event_reasons.empty());
 }
 
 TEST_CASE("steps.detail rows get each device's figures of their step, through both readers", "[nvml][schema]") {
@@ -223,8 +224,9 @@ TEST_CASE("steps.detail rows get each device's figures of their step, through bo
     CHECK(h[0].sm_clock_mhz_min == 1500);
     CHECK(h[0].power_w_median == 400);
     CHECK(h[0].temperature_c_max == 50);
-    CHECK(h[0].clock_event_reasons == 0x40);
-    CHECK(h[1].clock_event_reasons == 0x1);
+    CHECK(h[0].clock_event_reasons.has(core::ClockEventReason::kHwThermalSlowdown));
+    CHECK(h[0].clock_event_reasons.bits == 0x40);
+    CHECK(h[1].clock_event_reasons.bits == 0x1);
     CHECK(back.steps.detail[2].gpu_health[0].sm_clock_mhz_median == 1402);
   }
 
@@ -304,7 +306,8 @@ TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per 
   CHECK(run.power_w_median == Approx(truth.power_mw / 1000.0));
   CHECK(run.power_limit_w == Approx(truth.power_limit_mw / 1000.0));
   CHECK(run.temperature_c_max == truth.temperature_c);
-  CHECK(run.clock_event_reasons == std::vector<std::string>{"sw_thermal_slowdown", "hw_thermal_slowdown"});
+  CHECK(core::clock_event_reason_names(run.clock_event_reasons) ==
+        std::vector<std::string>{"sw_thermal_slowdown", "hw_thermal_slowdown"});
   CHECK(run.pcie_gen_min == truth.pcie_gen);
   CHECK(run.pcie_width_min == truth.pcie_width);
   CHECK(run.memory_used_bytes_max == truth.memory_used_bytes);
@@ -326,8 +329,8 @@ TEST_CASE("the sampler reads simgpu's throttled GPU, matched by PCI bus id, per 
   CHECK(live.sm_clock_mhz_min == truth.sm_clock_mhz);
   CHECK(live.power_w_median == Approx(truth.power_mw / 1000.0));
   CHECK(live.temperature_c_max == truth.temperature_c);
-  CHECK(live.clock_event_reasons == truth.clock_event_reasons);
-  CHECK(core::health_throttled(live.clock_event_reasons));
+  CHECK(live.clock_event_reasons.bits == truth.clock_event_reasons);
+  CHECK(live.clock_event_reasons.throttled());
 
   // Through the builder and both readers, unchanged.
   const core::RankFile built = core::build_rank_file({}, {}, {}, {}, {}, s);
@@ -434,7 +437,7 @@ TEST_CASE("docs/schema.md lists gpu_health and the module's counters", "[nvml][d
     INFO(key);
     CHECK(doc.find(key) != std::string::npos);
   }
-  for (std::string_view name : core::kHealthReasonNames) {
+  for (std::string_view name : core::kClockEventReasonNames) {
     INFO(name);
     CHECK(doc.find("`" + std::string(name) + "`") != std::string::npos);
   }

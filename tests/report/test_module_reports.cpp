@@ -13,6 +13,7 @@
 #include "render.h"
 #include "traintime/core/rank_file_builder.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/null/null_format.h"
 #include "traintime/null/null_module.h"
 
 using namespace traintime;
@@ -72,3 +73,33 @@ TEST_CASE("its report half adds its figures to every output and names the gate t
   CHECK(na.explanation.find("cannot be judged") != std::string::npos);
 }
 
+TEST_CASE("a module's counters without its data section give no figures and no headline metric", "[null][report]") {
+  // Every file has modules.<module> for each module of the table that counted: counters alone are
+  // no data of the module's own, and its figures would be a row of n/a in every report.
+  core::Section counters_only("null");
+  counters_only.count(null::kCounters, null::Counter::calls, 3);
+  core::Identity id;
+  id.world_size = 1;
+  const core::RankFile f = core::build_rank_file(id, {}, {}, {}, {counters_only});
+  REQUIRE(f.modules.count("null"));
+  REQUIRE_FALSE(f.module_data.count("null"));
+  report::ModuleMerges merges;
+  merges.merge(f);
+  CHECK(merges.figures().empty());
+  report::Report r;
+  r.module_figures = merges.figures();
+  for (const report::Metric& m : report::headline_metrics(r)) CHECK(m.name.rfind("null_", 0) != 0);
+  // The gate still takes the name (a module figure a job lacks cannot be judged).
+  const report::Verdict na = report::evaluate(report::parse_fail_if("null_largest_call_bytes>1"), r, &r)[0];
+  CHECK(na.holds);
+  CHECK(na.explanation.find("no rank file holds its module's part") != std::string::npos);
+  // Against a baseline that has it, --compare shows it, n/a in this run.
+  report::Report with = r;
+  with.module_figures = {{"null", {{"largest_call_bytes", "", 7.0}, {"largest_call_rank", "", 0.0}}}};
+  const report::Comparison cmp = report::compare(r, with);
+  const auto row = std::find_if(cmp.metrics.begin(), cmp.metrics.end(),
+                                [](const report::MetricChange& c) { return c.name == "null_largest_call_bytes"; });
+  REQUIRE(row != cmp.metrics.end());
+  CHECK_FALSE(row->now);
+  CHECK(row->base == 7.0);
+}

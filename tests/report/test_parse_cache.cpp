@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -105,5 +107,48 @@ TEST_CASE("the watch's parse cache reads again only what changed", "[report][wat
 
   ::munmap(page, core::kLiveRecordHeaderBytes);
   ::close(fd);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the checks before a file is read refuse it as the reader's errors do, by kind", "[report]") {
+  using Kind = core::ReadError::Kind;
+  const fs::path dir = fs::temp_directory_path() / ("tt-pre-read-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "rank-00001.json");  // a directory named like a rank file
+  const std::string empty = (dir / "rank-00002.json").string(), good = (dir / "rank-00003.json").string();
+  { std::FILE* f = std::fopen(empty.c_str(), "w"); REQUIRE(f); std::fclose(f); }
+  std::string why;
+  REQUIRE(core::write_rank_file(good, rank(3, 1), &why));
+  struct stat st {};
+  const auto refused = [&](const fs::path& p, uint64_t max) { return check_before_read(p.string(), max, &st); };
+
+  const std::optional<core::ReadError> gone = refused(dir / "rank-00000.json", 1 << 20);
+  REQUIRE(gone);
+  CHECK(gone->kind == Kind::kUnreadable);
+  CHECK(gone->detail == "cannot read: No such file or directory");
+  const std::optional<core::ReadError> folder = refused(dir / "rank-00001.json", 1 << 20);
+  REQUIRE(folder);
+  CHECK(folder->kind == Kind::kNotRegular);
+  CHECK(folder->detail == "not a regular file; skipped");
+  const std::optional<core::ReadError> none = refused(empty, 1 << 20);
+  REQUIRE(none);
+  CHECK(none->kind == Kind::kEmpty);
+  CHECK(none->file == empty);
+  CHECK(none->detail == "empty file (a rank file is never empty: was it truncated?); skipped");
+  const std::optional<core::ReadError> big = refused(good, 10);
+  REQUIRE(big);
+  CHECK(big->kind == Kind::kTooLarge);
+  CHECK(big->detail.find(", larger than a rank file can be (limit 0.0 MiB); skipped without reading") != std::string::npos);
+  CHECK_FALSE(refused(good, 1 << 20));
+  CHECK(st.st_size > 10);  // the stat it read, for the parse cache's key
+
+  // load_job's problem lines are those details, after the file.
+  LoadOptions options;
+  const Job job = load_job(dir.string(), options);
+  REQUIRE(job.ranks.size() == 1);
+  for (const auto& [file, detail] : {std::pair<fs::path, std::string>{dir / "rank-00001.json", folder->detail},
+                                     {fs::path(empty), none->detail}})
+    CHECK(std::any_of(job.problems.begin(), job.problems.end(),
+                      [&](const Problem& p) { return p.file == file.string() && p.message == detail; }));
   fs::remove_all(dir);
 }

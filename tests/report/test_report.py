@@ -639,6 +639,30 @@ def test_docs_list_every_fail_if_metric_and_summary_field(build_dir: Path) -> No
     assert set(s["metrics"]) == set(metrics)
 
 
+def test_module_figures_only_for_a_module_whose_data_a_file_holds(build_dir: Path, tmp_path: Path) -> None:
+    """A module's report-half figures (the template module null's here) are in the JSON metrics,
+    modules.<module>.figures, the module table and --compare only when a rank file holds the
+    module's data section; without it the gate still takes their names, as n/a."""
+    s, proc = summary(build_dir, GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    assert not [m for m in s["metrics"] if m.startswith("null_")]
+    assert "null" not in s.get("modules", {})
+    assert "Module null" not in run(build_dir, GOLDEN).stdout
+    proc = run(build_dir, GOLDEN, "--fail-if", "null_largest_call_bytes>1")
+    assert proc.returncode == 1 and "cannot be judged, no rank file holds its module's part" in proc.stderr
+    d = copy_golden(tmp_path / "null")
+    edit(d / "rank-00001.json", lambda doc: doc.update(null={"largest_call_bytes": 4096}))
+    s, proc = summary(build_dir, d, "--compare", GOLDEN)
+    assert proc.returncode == 0, proc.stderr
+    assert (s["metrics"]["null_largest_call_bytes"], s["metrics"]["null_largest_call_rank"]) == (4096, 1)
+    assert s["modules"]["null"]["figures"] == {"largest_call_bytes": 4096, "largest_call_rank": 1}
+    (row,) = [m for m in s["compare"]["metrics"] if m["metric"] == "null_largest_call_bytes"]
+    assert (row["value"], row["baseline"]) == (4096, None)
+    assert "Module null" in run(build_dir, d).stdout
+    assert run(build_dir, d, "--fail-if", "null_largest_call_bytes>1000").returncode == 1
+    assert run(build_dir, d, "--fail-if", "null_largest_call_bytes>5000").returncode == 0
+
+
 def test_tflops_and_mfu_per_rank_and_for_the_job(build_dir: Path, tmp_path: Path) -> None:
     """Ranks 0 and 1 know their FLOPs and peak (an H100 SXM, 989.5 TFLOP/s bf16), rank 2 its
     FLOPs only: the job's MFU counts the ranks with a peak, TFLOP/s every rank with FLOPs."""
@@ -1034,6 +1058,28 @@ def test_each_rank_counts_its_throttled_steps_in_json_and_the_gpu_health_view(bu
     proc = run(build_dir, d, "--format", "csv", "-o", out)
     with open(out / "gpu_health.csv", newline="") as f:
         assert {(row["sampled_steps"], row["throttled_steps"]) for row in csv.DictReader(f)} == {("-", "-")}
+
+
+def test_a_clock_event_reason_this_reader_does_not_know_is_kept_as_written(build_dir: Path, tmp_path: Path) -> None:
+    """A newer writer's reason name (steps.detail[].gpu_health and gpu_health.devices[].run) is
+    neither dropped nor renamed: it shows as written and, like every reason but gpu_idle, makes
+    its step a throttled one."""
+    d = throttled_job(tmp_path, "newer", 1410.0, {1: ["gpu_idle", "a_newer_reason"]}, unthrottled_like_rank0=True)
+
+    def run_too(j: dict) -> None:
+        j["gpu_health"]["devices"][0]["run"]["clock_event_reasons"] = ["gpu_idle", "a_newer_reason"]
+    edit(d / "rank-00002.json", run_too)
+    s, proc = summary(build_dir, d)
+    assert proc.returncode == 0, proc.stderr
+    (h,) = [r["gpu_health"] for r in s["per_rank"] if r["rank"] == 2]
+    assert (h["clock_event_reasons"], h["sampled_steps"], h["throttled_steps"], h["throttle_reasons"]) == \
+        (["a_newer_reason"], 4, 1, ["a_newer_reason"]), h
+    out = tmp_path / "csv"
+    out.mkdir()
+    assert run(build_dir, d, "--format", "csv", "-o", out).returncode == 0
+    with open(out / "gpu_health.csv", newline="") as f:
+        rows = {row["rank"]: row for row in csv.DictReader(f)}
+    assert (rows["2"]["clock_event_reasons"], rows["2"]["throttled_steps"]) == ("a_newer_reason", "1"), rows
 
 
 def test_throttled_steps_with_slow_unthrottled_steps_still_claim_equal_clocks(build_dir: Path,

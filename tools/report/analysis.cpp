@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "rank_fates.h"
 #include "views.h"
@@ -168,9 +169,15 @@ Report analyze(const Job& job) {
   rep.comm = views::comm_view(job);
   rep.kernels = views::kernel_view(job);
 
-  views::analyze_waits(job, rep);
-  views::find_stragglers(rep);
-  views::find_hangs(job, rep);
+  rep.waits = views::waits_view(job);
+  // The per-rank table's wait columns are the waits view's rows (both by Job::ranks index).
+  for (std::size_t i = 0; i < rep.per_rank.size(); ++i) {
+    const RankWaits& w = rep.waits.per_rank[i];
+    RankView& v = rep.per_rank[i];
+    std::tie(v.wait_ms, v.caused_ms, v.matched, v.last_arrivals) = std::tie(w.wait_ms, w.caused_ms, w.matched, w.last_arrivals);
+  }
+  rep.stragglers = views::stragglers_view(rep);
+  rep.hangs = views::hangs_view(job);
   find_rank_fates(job, rep);
   rep.memory = views::memory_view(rep.per_rank);
   return rep;

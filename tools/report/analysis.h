@@ -116,6 +116,7 @@ struct RankView {
   double compute_ms = 0, exposed_comm_ms = 0, io_other_ms = 0, idle_ms = 0;  // per step
   double comm_ms = 0, gpu_busy_ms = 0;                                       // per step
   double exposed_comm_pct = 0, idle_pct = 0;
+  // The waits view's row of this rank (RankWaits), per step:
   double wait_ms = 0;    // per step, waiting for peers in matched collectives
   double caused_ms = 0;  // per step, the others' wait this rank alone caused (arrived last)
   uint64_t matched = 0, last_arrivals = 0;
@@ -134,7 +135,7 @@ struct RankView {
   uint32_t sm_clock_min_mhz = 0;
   double power_w = 0, power_limit_w = 0;  // median draw, enforced limit
   uint32_t temperature_max_c = 0;
-  std::vector<std::string> clock_event_reasons;  // seen in any sample, "gpu_idle" left out
+  core::ClockEventReasons clock_event_reasons;  // seen in any sample, gpu_idle left out
   uint64_t memory_used_bytes = 0, memory_total_bytes = 0;  // NVML's, every process on the GPU
   // CUPTI's memory records (rank file memory): the most device memory the rank's own allocations
   // held at once, on the device NVML's figures are of (else all its devices together).
@@ -143,9 +144,9 @@ struct RankView {
   bool mig = false;  // a MIG instance: the clocks, power and temperature are the whole GPU's
   // Per-step throttling, from the steps.detail rows after warm-up (partial steps skipped) that
   // carry gpu_health: such a step is throttled when any of its devices reported a clock-event
-  // reason other than gpu_idle (core::health_throttled). Its step time is the job's step source.
+  // reason other than gpu_idle (core::ClockEventReasons::throttled). Its step time is the job's step source.
   uint64_t sampled_steps = 0, throttled_steps = 0;
-  std::vector<std::string> throttle_reasons;  // seen in the throttled steps, in NVML's bit order
+  core::ClockEventReasons throttle_reasons;  // seen in the throttled steps, gpu_idle left out
   double throttled_step_ms = 0, other_step_ms = 0;  // mean step time of the throttled, the other sampled steps
   // Median time of the unthrottled sampled steps outside exposed comm (the CPU wall without GPU
   // step times); 0 with none.
@@ -216,13 +217,46 @@ struct Straggler {
   // The GPU-side cause seen in gpu_health (both 0: no clocks sampled): its median SM clock
   // against the median of the other ranks', and the clock-event reasons it reported.
   double sm_clock_mhz = 0, others_sm_clock_mhz = 0;
-  std::vector<std::string> clock_event_reasons;
+  core::ClockEventReasons clock_event_reasons;
   bool clock_slower = false;  // its clock is below the others' (else: slower at equal clocks)
   // Its per-step throttling (RankView): steps with an NVML sample, those with a clock-event
   // reason other than gpu_idle, the reasons, the mean step time of those and of the others.
   uint64_t sampled_steps = 0, throttled_steps = 0;
-  std::vector<std::string> throttle_reasons;
+  core::ClockEventReasons throttle_reasons;
   double throttled_step_ms = 0, other_step_ms = 0;
+};
+
+// One rank's waits in the collectives lined up across ranks, per step.
+struct RankWaits {
+  double wait_ms = 0;    // waiting for peers in matched collectives
+  double caused_ms = 0;  // the others' wait this rank alone caused (arrived last)
+  uint64_t matched = 0, last_arrivals = 0;
+};
+
+// The waits view (comm_view.cpp): collectives lined up across ranks by (communicator, seq), the
+// shortest duration of each the wait-free time, each rank's excess its wait.
+struct WaitsView {
+  std::vector<RankWaits> per_rank;  // by Job::ranks index (the per-rank table's rows take them)
+  std::vector<BandwidthView> bandwidth;
+  uint64_t collectives_matched = 0;
+  // Collectives lined up from CPU durations (process groups whose collectives ran on the CPU:
+  // gloo, MPI, as traintime.torch recorded them), and their backends.
+  uint64_t cpu_collectives_matched = 0;
+  std::string cpu_backends;  // distinct, ", "-joined
+};
+
+// The stragglers view (stragglers_view.cpp): the ranks that hold the job back, from the per-rank
+// rows and the waits.
+struct StragglersView {
+  // Whether stragglers could be looked for at all: they are found from the durations of
+  // collectives lined up across ranks (GPU durations, or CPU ones of gloo and MPI collectives)
+  // and from GPU compute, so a job with neither has none to find (the gate calls stragglers and
+  // straggler_cost_ms "cannot be judged" then).
+  bool measured = false;
+  std::vector<Straggler> found;  // largest cost first
+  // Two or more stragglers: the job's step had all of them run at the median of the other ranks.
+  std::vector<int64_t> group;
+  double group_step_ms_without = 0;
 };
 
 struct MissingMember {
@@ -248,6 +282,14 @@ struct Hang {
   // progress): missing is empty, and progress says which channel and peer stopped moving.
   bool all_entered = false;
   HangProgress progress;  // each member's channels of it (rank file proxy_progress)
+};
+
+// The hangs view (hangs_view.cpp): the collectives the job hangs in, from the files' threads[],
+// in-flight collectives and proxy progress.
+struct HangsView {
+  bool data = false;  // some file has threads[], communicators[].in_flight or proxy progress rows
+  std::vector<Hang> found;
+  std::vector<std::string> p2p_waits;  // ranks stuck in a Send/Recv (peer unknown), one line each
 };
 
 // The rank files' warnings grouped, so that 4096 ranks each counting dropped records with their
@@ -287,22 +329,10 @@ struct Report {
   std::vector<CategoryView> categories;
   std::vector<RegionAcross> regions;  // by mean GPU busy, largest first
   std::vector<CommView> comm;
-  std::vector<BandwidthView> bandwidth;
+  WaitsView waits;
   std::vector<RankView> per_rank;
-  std::vector<Straggler> stragglers;  // largest cost first
-  // Collectives lined up across ranks from CPU durations (process groups whose collectives ran on
-  // the CPU: gloo, MPI, as traintime.torch recorded them), and their backends.
-  uint64_t cpu_collectives_matched = 0;
-  std::string cpu_backends;  // distinct, ", "-joined
-  // Whether stragglers could be looked for at all: they are found from the durations of
-  // collectives lined up across ranks (GPU durations, or CPU ones of gloo and MPI collectives)
-  // and from GPU compute, so a job with neither has none to find (the gate calls stragglers and
-  // straggler_cost_ms "cannot be judged" then).
-  bool stragglers_measured = false;
-  // Two or more stragglers: the job's step had all of them run at the median of the other ranks.
-  std::vector<int64_t> straggler_group;
-  double group_step_ms_without = 0;
-  std::vector<Hang> hangs;
+  StragglersView stragglers;
+  HangsView hangs;
   std::vector<RankFate> fates;  // ranks not ended by a normal exit: the dead first, then running
   // The ranks whose gpu_health has NVML's memory figures, least headroom first, then those with
   // CUPTI's memory figures only, by rank.
@@ -317,9 +347,6 @@ struct Report {
   bool has_recompute = false;
   // TFLOP/s known but MFU not, on some ranks: why (their peak is not known), one line.
   std::string mfu_missing_why;
-  bool hang_data = false;  // some file has threads[] or communicators[].in_flight
-  std::vector<std::string> p2p_waits;  // ranks stuck in a Send/Recv (peer unknown), one line each
-  uint64_t collectives_matched = 0;
 
   // Job-wide shares of the GPU step span (busy + idle, summed over ranks), in percent.
   double exposed_comm_pct = 0, idle_pct = 0, comm_pct = 0, compute_pct = 0;

@@ -72,7 +72,7 @@ using Bandwidths = std::map<std::tuple<std::string, uint32_t, uint64_t>, BwAcc>;
 // One collective (communicator, seq) that every member kept: who waited how long, who arrived
 // last and what it cost the others, and (timed on the GPU) its wait-free bandwidth.
 void line_up(const Job& job, const std::vector<Member>& members, std::vector<Entry>& entries,
-             std::vector<WaitTotals>& tot, Bandwidths& bw, Report& rep) {
+             std::vector<WaitTotals>& tot, Bandwidths& bw, WaitsView& view) {
   // The first to finish (the shortest wait, the lowest rank on a tie: it arrived last) and the
   // next shortest duration: two linear passes, no sort (16384 entries per collective).
   const auto before = [&](const Entry& a, const Entry& b) {
@@ -91,10 +91,10 @@ void line_up(const Job& job, const std::vector<Member>& members, std::vector<Ent
     tot[entries[0].member].caused_ns += static_cast<double>(d1 - d0);
     ++tot[entries[0].member].last;
   }
-  ++rep.collectives_matched;
+  ++view.collectives_matched;
   // Collectives timed on the CPU (gloo, MPI) tell who waited for whom, not the links' speed.
   if (members[0].c->cpu_clock) {
-    ++rep.cpu_collectives_matched;
+    ++view.cpu_collectives_matched;
     return;
   }
   const core::RecentCollective& rc = *entries[0].rc;
@@ -111,14 +111,14 @@ void line_up(const Job& job, const std::vector<Member>& members, std::vector<Ent
 
 // Every collective of one communicator lined up; each member's totals into its rank's row, per
 // step: collectives per step on this communicator, as the rank counted them.
-void line_up_communicator(const Job& job, const std::vector<Member>& members, Bandwidths& bw, Report& rep) {
+void line_up_communicator(const Job& job, const std::vector<Member>& members, Bandwidths& bw, WaitsView& view) {
   std::map<uint64_t, std::vector<Entry>> by_seq;
   for (std::size_t m = 0; m < members.size(); ++m)
     for (const core::RecentCollective& rc : members[m].c->recent)
       by_seq[rc.seq].push_back({m, rc.gpu_end_ns > rc.gpu_start_ns ? rc.gpu_end_ns - rc.gpu_start_ns : 0, &rc});
   std::vector<WaitTotals> tot(members.size());
   for (auto& [seq, entries] : by_seq)
-    if (entries.size() == members.size()) line_up(job, members, entries, tot, bw, rep);  // kept by every member
+    if (entries.size() == members.size()) line_up(job, members, entries, tot, bw, view);  // kept by every member
   for (std::size_t m = 0; m < members.size(); ++m) {
     if (tot[m].matched == 0) continue;
     const std::size_t i = members[m].idx;
@@ -128,7 +128,7 @@ void line_up_communicator(const Job& job, const std::vector<Member>& members, Ba
       for (const core::CommRow& row : f.comm)
         if (row.comm_size == members[m].c->size) ops += static_cast<double>(row.calls);
     const double per_step = ops / steps_of(f) / static_cast<double>(tot[m].matched);
-    RankView& v = rep.per_rank[i];
+    RankWaits& v = view.per_rank[i];
     v.wait_ms += tot[m].wait_ns / kNsPerMs * per_step;
     v.caused_ms += tot[m].caused_ns / kNsPerMs * per_step;
     v.matched += tot[m].matched;
@@ -138,22 +138,19 @@ void line_up_communicator(const Job& job, const std::vector<Member>& members, Ba
 
 }  // namespace
 
-void analyze_waits(const Job& job, Report& rep) {
+WaitsView waits_view(const Job& job) {
+  WaitsView view;
+  view.per_rank.resize(job.ranks.size());
   std::map<std::string, std::vector<Member>> by_comm;
   for (std::size_t i = 0; i < job.ranks.size(); ++i)
     for (const core::Communicator& c : job.ranks[i].data.communicators) by_comm[c.id].push_back({i, &c});
   std::set<std::string> cpu_backends;
   for (const auto& [id, members] : by_comm)
     if (members.front().c->cpu_clock) cpu_backends.insert(members.front().c->backend);
-  for (const std::string& b : cpu_backends) rep.cpu_backends += (rep.cpu_backends.empty() ? "" : ", ") + b;
-
-  for (RankView& v : rep.per_rank) {
-    v.wait_ms = v.caused_ms = 0;
-    v.matched = v.last_arrivals = 0;
-  }
+  for (const std::string& b : cpu_backends) view.cpu_backends += (view.cpu_backends.empty() ? "" : ", ") + b;
   Bandwidths bw;
   for (const auto& [id, members] : by_comm)
-    if (members.size() >= 2) line_up_communicator(job, members, bw, rep);
+    if (members.size() >= 2) line_up_communicator(job, members, bw, view);
   for (const auto& [key, b] : bw) {
     BandwidthView v;
     std::tie(v.op, v.comm_size, v.lo_bytes) = key;
@@ -161,8 +158,9 @@ void analyze_waits(const Job& job, Report& rep) {
     const double f = core::busbw_factor(b.op, v.comm_size);
     v.waitfree_busbw_gbps = b.min_ns > 0 ? b.bytes / b.min_ns * f : 0;  // bytes/ns = 1e9 B/s
     v.recorded_busbw_gbps = b.all_ns > 0 ? b.all_bytes / b.all_ns * f : 0;
-    rep.bandwidth.push_back(v);
+    view.bandwidth.push_back(v);
   }
+  return view;
 }
 
 }  // namespace traintime::report::views

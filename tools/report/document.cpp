@@ -209,33 +209,33 @@ std::string cost_sentence(const Straggler& st, double step) {
 void add_stragglers(const Report& r, Document& d) {
   Section s{"Stragglers", {}, true};
   const double step = r.steps.reference_ms();
-  if (!r.stragglers_measured) {
+  if (!r.stragglers.measured) {
     s.lines.push_back("not measured: stragglers are found from the durations of collectives lined up across ranks "
                       "and from GPU compute, and no rank has GPU time or a collective traintime.torch timed on the "
                       "CPU (gloo, MPI)");
   } else if (!r.gpu_data) {
-    s.lines.push_back("measured from the CPU durations of " + u(r.cpu_collectives_matched) + " collectives on " +
-                      r.cpu_backends + " lined up across ranks (no rank has GPU time)" +
-                      (r.stragglers.empty() ? std::string(": no rank kept the others waiting") : std::string()));
-  } else if (r.stragglers.empty()) {
-    s.lines.push_back(r.collectives_matched
-                          ? "none: no rank kept the others waiting (" + u(r.collectives_matched) +
+    s.lines.push_back("measured from the CPU durations of " + u(r.waits.cpu_collectives_matched) + " collectives on " +
+                      r.waits.cpu_backends + " lined up across ranks (no rank has GPU time)" +
+                      (r.stragglers.found.empty() ? std::string(": no rank kept the others waiting") : std::string()));
+  } else if (r.stragglers.found.empty()) {
+    s.lines.push_back(r.waits.collectives_matched
+                          ? "none: no rank kept the others waiting (" + u(r.waits.collectives_matched) +
                                 " collectives lined up across ranks) and no rank's compute stands out"
                           : "none found; no collective could be lined up across ranks (a single rank, or no "
                             "communicators[].recent in the files), and no rank's compute stands out");
   }
-  for (const Straggler& st : r.stragglers) {
+  for (const Straggler& st : r.stragglers.found) {
     // One cost figure with what it is, then the evidence, one line each.
     s.lines.push_back("rank " + i(st.rank) + " (host " + st.host + ") costs the job " + human_ms(st.cost_ms_per_step) +
                       "/step" + (step > 0 ? " (" + f1(st.cost_pct) + "% of the " + human_ms(step) + " median step)" : "") +
                       ": " + cost_sentence(st, step));
     for (const std::string& why : st.reasons) s.lines.push_back("  " + why);
   }
-  if (!r.straggler_group.empty() && step > 0) {
+  if (!r.stragglers.group.empty() && step > 0) {
     std::string ranks;
-    for (int64_t k : r.straggler_group) ranks += (ranks.empty() ? "" : ", ") + i(k);
+    for (int64_t k : r.stragglers.group) ranks += (ranks.empty() ? "" : ", ") + i(k);
     char buf[96];
-    std::snprintf(buf, sizeof buf, ": %.2f -> %.2f ms/step", step, r.group_step_ms_without);
+    std::snprintf(buf, sizeof buf, ": %.2f -> %.2f ms/step", step, r.stragglers.group_step_ms_without);
     s.lines.push_back("without ranks " + ranks + " together (slow as a group, as a pipeline stage would be)" + buf +
                       "; one of them alone gains only what it is slower than the next");
   }
@@ -281,14 +281,14 @@ void add_where_time_goes(const Report& r, Document& d) {
 
 void add_hangs(const Report& r, Document& d) {
   Section h{"Hangs", {}};
-  if (!r.hang_data) {
+  if (!r.hangs.data) {
     h.lines.push_back("no hang data: these rank files have no communicators[].in_flight or threads[] "
                       "(written by an older traintime)");
-  } else if (r.hangs.empty()) {
+  } else if (r.hangs.found.empty()) {
     h.lines.push_back("none found: no collective that some ranks wait in and others never entered");
   }
-  for (const std::string& line : r.p2p_waits) h.lines.push_back(line);
-  for (const Hang& hg : r.hangs) {
+  for (const std::string& line : r.hangs.p2p_waits) h.lines.push_back(line);
+  for (const Hang& hg : r.hangs.found) {
     std::vector<int64_t> missing = hg.missing_ranks;
     std::string who = missing.empty() ? std::to_string(hg.missing.size()) + " member(s) without a rank file"
                                       : "rank(s) " + rank_list(missing);
@@ -449,17 +449,17 @@ void add_summary(const Report& r, const Extras& x, Document& d) {
   d.summary.title = r.simulated ? "SUMMARY -- SIMULATED GPU, CUDA, CUPTI and NCCL (simgpu): every GPU number too"
                                 : "SUMMARY";
   const double step = r.steps.reference_ms();
-  if (!r.stragglers_measured)
+  if (!r.stragglers.measured)
     d.summary.lines.push_back("straggler: not measured (no GPU time, and no collective timed on the CPU)");
-  else if (r.stragglers.empty())
+  else if (r.stragglers.found.empty())
     d.summary.lines.push_back("straggler: none (no rank kept the others waiting)");
   else
-    d.summary.lines.push_back("straggler: rank " + i(r.stragglers[0].rank) + " costs the job " +
-                              human_ms(r.stragglers[0].cost_ms_per_step) + "/step" +
-                              (step > 0 ? " (" + f1(r.stragglers[0].cost_pct) + "% of the " + human_ms(step) +
+    d.summary.lines.push_back("straggler: rank " + i(r.stragglers.found[0].rank) + " costs the job " +
+                              human_ms(r.stragglers.found[0].cost_ms_per_step) + "/step" +
+                              (step > 0 ? " (" + f1(r.stragglers.found[0].cost_pct) + "% of the " + human_ms(step) +
                                               " median step)"
                                         : std::string()) +
-                              (r.stragglers.size() > 1 ? "; " + u(r.stragglers.size() - 1) + " more in the diagnosis"
+                              (r.stragglers.found.size() > 1 ? "; " + u(r.stragglers.found.size() - 1) + " more in the diagnosis"
                                                        : std::string()));
   d.summary.lines.push_back("largest share: " + largest_share(r));
   d.summary.lines.push_back(x.html_path.empty()
@@ -629,7 +629,7 @@ void add_comm_tables(const Report& r, Document& d) {
                      {"recorded busbw", true}},
                     "Each collective lined up by (communicator, seq); its shortest duration over the member ranks is "
                     "the wait-free time. recorded = from every rank's duration, waiting included.");
-    for (const BandwidthView& b : r.bandwidth)
+    for (const BandwidthView& b : r.waits.bandwidth)
       bw.rows.push_back({b.op, u(b.comm_size), bytes_text(static_cast<double>(b.lo_bytes)), u(b.collectives),
                          f2(b.waitfree_busbw_gbps), f2(b.recorded_busbw_gbps)});
     d.tables.push_back(bw);
@@ -700,7 +700,8 @@ void add_gpu_health_table(const Report& r, Document& d) {
     for (const RankView& v : r.per_rank) {
       if (v.sm_clock_mhz <= 0) continue;
       std::string reasons;
-      for (const std::string& reason : v.clock_event_reasons) reasons += (reasons.empty() ? "" : " ") + reason;
+      for (const std::string& reason : core::clock_event_reason_names(v.clock_event_reasons))
+        reasons += (reasons.empty() ? "" : " ") + reason;
       h.rows.push_back({i(v.rank), f1(v.sm_clock_mhz), u(v.sm_clock_min_mhz), f1(v.power_w), f1(v.power_limit_w),
                         u(v.temperature_max_c), f1(static_cast<double>(v.memory_used_bytes) / (1ull << 30)),
                         f1(static_cast<double>(v.memory_total_bytes) / (1ull << 30)),

@@ -283,7 +283,7 @@ std::string steps_chart(const Report& r) {
     for (const RankView& v : r.per_rank) with_wall = with_wall || !v.cpu_wall_ms.empty();
   const std::size_t most = with_wall ? 8 : 16;
   std::vector<const RankView*> pick;
-  for (const Straggler& st : r.stragglers)
+  for (const Straggler& st : r.stragglers.found)
     for (const RankView& v : r.per_rank)
       if (v.rank == st.rank && pick.size() < most) pick.push_back(&v);
   const std::size_t n = r.per_rank.size();
@@ -313,7 +313,7 @@ std::string steps_chart(const Report& r) {
 std::string bandwidth_chart(const Report& r) {
   std::vector<std::string> bl;
   std::vector<Series> s{{"wait-free", "#59a14f", {}}, {"recorded (incl. waiting)", "#bab0ac", {}}};
-  for (const BandwidthView& b : r.bandwidth) {
+  for (const BandwidthView& b : r.waits.bandwidth) {
     const double lo = static_cast<double>(b.lo_bytes);
     const std::string size = lo >= 1 << 20 ? num(lo / (1 << 20), "%g") + " MiB"
                              : lo >= 1 << 10 ? num(lo / (1 << 10), "%g") + " KiB" : num(lo, "%g") + " B";
@@ -379,7 +379,7 @@ std::string charts(const Report& r) {
   out += steps_chart(r);
   if (!r.gpu_data) {
     // Collectives timed on the CPU (gloo, MPI) still tell who waited for whom.
-    if (r.cpu_collectives_matched > 0) out += waits_chart(r, labels);
+    if (r.waits.cpu_collectives_matched > 0) out += waits_chart(r, labels);
     return out;
   }
   out += bandwidth_chart(r);

@@ -79,12 +79,12 @@ void add_tables(const Report& r, json& out) {
                     {"cpu_ms_per_step", c.backend.empty() ? json(nullptr) : across(c.cpu_ms)}});
   out["comm"] = comm;
   json bw = json::array();
-  for (const BandwidthView& b : r.bandwidth)
+  for (const BandwidthView& b : r.waits.bandwidth)
     bw.push_back({{"op", b.op}, {"comm_size", b.comm_size}, {"lo_bytes", b.lo_bytes}, {"collectives", b.collectives},
                   {"waitfree_busbw_gbps", b.waitfree_busbw_gbps}, {"recorded_busbw_gbps", b.recorded_busbw_gbps}});
   out["bandwidth"] = bw;
-  out["collectives_matched"] = r.collectives_matched;
-  out["cpu_collectives_matched"] = r.cpu_collectives_matched;
+  out["collectives_matched"] = r.waits.collectives_matched;
+  out["cpu_collectives_matched"] = r.waits.cpu_collectives_matched;
 }
 
 void add_per_rank(const Report& r, json& out) {
@@ -125,30 +125,30 @@ void add_per_rank(const Report& r, json& out) {
                                                {"power_w", v.power_w},
                                                {"power_limit_w", v.power_limit_w},
                                                {"temperature_max_c", v.temperature_max_c},
-                                               {"clock_event_reasons", v.clock_event_reasons},
+                                               {"clock_event_reasons", core::clock_event_reason_names(v.clock_event_reasons)},
                                                {"memory_used_bytes", v.memory_used_bytes},
                                                {"memory_total_bytes", v.memory_total_bytes},
                                                {"mig", v.mig},
                                                {"sampled_steps", v.sampled_steps},
                                                {"throttled_steps", v.throttled_steps},
-                                               {"throttle_reasons", v.throttle_reasons}}
+                                               {"throttle_reasons", core::clock_event_reason_names(v.throttle_reasons)}}
                                         : json(nullptr)}});
   out["per_rank"] = ranks;
 }
 
 void add_stragglers(const Report& r, json& out) {
   json st = json::array();
-  for (const Straggler& s : r.stragglers) {
+  for (const Straggler& s : r.stragglers.found) {
     json clock = nullptr;
     if (s.sm_clock_mhz > 0) {
       clock = {{"sm_clock_mhz", s.sm_clock_mhz},
                {"others_sm_clock_mhz", s.others_sm_clock_mhz},
                {"slower", s.clock_slower},
-               {"clock_event_reasons", s.clock_event_reasons}};
+               {"clock_event_reasons", core::clock_event_reason_names(s.clock_event_reasons)}};
       if (s.sampled_steps > 0) {
         clock["sampled_steps"] = s.sampled_steps;
         clock["throttled_steps"] = s.throttled_steps;
-        clock["throttle_reasons"] = s.throttle_reasons;
+        clock["throttle_reasons"] = core::clock_event_reason_names(s.throttle_reasons);
         clock["throttled_step_ms"] = s.throttled_steps > 0 ? json(s.throttled_step_ms) : json(nullptr);
         clock["other_step_ms"] = s.throttled_steps < s.sampled_steps ? json(s.other_step_ms) : json(nullptr);
       }
@@ -161,16 +161,16 @@ void add_stragglers(const Report& r, json& out) {
                   {"clock", clock}});
   }
   out["stragglers"] = st;
-  out["straggler_group"] = r.straggler_group.empty()
+  out["straggler_group"] = r.stragglers.group.empty()
                                ? json(nullptr)
-                               : json{{"ranks", r.straggler_group}, {"step_ms", r.steps.reference_ms()},
-                                      {"step_ms_without", r.group_step_ms_without}};
+                               : json{{"ranks", r.stragglers.group}, {"step_ms", r.steps.reference_ms()},
+                                      {"step_ms_without", r.stragglers.group_step_ms_without}};
 }
 
 void add_hangs(const Report& r, json& out) {
-  out["hang_data"] = r.hang_data;
+  out["hang_data"] = r.hangs.data;
   json hangs = json::array();
-  for (const Hang& h : r.hangs) {
+  for (const Hang& h : r.hangs.found) {
     json missing = json::array();
     for (const MissingMember& m : h.missing)
       missing.push_back({{"rank", m.rank >= 0 ? json(m.rank) : json(nullptr)}, {"comm_rank", m.comm_rank},
@@ -194,7 +194,7 @@ void add_hangs(const Report& r, json& out) {
                      {"stopped", stopped_line(h.progress)}});
   }
   out["hangs"] = hangs;
-  out["p2p_waits"] = r.p2p_waits;
+  out["p2p_waits"] = r.hangs.p2p_waits;
 }
 
 void add_memory(const Report& r, json& out) {

@@ -71,11 +71,6 @@ bool compare_op(double a, const std::string& op, double b) {
   return a != b;
 }
 
-const Metric* find_metric(const std::vector<Metric>& ms, const std::string& name) {
-  for (const Metric& m : ms)
-    if (m.name == name) return &m;
-  return nullptr;
-}
 
 // A module's figure (module_reports.h) as a metric of `r`: n/a when no rank file held the
 // module's part or no rank measured it.
@@ -90,6 +85,14 @@ Metric module_metric(const Report& r, const std::string& name) {
     m.missing_why = "no rank file holds its module's part";
   }
   return m;
+}
+
+// The metric `name` of `r` (its headline metrics `ms`): a module figure the gate takes whose module
+// no rank file of `r` holds is n/a (module_metric).
+Metric metric_of(const std::vector<Metric>& ms, const Report& r, const std::string& name) {
+  for (const Metric& m : ms)
+    if (m.name == name) return m;
+  return module_metric(r, name);
 }
 
 std::string trim(const std::string& s) {
@@ -128,9 +131,12 @@ Condition parse_condition(const std::string& raw) {
   c.metric = text.substr(0, i);
   const std::vector<std::string> names = metric_names();
   if (c.metric.empty() || std::find(names.begin(), names.end(), c.metric) == names.end()) {
+    // The module figures a job has are in its report's module tables: listing every compiled-in
+    // module's here would name figures of modules the job never used.
     std::string known;
-    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("--fail-if \"" + text + "\": unknown metric \"" + c.metric + "\" (known: " + known + ")");
+    for (const MetricDef& d : kMetrics) known += (known.empty() ? "" : ", ") + std::string(d.name);
+    throw UsageError("--fail-if \"" + text + "\": unknown metric \"" + c.metric + "\" (known: " + known +
+                     ") or a module's figure, <module>_<figure>, as the report's module tables list a job's");
   }
   Unit unit = Unit::kCount;
   for (const MetricDef& d : kMetrics)
@@ -178,6 +184,27 @@ Condition parse_condition(const std::string& raw) {
 std::optional<double> spread_of(const Dist& d) {
   if (d.n == 0 || d.p50 <= 0) return std::nullopt;
   return (d.p90 - d.p50) / d.p50 * 100;
+}
+
+// One metric's change from the baseline run's value `b` to this run's `m`.
+MetricChange metric_change(const Metric& m, const Metric& b) {
+  MetricChange c;
+  c.name = m.name;
+  c.unit = m.unit;
+  c.now = m.value;
+  c.base = b.value;
+  if (c.now && c.base) {
+    c.change = *c.now - *c.base;
+    if (*c.base != 0) c.change_pct = *c.change / std::fabs(*c.base) * 100;
+    if (m.spread_pct || b.spread_pct) {
+      // Beyond the spread when the relative change exceeds this metric's own step-to-step
+      // spread in either run.
+      c.spread_pct = std::max(m.spread_pct.value_or(0), b.spread_pct.value_or(0));
+      const double rel = *c.base != 0 ? std::fabs(*c.change) / std::fabs(*c.base) * 100 : (*c.change != 0 ? 1e9 : 0);
+      c.beyond_spread = rel > *c.spread_pct;
+    }
+  }
+  return c;
 }
 
 }  // namespace
@@ -259,14 +286,14 @@ std::vector<Metric> headline_metrics(const Report& r) {
   why["mfu_pct"] = "no MFU in the rank files (model FLOPs and the GPU's peak are both needed)";
   v["hfu_pct"] = r.throughput.hfu_rank.n ? std::optional<double>(100 * r.throughput.job_hfu) : std::nullopt;
   why["hfu_pct"] = "no HFU in the rank files (it needs MFU and recompute: activation checkpointing)";
-  if (r.stragglers_measured) {
-    v["straggler_cost_ms"] = r.stragglers.empty() ? 0.0 : r.stragglers.front().cost_ms_per_step;
-    v["stragglers"] = static_cast<double>(r.stragglers.size());
+  if (r.stragglers.measured) {
+    v["straggler_cost_ms"] = r.stragglers.found.empty() ? 0.0 : r.stragglers.found.front().cost_ms_per_step;
+    v["stragglers"] = static_cast<double>(r.stragglers.found.size());
   }
   for (const char* n : {"straggler_cost_ms", "stragglers"})
     why[n] = "stragglers were not measured: no rank has GPU time or a collective timed on the CPU (gloo, MPI), "
              "and they are found from the durations of collectives and of GPU compute";
-  v["hangs"] = static_cast<double>(r.hangs.size());
+  v["hangs"] = static_cast<double>(r.hangs.found.size());
   v["missing_ranks"] = static_cast<double>(r.missing_ranks.size());
   v["dropped_records"] = static_cast<double>(r.dropped_records);
   v["bad_files"] = static_cast<double>(r.problems.size());
@@ -278,7 +305,9 @@ std::vector<Metric> headline_metrics(const Report& r) {
   v["ranks"] = static_cast<double>(r.ranks);
   std::vector<Metric> out;
   for (const MetricDef& d : kMetrics) out.push_back({d.name, d.unit, d.what, v[d.name], why[d.name], spread[d.name]});
-  for (const std::string& n : module_figure_names()) out.push_back(module_metric(r, n));  // each module's report half
+  // Each module's report half: the figures of the modules whose data a rank file of the job holds.
+  for (const ModuleFigures& mf : r.module_figures)
+    for (const ModuleFigures::Row& row : mf.rows) out.push_back(module_metric(r, module_figure_name(mf.module, row.key)));
   return out;
 }
 
@@ -294,7 +323,8 @@ std::vector<Verdict> evaluate(const std::vector<Condition>& conditions, const Re
   std::vector<Verdict> out;
   for (const Condition& c : conditions) {
     Verdict v{c, false, ""};
-    const Metric* m = find_metric(mn, c.metric);
+    const Metric now_m = metric_of(mn, now, c.metric);
+    const Metric* m = &now_m;
     if (c.against != Condition::Against::kValue && base == nullptr)
       throw UsageError("--fail-if \"" + c.text + "\": a signed value is a change against another run; give --compare DIR");
     // A gate never passes on missing data: a condition that cannot be judged counts as holding.
@@ -309,7 +339,8 @@ std::vector<Verdict> evaluate(const std::vector<Condition>& conditions, const Re
       v.explanation = c.metric + " = " + with_unit(*m->value, m->unit) + (v.holds ? " " : ", not ") + c.op + " " +
                       with_unit(c.value, m->unit);
     } else {
-      const Metric* b = find_metric(mb, c.metric);
+      const Metric base_m = metric_of(mb, *base, c.metric);
+      const Metric* b = &base_m;
       if (!b->value) {
         v.holds = true;
         v.explanation = c.text + ": cannot be judged, the --compare run has " + b->missing_why + "; counted as holding";
@@ -343,25 +374,11 @@ Comparison compare(const Report& now, const Report& base) {
   cmp.base_dir = base.dir;
   cmp.base_job = base.job_id;
   const std::vector<Metric> mn = headline_metrics(now), mb = headline_metrics(base);
-  for (std::size_t i = 0; i < mn.size(); ++i) {
-    MetricChange c;
-    c.name = mn[i].name;
-    c.unit = mn[i].unit;
-    c.now = mn[i].value;
-    c.base = mb[i].value;
-    if (c.now && c.base) {
-      c.change = *c.now - *c.base;
-      if (*c.base != 0) c.change_pct = *c.change / std::fabs(*c.base) * 100;
-      if (mn[i].spread_pct || mb[i].spread_pct) {
-        // Beyond the spread when the relative change exceeds this metric's own step-to-step
-        // spread in either run.
-        c.spread_pct = std::max(mn[i].spread_pct.value_or(0), mb[i].spread_pct.value_or(0));
-        const double rel = *c.base != 0 ? std::fabs(*c.change) / std::fabs(*c.base) * 100 : (*c.change != 0 ? 1e9 : 0);
-        c.beyond_spread = rel > *c.spread_pct;
-      }
-    }
-    cmp.metrics.push_back(c);
-  }
+  // Every metric of either run, by name: a module figure only one run has is n/a in the other.
+  for (const Metric& m : mn) cmp.metrics.push_back(metric_change(m, metric_of(mb, base, m.name)));
+  for (const Metric& b : mb)
+    if (std::none_of(mn.begin(), mn.end(), [&](const Metric& m) { return m.name == b.name; }))
+      cmp.metrics.push_back(metric_change(metric_of(mn, now, b.name), b));
   // The region and the collective whose per-step time (mean over ranks) moved most.
   std::map<std::string, const RegionAcross*> base_regions;
   for (const RegionAcross& r : base.regions) base_regions[r.path] = &r;

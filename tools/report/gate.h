@@ -24,8 +24,10 @@ struct Metric {
   std::optional<double> spread_pct;
 };
 
+// The built-in metrics, then the figures of each module whose data a rank file of `r` holds.
 std::vector<Metric> headline_metrics(const Report& r);
-// The metric names --fail-if accepts, in the order headline_metrics() gives them.
+// The metric names --fail-if accepts: the built-in ones, then every compiled-in module's figures
+// (one a job lacks cannot be judged).
 std::vector<std::string> metric_names();
 const char* unit_label(Unit u);
 

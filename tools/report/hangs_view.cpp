@@ -135,9 +135,10 @@ bool has_hang_data(const Job& job) {
 
 }  // namespace
 
-void find_hangs(const Job& job, Report& rep) {
-  rep.hang_data = has_hang_data(job);
-  if (!rep.hang_data) return;
+HangsView hangs_view(const Job& job) {
+  HangsView view;
+  view.data = has_hang_data(job);
+  if (!view.data) return view;
   std::map<std::string, Members> by_comm;
   std::map<std::string, uint32_t> size_of;
   for (const RankInput& r : job.ranks)
@@ -161,7 +162,7 @@ void find_hangs(const Job& job, Report& rep) {
       // that is: naming the members that did not enter would accuse ranks that had no part in it.
       std::string who;
       for (int64_t r : h.waiting_ranks) who += (who.empty() ? "" : ", ") + std::to_string(r);
-      rep.p2p_waits.push_back("rank(s) " + who + " wait in " + h.op + " seq " + std::to_string(h.seq) +
+      view.p2p_waits.push_back("rank(s) " + who + " wait in " + h.op + " seq " + std::to_string(h.seq) +
                               " on communicator " + id + "; its peer is not recorded in the rank files");
       continue;
     }
@@ -169,7 +170,8 @@ void find_hangs(const Job& job, Report& rep) {
     for (const MissingMember& mm : h.missing)
       if (mm.rank >= 0) h.missing_ranks.push_back(mm.rank);
     std::sort(h.missing_ranks.begin(), h.missing_ranks.end());
-    rep.hangs.push_back(std::move(h));
+    view.found.push_back(std::move(h));
   }
+  return view;
 }
 }  // namespace traintime::report::views

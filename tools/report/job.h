@@ -2,6 +2,8 @@
 // job, their regions merged as they are read, and one line per file that was left out and why.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "module_reports.h"
 #include "traintime/core/rank_file.h"
+#include "traintime/core/rank_file_json.h"
 
 namespace traintime::report {
 
@@ -154,5 +157,10 @@ struct LoadOptions {
 // options.latest, else the one with the most rank files). Never throws for bad input: each problem becomes a Problem naming the file; a missing
 // or unreadable directory is one Problem naming the directory.
 Job load_job(const std::string& dir, const LoadOptions& options);
+
+// load_job's checks of one file before it reads it, by its stat (*st): nullopt when the file may
+// be read; else why not, as the reader's own errors say it (kUnreadable: the stat failed;
+// kNotRegular, kEmpty, kTooLarge: over `max_bytes`), its detail the problem's line.
+std::optional<core::ReadError> check_before_read(const std::string& path, uint64_t max_bytes, struct stat* st);
 
 }  // namespace traintime::report

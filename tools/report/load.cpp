@@ -83,7 +83,7 @@ std::string human_bytes(uint64_t b) {
 
 struct Parsed {
   std::optional<core::RankFile> file;
-  std::string error;  // without the leading "path: "
+  core::ReadError error;  // without a file: why (its detail is the problem's line after "path: ")
   std::string record;  // the record it was read from, when parse_input chose the record
 };
 
@@ -140,39 +140,39 @@ uint64_t ParseCache::hits() const {
   return impl_->hits;
 }
 
+std::optional<core::ReadError> check_before_read(const std::string& path, uint64_t max_bytes, struct stat* st) {
+  using Kind = core::ReadError::Kind;
+  if (::stat(path.c_str(), st) != 0)
+    return core::ReadError{Kind::kUnreadable, path, "cannot read: " + std::error_code(errno, std::generic_category()).message()};
+  if (!S_ISREG(st->st_mode)) return core::ReadError{Kind::kNotRegular, path, "not a regular file; skipped"};
+  const uint64_t size = static_cast<uint64_t>(st->st_size);
+  if (size == 0)
+    return core::ReadError{Kind::kEmpty, path, "empty file (a rank file is never empty: was it truncated?); skipped"};
+  if (size > max_bytes)
+    return core::ReadError{Kind::kTooLarge, path,
+                           human_bytes(size) + ", larger than a rank file can be (limit " + human_bytes(max_bytes) +
+                               "); skipped without reading"};
+  return std::nullopt;
+}
+
 namespace {
 
 // One file read; through `cache` (when given) unless it is a record.
 Parsed parse_one(const std::string& path, uint64_t max_bytes, ParseCache* cache) {
   Parsed p;
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    p.error = "cannot read: " + std::error_code(errno, std::generic_category()).message();
-    return p;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    p.error = "not a regular file; skipped";
+  if (std::optional<core::ReadError> refused = check_before_read(path, max_bytes, &st)) {
+    p.error = std::move(*refused);
     return p;
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size == 0) {
-    p.error = "empty file (a rank file is never empty: was it truncated?); skipped";
-    return p;
-  }
-  if (size > max_bytes) {
-    p.error = human_bytes(size) + ", larger than a rank file can be (limit " + human_bytes(max_bytes) +
-              "); skipped without reading";
-    return p;
-  }
   // A record changes in place (its mapping's stores need not move its mtime): never cached.
   if (cache && kind_of(fs::path(path).filename().string()) == Kind::kRecord) cache = nullptr;
   const FileKey key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), size,
                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
   if (cache)
     if (std::shared_ptr<const Parsed> hit = cache->impl().find(path, key)) return *hit;
-  core::ReadError error;
-  p.file = core::read_rank_file(path, &error);
-  if (!p.file) p.error = error.detail;  // the problem's line names the file itself
+  p.file = core::read_rank_file(path, &p.error);
   if (cache) cache->impl().put(path, key, p);
   return p;
 }
@@ -415,7 +415,7 @@ void merge_one(Parsed& p, const Input& input, const LoadOptions& options, Job& j
                ReadNotes& notes) {
   const std::string& path = p.record.empty() ? input.file : p.record;
   if (!p.file) {
-    job.problems.push_back({path, p.error});
+    job.problems.push_back({path, p.error.detail});  // the problem's line names the file itself
   } else if (options.job && p.file->job_id != *options.job) {
     ++job.other_jobs[p.file->job_id];
     job.problems.push_back({path, "job \"" + p.file->job_id + "\", not the job asked for (--job " +

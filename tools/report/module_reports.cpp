@@ -37,7 +37,9 @@ void ModuleMerges::merge(const core::RankFile& f) {
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const std::string name(reports[i]->module);
     if (!merged_[i]) {
-      if (!f.modules.count(name) && !f.module_data.count(name)) continue;
+      // Its counters alone (modules.<module>, in every file the module's table names) are no data
+      // of its own: a module the job never used gives no figures, not a row of n/a.
+      if (!f.module_data.count(name)) continue;
       merged_[i] = reports[i]->start();
     }
     reports[i]->merge(f, *merged_[i]);
@@ -59,23 +61,21 @@ std::vector<ModuleFigures> ModuleMerges::figures() const {
   return out;
 }
 
-namespace {
-std::string gate_name(std::string_view module, std::string_view key) {
+std::string module_figure_name(std::string_view module, std::string_view key) {
   return std::string(module) + "_" + std::string(key);
 }
-}  // namespace
 
 std::vector<std::string> module_figure_names() {
   std::vector<std::string> out;
   for (const modules::ModuleReport* m : module_reports())
-    for (std::size_t k = 0; k < m->figure_count; ++k) out.push_back(gate_name(m->module, m->figures[k].key));
+    for (std::size_t k = 0; k < m->figure_count; ++k) out.push_back(module_figure_name(m->module, m->figures[k].key));
   return out;
 }
 
 const ModuleFigures::Row* find_module_figure(const std::vector<ModuleFigures>& figures, const std::string& name) {
   for (const ModuleFigures& mf : figures)
     for (const ModuleFigures::Row& row : mf.rows)
-      if (gate_name(mf.module, row.key) == name) return &row;
+      if (module_figure_name(mf.module, row.key) == name) return &row;
   return nullptr;
 }
 

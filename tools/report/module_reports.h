@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -27,8 +28,9 @@ struct ModuleFigures {
   std::vector<Row> rows;
 };
 
-// The report halves' merges of one job: a module's starts at the first rank file holding its part
-// (modules.<module> or its data section); only those that started give figures.
+// The report halves' merges of one job: a module's starts at the first rank file holding its data
+// section (RankFile::module_data); only those that started give figures, so a module the job never
+// used (its counters alone, or nothing) has no rows, no JSON figures and no headline metrics.
 class ModuleMerges {
  public:
   ModuleMerges();
@@ -45,8 +47,10 @@ class ModuleMerges {
 // The report halves compiled in, in the module table's order.
 const std::vector<const modules::ModuleReport*>& module_reports();
 
-// The gate's names of every figure (<module>_<key>), and the figure of one (nullopt: no module
-// figure of that name, or n/a).
+// The gate's name of a module's figure: <module>_<key>.
+std::string module_figure_name(std::string_view module, std::string_view key);
+// The gate's names of every compiled-in module's figures (what --fail-if accepts, whether or not
+// a job has the module's data), and the figure of one (nullptr: no figure of that name in the job).
 std::vector<std::string> module_figure_names();
 const ModuleFigures::Row* find_module_figure(const std::vector<ModuleFigures>& figures, const std::string& name);
 

@@ -34,19 +34,19 @@ void add_breakdown(RankView& v, const core::RankFile& f) {
 // throttled ones (RankView::throttled_steps).
 void add_steps_and_throttling(RankView& v, const core::RankFile& f, bool gpu) {
   std::vector<double> unthrottled_own;
-  uint64_t throttle_mask = 0;
+  core::ClockEventReasons throttle_reasons;
   for (const core::Steps::Detail& d : f.steps.detail) {
     if (d.partial) continue;
     const double step = gpu ? ms(d.totals.gpu_busy_ns + d.totals.idle_ns) : ms(d.wall_ns);
     v.step_ms.emplace_back(d.index, step);
     if (d.wall_ns > 0) v.cpu_wall_ms.emplace_back(d.index, ms(d.wall_ns));
     if (d.index < f.steps.warmup || d.gpu_health.empty()) continue;
-    uint64_t mask = 0;
-    for (const core::StepHealth& h : d.gpu_health) mask |= h.clock_event_reasons;
+    core::ClockEventReasons seen;
+    for (const core::StepHealth& h : d.gpu_health) seen |= h.clock_event_reasons;
     ++v.sampled_steps;
-    if (core::health_throttled(mask)) {
+    if (seen.throttled()) {
       ++v.throttled_steps;
-      throttle_mask |= mask;
+      throttle_reasons |= seen;
       v.throttled_step_ms += step;
     } else {
       v.other_step_ms += step;
@@ -56,7 +56,7 @@ void add_steps_and_throttling(RankView& v, const core::RankFile& f, bool gpu) {
   if (v.throttled_steps > 0) v.throttled_step_ms /= static_cast<double>(v.throttled_steps);
   if (!unthrottled_own.empty()) v.other_step_ms /= static_cast<double>(unthrottled_own.size());
   v.unthrottled_own_ms = median(std::move(unthrottled_own));
-  v.throttle_reasons = core::health_reason_names(throttle_mask & ~core::kHealthReasonGpuIdle);
+  v.throttle_reasons = throttle_reasons.without(core::ClockEventReason::kGpuIdle);
 }
 
 // NVML's figures of its first device over the run, and CUPTI's peak of its own allocations.
@@ -71,8 +71,7 @@ void add_health_and_memory(RankView& v, const core::RankFile& f) {
     v.power_w = h.power_w_median;
     v.power_limit_w = h.power_limit_w;
     v.temperature_max_c = h.temperature_c_max;
-    for (const std::string& reason : h.clock_event_reasons)
-      if (reason != "gpu_idle") v.clock_event_reasons.push_back(reason);
+    v.clock_event_reasons = h.clock_event_reasons.without(core::ClockEventReason::kGpuIdle);
     v.memory_used_bytes = h.memory_used_bytes_max;
     v.memory_total_bytes = h.memory_total_bytes;
     v.mig = first_device->mig;

@@ -40,9 +40,9 @@ void explain_clock(const Report& rep, Straggler& s) {
   s.throttle_reasons = self->throttle_reasons;
   s.throttled_step_ms = self->throttled_step_ms;
   s.other_step_ms = self->other_step_ms;
-  const auto join = [](const std::vector<std::string>& v) {
+  const auto join = [](const core::ClockEventReasons& r) {
     std::string out;
-    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+    for (const std::string& x : core::clock_event_reason_names(r)) out += (out.empty() ? "" : ", ") + x;
     return out;
   };
   const std::string reasons = join(s.clock_event_reasons);
@@ -101,7 +101,7 @@ void by_waits(const Report& rep, double floor_ms, Found& found) {
       s.cost_basis = "waits";
       s.reasons.push_back("arrived last at " + std::to_string(r.last_arrivals) + " of " +
                           std::to_string(r.matched) + " collectives lined up across ranks" +
-                          (rep.gpu_data ? std::string() : " (their CPU durations on " + rep.cpu_backends + ")"));
+                          (rep.gpu_data ? std::string() : " (their CPU durations on " + rep.waits.cpu_backends + ")"));
     }
   }
 }
@@ -139,7 +139,7 @@ void by_compute(const Report& rep, double floor_ms, Found& found) {
 // stays; those ranks then take at least their step less the waits they spent (their median).
 // One straggler among several only gains the job what it is slower than the next slowest;
 // several together (a slow group, as a pipeline stage would be) are estimated as one.
-void counterfactual(Report& rep, double step_ms, Found& found) {
+void counterfactual(const Report& rep, double step_ms, Found& found, StragglersView& out) {
   std::vector<double> own, waitfree;
   std::map<int64_t, const RankView*> view;
   for (const RankView& r : rep.per_rank) {
@@ -168,29 +168,31 @@ void counterfactual(Report& rep, double step_ms, Found& found) {
     s.kind = found.size() == 1 ? "rank" : "group";
   }
   if (found.size() >= 2) {
-    for (const auto& [rank, s] : found) rep.straggler_group.push_back(rank);
-    rep.group_step_ms_without = std::min(step_ms, together);
+    for (const auto& [rank, s] : found) out.group.push_back(rank);
+    out.group_step_ms_without = std::min(step_ms, together);
   }
 }
 
 }  // namespace
 
-void find_stragglers(Report& rep) {
-  rep.stragglers_measured = rep.gpu_data || rep.cpu_collectives_matched > 0;
+StragglersView stragglers_view(const Report& rep) {
+  StragglersView out;
+  out.measured = rep.gpu_data || rep.waits.cpu_collectives_matched > 0;
   const double step_ms = rep.steps.reference_ms();
   const double floor_ms = std::max(step_ms * 0.01, 0.001);  // 1% of a step, at least 1 us
   Found found;
   by_waits(rep, floor_ms, found);
   by_compute(rep, floor_ms, found);
   if (rep.steps.gpu && rep.per_rank.size() >= 2 && found.size() < rep.per_rank.size())
-    counterfactual(rep, step_ms, found);
+    counterfactual(rep, step_ms, found, out);
   for (auto& [rank, s] : found) {
     s.cost_pct = step_ms > 0 ? s.cost_ms_per_step / step_ms * 100.0 : 0;
     explain_clock(rep, s);
-    rep.stragglers.push_back(s);
+    out.found.push_back(s);
   }
-  std::stable_sort(rep.stragglers.begin(), rep.stragglers.end(),
+  std::stable_sort(out.found.begin(), out.found.end(),
                    [](const Straggler& a, const Straggler& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
+  return out;
 }
 
 }  // namespace traintime::report::views

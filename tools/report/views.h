@@ -1,5 +1,6 @@
-// The report's views (docs/report.md): each computes one part of the Report from the loaded Job
-// (or from the views before it), in a file of its own; analyze() (analysis.cpp) runs them in order.
+// The report's views (docs/report.md): each computes one part of the Report, as a value of its own
+// type, from the loaded Job (or from the views before it), in a file of its own; analyze()
+// (analysis.cpp) runs them in order and keeps what they return.
 // Internal to tools/report: the formats read the Report, never these functions.
 #pragma once
 
@@ -34,15 +35,15 @@ double rank_step_p50(const core::RankFile& f, bool gpu);
 RankView rank_view(const RankInput& r, bool gpu);
 
 // comm_view.cpp: the comm table, one row per (backend, op, communicator size); and the waits:
-// collectives lined up across ranks, each rank's waits (into rep.per_rank), the wait-free bandwidth.
+// collectives lined up across ranks, each rank's waits, the wait-free bandwidth.
 std::vector<CommView> comm_view(const Job& job);
-void analyze_waits(const Job& job, Report& rep);
+WaitsView waits_view(const Job& job);
 
-// stragglers_view.cpp: from the per-rank rows and the waits.
-void find_stragglers(Report& rep);
+// stragglers_view.cpp: from the per-rank rows and the waits (the views analyze() ran before it).
+StragglersView stragglers_view(const Report& rep);
 
 // hangs_view.cpp: the collectives the job hangs in.
-void find_hangs(const Job& job, Report& rep);
+HangsView hangs_view(const Job& job);
 
 // memory_view.cpp: the ranks' memory headroom, least first.
 std::vector<MemoryHeadroom> memory_view(const std::vector<RankView>& per_rank);

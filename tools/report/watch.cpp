@@ -184,7 +184,7 @@ std::string watch_screen(const Job& job, const Report& r, double interval_s, con
   s += self_cost_watch_line(r.self_cost);
 
   // A hang, first of all: the collective some ranks wait in while others never entered it.
-  for (const Hang& h : r.hangs) {
+  for (const Hang& h : r.hangs.found) {
     const bool held = !before || before->count(hang_key(h));
     s += std::string(held ? "HANG: " : "possible hang (first seen now; a hang if still there at the next read): ") +
          h.op + " seq " + std::to_string(h.seq) + " on communicator " + h.communicator + ": rank(s) " +
@@ -228,7 +228,7 @@ int run_watch(const std::string& dir, const LoadOptions& options, double interva
     const Report r = analyze(job);
     std::string text = fit_width(watch_screen(job, r, once ? 0 : interval_s, once ? nullptr : &seen), terminal_width());
     seen.clear();
-    for (const Hang& h : r.hangs) seen.insert(hang_key(h));
+    for (const Hang& h : r.hangs.found) seen.insert(hang_key(h));
     const bool done = every_rank_final(job);
     if (done && !once) text += "\nevery rank wrote its final file: the job ended\n";
     if (screen) text = "\033[H\033[2J" + text;

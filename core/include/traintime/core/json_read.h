@@ -301,7 +301,7 @@ void each_in_opt_array(const J& o, std::string_view k, const Path& w, std::vecto
 
 // The figures steps.detail[].gpu_health[] (core's) shares with the nvml module's
 // gpu_health.devices[].run and .steps[]:
-// samples, SM clock, power median, temperature (the reasons are read by each, as they keep them).
+// samples, SM clock, power median, temperature, clock-event reasons.
 template <class J>
 StepHealth shared_health_from(const J& j, const Path& w) {
   expect_object(j, w);
@@ -313,6 +313,10 @@ StepHealth shared_health_from(const J& j, const Path& w) {
   h.sm_clock_mhz_min = u32(sm, "min", sw);
   h.power_w_median = dbl(need_object(j, "power_w", w), "median", join(w, "power_w"));
   h.temperature_c_max = u32(need_object(j, "temperature_c", w), "max", join(w, "temperature_c"));
+  const Path rw = join(w, "clock_event_reasons");
+  each_in_array(j, "clock_event_reasons", w, [&](std::size_t i, const J& reason) {
+    add_clock_event_reason(as_string(reason, indexed(rw, i)), &h.clock_event_reasons);
+  });
   return h;
 }
 

@@ -80,6 +80,50 @@ struct StepTotals {
   uint64_t io_sum_ns = 0;
 };
 
+// NVML's clock-event (throttle) reasons (nvml.h nvmlClocksEventReason*): the value is the index of
+// NVML's bit (reason r is bit 1 << r). Names only where JSON is written or read.
+enum class ClockEventReason : uint8_t {
+  kGpuIdle,                   // 0x1: the one reason that is no throttle
+  kApplicationsClocksSetting,  // 0x2
+  kSwPowerCap,                // 0x4
+  kHwSlowdown,                // 0x8
+  kSyncBoost,                 // 0x10
+  kSwThermalSlowdown,         // 0x20
+  kHwThermalSlowdown,         // 0x40
+  kHwPowerBrakeSlowdown,      // 0x80
+  kDisplayClockSetting,       // 0x100
+};
+// The names the rank file writes, by ClockEventReason; a bit past the table is "bit_<n>".
+inline constexpr std::string_view kClockEventReasonNames[] = {
+    "gpu_idle",          "applications_clocks_setting", "sw_power_cap",
+    "hw_slowdown",       "sync_boost",                  "sw_thermal_slowdown",
+    "hw_thermal_slowdown", "hw_power_brake_slowdown",   "display_clock_setting",
+};
+constexpr uint64_t clock_event_bit(ClockEventReason r) { return uint64_t{1} << static_cast<unsigned>(r); }
+
+// The clock-event reasons seen (in a step, over a run): NVML's mask, and the names a file held
+// that this reader does not know (a newer writer's), kept as written, as ExitReason keeps its text.
+struct ClockEventReasons {
+  uint64_t bits = 0;  // bit r: ClockEventReason r; a bit past the table: NVML's, without a name here
+  std::vector<std::string> unknown;  // read from a file: names not known here, as written, once each
+
+  bool has(ClockEventReason r) const { return (bits & clock_event_bit(r)) != 0; }
+  bool empty() const { return bits == 0 && unknown.empty(); }
+  // A reason other than gpu_idle (an unknown one included): the clocks were held down (power,
+  // thermal, a hardware slowdown, a clock setting).
+  bool throttled() const { return (bits & ~clock_event_bit(ClockEventReason::kGpuIdle)) != 0 || !unknown.empty(); }
+  // The same reasons less `r`.
+  ClockEventReasons without(ClockEventReason r) const;
+  ClockEventReasons& operator|=(const ClockEventReasons& o);
+  bool operator==(const ClockEventReasons& o) const { return bits == o.bits && unknown == o.unknown; }
+};
+// The JSON edge: the names of `r` as the rank file writes them, in NVML's bit order ("bit_<n>" for
+// a bit past the table), then the unknown ones as written.
+std::vector<std::string> clock_event_reason_names(const ClockEventReasons& r);
+// One name as a file wrote it, added to *into: its bit when known (a "bit_<n>" past the table
+// too), else kept as written.
+void add_clock_event_reason(std::string_view name, ClockEventReasons* into);
+
 // One device's NVML health in one step, compact: steps.detail[].gpu_health[] and the live
 // metrics' health_* figures (docs/schema.md, docs/metrics.md). The step's full figures (memory
 // clock, PCIe link, NVML's memory) are in the nvml module's data section, gpu_health.devices[]
@@ -91,7 +135,7 @@ struct StepHealth {
   uint32_t sm_clock_mhz_min = 0;
   double power_w_median = 0;
   uint32_t temperature_c_max = 0;
-  uint64_t clock_event_reasons = 0;  // NVML's clock-event reason bits seen (kHealthReasonNames)
+  ClockEventReasons clock_event_reasons;  // seen in any of the step's samples
 };
 
 // Device memory in use from CUPTI's memory records (allocations less releases, by address):
@@ -374,30 +418,6 @@ struct ModuleCounters {
 struct ModuleData {
   virtual ~ModuleData() = default;
 };
-
-// NVML's clock-event reason bits (nvml.h nvmlClocksEventReason*), by bit index: the names the
-// rank file writes. Bits outside the table are written as "bit_<n>".
-inline constexpr std::string_view kHealthReasonNames[] = {
-    "gpu_idle",            // 0x1
-    "applications_clocks_setting",  // 0x2
-    "sw_power_cap",        // 0x4
-    "hw_slowdown",         // 0x8
-    "sync_boost",          // 0x10
-    "sw_thermal_slowdown",  // 0x20
-    "hw_thermal_slowdown",  // 0x40
-    "hw_power_brake_slowdown",  // 0x80
-    "display_clock_setting",    // 0x100
-};
-inline constexpr uint64_t kHealthReasonGpuIdle = 0x1;
-
-// The names of the reason bits set in `mask`, in bit order; a bit beyond the table is "bit_<n>".
-std::vector<std::string> health_reason_names(uint64_t mask);
-// The bit of a reason name as health_reason_names() writes it; 0 for a name it never writes (a
-// newer writer's: a reader keeps the reasons it knows).
-uint64_t health_reason_bit(std::string_view name);
-// A clock-event reason other than gpu_idle: the clocks were held down (power, thermal, a
-// hardware slowdown, a clock setting).
-constexpr bool health_throttled(uint64_t mask) { return (mask & ~kHealthReasonGpuIdle) != 0; }
 
 // What traintime itself cost the process (rank file self_cost, docs/schema.md "self_cost").
 // The CPU time of a thread traintime started, from the thread's own CPU clock, by its name

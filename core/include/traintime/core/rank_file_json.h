@@ -49,6 +49,10 @@ struct ReadError {
     kDuplicateKey,  // a key named twice in one object
     kSchema,        // not the contract: a field missing or of the wrong type, another schema
     kBadRecord,     // a record (core/live_record.h) that cannot be decoded
+    // A reader's checks before it reads (traintime-report's load, by the file's stat):
+    kNotRegular,  // a directory, a FIFO, a device: never read (a FIFO would block the reader)
+    kEmpty,       // no bytes: a rank file is written whole (atomic_file.h), so it was truncated
+    kTooLarge,    // larger than a rank file can be: not read at all
   };
   Kind kind = Kind::kUnreadable;
   std::string file;

@@ -35,7 +35,9 @@ struct ModuleReport {
   std::string_view module;  // its format's name (rank file modules.<module>)
   const ReportFigure* figures = nullptr;
   std::size_t figure_count = 0;
-  // A fresh merge of the job, made at the first rank file holding the module's part.
+  // A fresh merge of the job, made at the first rank file holding the module's data section
+  // (RankFile::module_data): a job without it shows none of the module's figures (no table, no
+  // JSON figures, no headline metric), though --fail-if still takes their names (n/a).
   std::unique_ptr<ReportMerge> (*start)() = nullptr;
   // One rank file of the job (role "rank"), in file order, on the report's merging thread.
   void (*merge)(const core::RankFile& f, ReportMerge& into) = nullptr;

@@ -26,9 +26,9 @@ struct HealthFigures {
   double power_w_median = 0;
   double power_limit_w = 0;  // the enforced limit (the largest seen)
   uint32_t temperature_c_max = 0;
-  // NVML's clock-event (throttle) reasons seen in any sample, by name, in NVML's bit order
-  // ("sw_power_cap", "hw_thermal_slowdown", ...; core::health_reason_names()).
-  std::vector<std::string> clock_event_reasons;
+  // NVML's clock-event (throttle) reasons seen in any sample (written by name, in NVML's bit
+  // order: core::clock_event_reason_names()).
+  core::ClockEventReasons clock_event_reasons;
   uint32_t pcie_gen_min = 0;    // the current link generation, lowest seen (0 unknown)
   uint32_t pcie_width_min = 0;  // the current link width, lowest seen
   uint64_t memory_used_bytes_max = 0;  // driver-level used bytes (every process), highest seen
