@@ -191,7 +191,8 @@ void add_hangs(const Report& r, json& out) {
                      {"bytes", h.bytes}, {"missing_ranks", h.missing_ranks}, {"waiting_ranks", h.waiting_ranks},
                      {"missing", missing}, {"from_snapshots", h.from_snapshots}, {"all_entered", h.all_entered},
                      {"progress", std::move(progress)}, {"progress_detail", h.progress.detail()},
-                     {"stopped", stopped_line(h.progress)}});
+                     {"stopped", stopped_line(h.progress)},
+                     {"stopped_together", stopped_together(h.progress)}});
   }
   out["hangs"] = hangs;
   out["p2p_waits"] = r.p2p_waits;
