@@ -173,3 +173,40 @@ def test_an_intra_node_transport_names_the_channels_that_never_finished(build_di
     assert h["progress_detail"] == "kernel_channel", h["progress_detail"]
     assert sorted((r["rank"], r["channel"], r["direction"]) for r in h["progress"]) == \
         [(0, 3, "kernel"), (1, 3, "kernel")], h["progress"]
+
+
+def test_watch_shows_the_stalled_transfer_live_from_the_running_ranks_records(build_dir: Path, tmp_path: Path) -> None:
+    """--watch on a job hung inside a collective, long before its watchdog would fire
+    (TRAINTIME_HANG_SEC=600): no rank file exists, only the ranks' always-current records
+    (rank-*.live), whose proxy_progress is refreshed every period. Once rank 0's send on channel 3
+    has stood still for 5 s, the one-shot screen names the hang and the transfer that stopped
+    (rank 0 channel 3 send to rank 1, 2 of 8 steps); the JSON summary says stalled_inside. Before,
+    a collective every rank entered was a hang only once a watchdog wrote its suspected-hang file."""
+    out = tmp_path / "job"
+    out.mkdir()
+    env = {"TRAINTIME_HANG_SEC": "600", "SIMGPU_NCCL_TRANSPORT": "net", "SIMGPU_NET_STALL": BEHIND,
+           "TRAINTIME_NCCL_PROXY_STEPS": "on"}
+    cmd = sim_cmd(build_dir, out, 2, env,
+                  [str(build_dir / "bin" / "sim_train"), "--steps", "8", "--step-sleep-us", "1000000"])
+    p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    screen = ""
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            time.sleep(1)
+            check(p.poll() is None, "the hung job ended by itself")
+            screen = " ".join(run(build_dir, out, "--watch", "--once").stdout.split())
+            if "HANG: AllReduce seq 7" in screen:
+                break
+        assert sorted(f.name for f in out.glob("rank-*")) == ["rank-00000.live", "rank-00001.live"], \
+            sorted(f.name for f in out.iterdir())
+        assert "HANG: AllReduce seq 7" in screen and "every rank entered it" in screen, screen
+        assert "a transfer inside it moved part way, then not for 5.0 s or more" in screen, screen
+        assert "stopped moving: rank 0 channel 3 send to rank 1: 2 of 8 steps done (128.0 KiB)" in screen, screen
+        s, proc = summary(build_dir, out)
+        assert proc.returncode == 0, proc.stderr
+        assert len(s["hangs"]) == 1 and s["hangs"][0]["stalled_inside"] is True, s["hangs"]
+        assert s["hangs"][0]["all_entered"] is True and s["hangs"][0]["from_snapshots"] is True, s["hangs"]
+    finally:
+        kill_job(p)

@@ -126,6 +126,16 @@ std::string where_text(const std::vector<const ChannelProgress*>& rows) {
 
 }  // namespace
 
+bool stalled_inside(const HangProgress& p) {
+  for (const ChannelProgress& c : p.rows)
+    if (c.stopped_short && c.row.idle_ns >= kStalledInsideNs) return true;
+  return false;
+}
+
+std::string stalled_inside_words() {
+  return "a transfer inside it moved part way, then not for " + seconds(kStalledInsideNs) + " or more";
+}
+
 bool stopped_together(const HangProgress& p) {
   const std::vector<const ChannelProgress*> rows = stepped_rows(p);
   if (rows.size() < 2) return false;

@@ -32,6 +32,16 @@ struct HangProgress {
   std::string detail() const;
 };
 
+// How long a network transfer that moved part of its steps must have stood still for its
+// collective, entered by every member and completed by none, to be a hang without any watchdog's
+// word (a healthy transfer moves a step every few microseconds to milliseconds).
+inline constexpr uint64_t kStalledInsideNs = 5'000'000'000ull;
+
+// Whether some transfer of `p` moved part way and has stood still for kStalledInsideNs.
+bool stalled_inside(const HangProgress& p);
+// How the views say it: "a transfer inside it moved part way, then not for 5.0 s or more".
+std::string stalled_inside_words();
+
 // The rows of the collective `op` (CommOp name) a rank's file shows in flight on communicator
 // `communicator`: the oldest NCCL seq of that op there (what follows it queues behind it).
 std::vector<nccl::ProxyProgress> rows_of_hung(const core::RankFile& f, const std::string& communicator,
