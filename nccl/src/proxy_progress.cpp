@@ -53,6 +53,7 @@ std::atomic<uint64_t> g_pxn{0};
 std::atomic<uint64_t> g_kernel_channels{0};
 std::atomic<uint64_t> g_dropped{0};
 std::atomic<uint64_t> g_suspected{0};
+std::atomic<uint64_t> g_suspected_straggler{0};
 std::atomic<uint32_t> g_next_owner{0};
 std::atomic<uint64_t> g_freed_unstopped{0};  // rows freed at their context's finalize, never stopped
 
@@ -124,10 +125,10 @@ int mask_bits() noexcept {
   return bits;
 }
 
-void suspect() noexcept {
+void suspect(Suspicion why) noexcept {
   if (static_cast<Mode>(g_mode.load(kRelaxed)) != Mode::kAuto) return;
   g_budget.store(kSuspectCollectives, kRelaxed);
-  g_suspected.fetch_add(1, kRelaxed);
+  (why == Suspicion::kHang ? g_suspected : g_suspected_straggler).fetch_add(1, kRelaxed);
 }
 
 void note_task() noexcept {
@@ -231,6 +232,7 @@ Summary summary(core::Section& section) {
   section.count(kCounters, Counter::profiler_plugin_pxn_proxy_ops, g_pxn.load(kRelaxed));
   section.count(kCounters, Counter::profiler_plugin_kernel_channels, g_kernel_channels.load(kRelaxed));
   section.count(kCounters, Counter::profiler_plugin_suspected, g_suspected.load(kRelaxed));
+  section.count(kCounters, Counter::profiler_plugin_suspected_straggler, g_suspected_straggler.load(kRelaxed));
   section.count(kCounters, Counter::profiler_plugin_progress_dropped, g_dropped.load(kRelaxed));
   section.count(kCounters, Counter::profiler_plugin_progress_unstopped, g_freed_unstopped.load(kRelaxed));
   const uint64_t now = now_ns();
@@ -272,5 +274,6 @@ Summary summary(core::Section& section) {
 }  // namespace traintime::nccl::proxy
 
 namespace traintime::nccl {
-void suspect_hang() noexcept { proxy::suspect(); }
+void suspect_hang() noexcept { proxy::suspect(proxy::Suspicion::kHang); }
+void suspect_straggler() noexcept { proxy::suspect(proxy::Suspicion::kStraggler); }
 }  // namespace traintime::nccl

@@ -49,9 +49,11 @@ void configure(std::string_view mode) noexcept;
 // (kernel_ch_times.h: on except on NCCL 2.31.x unless asked); its rows here come with it.
 int mask_bits() noexcept;
 
-// A rank is suspected (a collective in flight past half of TRAINTIME_HANG_SEC): with auto,
-// ProxyStep is asked for the next kSuspectCollectives collectives NCCL enqueues.
-void suspect() noexcept;
+// A rank is suspected (a collective in flight past half of TRAINTIME_HANG_SEC: kHang; a wait far
+// beyond its recent durations, core/straggler_sign.h: kStraggler): with auto, ProxyStep is asked
+// for the next kSuspectCollectives collectives NCCL enqueues.
+enum class Suspicion : uint8_t { kHang, kStraggler };
+void suspect(Suspicion why = Suspicion::kHang) noexcept;
 // One collective or p2p task enqueued (its task event): counts down auto's budget.
 void note_task() noexcept;
 

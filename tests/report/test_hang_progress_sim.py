@@ -150,6 +150,7 @@ def test_with_proxy_steps_off_the_stopped_transfers_are_named_without_bytes(buil
         counters = doc["modules"]["nccl"]["counters"]
         assert counters["profiler_plugin_proxy_steps"] == 0, counters
         assert counters["profiler_plugin_suspected"] == 1, counters
+        assert counters["profiler_plugin_suspected_straggler"] == 0, counters  # no collective ran long
     h = the_hang(build_dir, files)
     assert h["progress_detail"] == "kernel_channel+proxy_op", h["progress_detail"]
     net = network_rows(h)
@@ -210,3 +211,26 @@ def test_watch_shows_the_stalled_transfer_live_from_the_running_ranks_records(bu
         assert s["hangs"][0]["all_entered"] is True and s["hangs"][0]["from_snapshots"] is True, s["hangs"]
     finally:
         kill_job(p)
+
+
+def test_a_straggler_appearing_mid_run_turns_proxy_steps_on_for_the_ranks_that_wait(build_dir: Path,
+                                                                                     tmp_path: Path) -> None:
+    """TRAINTIME_NCCL_PROXY_STEPS=auto and no hang: rank 1's compute runs 20 times longer from the
+    12th collective on (SIMGPU_SLOWDOWN_FROM), so rank 0 waits in every AllReduce after it for ms
+    where the same 8 MiB AllReduce took 91 us before. Rank 0's watchdog sees a collective more than
+    4 times its op's recent median (core/straggler_sign.h) and asks NCCL for ProxyStep: its file
+    counts the suspicion and ProxyStep events; rank 1, the straggler, never waits and asks for
+    none. Before, only a collective in flight past half of TRAINTIME_HANG_SEC turned them on."""
+    out = tmp_path / "job"
+    out.mkdir()
+    env = {"SIMGPU_NCCL_TRANSPORT": "net", "SIMGPU_SLOWDOWN": "1:20", "SIMGPU_SLOWDOWN_FROM": "12"}
+    cmd = sim_cmd(build_dir, out, 2, env,
+                  [str(build_dir / "bin" / "sim_train"), "--steps", "10", "--step-sleep-us", "1000000"])
+    p = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    waiting = load_json(out / "rank-00000.json")["modules"]["nccl"]["counters"]
+    straggler = load_json(out / "rank-00001.json")["modules"]["nccl"]["counters"]
+    assert waiting["profiler_plugin_suspected_straggler"] >= 1 and waiting["profiler_plugin_suspected"] == 0, waiting
+    assert waiting["profiler_plugin_proxy_steps"] > 0, waiting
+    assert straggler["profiler_plugin_suspected_straggler"] == 0, straggler
+    assert straggler["profiler_plugin_proxy_steps"] == 0, straggler

@@ -34,6 +34,7 @@ inline constexpr std::size_t kMaxPending = 64;
   X(profiler_plugin_pxn_proxy_ops, nullptr) \
   X(profiler_plugin_kernel_channels, nullptr) \
   X(profiler_plugin_suspected, nullptr) \
+  X(profiler_plugin_suspected_straggler, nullptr) \
   X(profiler_plugin_progress_dropped, &messages::profiler_plugin_progress_dropped) \
   X(profiler_plugin_progress_unstopped, nullptr)
 
