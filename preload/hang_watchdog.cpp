@@ -19,6 +19,7 @@
 #include <string>
 
 #include "session.h"
+#include "traintime/core/straggler_sign.h"
 #include "traintime/nccl/nccl_interposer.h"
 #include "traintime/support/log.h"
 #include "traintime/support/threads.h"
@@ -109,6 +110,7 @@ void watchdog_loop(uint32_t hang_sec) {
   Control* c = g_control;
   Progress last;
   bool seen = false, reported = false, suspected = false;
+  core::StragglerSign straggler;  // a wait far beyond recent durations: ProxyStep (auto) for what follows
   Clock::time_point last_change = Clock::now();
   auto period = std::chrono::duration_cast<Clock::duration>(kMinPeriod);
   std::unique_lock<std::mutex> lock(c->mu);
@@ -133,6 +135,7 @@ void watchdog_loop(uint32_t hang_sec) {
         now_progress = progress_of(f);
         in_flight = waiting_in(f) != nullptr;
         have = true;
+        if (straggler.observe(f.communicators)) nccl::suspect_straggler();
       }
     }
     const Clock::time_point end = Clock::now();

@@ -77,9 +77,11 @@ const Row kRows[] = {
      Kind::kU32, &Config::hang_sec, 0, kU32Max},
     {{"TRAINTIME_NCCL_PROXY_STEPS", "auto",
       "NCCL's per-step network events (bytes and state of each step, through its profiler "
-      "plugin), for the hang report's progress per channel and peer: auto (on for the next "
+      "plugin), for the hang report's progress per channel and peer: auto (on for the next 512 "
       "collectives once a rank is suspected: a collective in flight past half of "
-      "TRAINTIME_HANG_SEC), on (always; costs the proxy thread a few events per step) or off."},
+      "TRAINTIME_HANG_SEC, or one that took more than 4 times, and 1 ms beyond, the median of its "
+      "op's recent durations of that size on its communicator, as when the rank waits for a "
+      "straggler), on (always; costs the proxy thread a few events per step) or off."},
      Kind::kProxySteps, &Config::nccl_proxy_steps},
     {{"TRAINTIME_NVML", "1",
       "0 turns GPU health sampling off (SM and memory clocks, power, temperature, clock-event "

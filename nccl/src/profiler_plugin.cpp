@@ -71,6 +71,7 @@ struct Context {
   int rank = 0;
   char name[64] = "";
   int nccl_version = 0;  // the version NCCL calls
+  uint32_t progress_owner = 0;  // its proxy_progress rows' owner (freed at finalize)
   // The communicator's index + 1 in the call table when the plugin counts its calls (0: not yet).
   std::atomic<uint32_t> comm_id{0};
   // Its index + 1 however its calls are counted (interposed or here), for proxy_progress.
@@ -317,6 +318,7 @@ Context* new_context(int* mask, uint64_t comm_hash, const char* name, int nranks
   c->nranks = nranks;
   c->rank = rank;
   if (name) std::strncpy(c->name, name, sizeof c->name - 1);
+  c->progress_owner = proxy::new_owner();
   return c;
 }
 
@@ -397,7 +399,7 @@ Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
       const uint32_t comm = pxn ? 0 : c->progress_comm.load(std::memory_order_relaxed);
       const uint8_t op = pxn || !parent ? static_cast<uint8_t>(core::CommOp::kUnknown) : parent->op;
       const uint64_t seq = pxn || !parent ? ProxyProgress::kUnknown : parent->seq;
-      row = proxy::start_op(comm, d.rank, op, seq, d.proxy_op.channel_id, d.proxy_op.peer, d.proxy_op.n_steps,
+      row = proxy::start_op(pxn ? 0 : c->progress_owner, comm, d.rank, op, seq, d.proxy_op.channel_id, d.proxy_op.peer, d.proxy_op.n_steps,
                             d.proxy_op.is_send != 0, pxn);
       if (row != proxy::kNone) slot = &g_row_handles[row - 1];
       break;
@@ -411,7 +413,7 @@ Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
       }
       break;
     case np::kKernelCh:
-      row = proxy::start_kernel_channel(c->progress_comm.load(std::memory_order_relaxed), d.rank,
+      row = proxy::start_kernel_channel(c->progress_owner, c->progress_comm.load(std::memory_order_relaxed), d.rank,
                                         parent ? parent->op : static_cast<uint8_t>(core::CommOp::kUnknown),
                                         parent ? parent->seq : ProxyProgress::kUnknown, d.kernel_ch.channel_id);
       if (row != proxy::kNone) slot = &g_row_handles[row - 1];
@@ -584,6 +586,8 @@ ncclResult_t finalize(void* context) {
   auto* c = static_cast<Context*>(context);
   if (!c) return ncclSuccess;
   if (c->their_context) static_cast<const np::PluginV7*>(chained().table)->finalize(c->their_context);
+  // Ops NCCL never stopped (the communicator aborted or destroyed mid-collective): their rows.
+  proxy::free_owner(c->progress_owner);
   // The context's address may name the next communicator: its counters stay, its key is retired.
   if (const uint32_t id = c->comm_id.load(std::memory_order_acquire); id != 0 && recording())
     call_table().retire_communicator(id - 1);

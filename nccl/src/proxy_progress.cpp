@@ -28,6 +28,7 @@ struct Row {
   std::atomic<uint8_t> channel{0};
   std::atomic<int32_t> state{0};       // NCCL's state, 0: started, none recorded yet
   std::atomic<uint32_t> comm{0};
+  std::atomic<uint32_t> owner{0};      // the plugin context's (new_owner), 0: none
   std::atomic<int32_t> rank{-1};
   std::atomic<int32_t> peer{-1};
   std::atomic<int32_t> steps_total{-1};
@@ -52,6 +53,9 @@ std::atomic<uint64_t> g_pxn{0};
 std::atomic<uint64_t> g_kernel_channels{0};
 std::atomic<uint64_t> g_dropped{0};
 std::atomic<uint64_t> g_suspected{0};
+std::atomic<uint64_t> g_suspected_straggler{0};
+std::atomic<uint32_t> g_next_owner{0};
+std::atomic<uint64_t> g_freed_unstopped{0};  // rows freed at their context's finalize, never stopped
 
 constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
 
@@ -79,8 +83,10 @@ uint32_t claim() noexcept {
   return kNone;
 }
 
-void fill(Row& r, Kind kind, uint32_t comm, int rank, uint8_t op, uint64_t seq, uint8_t channel) noexcept {
+void fill(Row& r, Kind kind, uint32_t owner, uint32_t comm, int rank, uint8_t op, uint64_t seq,
+          uint8_t channel) noexcept {
   r.kind.store(static_cast<uint8_t>(kind), kRelaxed);
+  r.owner.store(owner, kRelaxed);
   r.comm.store(comm, kRelaxed);
   r.rank.store(rank, kRelaxed);
   r.op.store(op, kRelaxed);
@@ -119,24 +125,40 @@ int mask_bits() noexcept {
   return bits;
 }
 
-void suspect() noexcept {
+void suspect(Suspicion why) noexcept {
   if (static_cast<Mode>(g_mode.load(kRelaxed)) != Mode::kAuto) return;
   g_budget.store(kSuspectCollectives, kRelaxed);
-  g_suspected.fetch_add(1, kRelaxed);
+  (why == Suspicion::kHang ? g_suspected : g_suspected_straggler).fetch_add(1, kRelaxed);
 }
 
 void note_task() noexcept {
   if (g_budget.load(kRelaxed) > 0) g_budget.fetch_sub(1, kRelaxed);
 }
 
-uint32_t start_op(uint32_t comm, int rank, uint8_t op, uint64_t seq, uint8_t channel, int peer, int n_steps,
-                  bool is_send, bool pxn) noexcept {
+uint32_t new_owner() noexcept {
+  uint32_t o = g_next_owner.fetch_add(1, kRelaxed) + 1;
+  if (o == 0) o = g_next_owner.fetch_add(1, kRelaxed) + 1;  // wrapped: 0 is "none"
+  return o;
+}
+
+void free_owner(uint32_t owner) noexcept {
+  if (owner == 0 || !g_used.load(kRelaxed)) return;
+  for (Row& r : g_rows) {
+    if (r.live.load(std::memory_order_acquire) == 0 || r.owner.load(kRelaxed) != owner) continue;
+    uint8_t expected = 1;
+    if (r.live.compare_exchange_strong(expected, 0, std::memory_order_release, kRelaxed))
+      g_freed_unstopped.fetch_add(1, kRelaxed);
+  }
+}
+
+uint32_t start_op(uint32_t owner, uint32_t comm, int rank, uint8_t op, uint64_t seq, uint8_t channel, int peer,
+                  int n_steps, bool is_send, bool pxn) noexcept {
   g_ops.fetch_add(1, kRelaxed);
   if (pxn) g_pxn.fetch_add(1, kRelaxed);
   const uint32_t row = claim();
   Row* r = row_of(row);
   if (!r) return kNone;
-  fill(*r, is_send ? Kind::kSend : Kind::kRecv, comm, rank, op, seq, channel);
+  fill(*r, is_send ? Kind::kSend : Kind::kRecv, owner, comm, rank, op, seq, channel);
   r->pxn.store(pxn ? 1 : 0, kRelaxed);
   r->peer.store(peer, kRelaxed);
   r->steps_total.store(n_steps, kRelaxed);
@@ -177,10 +199,11 @@ void stop_step(uint32_t row, uint64_t bytes) noexcept {
   r->since_ns.store(now_ns(), kRelaxed);
 }
 
-uint32_t start_kernel_channel(uint32_t comm, int rank, uint8_t op, uint64_t seq, uint8_t channel) noexcept {
+uint32_t start_kernel_channel(uint32_t owner, uint32_t comm, int rank, uint8_t op, uint64_t seq,
+                              uint8_t channel) noexcept {
   g_kernel_channels.fetch_add(1, kRelaxed);
   const uint32_t row = claim();
-  if (Row* r = row_of(row)) fill(*r, Kind::kKernel, comm, rank, op, seq, channel);
+  if (Row* r = row_of(row)) fill(*r, Kind::kKernel, owner, comm, rank, op, seq, channel);
   return row;
 }
 
@@ -209,7 +232,9 @@ Summary summary(core::Section& section) {
   section.count(kCounters, Counter::profiler_plugin_pxn_proxy_ops, g_pxn.load(kRelaxed));
   section.count(kCounters, Counter::profiler_plugin_kernel_channels, g_kernel_channels.load(kRelaxed));
   section.count(kCounters, Counter::profiler_plugin_suspected, g_suspected.load(kRelaxed));
+  section.count(kCounters, Counter::profiler_plugin_suspected_straggler, g_suspected_straggler.load(kRelaxed));
   section.count(kCounters, Counter::profiler_plugin_progress_dropped, g_dropped.load(kRelaxed));
+  section.count(kCounters, Counter::profiler_plugin_progress_unstopped, g_freed_unstopped.load(kRelaxed));
   const uint64_t now = now_ns();
   for (const Row& r : g_rows) {
     if (r.live.load(std::memory_order_acquire) == 0) continue;
@@ -249,5 +274,6 @@ Summary summary(core::Section& section) {
 }  // namespace traintime::nccl::proxy
 
 namespace traintime::nccl {
-void suspect_hang() noexcept { proxy::suspect(); }
+void suspect_hang() noexcept { proxy::suspect(proxy::Suspicion::kHang); }
+void suspect_straggler() noexcept { proxy::suspect(proxy::Suspicion::kStraggler); }
 }  // namespace traintime::nccl

@@ -18,7 +18,9 @@
 //
 // Threads: rows are written on NCCL's proxy thread (and, for KernelCh, whichever thread NCCL
 // uses) without a lock or an allocation: a fixed table whose rows are claimed with one CAS and
-// freed at the op's stop. summary() reads them on the thread assembling the rank file; a row
+// freed at the op's stop, or, for an op NCCL never stops (a communicator aborted or destroyed in
+// the middle of a collective), when its communicator's plugin context is finalized (free_owner):
+// so communicators that come and go never fill the table with rows of theirs. summary() reads them on the thread assembling the rank file; a row
 // read while it moves may mix two moments of it (figures, never a crash).
 #pragma once
 
@@ -47,17 +49,25 @@ void configure(std::string_view mode) noexcept;
 // (kernel_ch_times.h: on except on NCCL 2.31.x unless asked); its rows here come with it.
 int mask_bits() noexcept;
 
-// A rank is suspected (a collective in flight past half of TRAINTIME_HANG_SEC): with auto,
-// ProxyStep is asked for the next kSuspectCollectives collectives NCCL enqueues.
-void suspect() noexcept;
+// A rank is suspected (a collective in flight past half of TRAINTIME_HANG_SEC: kHang; a wait far
+// beyond its recent durations, core/straggler_sign.h: kStraggler): with auto, ProxyStep is asked
+// for the next kSuspectCollectives collectives NCCL enqueues.
+enum class Suspicion : uint8_t { kHang, kStraggler };
+void suspect(Suspicion why = Suspicion::kHang) noexcept;
 // One collective or p2p task enqueued (its task event): counts down auto's budget.
 void note_task() noexcept;
 
-// Events. `comm` is the call-table index + 1 of the communicator (0: not known); `op` and `seq`
-// the parent task's CommOp and NCCL seqNumber (kUnknown when not known). Each start returns a row
-// (kNone when the table was full); the others accept kNone.
-uint32_t start_op(uint32_t comm, int rank, uint8_t op, uint64_t seq, uint8_t channel, int peer, int n_steps,
-                  bool is_send, bool pxn) noexcept;
+// The owner of a plugin context's rows (one per communicator's context, never 0), and freeing
+// every row it still holds (at the context's finalize: NCCL stops no event after it).
+uint32_t new_owner() noexcept;
+void free_owner(uint32_t owner) noexcept;
+
+// Events. `owner` is the row's context (new_owner; 0: none, a PXN op); `comm` the call-table
+// index + 1 of the communicator (0: not known); `op` and `seq` the parent task's CommOp and NCCL
+// seqNumber (kUnknown when not known). Each start returns a row (kNone when the table was full);
+// the others accept kNone.
+uint32_t start_op(uint32_t owner, uint32_t comm, int rank, uint8_t op, uint64_t seq, uint8_t channel, int peer,
+                  int n_steps, bool is_send, bool pxn) noexcept;
 void op_state(uint32_t row, int state) noexcept;
 void stop_op(uint32_t row) noexcept;
 // A step of a row: posted at its start; `bytes` of a state's transSize kept by the caller and
@@ -65,7 +75,8 @@ void stop_op(uint32_t row) noexcept;
 void start_step(uint32_t row, int step) noexcept;
 void step_state(uint32_t row, int state) noexcept;
 void stop_step(uint32_t row, uint64_t bytes) noexcept;
-uint32_t start_kernel_channel(uint32_t comm, int rank, uint8_t op, uint64_t seq, uint8_t channel) noexcept;
+uint32_t start_kernel_channel(uint32_t owner, uint32_t comm, int rank, uint8_t op, uint64_t seq,
+                              uint8_t channel) noexcept;
 void stop_kernel_channel(uint32_t row) noexcept;
 
 // The rows in flight now (rank file proxy_progress, each with its communicator's call-table

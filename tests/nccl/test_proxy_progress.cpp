@@ -34,8 +34,8 @@ uint64_t counter(const char* key) {
 TEST_CASE("a proxy op in flight shows its steps, bytes and state, and a finished one is gone", "[nccl][proxy]") {
   proxy::configure("on");
   const auto ar = static_cast<uint8_t>(traintime::core::CommOp::kAllReduce);
-  const uint32_t send = proxy::start_op(3, 0, ar, 6, 2, 1, 8, true, false);
-  const uint32_t done = proxy::start_op(3, 0, ar, 6, 1, 1, 8, true, false);
+  const uint32_t send = proxy::start_op(0, 3, 0, ar, 6, 2, 1, 8, true, false);
+  const uint32_t done = proxy::start_op(0, 3, 0, ar, 6, 1, 1, 8, true, false);
   REQUIRE(send != proxy::kNone);
   proxy::op_state(send, np::kProxyOpInProgress);
   for (int s = 0; s < 3; ++s) proxy::start_step(send, s);
@@ -66,9 +66,9 @@ TEST_CASE("a proxy op in flight shows its steps, bytes and state, and a finished
 
 TEST_CASE("without ProxyStep a row says so: steps and bytes are not measured", "[nccl][proxy]") {
   proxy::configure("off");
-  const uint32_t recv = proxy::start_op(1, 1, 0, 0, 0, 0, 4, false, false);
+  const uint32_t recv = proxy::start_op(0, 1, 1, 0, 0, 0, 0, 4, false, false);
   proxy::op_state(recv, np::kProxyOpInProgress);
-  const uint32_t kernel = proxy::start_kernel_channel(1, 1, 0, 0, 5);
+  const uint32_t kernel = proxy::start_kernel_channel(0, 1, 1, 0, 0, 5);
   auto rows = rows_now();
   REQUIRE(rows.size() == 2);
   const ProxyProgress& op = rows[0].second.direction == "recv" ? rows[0].second : rows[1].second;
@@ -110,10 +110,10 @@ TEST_CASE("ProxyStep: always with on, never with off, for the next collectives a
 TEST_CASE("a full table counts what it drops and never blocks", "[nccl][proxy]") {
   proxy::configure("auto");
   std::vector<uint32_t> rows;
-  for (uint32_t i = 0; i < proxy::kRows; ++i) rows.push_back(proxy::start_op(1, 0, 0, 0, 0, 1, 1, true, false));
+  for (uint32_t i = 0; i < proxy::kRows; ++i) rows.push_back(proxy::start_op(0, 1, 0, 0, 0, 0, 1, 1, true, false));
   for (uint32_t r : rows) CHECK(r != proxy::kNone);
   const uint64_t dropped = counter("profiler_plugin_progress_dropped");
-  CHECK(proxy::start_op(1, 0, 0, 0, 0, 1, 1, true, false) == proxy::kNone);
+  CHECK(proxy::start_op(0, 1, 0, 0, 0, 0, 1, 1, true, false) == proxy::kNone);
   CHECK(counter("profiler_plugin_progress_dropped") == dropped + 1);
   proxy::stop_step(proxy::kNone, 1);  // every call accepts kNone
   for (uint32_t r : rows) proxy::stop_op(r);
@@ -199,4 +199,51 @@ TEST_CASE("a long op's steps never take its own handle: every step counts after 
   ncclProfiler_v7.stop_event(op);
   CHECK(rows_now().empty());
   CHECK(ncclProfiler_v7.finalize(context) == ncclSuccess);
+}
+
+TEST_CASE("rows of ops NCCL never stopped are freed at their communicator's finalize: many comms never fill the table",
+          "[nccl][proxy][plugin]") {
+  // Communicators aborted or destroyed in the middle of a collective: NCCL stops none of their
+  // proxy ops or kernel channels. 64 communicators x 24 such rows is 1536, more than the table's
+  // 1024: without the rows freed at finalize the later ones are dropped, and so is every op after.
+  proxy::configure("on");
+  const uint64_t dropped = counter("profiler_plugin_progress_dropped");
+  const uint64_t unstopped = counter("profiler_plugin_progress_unstopped");
+  constexpr int kComms = 64, kRowsEach = 24;
+  static_assert(kComms * kRowsEach > static_cast<int>(proxy::kRows));
+  void* keep = nullptr;  // a communicator that lives on, with one op in flight throughout
+  int mask = 0;
+  REQUIRE(ncclProfiler_v7.init(&keep, 100, &mask, "lives-on", 1, 2, 0, nullptr) == ncclSuccess);
+  np::EventDescrV7 d{};
+  d.type = np::kProxyOp;
+  d.proxy_op.pid = static_cast<int32_t>(getpid());
+  d.proxy_op.n_steps = 8;
+  d.proxy_op.peer = 1;
+  d.proxy_op.is_send = 1;
+  void* kept_op = nullptr;
+  REQUIRE(ncclProfiler_v7.start_event(keep, &kept_op, &d) == ncclSuccess);
+  for (int k = 0; k < kComms; ++k) {
+    void* context = nullptr;
+    REQUIRE(ncclProfiler_v7.init(&context, 200 + k, &mask, "aborted", 1, 2, 0, nullptr) == ncclSuccess);
+    for (int i = 0; i < kRowsEach; ++i) {
+      np::EventDescrV7 e = d;
+      e.proxy_op.channel_id = static_cast<uint8_t>(i);
+      void* op = nullptr;
+      REQUIRE(ncclProfiler_v7.start_event(context, &op, &e) == ncclSuccess);
+      REQUIRE(op != nullptr);
+      ncclProfiler_v7.record_event_state(op, np::kProxyOpInProgress, nullptr);  // never stopped
+    }
+    CHECK(rows_now().size() == static_cast<std::size_t>(kRowsEach) + 1);
+    CHECK(ncclProfiler_v7.finalize(context) == ncclSuccess);  // ncclCommAbort / ncclCommDestroy
+  }
+  CHECK(counter("profiler_plugin_progress_dropped") == dropped);
+  CHECK(counter("profiler_plugin_progress_unstopped") == unstopped + kComms * kRowsEach);
+  // What remains is the live communicator's op, untouched by the others' finalize.
+  const auto rows = rows_now();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].second.channel == 0);
+  CHECK(ncclProfiler_v7.stop_event(kept_op) == ncclSuccess);
+  CHECK(rows_now().empty());
+  CHECK(ncclProfiler_v7.finalize(keep) == ncclSuccess);
+  CHECK(counter("profiler_plugin_progress_unstopped") == unstopped + kComms * kRowsEach);
 }

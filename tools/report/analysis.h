@@ -281,6 +281,9 @@ struct Hang {
   // Every member entered it and it never completed (a member's suspected-hang file says no
   // progress): missing is empty, and progress says which channel and peer stopped moving.
   bool all_entered = false;
+  // A transfer of it moved part way and has not moved since for kStalledInsideNs (its rows, in a
+  // running job's records or snapshots): a hang seen from inside, before any watchdog fires.
+  bool stalled_inside = false;
   HangProgress progress;  // each member's channels of it (rank file proxy_progress)
 };
 

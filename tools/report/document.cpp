@@ -298,7 +298,10 @@ void add_hangs(const Report& r, Document& d) {
     if (hg.all_entered)
       h.lines.push_back("communicator " + hg.communicator + " (" + u(hg.comm_size) + " ranks): every rank entered " +
                         what + " and it never completed: rank(s) " + rank_list(hg.waiting_ranks) +
-                        " wait in it, with no progress for TRAINTIME_HANG_SEC" + files);
+                        " wait in it, " +
+                        (hg.stalled_inside ? "and " + stalled_inside_words()
+                                           : std::string("with no progress for TRAINTIME_HANG_SEC")) +
+                        files);
     else
       h.lines.push_back("communicator " + hg.communicator + " (" + u(hg.comm_size) + " ranks): " + who +
                         " never entered " + what + ", which rank(s) " + rank_list(hg.waiting_ranks) + " wait in" + files);

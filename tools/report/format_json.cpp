@@ -190,8 +190,10 @@ void add_hangs(const Report& r, json& out) {
     hangs.push_back({{"communicator", h.communicator}, {"comm_size", h.comm_size}, {"op", h.op}, {"seq", h.seq},
                      {"bytes", h.bytes}, {"missing_ranks", h.missing_ranks}, {"waiting_ranks", h.waiting_ranks},
                      {"missing", missing}, {"from_snapshots", h.from_snapshots}, {"all_entered", h.all_entered},
+                     {"stalled_inside", h.stalled_inside},
                      {"progress", std::move(progress)}, {"progress_detail", h.progress.detail()},
-                     {"stopped", stopped_line(h.progress)}});
+                     {"stopped", stopped_line(h.progress)},
+                     {"stopped_together", stopped_together(h.progress)}});
   }
   out["hangs"] = hangs;
   out["p2p_waits"] = r.hangs.p2p_waits;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "render.h"
 
@@ -93,19 +94,88 @@ std::vector<std::string> progress_lines(const HangProgress& p, std::size_t max) 
   return out;
 }
 
-std::string stopped_line(const HangProgress& p) {
-  const ChannelProgress* pick = nullptr;
+namespace {
+
+// "3" or "1, 3": the distinct values, in order.
+template <typename T>
+std::string list_text(const std::set<T>& v) {
+  std::string s;
+  for (const T& x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
+}
+
+// The network rows whose steps are known (ProxyStep was on for them).
+std::vector<const ChannelProgress*> stepped_rows(const HangProgress& p) {
+  std::vector<const ChannelProgress*> out;
   for (const ChannelProgress& c : p.rows)
-    if (c.stopped_short && (!pick || c.row.idle_ns > pick->row.idle_ns)) pick = &c;
-  if (!pick) {
-    for (const ChannelProgress& c : p.rows)
-      if (network(c.row)) {
-        pick = &c;
-        break;
-      }
+    if (network(c.row) && c.row.steps_done != kUnknown) out.push_back(&c);
+  return out;
+}
+
+// Where a set of rows is: "channel 3 of ranks 0, 1".
+std::string where_text(const std::vector<const ChannelProgress*>& rows) {
+  std::set<int64_t> ranks;
+  std::set<unsigned> channels;
+  for (const ChannelProgress* c : rows) {
+    ranks.insert(c->rank);
+    channels.insert(c->row.channel);
   }
-  if (!pick && !p.rows.empty()) pick = &p.rows.front();
-  return pick ? "stopped moving: " + row_line(*pick) : std::string();
+  return std::string(channels.size() > 1 ? "channels " : "channel ") + list_text(channels) +
+         (ranks.size() > 1 ? " of ranks " : " of rank ") + list_text(ranks);
+}
+
+}  // namespace
+
+bool stalled_inside(const HangProgress& p) {
+  for (const ChannelProgress& c : p.rows)
+    if (c.stopped_short && c.row.idle_ns >= kStalledInsideNs) return true;
+  return false;
+}
+
+std::string stalled_inside_words() {
+  return "a transfer inside it moved part way, then not for " + seconds(kStalledInsideNs) + " or more";
+}
+
+bool stopped_together(const HangProgress& p) {
+  const std::vector<const ChannelProgress*> rows = stepped_rows(p);
+  if (rows.size() < 2) return false;
+  for (const ChannelProgress* c : rows)
+    if (c->row.steps_done != rows.front()->row.steps_done) return false;
+  return true;
+}
+
+std::string stopped_line(const HangProgress& p) {
+  if (p.rows.empty()) return std::string();
+  const std::vector<const ChannelProgress*> stepped = stepped_rows(p);
+  if (stopped_together(p)) {
+    // Nobody is behind: naming one of them would accuse it by the order of the files.
+    const nccl::ProxyProgress& r = stepped.front()->row;
+    return "stopped together: every transfer in flight (" + where_text(stepped) + ") stopped at " +
+           std::to_string(r.steps_done) + " of " +
+           (r.steps_total != kUnknown ? std::to_string(r.steps_total) : std::string("?")) +
+           " steps done; none is behind the others";
+  }
+  if (!stepped.empty()) {
+    // Behind: the transfer that got least far; of those, a send before a receive (a send that
+    // stops starves its peer's receive at the same step), then by rank and channel.
+    const ChannelProgress* pick = nullptr;
+    for (const ChannelProgress* c : stepped) {
+      if (!pick || c->row.steps_done < pick->row.steps_done) {
+        pick = c;
+        continue;
+      }
+      if (c->row.steps_done == pick->row.steps_done && c->row.direction == "send" && pick->row.direction != "send")
+        pick = c;
+    }
+    return "stopped moving: " + row_line(*pick);
+  }
+  std::vector<const ChannelProgress*> net, kernel;
+  for (const ChannelProgress& c : p.rows) (network(c.row) ? net : kernel).push_back(&c);
+  if (net.size() == 1) return "stopped moving: " + row_line(*net.front());
+  if (!net.empty())
+    return "stopped: the transfers of " + where_text(net) +
+           " never finished; which one stopped first is n/a (ProxyStep was off: no steps)";
+  return "never finished: the kernel " + where_text(kernel);
 }
 
 }  // namespace traintime::report

@@ -32,6 +32,16 @@ struct HangProgress {
   std::string detail() const;
 };
 
+// How long a network transfer that moved part of its steps must have stood still for its
+// collective, entered by every member and completed by none, to be a hang without any watchdog's
+// word (a healthy transfer moves a step every few microseconds to milliseconds).
+inline constexpr uint64_t kStalledInsideNs = 5'000'000'000ull;
+
+// Whether some transfer of `p` moved part way and has stood still for kStalledInsideNs.
+bool stalled_inside(const HangProgress& p);
+// How the views say it: "a transfer inside it moved part way, then not for 5.0 s or more".
+std::string stalled_inside_words();
+
 // The rows of the collective `op` (CommOp name) a rank's file shows in flight on communicator
 // `communicator`: the oldest NCCL seq of that op there (what follows it queues behind it).
 std::vector<nccl::ProxyProgress> rows_of_hung(const core::RankFile& f, const std::string& communicator,
@@ -44,8 +54,15 @@ void add_rank_progress(HangProgress& p, int64_t rank, std::vector<nccl::ProxyPro
 // rank 1: 2 of 8 steps done (128.0 KiB), 8 posted; in send_wait for 41.2 s".
 std::vector<std::string> progress_lines(const HangProgress& p, std::size_t max);
 
-// The row of the rank, channel and peer that stopped moving soonest among those that moved part
-// way (else the first row), as one line; empty without rows.
+// Whether every network transfer with steps known (two or more) stopped at the same step: nobody
+// is behind, so no one of them is named as the one that stopped.
+bool stopped_together(const HangProgress& p);
+
+// Who stopped, as one line (empty without rows): "stopped together: ..." (stopped_together);
+// else "stopped moving: <row>" for the transfer that got least far (fewest steps done; a send
+// before a receive at the same step, then by rank and channel), or the only network row; with
+// several network rows and no steps, which stopped first is n/a; without network rows, the
+// kernel channels that never finished.
 std::string stopped_line(const HangProgress& p);
 
 }  // namespace traintime::report

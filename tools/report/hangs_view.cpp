@@ -43,8 +43,9 @@ const core::Communicator* comm_in(const RankInput* r, const std::string& id) {
 // (a member with no file never entered anything we know of), and that no member completed (a
 // collective cannot complete without all of them). Completion is not needed to find it: GPU
 // records may not have been delivered when a hung rank's file was written. 0: none.
-// A member's watchdog saw no progress for TRAINTIME_HANG_SEC (suspected): a collective every
-// member entered that never completes (a transfer that stopped part way) is a hang too.
+// A member's watchdog saw no progress for TRAINTIME_HANG_SEC (suspected), or a transfer inside
+// stood still part way (`suspected` too, checked on the collective's rows by the caller): a
+// collective every member entered that never completes is a hang too.
 uint64_t oldest_stuck_seq(const std::string& id, const Members& members, uint32_t size, bool suspected) {
   uint64_t least = ~uint64_t{0};
   uint64_t most = 0;
@@ -123,6 +124,15 @@ Hang hang_at(const Job& job, const std::string& id, const Members& members, uint
   return h;
 }
 
+// Whether some member's proxy_progress has rows of communicator `id` (a stall inside may show).
+bool has_progress_on(const Members& members, const std::string& id) {
+  for (const RankInput* m : members)
+    if (const nccl::ProxyProgressSection* p = nccl::proxy_progress(m->data))
+      for (const nccl::ProxyProgress& row : p->rows)
+        if (row.communicator == id) return true;
+  return false;
+}
+
 bool has_hang_data(const Job& job) {
   for (const RankInput& r : job.ranks) {
     if (!r.data.threads.empty()) return true;
@@ -149,13 +159,15 @@ HangsView hangs_view(const Job& job) {
   for (const auto& [id, members] : by_comm) {
     bool suspected = false;
     for (const RankInput* m : members) suspected = suspected || m->data.exit_reason == core::ExitReason::kSuspectedHang;
-    const uint64_t seq = oldest_stuck_seq(id, members, size_of[id], suspected);
+    const uint64_t seq = oldest_stuck_seq(id, members, size_of[id], suspected || has_progress_on(members, id));
     if (seq == 0) continue;
     Hang h = hang_at(job, id, members, size_of[id], seq);
-    // Every member entered: a hang only where a watchdog said so.
-    if (h.missing.empty() && !suspected) continue;
-    h.all_entered = h.missing.empty();
     for (const RankInput* m : members) add_rank_progress(h.progress, m->data.rank, rows_of_hung(m->data, id, h.op));
+    h.stalled_inside = stalled_inside(h.progress);
+    // Every member entered: a hang only where a watchdog said so, or a transfer inside stood still
+    // part way (seen live in the records of a running job).
+    if (h.missing.empty() && !suspected && !h.stalled_inside) continue;
+    h.all_entered = h.missing.empty();
     if (const core::CommOp op = core::comm_op_from_name(h.op);
         !h.all_entered && (op == core::CommOp::kSend || op == core::CommOp::kRecv)) {
       // Only the peer had to enter a point-to-point op, and the files do not record which rank

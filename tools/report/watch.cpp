@@ -190,7 +190,8 @@ std::string watch_screen(const Job& job, const Report& r, double interval_s, con
          h.op + " seq " + std::to_string(h.seq) + " on communicator " + h.communicator + ": rank(s) " +
          ranks_text(h.waiting_ranks) + " wait in it" +
          (held && before ? " for more than " + f3(interval_s).substr(0, f3(interval_s).find('.') + 2) + " s" : "") +
-         (h.all_entered ? "; every rank entered it"
+         (h.all_entered ? std::string("; every rank entered it") +
+                              (h.stalled_inside ? "; " + stalled_inside_words() : std::string())
                         : "; never entered: " + (h.missing_ranks.empty()
                                                      ? std::to_string(h.missing.size()) + " member(s) without a rank file"
                                                      : "rank(s) " + ranks_text(h.missing_ranks))) + "\n";

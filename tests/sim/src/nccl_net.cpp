@@ -19,6 +19,7 @@ struct StallSpec {
   int rank = 0;
   unsigned channel = 0;
   int steps = 0;
+  int into_steps = 0;  // transfers into RANK (optional fifth field; STEPS when absent)
 };
 
 const StallSpec& stall_spec() {
@@ -26,11 +27,14 @@ const StallSpec& stall_spec() {
     StallSpec s;
     const char* v = std::getenv("SIMGPU_NET_STALL");
     unsigned long long seq = 0;
-    if (v && std::sscanf(v, "%llu:%d:%u:%d", &seq, &s.rank, &s.channel, &s.steps) == 4 && seq > 0 && s.steps >= 0) {
+    s.into_steps = -1;
+    const int n = v ? std::sscanf(v, "%llu:%d:%u:%d:%d", &seq, &s.rank, &s.channel, &s.steps, &s.into_steps) : 0;
+    if ((n == 4 || (n == 5 && s.into_steps >= 0)) && seq > 0 && s.steps >= 0) {
       s.on = true;
       s.seq = seq;
+      if (n == 4) s.into_steps = s.steps;
     } else if (v && *v) {
-      std::fprintf(stderr, "simgpu: SIMGPU_NET_STALL wants SEQ:RANK:CHANNEL:STEPS, got %s (ignored)\n", v);
+      std::fprintf(stderr, "simgpu: SIMGPU_NET_STALL wants SEQ:RANK:CHANNEL:STEPS[:INTO], got %s (ignored)\n", v);
     }
     return s;
   }();
@@ -144,7 +148,9 @@ void progress(const Events& e, void* context, const Task& t) {
         // peer's receive; a receive posts and waits.
         reach = {0, std::min(n_steps, kNcclSteps), dir.send ? np::kProxyStepSendPeerWait : np::kProxyStepRecvWait};
       } else if (stalled && ch == s.channel && (t.rank == s.rank || dir.peer == s.rank)) {
-        const int done = std::min(n_steps, s.steps);
+        // Into RANK (its receive, its neighbour's send to it): INTO steps; out of it: STEPS.
+        const bool into = t.rank == s.rank ? !dir.send : dir.send;
+        const int done = std::min(n_steps, into ? s.into_steps : s.steps);
         reach = {done, std::min(n_steps, done + kNcclSteps),
                  dir.send ? np::kProxyStepSendWait : np::kProxyStepRecvWait};
       }

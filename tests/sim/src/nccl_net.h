@@ -13,10 +13,12 @@
 //    stopped when done;
 //  - intra-node transports (the default, SIMGPU_NCCL_TRANSPORT unset or p2p) have no proxy: no
 //    proxy events at all.
-// Set SIMGPU_NCCL_TRANSPORT=net for this transport. SIMGPU_NET_STALL=SEQ:RANK:CHANNEL:STEPS stalls
-// the SEQ-th kernel launched on every communicator of more than one rank (1-based): RANK's
+// Set SIMGPU_NCCL_TRANSPORT=net for this transport. SIMGPU_NET_STALL=SEQ:RANK:CHANNEL:STEPS[:INTO]
+// stalls the SEQ-th kernel launched on every communicator of more than one rank (1-based): RANK's
 // transfers on CHANNEL stop after STEPS steps (as when its NIC stops completing), so do its
-// neighbours' transfers with it on that channel; every other channel finishes; the collective
+// neighbours' transfers with it on that channel, the ones into RANK (its receive, its
+// neighbour's send to it) after INTO steps (default STEPS: every transfer stops at the same step,
+// nobody is behind; INTO > STEPS: RANK's sends are behind); every other channel finishes; the collective
 // never completes (simgpuHangNextCollective) and, with KernelCh on, channel CHANNEL's kernel
 // channel never stops. A collective a peer never entered (SIMGPU_HANG) moves nothing: sends post
 // what fits in NCCL's buffers (NCCL_STEPS = 8) and wait for the peer, receives wait. A collective

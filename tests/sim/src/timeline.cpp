@@ -94,6 +94,10 @@ struct Engine {
   std::unordered_map<const void*, KernelInfo*> kernels_by_handle;
   std::map<uint64_t, CommState> comms;
   std::vector<double> slowdown;  // index = rank
+  // SIMGPU_SLOWDOWN_FROM=N: the slowdown applies once this process scheduled N collectives (to
+  // the compute launched after the N-th and the collectives after it; 0: from the start).
+  uint64_t slowdown_from = 0;
+  std::atomic<uint64_t> collectives{0};
   std::vector<double> throttle;  // index = rank (SIMGPU_THROTTLE)
   std::vector<double> memory_used_gib;  // index = rank (SIMGPU_MEMORY_USED); 0: the nominal
   int rank = 0;
@@ -108,6 +112,7 @@ struct Engine {
     default_stream.id = simgpu::kDefaultStreamId;
     rank = simgpu::rank_from_env();
     slowdown = simgpu::parse_slowdown(std::getenv("SIMGPU_SLOWDOWN"));
+    if (const char* from = std::getenv("SIMGPU_SLOWDOWN_FROM")) slowdown_from = std::strtoull(from, nullptr, 10);
     throttle = simgpu::parse_slowdown(std::getenv("SIMGPU_THROTTLE"));  // the same RANK:FACTOR list
     memory_used_gib = simgpu::parse_slowdown(std::getenv("SIMGPU_MEMORY_USED"), 0.0);
   }
@@ -241,6 +246,7 @@ simgpu_work execute(Engine& e, Stream* s, simgpu_work w, uint64_t duration_ns,
     }
     w.end_ns = all_arrived + coll->transfer_ns;
     cs.last_end = w.end_ns;
+    e.collectives.fetch_add(1, std::memory_order_relaxed);
   } else {
     w.end_ns = ready + duration_ns;
   }
@@ -664,7 +670,9 @@ double factor_of(const std::vector<double>& v, int rank) {
 }  // namespace
 
 double simgpu_slowdown(int rank) {
-  return factor_of(engine().slowdown, rank) / factor_of(engine().throttle, rank);
+  Engine& e = engine();
+  const bool slowed = e.collectives.load(std::memory_order_relaxed) >= e.slowdown_from;
+  return (slowed ? factor_of(e.slowdown, rank) : 1.0) / factor_of(e.throttle, rank);
 }
 
 double simgpu_throttle(int rank) { return factor_of(engine().throttle, rank); }

@@ -34,7 +34,9 @@ inline constexpr std::size_t kMaxPending = 64;
   X(profiler_plugin_pxn_proxy_ops, nullptr) \
   X(profiler_plugin_kernel_channels, nullptr) \
   X(profiler_plugin_suspected, nullptr) \
-  X(profiler_plugin_progress_dropped, &messages::profiler_plugin_progress_dropped)
+  X(profiler_plugin_suspected_straggler, nullptr) \
+  X(profiler_plugin_progress_dropped, &messages::profiler_plugin_progress_dropped) \
+  X(profiler_plugin_progress_unstopped, nullptr)
 
 #define TRAINTIME_NCCL_MESSAGE(key, message) std::string key(uint64_t n, const core::ModuleCounters& all);
 namespace messages { TRAINTIME_NCCL_COUNTERS(TRAINTIME_NCCL_MESSAGE) }

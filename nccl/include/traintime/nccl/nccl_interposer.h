@@ -73,6 +73,9 @@ bool calls_waiting() noexcept;
 // with TRAINTIME_NCCL_PROXY_STEPS=auto, NCCL's per-step proxy events are asked for the
 // collectives enqueued next, so a hang that follows reports bytes per channel and peer. Lock-free.
 void suspect_hang() noexcept;
+// This rank waited in a collective far beyond its op's recent durations (core/straggler_sign.h,
+// the watchdog): the same, for a straggler among its peers. Lock-free.
+void suspect_straggler() noexcept;
 
 // The call table's snapshot (stable ids included) and the interposer's section ("nccl"): its
 // counters (calls that found no NCCL, calls on communicators it could not register, groups
