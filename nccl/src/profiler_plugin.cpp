@@ -29,22 +29,36 @@
 namespace traintime::nccl::plugin {
 
 namespace detail {
-thread_local bool t_launch_active = false;
-thread_local Call t_launch_call{};
+__thread LaunchThread t_launch __attribute__((tls_model("initial-exec"))) = {};
 }  // namespace detail
 
 namespace {
 
-// The calls counted from this thread's API events since its GroupApi event started: the first
-// one, with the bytes of all (what the wrappers record for a group's kernel), and the members
-// (CommCallTable::record_group) the GPU aggregator splits the group's kernel across.
-thread_local bool t_group_has_call = false;
-thread_local Call t_group_call{};
-constexpr uint32_t kGroupMembers = core::CommGroupRecord::kMaxMembers;
-thread_local uint32_t t_group_count = 0;
-thread_local core::CommGroupMember t_group_members[kGroupMembers];
-
 namespace np = traintime::nccl_profiler;
+
+constexpr uint32_t kGroupMembers = core::CommGroupRecord::kMaxMembers;
+
+// What a thread calling NCCL keeps between its events, in one initial-exec __thread (see
+// detail::LaunchThread): every access is a load from the thread pointer, where a thread_local
+// of this shared library would cost a __tls_get_addr call each (about 30 per collective).
+struct PluginThread {
+  // The calls counted from this thread's API events since its GroupApi event started: the first
+  // one, with the bytes of all (what the wrappers record for a group's kernel), and the members
+  // (CommCallTable::record_group) the GPU aggregator splits the group's kernel across.
+  bool group_has_call;
+  uint32_t group_count;
+  Call group_call;
+  core::CommGroupMember group_members[kGroupMembers];
+  // The block of the handle ring this thread takes its handles from (ring_handle()).
+  uint32_t handle_next, handle_end;
+  // NCCL's names (ncclFuncToString, ncclDatatypeToString) are its static strings: the last one
+  // this thread read is remembered by address, so a collective's events compare no string twice.
+  const char* func;
+  core::CommOp func_op;
+  const char* datatype;
+  uint64_t datatype_size;
+};
+__thread PluginThread t_plugin __attribute__((tls_model("initial-exec"))) = {};
 
 // What traintime itself asks NCCL for: the API-level and task events, and the kernel-channel
 // events when NCCL's own GPU timers are wanted (kernel_ch_times.h). Set at NCCL's first init.
@@ -102,24 +116,21 @@ Handle g_handles[kHandleSlots];
 std::atomic<uint32_t> g_next_handle{0};
 // Each thread takes slots in blocks (one locked add per block, not per event).
 constexpr uint32_t kHandleBlock = 64;
-thread_local uint32_t t_handle_next = 0, t_handle_end = 0;
 Handle* ring_handle() {
-  if (t_handle_next == t_handle_end) {
-    t_handle_next = g_next_handle.fetch_add(kHandleBlock, std::memory_order_relaxed);
-    t_handle_end = t_handle_next + kHandleBlock;
+  PluginThread& t = t_plugin;
+  if (t.handle_next == t.handle_end) {
+    t.handle_next = g_next_handle.fetch_add(kHandleBlock, std::memory_order_relaxed);
+    t.handle_end = t.handle_next + kHandleBlock;
   }
-  return &g_handles[t_handle_next++ % kHandleSlots];
+  return &g_handles[t.handle_next++ % kHandleSlots];
 }
 
-// NCCL's names (ncclFuncToString, ncclDatatypeToString) are its static strings: the last one a
-// thread read is remembered by address, so a collective's events compare no string twice.
-thread_local const char* t_func = nullptr;
-thread_local core::CommOp t_func_op = core::CommOp::kNone;
 core::CommOp op_of(const char* func) {
-  if (func == t_func && func) return t_func_op;
-  t_func_op = core::comm_op_from_name(func ? func : "");
-  t_func = func;
-  return t_func_op;
+  PluginThread& t = t_plugin;
+  if (func == t.func && func) return t.func_op;
+  t.func_op = core::comm_op_from_name(func ? func : "");
+  t.func = func;
+  return t.func_op;
 }
 
 // Counters for the rank file (relaxed: figures, read at the end).
@@ -151,14 +162,13 @@ uint64_t element_size_of(const char* datatype) {
   return 0;
 }
 
-thread_local const char* t_datatype = nullptr;
-thread_local uint64_t t_datatype_size = 0;
 uint64_t element_size(const char* datatype) {
-  if (datatype != t_datatype || !datatype) {
-    t_datatype_size = element_size_of(datatype);
-    t_datatype = datatype;
+  PluginThread& t = t_plugin;
+  if (datatype != t.datatype || !datatype) {
+    t.datatype_size = element_size_of(datatype);
+    t.datatype = datatype;
   }
-  return t_datatype_size;
+  return t.datatype_size;
 }
 
 // Whether an op's bytes are its count times the communicator's size (nccl-tests conventions, as
@@ -169,11 +179,11 @@ bool times_ranks(core::CommOp op) {
 }
 
 // The group's members for the GPU aggregator (members beyond its record fold into the first).
-void note_member(const Call& call) {
-  if (t_group_count < kGroupMembers) {
-    t_group_members[t_group_count++] = core::CommGroupMember{call.op, call.comm_id, call.seq, call.bytes};
+void note_member(PluginThread& t, const Call& call) {
+  if (t.group_count < kGroupMembers) {
+    t.group_members[t.group_count++] = core::CommGroupMember{call.op, call.comm_id, call.seq, call.bytes};
   } else {
-    t_group_members[0].bytes += call.bytes;
+    t.group_members[0].bytes += call.bytes;
   }
 }
 
@@ -208,14 +218,15 @@ Call count_call(Context* c, const char* func, size_t count, const char* datatype
   k->count(op, bytes, seq);
   k->note_seen(core::kSeenByPlugin);
   const Call call{op, false, id, seq, bytes, 0};
-  if (!t_group_has_call) {
-    t_group_call = call;
-    t_group_has_call = true;
-    t_group_count = 0;
+  PluginThread& t = t_plugin;
+  if (!t.group_has_call) {
+    t.group_call = call;
+    t.group_has_call = true;
+    t.group_count = 0;
   } else {
-    t_group_call.bytes += bytes;
+    t.group_call.bytes += bytes;
   }
-  note_member(call);
+  note_member(t, call);
   g_counted.fetch_add(1, std::memory_order_relaxed);
   note_counted_call();
   return call;
@@ -451,14 +462,15 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   uint64_t channel_start = 0;
   switch (d.type) {
     case np::kKernelLaunch:
-      if (t_group_has_call) {
-        detail::t_launch_call = t_group_call;
-        if (t_group_count > 1) {
+      if (PluginThread& t = t_plugin; t.group_has_call) {
+        detail::LaunchThread& launch = detail::t_launch;
+        launch.call = t.group_call;
+        if (t.group_count > 1) {
           // A group counted here: its members, for the aggregator to split the kernel across.
-          detail::t_launch_call.group_id = next_group_id();
-          call_table().record_group(detail::t_launch_call.group_id, t_group_members, t_group_count);
+          launch.call.group_id = next_group_id();
+          call_table().record_group(launch.call.group_id, t.group_members, t.group_count);
         }
-        detail::t_launch_active = true;
+        launch.active = true;
       }
       break;
     case np::kCollApi:
@@ -517,8 +529,8 @@ ncclResult_t stop_event(void* handle) {
   if (handle) {
     Handle* h = static_cast<Handle*>(handle);
     switch (h->type) {
-      case np::kKernelLaunch: detail::t_launch_active = false; break;
-      case np::kGroupApi: t_group_has_call = false; break;
+      case np::kKernelLaunch: detail::t_launch.active = false; break;
+      case np::kGroupApi: t_plugin.group_has_call = false; break;
       case np::kGroup: kernel_ch::close_group(h->place.serial); break;
       case np::kKernelCh:
         if (h->place.serial) kernel_ch::channel_done(h->place, h->channel_start, h->channel_stop);
