@@ -9,12 +9,16 @@
 //  - BM_NoopCollective, BM_NoopKernelCh: the same calls into a plugin that does nothing (what
 //    building the descriptors and calling through the table costs, NCCL's share): the rows are
 //    the differences, measured in the same process.
+//  - BM_InstructionCount/1 (traintime) and /0 (the plugin doing nothing), for
+//    scripts/count_instructions.py: the calling thread's callbacks of a fixed number of
+//    collectives, counted by callgrind (deterministic, where timings on a shared machine are not).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
 
+#include "callgrind_marks.h"
 #include "traintime/nccl/profiler_plugin_api.h"
 
 namespace np = traintime::nccl_profiler;
@@ -165,6 +169,26 @@ void BM_PluginKernelCh(benchmark::State& state) { kernel_ch(state, plugin()); }
 void BM_NoopKernelCh(benchmark::State& state) { kernel_ch(state, noop()); }
 BENCHMARK(BM_NoopKernelCh);
 BENCHMARK(BM_PluginKernelCh);
+
+// Whole batches of collectives, as BM_*Collective runs them; only the calling thread's callbacks
+// of the counted batches are instrumented, not their kernels' channels.
+constexpr int kWarmBatches = 8;
+constexpr int kCountedBatches = 16;
+void BM_InstructionCount(benchmark::State& state) {
+  Plugin& p = state.range(0) ? plugin() : noop();
+  uint64_t t = 0;
+  void* tasks[kBatch];
+  for (auto _ : state) {
+    for (int b = 0; b < kWarmBatches + kCountedBatches; ++b) {
+      if (b >= kWarmBatches) CALLGRIND_START_INSTRUMENTATION;
+      for (void*& task : tasks) task = p.collective();
+      CALLGRIND_STOP_INSTRUMENTATION;
+      for (void* task : tasks) p.channels(task, t += 10000);
+    }
+  }
+  state.counters["counted_collectives"] = kCountedBatches * kBatch;
+}
+BENCHMARK(BM_InstructionCount)->Arg(0)->Arg(1)->Iterations(1);
 
 }  // namespace
 

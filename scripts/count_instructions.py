@@ -4,9 +4,12 @@ by callgrind (deterministic, unlike timings on a shared VM): GpuAggregator::inge
 whole processing path (decode with the toolkit's cuptiActivityGetNextRecord, join, ingest), from
 bench_ingest's BM_InstructionCount; and the launching thread's instructions per kernel launch on
 the SIMULATED GPU with traintime preloaded and with the bare CUPTI tracer injected (the bench row
-"launch callback, own work" is their difference), from bench_sim_launch's BM_InstructionCount.
+"launch callback, own work" is their difference), from bench_sim_launch's BM_InstructionCount;
+and the calling thread's instructions per collective in NCCL's profiler plugin callbacks,
+traintime's against a plugin doing nothing (the bench row "NCCL profiler plugin, one collective's
+callbacks" is their difference), from bench_nccl_plugin's BM_InstructionCount.
 
-    scripts/count_instructions.py [--build build] [--lib LIB] [--only ingest|launch] [--keep DIR]
+    scripts/count_instructions.py [--build build] [--lib LIB] [--only ingest|launch|plugin] [--keep DIR]
 
 Needs valgrind (apt-get install valgrind) and a build of the benchmarks made with valgrind's
 headers present. Prints one line per path: instructions (and, for the record path, L1 data read
@@ -66,15 +69,32 @@ def count_launch(build: Path, env: dict[str, str], out: Path) -> float:
     launches = float(bench["counted_launches"])
     # Thread 1 is the benchmark's (the launching) thread; CUPTI's and traintime's threads are not
     # the callback's cost.
-    main_thread = Path(f"{out}-01")
-    for line in main_thread.read_text().splitlines():
+    return main_thread_ir(out, "bench_sim_launch") / launches
+
+
+def main_thread_ir(out: Path, what: str) -> int:
+    """Instructions counted on thread 1 (the benchmark's) of a --separate-threads=yes run."""
+    for line in Path(f"{out}-01").read_text().splitlines():
         if line.startswith("summary:") or line.startswith("totals:"):
             ir = int(line.split()[1])
-            if ir == 0:
-                continue
-            return ir / launches
-    raise SystemExit("count_instructions: nothing was counted: bench_sim_launch was built "
+            if ir != 0:
+                return ir
+    raise SystemExit(f"count_instructions: nothing was counted: {what} was built "
                      "without valgrind's headers (install valgrind and rebuild it)")
+
+
+def count_plugin(build: Path, lib: Path, arg: int, out: Path) -> float:
+    """The calling thread's instructions per collective in the plugin callbacks: arg 1 traintime's
+    plugin, 0 the plugin doing nothing (NCCL's share: descriptors, calls through the table)."""
+    binary = build / "bench" / "bench_nccl_plugin"
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
+         f"--callgrind-out-file={out}", str(binary),
+         f"--benchmark_filter=BM_InstructionCount/{arg}/", "--benchmark_format=json"],
+        capture_output=True, text=True, check=True,
+        env=dict(os.environ, LD_PRELOAD=str(lib), TRAINTIME_OUTPUT=str(out.parent / f"{out.name}.rank")))
+    bench = json.loads(run.stdout)["benchmarks"][0]
+    return main_thread_ir(out, "bench_nccl_plugin") / float(bench["counted_collectives"])
 
 
 def main() -> int:
@@ -86,8 +106,8 @@ def main() -> int:
     parser.add_argument("--lib", type=Path,
                         help="libtraintime.so to measure the launch callback of "
                              "(default: the build's lib/libtraintime.so)")
-    parser.add_argument("--only", choices=("ingest", "launch"),
-                        help="measure the record path or the launch callback alone")
+    parser.add_argument("--only", choices=("ingest", "launch", "plugin"),
+                        help="measure the record path, the launch callback or the NCCL plugin alone")
     args = parser.parse_args()
     binary = args.build / "bench" / "bench_ingest"
     lib = (args.lib or args.build / "lib" / "libtraintime.so").resolve()
@@ -96,10 +116,12 @@ def main() -> int:
         print("count_instructions: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 1
     needed = []
-    if args.only != "launch":
+    if args.only in (None, "ingest"):
         needed.append(binary)
-    if args.only != "ingest":
+    if args.only in (None, "launch"):
         needed += [args.build / "bench" / "bench_sim_launch", tracer, lib]
+    if args.only in (None, "plugin"):
+        needed += [args.build / "bench" / "bench_nccl_plugin", lib]
     for path in needed:
         if not path.is_file():
             print(f"count_instructions: {path} is not built (scripts/build.sh)", file=sys.stderr)
@@ -107,17 +129,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = args.keep or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
-        if args.only != "launch":
+        if args.only in (None, "ingest"):
             for arg, what in ((1, "GpuAggregator::ingest, per activity"),
                               (0, "decode + join + ingest (API records), per activity")):
                 ir, d1 = count(binary, arg, out / f"callgrind.ingest-{arg}")
                 print(f"{what}: {ir:.1f} instructions, {d1:.2f} L1 data read misses")
-        if args.only != "ingest":
+        if args.only in (None, "launch"):
             own = count_launch(args.build, {"LD_PRELOAD": str(lib)}, out / "callgrind.launch-traintime")
             bare = count_launch(args.build, {"CUDA_INJECTION64_PATH": str(tracer)},
                                 out / "callgrind.launch-tracer")
             print(f"launch callback, own work (SIMULATED GPU), per launch: {own - bare:.1f} "
                   f"instructions (traintime {own:.1f} - bare tracer {bare:.1f}; {lib})")
+        if args.only in (None, "plugin"):
+            own = count_plugin(args.build, lib, 1, out / "callgrind.plugin-traintime")
+            noop = count_plugin(args.build, lib, 0, out / "callgrind.plugin-noop")
+            print(f"NCCL profiler plugin, calling thread, per collective: {own - noop:.1f} instructions "
+                  f"(traintime {own:.1f} - a plugin doing nothing {noop:.1f}; {lib})")
     return 0
 
 

@@ -6,9 +6,11 @@
 //
 // Contract with NCCL: only init may fail; every other callback returns ncclSuccess, accepts a
 // NULL handle (an event neither traintime nor the chained plugin wanted has none) and never
-// blocks. Event handles come from a fixed ring (no allocation on NCCL's threads): NCCL names a
+// blocks. Event handles come from fixed rings (no allocation on NCCL's threads): NCCL names a
 // task event as the parent of its kernel-channel events after stopping it, so a handle must
-// outlive its stop; the ring recycles a slot only kHandleSlots events later.
+// outlive its stop; a ring recycles a slot only its size of events later. A proxy event's
+// handle sits beside its progress row; an event whose handle would carry nothing but its kind
+// shares its kind's.
 #include "profiler_plugin.h"
 
 #include <unistd.h>
@@ -29,22 +31,37 @@
 namespace traintime::nccl::plugin {
 
 namespace detail {
-thread_local bool t_launch_active = false;
-thread_local Call t_launch_call{};
+__thread LaunchThread t_launch __attribute__((tls_model("initial-exec"))) = {};
 }  // namespace detail
 
 namespace {
 
-// The calls counted from this thread's API events since its GroupApi event started: the first
-// one, with the bytes of all (what the wrappers record for a group's kernel), and the members
-// (CommCallTable::record_group) the GPU aggregator splits the group's kernel across.
-thread_local bool t_group_has_call = false;
-thread_local Call t_group_call{};
-constexpr uint32_t kGroupMembers = core::CommGroupRecord::kMaxMembers;
-thread_local uint32_t t_group_count = 0;
-thread_local core::CommGroupMember t_group_members[kGroupMembers];
-
 namespace np = traintime::nccl_profiler;
+
+constexpr uint32_t kGroupMembers = core::CommGroupRecord::kMaxMembers;
+
+// What a thread calling NCCL keeps between its events, in one initial-exec __thread (see
+// detail::LaunchThread): every access is a load from the thread pointer, where a thread_local
+// of this shared library would cost a __tls_get_addr call each (about 30 per collective).
+struct PluginThread {
+  // The calls counted from this thread's API events since its GroupApi event started: the first
+  // one, with the bytes of all (what the wrappers record for a group's kernel), and the members
+  // (CommCallTable::record_group) the GPU aggregator splits the group's kernel across.
+  bool group_has_call;
+  uint32_t group_count;
+  Call group_call;
+  core::CommGroupMember group_members[kGroupMembers];
+  // The blocks of the handle rings this thread takes its handles from (Ring::take()).
+  uint32_t handle_next, handle_end;
+  uint32_t proxy_handle_next, proxy_handle_end;
+  // NCCL's names (ncclFuncToString, ncclDatatypeToString) are its static strings: the last one
+  // this thread read is remembered by address, so a collective's events compare no string twice.
+  const char* func;
+  core::CommOp func_op;
+  const char* datatype;
+  uint64_t datatype_size;
+};
+__thread PluginThread t_plugin __attribute__((tls_model("initial-exec"))) = {};
 
 // What traintime itself asks NCCL for: the API-level and task events, and the kernel-channel
 // events when NCCL's own GPU timers are wanted (kernel_ch_times.h). Set at NCCL's first init.
@@ -82,45 +99,75 @@ struct Context {
   Joined joined[core::kCommOpCount][kJoinSlots];
 };
 
+// An event's handle: what its stop, its states and the events naming it as parent read. The
+// calling thread's events (API, launch, group, task) have only this, and write it only where it
+// carries something (open_handle()): a collective costs the calling thread its Group's and its
+// task's handle, about a cache line, however many proxy fields the proxy thread's events keep.
 struct Handle {
   uint64_t type;
-  Context* context;  // NULL for a PXN op's events (another process's context)
   void* their;  // the chained plugin's handle of this event, or NULL
   // Group: its kernel's serial. Coll/P2p and KernelCh: the task's place in its kernel.
   kernel_ch::Place place;
-  uint64_t channel_start;  // KernelCh: the channel's start (GPU ns)
-  uint64_t channel_stop;   // KernelCh: its stop (KernelChStop state)
-  // proxy_progress (proxy_progress.h): a task's op and NCCL seq; a ProxyOp's or KernelCh's row;
-  // a ProxyStep's row and the bytes its states reported.
-  uint32_t row;
-  uint8_t op;
+  // Coll/P2p: the task's NCCL seq and op, for its proxy and kernel-channel rows
+  // (proxy_progress.h); ProxyProgress::kUnknown and CommOp::kUnknown on other events.
   uint64_t seq;
-  uint64_t bytes;
+  uint8_t op;
 };
 
-constexpr uint32_t kHandleSlots = 1u << 15;
-Handle g_handles[kHandleSlots];
-std::atomic<uint32_t> g_next_handle{0};
-// Each thread takes slots in blocks (one locked add per block, not per event).
-constexpr uint32_t kHandleBlock = 64;
-thread_local uint32_t t_handle_next = 0, t_handle_end = 0;
-Handle* ring_handle() {
-  if (t_handle_next == t_handle_end) {
-    t_handle_next = g_next_handle.fetch_add(kHandleBlock, std::memory_order_relaxed);
-    t_handle_end = t_handle_next + kHandleBlock;
+// The handle of an event of NCCL's proxy thread (ProxyOp, ProxyStep, KernelCh; is_proxy()).
+struct ProxyHandle : Handle {
+  Context* context;  // NULL for a PXN op's events (another process's context)
+  // proxy_progress's row (a ProxyOp's or KernelCh's own, a ProxyStep's op's), kNone: none.
+  uint32_t row;
+  uint64_t channel_start;  // KernelCh: the channel's start (GPU ns)
+  uint64_t channel_stop;   // KernelCh: its stop (KernelChStop state)
+  uint64_t bytes;          // ProxyStep: the bytes its states reported
+};
+
+constexpr bool is_proxy(uint64_t type) { return type == np::kProxyOp || type == np::kProxyStep || type == np::kKernelCh; }
+
+// Handles taken in turn (no allocation on NCCL's threads), each thread taking slots in blocks
+// (one locked add per block, not per event).
+template <typename H, uint32_t Slots, uint32_t PluginThread::*Next, uint32_t PluginThread::*End>
+struct Ring {
+  static constexpr uint32_t kBlock = 64;
+  H slots[Slots];
+  std::atomic<uint32_t> next{0};
+  H* take() {
+    PluginThread& t = t_plugin;
+    if (t.*Next == t.*End) {
+      t.*Next = next.fetch_add(kBlock, std::memory_order_relaxed);
+      t.*End = t.*Next + kBlock;
+    }
+    return &slots[(t.*Next)++ % Slots];
   }
-  return &g_handles[t_handle_next++ % kHandleSlots];
+};
+// The calling thread's events (and any other event traintime or the chained plugin asked for).
+Ring<Handle, 1u << 15, &PluginThread::handle_next, &PluginThread::handle_end> g_handles;
+// Proxy events the progress table had no row for (a full table, a step of an op without one).
+Ring<ProxyHandle, 1u << 13, &PluginThread::proxy_handle_next, &PluginThread::proxy_handle_end> g_proxy_handles;
+
+// The handle shared by every event of a kind whose handle carries only its kind (no chained
+// plugin's handle, no kernel): one written at load, none per event.
+Handle g_shared_handles[] = {
+    {np::kGroupApi, nullptr, {0, 0}, ProxyProgress::kUnknown, static_cast<uint8_t>(core::CommOp::kUnknown)},
+    {np::kCollApi, nullptr, {0, 0}, ProxyProgress::kUnknown, static_cast<uint8_t>(core::CommOp::kUnknown)},
+    {np::kP2pApi, nullptr, {0, 0}, ProxyProgress::kUnknown, static_cast<uint8_t>(core::CommOp::kUnknown)},
+    {np::kKernelLaunch, nullptr, {0, 0}, ProxyProgress::kUnknown, static_cast<uint8_t>(core::CommOp::kUnknown)},
+    {np::kGroup, nullptr, {0, 0}, ProxyProgress::kUnknown, static_cast<uint8_t>(core::CommOp::kUnknown)},
+};
+Handle* shared_handle(uint64_t type) {
+  for (Handle& h : g_shared_handles)
+    if (h.type == type) return &h;
+  return nullptr;
 }
 
-// NCCL's names (ncclFuncToString, ncclDatatypeToString) are its static strings: the last one a
-// thread read is remembered by address, so a collective's events compare no string twice.
-thread_local const char* t_func = nullptr;
-thread_local core::CommOp t_func_op = core::CommOp::kNone;
 core::CommOp op_of(const char* func) {
-  if (func == t_func && func) return t_func_op;
-  t_func_op = core::comm_op_from_name(func ? func : "");
-  t_func = func;
-  return t_func_op;
+  PluginThread& t = t_plugin;
+  if (func == t.func && func) return t.func_op;
+  t.func_op = core::comm_op_from_name(func ? func : "");
+  t.func = func;
+  return t.func_op;
 }
 
 // Counters for the rank file (relaxed: figures, read at the end).
@@ -152,14 +199,13 @@ uint64_t element_size_of(const char* datatype) {
   return 0;
 }
 
-thread_local const char* t_datatype = nullptr;
-thread_local uint64_t t_datatype_size = 0;
 uint64_t element_size(const char* datatype) {
-  if (datatype != t_datatype || !datatype) {
-    t_datatype_size = element_size_of(datatype);
-    t_datatype = datatype;
+  PluginThread& t = t_plugin;
+  if (datatype != t.datatype || !datatype) {
+    t.datatype_size = element_size_of(datatype);
+    t.datatype = datatype;
   }
-  return t_datatype_size;
+  return t.datatype_size;
 }
 
 // Whether an op's bytes are its count times the communicator's size (nccl-tests conventions, as
@@ -170,11 +216,11 @@ bool times_ranks(core::CommOp op) {
 }
 
 // The group's members for the GPU aggregator (members beyond its record fold into the first).
-void note_member(const Call& call) {
-  if (t_group_count < kGroupMembers) {
-    t_group_members[t_group_count++] = core::CommGroupMember{call.op, call.comm_id, call.seq, call.bytes};
+void note_member(PluginThread& t, const Call& call) {
+  if (t.group_count < kGroupMembers) {
+    t.group_members[t.group_count++] = core::CommGroupMember{call.op, call.comm_id, call.seq, call.bytes};
   } else {
-    t_group_members[0].bytes += call.bytes;
+    t.group_members[0].bytes += call.bytes;
   }
 }
 
@@ -209,14 +255,15 @@ Call count_call(Context* c, const char* func, size_t count, const char* datatype
   k->count(op, bytes, seq);
   k->note_seen(core::kSeenByPlugin);
   const Call call{op, false, id, seq, bytes, 0};
-  if (!t_group_has_call) {
-    t_group_call = call;
-    t_group_has_call = true;
-    t_group_count = 0;
+  PluginThread& t = t_plugin;
+  if (!t.group_has_call) {
+    t.group_call = call;
+    t.group_has_call = true;
+    t.group_count = 0;
   } else {
-    t_group_call.bytes += bytes;
+    t.group_call.bytes += bytes;
   }
-  note_member(call);
+  note_member(t, call);
   g_counted.fetch_add(1, std::memory_order_relaxed);
   note_counted_call();
   return call;
@@ -344,22 +391,13 @@ ncclResult_t init_common(int version, void** context, int* mask, uint64_t comm_h
 // (pHandles[step % NCCL_STEPS]): a long op's steps would otherwise cycle the ring under its
 // own handle while NCCL still holds it.
 constexpr uint32_t kStepSlots = 8;
-Handle g_row_handles[proxy::kRows];
-Handle g_step_handles[proxy::kRows * kStepSlots];
+ProxyHandle g_row_handles[proxy::kRows];
+ProxyHandle g_step_handles[proxy::kRows * kStepSlots];
 
-Handle* new_handle(uint64_t type, Context* c, void* theirs, Handle* slot = nullptr) {
-  Handle* h = slot ? slot : ring_handle();
-  h->type = type;
-  h->context = c;
-  h->their = theirs;
-  h->row = proxy::kNone;
-  h->op = static_cast<uint8_t>(core::CommOp::kUnknown);
-  h->seq = ProxyProgress::kUnknown;
-  h->bytes = 0;
-  h->place = kernel_ch::Place{};
-  h->channel_start = 0;
-  h->channel_stop = 0;
-  return h;
+// The ProxyOp a ProxyStep names as parent (NULL when NCCL names none we started).
+const ProxyHandle* op_of_step(const void* parent) {
+  const auto* h = static_cast<const Handle*>(parent);
+  return h && h->type == np::kProxyOp ? static_cast<const ProxyHandle*>(h) : nullptr;
 }
 
 // A PXN op (another process's, NCCL's proxy here progresses it) and its steps: neither its
@@ -367,32 +405,21 @@ Handle* new_handle(uint64_t type, Context* c, void* theirs, Handle* slot = nullp
 // lives in that other process, is not called.
 bool pxn_event(const np::EventDescrV7& d) {
   if (d.type == np::kProxyOp) return d.proxy_op.pid != g_pid.load(std::memory_order_relaxed);
-  if (d.type == np::kProxyStep) return d.parent && static_cast<Handle*>(d.parent)->context == nullptr;
+  if (d.type == np::kProxyStep) {
+    const ProxyHandle* op = op_of_step(d.parent);
+    return op && op->context == nullptr;
+  }
   return false;
 }
 
-// A task event's op and NCCL seq, for its proxy and kernel-channel events.
-void progress_task(const np::EventDescrV7& d, Handle* h) {
-  switch (d.type) {
-    case np::kColl:
-      h->op = static_cast<uint8_t>(op_of(d.coll.func));
-      h->seq = d.coll.seq_number;
-      proxy::note_task();
-      break;
-    case np::kP2p:
-      h->op = static_cast<uint8_t>(op_of(d.p2p.func));
-      proxy::note_task();
-      break;
-    default: break;
-  }
-}
-
-// The event's handle, with proxy_progress's row for a proxy or kernel-channel event (read from
-// our own handles only: a parent is always one of ours).
-Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
-  auto* parent = static_cast<Handle*>(d.parent);
+// A proxy event's handle, with proxy_progress's row (read from our own handles only: a parent
+// is always one of ours): beside the row, else from the proxy ring.
+ProxyHandle* open_proxy_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
+  const auto* parent = static_cast<const Handle*>(d.parent);
   uint32_t row = proxy::kNone;
-  Handle* slot = nullptr;
+  ProxyHandle* slot = nullptr;
+  kernel_ch::Place place{};
+  uint64_t channel_start = 0;
   switch (d.type) {
     case np::kProxyOp: {
       const bool pxn = c == nullptr;
@@ -405,8 +432,8 @@ Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
       break;
     }
     case np::kProxyStep:
-      if (parent) {
-        row = parent->row;
+      if (const ProxyHandle* op = op_of_step(parent)) {
+        row = op->row;
         proxy::start_step(row, d.proxy_step.step);
         if (row != proxy::kNone)
           slot = &g_step_handles[(row - 1) * kStepSlots + static_cast<uint32_t>(d.proxy_step.step) % kStepSlots];
@@ -417,12 +444,51 @@ Handle* open_handle(Context* c, const np::EventDescrV7& d, void* theirs) {
                                         parent ? parent->op : static_cast<uint8_t>(core::CommOp::kUnknown),
                                         parent ? parent->seq : ProxyProgress::kUnknown, d.kernel_ch.channel_id);
       if (row != proxy::kNone) slot = &g_row_handles[row - 1];
+      if (parent) place = parent->place;
+      channel_start = d.kernel_ch.gpu_timer;
       break;
     default: break;
   }
-  Handle* h = new_handle(d.type, c, theirs, slot);
+  ProxyHandle* h = slot ? slot : g_proxy_handles.take();
+  h->type = d.type;
+  h->their = theirs;
+  h->place = place;
+  h->seq = ProxyProgress::kUnknown;
+  h->op = static_cast<uint8_t>(core::CommOp::kUnknown);
+  h->context = c;
   h->row = row;
-  progress_task(d, h);
+  h->channel_start = channel_start;
+  h->channel_stop = 0;
+  h->bytes = 0;
+  return h;
+}
+
+// A calling-thread event's handle: its own from the ring where it carries something (a task's
+// op and seq, a kernel's place, the chained plugin's handle), else its kind's shared one.
+Handle* open_handle(const np::EventDescrV7& d, void* theirs, const kernel_ch::Place& place) {
+  uint8_t op = static_cast<uint8_t>(core::CommOp::kUnknown);
+  uint64_t seq = ProxyProgress::kUnknown;
+  switch (d.type) {
+    case np::kColl:
+      op = static_cast<uint8_t>(op_of(d.coll.func));
+      seq = d.coll.seq_number;
+      proxy::note_task();
+      break;
+    case np::kP2p:
+      op = static_cast<uint8_t>(op_of(d.p2p.func));
+      proxy::note_task();
+      break;
+    default:
+      if (!theirs && place.serial == 0)
+        if (Handle* shared = shared_handle(d.type)) return shared;
+      break;
+  }
+  Handle* h = g_handles.take();
+  h->type = d.type;
+  h->their = theirs;
+  h->place = place;
+  h->seq = seq;
+  h->op = op;
   return h;
 }
 
@@ -439,7 +505,7 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
     else return converted;
   }();
   if (pxn_event(d)) {
-    *handle = open_handle(nullptr, d, nullptr);
+    *handle = open_proxy_handle(nullptr, d, nullptr);
     return ncclSuccess;
   }
   const int their_mask = c->their_mask.load(std::memory_order_relaxed);
@@ -450,17 +516,17 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
   if (ours && (d.type == np::kColl || d.type == np::kCollApi))
     g_events[__builtin_ctzll(d.type) & 15].fetch_add(1, std::memory_order_relaxed);
   kernel_ch::Place place{};
-  uint64_t channel_start = 0;
   switch (d.type) {
     case np::kKernelLaunch:
-      if (t_group_has_call) {
-        detail::t_launch_call = t_group_call;
-        if (t_group_count > 1) {
+      if (PluginThread& t = t_plugin; t.group_has_call) {
+        detail::LaunchThread& launch = detail::t_launch;
+        launch.call = t.group_call;
+        if (t.group_count > 1) {
           // A group counted here: its members, for the aggregator to split the kernel across.
-          detail::t_launch_call.group_id = next_group_id();
-          call_table().record_group(detail::t_launch_call.group_id, t_group_members, t_group_count);
+          launch.call.group_id = next_group_id();
+          call_table().record_group(launch.call.group_id, t.group_members, t.group_count);
         }
-        detail::t_launch_active = true;
+        launch.active = true;
       }
       break;
     case np::kCollApi:
@@ -492,24 +558,18 @@ ncclResult_t start_event(void* context, void** handle, D* descr) {
       }
       break;
     }
-    case np::kKernelCh:
-      if (d.parent) place = static_cast<Handle*>(d.parent)->place;
-      channel_start = d.kernel_ch.gpu_timer;
-      break;
     default: break;
   }
   // The progress table's kinds are asked only for events neither mask wanted (proxy events).
   if (!ours && !theirs && !np::nccl_starts(d.type, static_cast<uint64_t>(proxy::mask_bits()))) return ncclSuccess;
-  Handle* h = open_handle(c, d, theirs);
-  h->place = place;
-  h->channel_start = channel_start;
-  h->channel_stop = 0;
-  *handle = h;
+  *handle = is_proxy(d.type) ? static_cast<Handle*>(open_proxy_handle(c, d, theirs)) : open_handle(d, theirs, place);
   return ncclSuccess;
 }
 
 // proxy_progress at an event's stop: last, since freeing an op's row frees the handle beside it.
-void progress_stop(Handle* h) {
+void progress_stop(Handle* handle) {
+  if (!is_proxy(handle->type)) return;
+  auto* h = static_cast<ProxyHandle*>(handle);
   if (h->type == np::kProxyOp) proxy::stop_op(h->row);
   if (h->type == np::kProxyStep) proxy::stop_step(h->row, h->bytes);
   if (h->type == np::kKernelCh) proxy::stop_kernel_channel(h->row);
@@ -519,11 +579,14 @@ ncclResult_t stop_event(void* handle) {
   if (handle) {
     Handle* h = static_cast<Handle*>(handle);
     switch (h->type) {
-      case np::kKernelLaunch: detail::t_launch_active = false; break;
-      case np::kGroupApi: t_group_has_call = false; break;
+      case np::kKernelLaunch: detail::t_launch.active = false; break;
+      case np::kGroupApi: t_plugin.group_has_call = false; break;
       case np::kGroup: kernel_ch::close_group(h->place.serial); break;
       case np::kKernelCh:
-        if (h->place.serial) kernel_ch::channel_done(h->place, h->channel_start, h->channel_stop);
+        if (h->place.serial) {
+          const auto* ch = static_cast<const ProxyHandle*>(h);
+          kernel_ch::channel_done(ch->place, ch->channel_start, ch->channel_stop);
+        }
         break;
       default: break;
     }
@@ -537,11 +600,11 @@ ncclResult_t stop_event(void* handle) {
 // NCCL v4 ... v7 pass np::StateArgsV4 (one layout); v3 its own.
 template <typename Args>
 ncclResult_t record_event_state(void* handle, int state, Args* args) {
-  if constexpr (!std::is_same_v<Args, np::StateArgsV3>) {
-    if (handle && args && state == np::kKernelChStop) static_cast<Handle*>(handle)->channel_stop = args->kernel_ch.gpu_timer;
-  }
-  if (handle) {
-    auto* h = static_cast<Handle*>(handle);
+  if (handle && is_proxy(static_cast<Handle*>(handle)->type)) {
+    auto* h = static_cast<ProxyHandle*>(handle);
+    if constexpr (!std::is_same_v<Args, np::StateArgsV3>) {
+      if (args && state == np::kKernelChStop && h->type == np::kKernelCh) h->channel_stop = args->kernel_ch.gpu_timer;
+    }
     if (h->type == np::kProxyOp) proxy::op_state(h->row, state);
     if (h->type == np::kProxyStep) {
       proxy::step_state(h->row, state);

@@ -40,14 +40,20 @@ uint64_t next_group_id() noexcept;
 namespace traintime::nccl::plugin {
 
 namespace detail {
-extern thread_local bool t_launch_active;
-extern thread_local Call t_launch_call;
+// Initial-exec __thread (as nccl_wrappers.cpp's t_nccl): libtraintime.so is loaded at start-up,
+// so a read is a load from the thread pointer, with no __tls_get_addr call and no
+// initialisation check (the launch callback reads it at every launch outside an NCCL call).
+struct LaunchThread {
+  bool active;
+  Call call;
+};
+extern __thread LaunchThread t_launch __attribute__((tls_model("initial-exec")));
 }  // namespace detail
 
 // The NCCL call whose kernel this thread is launching, as the plugin's KernelLaunch event
 // brackets it, when no interposed call is active (NCCL bound inside its object): the launch
 // callback joins the kernel to it as it does to an interposed call. One thread-local read.
-inline const Call* launch_call() noexcept { return detail::t_launch_active ? &detail::t_launch_call : nullptr; }
+inline const Call* launch_call() noexcept { return detail::t_launch.active ? &detail::t_launch.call : nullptr; }
 
 
 // The user's plugin traintime passes calls to (loaded by setup()); version 0 when none.
