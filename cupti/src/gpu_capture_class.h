@@ -28,10 +28,10 @@
 #include "cupti_library.h"
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
+#include "vmm_recorder.h"
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/lock_order.h"
 #include "traintime/core/self_cost.h"
-#include "traintime/core/vmm_ledger.h"
 #include "traintime/cupti/gpu_capture.h"
 
 namespace traintime::cupti {
@@ -150,13 +150,11 @@ class GpuCapture {
   // A context teardown (flush at its exit), a stream capture's begin or a VMM call.
   void on_api_control(ApiRole role, const CUpti_CallbackData* cb);
   // A VMM call (is_vmm_role): its correlation id at entry, what it did at a successful exit, into
-  // the ledger under vmm_mu_ (errno kept).
+  // the VMM recorder (errno kept).
   void on_vmm(ApiRole role, const CUpti_CallbackData* cb);
   void vmm_call(ApiRole role, const CUpti_CallbackData* cb);  // on_vmm's work
-  // The ledger's events and the VMM calls' ids so far, to the pipeline. The caller holds agg_mu_;
-  // `wait`: false from a snapshot, which may run in a signal handler on a thread holding vmm_mu_
-  // (then nothing moves until the next buffer).
-  void take_vmm(bool wait);
+  // VmmRecorder::take into the pipeline (the caller holds agg_mu_).
+  void take_vmm(bool wait) { vmm_.take(*pipeline_, wait); }
   // The steps below this one have all their memory records in (MemoryTracker::set_complete_below).
   // Asks the steps_completed hook: not under agg_mu_.
   uint64_t complete_steps();
@@ -235,12 +233,7 @@ class GpuCapture {
   // write that cannot take agg_mu_ uses it.
   core::LastPublished<core::GpuSummary> published_;
 
-  // VMM calls (application threads, rare): a leaf mutex, taken after agg_mu_ by take_vmm.
-  std::mutex vmm_mu_;
-  core::VmmLedger vmm_;
-  std::vector<core::MemoryEvent> vmm_events_;  // made since the last take_vmm
-  std::vector<uint32_t> vmm_event_calls_;      // the correlation id of each one's call
-  std::vector<uint32_t> vmm_calls_;            // correlation ids of VMM calls since then
+  VmmRecorder vmm_;  // VMM calls (application threads, rare): its leaf lock, after agg_mu_
 
   std::mutex flush_mu_;
   std::mutex queue_mu_;

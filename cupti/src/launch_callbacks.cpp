@@ -250,10 +250,7 @@ void GpuCapture::on_vmm(ApiRole role, const CUpti_CallbackData* cb) {
 
 void GpuCapture::vmm_call(ApiRole role, const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    // Before the call runs, so before CUPTI could write a memory record for it: a record of this
-    // call (if CUPTI makes one) finds the id when its buffer is processed.
-    std::lock_guard<std::mutex> lock(vmm_mu_);
-    vmm_calls_.push_back(cb->correlationId);
+    vmm_.on_enter(cb->correlationId);
   } else if (cb->functionParams != nullptr && cb->functionReturnValue != nullptr &&
              *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS) {
     core::LaunchContext ctx;
@@ -262,40 +259,7 @@ void GpuCapture::vmm_call(ApiRole role, const CUpti_CallbackData* cb) {
     at.step = ctx.step;
     if (lib_.api().cuptiGetTimestamp == nullptr || lib_.api().cuptiGetTimestamp(&at.timestamp_ns) != CUPTI_SUCCESS)
       at.timestamp_ns = 0;
-    const void* params = cb->functionParams;
-    std::lock_guard<std::mutex> lock(vmm_mu_);
-    switch (role) {
-      case ApiRole::kVmmCreate: {
-        const auto* p = static_cast<const cuMemCreate_params*>(params);
-        // Device memory only: host-located VMM memory (CUDA 12.2 on) is not the GPU's.
-        if (p->handle != nullptr && p->prop != nullptr && p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-            p->prop->location.id >= 0)
-          vmm_.created(*p->handle, p->size, static_cast<uint32_t>(p->prop->location.id), at, &vmm_events_);
-        break;
-      }
-      case ApiRole::kVmmRetain: {
-        const auto* p = static_cast<const cuMemRetainAllocationHandle_params*>(params);
-        if (p->handle != nullptr) vmm_.retained(*p->handle);
-        break;
-      }
-      case ApiRole::kVmmRelease:
-        vmm_.released(static_cast<const cuMemRelease_params*>(params)->handle, at, &vmm_events_);
-        break;
-      case ApiRole::kVmmMap: {
-        const auto* p = static_cast<const cuMemMap_params*>(params);
-        vmm_.mapped(p->ptr, p->size, p->handle, at, &vmm_events_);
-        break;
-      }
-      case ApiRole::kVmmUnmap: {
-        const auto* p = static_cast<const cuMemUnmap_params*>(params);
-        vmm_.unmapped(p->ptr, p->size, at, &vmm_events_);
-        break;
-      }
-      default:
-        break;
-    }
-    // Each event's call: steps without a marker place it as they place a memory record.
-    vmm_event_calls_.resize(vmm_events_.size(), cb->correlationId);
+    vmm_.on_success(role, cb->functionParams, cb->correlationId, at);
   }
 }
 

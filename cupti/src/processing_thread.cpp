@@ -162,20 +162,6 @@ uint64_t GpuCapture::complete_steps() {
   return std::min<uint64_t>(steps_completed(), pool_->min_outstanding_step());
 }
 
-void GpuCapture::take_vmm(bool wait) {
-  std::unique_lock<std::mutex> lock(vmm_mu_, std::defer_lock);
-  if (wait) {
-    lock.lock();
-  } else if (!lock.try_lock()) {
-    return;
-  }
-  if (vmm_events_.empty() && vmm_calls_.empty()) return;
-  pipeline_->add_vmm(vmm_events_, vmm_event_calls_, vmm_calls_);
-  vmm_events_.clear();
-  vmm_event_calls_.clear();
-  vmm_calls_.clear();
-}
-
 void GpuCapture::transfer_dropped() {
   const uint64_t n = dropped_pending_.exchange(0, std::memory_order_relaxed);
   if (n) aggregator_->note_dropped(n);

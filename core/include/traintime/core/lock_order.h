@@ -29,7 +29,7 @@
 //   5. cupti agg_mu_                the aggregator and the pipeline (no hook is called under it:
 //                                   a region's category comes with the launch context, an NCCL
 //                                   group's members are asked between two holds, steps and path
-//                                   names before or after) -> vmm_mu_, GraphNodeTable::mu_,
+//                                   names before or after) -> VmmRecorder::mu_, GraphNodeTable::mu_,
 //                                   FixtureRecorder::mu_.
 //   4b. nvml State::timed_mu       the GPU health samples waiting for their detected step; the
 //                                   hook that places them takes agg_mu_ (5), then State::mu (7).
@@ -38,7 +38,8 @@
 //      client's own buffer lock its callbacks take), RegionRegistry::mu_,
 //      StepTracker::mu_ (the live record's step sink runs under it, lock-free),
 //      CpuCollectives::mu_,
-//      cupti live_mu_, vmm_mu_ (alone in the VMM calls' callbacks), queue_mu_, BufferPool::mu_,
+//      cupti live_mu_, VmmRecorder::mu_ (alone in the VMM calls' callbacks), queue_mu_,
+//      BufferPool::mu_,
 //      nvml State::mu and State::live_mu (never together), nvtx g_domains_mu and g_strings_mu,
 //      support RealSymbol::mutex_, support threads.cpp's Accounting::mu (our threads' CPU
 //      clocks: taken by a thread of ours as it starts and ends, and for self_cost.threads),
