@@ -28,6 +28,7 @@
 #include "cupti_library.h"
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
+#include "live_publisher.h"
 #include "vmm_recorder.h"
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/lock_order.h"
@@ -60,9 +61,11 @@ class GpuCapture {
   bool flush_at_signal(const core::Deadline& deadline) noexcept;
   nlohmann::json trace_json();
   void on_fork_child() noexcept;
-  void enable_live() noexcept;
-  bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
-  bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns);
+  void enable_live() noexcept { live_.enable(); }
+  bool live_step(core::GpuStepFigures* out, uint64_t* late_records) { return live_.step(out, late_records); }
+  bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns) {
+    return live_.detected_steps(totals, last_wall_ns);
+  }
   bool clock_now(uint64_t* ns) noexcept;
   core::StepAt step_at(uint64_t ns, uint64_t* step) noexcept;
   std::string device_name();
@@ -265,18 +268,7 @@ class GpuCapture {
   core::CostSums flush_cost_;   // every flush on an application thread
   std::atomic<uint64_t> overhead_ns_{0};  // CUPTI's overhead records so far (processing thread)
 
-  std::atomic<bool> live_{false};
-  std::mutex live_mu_;  // leaf: the published figures (written by the processing thread only)
-  bool live_valid_ = false;
-  core::GpuStepFigures live_figures_;
-  // Detected steps' counters as of the published step (core::StepFeed::live_steps).
-  struct DetectedLive {
-    core::StepCounters totals;
-    uint64_t last_wall_ns = 0;
-  };
-  DetectedLive live_detected_;
-  bool live_detected_valid_ = false;
-  int64_t published_step_ = -1;  // the step live_figures_ holds; the processing thread's own
+  LivePublisher live_;  // the live step figures (TRAINTIME_METRICS); its leaf lock
   // Detected steps: how many had ended when the pool had handed out so many buffers (agg_mu_).
   struct DetectedNote {
     uint64_t ended;
@@ -284,7 +276,6 @@ class GpuCapture {
   };
   static constexpr std::size_t kDetectedNotes = 64;
   std::deque<DetectedNote> detected_notes_;
-  std::atomic<uint64_t> live_late_{0};
   bool device_resolved_ = false;  // processing thread only
   uint64_t detected_noted_ = 0;   // processing thread only: note_detected_steps' last count
   // Written once by the processing thread, then published by device_named_: read lock-free

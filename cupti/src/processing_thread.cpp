@@ -38,7 +38,7 @@ void GpuCapture::processing_loop() {
         lock.unlock();
         finish_steps();
         // Detected steps all ended now: the exit's metrics (the Prometheus file) show them.
-        if (live_.load(std::memory_order_relaxed)) publish_live();
+        if (live_.enabled()) publish_live();
         lock.lock();
         break;
       }
@@ -54,7 +54,7 @@ void GpuCapture::processing_loop() {
         continue;
       }
       const uint32_t step = steps_completed();
-      const bool live = live_.load(std::memory_order_relaxed);
+      const bool live = live_.enabled();
       if (live) {
         lock.unlock();
         publish_live();
@@ -95,14 +95,14 @@ void GpuCapture::processing_loop() {
       uint64_t overhead_ns = 0;
       for (const auto& [kind, o] : pipeline_->stats().overhead) overhead_ns += o.ns;
       overhead_ns_.store(overhead_ns, std::memory_order_relaxed);
-      live_late_.store(aggregator_->records_after_publish(), std::memory_order_relaxed);
+      live_.set_late(aggregator_->records_after_publish());
       aggregator_->take_pending_groups(&pending_groups_);
       if (step_feed_) detected = step_feed_->detected_ended();
     }
     if (!pending_groups_.empty()) split_group_kernels();
     note_detected_steps(detected);
     if (const uint32_t steps = steps_completed()) {
-      const bool live = live_.load(std::memory_order_relaxed);
+      const bool live = live_.enabled();
       const uint64_t per_step = records_seen_ / steps + 1;
       const uint64_t fits = pool_->buffer_bytes() / sizeof(CUpti_ActivityAPI);
       max_records_.store(std::clamp(per_step * (live ? kLiveStepsPerBuffer : kStepsPerBuffer),
@@ -112,7 +112,7 @@ void GpuCapture::processing_loop() {
     }
     pool_->release(item.buffer);
     if (!device_resolved_) resolve_device_name();
-    if (live_.load(std::memory_order_relaxed)) publish_live();
+    if (live_.enabled()) publish_live();
     lock.lock();
     busy_ = false;
     if (queue_.empty()) drained_cv_.notify_all();

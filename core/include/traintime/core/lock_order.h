@@ -38,7 +38,7 @@
 //      client's own buffer lock its callbacks take), RegionRegistry::mu_,
 //      StepTracker::mu_ (the live record's step sink runs under it, lock-free),
 //      CpuCollectives::mu_,
-//      cupti live_mu_, VmmRecorder::mu_ (alone in the VMM calls' callbacks), queue_mu_,
+//      cupti LivePublisher::mu_, VmmRecorder::mu_ (alone in the VMM calls' callbacks), queue_mu_,
 //      BufferPool::mu_,
 //      nvml State::mu and State::live_mu (never together), nvtx g_domains_mu and g_strings_mu,
 //      support RealSymbol::mutex_, support threads.cpp's Accounting::mu (our threads' CPU
