@@ -1,7 +1,7 @@
 // GpuCapture's buffer callbacks: CUPTI asks for a buffer (from the pool, sized by the processing
 // thread) and hands a completed one back (queued for the processing thread, or returned to
-// another client sharing CUPTI). Lock order: core/lock_order.h (on_completed takes queue_mu_,
-// possibly inside a flush holding flush_mu_).
+// another client sharing CUPTI). Lock order: core/lock_order.h (on_completed takes the activity
+// queue's lock, possibly inside a flush holding flush_mu_).
 #include <mutex>
 
 #include "activity_decoder.h"
@@ -77,13 +77,9 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
     self.pool_->release(buffer);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(self.queue_mu_);
-    // ≤ buffer_count entries: capacity reserved. Whether a profiler sharing CUPTI was given
-    // copies of its overhead records (their additional data is then the profiler's to free).
-    self.queue_.push_back({buffer, valid_size, ClientMux::get().client_takes(CUPTI_ACTIVITY_KIND_OVERHEAD)});
-  }
-  self.queue_cv_.notify_one();
+  // Whether a profiler sharing CUPTI was given copies of its overhead records (their additional
+  // data is then the profiler's to free).
+  self.queue_.push({buffer, valid_size, ClientMux::get().client_takes(CUPTI_ACTIVITY_KIND_OVERHEAD)});
 }
 
 }  // namespace traintime::cupti

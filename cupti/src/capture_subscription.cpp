@@ -6,14 +6,12 @@
 #include <iterator>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "client_mux.h"
 #include "gpu_capture_class.h"
 #include "traintime/support/log.h"
 #include "traintime/support/real_symbol.h"
-#include "traintime/support/threads.h"
 
 namespace traintime::cupti {
 
@@ -60,7 +58,6 @@ bool GpuCapture::start_capture(std::string* reason) {
   graph_nodes_ = std::make_unique<GraphNodeTable>(kMaxGraphNodes);
   pool_ = std::make_unique<BufferPool>(std::min(size_t{config_.buffer_mb} << 20, kBufferLimit),
                                        config_.buffer_count);
-  queue_.reserve(config_.buffer_count + 1);
   core::AggregatorOptions options;
   options.warmup_steps = config_.warmup_steps;
   options.step_detail = config_.step_detail;
@@ -211,9 +208,8 @@ bool GpuCapture::start_capture(std::string* reason) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiEnableCallback, 1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
     if (rc != CUPTI_SUCCESS) return fail("cuptiEnableCallback(resource)", rc);
   }
-  // From here on callbacks store contexts and buffers flow: the processing thread must run
-  // (tt-cupti: it never takes the application's asynchronous signals, support/threads.h).
-  thread_ = support::start_thread(support::OwnThread::kCupti, [this] { processing_loop(); });
+  // From here on callbacks store contexts and buffers flow: the processing thread must run.
+  queue_.start(config_.buffer_count + 1, *this);
   state_.store(State::kCapturing, std::memory_order_release);
   capturing_.store(true, std::memory_order_release);
   for (CUpti_ActivityKind kind : kOwnKinds) {
@@ -228,7 +224,7 @@ bool GpuCapture::start_capture(std::string* reason) {
     rc = TRAINTIME_CUPTI_CALL(lib_, cuptiActivityEnable, kind);
     if (rc != CUPTI_SUCCESS) {
       capturing_.store(false, std::memory_order_release);
-      stop_thread();
+      queue_.stop();
       return fail("cuptiActivityEnable", rc);
     }
     kinds_on.push_back(kind);

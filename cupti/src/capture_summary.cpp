@@ -39,7 +39,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
         // Mid-run: complete buffers only (normal flush), then wait for them to be ingested.
         // Lock order: core/lock_order.h (nothing held here; agg_mu_ is taken after).
         flush(false, false);
-        drain();
+        queue_.drain();
       }
       break;
     case State::kStopped:

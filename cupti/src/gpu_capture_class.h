@@ -10,16 +10,15 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "activity_pipeline.h"
+#include "activity_queue.h"
 #include "buffer_pool.h"
 #include "callback_selection.h"
 #include "capture_tuning.h"
@@ -45,7 +44,7 @@ enum class State : uint8_t {
   kStopped,      // after the forced flush at exit / terminating signal
 };
 
-class GpuCapture {
+class GpuCapture final : private ActivityQueue::Consumer {
  public:
   static GpuCapture& get() {
     // Leaked on purpose: CUPTI may call back while static destructors run at exit.
@@ -90,7 +89,7 @@ class GpuCapture {
   // Marker step m's number in the aggregator and the memory tracker when a marker took over from
   // detected steps (core::StepFeed::marker_offset); under agg_mu_.
   uint64_t memory_offset() const { return step_feed_ ? step_feed_->marker_offset() : 0; }
-  uint32_t steps_completed() const noexcept {
+  uint32_t steps_completed() const noexcept override {
     return hooks_.steps_completed ? hooks_.steps_completed() : 0;
   }
   std::string path_name(core::PathId p) const {
@@ -182,10 +181,14 @@ class GpuCapture {
   // ctx's comm fields from the call waiting on its stream (rare: out of line).
   void take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                               const CUpti_CallbackData* cb, core::LaunchContext* ctx);
-  void processing_loop();
+  // The activity queue's consumer (processing_thread.cpp), on the processing thread.
+  bool live() override { return live_.enabled(); }
+  void flush(bool forced) override;  // normal (try_only) or forced
+  void publish_live() override;
+  void finish() override;
+  void ingest(const ActivityQueue::Completed& item) override;
   // Normal (complete buffers only) or forced flush; try_only skips when another flush runs.
   void flush(bool forced, bool try_only);
-  bool drain();
   void transfer_dropped();  // caller holds agg_mu_
   // The group kernels the last buffer left pending: their groups' members asked of
   // Hooks::comm_group with no lock held, then the kernels split under agg_mu_.
@@ -194,9 +197,8 @@ class GpuCapture {
   void finish_steps();
   // Hooks::on_detected_steps when `ended` (read under agg_mu_) grew; called with no lock held.
   void note_detected_steps(uint64_t ended) noexcept;
-  void stop_thread();
-  // Processing thread: publishes the newest step whose records have all arrived (live metrics).
-  void publish_live();
+  // Processing thread: publishes the newest step whose records have all arrived (live metrics),
+  // publish_live above.
   // Processing thread, once: the CUDA name of the device of the first record.
   void resolve_device_name();
 
@@ -239,24 +241,8 @@ class GpuCapture {
   VmmRecorder vmm_;  // VMM calls (application threads, rare): its leaf lock, after agg_mu_
 
   std::mutex flush_mu_;
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::condition_variable drained_cv_;
-  struct Completed {
-    uint8_t* buffer;
-    size_t valid_size;
-    bool client_overhead;  // a profiler sharing CUPTI got its overhead records (ClientMux)
-  };
-  std::vector<Completed> queue_;  // FIFO: buffers are ingested in completion order
-  bool busy_ = false;             // the processing thread holds a dequeued buffer
-  bool stop_thread_ = false;
-  bool flush_requested_ = false;
-  // Forced flushes asked of the processing thread at a terminating signal, and the last one it
-  // did (flush_at_signal); under queue_mu_.
-  uint64_t forced_asked_ = 0;
-  uint64_t forced_done_ = 0;
+  ActivityQueue queue_;  // completed buffers and the processing thread; its leaf lock
   std::atomic<bool> signal_flushed_{false};  // a signal's forced flush was all ingested
-  std::thread thread_;
   std::atomic<uint64_t> dropped_pending_{0};
   std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
   uint64_t records_seen_ = 0;  // processing thread only

@@ -290,17 +290,7 @@ __attribute__((noinline)) void GpuCapture::take_pending_comm_call(CUpti_Callback
   errno = saved_errno;
 }
 
-__attribute__((noinline)) void GpuCapture::ask_flush() noexcept {
-  // Lock order (core/lock_order.h): queue_mu_, a leaf, held for the flag only, so the processing
-  // thread cannot miss the wakeup between its check and its wait.
-  const int saved_errno = errno;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    flush_requested_ = true;
-  }
-  queue_cv_.notify_one();
-  errno = saved_errno;
-}
+__attribute__((noinline)) void GpuCapture::ask_flush() noexcept { queue_.ask_flush(); }
 
 __attribute__((noinline)) void GpuCapture::on_resource(CUpti_CallbackId cbid,
                                                        const CUpti_ResourceData* rd) {
