@@ -42,7 +42,7 @@ void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* m
                    ? self.pool_->acquire(self.steps_completed())
                    : nullptr;
   size_t bytes = self.pool_->buffer_bytes();
-  if (!b && self.lib_.version() < 27) {
+  if (!b && self.sub_.lib().version() < 27) {
     // Releases before API 27 can crash when refused a buffer: give a scratch one, whose
     // records on_completed counts as dropped.
     b = self.pool_->acquire_scratch();
@@ -61,13 +61,13 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
                                               self.pool_ && self.pool_->owns(buffer)))
     return;
   size_t dropped = 0;
-  if (TRAINTIME_CUPTI_CALL(self.lib_, cuptiActivityGetNumDroppedRecords, ctx, stream, &dropped) ==
+  if (TRAINTIME_CUPTI_CALL(self.sub_.lib(), cuptiActivityGetNumDroppedRecords, ctx, stream, &dropped) ==
       CUPTI_SUCCESS)
     self.dropped_pending_.fetch_add(dropped, std::memory_order_relaxed);
   if (!buffer) return;
   if (self.pool_->is_scratch(buffer)) {
     const DecodeCounts counts =
-        decode_buffer(self.lib_, buffer, valid_size, [](const DecodedActivity&) {});
+        decode_buffer(self.sub_.lib(), buffer, valid_size, [](const DecodedActivity&) {});
     self.dropped_pending_.fetch_add(counts.activities + counts.no_timestamps,
                                     std::memory_order_relaxed);
     self.pool_->release_scratch(buffer);

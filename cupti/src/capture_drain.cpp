@@ -19,7 +19,7 @@ void GpuCapture::flush(bool forced, bool try_only) {
   } else {
     lock.lock();
   }
-  TRAINTIME_CUPTI_CALL(lib_, cuptiActivityFlushAll, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  TRAINTIME_CUPTI_CALL(sub_.lib(), cuptiActivityFlushAll, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   if (launches_) launches_->flushed();  // the next flush by launch count: a quarter window on
 }
 
@@ -50,7 +50,7 @@ void GpuCapture::shutdown(const char* reason) {
   watch_captures(false);
   state_.store(State::kStopped, std::memory_order_release);
   queue_.stop();
-  ClientMux::get().detach(subscriber_);  // a profiler still running in the process gets CUPTI back
+  ClientMux::get().detach(sub_.handle());  // a profiler still running in the process gets CUPTI back
   if (recorder_) {
     // The hooks (steps, path names) are asked with no lock held (core/lock_order.h): the
     // aggregator's figures are copied under agg_mu_ and the fixture written after.

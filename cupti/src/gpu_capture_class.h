@@ -6,6 +6,9 @@
 // live_publishing.cpp, device_name.cpp, capture_drain.cpp (flush, drain, shutdown and the
 // fixture's end), capture_summary.cpp (summary, warnings, trace) and gpu_capture.cpp (the
 // public entry points of traintime/cupti/gpu_capture.h). Private to traintime_cupti.
+// GpuCapture is the facade of its parts, each a class with its own state and lock:
+// Subscription (subscription.h), ActivityQueue and its thread (activity_queue.h), VmmRecorder
+// (vmm_recorder.h) and LivePublisher (live_publisher.h); what joins them stays here.
 // Lock order: core/lock_order.h (every lock of the process, this class's included).
 #pragma once
 
@@ -27,6 +30,7 @@
 #include "cupti_library.h"
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
+#include "subscription.h"
 #include "live_publisher.h"
 #include "vmm_recorder.h"
 #include "traintime/core/gpu_aggregator.h"
@@ -105,7 +109,7 @@ class GpuCapture final : private ActivityQueue::Consumer {
   bool start_capture(std::string* reason);
   // After another client switched the whole RUNTIME or DRIVER kind off: the per-launch API
   // records (correlation ids) on again.
-  void restore_api_records() noexcept;
+  void restore_api_records() noexcept { sub_.restore_api_records(); }
   // start_capture threw part way: what it switched on is switched off again.
   void abandon_start() noexcept;
   void give_up(const std::string& reason);
@@ -216,13 +220,7 @@ class GpuCapture final : private ActivityQueue::Consumer {
   std::string reason_;        // gpu_capture_reason (written under start_mu_ before publication)
   std::string trigger_;
 
-  CuptiLibrary lib_;
-  CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::vector<SelectedCallback> api_records_;  // per-cbid API records switched on at start
-  std::string static_cupti_;  // a library with CUPTI linked in statically, if one was found
-  std::string refused_callbacks_;  // the callbacks CUPTI refused to enable, said once
-  bool memory_refused_ = false;  // cuptiActivityEnable(MEMORY2) failed: no memory figures
-  RoleTable roles_;
+  Subscription sub_;  // the library, the subscriber and what it switched on (set up under start_mu_)
   std::unique_ptr<CorrelationTable> launches_;
   std::unique_ptr<GraphNodeTable> graph_nodes_;
   std::unique_ptr<BufferPool> pool_;

@@ -146,7 +146,7 @@ __attribute__((noinline)) void GpuCapture::own_callback(CUpti_CallbackDomain dom
 // calls out (flush, NCCL pending call, first launch, fixture recorder) saves and restores it.
 void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                         const CUpti_CallbackData* cb) {
-  const ApiRole role = roles_.get(domain, cbid);
+  const ApiRole role = sub_.roles().get(domain, cbid);
   if (role == ApiRole::kNone) return;
   if (is_control_role(role)) {
     on_api_control(role, cb);
@@ -257,7 +257,8 @@ void GpuCapture::vmm_call(ApiRole role, const CUpti_CallbackData* cb) {
     current_context(&ctx);
     core::VmmLedger::At at;
     at.step = ctx.step;
-    if (lib_.api().cuptiGetTimestamp == nullptr || lib_.api().cuptiGetTimestamp(&at.timestamp_ns) != CUPTI_SUCCESS)
+    const CuptiApi& api = sub_.lib().api();
+    if (api.cuptiGetTimestamp == nullptr || api.cuptiGetTimestamp(&at.timestamp_ns) != CUPTI_SUCCESS)
       at.timestamp_ns = 0;
     vmm_.on_success(role, cb->functionParams, cb->correlationId, at);
   }
@@ -319,7 +320,7 @@ void GpuCapture::on_resource_event(CUpti_CallbackId cbid, const CUpti_ResourceDa
   }
   if (!graph || !graph->node) return;
   uint64_t node_id = 0;
-  if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->node, &node_id) != CUPTI_SUCCESS) return;
+  if (TRAINTIME_CUPTI_CALL(sub_.lib(), cuptiGetGraphNodeId, graph->node, &node_id) != CUPTI_SUCCESS) return;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     // On the capturing thread: inside the captured launch's callback when stream capture made
     // the node, so the launch nest already holds the right region.
@@ -332,7 +333,7 @@ void GpuCapture::on_resource_event(CUpti_CallbackId cbid, const CUpti_ResourceDa
     if (recorder_) recorder_->on_graph_node(node_id, 0, &ctx);
   } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && graph->originalNode) {
     uint64_t original_id = 0;
-    if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->originalNode, &original_id) !=
+    if (TRAINTIME_CUPTI_CALL(sub_.lib(), cuptiGetGraphNodeId, graph->originalNode, &original_id) !=
         CUPTI_SUCCESS)
       return;
     graph_nodes_->cloned(node_id, original_id, reinterpret_cast<uint64_t>(graph->graphExec));

@@ -82,7 +82,8 @@ uint64_t GpuCapture::memory_complete_below(uint64_t marker_complete, uint64_t ba
 bool GpuCapture::clock_now(uint64_t* ns) noexcept {
   const State state = state_.load(std::memory_order_acquire);
   if (state != State::kCapturing || forked_.load(std::memory_order_relaxed)) return false;
-  return lib_.api().cuptiGetTimestamp != nullptr && lib_.api().cuptiGetTimestamp(ns) == CUPTI_SUCCESS;
+  const CuptiApi& api = sub_.lib().api();
+  return api.cuptiGetTimestamp != nullptr && api.cuptiGetTimestamp(ns) == CUPTI_SUCCESS;
 }
 
 core::StepAt GpuCapture::step_at(uint64_t ns, uint64_t* step) noexcept {
