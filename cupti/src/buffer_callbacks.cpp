@@ -1,7 +1,7 @@
 // GpuCapture's buffer callbacks: CUPTI asks for a buffer (from the pool, sized by the processing
 // thread) and hands a completed one back (queued for the processing thread, or returned to
-// another client sharing CUPTI). Lock order: core/lock_order.h (on_completed takes queue_mu_,
-// possibly inside a flush holding flush_mu_).
+// another client sharing CUPTI). Lock order: core/lock_order.h (on_completed takes the activity
+// queue's lock, possibly inside a flush holding flush_mu_).
 #include <mutex>
 
 #include "activity_decoder.h"
@@ -42,7 +42,7 @@ void CUPTIAPI GpuCapture::on_requested(uint8_t** buffer, size_t* size, size_t* m
                    ? self.pool_->acquire(self.steps_completed())
                    : nullptr;
   size_t bytes = self.pool_->buffer_bytes();
-  if (!b && self.lib_.version() < 27) {
+  if (!b && self.sub_.lib().version() < 27) {
     // Releases before API 27 can crash when refused a buffer: give a scratch one, whose
     // records on_completed counts as dropped.
     b = self.pool_->acquire_scratch();
@@ -61,13 +61,13 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
                                               self.pool_ && self.pool_->owns(buffer)))
     return;
   size_t dropped = 0;
-  if (TRAINTIME_CUPTI_CALL(self.lib_, cuptiActivityGetNumDroppedRecords, ctx, stream, &dropped) ==
+  if (TRAINTIME_CUPTI_CALL(self.sub_.lib(), cuptiActivityGetNumDroppedRecords, ctx, stream, &dropped) ==
       CUPTI_SUCCESS)
     self.dropped_pending_.fetch_add(dropped, std::memory_order_relaxed);
   if (!buffer) return;
   if (self.pool_->is_scratch(buffer)) {
     const DecodeCounts counts =
-        decode_buffer(self.lib_, buffer, valid_size, [](const DecodedActivity&) {});
+        decode_buffer(self.sub_.lib(), buffer, valid_size, [](const DecodedActivity&) {});
     self.dropped_pending_.fetch_add(counts.activities + counts.no_timestamps,
                                     std::memory_order_relaxed);
     self.pool_->release_scratch(buffer);
@@ -77,13 +77,9 @@ void CUPTIAPI GpuCapture::on_completed(CUcontext ctx, uint32_t stream, uint8_t* 
     self.pool_->release(buffer);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(self.queue_mu_);
-    // ≤ buffer_count entries: capacity reserved. Whether a profiler sharing CUPTI was given
-    // copies of its overhead records (their additional data is then the profiler's to free).
-    self.queue_.push_back({buffer, valid_size, ClientMux::get().client_takes(CUPTI_ACTIVITY_KIND_OVERHEAD)});
-  }
-  self.queue_cv_.notify_one();
+  // Whether a profiler sharing CUPTI was given copies of its overhead records (their additional
+  // data is then the profiler's to free).
+  self.queue_.push({buffer, valid_size, ClientMux::get().client_takes(CUPTI_ACTIVITY_KIND_OVERHEAD)});
 }
 
 }  // namespace traintime::cupti

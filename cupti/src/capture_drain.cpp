@@ -11,39 +11,24 @@
 namespace traintime::cupti {
 
 void GpuCapture::flush(bool forced, bool try_only) {
-  // Lock order (core/lock_order.h): flush_mu_ -> CUPTI internal -> queue_mu_ (taken inside
-  // on_completed). The caller holds neither queue_mu_ nor agg_mu_.
+  // Lock order (core/lock_order.h): flush_mu_ -> CUPTI internal -> the queue's lock (taken inside
+  // on_completed). The caller holds neither the queue's lock nor agg_mu_.
   std::unique_lock<std::mutex> lock(flush_mu_, std::defer_lock);
   if (try_only) {
     if (!lock.try_lock()) return;
   } else {
     lock.lock();
   }
-  TRAINTIME_CUPTI_CALL(lib_, cuptiActivityFlushAll, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  TRAINTIME_CUPTI_CALL(sub_.lib(), cuptiActivityFlushAll, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   if (launches_) launches_->flushed();  // the next flush by launch count: a quarter window on
-}
-
-bool GpuCapture::drain() {
-  // Lock order (core/lock_order.h): queue_mu_ only; the processing thread releases it while
-  // ingesting.
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  return drained_cv_.wait_for(lock, kDrainTimeout,
-                              [&] { return (queue_.empty() && !busy_) || !thread_.joinable(); });
 }
 
 bool GpuCapture::flush_at_signal(const core::Deadline& deadline) noexcept {
   if (forked_.load(std::memory_order_relaxed) ||
       state_.load(std::memory_order_acquire) != State::kCapturing)
     return false;
-  // Lock order (core/lock_order.h): queue_mu_ alone, waited for until the deadline (the thread
-  // the signal stopped may hold it); the flush itself runs on the processing thread.
-  std::unique_lock<std::mutex> lock(queue_mu_, std::defer_lock);
-  if (!core::lock_until(lock, deadline)) return false;
-  const uint64_t asked = ++forced_asked_;
-  queue_cv_.notify_one();
-  const bool done = drained_cv_.wait_until(lock, deadline.at(), [&] {
-    return forced_done_ >= asked && queue_.empty() && !busy_;
-  });
+  // Lock order (core/lock_order.h): the queue's lock alone, waited for until the deadline.
+  const bool done = queue_.force(deadline);
   if (done) signal_flushed_.store(true, std::memory_order_release);
   return done;
 }
@@ -57,15 +42,15 @@ void GpuCapture::shutdown(const char* reason) {
   const uint64_t buffers = buffer_ticks_here();
   const uint64_t t0 = core::process_clock().ticks();
   flush(true, false);
-  if (!drain()) support::log_warn("GPU activity processing did not finish within 10 s at exit");
+  if (!queue_.drain()) support::log_warn("GPU activity processing did not finish within 10 s at exit");
   const uint64_t d = core::process_clock().ticks() - t0;
   const uint64_t nested = buffer_ticks_here() - buffers;
   flush_cost_.add(d > nested ? d - nested : 0, 1, ~uint64_t{0});
   capturing_.store(false, std::memory_order_release);
   watch_captures(false);
   state_.store(State::kStopped, std::memory_order_release);
-  stop_thread();
-  ClientMux::get().detach(subscriber_);  // a profiler still running in the process gets CUPTI back
+  queue_.stop();
+  ClientMux::get().detach(sub_.handle());  // a profiler still running in the process gets CUPTI back
   if (recorder_) {
     // The hooks (steps, path names) are asked with no lock held (core/lock_order.h): the
     // aggregator's figures are copied under agg_mu_ and the fixture written after.

@@ -44,9 +44,9 @@ void GpuCapture::start(const char* trigger, bool sees_every_capture) {
   std::string reason;
   try {
     // A refusal after the library was chosen names it (path and version) as well.
+    const CuptiLibrary& lib = sub_.lib();
     if (!start_capture(&reason))
-      give_up(lib_.version() != 0 && reason.rfind(lib_.path(), 0) != 0 ? lib_.describe() + ": " + reason
-                                                                       : reason);
+      give_up(lib.version() != 0 && reason.rfind(lib.path(), 0) != 0 ? lib.describe() + ": " + reason : reason);
     else if (sees_every_capture)
       watch_captures(true);
   } catch (const std::exception& e) {

@@ -42,7 +42,7 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
         // Mid-run: complete buffers only (normal flush), then wait for them to be ingested.
         // Lock order: core/lock_order.h (nothing held here; agg_mu_ is taken after).
         flush(false, false);
-        drain();
+        queue_.drain();
       }
       break;
     case State::kStopped:
@@ -113,13 +113,13 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
   out.records_complete = state == State::kStopped || signal_flushed_.load(std::memory_order_acquire);
   out.capture = core::GpuCapture::kCupti;
   out.device_name = device_name();
-  out.capture_reason = lib_.describe() + ", started " + trigger_;
-  if (!lib_.explicit_note().empty()) out.capture_reason += "; " + lib_.explicit_note();
+  out.capture_reason = sub_.lib().describe() + ", started " + trigger_;
+  if (!sub_.lib().explicit_note().empty()) out.capture_reason += "; " + sub_.lib().explicit_note();
   if (const std::string shared = ClientMux::get().describe(); !shared.empty())
     out.capture_reason += "; " + shared;
-  if (!refused_callbacks_.empty()) out.section.note(refused_callbacks_);
-  if (!static_cupti_.empty())
-    out.section.note(static_cupti_ + " contains a statically linked CUPTI that traintime cannot "
+  if (!sub_.refused_callbacks().empty()) out.section.note(sub_.refused_callbacks());
+  if (!sub_.static_cupti().empty())
+    out.section.note(sub_.static_cupti() + " contains a statically linked CUPTI that traintime cannot "
                      "share: a profiler using it in this process may disturb GPU capture");
   const PipelineStats& ps = pipeline_->stats();
   core::CaptureStats& cs = out.capture_stats;
@@ -136,8 +136,8 @@ core::GpuSummary GpuCapture::summary(bool snapshot, const core::Deadline& deadli
   // Without CUPTI's memory records, VMM memory alone would pass for all of it: no figures.
   // Before the end, the steps still open have no memory figures yet (memory_tracker.h).
   if (!bounded) pipeline_->memory().set_complete_below(memory_complete_below(memory_complete, back_below, handed));
-  if (!memory_refused_) out.memory = pipeline_->memory().summary(state == State::kStopped);
-  if (memory_refused_)
+  if (!sub_.memory_refused()) out.memory = pipeline_->memory().summary(state == State::kStopped);
+  if (sub_.memory_refused())
     out.section.note("CUPTI refused device memory records (CUPTI_ACTIVITY_KIND_MEMORY2): the rank file "
                      "has no memory figures");
   pipeline_->count_into(out.section);

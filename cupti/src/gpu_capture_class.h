@@ -6,20 +6,22 @@
 // live_publishing.cpp, device_name.cpp, capture_drain.cpp (flush, drain, shutdown and the
 // fixture's end), capture_summary.cpp (summary, warnings, trace) and gpu_capture.cpp (the
 // public entry points of traintime/cupti/gpu_capture.h). Private to traintime_cupti.
+// GpuCapture is the facade of its parts, each a class with its own state and lock:
+// Subscription (subscription.h), ActivityQueue and its thread (activity_queue.h), VmmRecorder
+// (vmm_recorder.h) and LivePublisher (live_publisher.h); what joins them stays here.
 // Lock order: core/lock_order.h (every lock of the process, this class's included).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "activity_pipeline.h"
+#include "activity_queue.h"
 #include "buffer_pool.h"
 #include "callback_selection.h"
 #include "capture_tuning.h"
@@ -28,10 +30,12 @@
 #include "cupti_library.h"
 #include "fixture_recorder.h"
 #include "graph_node_table.h"
+#include "subscription.h"
+#include "live_publisher.h"
+#include "vmm_recorder.h"
 #include "traintime/core/gpu_aggregator.h"
 #include "traintime/core/lock_order.h"
 #include "traintime/core/self_cost.h"
-#include "traintime/core/vmm_ledger.h"
 #include "traintime/cupti/gpu_capture.h"
 
 namespace traintime::cupti {
@@ -44,7 +48,7 @@ enum class State : uint8_t {
   kStopped,      // after the forced flush at exit / terminating signal
 };
 
-class GpuCapture {
+class GpuCapture final : private ActivityQueue::Consumer {
  public:
   static GpuCapture& get() {
     // Leaked on purpose: CUPTI may call back while static destructors run at exit.
@@ -60,9 +64,11 @@ class GpuCapture {
   bool flush_at_signal(const core::Deadline& deadline) noexcept;
   nlohmann::json trace_json();
   void on_fork_child() noexcept;
-  void enable_live() noexcept;
-  bool live_step(core::GpuStepFigures* out, uint64_t* late_records);
-  bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns);
+  void enable_live() noexcept { live_.enable(); }
+  bool live_step(core::GpuStepFigures* out, uint64_t* late_records) { return live_.step(out, late_records); }
+  bool live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns) {
+    return live_.detected_steps(totals, last_wall_ns);
+  }
   bool clock_now(uint64_t* ns) noexcept;
   core::StepAt step_at(uint64_t ns, uint64_t* step) noexcept;
   std::string device_name();
@@ -87,7 +93,7 @@ class GpuCapture {
   // Marker step m's number in the aggregator and the memory tracker when a marker took over from
   // detected steps (core::StepFeed::marker_offset); under agg_mu_.
   uint64_t memory_offset() const { return step_feed_ ? step_feed_->marker_offset() : 0; }
-  uint32_t steps_completed() const noexcept {
+  uint32_t steps_completed() const noexcept override {
     return hooks_.steps_completed ? hooks_.steps_completed() : 0;
   }
   std::string path_name(core::PathId p) const {
@@ -103,7 +109,7 @@ class GpuCapture {
   bool start_capture(std::string* reason);
   // After another client switched the whole RUNTIME or DRIVER kind off: the per-launch API
   // records (correlation ids) on again.
-  void restore_api_records() noexcept;
+  void restore_api_records() noexcept { sub_.restore_api_records(); }
   // start_capture threw part way: what it switched on is switched off again.
   void abandon_start() noexcept;
   void give_up(const std::string& reason);
@@ -150,13 +156,11 @@ class GpuCapture {
   // A context teardown (flush at its exit), a stream capture's begin or a VMM call.
   void on_api_control(ApiRole role, const CUpti_CallbackData* cb);
   // A VMM call (is_vmm_role): its correlation id at entry, what it did at a successful exit, into
-  // the ledger under vmm_mu_ (errno kept).
+  // the VMM recorder (errno kept).
   void on_vmm(ApiRole role, const CUpti_CallbackData* cb);
   void vmm_call(ApiRole role, const CUpti_CallbackData* cb);  // on_vmm's work
-  // The ledger's events and the VMM calls' ids so far, to the pipeline. The caller holds agg_mu_;
-  // `wait`: false from a snapshot, which may run in a signal handler on a thread holding vmm_mu_
-  // (then nothing moves until the next buffer).
-  void take_vmm(bool wait);
+  // VmmRecorder::take into the pipeline (the caller holds agg_mu_).
+  void take_vmm(bool wait) { vmm_.take(*pipeline_, wait); }
   // The steps below this one have all their memory records in (MemoryTracker::set_complete_below).
   // Asks the steps_completed hook: not under agg_mu_.
   uint64_t complete_steps();
@@ -181,10 +185,14 @@ class GpuCapture {
   // ctx's comm fields from the call waiting on its stream (rare: out of line).
   void take_pending_comm_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                               const CUpti_CallbackData* cb, core::LaunchContext* ctx);
-  void processing_loop();
+  // The activity queue's consumer (processing_thread.cpp), on the processing thread.
+  bool live() override { return live_.enabled(); }
+  void flush(bool forced) override;  // normal (try_only) or forced
+  void publish_live() override;
+  void finish() override;
+  void ingest(const ActivityQueue::Completed& item) override;
   // Normal (complete buffers only) or forced flush; try_only skips when another flush runs.
   void flush(bool forced, bool try_only);
-  bool drain();
   void transfer_dropped();  // caller holds agg_mu_
   // The group kernels the last buffer left pending: their groups' members asked of
   // Hooks::comm_group with no lock held, then the kernels split under agg_mu_.
@@ -193,9 +201,8 @@ class GpuCapture {
   void finish_steps();
   // Hooks::on_detected_steps when `ended` (read under agg_mu_) grew; called with no lock held.
   void note_detected_steps(uint64_t ended) noexcept;
-  void stop_thread();
-  // Processing thread: publishes the newest step whose records have all arrived (live metrics).
-  void publish_live();
+  // Processing thread: publishes the newest step whose records have all arrived (live metrics),
+  // publish_live above.
   // Processing thread, once: the CUDA name of the device of the first record.
   void resolve_device_name();
 
@@ -213,13 +220,7 @@ class GpuCapture {
   std::string reason_;        // gpu_capture_reason (written under start_mu_ before publication)
   std::string trigger_;
 
-  CuptiLibrary lib_;
-  CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::vector<SelectedCallback> api_records_;  // per-cbid API records switched on at start
-  std::string static_cupti_;  // a library with CUPTI linked in statically, if one was found
-  std::string refused_callbacks_;  // the callbacks CUPTI refused to enable, said once
-  bool memory_refused_ = false;  // cuptiActivityEnable(MEMORY2) failed: no memory figures
-  RoleTable roles_;
+  Subscription sub_;  // the library, the subscriber and what it switched on (set up under start_mu_)
   std::unique_ptr<CorrelationTable> launches_;
   std::unique_ptr<GraphNodeTable> graph_nodes_;
   std::unique_ptr<BufferPool> pool_;
@@ -235,32 +236,11 @@ class GpuCapture {
   // write that cannot take agg_mu_ uses it.
   core::LastPublished<core::GpuSummary> published_;
 
-  // VMM calls (application threads, rare): a leaf mutex, taken after agg_mu_ by take_vmm.
-  std::mutex vmm_mu_;
-  core::VmmLedger vmm_;
-  std::vector<core::MemoryEvent> vmm_events_;  // made since the last take_vmm
-  std::vector<uint32_t> vmm_event_calls_;      // the correlation id of each one's call
-  std::vector<uint32_t> vmm_calls_;            // correlation ids of VMM calls since then
+  VmmRecorder vmm_;  // VMM calls (application threads, rare): its leaf lock, after agg_mu_
 
   std::mutex flush_mu_;
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::condition_variable drained_cv_;
-  struct Completed {
-    uint8_t* buffer;
-    size_t valid_size;
-    bool client_overhead;  // a profiler sharing CUPTI got its overhead records (ClientMux)
-  };
-  std::vector<Completed> queue_;  // FIFO: buffers are ingested in completion order
-  bool busy_ = false;             // the processing thread holds a dequeued buffer
-  bool stop_thread_ = false;
-  bool flush_requested_ = false;
-  // Forced flushes asked of the processing thread at a terminating signal, and the last one it
-  // did (flush_at_signal); under queue_mu_.
-  uint64_t forced_asked_ = 0;
-  uint64_t forced_done_ = 0;
+  ActivityQueue queue_;  // completed buffers and the processing thread; its leaf lock
   std::atomic<bool> signal_flushed_{false};  // a signal's forced flush was all ingested
-  std::thread thread_;
   std::atomic<uint64_t> dropped_pending_{0};
   std::atomic<size_t> max_records_{kMinRecordsPerBuffer};  // per buffer, see kStepsPerBuffer
   uint64_t records_seen_ = 0;  // processing thread only
@@ -272,18 +252,7 @@ class GpuCapture {
   core::CostSums flush_cost_;   // every flush on an application thread
   std::atomic<uint64_t> overhead_ns_{0};  // CUPTI's overhead records so far (processing thread)
 
-  std::atomic<bool> live_{false};
-  std::mutex live_mu_;  // leaf: the published figures (written by the processing thread only)
-  bool live_valid_ = false;
-  core::GpuStepFigures live_figures_;
-  // Detected steps' counters as of the published step (core::StepFeed::live_steps).
-  struct DetectedLive {
-    core::StepCounters totals;
-    uint64_t last_wall_ns = 0;
-  };
-  DetectedLive live_detected_;
-  bool live_detected_valid_ = false;
-  int64_t published_step_ = -1;  // the step live_figures_ holds; the processing thread's own
+  LivePublisher live_;  // the live step figures (TRAINTIME_METRICS); its leaf lock
   // Detected steps: how many had ended when the pool had handed out so many buffers (agg_mu_).
   struct DetectedNote {
     uint64_t ended;
@@ -291,7 +260,6 @@ class GpuCapture {
   };
   static constexpr std::size_t kDetectedNotes = 64;
   std::deque<DetectedNote> detected_notes_;
-  std::atomic<uint64_t> live_late_{0};
   bool device_resolved_ = false;  // processing thread only
   uint64_t detected_noted_ = 0;   // processing thread only: note_detected_steps' last count
   // Written once by the processing thread, then published by device_named_: read lock-free

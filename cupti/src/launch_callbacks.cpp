@@ -146,7 +146,7 @@ __attribute__((noinline)) void GpuCapture::own_callback(CUpti_CallbackDomain dom
 // calls out (flush, NCCL pending call, first launch, fixture recorder) saves and restores it.
 void GpuCapture::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                         const CUpti_CallbackData* cb) {
-  const ApiRole role = roles_.get(domain, cbid);
+  const ApiRole role = sub_.roles().get(domain, cbid);
   if (role == ApiRole::kNone) return;
   if (is_control_role(role)) {
     on_api_control(role, cb);
@@ -250,52 +250,17 @@ void GpuCapture::on_vmm(ApiRole role, const CUpti_CallbackData* cb) {
 
 void GpuCapture::vmm_call(ApiRole role, const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    // Before the call runs, so before CUPTI could write a memory record for it: a record of this
-    // call (if CUPTI makes one) finds the id when its buffer is processed.
-    std::lock_guard<std::mutex> lock(vmm_mu_);
-    vmm_calls_.push_back(cb->correlationId);
+    vmm_.on_enter(cb->correlationId);
   } else if (cb->functionParams != nullptr && cb->functionReturnValue != nullptr &&
              *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS) {
     core::LaunchContext ctx;
     current_context(&ctx);
     core::VmmLedger::At at;
     at.step = ctx.step;
-    if (lib_.api().cuptiGetTimestamp == nullptr || lib_.api().cuptiGetTimestamp(&at.timestamp_ns) != CUPTI_SUCCESS)
+    const CuptiApi& api = sub_.lib().api();
+    if (api.cuptiGetTimestamp == nullptr || api.cuptiGetTimestamp(&at.timestamp_ns) != CUPTI_SUCCESS)
       at.timestamp_ns = 0;
-    const void* params = cb->functionParams;
-    std::lock_guard<std::mutex> lock(vmm_mu_);
-    switch (role) {
-      case ApiRole::kVmmCreate: {
-        const auto* p = static_cast<const cuMemCreate_params*>(params);
-        // Device memory only: host-located VMM memory (CUDA 12.2 on) is not the GPU's.
-        if (p->handle != nullptr && p->prop != nullptr && p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-            p->prop->location.id >= 0)
-          vmm_.created(*p->handle, p->size, static_cast<uint32_t>(p->prop->location.id), at, &vmm_events_);
-        break;
-      }
-      case ApiRole::kVmmRetain: {
-        const auto* p = static_cast<const cuMemRetainAllocationHandle_params*>(params);
-        if (p->handle != nullptr) vmm_.retained(*p->handle);
-        break;
-      }
-      case ApiRole::kVmmRelease:
-        vmm_.released(static_cast<const cuMemRelease_params*>(params)->handle, at, &vmm_events_);
-        break;
-      case ApiRole::kVmmMap: {
-        const auto* p = static_cast<const cuMemMap_params*>(params);
-        vmm_.mapped(p->ptr, p->size, p->handle, at, &vmm_events_);
-        break;
-      }
-      case ApiRole::kVmmUnmap: {
-        const auto* p = static_cast<const cuMemUnmap_params*>(params);
-        vmm_.unmapped(p->ptr, p->size, at, &vmm_events_);
-        break;
-      }
-      default:
-        break;
-    }
-    // Each event's call: steps without a marker place it as they place a memory record.
-    vmm_event_calls_.resize(vmm_events_.size(), cb->correlationId);
+    vmm_.on_success(role, cb->functionParams, cb->correlationId, at);
   }
 }
 
@@ -326,17 +291,7 @@ __attribute__((noinline)) void GpuCapture::take_pending_comm_call(CUpti_Callback
   errno = saved_errno;
 }
 
-__attribute__((noinline)) void GpuCapture::ask_flush() noexcept {
-  // Lock order (core/lock_order.h): queue_mu_, a leaf, held for the flag only, so the processing
-  // thread cannot miss the wakeup between its check and its wait.
-  const int saved_errno = errno;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    flush_requested_ = true;
-  }
-  queue_cv_.notify_one();
-  errno = saved_errno;
-}
+__attribute__((noinline)) void GpuCapture::ask_flush() noexcept { queue_.ask_flush(); }
 
 __attribute__((noinline)) void GpuCapture::on_resource(CUpti_CallbackId cbid,
                                                        const CUpti_ResourceData* rd) {
@@ -365,7 +320,7 @@ void GpuCapture::on_resource_event(CUpti_CallbackId cbid, const CUpti_ResourceDa
   }
   if (!graph || !graph->node) return;
   uint64_t node_id = 0;
-  if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->node, &node_id) != CUPTI_SUCCESS) return;
+  if (TRAINTIME_CUPTI_CALL(sub_.lib(), cuptiGetGraphNodeId, graph->node, &node_id) != CUPTI_SUCCESS) return;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     // On the capturing thread: inside the captured launch's callback when stream capture made
     // the node, so the launch nest already holds the right region.
@@ -378,7 +333,7 @@ void GpuCapture::on_resource_event(CUpti_CallbackId cbid, const CUpti_ResourceDa
     if (recorder_) recorder_->on_graph_node(node_id, 0, &ctx);
   } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && graph->originalNode) {
     uint64_t original_id = 0;
-    if (TRAINTIME_CUPTI_CALL(lib_, cuptiGetGraphNodeId, graph->originalNode, &original_id) !=
+    if (TRAINTIME_CUPTI_CALL(sub_.lib(), cuptiGetGraphNodeId, graph->originalNode, &original_id) !=
         CUPTI_SUCCESS)
       return;
     graph_nodes_->cloned(node_id, original_id, reinterpret_cast<uint64_t>(graph->graphExec));

@@ -1,6 +1,7 @@
-// GpuCapture's live metrics: the processing thread publishes the newest step whose records have
-// all arrived; the metrics thread reads it. Lock order: core/lock_order.h (agg_mu_, then the
-// leaf live_mu_, never together).
+// GpuCapture's live metrics: the processing thread decides the newest step whose records have
+// all arrived and hands its figures to the live publisher (live_publisher.h), which the metrics
+// thread reads. Lock order: core/lock_order.h (agg_mu_, then the publisher's leaf lock, never
+// together).
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
@@ -27,14 +28,15 @@ void GpuCapture::publish_live() {
   const uint64_t handed = pool_->handed_out();
   core::GpuStepFigures figures;
   bool detected = false;
-  DetectedLive counters;
+  LivePublisher::DetectedLive counters;
+  const int64_t published_step = live_.published_step();
   uint64_t memory_below = UINT64_MAX;  // detected steps: the first whose memory records may be out
   {
     std::lock_guard<std::mutex> agg(agg_mu_);
     const uint64_t ended = step_feed_ ? step_feed_->detected_ended() : 0;
     if (ended > 0) {
       const uint64_t whole = detected_whole(back_below, handed);
-      if (whole < 2 || (published_step_ >= 0 && whole - 2 <= static_cast<uint64_t>(published_step_))) return;
+      if (whole < 2 || (published_step >= 0 && whole - 2 <= static_cast<uint64_t>(published_step))) return;
       detected = step_feed_->live_steps(whole - 2, &counters.totals.steps, &counters.totals.wall_ns,
                                         &counters.last_wall_ns);
       if (!detected) return;
@@ -45,19 +47,14 @@ void GpuCapture::publish_live() {
     // A marker that took over from detected steps numbers its step m as marker_offset() + m.
     const uint64_t step = detected ? counters.totals.steps - 1
                                    : limit - 2 + (step_feed_ ? step_feed_->marker_offset() : 0);
-    if (published_step_ >= 0 && step <= static_cast<uint64_t>(published_step_)) return;
+    if (published_step >= 0 && step <= static_cast<uint64_t>(published_step)) return;
     if (!aggregator_->step_figures(step, &figures)) return;
     aggregator_->set_published_below(step + 1);
     take_vmm(true);
     // Device memory rows are keyed by the same steps (detected ones too: core/step_feed.h).
     figures.memory_valid = step < memory_below && pipeline_->memory().step_peak(step, &figures.memory_peak_bytes);
   }
-  published_step_ = static_cast<int64_t>(figures.step);
-  std::lock_guard<std::mutex> lock(live_mu_);
-  live_figures_ = figures;
-  live_valid_ = true;
-  live_detected_ = counters;
-  live_detected_valid_ = detected;
+  live_.publish(figures, counters, detected);
 }
 
 uint64_t GpuCapture::detected_whole(uint64_t back_below, uint64_t handed) {
@@ -84,20 +81,12 @@ uint64_t GpuCapture::memory_complete_below(uint64_t marker_complete, uint64_t ba
   return step_feed_->memory_complete_below(detected_whole(back_below, handed));
 }
 
-void GpuCapture::enable_live() noexcept { live_.store(true, std::memory_order_relaxed); }
-
-bool GpuCapture::live_detected_steps(core::StepCounters* totals, uint64_t* last_wall_ns) {
-  std::lock_guard<std::mutex> lock(live_mu_);
-  if (!live_detected_valid_) return false;
-  *totals = live_detected_.totals;
-  *last_wall_ns = live_detected_.last_wall_ns;
-  return true;
-}
 
 bool GpuCapture::clock_now(uint64_t* ns) noexcept {
   const State state = state_.load(std::memory_order_acquire);
   if (state != State::kCapturing || forked_.load(std::memory_order_relaxed)) return false;
-  return lib_.api().cuptiGetTimestamp != nullptr && lib_.api().cuptiGetTimestamp(ns) == CUPTI_SUCCESS;
+  const CuptiApi& api = sub_.lib().api();
+  return api.cuptiGetTimestamp != nullptr && api.cuptiGetTimestamp(ns) == CUPTI_SUCCESS;
 }
 
 core::StepAt GpuCapture::step_at(uint64_t ns, uint64_t* step) noexcept {
@@ -106,13 +95,6 @@ core::StepAt GpuCapture::step_at(uint64_t ns, uint64_t* step) noexcept {
     return core::StepAt::kMarker;
   std::lock_guard<std::mutex> agg(agg_mu_);
   return step_feed_ ? step_feed_->step_at(ns, step) : core::StepAt::kMarker;
-}
-
-bool GpuCapture::live_step(core::GpuStepFigures* out, uint64_t* late_records) {
-  *late_records = live_late_.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(live_mu_);
-  if (live_valid_) *out = live_figures_;
-  return live_valid_;
 }
 
 }  // namespace traintime::cupti

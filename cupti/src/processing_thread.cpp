@@ -1,124 +1,64 @@
-// GpuCapture's processing thread: ingests completed buffers in order, flushes periodically (or
-// every few steps, or when asked: a context going away, the launch window moved a quarter since
-// the last flush), and sizes buffers to the run's records per step.
+// GpuCapture's processing thread's work, as the activity queue (activity_queue.h) calls it:
+// ingests a completed buffer, flushes, hands on the step feed's activities at the end, and
+// sizes buffers to the run's records per step.
 // Lock order: core/lock_order.h.
 #include <algorithm>
-#include <chrono>
 #include <mutex>
 
 #include "gpu_capture_class.h"
 
 namespace traintime::cupti {
 
-void GpuCapture::processing_loop() {
-  auto next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
-  uint32_t flushed_at_step = steps_completed();
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  for (;;) {
-    queue_cv_.wait_for(lock, kPoll, [&] {
-      return !queue_.empty() || stop_thread_ || flush_requested_ || forced_asked_ != forced_done_;
-    });
-    if (flush_requested_ && !stop_thread_) {
-      // Asked for (a context's teardown, or the launch window moved a quarter since the last
-      // flush: correlation_table.h), so at once, before the buffers queued: while they are
-      // ingested the launching threads go on, and a rarely launching thread's buffer, held by
-      // CUPTI until a flush, must arrive before its contexts leave the window.
-      flush_requested_ = false;
-      flushed_at_step = steps_completed();
-      lock.unlock();
-      flush(false, true);  // lock order (core/lock_order.h): as the periodic flush below
-      lock.lock();
-      next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
-      continue;
-    }
-    if (queue_.empty()) {
-      if (stop_thread_) {
-        // Every buffer is in: the activities the step feed still holds are the step in
-        // progress. Handed on here, so their group kernels are split like any other.
-        lock.unlock();
-        finish_steps();
-        // Detected steps all ended now: the exit's metrics (the Prometheus file) show them.
-        if (live_.load(std::memory_order_relaxed)) publish_live();
-        lock.lock();
-        break;
-      }
-      if (forced_asked_ != forced_done_) {
-        // A terminating signal's write waits for this (flush_at_signal), bounded: delivered
-        // buffers come back through on_completed into the queue, ingested next.
-        const uint64_t asked = forced_asked_;
-        lock.unlock();
-        flush(true, false);  // lock order (core/lock_order.h): as the periodic flush below
-        lock.lock();
-        forced_done_ = asked;
-        if (queue_.empty() && !busy_) drained_cv_.notify_all();
-        continue;
-      }
-      const uint32_t step = steps_completed();
-      const bool live = live_.load(std::memory_order_relaxed);
-      if (live) {
-        lock.unlock();
-        publish_live();
-        lock.lock();
-        if (!queue_.empty() || stop_thread_) continue;
-      }
-      if (std::chrono::steady_clock::now() >= next_flush ||
-          step - flushed_at_step >= (live ? kLiveFlushSteps : kFlushSteps)) {
-        flushed_at_step = step;
-        lock.unlock();
-        // Lock order (core/lock_order.h): flush_mu_ -> CUPTI -> queue_mu_ (on_completed);
-        // queue_mu_ released here.
-        flush(false, true);
-        lock.lock();
-        next_flush = std::chrono::steady_clock::now() + kFlushPeriod;
-      }
-      continue;
-    }
-    const Completed item = queue_.front();
-    queue_.erase(queue_.begin());
-    busy_ = true;
-    lock.unlock();
-    if (recorder_) recorder_->on_buffer(item.buffer, item.valid_size);
-    // Steps whose memory records are all in (this buffer is still out): asked before agg_mu_.
-    const uint64_t memory_complete = complete_steps();
-    const uint64_t back_below = pool_->min_outstanding_handout();  // leaf locks, before agg_mu_
-    const uint64_t handed = pool_->handed_out();
-    uint64_t detected = 0;
-    {
-      std::lock_guard<std::mutex> agg(agg_mu_);
-      transfer_dropped();
-      take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
-      pipeline_->memory().set_complete_below(memory_complete_below(memory_complete, back_below, handed));
-      const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
-      pipeline_->free_overhead_data(!item.client_overhead);
-      pipeline_->process(item.buffer, item.valid_size);
-      records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
-      uint64_t overhead_ns = 0;
-      for (const auto& [kind, o] : pipeline_->stats().overhead) overhead_ns += o.ns;
-      overhead_ns_.store(overhead_ns, std::memory_order_relaxed);
-      live_late_.store(aggregator_->records_after_publish(), std::memory_order_relaxed);
-      aggregator_->take_pending_groups(&pending_groups_);
-      if (step_feed_) detected = step_feed_->detected_ended();
-    }
-    if (!pending_groups_.empty()) split_group_kernels();
-    note_detected_steps(detected);
-    if (const uint32_t steps = steps_completed()) {
-      const bool live = live_.load(std::memory_order_relaxed);
-      const uint64_t per_step = records_seen_ / steps + 1;
-      const uint64_t fits = pool_->buffer_bytes() / sizeof(CUpti_ActivityAPI);
-      max_records_.store(std::clamp(per_step * (live ? kLiveStepsPerBuffer : kStepsPerBuffer),
-                                    std::min(live ? kLiveMinRecordsPerBuffer : kMinRecordsPerBuffer, fits),
-                                    fits),
-                         std::memory_order_relaxed);
-    }
-    pool_->release(item.buffer);
-    if (!device_resolved_) resolve_device_name();
-    if (live_.load(std::memory_order_relaxed)) publish_live();
-    lock.lock();
-    busy_ = false;
-    if (queue_.empty()) drained_cv_.notify_all();
+void GpuCapture::flush(bool forced) {
+  if (forced)
+    flush(true, false);
+  else
+    flush(false, true);
+}
+
+void GpuCapture::finish() {
+  finish_steps();
+  // Detected steps all ended now: the exit's metrics (the Prometheus file) show them.
+  if (live_.enabled()) publish_live();
+}
+
+void GpuCapture::ingest(const ActivityQueue::Completed& item) {
+  if (recorder_) recorder_->on_buffer(item.buffer, item.valid_size);
+  // Steps whose memory records are all in (this buffer is still out): asked before agg_mu_.
+  const uint64_t memory_complete = complete_steps();
+  const uint64_t back_below = pool_->min_outstanding_handout();  // leaf locks, before agg_mu_
+  const uint64_t handed = pool_->handed_out();
+  uint64_t detected = 0;
+  {
+    std::lock_guard<std::mutex> agg(agg_mu_);
+    transfer_dropped();
+    take_vmm(true);  // the ids of VMM calls before the buffer that may hold their records
+    pipeline_->memory().set_complete_below(memory_complete_below(memory_complete, back_below, handed));
+    const uint64_t before = pipeline_->stats().activities + pipeline_->stats().api_records;
+    pipeline_->free_overhead_data(!item.client_overhead);
+    pipeline_->process(item.buffer, item.valid_size);
+    records_seen_ += pipeline_->stats().activities + pipeline_->stats().api_records - before;
+    uint64_t overhead_ns = 0;
+    for (const auto& [kind, o] : pipeline_->stats().overhead) overhead_ns += o.ns;
+    overhead_ns_.store(overhead_ns, std::memory_order_relaxed);
+    live_.set_late(aggregator_->records_after_publish());
+    aggregator_->take_pending_groups(&pending_groups_);
+    if (step_feed_) detected = step_feed_->detected_ended();
   }
-  busy_ = false;
-  drained_cv_.notify_all();
+  if (!pending_groups_.empty()) split_group_kernels();
+  note_detected_steps(detected);
+  if (const uint32_t steps = steps_completed()) {
+    const bool live = live_.enabled();
+    const uint64_t per_step = records_seen_ / steps + 1;
+    const uint64_t fits = pool_->buffer_bytes() / sizeof(CUpti_ActivityAPI);
+    max_records_.store(std::clamp(per_step * (live ? kLiveStepsPerBuffer : kStepsPerBuffer),
+                                  std::min(live ? kLiveMinRecordsPerBuffer : kMinRecordsPerBuffer, fits),
+                                  fits),
+                       std::memory_order_relaxed);
+  }
+  pool_->release(item.buffer);
+  if (!device_resolved_) resolve_device_name();
+  if (live_.enabled()) publish_live();
 }
 
 void GpuCapture::finish_steps() {
@@ -162,32 +102,9 @@ uint64_t GpuCapture::complete_steps() {
   return std::min<uint64_t>(steps_completed(), pool_->min_outstanding_step());
 }
 
-void GpuCapture::take_vmm(bool wait) {
-  std::unique_lock<std::mutex> lock(vmm_mu_, std::defer_lock);
-  if (wait) {
-    lock.lock();
-  } else if (!lock.try_lock()) {
-    return;
-  }
-  if (vmm_events_.empty() && vmm_calls_.empty()) return;
-  pipeline_->add_vmm(vmm_events_, vmm_event_calls_, vmm_calls_);
-  vmm_events_.clear();
-  vmm_event_calls_.clear();
-  vmm_calls_.clear();
-}
-
 void GpuCapture::transfer_dropped() {
   const uint64_t n = dropped_pending_.exchange(0, std::memory_order_relaxed);
   if (n) aggregator_->note_dropped(n);
-}
-
-void GpuCapture::stop_thread() {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    stop_thread_ = true;
-  }
-  queue_cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace traintime::cupti

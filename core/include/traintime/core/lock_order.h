@@ -18,7 +18,7 @@
 //                                   is taken (rank_file_output.cpp measures first, then locks).
 //   2. preload Recorder::registry_mu creating the region registry.
 //   3. cupti start_mu_              start-up and lazy start only.
-//   4. cupti flush_mu_ | ClientMux::mu_   -> [CUPTI's internal locks] -> cupti queue_mu_,
+//   4. cupti flush_mu_ | ClientMux::mu_   -> [CUPTI's internal locks] -> ActivityQueue::mu_,
 //                                   BufferPool::mu_, ClientMux::out_mu_ (cuptiActivityFlushAll,
 //                                   and a profiler client's CUPTI calls, deliver buffers
 //                                   synchronously into the buffer callbacks). ClientMux::out_mu_
@@ -29,16 +29,17 @@
 //   5. cupti agg_mu_                the aggregator and the pipeline (no hook is called under it:
 //                                   a region's category comes with the launch context, an NCCL
 //                                   group's members are asked between two holds, steps and path
-//                                   names before or after) -> vmm_mu_, GraphNodeTable::mu_,
-//                                   FixtureRecorder::mu_.
+//                                   names before or after) -> VmmRecorder::mu_,
+//                                   GraphNodeTable::mu_, FixtureRecorder::mu_.
 //   4b. nvml State::timed_mu       the GPU health samples waiting for their detected step; the
 //                                   hook that places them takes agg_mu_ (5), then State::mu (7).
 //   6. nccl Registry::mutex         communicator registration -> CommCallTable::register_mutex_.
 //   7. leaves (nothing is taken under them but the logger's): ClientMux::out_mu_ (and the
 //      client's own buffer lock its callbacks take), RegionRegistry::mu_,
 //      StepTracker::mu_ (the live record's step sink runs under it, lock-free),
-//      CpuCollectives::mu_,
-//      cupti live_mu_, vmm_mu_ (alone in the VMM calls' callbacks), queue_mu_, BufferPool::mu_,
+//      CpuCollectives::mu_, cupti LivePublisher::mu_,
+//      VmmRecorder::mu_ (alone in the VMM calls' callbacks), ActivityQueue::mu_,
+//      BufferPool::mu_,
 //      nvml State::mu and State::live_mu (never together), nvtx g_domains_mu and g_strings_mu,
 //      support RealSymbol::mutex_, support threads.cpp's Accounting::mu (our threads' CPU
 //      clocks: taken by a thread of ours as it starts and ends, and for self_cost.threads),
