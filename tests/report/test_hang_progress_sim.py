@@ -220,12 +220,16 @@ def test_a_straggler_appearing_mid_run_turns_proxy_steps_on_for_the_ranks_that_w
     where the same 8 MiB AllReduce took 91 us before. Rank 0's watchdog sees a collective more than
     4 times its op's recent median (core/straggler_sign.h) and asks NCCL for ProxyStep: its file
     counts the suspicion and ProxyStep events; rank 1, the straggler, never waits and asks for
-    none. Before, only a collective in flight past half of TRAINTIME_HANG_SEC turned them on."""
+    none. Before, only a collective in flight past half of TRAINTIME_HANG_SEC turned them on.
+    The watchdog looks once a period, at least 1 s but longer on a loaded machine (1000 times a
+    refresh's cost): the run goes on for about 12 s after the straggler appears, so collectives are
+    still enqueued after the look that raised the suspicion (with 10 steps, a loaded machine's
+    look came after the last one)."""
     out = tmp_path / "job"
     out.mkdir()
     env = {"SIMGPU_NCCL_TRANSPORT": "net", "SIMGPU_SLOWDOWN": "1:20", "SIMGPU_SLOWDOWN_FROM": "12"}
     cmd = sim_cmd(build_dir, out, 2, env,
-                  [str(build_dir / "bin" / "sim_train"), "--steps", "10", "--step-sleep-us", "1000000"])
+                  [str(build_dir / "bin" / "sim_train"), "--steps", "16", "--step-sleep-us", "1000000"])
     p = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     waiting = load_json(out / "rank-00000.json")["modules"]["nccl"]["counters"]
