@@ -175,7 +175,9 @@ def table(phases: list[Phase], total: float | None, before: dict[str, float] | N
     accounted = sum(p.seconds for p in phases)
     if total is not None and total - accounted > 0.5:
         out.append(row("(between phases)", total - accounted))
-    failed = [p.name for p in phases if p.status != 0]
+    # The verdict names each failed test too: a CI log shown only in part keeps its last lines.
+    failed = [p.name + "".join(f" [{t.name}]" for t in p.tests if t.status == "fail")
+              for p in phases if p.status != 0]
     verdict = f"FAILED: {', '.join(failed)}" if failed else "every phase passed"
     cpus = [p.cpu for p in phases if p.cpu is not None]
     out.append(row("total", total_s, f"= {total_s / 60:.1f} min of {CI_LIMIT_S // 60} "

@@ -268,7 +268,12 @@ TEST_CASE("a reader never sees a record torn while its writer stores steps and s
       std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
   });
-  uint64_t reads = 0, last_count = 0, bad = 0;
+  // A read either succeeds with one consistent step block and one consistent slot, or says that the
+  // slot moved under every one of its tries ("read it again"): --watch reads again a second later.
+  // That refusal is honest, not torn; it happens when one read takes longer than many slot writes
+  // (a sanitizer slows the copy of a 3 MB file some thirty times, the writer does not wait for it).
+  // A torn read is any success with mixed data, or any other error.
+  uint64_t reads = 0, last_count = 0, bad = 0, refused = 0;
   std::string first_bad;
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
   while (std::chrono::steady_clock::now() < until || reads < 200) {
@@ -287,6 +292,10 @@ TEST_CASE("a reader never sees a record torn while its writer stores steps and s
       if (!ok) error = "slot " + std::to_string(g) + ", step " + std::to_string(n) + " read with samples " + std::to_string(st.samples) +
                        ", tokens " + std::to_string(st.tokens) + ", wall " + std::to_string(st.wall_ns.total_ns);
     }
+    if (!r && error.find("being rewritten whenever it was read; read it again") != std::string::npos) {
+      ++refused;
+      continue;
+    }
     if (!ok && bad++ == 0) first_bad = error;
   }
   stop = true;
@@ -295,8 +304,11 @@ TEST_CASE("a reader never sees a record torn while its writer stores steps and s
   ::munmap(page, kLiveRecordHeaderBytes);
   ::close(fd);
   std::filesystem::remove_all(dir);
-  INFO(reads << " reads against " << slots_written.load() << " slot writes; first bad read: " << first_bad);
+  INFO(reads << " reads (" << refused << " refused as being rewritten) against " << slots_written.load()
+             << " slot writes; first bad read: " << first_bad);
   CHECK(slots_written.load() > 10);
   CHECK(last_count > 2);
   CHECK(bad == 0);
+  // Most reads get a file: a reader that always refused would pass the line above.
+  CHECK(refused * 2 < reads);
 }
