@@ -5,15 +5,18 @@ traintime.torch.instrument. Used by tests/e2e/test_torch_comm.py.
 --slow-rank R --slow-ms M: rank R's DataLoader sleeps M ms per batch (the straggler the report
 must name). --hook before|after: the user registers their own DDP communication hook (a plain
 allreduce that counts its calls) before or after instrument. Prints one JSON line: the calls of
-the user's hook, the steps run and the warnings traintime raised.
+the user's hook, the steps run, the warnings traintime raised, and whether the model was freed once
+the script dropped it after destroy_process_group (nothing of traintime's may keep it).
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import time
 import warnings
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -79,9 +82,12 @@ def main() -> None:
         # A direct collective too: the loss averaged over the ranks.
         dist.all_reduce(loss.detach())
     dist.destroy_process_group()
+    model_ref = weakref.ref(model)
+    del model, opt, loader, x, y, loss
+    gc.collect()
     print(json.dumps({"rank": rank, "hook_calls": calls["n"], "steps": steps,
                       "warnings": [str(w.message) for w in caught if "traintime" in str(w.message)],
-                      "pid": os.getpid()}))
+                      "model_freed": model_ref() is None, "pid": os.getpid()}))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import json
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -55,7 +57,10 @@ def report(build_dir: Path, out: Path) -> dict[str, Any]:
 
 
 def straggler_named(c: Checks, python: Path, build_dir: Path, out: Path) -> None:
-    run_ddp(python, build_dir, out, "--steps", str(STEPS), "--slow-rank", "1", "--slow-ms", str(SLOW_MS))
+    ran = run_ddp(python, build_dir, out, "--steps", str(STEPS), "--slow-rank", "1", "--slow-ms", str(SLOW_MS))
+    # The timing hook DDP's reducer (C++) holds must not hold the model: the collector cannot see
+    # that edge, and the model, its process group and gloo's threads then lived into the shutdown.
+    c.check(all(r["model_freed"] for r in ran), f"{python}: a rank's DDP model outlived the script: {ran}")
     s = report(build_dir, out)
     stragglers = s["stragglers"]
     c.check(stragglers and stragglers[0]["rank"] == 1, f"{python}: rank 1 not named first: {stragglers}")
@@ -102,7 +107,8 @@ def test_a_hook_registered_after_instrument_is_timed_and_one_before_is_left_alon
     python = pyenv_python(build_dir)
     c = Checks()
     after = run_ddp(python, build_dir, tmp_path / "after", "--steps", "4", "--hook", "after")
-    c.check(all(r["hook_calls"] == 4 and r["steps"] == 4 and not r["warnings"] for r in after), f"after: {after}")
+    c.check(all(r["hook_calls"] == 4 and r["steps"] == 4 and not r["warnings"] and r["model_freed"] for r in after),
+            f"after: {after}")
     doc = load_json(tmp_path / "after" / "rank-00000.json")
     rows = {(r["op"], r.get("backend")): r["calls"] for r in doc["comm"]}
     # Each bucket through the user's hook (op unknown: the hook chooses), and the loop's own all_reduce.
@@ -136,3 +142,31 @@ def test_collectives_on_nccl_are_never_timed_a_second_time() -> None:
         got = comm._group_of(dist, backend, tensor)
         c.check((got.backend if got else None) == want, f"{backend} on {tensor.device.type}: timed as {got}")
     c.done()
+
+
+def test_a_callback_that_ran_on_the_groups_thread_is_freed_before_the_interpreter_shuts_down() -> None:
+    """A future's Python callback runs on gloo's thread, which then frees it, taking the GIL: once
+    the interpreter shuts down, that ends the thread and PyTorch aborts the process ("terminate
+    called without an active exception", 1 run in 4 of a two-rank DDP job under torchrun). The
+    exit function traintime registers waits, the GIL released, for every callback of its that ran
+    and is not freed yet; one that never ran (its collective still pending) is not waited for.
+    Here gloo's thread is a Python thread that frees the callback 50 ms after it ran."""
+    sys.path.insert(0, str(SOURCE_DIR / "annotate" / "python"))
+    comm = importlib.import_module("traintime._torch_comm")
+    ran = comm._FutureCallback(lambda fut: "value")
+    never_ran = comm._FutureCallback(lambda fut: None)
+    check(ran("future") == "value", "the callback does not return what its function returns")
+    held = [ran]
+    del ran
+
+    def group_thread() -> None:
+        time.sleep(0.05)
+        held.clear()  # the last reference: freed here, as PythonFunctionGuard frees it
+
+    t = threading.Thread(target=group_thread)
+    t.start()
+    check(len(comm._in_flight) == 1, f"in flight: {comm._in_flight}")
+    comm._drain_at_exit()
+    check(not comm._in_flight, "the exit function returned before the callback that ran was freed")
+    t.join()
+    check(never_ran is not None and not comm._in_flight, "a callback that never ran is counted in flight")

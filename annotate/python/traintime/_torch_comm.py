@@ -20,6 +20,7 @@ as it does with NCCL's GPU times (docs/report.md, stragglers).
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import inspect
@@ -27,6 +28,7 @@ import threading
 import time
 import types
 import warnings
+import weakref
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
@@ -50,7 +52,9 @@ _OPS: Dict[str, Tuple[str, Tuple[str, ...], bool]] = {
 
 _lock = threading.Lock()
 _patched = False
-_groups: Dict[Tuple[int, str], "_Group"] = {}
+# Per (id of a process group, backend): its timed group, and the reference that tells whether the
+# id still names that process group (_reference).
+_groups: Dict[Tuple[int, str], Tuple["_Group", Callable[[], Any]]] = {}
 
 
 class _Inside(threading.local):
@@ -178,21 +182,39 @@ def _group_of(dist: Any, group: Any, tensor: Any) -> Optional[_Group]:
     if backend is None:
         return None
     key = (id(group), backend)
-    g = _groups.get(key)
-    if g is None:
-        try:
-            ranks = _group_ranks(dist, group)
-            rank = int(dist.get_rank(group))
-        except Exception:
-            return None
-        gid = hashlib.blake2b(("%s|%s" % (backend, ",".join(map(str, ranks)))).encode(), digest_size=8).hexdigest()
-        with _lock:
-            g = _groups.setdefault(key, _Group(gid, backend, len(ranks), rank))
-            _groups_alive.append(group)  # keeps id(group) from being reused while it is a key
-    return g
+    entry = _groups.get(key)
+    if entry is not None and entry[1]() is group:
+        return entry[0]
+    try:
+        ranks = _group_ranks(dist, group)
+        rank = int(dist.get_rank(group))
+    except Exception:
+        return None
+    gid = hashlib.blake2b(("%s|%s" % (backend, ",".join(map(str, ranks)))).encode(), digest_size=8).hexdigest()
+    with _lock:  # two threads' first collectives on a group share one sequence
+        entry = _groups.get(key)
+        if entry is None or entry[1]() is not group:
+            entry = _groups[key] = (_Group(gid, backend, len(ranks), rank), _reference(group, key))
+    return entry[0]
 
 
-_groups_alive: List[Any] = []
+def _reference(group: Any, key: Tuple[int, str]) -> Callable[[], Any]:
+    """What the cache keeps of a process group: a weak reference, so that
+    ``dist.destroy_process_group()`` still frees the group and joins its threads. A group kept
+    alive past it (as this cache once did) lives into the interpreter's shutdown, where gloo's
+    threads completing a future need the GIL, and PyTorch aborts the process ("terminate called
+    without an active exception"). The entry leaves with its group, so a later group at the same
+    address is never taken for it; something that cannot be referenced weakly (a stand-in) is
+    kept."""
+    def gone(ref: Any) -> None:
+        entry = _groups.get(key)
+        if entry is not None and entry[1] is ref:
+            _groups.pop(key, None)  # no lock: a weak reference's callback may run inside any call
+
+    try:
+        return weakref.ref(group, gone)
+    except TypeError:
+        return lambda: group
 
 
 def _timed(fn: Callable[..., Any], op: str, args_of_bytes: Tuple[str, ...], times_size: bool,
@@ -233,6 +255,50 @@ def _timed(fn: Callable[..., Any], op: str, args_of_bytes: Tuple[str, ...], time
     return collective
 
 
+class _FutureCallback:
+    """A Python callback given to a torch future's ``then``, which the group's thread (gloo's)
+    runs and then frees, taking the GIL for each. A thread that takes the GIL once the interpreter
+    has begun to shut down is ended by Python, and PyTorch's callback guard (PythonFunctionGuard)
+    turns that into std::terminate: the process aborts at exit ("terminate called without an
+    active exception"). So the callbacks that have run and are not freed yet are known
+    (``_in_flight``: a set, whose add and discard need no lock), and ``_drain_at_exit`` gives the
+    group's thread the GIL until they are freed, before the shutdown begins."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        _callbacks_used[0] = True
+
+    def __call__(self, fut: Any) -> Any:
+        _in_flight.add(id(self))
+        return self.fn(fut)
+
+    def __del__(self) -> None:
+        _in_flight.discard(id(self))
+
+
+_in_flight: set = set()
+_callbacks_used = [False]
+_DRAIN_MAX_S = 0.5  # a callback that ran is freed microseconds later; a bound, never a wait on a hang
+
+
+def _drain_at_exit() -> None:
+    """Python's exit functions run before its shutdown: while a callback of ours has run and is
+    not yet freed, sleep (the GIL released) so the group's thread finishes with it, and then a
+    moment more for PyTorch's own callbacks freed after ours in the same completion (DDP's
+    allreduce_hook's). Nothing when no callback of ours was ever given to a future."""
+    if not _callbacks_used[0]:
+        return
+    deadline = time.monotonic() + _DRAIN_MAX_S
+    while _in_flight and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.002)
+
+
+atexit.register(_drain_at_exit)
+
+
 def _on_completion(work: Any, done: Callable[[], None]) -> None:
     """Calls done() when an async collective's work completes (its future), or now if its
     completion cannot be observed."""
@@ -240,7 +306,7 @@ def _on_completion(work: Any, done: Callable[[], None]) -> None:
         done()
 
     try:
-        work.get_future().then(callback)
+        work.get_future().then(_FutureCallback(callback))
     except Exception:
         done()
 
@@ -289,10 +355,15 @@ def _user_hook_registered(model: Any) -> bool:
 class DdpTiming:
     """Times a DDP model's buckets: a communication hook registered at the first forward, when
     the user has registered none. A hook the user registers after ``instrument`` is wrapped
-    instead of registered beside ours (DDP takes one), so that registration never fails."""
+    instead of registered beside ours (DDP takes one), so that registration never fails.
+
+    The model is referenced weakly: DDP's reducer (C++) holds the registered hook, which the garbage
+    collector cannot see, so a hook holding its model would keep the model, its process group and
+    the group's threads alive for good, into the interpreter's shutdown, where gloo completing a
+    future needs the GIL and PyTorch aborts the process."""
 
     def __init__(self, model: Any, dist: Any, group: _Group, default_hooks: Any) -> None:
-        self.model = model
+        self.model_ref = weakref.ref(model)
         self.group = group
         self.default_hooks = default_hooks
         self.user: Optional[Tuple[Callable[..., Any], Any]] = None  # (hook, state)
@@ -328,17 +399,17 @@ class DdpTiming:
             finally:
                 self.group.complete(p)
 
-        return fut.then(done)
+        return fut.then(_FutureCallback(done))
 
     def first_forward(self, module: Any, args: Any) -> None:
         if self.pre_handle is not None:
             self.pre_handle.remove()
             self.pre_handle = None
-        if self.registered or _user_hook_registered(self.model):
+        if self.registered or _user_hook_registered(module):
             return
         self.registered = True
         try:
-            type(self.model).register_comm_hook(self.model, self.model.process_group, self.dispatch)
+            type(module).register_comm_hook(module, module.process_group, self.dispatch)
         except Exception as e:  # never the user's training: it runs untimed
             self.active = False
             warnings.warn("traintime: DDP refused traintime's communication hook (%s); the gradient buckets "
@@ -385,8 +456,10 @@ class DdpTiming:
         if self.pre_handle is not None:
             self.pre_handle.remove()
             self.pre_handle = None
+        model = self.model_ref()
         for name in ("register_comm_hook", "_register_builtin_comm_hook"):
-            self.model.__dict__.pop(name, None)
+            if model is not None:
+                model.__dict__.pop(name, None)
 
 
 def time_ddp(model: Any, torch: Any) -> Optional[DdpTiming]:
