@@ -186,6 +186,11 @@ def check_torchrun(build_dir: Path, tmp_path: Path, wrap: str, layers: list[str]
             expect[f"backward/recompute/{name}"] = (ran["recompute_category"], FORWARDS)
     for rank in (0, 1):
         check_rank_file(c, tmp_path / "out", expect, rank, 2)
+        # Each worker ended by returning (a worker PyTorch aborted at its shutdown, which gloo's
+        # thread freeing a callback of ours once caused, is "signal SIGABRT" even when torchrun
+        # exits 0).
+        reason = load_json(tmp_path / "out" / f"rank-{rank:05d}.json").get("exit_reason")
+        c.check(reason == "exit", f"rank {rank}: exit_reason {reason!r}")
     c.done()
 
 
