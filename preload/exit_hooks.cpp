@@ -224,7 +224,23 @@ void install_signal_handlers() {
   }
 }
 
-void on_exit_handler() { finish(core::ExitReason::kExit, false); }
+// A terminating signal is being handled on another thread (an abort() on a library's thread while
+// the main thread returns from main): without traintime the process dies by it. Its handler is
+// writing the file and then raises it again, so the exit waits for that, bounded, rather than end
+// the process with the exit status first, which would turn a crash into a success.
+void wait_for_signal_in_progress() {
+  if (!g_handling.load()) return;
+  const int saved = errno;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kHandlerWaitMs + kPeerWaitMs);
+  while (g_handling.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  errno = saved;
+}
+
+void on_exit_handler() {
+  wait_for_signal_in_progress();
+  finish(core::ExitReason::kExit, false);
+}
 
 }  // namespace
 

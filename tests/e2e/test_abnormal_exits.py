@@ -101,6 +101,25 @@ def test_abort_while_the_main_thread_allocates_never_hangs(build_dir: Path, tmp_
     check(not failures, "\n".join(failures))
 
 
+def test_abort_on_a_thread_while_main_returns_still_ends_the_process_by_sigabrt(build_dir: Path,
+                                                                             tmp_path: Path) -> None:
+    """abort() on a library's thread while the main thread returns from main (a gloo thread at a
+    Python interpreter's shutdown does it): without traintime the process dies by SIGABRT. The
+    handler writes the rank file and, as rank 0 of 2 on this host, waits a second for its peer's;
+    the main thread's exit 50 ms in must not end the process with status 0 meanwhile (it did)."""
+    prog = build_dir / "bin" / "abort_beside_exit"
+    check(prog.exists(), f"{prog} is not built")
+    out = tmp_path / "out"
+    env = clean_env({"LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"), "TRAINTIME_OUTPUT": str(out),
+                     "TRAINTIME_CUPTI": "0", "RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"})
+    p = subprocess.run(["sh", "-c", f'ulimit -c 0; exec "{prog}"'], env=env, capture_output=True, text=True,
+                       timeout=60)
+    check(p.returncode == -signal.SIGABRT, f"exit status {p.returncode}, expected death by SIGABRT: {p.stderr}")
+    doc = load_json(out / "rank-00000.json")
+    check(doc["exit_reason"] == "signal SIGABRT" and doc["steps"]["count"] == 1,
+          f"exit_reason {doc['exit_reason']!r}, steps {doc['steps']['count']}")
+
+
 def test_sigkill_at_random_moments_leaves_a_record_the_report_reads(build_dir: Path, tmp_path: Path) -> None:
     """SIGKILL to every process of a 2-rank job at random moments, 10 times: the report reads
     both ranks from the records they left, each holding at least every step the rank had
