@@ -276,24 +276,33 @@ class _FutureCallback:
 
     def __del__(self) -> None:
         _in_flight.discard(id(self))
+        _last_freed[0] = time.monotonic()
 
 
 _in_flight: set = set()
 _callbacks_used = [False]
+_last_freed = [0.0]
 _DRAIN_MAX_S = 0.5  # a callback that ran is freed microseconds later; a bound, never a wait on a hang
+# After ours, the same completion frees PyTorch's own callbacks (DDP's allreduce_hook's lambda),
+# on the same thread and each with the GIL: given the GIL, that thread needs only to be scheduled,
+# which on a loaded machine can take tens of milliseconds (2 ms was seen too short in a full test
+# run on two cores). Waited only when a callback of ours was freed that recently.
+_SETTLE_S = 0.1
 
 
 def _drain_at_exit() -> None:
     """Python's exit functions run before its shutdown: while a callback of ours has run and is
-    not yet freed, sleep (the GIL released) so the group's thread finishes with it, and then a
-    moment more for PyTorch's own callbacks freed after ours in the same completion (DDP's
-    allreduce_hook's). Nothing when no callback of ours was ever given to a future."""
+    not yet freed, sleep (the GIL released) so the group's thread finishes with it, and until
+    _SETTLE_S after the last one was freed for PyTorch's own callbacks freed after ours. Nothing
+    when no callback of ours was ever given to a future, or none was freed lately."""
     if not _callbacks_used[0]:
         return
     deadline = time.monotonic() + _DRAIN_MAX_S
     while _in_flight and time.monotonic() < deadline:
         time.sleep(0.001)
-    time.sleep(0.002)
+    rest = _last_freed[0] + _SETTLE_S - time.monotonic()
+    if rest > 0:
+        time.sleep(rest)
 
 
 atexit.register(_drain_at_exit)
