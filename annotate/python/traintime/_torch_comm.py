@@ -199,13 +199,10 @@ def _group_of(dist: Any, group: Any, tensor: Any) -> Optional[_Group]:
 
 
 def _reference(group: Any, key: Tuple[int, str]) -> Callable[[], Any]:
-    """What the cache keeps of a process group: a weak reference, so that
-    ``dist.destroy_process_group()`` still frees the group and joins its threads. A group kept
-    alive past it (as this cache once did) lives into the interpreter's shutdown, where gloo's
-    threads completing a future need the GIL, and PyTorch aborts the process ("terminate called
-    without an active exception"). The entry leaves with its group, so a later group at the same
-    address is never taken for it; something that cannot be referenced weakly (a stand-in) is
-    kept."""
+    """What the cache keeps of a process group: a weak reference, so that the cache never keeps a
+    group the program has let go of (it kept every one, strongly). The entry leaves with its group,
+    so a later group at the same address is never taken for it; something that cannot be
+    referenced weakly (a stand-in) is kept."""
     def gone(ref: Any) -> None:
         entry = _groups.get(key)
         if entry is not None and entry[1] is ref:
@@ -268,7 +265,6 @@ class _FutureCallback:
 
     def __init__(self, fn: Callable[[Any], Any]) -> None:
         self.fn = fn
-        _callbacks_used[0] = True
 
     def __call__(self, fut: Any) -> Any:
         _in_flight.add(id(self))
@@ -280,8 +276,7 @@ class _FutureCallback:
 
 
 _in_flight: set = set()
-_callbacks_used = [False]
-_last_freed = [0.0]
+_last_freed = [float("-inf")]  # when the last callback of ours was freed (time.monotonic)
 _DRAIN_MAX_S = 0.5  # a callback that ran is freed microseconds later; a bound, never a wait on a hang
 # After ours, the same completion frees PyTorch's own callbacks (DDP's allreduce_hook's lambda),
 # on the same thread and each with the GIL: given the GIL, that thread needs only to be scheduled,
@@ -294,9 +289,7 @@ def _drain_at_exit() -> None:
     """Python's exit functions run before its shutdown: while a callback of ours has run and is
     not yet freed, sleep (the GIL released) so the group's thread finishes with it, and until
     _SETTLE_S after the last one was freed for PyTorch's own callbacks freed after ours. Nothing
-    when no callback of ours was ever given to a future, or none was freed lately."""
-    if not _callbacks_used[0]:
-        return
+    when none is in flight and none was freed lately."""
     deadline = time.monotonic() + _DRAIN_MAX_S
     while _in_flight and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -367,9 +360,8 @@ class DdpTiming:
     instead of registered beside ours (DDP takes one), so that registration never fails.
 
     The model is referenced weakly: DDP's reducer (C++) holds the registered hook, which the garbage
-    collector cannot see, so a hook holding its model would keep the model, its process group and
-    the group's threads alive for good, into the interpreter's shutdown, where gloo completing a
-    future needs the GIL and PyTorch aborts the process."""
+    collector cannot see, so a hook holding its model kept the model (and what it holds) alive for
+    good after the program let go of it."""
 
     def __init__(self, model: Any, dist: Any, group: _Group, default_hooks: Any) -> None:
         self.model_ref = weakref.ref(model)
