@@ -47,9 +47,14 @@ sys.exit(int(os.environ.get("EXIT_WITH", "0")))
 AGENT = """\
 #!/bin/sh
 # A stand-in for ssh as Open MPI's remote agent: the node's orted starts with a cleared environment
-# (only Open MPI's permission to run as root, which a real node's root would not need to ask).
+# (only Open MPI's permission to run as root, which a real node's root would not need to ask) and a
+# /tmp of its own, as a real node has: pretend nodes sharing this machine's /tmp share Open MPI's
+# session directory, where each daemon writes its hwloc topology into the same shared-memory file
+# at once, and Open MPI 4.1's orted then dies by SIGSEGV in hwloc_shmem_topology_write now and then.
+node_tmp="$(dirname "$0")/../node-tmp/$1"
+mkdir -p "$node_tmp"
 shift
-exec env -i HOME="$HOME" PATH=/usr/bin:/bin OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 /bin/sh -c "$*"
+exec env -i HOME="$HOME" PATH=/usr/bin:/bin TMPDIR="$node_tmp" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 /bin/sh -c "$*"
 """
 
 PDSH = """\
