@@ -15,6 +15,7 @@
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/peak_flops.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/core/step_feed.h"
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
@@ -22,8 +23,23 @@
 namespace traintime::preload {
 namespace {
 
+// TRAINTIME_STEPS=off: no steps anywhere (docs/attribution.md), the live outputs included: the
+// markers the program calls end none, so no step count, step time, per-step GPU, health or
+// self-cost figures; the samples and tokens they report stay, as in the rank file.
+bool steps_off(const Session& s) {
+  return core::steps_mode_named(s.identity.config.steps) == core::StepsMode::kOff;
+}
+
 core::LiveInput gather(Session& s) {
   core::LiveInput in;
+  if (steps_off(s)) {
+    if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire)) {
+      const core::StepTracker::Live l = r->steps().live();
+      in.totals.samples = l.totals.samples;
+      in.totals.tokens = l.totals.tokens;
+    }
+    return in;
+  }
   if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire)) {
     const core::StepTracker::Live l = r->steps().live();
     in.totals = l.totals;
@@ -103,7 +119,7 @@ void after_step() noexcept {
   if (r) mark_step_cost(r->steps().count());
   const uint32_t every = s->identity.config.print_every;
   if (every == 0 || s->identity.forked_child) return;
-  if (!r || r->steps().count() % every != 0) return;
+  if (!r || r->steps().count() % every != 0 || steps_off(*s)) return;
   int64_t rank = 0, world = 1;
   effective_rank(*s, &rank, &world);
   if (rank != 0) return;

@@ -22,6 +22,7 @@
 #include "session.h"
 #include "traintime/core/live_record.h"
 #include "traintime/core/rank_file_json.h"
+#include "traintime/core/step_feed.h"
 #include "traintime/support/log.h"
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,14 @@ std::atomic<uint64_t> g_largest_text{0};
 
 void on_step(const core::LiveSteps& steps) noexcept {
   if (core::LiveRecordHeader* h = g_header.load(std::memory_order_acquire)) core::live_record_store_steps(h, steps);
+}
+
+// The step counters go into the record as each step ends, except under TRAINTIME_STEPS=off: the
+// rank file then has no steps (the markers end none), and a record read after a SIGKILL must not
+// bring back the steps the final file would not have had.
+void attach_step_sink(Session& s) {
+  core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire);
+  if (r && core::steps_mode_named(s.identity.config.steps) != core::StepsMode::kOff) r->steps().set_sink(on_step);
 }
 
 std::string record_path(const std::string& rank_file) {
@@ -64,8 +73,7 @@ bool create(Session& s, const std::string& path) {
   g_path = path;
   g_file_end = core::kLiveRecordHeaderBytes;
   g_header.store(h, std::memory_order_release);
-  if (core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
-    r->steps().set_sink(on_step);
+  attach_step_sink(s);
   return true;
 }
 
@@ -90,8 +98,7 @@ void live_record_update_locked(Session& s, const core::RankFile& f) {
     return;
   }
   // A process without steps of its own yet may have made its registry after the record.
-  if (core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire))
-    r->steps().set_sink(on_step);
+  attach_step_sink(s);
   core::LiveRecordHeader* h = g_header.load(std::memory_order_relaxed);
   const std::string text =
       core::rank_file_to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -454,3 +454,72 @@ def test_sim_live_metrics_detected_steps_without_a_marker(build_dir: Path, tmp_p
         else:
             c.check(False, f"rank {rank}: no GPU figures in the Prometheus file: {sorted(value)}")
     c.done()
+
+
+def test_sim_live_outputs_under_steps_off_have_no_steps_but_keep_samples(build_dir: Path, tmp_path: Path) -> None:
+    """TRAINTIME_STEPS=off is no steps anywhere (docs/attribution.md): the rank file counts none
+    though sim_train calls tt_step, and the live outputs say the same. Every metrics line and the
+    Prometheus file count no step and carry no step time nor any step's GPU, health or self-cost
+    figures; rank 0 prints no step line with TRAINTIME_PRINT_EVERY; the samples and tokens
+    sim_train reported (its truth's per-step figures times its steps) are kept. Killed outright
+    (SIGKILL) mid-run, the always-current record the report reads has no steps either (its step
+    counters are the ones a finished step stores)."""
+    import signal
+    import time
+    c = Checks()
+    run = tmp_path / "run"
+    run.mkdir()
+    extra = {"TRAINTIME_STEPS": "off", "TRAINTIME_PRINT_EVERY": "10", "TRAINTIME_PROMETHEUS_FILE": str(run / "tt-%r.prom")}
+    p = sim_run(build_dir, run, 1, extra, ["--metrics-log", str(run / "metrics-%r.jsonl")])
+    truth = load_json(run / "truth-0.json")
+    doc = load_json(run / "out" / "rank-00000.json")
+    c.check(doc["steps"]["count"] == 0 and doc["steps"]["source"] == "none", f"rank file steps {doc['steps']}")
+    c.check("traintime: step" not in p.stderr, f"a step line printed under TRAINTIME_STEPS=off:\n{p.stderr[-2000:]}")
+    lines = [json.loads(x) for x in (run / "metrics-0.jsonl").read_text().splitlines()]
+    c.check(len(lines) == STEPS, f"{len(lines)} metrics lines, expected {STEPS}")
+    for x in lines:
+        stepped = sorted(k for k in x.get("metrics", {}) if k.startswith(("traintime/step", "traintime/gpu_", "traintime/health_",
+                                                                    "traintime/samples_per_s", "traintime/self_cost")))
+        c.check(not stepped, f"after sim_train's step {x['after_step']}: per-step figures {stepped}")
+    families = {f.name: f for f in text_string_to_metric_families((run / "tt-00000.prom").read_text())}
+    value = {s.name: s.value for f in families.values() for s in f.samples}
+    c.check(value.get("traintime_steps_total") == 0 and value.get("traintime_step_seconds_total") == 0,
+            f"Prometheus steps_total {value.get('traintime_steps_total')}, "
+            f"step_seconds_total {value.get('traintime_step_seconds_total')}")
+    c.check(value.get("traintime_samples_total") == STEPS * truth["options"]["samples_per_step"]
+            and value.get("traintime_tokens_total") == STEPS * truth["options"]["tokens_per_step"],
+            f"Prometheus samples {value.get('traintime_samples_total')}, tokens {value.get('traintime_tokens_total')}; "
+            f"sim_train made {STEPS} steps of {truth['options']['samples_per_step']} samples, "
+            f"{truth['options']['tokens_per_step']} tokens")
+    c.check(not any(k.startswith(("traintime_step_ms", "traintime_gpu_", "traintime_health_")) for k in value),
+            f"Prometheus per-step figures: {sorted(k for k in value if k.startswith(('traintime_step_ms', 'traintime_gpu_')))}")
+
+    # SIGKILL mid-run: the record left behind counts no step though sim_train finished some.
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    sim = build_dir / "sim"
+    env = clean_env({"LD_LIBRARY_PATH": str(sim), "LD_PRELOAD": str(build_dir / "lib" / "libtraintime.so"),
+                     "TRAINTIME_OUTPUT": str(killed / "out"), "TRAINTIME_CUPTI_LIB": str(sim / "libcupti.so.13"),
+                     "TRAINTIME_STEPS": "off", "TRAINTIME_HANG_SEC": "0"})
+    proc = subprocess.Popen([str(build_dir / "bin" / "sim_train"), "--steps", "100000", "--step-sleep-us", "3000",
+                             "--steps-file", str(killed / "done")], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    record = killed / "out" / "rank-00000.live"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not record.exists():
+            time.sleep(0.05)
+        time.sleep(1.5)  # steps end after the record exists
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    done = int((killed / "done").read_text() or 0) if (killed / "done").exists() else 0
+    c.check(record.exists() and done > 0, f"record {record.exists()}, {done} steps finished before the kill")
+    report = subprocess.run([str(build_dir / "bin" / "traintime-report"), str(killed / "out"), "--format", "json"],
+                            capture_output=True, text=True, timeout=120)
+    if c.check(bool(report.stdout), f"no report of the killed run: {report.stderr}"):
+        ranks = json.loads(report.stdout).get("per_rank", [])
+        c.check([x.get("steps") for x in ranks] == [0],
+                f"the report of the killed run reads steps {[x.get('steps') for x in ranks]} "
+                f"({done} tt_step calls under TRAINTIME_STEPS=off)")
+    c.done()
