@@ -193,12 +193,16 @@ def test_watch_shows_the_stalled_transfer_live_from_the_running_ranks_records(bu
                          start_new_session=True)
     screen = ""
     try:
+        # Each rank's record is refreshed once a second, each on its own clock: a screen read just
+        # after rank 1 entered seq 7 can hold rank 0's record from before it entered, and names
+        # rank 0 as never having entered (true of that record; --watch without --once calls such a
+        # hang "possible" until the next read). Wait for the screen both refreshed records give.
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             time.sleep(1)
             check(p.poll() is None, "the hung job ended by itself")
             screen = " ".join(run(build_dir, out, "--watch", "--once").stdout.split())
-            if "HANG: AllReduce seq 7" in screen:
+            if "HANG: AllReduce seq 7" in screen and "every rank entered it" in screen and "5.0 s or more" in screen:
                 break
         assert sorted(f.name for f in out.glob("rank-*")) == ["rank-00000.live", "rank-00001.live"], \
             sorted(f.name for f in out.iterdir())
