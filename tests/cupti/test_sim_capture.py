@@ -872,6 +872,10 @@ def test_sim_capture_no_marker_mid_run_file_has_the_memory_rows_of_complete_step
         "TRAINTIME_OUTPUT": str(out),
         "TRAINTIME_SNAPSHOT_SEC": "1",
         "SIMGPU_SLOWDOWN": "0:0.05",
+        # Every step's row in the file, not the newest 64 (the default): the steps whose records
+        # are all in trail the newest by the processing thread's lag, which under a sanitizer
+        # (and a loaded machine) passes 64 steps of 0.5 ms, so the default window can hold none.
+        "TRAINTIME_STEP_DETAIL": "8192",
     })
     cmd = [str(build_dir / "bin" / "sim_train"), "--steps", "5000", "--no-step-marker", "--alloc-per-step",
            "--step-sleep-us", "500", "--truth", str(tmp_path / "truth-%r.json")]
