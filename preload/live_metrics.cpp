@@ -15,7 +15,6 @@
 #include "traintime/core/live_metrics.h"
 #include "traintime/core/peak_flops.h"
 #include "traintime/core/rank_file_json.h"
-#include "traintime/core/step_feed.h"
 #include "traintime/cupti/gpu_capture.h"
 #include "traintime/nvml/nvml_sampler.h"
 #include "traintime/support/log.h"
@@ -23,30 +22,22 @@
 namespace traintime::preload {
 namespace {
 
-// TRAINTIME_STEPS=off: no steps anywhere (docs/attribution.md), the live outputs included: the
-// markers the program calls end none, so no step count, step time, per-step GPU, health or
-// self-cost figures; the samples and tokens they report stay, as in the rank file.
-bool steps_off(const Session& s) {
-  return core::steps_mode_named(s.identity.config.steps) == core::StepsMode::kOff;
-}
-
+// Under TRAINTIME_STEPS=off (steps_off) only the samples and tokens the markers reported.
 core::LiveInput gather(Session& s) {
   core::LiveInput in;
-  if (steps_off(s)) {
-    if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire)) {
-      const core::StepTracker::Live l = r->steps().live();
-      in.totals.samples = l.totals.samples;
-      in.totals.tokens = l.totals.tokens;
-    }
-    return in;
-  }
+  const bool off = steps_off(s);
   if (const core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire)) {
     const core::StepTracker::Live l = r->steps().live();
-    in.totals = l.totals;
-    in.last_wall_ns = l.last_wall_ns;
-    in.last_samples = l.last_samples;
-    in.last_tokens = l.last_tokens;
+    in.totals.samples = l.totals.samples;
+    in.totals.tokens = l.totals.tokens;
+    if (!off) {
+      in.totals = l.totals;
+      in.last_wall_ns = l.last_wall_ns;
+      in.last_samples = l.last_samples;
+      in.last_tokens = l.last_tokens;
+    }
   }
+  if (off) return in;
   in.gpu_valid = cupti::live_step(&in.gpu, &in.gpu_late_records);
   // No marker: the detected steps' counters, as of the GPU step published with them.
   if (in.totals.steps == 0 && cupti::live_detected_steps(&in.totals, &in.last_wall_ns)) {

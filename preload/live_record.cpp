@@ -22,7 +22,6 @@
 #include "session.h"
 #include "traintime/core/live_record.h"
 #include "traintime/core/rank_file_json.h"
-#include "traintime/core/step_feed.h"
 #include "traintime/support/log.h"
 #include <nlohmann/json.hpp>
 
@@ -47,7 +46,7 @@ void on_step(const core::LiveSteps& steps) noexcept {
 // bring back the steps the final file would not have had.
 void attach_step_sink(Session& s) {
   core::RegionRegistry* r = s.recorder.registry.load(std::memory_order_acquire);
-  if (r && core::steps_mode_named(s.identity.config.steps) != core::StepsMode::kOff) r->steps().set_sink(on_step);
+  if (r && !steps_off(s)) r->steps().set_sink(on_step);
 }
 
 std::string record_path(const std::string& rank_file) {

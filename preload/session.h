@@ -26,6 +26,7 @@
 #include "traintime/core/rank_detect.h"
 #include "traintime/core/fast_clock.h"
 #include "traintime/core/region_registry.h"
+#include "traintime/core/step_feed.h"
 #include "traintime/core/summaries.h"
 #include "traintime/nvtx/nvtx_injection.h"
 #include "traintime/traintime.h"
@@ -156,6 +157,13 @@ bool stop_modules(const char* reason, bool signal, const core::Deadline& deadlin
 
 // Effective rank and world size: launcher, else communicator, else 0 of 1.
 void effective_rank(const Session& s, int64_t* rank, int64_t* world_size);
+
+// TRAINTIME_STEPS=off: no steps anywhere (docs/attribution.md). The markers the program calls end
+// none in the rank file (core/rank_file_builder.cpp), nor in the live outputs (live_metrics.cpp)
+// and the always-current record (live_record.cpp); the samples and tokens they report stay.
+inline bool steps_off(const Session& s) {
+  return core::steps_mode_named(s.identity.config.steps) == core::StepsMode::kOff;
+}
 
 // rank_file_output.cpp. What the modules measured for one rank file, taken with no lock of
 // the output held (core/lock_order.h: Output::mu is never held while a module's summary is
