@@ -148,6 +148,12 @@ void watchdog_loop(uint32_t hang_sec) {
         last_change = end;
       } else if (end - last_change >= std::chrono::seconds(hang_sec) &&
                  (in_flight || now_progress.steps > 0)) {
+        // A period stretched by load (kCostFactor) can step over the half-way look below: the
+        // rank waited past half of it all the same, and is suspected before its file is written.
+        if (!suspected && in_flight) {
+          suspected = true;
+          nccl::suspect_hang();
+        }
         reported = true;
         report_hang(*s, static_cast<uint32_t>(
                             std::chrono::duration_cast<std::chrono::seconds>(end - last_change).count()));
